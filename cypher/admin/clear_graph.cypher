@@ -1,0 +1,3 @@
+// Delete every node and relationship of the graph (kbgraph reset).
+MATCH (n)
+DETACH DELETE n

@@ -1,0 +1,234 @@
+"""The ``kbgraph`` command: a thin layer over the library, one library call per verb.
+
+Errors a user can fix print as one line naming the fix and exit non-zero (2 for configuration and usage,
+75 when another run holds the lock, 1 otherwise); ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="kbgraph: a PIKE-RAG knowledge base on a graph database (embedded FalkorDB or Neo4j 5).",
+)
+store_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server of a knowledge base.")
+neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5 server assembled from Maven Central.")
+app.add_typer(store_app, name="store")
+app.add_typer(neo4j_app, name="neo4j")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+class _State:
+    overrides: dict[str, Any] = {}
+    debug: bool = False
+
+
+def settings():
+    """Effective Settings: CLI flags over environment over kbgraph.toml over defaults."""
+    from kbgraph.settings import Settings
+
+    return Settings(**_State.overrides)
+
+
+@app.callback()
+def _main(
+    kb: str | None = typer.Option(None, "--kb", help="Knowledge-base name (env KBGRAPH_NAME)."),
+    uri: str | None = typer.Option(None, "--uri", help="Store URI (bolt://, neo4j://, neo4j+s://, falkor://)."),
+    home: str | None = typer.Option(None, "--home", help="kbgraph data folder (env KBGRAPH_HOME)."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+) -> None:
+    overrides: dict[str, Any] = {}
+    if kb:
+        overrides["name"] = kb
+    if uri:
+        overrides["uri"] = uri
+    if home:
+        overrides["home"] = home
+    _State.overrides = overrides
+    _State.debug = debug
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+# --- knowledge base -----------------------------------------------------------------------------
+@app.command("config")
+def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Print the effective settings (secrets masked)."""
+    s = settings()
+    data = {**s.masked(), "backend": s.backend, "kb_dir": str(s.kb_dir)}
+    if as_json:
+        _print_json(data)
+        return
+    table = Table("setting", "value", title="kbgraph settings")
+    for key, value in data.items():
+        table.add_row(key, "" if value is None else str(value))
+    console.print(table)
+
+
+@app.command("stats")
+def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Node counts per label and relationship counts per type."""
+    from kbgraph.kb import KnowledgeBase
+
+    with KnowledgeBase(settings=settings()) as kb:
+        st = kb.stats()
+    if as_json:
+        _print_json(st.model_dump())
+        return
+    console.print(f"[bold]{kb.name}[/] on {st.backend} at {st.location}")
+    table = Table("label / relationship type", "count")
+    for key, count in st.nodes.items():
+        table.add_row(f"(:{key})", f"{count:,}")
+    for key, count in st.relationships.items():
+        table.add_row(f"[:{key}]", f"{count:,}")
+    console.print(table if st.nodes else "the graph is empty")
+
+
+@app.command("delete")
+def delete_cmd(document: str = typer.Argument(..., help="Document id (doc:…) or its source path/URI.")) -> None:
+    """Remove one document's whole subgraph and the entities no other document uses."""
+    from kbgraph.kb import KnowledgeBase
+
+    with KnowledgeBase(settings=settings()) as kb:
+        counts = kb.delete(document)
+    if not counts["documents"]:
+        err_console.print(f"no document {document!r} in knowledge base {kb.name!r}")
+        raise typer.Exit(1)
+    console.print(", ".join(f"{v} {k}" for k, v in counts.items()) + " deleted")
+
+
+@app.command("reset")
+def reset_cmd(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> None:
+    """Delete every node and relationship of the knowledge base."""
+    from kbgraph.kb import KnowledgeBase
+
+    s = settings()
+    if not yes and not typer.confirm(f"Delete everything in knowledge base {s.name!r} ({s.backend})?"):
+        raise typer.Exit(1)
+    with KnowledgeBase(settings=s) as kb:
+        kb.reset()
+    console.print(f"knowledge base {s.name!r} is empty")
+
+
+# --- embedded store -------------------------------------------------------------------------------
+def _embedded():
+    from kbgraph.errors import ConfigError
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+    s = settings()
+    if s.uri:
+        raise ConfigError(f"the knowledge base uses {s.uri}, not the embedded store; unset KBGRAPH_URI")
+    return EmbeddedFalkorDB(s.kb_dir, idle_timeout=s.falkor_idle_timeout, start_timeout=s.falkor_start_timeout)
+
+
+@store_app.command("start")
+def store_start() -> None:
+    """Start (or reuse) the embedded FalkorDB server."""
+    server = _embedded()
+    server.ensure_running()
+    console.print(server.status().model_dump())
+
+
+@store_app.command("stop")
+def store_stop() -> None:
+    """Stop the embedded FalkorDB server (data is kept)."""
+    server = _embedded()
+    console.print("stopped" if server.stop() else "not running")
+
+
+@store_app.command("status")
+def store_status(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Is the embedded server running, and where is its data."""
+    status = _embedded().status()
+    if as_json:
+        _print_json(status.model_dump())
+    else:
+        console.print(status.model_dump())
+
+
+# --- local Neo4j ------------------------------------------------------------------------------------
+def _neo4j_local():
+    from kbgraph.neo4j_local import Neo4jLocal
+
+    return Neo4jLocal(settings())
+
+
+@neo4j_app.command("build")
+def neo4j_build(force: bool = typer.Option(False, "--force", help="Rebuild the jar set.")) -> None:
+    """Assemble Neo4j 5 Community + Browser from Maven Central (first use only)."""
+    console.print(f"Neo4j jars in {_neo4j_local().build(force=force)}")
+
+
+@neo4j_app.command("start")
+def neo4j_start() -> None:
+    """Start the local Neo4j (build on first use); prints the Bolt URI and the Browser URL."""
+    status = _neo4j_local().start()
+    console.print(status.model_dump())
+    console.print(f"export KBGRAPH_URI={status.bolt_uri}   # then kbgraph uses this Neo4j")
+
+
+@neo4j_app.command("stop")
+def neo4j_stop() -> None:
+    """Stop the local Neo4j."""
+    _neo4j_local().stop()
+    console.print("stopped")
+
+
+@neo4j_app.command("status")
+def neo4j_status(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Is the local Neo4j running."""
+    status = _neo4j_local().status()
+    if as_json:
+        _print_json(status.model_dump())
+    else:
+        console.print(status.model_dump())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script. Returns the exit code."""
+    from pydantic import ValidationError
+
+    from kbgraph.errors import ConfigError, KBGraphError
+
+    try:
+        app(args=argv, prog_name="kbgraph")
+    except SystemExit as exc:  # click's standalone mode: usage errors, --help, normal exit
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except KBGraphError as exc:
+        if _State.debug:
+            raise
+        err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        return exc.exit_code
+    except ValidationError as exc:
+        if _State.debug:
+            raise
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        err_console.print(f"[red]error:[/] invalid setting {where}: {first['msg']}", highlight=False, soft_wrap=True)
+        return ConfigError.exit_code
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+    except Exception as exc:
+        if _State.debug:
+            raise
+        err_console.print(f"[red]error:[/] {type(exc).__name__}: {exc} (run with --debug for details)", soft_wrap=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

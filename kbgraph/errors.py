@@ -1,0 +1,50 @@
+"""kbgraph's exceptions. Every error a user can cause or fix is a KBGraphError whose message is one line
+that names the fix; the CLI prints it without a traceback (unless --debug) and exits with ``exit_code``."""
+
+from __future__ import annotations
+
+
+class KBGraphError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class ConfigError(KBGraphError):
+    """A setting is missing or invalid."""
+
+    exit_code = 2
+
+
+class StoreError(KBGraphError):
+    """The graph store cannot be reached, started or used."""
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be connected to (unreachable, wrong password, server will not start)."""
+
+
+class SchemaMismatch(StoreError):
+    """The graph's schema conflicts with the configuration (e.g. vector index dimension)."""
+
+
+class CypherNotFound(KBGraphError):
+    """No .cypher file by that name."""
+
+
+class Neo4jLocalError(KBGraphError):
+    """The local Neo4j server cannot be built, started or stopped."""
+
+
+class IngestError(KBGraphError):
+    """A document cannot be ingested (corrupt, encrypted, empty, too large, unsupported)."""
+
+
+class QueryError(KBGraphError):
+    """A question cannot be answered as asked (empty, too long)."""
+
+
+class LockTimeout(KBGraphError):
+    """Another kbgraph process holds the lock."""
+
+    exit_code = 75

@@ -1,0 +1,174 @@
+"""Pydantic records that cross a boundary: parser -> chunker -> distiller -> embedder -> graph writer,
+and the store's answers. Node records mirror the graph schema of ARCHITECTURE.md (PIKE-RAG §3.1, §5.1.2,
+Fig. 3): information-resource layer (Document, Section), corpus layer (Chunk), distilled-knowledge layer
+(AtomicQuestion, Triple, Entity).
+
+Ids are stable and content-derived (see ``stable_id``) so that re-ingesting the same content yields the
+same nodes. ``embedding`` is a list of float32-representable floats, L2-normalised, of the configured
+dimension (384 for all-MiniLM-L6-v2), or None before the embed stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+#: The node labels of the three-layer graph that carry a vector index on ``embedding``.
+VECTOR_LABELS: tuple[str, ...] = ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity")
+#: Every node label kbgraph writes (each has a uniqueness constraint on ``id``).
+NODE_LABELS: tuple[str, ...] = VECTOR_LABELS + ("IngestionRun",)
+#: Every relationship type kbgraph writes.
+RELATIONSHIP_TYPES: tuple[str, ...] = (
+    "HAS_SECTION",
+    "HAS_CHUNK",
+    "NEXT",
+    "HAS_QUESTION",
+    "EXTRACTED_FROM",
+    "SUBJECT",
+    "OBJECT",
+    "RELATED",
+    "MENTIONS",
+    "REFERENCES",
+)
+#: Full-text indexes: (label, property).
+FULLTEXT_INDEXES: tuple[tuple[str, str], ...] = (("Chunk", "text"), ("Entity", "name"), ("Document", "title"))
+
+
+def stable_id(prefix: str, *parts: str) -> str:
+    """A deterministic id ``<prefix>:<24 hex>`` from the sha256 of the parts (joined by U+001F)."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:24]
+    return f"{prefix}:{digest}"
+
+
+class DocumentRecord(BaseModel):
+    id: str
+    uri: str
+    title: str
+    mime: str
+    sha256: str
+    ingested_at: str | None = None
+    summary: str | None = None
+    embedding: list[float] | None = None
+
+
+class SectionRecord(BaseModel):
+    """A heading-delimited part of a document. ``parent_id`` is the parent Section's id, or the Document's
+    id for a top-level section. ``path`` is the heading path, e.g. 'Chapter 2 > Duties'."""
+
+    id: str
+    document_id: str
+    parent_id: str
+    title: str
+    level: int
+    path: str
+    order: int
+    embedding: list[float] | None = None
+
+
+class ChunkRecord(BaseModel):
+    """A retrievable piece of text. ``parent_id``: the Section (or Document) that HAS_CHUNK it.
+    ``order``: position in the document's reading order (NEXT edges follow it). ``page``: 1-based page
+    number for paged formats, else None. For ``kind='table'``, ``text`` is a Markdown table and
+    ``summary`` describes it."""
+
+    id: str
+    document_id: str
+    parent_id: str
+    text: str
+    kind: Literal["text", "table", "figure"] = "text"
+    summary: str | None = None
+    page: int | None = None
+    order: int
+    section_path: str = ""
+    embedding: list[float] | None = None
+
+
+class AtomicQuestionRecord(BaseModel):
+    """Knowledge atomizing (PIKE-RAG §5.3.1; paper 003 §3.1): a question the chunk answers, or with no LLM a
+    sentence of the chunk used as an atomic tag (``kind='sentence'``, paper 003 Table 13)."""
+
+    id: str
+    chunk_id: str
+    text: str
+    kind: Literal["question", "sentence"] = "question"
+    embedding: list[float] | None = None
+
+
+class EntityRecord(BaseModel):
+    """A named thing, merged across chunks and documents by normalised name and type."""
+
+    id: str
+    name: str
+    type: str
+    embedding: list[float] | None = None
+
+
+class TripleRecord(BaseModel):
+    """(subject, predicate, object) extracted from a chunk; subject/object link to Entities by id."""
+
+    id: str
+    chunk_id: str
+    subject: str
+    predicate: str
+    object: str
+    subject_id: str
+    object_id: str
+    text: str
+    embedding: list[float] | None = None
+
+
+class MentionRecord(BaseModel):
+    chunk_id: str
+    entity_id: str
+
+
+class DocumentGraph(BaseModel):
+    """Everything one document contributes to the graph; written in one unit of work."""
+
+    document: DocumentRecord
+    sections: list[SectionRecord] = Field(default_factory=list)
+    chunks: list[ChunkRecord] = Field(default_factory=list)
+    questions: list[AtomicQuestionRecord] = Field(default_factory=list)
+    entities: list[EntityRecord] = Field(default_factory=list)
+    triples: list[TripleRecord] = Field(default_factory=list)
+    mentions: list[MentionRecord] = Field(default_factory=list)
+
+
+# --- store answers ---------------------------------------------------------------------------
+
+
+class VectorHit(BaseModel):
+    """One vector-index hit. ``score``: cosine similarity in [-1, 1] (higher is closer), the same on
+    both backends (Neo4j's (1+cos)/2 and FalkorDB's cosine distance are converted)."""
+
+    id: str
+    label: str
+    score: float
+    properties: dict = Field(default_factory=dict)
+
+
+class FulltextHit(BaseModel):
+    """One full-text hit. ``score``: the backend's relevance score (BM25-like; higher is better; not
+    comparable across backends)."""
+
+    id: str
+    label: str
+    score: float
+    properties: dict = Field(default_factory=dict)
+
+
+class StoreStats(BaseModel):
+    backend: str
+    location: str
+    nodes: dict[str, int] = Field(default_factory=dict)
+    relationships: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def total_nodes(self) -> int:
+        return sum(self.nodes.values())
+
+    @property
+    def total_relationships(self) -> int:
+        return sum(self.relationships.values())

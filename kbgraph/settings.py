@@ -1,0 +1,160 @@
+"""kbgraph settings.
+
+Precedence, highest first: explicit arguments (CLI flags, ``Settings(...)`` keywords), environment
+(``KBGRAPH_*``; Neo4j's own ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``),
+a ``kbgraph.toml`` file (``KBGRAPH_CONFIG`` or ``./kbgraph.toml``), then the defaults below.
+
+Every field is a flat name so that the environment variable is ``KBGRAPH_<FIELD>`` in upper case,
+e.g. ``KBGRAPH_BATCH_SIZE=500``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def _config_file() -> Path:
+    return Path(os.environ.get("KBGRAPH_CONFIG", "kbgraph.toml"))
+
+
+class Settings(BaseSettings):
+    """Effective configuration of one knowledge base.
+
+    Raises pydantic.ValidationError on a malformed value (the CLI turns it into a one-line error).
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="KBGRAPH_",
+        extra="ignore",
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    # --- knowledge base -------------------------------------------------------------------
+    name: str = Field("default", description="Knowledge-base name: one graph, one data directory.")
+    home: Path = Field(Path("~/.kbgraph"), description="Root folder of kbgraph's local data.")
+
+    # --- store selection ------------------------------------------------------------------
+    uri: str | None = Field(
+        None,
+        validation_alias=AliasChoices("KBGRAPH_URI", "NEO4J_URI"),
+        description="Graph store URI: bolt://, neo4j://, neo4j+s://, falkor://host:port; "
+        "empty = embedded FalkorDB.",
+    )
+    neo4j_username: str = Field(
+        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_USERNAME", "NEO4J_USERNAME")
+    )
+    neo4j_password: SecretStr = Field(
+        SecretStr("kbgraph-local"),
+        validation_alias=AliasChoices("KBGRAPH_NEO4J_PASSWORD", "NEO4J_PASSWORD"),
+    )
+    neo4j_database: str = Field(
+        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_DATABASE", "NEO4J_DATABASE")
+    )
+    connect_timeout: float = Field(10.0, description="Seconds to wait for a store connection.")
+
+    # --- embedded FalkorDB ------------------------------------------------------------------
+    data_dir: Path | None = Field(None, description="Embedded store data folder; default <home>/<name>.")
+    falkor_idle_timeout: float = Field(
+        900.0,
+        description="Seconds the embedded FalkorDB server stays up with no command before it "
+        "stops itself (0 = never). It outlives CLI calls so the vector index is not rebuilt each time.",
+    )
+    falkor_start_timeout: float = Field(120.0, description="Seconds to wait for the embedded server.")
+
+    # --- local Neo4j (docker/neo4j-local) ------------------------------------------------------
+    neo4j_local_home: Path | None = Field(None, description="Local Neo4j folder; default <home>/neo4j-local.")
+    neo4j_bolt_port: int = 7687
+    neo4j_http_port: int = 7474
+    neo4j_heap: str = "1g"
+    neo4j_pagecache: str = "256m"
+
+    # --- writing ------------------------------------------------------------------------
+    batch_size: int = Field(1000, ge=1, description="Rows per UNWIND batch.")
+
+    # --- embeddings -----------------------------------------------------------------------
+    embedding_model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="sentence-transformers model name or path, or openai:<model> for an "
+        "OpenAI-compatible embeddings endpoint.",
+    )
+    embedding_dimension: int = Field(384, ge=1)
+    embedding_batch_size: int = Field(64, ge=1)
+
+    # --- LLM ------------------------------------------------------------------------------
+    llm_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL")
+    )
+    llm_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("KBGRAPH_LLM_API_KEY", "OPENAI_API_KEY")
+    )
+    llm_model: str | None = None
+    llm_temperature: float = 0.0
+    llm_timeout: float = 60.0
+
+    # --- misc -----------------------------------------------------------------------------
+    debug: bool = False
+
+    @field_validator("home", "data_dir", "neo4j_local_home", mode="after")
+    @classmethod
+    def _expand(cls, v: Path | None) -> Path | None:
+        return v.expanduser() if v is not None else None
+
+    @field_validator("uri", mode="before")
+    @classmethod
+    def _empty_uri(cls, v: Any) -> Any:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=_config_file()),
+        )
+
+    # --- derived --------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        """'falkordb' (embedded or falkor://) or 'neo4j'."""
+        if self.uri is None or self.uri.startswith(("falkor://", "falkordb://", "redis://")):
+            return "falkordb"
+        return "neo4j"
+
+    @property
+    def kb_dir(self) -> Path:
+        """Data folder of the embedded store for this knowledge base."""
+        return self.data_dir if self.data_dir is not None else self.home / self.name
+
+    @property
+    def neo4j_dir(self) -> Path:
+        return self.neo4j_local_home if self.neo4j_local_home is not None else self.home / "neo4j-local"
+
+    def masked(self) -> dict[str, Any]:
+        """The effective settings as plain values, secrets shown as '****'."""
+        out: dict[str, Any] = {}
+        for key in type(self).model_fields:
+            value = getattr(self, key)
+            if isinstance(value, SecretStr):
+                value = "****" if value.get_secret_value() else ""
+            elif isinstance(value, Path):
+                value = str(value)
+            out[key] = value
+        return out

