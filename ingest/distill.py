@@ -240,7 +240,9 @@ class TitleMatcher:
     has one (so the title 'Sleep' does not match 'sleep'); a one-word title must match with its exact case.
     """
 
-    def __init__(self, nlp: Any, titles: Iterable[str], *, strip_disambiguators: bool = True):
+    def __init__(self, nlp: Any, titles: Iterable[str], *, strip_disambiguators: bool = True,
+                 reject_continued_names: bool = True):
+        self.reject_continued_names = reject_continued_names
         from spacy.matcher import PhraseMatcher
 
         self._matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
@@ -305,7 +307,20 @@ class TitleMatcher:
         out.sort(key=lambda item: item[0].start)
         return out
 
+    @staticmethod
+    def _continues(span: Any) -> bool:
+        """Whether a capitalised word follows the match, i.e. it is the start of a longer name
+        ('Charles James' in 'Charles James Fox'). Measured on 2Wiki dev500: drops 13% of cross-passage
+        title mentions and 0.2% of the links between gold passages."""
+        doc = span.doc
+        if span.end < len(doc) and span[-1].whitespace_:
+            nxt = doc[span.end]
+            return nxt.is_alpha and nxt.text[:1].isupper()
+        return False
+
     def _case_ok(self, ent_id: str, span: Any) -> bool:
+        if self.reject_continued_names and self._continues(span):
+            return False
         text = span.text
         if len(span) == 1:
             return text in self._exact_case.get(ent_id, ())

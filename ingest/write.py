@@ -1,50 +1,70 @@
-"""Stage 5: write one document's subgraph (all three layers) in one unit of work.
+"""Stage 5: write documents' subgraphs (all three layers) in one unit of work.
 
-Order: Document (status 'writing') -> Sections (parent first) -> Chunks -> NEXT -> AtomicQuestions ->
-Entities -> Triples -> MENTIONS -> Document status 'complete'. On Neo4j the unit is one transaction. On
-FalkorDB each batch is atomic and a failure runs the compensation (delete the document's subgraph); a crash
-that leaves a document 'writing' is repaired by the next run, which sees the incomplete status and writes it
-anew. Every statement is a batched UNWIND from ``cypher/ingest/``. PIKE-RAG §5.1.2, Fig. 3.
+Order: Documents (status 'writing') -> Sections (parent first) -> Chunks -> NEXT -> AtomicQuestions ->
+Entities -> Triples -> MENTIONS -> Documents' status 'complete'. On Neo4j the unit is one transaction. On
+FalkorDB each batch is atomic and a failure runs the compensation (delete the documents' subgraphs and the
+entities nothing else uses); a crash that leaves a document 'writing' is repaired by the next run, which
+does not count an incomplete document as unchanged and writes it anew. Every statement is a batched UNWIND
+from ``cypher/ingest/``. PIKE-RAG §5.1.2, Fig. 3.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 
 from kbgraph.models import DocumentGraph
 from kbgraph.store import GraphStore
 
 
-def _rows(records, *, exclude: set[str] | None = None) -> list[dict]:
-    return [r.model_dump(exclude=exclude) for r in records]
+def write_documents(
+    store: GraphStore, graphs: Sequence[DocumentGraph], *, replace_ids: Iterable[str] = ()
+) -> dict[str, int]:
+    """Write ``graphs`` (every record embedded) into ``store`` in one unit of work. Documents in
+    ``replace_ids`` have their existing subgraph removed first, inside the same unit. Returns counts written
+    per kind. Raises SchemaMismatch for a wrong-sized embedding (checked before anything is written),
+    StoreError if a statement fails; either way none of the documents is left behind."""
+    replace_ids = set(replace_ids)
+    chunks = [c for g in graphs for c in sorted(g.chunks, key=lambda c: c.order)]
+    next_rows = []
+    for g in graphs:
+        ordered = sorted(g.chunks, key=lambda c: c.order)
+        next_rows += [{"from_id": a.id, "to_id": b.id} for a, b in zip(ordered, ordered[1:], strict=False)]
+    entities = {e.id: e for g in graphs for e in g.entities}
+    rows = {
+        "ingest/upsert_document": [g.document.model_dump() for g in graphs],
+        "ingest/upsert_sections": [s.model_dump() for g in graphs for s in sorted(g.sections, key=lambda s: s.order)],
+        "ingest/upsert_chunks": [c.model_dump() for c in chunks],
+        "ingest/link_next": next_rows,
+        "ingest/upsert_questions": [q.model_dump() for g in graphs for q in g.questions],
+        "ingest/upsert_entities": [e.model_dump() for e in entities.values()],
+        "ingest/upsert_triples": [t.model_dump() for g in graphs for t in g.triples],
+        "ingest/link_mentions": [m.model_dump() for g in graphs for m in g.mentions],
+    }
+    for batch in rows.values():  # validate every vector before the first write
+        for row in batch:
+            if row.get("embedding") is not None:
+                store._check_vector(row["embedding"])
+    doc_ids = [g.document.id for g in graphs]
+    undo = []
+    if store.backend != "neo4j":
+        def undo_all() -> None:
+            for doc_id in doc_ids:
+                store.delete_document(doc_id, entity_ids=list(entities))
+
+        undo = [undo_all]
+    with store.transaction(on_rollback=undo) as tx:
+        for doc_id in doc_ids:
+            if doc_id in replace_ids:
+                store.delete_document(doc_id, tx)
+        for name, batch in rows.items():
+            tx.write_batches(name, batch)
+        for doc_id in doc_ids:
+            tx.run("ingest/mark_document_complete", {"id": doc_id})
+    counts = {name.split("/")[1]: len(batch) for name, batch in rows.items()}
+    counts["statements"] = tx.statements
+    return counts
 
 
 def write_document(store: GraphStore, graph: DocumentGraph, *, replace: bool = False) -> dict[str, int]:
-    """Write ``graph`` (every record embedded) into ``store``. With ``replace``, the document's existing
-    subgraph is removed first (in the same unit of work on Neo4j). Returns counts written per kind.
-    Raises SchemaMismatch for a wrong-sized embedding, StoreError if a statement fails; either way the
-    document leaves nothing behind."""
-    doc_id = graph.document.id
-    chunks = sorted(graph.chunks, key=lambda c: c.order)
-    next_rows = [{"from_id": a.id, "to_id": b.id} for a, b in zip(chunks, chunks[1:], strict=False)]
-    entity_ids = [e.id for e in graph.entities]
-    undo = [] if store.backend == "neo4j" else [lambda: store.delete_document(doc_id, entity_ids=entity_ids)]
-    with store.transaction(on_rollback=undo) as tx:
-        if replace:
-            store.delete_document(doc_id, tx)
-        tx.write_batches("ingest/upsert_document", [graph.document.model_dump()])
-        tx.write_batches("ingest/upsert_sections", _rows(sorted(graph.sections, key=lambda s: s.order)))
-        tx.write_batches("ingest/upsert_chunks", _rows(chunks))
-        tx.write_batches("ingest/link_next", next_rows)
-        tx.write_batches("ingest/upsert_questions", _rows(graph.questions))
-        tx.write_batches("ingest/upsert_entities", _rows(graph.entities))
-        tx.write_batches("ingest/upsert_triples", _rows(graph.triples))
-        tx.write_batches("ingest/link_mentions", _rows(graph.mentions))
-        tx.run("ingest/mark_document_complete", {"id": doc_id})
-    return {
-        "sections": len(graph.sections),
-        "chunks": len(chunks),
-        "questions": len(graph.questions),
-        "entities": len(graph.entities),
-        "triples": len(graph.triples),
-        "mentions": len(graph.mentions),
-        "statements": tx.statements,
-    }
+    """Write one document (see ``write_documents``)."""
+    return write_documents(store, [graph], replace_ids={graph.document.id} if replace else ())

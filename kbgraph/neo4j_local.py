@@ -302,10 +302,15 @@ class Neo4jLocal:
         """Copy the Neo4j jars from Maven Central into the jar folder once; return that folder.
 
         Reuses a complete folder unless ``force``. Raises Neo4jLocalError if java (>= 17) or mvn is missing,
-        if Maven fails (e.g. no access to Maven Central) or if another process holds the build lock.
+        if Maven fails (e.g. no access to Maven Central), if another process holds the build lock, or if
+        ``force`` is given while this instance's server runs.
         """
         if not force and self.is_built():
             return self.lib_dir
+        if force and self._read_pid() is not None:
+            raise Neo4jLocalError(
+                f"the local Neo4j in {self.home} is running from {self.lib_dir}; stop it before rebuilding"
+            )
         self._check_tools(need_maven=True)
         self.lib_dir.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.lib_dir.parent / f".{self.lib_dir.name}.build.lock"), timeout=MAVEN_TIMEOUT)

@@ -82,6 +82,15 @@ class Settings(BaseSettings):
     # --- writing ------------------------------------------------------------------------
     batch_size: int = Field(1000, ge=1, description="Rows per UNWIND batch.")
 
+    # --- ingestion ------------------------------------------------------------------------
+    max_file_bytes: int = Field(200 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
+    chunk_tokens: int = Field(256, ge=16, description="Target chunk size in words.")
+    chunk_overlap_sentences: int = Field(1, ge=0, description="Sentences repeated between chunks.")
+    ingest_group_size: int = Field(
+        64, ge=1, description="Documents processed (chunk, distill, embed, write) together; one unit of work."
+    )
+    lock_timeout: float = Field(3600.0, description="Seconds `ingest --wait` waits for another run's lock.")
+
     # --- embeddings -----------------------------------------------------------------------
     embedding_model: str = Field(
         "all-MiniLM-L6-v2",

@@ -60,6 +60,11 @@ def neo4j_test_settings(home: Path) -> Settings:
     )
 
 
+def shared_neo4j_lib() -> Path:
+    """The jar folder that `kbgraph neo4j build` fills (shared with the test instance: built once)."""
+    return Path(os.environ.get("KBGRAPH_NEO4J_LIB", Path.home() / ".kbgraph" / "neo4j-local" / "lib"))
+
+
 @pytest.fixture(scope="session")
 def neo4j_settings(tmp_path_factory):
     """Settings pointing at a running Neo4j 5 (the local test server, started once per session)."""
@@ -72,7 +77,7 @@ def neo4j_settings(tmp_path_factory):
     from kbgraph.neo4j_local import Neo4jLocal
 
     base = neo4j_test_settings(home)
-    local = Neo4jLocal(base)
+    local = Neo4jLocal(base, lib_dir=shared_neo4j_lib())
     try:
         status = local.start(timeout=180)
     except KBGraphError as exc:
@@ -104,5 +109,7 @@ def store(backend_settings):
     yield s
     try:
         s.clear()
+    except Exception:
+        pass  # the test closed or restarted the store (and cleaned up itself)
     finally:
         s.close()

@@ -158,10 +158,30 @@ def test_failed_unit_of_work_leaves_nothing(store):
     rng = np.random.default_rng(5)
     shared = EntityRecord(id=stable_id("ent", "s"), name="S", type="ORG", embedding=unit(rng.normal(size=DIM)).tolist())
     graph = _doc_graph("gamma", shared, rng)
-    graph.triples[0].embedding = [0.1] * 7  # wrong dimension: fails after document/sections/chunks are written
+    graph.triples[0].embedding = [0.1] * 7  # wrong dimension: refused before anything is written
     with pytest.raises(SchemaMismatch):
         write_document(store, graph)
     assert store.stats().total_nodes == 0
+    # a unit that fails half-way, after documents, sections, chunks and entities went in, leaves nothing
+    graph = _doc_graph("delta", shared, rng)
+    calls = {"n": 0}
+    original = type(store)._execute
+
+    def failing(self, query, params, tx=None):
+        calls["n"] += 1
+        if "MERGE (c)-[:MENTIONS]->(e)" in query:  # fault injection: the link_mentions write fails
+            raise RuntimeError("connection dropped")
+        return original(self, query, params, tx)
+
+    type(store)._execute = failing
+    try:
+        with pytest.raises(RuntimeError):
+            write_document(store, graph)
+    finally:
+        type(store)._execute = original
+    assert calls["n"] > 5  # documents, sections, chunks... were sent before the failure
+    assert store.stats().total_nodes == 0
+    assert store.orphans() == []
 
 
 def test_vector_dimension_mismatch_is_a_clear_error(backend_settings, store):
@@ -189,10 +209,11 @@ def test_data_persists_across_store_restart(backend_settings, store, request):
         assert not server.status().running
     else:
         from kbgraph.neo4j_local import Neo4jLocal
+        from tests.conftest import shared_neo4j_lib
 
-        if backend_settings.uri != Neo4jLocal(backend_settings).status().bolt_uri:
+        local = Neo4jLocal(backend_settings, lib_dir=shared_neo4j_lib())
+        if backend_settings.uri != local.status().bolt_uri:
             pytest.skip("external Neo4j: not restarted by the tests")
-        local = Neo4jLocal(backend_settings)
         local.stop()
         local.start(timeout=180)
     reopened = open_store(backend_settings)
