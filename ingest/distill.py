@@ -26,6 +26,7 @@ does the linking alone, for titles that arrive after a chunk was distilled.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import re
 import threading
@@ -63,13 +64,21 @@ CONCEPT_TYPE = "CONCEPT"
 #: Longest noun chunk (in words) accepted as a CONCEPT entity.
 MAX_CONCEPT_WORDS = 6
 #: Pipes needed with and without triples (whichever exist in the loaded pipeline are used).
-PIPES_WITH_TRIPLES = ("tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner")
+# The attribute ruler and lemmatizer are left out: they cost 27% of the parse time on 2Wiki passages, and
+# distill needs coarse POS (set from the tagger's tags, see _tag_to_pos) and lemmas of predicate verbs only.
+PIPES_WITH_TRIPLES = ("tok2vec", "tagger", "parser", "ner")
 PIPES_WITHOUT_TRIPLES = ("senter", "ner")  # in en_core_web_sm both have their own embedding layer
 #: Below this many chunks a second spaCy process costs more than it saves.
 MULTIPROCESS_MIN_CHUNKS = 400
 
 _PERSONAL_PRONOUNS = frozenset({"he", "she", "him", "her"})
 _THING_PRONOUNS = frozenset({"it"})
+_BE_FORMS = frozenset({"be", "is", "are", "was", "were", "been", "being", "am", "'s", "'re", "'m"})
+_BASE_FORM_TAGS = frozenset({"VB", "VBP", "NN", "NNP", "JJ", "MD"})
+_INDEFINITE_PRONOUNS = frozenset({
+    "something", "anything", "nothing", "everything", "someone", "anyone", "everyone", "nobody", "somebody",
+    "anybody", "everybody",
+})
 _RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom", "whose"})
 _MONTHS = {
     m: i
@@ -396,6 +405,16 @@ class _Result:
                 subject_id=s_id, object_id=o_id, text=f"{s} {p} {o}",
             )
 
+    def merge(self, other: _Result) -> None:
+        for qid, q in other.questions.items():
+            self.questions.setdefault(qid, q)
+        for eid, e in other.entities.items():
+            self.entities.setdefault(eid, e)
+        for tid, t in other.triples.items():
+            self.triples.setdefault(tid, t)
+        for key, m in other.mentions.items():
+            self.mentions.setdefault(key, m)
+
     def as_tuple(
         self,
     ) -> tuple[list[AtomicQuestionRecord], list[EntityRecord], list[TripleRecord], list[MentionRecord]]:
@@ -471,8 +490,10 @@ class _ChunkExtractor:
     """Entities, triples and mentions of one parsed chunk."""
 
     def __init__(self, result: _Result, chunk: ChunkRecord, doc: Any, titles: list[tuple[Any, list[str]]],
-                 title_entities: Mapping[str, EntityRecord], own_title: EntityRecord | None):
+                 title_entities: Mapping[str, EntityRecord], own_title: EntityRecord | None,
+                 lemmatizer: Any = None):
         self.r = result
+        self.lemmatizer = lemmatizer
         self.chunk = chunk
         self.doc = doc
         self.own_title = own_title
@@ -529,7 +550,7 @@ class _ChunkExtractor:
             subjects, passive = self._subjects(verb)
             if not subjects:
                 continue
-            base = verb.text.lower() if passive else verb.lemma_.lower()
+            base = verb.text.lower() if passive else self._lemma(verb)
             prt = [c.text.lower() for c in verb.children if c.dep_ == "prt"]
             neg = any(c.dep_ == "neg" for c in verb.children)
             pred = " ".join((["not"] if neg else []) + [base] + prt)
@@ -545,6 +566,21 @@ class _ChunkExtractor:
                     if o is None:
                         continue
                     self.r.triple(self.chunk.id, s[0], p, o[0], s[1].id, o[1].id)
+
+    def _lemma(self, tok: Any) -> str:
+        if tok.lemma_:  # the lemmatizer ran
+            return tok.lemma_.lower()
+        low = tok.lower_
+        if self.lemmatizer is None:
+            return low
+        if low in _BE_FORMS:
+            return "be"
+        if tok.tag_ in _BASE_FORM_TAGS:  # what the lemmatizer reads from the morphology: already a lemma
+            return low
+        try:
+            return self.lemmatizer.rule_lemmatize(tok)[0].lower()
+        except Exception:  # noqa: BLE001 - a lemma is a nicety; the surface form will do
+            return low
 
     def _subjects(self, verb: Any) -> tuple[list[Any], bool]:
         passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
@@ -574,7 +610,7 @@ class _ChunkExtractor:
         n = noun
         while n.dep_ == "conj" and n.head is not n:
             n = n.head
-        if n.dep_ == "attr" and n.head.lemma_ == "be":
+        if n.dep_ == "attr" and (n.head.lemma_ == "be" or n.head.lower_ in _BE_FORMS):
             subj = [c for c in n.head.children if c.dep_ == "nsubj"]
             if subj:
                 return subj[0]
@@ -592,7 +628,7 @@ class _ChunkExtractor:
                                 for po in prep.children:
                                     if po.dep_ == "pobj":
                                         for x in (po, *po.conjuncts):
-                                            yield f"{pred} {o.lemma_.lower()} {prep.lower_}", x
+                                            yield f"{pred} {self._lemma(o)} {prep.lower_}", x
             elif c.dep_ in ("prep", "agent"):
                 for po in c.children:
                     if po.dep_ == "pobj":
@@ -613,7 +649,7 @@ class _ChunkExtractor:
             if record is None:
                 return None
             return record.name, record
-        if tok.pos_ == "PRON":
+        if tok.pos_ == "PRON" or tok.lower_ in _INDEFINITE_PRONOUNS:
             low = tok.lower_
             if low in _PERSONAL_PRONOUNS:
                 if self.own_title is not None:
@@ -681,6 +717,83 @@ def _auto_processes(n_chunks: int) -> int:
     return min(2, cpus) if n_chunks >= MULTIPROCESS_MIN_CHUNKS else 1
 
 
+class _Offline:
+    """Everything the offline extraction of a block of chunks needs (inherited by forked workers)."""
+
+    def __init__(self, nlp: Any, chunks: Sequence[ChunkRecord], titles: Mapping[str, str] | None,
+                 matcher: TitleMatcher | None, triples: bool, batch_size: int):
+        self.nlp = nlp
+        self.chunks = chunks
+        self.titles = titles
+        self.matcher = matcher
+        self.triples = triples
+        self.batch_size = batch_size
+        self.tag_pos: dict[int, int] = {}
+        self.lemmatizer = None
+        if triples and "attribute_ruler" not in nlp.pipe_names:
+            self.tag_pos = _tag_to_pos(nlp)
+            if "lemmatizer" in nlp.component_names:
+                self.lemmatizer = nlp.get_pipe("lemmatizer")
+
+    def run(self, start: int, end: int) -> _Result:
+        result = _Result()
+        block = self.chunks[start:end]
+        docs = self.nlp.pipe((_chunk_text(c) for c in block), batch_size=self.batch_size)
+        for chunk, doc in zip(block, docs):
+            self.one(result, chunk, doc)
+        return result
+
+    def one(self, result: _Result, chunk: ChunkRecord, doc: Any) -> None:
+        if self.tag_pos:
+            for tok in doc:  # what the attribute ruler would set, at a fraction of its cost
+                tok.pos = self.tag_pos.get(tok.tag, 0)
+        own = None
+        if self.titles and (t := self.titles.get(chunk.document_id)):
+            own = title_entity(t)
+            result.entities.setdefault(own.id, own)
+            result.mention(chunk.id, own.id)
+        _add_tags(result, chunk, doc)
+        found = self.matcher.find(doc) if self.matcher is not None else []
+        title_ents = self.matcher.entities if self.matcher is not None else {}
+        ex = _ChunkExtractor(result, chunk, doc, found, title_ents, own, self.lemmatizer)
+        if self.triples:
+            ex.triples()
+
+
+def _tag_to_pos(nlp: Any) -> dict[int, int]:
+    """Fine-grained tag -> coarse POS from the attribute ruler's one-tag rules (auxiliaries as AUX)."""
+    from spacy.symbols import IDS
+
+    strings = nlp.vocab.strings
+    out: dict[int, int] = {}
+    if "attribute_ruler" in nlp.component_names:
+        for rule in nlp.get_pipe("attribute_ruler").patterns:
+            pats = rule.get("patterns") or []
+            pos = (rule.get("attrs") or {}).get("POS")
+            if pos and len(pats) == 1 and len(pats[0]) == 1 and set(pats[0][0]) == {"TAG"}:
+                tag = pats[0][0]["TAG"]
+                if isinstance(tag, str) and pos in IDS:
+                    out[strings.add(tag)] = IDS[pos]
+    if not out:  # Penn Treebank defaults
+        for tag, pos in {
+            "NN": "NOUN", "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN", "PRP": "PRON", "PRP$": "PRON",
+            "WP": "PRON", "WDT": "PRON", "DT": "DET", "IN": "ADP", "JJ": "ADJ", "JJR": "ADJ", "JJS": "ADJ",
+            "RB": "ADV", "CD": "NUM", "CC": "CCONJ", "MD": "AUX", "POS": "PART", "RP": "ADP", "TO": "PART",
+            ".": "PUNCT", ",": "PUNCT", ":": "PUNCT", "-LRB-": "PUNCT", "-RRB-": "PUNCT", "HYPH": "PUNCT",
+            "VB": "VERB", "VBD": "VERB", "VBG": "VERB", "VBN": "VERB", "VBP": "VERB", "VBZ": "VERB",
+        }.items():
+            out[strings.add(tag)] = IDS[pos]
+    return out
+
+
+_WORKER: _Offline | None = None
+
+
+def _worker_block(bounds: tuple[int, int]) -> _Result:
+    assert _WORKER is not None
+    return _WORKER.run(*bounds)
+
+
 def _distill_offline(
     result: _Result,
     chunks: Sequence[ChunkRecord],
@@ -689,33 +802,36 @@ def _distill_offline(
     matcher: TitleMatcher | None,
     *,
     triples: bool,
-    tags: bool,
     batch_size: int,
     n_process: int | None,
 ) -> None:
+    """Offline extraction; with ``n_process`` > 1 blocks of chunks go to forked workers that run spaCy and
+    the extraction and send back only the records (no Doc serialisation)."""
+    global _WORKER
     if not chunks:
         return
     wanted = PIPES_WITH_TRIPLES if triples else PIPES_WITHOUT_TRIPLES
     procs = _auto_processes(len(chunks)) if n_process is None else max(1, n_process)
+    if procs > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        procs = 1  # the workers inherit the loaded pipeline; without fork it would be re-pickled
     with _pipes(nlp, wanted):
-        stream = nlp.pipe(
-            ((_chunk_text(c), i) for i, c in enumerate(chunks)),
-            as_tuples=True, batch_size=batch_size, n_process=procs,
-        )
-        for doc, i in stream:
-            chunk = chunks[i]
-            own = None
-            if titles and (t := titles.get(chunk.document_id)):
-                own = title_entity(t)
-                result.entities.setdefault(own.id, own)
-                result.mention(chunk.id, own.id)
-            if tags:
-                _add_tags(result, chunk, doc)
-            found = matcher.find(doc) if matcher is not None else []
-            title_ents = matcher.entities if matcher is not None else {}
-            ex = _ChunkExtractor(result, chunk, doc, found, title_ents, own)
-            if triples:
-                ex.triples()
+        job = _Offline(nlp, chunks, titles, matcher, triples, batch_size)
+        if procs == 1:
+            result.merge(job.run(0, len(chunks)))
+            return
+        step = max(64, min(512, -(-len(chunks) // (procs * 4))))
+        blocks = [(i, min(i + step, len(chunks))) for i in range(0, len(chunks), step)]
+        with _FORK_LOCK:
+            _WORKER = job
+            try:
+                with multiprocessing.get_context("fork").Pool(procs) as pool:
+                    for part in pool.imap(_worker_block, blocks):
+                        result.merge(part)
+            finally:
+                _WORKER = None
+
+
+_FORK_LOCK = threading.Lock()
 
 
 # --- LLM extraction ---------------------------------------------------------------------------------
@@ -816,7 +932,7 @@ def distill(
     matcher = TitleMatcher(nlp, titles.values()) if titles and link_titles else None
 
     if llm is None:
-        _distill_offline(result, chunks, nlp, titles, matcher, triples=triples, tags=True,
+        _distill_offline(result, chunks, nlp, titles, matcher, triples=triples,
                          batch_size=batch_size, n_process=n_process)
         return result.as_tuple()
 
@@ -849,7 +965,7 @@ def distill(
                 result.entities.setdefault(ent.id, ent)
             result.mention(m.chunk_id, m.entity_id)
     if failed:
-        _distill_offline(result, failed, nlp, titles, matcher, triples=triples, tags=True,
+        _distill_offline(result, failed, nlp, titles, matcher, triples=triples,
                          batch_size=batch_size, n_process=1)
     return result.as_tuple()
 

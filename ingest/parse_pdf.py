@@ -78,6 +78,13 @@ def open_pdf(data: bytes, name: str):
     """Open PDF bytes with pymupdf; IngestError for anything that is not a readable, unlocked PDF."""
     import pymupdf
 
+    pymupdf.TOOLS.mupdf_display_errors(False)  # MuPDF's own stderr chatter; failures raise below
+    pymupdf.TOOLS.mupdf_display_warnings(False)
+    if b"%PDF-" not in data[:1024]:
+        raise IngestError(f"corrupt or unreadable PDF {name}: no %PDF header (not a PDF file)")
+    if b"%%EOF" not in data[-2048:]:
+        # MuPDF would 'repair' a truncated file and quietly return whatever pages it still finds.
+        raise IngestError(f"truncated or corrupt PDF {name}: no %%EOF marker at the end (copy or download it again)")
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # FileDataError, RuntimeError, ValueError…
@@ -96,8 +103,16 @@ def _is_bold(span: dict) -> bool:
     return bool(span.get("flags", 0) & 16) or bool(re.search(r"bold|black|heavy|semibold|demi", font, re.I))
 
 
-def _line_from(line: dict) -> _Line | None:
+def _line_from(line: dict, rot=None) -> _Line | None:
+    """A text line in display coordinates (``rot``: the page's rotation matrix when it is rotated, since
+    MuPDF reports text in unrotated coordinates)."""
     d = line.get("dir", (1, 0))
+    bbox = tuple(line["bbox"])
+    if rot is not None:
+        import pymupdf
+
+        d = tuple(pymupdf.Point(d) * pymupdf.Matrix(rot.a, rot.b, rot.c, rot.d, 0, 0))
+        bbox = tuple(pymupdf.Rect(bbox) * rot)
     if abs(d[1]) > 0.5 or d[0] < 0:  # vertical or upside-down text: margin stamps, rotated labels
         return None
     spans = [s for s in line.get("spans", []) if s.get("text")]
@@ -108,7 +123,7 @@ def _line_from(line: dict) -> _Line | None:
     chars = sum(w for w, _ in weights)
     size = sum(w * s["size"] for w, s in weights) / chars
     bold = all(_is_bold(s) for _, s in weights)
-    return _Line(text=text, bbox=tuple(line["bbox"]), size=size, bold=bold, chars=chars)
+    return _Line(text=text, bbox=bbox, size=size, bold=bold, chars=chars)
 
 
 def _inside(bbox, rect, pad: float = 1.0) -> bool:
@@ -198,25 +213,40 @@ def _extract_table(tb, page_words: list[tuple]) -> dict | None:
     if not words:
         return None
 
-    def spans_of(r) -> list[tuple[int, int]]:
-        idx = [j for j, c in enumerate(r.cells[:ncols]) if c is not None]
-        return [(j, (idx[k + 1] if k + 1 < len(idx) else ncols) - 1) for k, j in enumerate(idx)]
-
-    # Printed lines of each grid row, as (phrases, {col: text}).
+    # Each grid row: its cells as (first column, last column, bbox), words taken by cell (a word belongs
+    # to the first cell containing its centre), cut into printed lines; a line is its phrases, each phrase
+    # tagged with its column (clamped to its cell's span).
+    used: set[int] = set()
     grid: list[dict] = []
     for r in rows:
-        y0, y1 = r.bbox[1], r.bbox[3]
-        rw = [w for w in words if y0 - 0.5 <= (w[1] + w[3]) / 2 < y1 + 0.5]
+        cells = []
+        y0, y1 = r.bbox[1] - 0.5, r.bbox[3] + 0.5
+        in_row = [k for k, w in enumerate(words) if k not in used and y0 <= (w[1] + w[3]) / 2 <= y1]
+        for c in r.cells[:ncols]:
+            if c is None:
+                continue
+            span = [j for j in range(ncols) if c[0] - 0.5 <= starts[j] < c[2] - 0.5] or [_col_of(c[0], starts)]
+            cw = [k for k in in_row if k not in used and _inside(words[k][:4], c, pad=0.5)]
+            used.update(cw)
+            cells.append((span[0], span[-1], cw))
+        if not cells:
+            continue
+        owner = {k: (a, b) for a, b, cw in cells for k in cw}
+        row_words = sorted(owner)
         plines = []
-        for line in _cluster_lines(rw):
-            phr = _phrases(line)
+        for line in _cluster_lines([words[k] + (k,) for k in row_words]):
+            phrases: list[tuple[int, int, int, list[tuple]]] = []  # (col, a, b, words)
+            for a, b in dict.fromkeys(owner[w[-1]] for w in line):
+                for p in _phrases([w for w in line if owner[w[-1]] == (a, b)]):
+                    col = min(max(_col_of((p[0][0] + p[-1][2]) / 2, starts), a), b)
+                    phrases.append((col, a, b, p))
             cols: dict[int, list[str]] = defaultdict(list)
-            for p in phr:
-                cols[_col_of((p[0][0] + p[-1][2]) / 2, starts)].append(_text(p))
-            plines.append({"phrases": phr, "cols": {j: " ".join(v) for j, v in cols.items()}})
-        full = len(spans_of(r)) == 1
-        grid.append({"lines": plines, "full": full, "spans": spans_of(r)})
-    grid = [g for g in grid if g["lines"]]
+            for col, _, _, p in sorted(phrases, key=lambda x: x[3][0][0]):
+                cols[col].append(_text(p))
+            plines.append({"phrases": phrases, "cols": {j: " ".join(v) for j, v in cols.items()}})
+        if plines:
+            full = len(cells) == 1 and cells[0][0] == 0 and cells[0][1] == ncols - 1
+            grid.append({"lines": plines, "full": full, "spans": [(a, b) for a, b, _ in cells]})
     if not grid:
         return None
 
@@ -226,9 +256,9 @@ def _extract_table(tb, page_words: list[tuple]) -> dict | None:
     caption_lines: list[str] = []
     notes: list[str] = []
     while grid and is_prose(grid[0]):
-        caption_lines += [_text(pl["phrases"][0]) for pl in grid.pop(0)["lines"]]
+        caption_lines += [_text(pl["phrases"][0][3]) for pl in grid.pop(0)["lines"]]
     while grid and is_prose(grid[-1]):
-        notes.insert(0, _join_lines([_text(pl["phrases"][0]) for pl in grid.pop()["lines"]]))
+        notes.insert(0, _join_lines([_text(pl["phrases"][0][3]) for pl in grid.pop()["lines"]]))
     if not grid:
         return None
 
@@ -253,18 +283,18 @@ def _extract_table(tb, page_words: list[tuple]) -> dict | None:
     if header_rows:
         labels: list[list[str]] = [[] for _ in range(ncols)]
         for g in header_rows:
-            for a, b in g["spans"]:
-                for pl in g["lines"]:
-                    phr = [p for p in pl["phrases"] if a <= _col_of((p[0][0] + p[-1][2]) / 2, starts) <= b]
-                    if not phr:
-                        continue
-                    cols = [_col_of((p[0][0] + p[-1][2]) / 2, starts) for p in phr]
+            for pl in g["lines"]:
+                by_cell: dict[tuple[int, int], list] = defaultdict(list)
+                for col, a, b, p in pl["phrases"]:
+                    by_cell[(a, b)].append((col, p))
+                for (a, b), phr in by_cell.items():
+                    cols = [c for c, _ in phr]
                     if b > a and (len(phr) == 1 or len(set(cols)) < len(cols)):
                         for j in range(a, b + 1):  # a group label over the whole span
-                            labels[j].append(" ".join(_text(p) for p in phr))
+                            labels[j].append(" ".join(_text(p) for _, p in phr))
                     else:
-                        for p, j in zip(phr, cols):
-                            labels[j].append(_text(p))
+                        for c, p in phr:
+                            labels[c].append(_text(p))
         header = [" ".join(x) for x in labels]
 
     body: list[list[str]] = []
@@ -479,9 +509,8 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
     title = _WS.sub(" ", title).strip()
     title = re.sub(r"^microsoft (word|powerpoint) - ", "", title, flags=re.I)
     if not title or _JUNK_TITLE.search(title) or len(title) > 300:
-        first = next((e for e in elements if e["kind"] == "heading" and e["level"] == 1 and e["page"] == 1), None)
-        title = first["text"] if first else ""
-    if not title:  # a one-table report: the table's caption
+        title = ""
+    if not title and not any(e["kind"] == "heading" for e in elements):  # a one-table report: its caption
         cap = next((r["table"]["caption"] for r in raw if r["kind"] == "table" and r["page"] == 1), None)
         title = cap or ""
     if bad_pages:
@@ -489,18 +518,43 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
     return (title or None), elements
 
 
+def _may_have_table(page) -> bool:
+    """Ruling-line table detection needs at least two horizontal and two vertical edges: skip the (costly)
+    detector on pages without them (a two-column page with only a column rule, say)."""
+    h = v = 0
+    for drawing in page.get_cdrawings():
+        for item in drawing.get("items", ()):
+            op = item[0]
+            if op == "l":
+                (x0, y0), (x1, y1) = item[1], item[2]
+                h += abs(y0 - y1) < 1
+                v += abs(x0 - x1) < 1
+            elif op in ("re", "qu"):
+                r = item[1]
+                w, ht = (abs(r[2] - r[0]), abs(r[3] - r[1])) if op == "re" else (2 * 3, 2 * 3)
+                h += 1 if ht <= 3 else (0 if w <= 3 else 2)
+                v += 1 if w <= 3 else (0 if ht <= 3 else 2)
+        if h >= 2 and v >= 2:
+            return True
+    return False
+
+
 def _page_items(page, flags: int) -> list[_Item]:
     items: list[_Item] = []
     tables: list[dict] = []
     rects: list[tuple] = []
     try:
-        found = page.find_tables(use_layout=False)
-        candidates = list(found.tables)
+        candidates = list(page.find_tables(use_layout=False).tables) if _may_have_table(page) else []
     except Exception as exc:  # table detection is best effort; the text is still read
         log.warning("page %d: table detection failed: %s", page.number + 1, _one_line(exc))
         candidates = []
+    rot = page.rotation_matrix if page.rotation % 360 else None
     if candidates:
         words = page.get_text("words", flags=flags)
+        if rot is not None:  # tables come in display coordinates, words in unrotated ones
+            import pymupdf
+
+            words = [tuple(pymupdf.Rect(w[:4]) * rot) + tuple(w[4:]) for w in words]
         for tb in candidates:
             t = _extract_table(tb, words)
             if t is None or (len(t["rows"]) + (1 if t["header"] else 0)) < 2:
@@ -514,7 +568,7 @@ def _page_items(page, flags: int) -> list[_Item]:
             continue
         lines = []
         for raw in b.get("lines", []):
-            ln = _line_from(raw)
+            ln = _line_from(raw, rot)
             if ln is None or any(_inside(ln.bbox, r) for r in rects):
                 continue
             lines.append(ln)

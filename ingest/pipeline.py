@@ -28,7 +28,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
-from kbgraph.errors import IngestError, LockTimeout
+from kbgraph.errors import ConfigError, IngestError, LockTimeout, SchemaMismatch, StoreUnavailable
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
@@ -38,6 +38,8 @@ log = logging.getLogger("kbgraph.ingest")
 #: Extensions ingested from directories (a file named explicitly is always tried).
 SUPPORTED = {".pdf", ".docx", ".html", ".htm", ".pptx", ".md", ".markdown", ".txt", ".text", ".eml", ".jsonl"}
 STAGES = ("parse", "chunk", "distill", "embed", "write")
+#: Errors that end the run at once instead of being recorded against a document.
+_FATAL = (ImportError, MemoryError, ConfigError, SchemaMismatch, StoreUnavailable, LockTimeout)
 
 
 class FileError(BaseModel):
@@ -253,6 +255,8 @@ class Ingestor:
         try:
             graphs = self._build(docs, report, bar)
             self._write(graphs, docs, report, bar)
+        except _FATAL:
+            raise  # the installation, configuration or store is broken: no document would succeed
         except Exception as exc:
             if len(docs) == 1:
                 report.errors.append(FileError(path=_source(docs[0]), error=_one_line(exc)))

@@ -146,9 +146,9 @@ def html_table_to_markdown(html: str) -> str:
     width = max(len(r) for r in grid)
     grid = [r + [""] * (width - len(r)) for r in grid]
     caption = None
-    # A first row that is one cell repeated across the whole width (colspan) is a caption, not a header.
-    if len(grid) > 1 and width > 1 and len({c for c in grid[0]}) == 1:
-        caption = grid[0][0]
+    # A first row with a single text (one cell, or one cell spanning the width) is a caption, not a header.
+    if len(grid) > 1 and width > 1 and len({c for c in grid[0] if c}) == 1:
+        caption = next(c for c in grid[0] if c)
         grid = grid[1:]
         header_rows = max(0, header_rows - 1)
     n = max(1, header_rows) if len(grid) > 1 else 1

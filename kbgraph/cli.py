@@ -97,6 +97,62 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     console.print(table if st.nodes else "the graph is empty")
 
 
+@app.command("ingest")
+def ingest_cmd(
+    paths: list[str] = typer.Argument(..., help="Files, directories, or .jsonl passage corpora."),
+    prune: bool = typer.Option(False, "--prune", help="Delete documents whose source vanished."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for another run's lock instead of exiting 75."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+) -> None:
+    """Ingest documents into the knowledge base (incremental; safe to run from cron).
+
+    Exit 0 when every file was ingested, 1 when some failed, 2 on a usage or configuration error,
+    75 when another run holds the lock."""
+    import logging
+
+    from kbgraph.kb import KnowledgeBase
+
+    if not sys.stderr.isatty():
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    with KnowledgeBase(settings=settings()) as kb:
+        report = kb.ingest(paths, prune=prune, wait=wait)
+    if as_json:
+        _print_json(report.model_dump())
+    else:
+        console.print(
+            f"[bold]{report.status}[/]: {report.added} added, {report.updated} updated, "
+            f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed; "
+            f"{report.chunks} chunks in {report.seconds['total']:.1f} s"
+        )
+        for err in report.errors:
+            err_console.print(f"[red]failed:[/] {err.path}: {err.error}", highlight=False, soft_wrap=True)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command("ask")
+def ask_cmd(
+    question: str = typer.Argument(..., help="The question."),
+    method: str | None = typer.Option(
+        None, "--method", "-m",
+        help="pike | naive | naive_hr | self_ask | cot (need an LLM) | hierarchical | dense (retrieval only).",
+    ),
+    k: int = typer.Option(5, "--k", help="Evidence chunks for retrieval-only answers."),
+    trace: bool = typer.Option(False, "--trace", help="Print the rationale round by round."),
+    explain: bool = typer.Option(False, "--explain", help="Print each chunk's score breakdown."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole Answer as JSON."),
+) -> None:
+    """Answer a question from the knowledge base, with citations."""
+    from kbgraph.kb import KnowledgeBase
+    from kbgraph.query.render import render_answer
+
+    with KnowledgeBase(settings=settings()) as kb:
+        answer = kb.ask(question, method=method, k=k, explain=explain)
+    if as_json:
+        _print_json(answer.model_dump())
+        return
+    render_answer(console, answer, trace=trace, explain=explain)
+
+
 @app.command("delete")
 def delete_cmd(document: str = typer.Argument(..., help="Document id (doc:…) or its source path/URI.")) -> None:
     """Remove one document's whole subgraph and the entities no other document uses."""

@@ -44,6 +44,10 @@ class QueryError(KBGraphError):
     """A question cannot be answered as asked (empty, too long)."""
 
 
+class LLMError(KBGraphError):
+    """The LLM server failed, refused the request, or gave an answer that cannot be used."""
+
+
 class LockTimeout(KBGraphError):
     """Another kbgraph process holds the lock."""
 

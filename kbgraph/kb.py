@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kbgraph.models import StoreStats
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, open_store
+
+if TYPE_CHECKING:
+    from kbgraph.ingest.pipeline import IngestReport
+    from kbgraph.query.models import Answer
+
+_UNSET: Any = object()
 
 
 class KnowledgeBase:
@@ -28,6 +36,8 @@ class KnowledgeBase:
             settings = settings.model_copy(update={**({"name": name} if name else {}), **overrides})
         self.settings = settings
         self._store: GraphStore | None = None
+        self._embedder = None
+        self._llm: Any = _UNSET
 
     @property
     def name(self) -> str:
@@ -46,13 +56,76 @@ class KnowledgeBase:
             self._store = store
         return self._store
 
+    def ingest(self, paths: Sequence[str | Path] | str | Path, *, prune: bool = False, wait: bool = False,
+               progress: bool | None = None) -> IngestReport:  # fmt: skip
+        """Ingest files, directories and .jsonl passage corpora (L0: parse, chunk, distill, embed, write).
+
+        Incremental: unchanged documents are skipped, changed ones replaced; ``prune`` deletes documents
+        whose source vanished. Raises LockTimeout if another run holds this knowledge base (``wait`` waits
+        up to ``lock_timeout`` s). Per-file failures are in the report, not raised."""
+        from kbgraph.ingest.pipeline import Ingestor
+
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        return Ingestor(self.store, self.settings, llm=self.llm, progress=progress).run(paths, prune=prune, wait=wait)
+
+    def ask(self, question: str, *, method: str | None = None, k: int = 5, explain: bool = False) -> Answer:
+        """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1).
+
+        method: 'pike' (default with an LLM), 'naive', 'naive_hr', 'self_ask', 'cot', or retrieval only:
+        'hierarchical' (default without an LLM), 'dense'. ``k``: chunks cited by retrieval-only answers.
+        ``explain``: each chunk's score broken down by layer and node. Raises QueryError for an empty or
+        over-long question or an unknown method."""
+        from kbgraph.query.ask import answer_question
+
+        return answer_question(
+            question, store=self.store, settings=self.settings, embedder=self.embedder, llm=self.llm,
+            method=method, k=k, explain=explain,
+        )  # fmt: skip
+
+    def retrieve(self, question: str, *, k: int = 10, method: str = "hierarchical", explain: bool = False):
+        """The top-``k`` chunks for ``question`` without answering ('hierarchical' or 'dense')."""
+        from kbgraph.query.ask import clean_question, retrieve
+
+        return retrieve(self.store, self.settings, self.embedder, clean_question(question), k=k, method=method,
+                        explain=explain)  # fmt: skip
+
+    @property
+    def embedder(self):
+        """The configured embedder (loaded on first use; importing torch takes seconds)."""
+        if self._embedder is None:
+            from kbgraph.embed import get_embedder
+
+            self._embedder = get_embedder(self.settings)
+        return self._embedder
+
+    @property
+    def llm(self):
+        """The configured LLM client, or None (offline: retrieval-only answers)."""
+        if self._llm is _UNSET:
+            from kbgraph.llm import get_llm
+
+            self._llm = get_llm(self.settings)
+        return self._llm
+
     def stats(self) -> StoreStats:
         """Node counts per label and relationship counts per type."""
         return self.store.stats()
 
-    def delete(self, document_id: str) -> dict[str, int]:
-        """Remove one document's whole subgraph and the entities no other document uses."""
-        return self.store.delete_document(document_id)
+    def delete(self, document: str) -> dict[str, int]:
+        """Remove one document's whole subgraph and the entities no other document uses. ``document``: its
+        id (doc:…), its source URI, or a path to its source file."""
+        key = document
+        if not key.startswith(("doc:", "file:", "http:", "https:")) and Path(key).exists():
+            key = Path(key).resolve().as_uri()
+        rows = self.store.run("ingest/find_document", {"key": key})
+        if not rows:
+            return {"documents": 0}
+        counts: dict[str, int] = {}
+        for row in rows:
+            for name, n in self.store.delete_document(row["id"]).items():
+                counts[name] = counts.get(name, 0) + n
+        return counts
 
     def reset(self) -> None:
         """Delete every node and relationship of this knowledge base."""

@@ -100,6 +100,32 @@ class Settings(BaseSettings):
     embedding_dimension: int = Field(384, ge=1)
     embedding_batch_size: int = Field(64, ge=1)
 
+    # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------
+    seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
+    fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off).")
+    weight_chunk: float = 1.0
+    weight_question: float = 0.8
+    weight_triple: float = 0.3
+    weight_entity: float = 0.3
+    weight_section: float = 0.1
+    weight_document: float = 0.2
+    weight_fulltext: float = 0.2
+    weight_hop: float = 0.5
+    weight_next: float = 0.1
+    hop_from: int = Field(10, ge=0, description="Top chunks whose entities spread score to other chunks.")
+    max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
+
+    # --- knowledge-aware decomposition (PIKE-RAG §5.3.2 Algorithm 1; paper 003 §3.4) and baselines ------
+    decompose_rounds: int = Field(5, ge=1, description="N: decomposition rounds (chunks in the final context).")
+    decompose_candidates: int = Field(4, ge=1, description="K: atomic questions retrieved per proposal.")
+    decompose_threshold: float = Field(0.5, description="δ: minimum cosine of an atomic question to a proposal.")
+    naive_k: int = Field(16, ge=1, description="Naive RAG: chunks retrieved from the Chunk vector index.")
+    naive_threshold: float = Field(0.2, description="Naive RAG (and Self-Ask): minimum chunk cosine.")
+    hr_k: int = Field(8, ge=1, description="Naive RAG w/ H-R: chunks by path (a), Chunk vector index.")
+    hr_threshold: float = Field(0.5, description="Naive RAG w/ H-R: minimum cosine on both paths.")
+    hr_question_k: int = Field(4, ge=1, description="Naive RAG w/ H-R: atomic questions by path (b).")
+    self_ask_rounds: int = Field(4, ge=1, description="Self-Ask: follow-up questions before the final answer.")
+
     # --- LLM ------------------------------------------------------------------------------
     llm_base_url: str | None = Field(
         None, validation_alias=AliasChoices("KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL")
@@ -107,9 +133,20 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("KBGRAPH_LLM_API_KEY", "OPENAI_API_KEY")
     )
-    llm_model: str | None = None
+    llm_model: str | None = Field(None, description="Default chat model; empty = offline (no LLM).")
     llm_temperature: float = 0.0
-    llm_timeout: float = 60.0
+    llm_timeout: float = Field(60.0, gt=0, description="Seconds to wait for one LLM answer.")
+    llm_max_retries: int = Field(
+        4, ge=0, description="Retries after a 429, 5xx, timeout or connection error (exponential backoff)."
+    )
+    llm_cache_dir: Path | None = Field(
+        None, description="On-disk LLM response cache folder; default <home>/llm-cache."
+    )
+    llm_json_mode: bool = Field(
+        False,
+        description="Send response_format={'type': 'json_object'} for JSON answers (only if the server "
+        "supports it; many local servers reject it).",
+    )
 
     # --- misc -----------------------------------------------------------------------------
     debug: bool = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -66,6 +67,7 @@ class Transaction:
 
     def run(self, name: str, params: Row | None = None) -> list[Row]:
         self.statements += 1
+        self._store.sent[name] += 1
         return self._store._execute(cypher.load(name, self._store.backend), params or {}, self._handle)
 
     def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
@@ -92,6 +94,8 @@ class GraphStore(ABC):
     def __init__(self, *, dimension: int, batch_size: int):
         self.dimension = dimension
         self.batch_size = batch_size
+        #: statement name -> times sent (auto-commit and in units of work): evidence for "no writes".
+        self.sent: Counter[str] = Counter()
 
     # --- backend hooks ----------------------------------------------------------------------
     @abstractmethod
@@ -133,6 +137,7 @@ class GraphStore(ABC):
     # --- public API -------------------------------------------------------------------------
     def run(self, name: str, params: Row | None = None) -> list[Row]:
         """Run the named statement (auto-commit) and return its rows as dicts."""
+        self.sent[name] += 1
         return self._execute(cypher.load(name, self.backend), params or {})
 
     def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:

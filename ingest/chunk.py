@@ -1,0 +1,208 @@
+"""Ingestion stage 2: a ParsedDocument -> Document, Section tree and Chunks (PIKE-RAG §5.1.2 Fig. 3: the
+information-resource and corpus layers; §5.2.1 text splitting without the LLM part).
+
+- **Sections** come from heading levels: a heading opens a Section under the nearest enclosing heading of
+  a smaller level (or under the Document), ``path`` is the heading path 'A > B', and its id
+  ``stable_id('sec', document_id, path, order)`` is stable while the document's headings do not change.
+- **Chunks** never cross a section or a table. The text between two headings (or a heading and a table)
+  is one chunk when it has at most ``chunk_tokens`` whitespace tokens, else it is cut into sentences with
+  spaCy's ``senter`` (no parser; one ``nlp.pipe`` call per document) and packed greedily into chunks of at
+  most ``chunk_tokens`` tokens, each repeating the previous chunk's last ``overlap_sentences`` sentences.
+  A single sentence longer than ``chunk_tokens`` is cut into windows of ``chunk_tokens`` tokens. Paragraph
+  breaks are kept as blank lines.
+- **Tables** are one chunk each, ``kind='table'``, text = the Markdown, ``summary`` from
+  ``kbgraph.ingest.tables.summarize_table`` (deterministic; an LLM summary can replace it later).
+- ``order`` numbers chunks in reading order across the whole document (NEXT edges follow it); ``page`` is
+  the page of the chunk's first new sentence; ``section_path`` the enclosing section's path ('' at the
+  document level). A passage (JSONL corpus) has no headings: its chunks hang directly off the Document.
+- Ids: ``stable_id('doc', uri)``, and ``stable_id('chunk', document_id, order, sha256(text))``.
+
+The recurrent LLM-driven splitter of §5.2.1 (Fig. 7) is not here: it refines these chunks in a later stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from kbgraph.ingest.parse import ParsedDocument
+from kbgraph.ingest.tables import summarize_table
+from kbgraph.models import ChunkRecord, DocumentRecord, SectionRecord, stable_id
+
+PATH_SEP = " > "
+
+
+@dataclass
+class _Unit:
+    """A sentence (or a window of an over-long sentence) on its way into a chunk."""
+
+    text: str
+    page: int | None
+    para: int  # paragraph index inside its block: a change means a paragraph break
+    tokens: int
+
+
+@dataclass
+class _Block:
+    """Consecutive content of one section: paragraphs, or one table."""
+
+    parent_id: str
+    path: str
+    paragraphs: list[tuple[str, int | None]] | None = None
+    table: tuple[str, int | None] | None = None
+
+
+def _ntokens(text: str) -> int:
+    return len(text.split())
+
+
+def _windows(text: str, size: int) -> list[str]:
+    words = text.split()
+    return [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
+
+
+def _render(units: list[_Unit]) -> str:
+    out = ""
+    prev = None
+    for u in units:
+        if prev is None:
+            out = u.text
+        elif u.para != prev.para:
+            out += "\n\n" + u.text
+        else:
+            out += " " + u.text
+        prev = u
+    return out.strip()
+
+
+def _pack(units: list[_Unit], chunk_tokens: int, overlap: int) -> list[tuple[str, int | None]]:
+    """Greedy packing of sentence units into chunks of <= chunk_tokens with ``overlap`` sentences repeated."""
+    chunks: list[tuple[str, int | None]] = []
+    cur: list[_Unit] = []
+    fresh = 0  # index in cur of the first sentence not repeated from the previous chunk
+    size = 0
+    for u in units:
+        if cur and size + u.tokens > chunk_tokens:
+            chunks.append((_render(cur), cur[fresh].page))
+            keep = cur[-overlap:] if overlap > 0 else []
+            while keep and sum(k.tokens for k in keep) + u.tokens > chunk_tokens:
+                keep = keep[1:]
+            cur, fresh, size = list(keep), len(keep), sum(k.tokens for k in keep)
+        cur.append(u)
+        size += u.tokens
+    if cur and fresh < len(cur):
+        chunks.append((_render(cur), cur[fresh].page))
+    return chunks
+
+
+def build_structure(
+    doc: ParsedDocument, *, chunk_tokens: int = 256, overlap_sentences: int = 1
+) -> tuple[DocumentRecord, list[SectionRecord], list[ChunkRecord]]:
+    """The Document, its Section tree and its Chunks, in reading order (see the module docstring)."""
+    if chunk_tokens < 1:
+        raise ValueError("chunk_tokens must be >= 1")
+    overlap_sentences = max(0, overlap_sentences)
+    document_id = stable_id("doc", doc.uri)
+    document = DocumentRecord(id=document_id, uri=doc.uri, title=doc.title, mime=doc.mime, sha256=doc.sha256)
+
+    # 1. Sections and blocks.
+    sections: list[SectionRecord] = []
+    stack: list[SectionRecord] = []
+    blocks: list[_Block] = []
+
+    def here() -> tuple[str, str]:
+        return (stack[-1].id, stack[-1].path) if stack else (document_id, "")
+
+    for el in doc.elements:
+        if el.kind == "heading":
+            level = el.level or 1
+            while stack and stack[-1].level >= level:
+                stack.pop()
+            parent_id, parent_path = here()
+            path = f"{parent_path}{PATH_SEP}{el.text}" if parent_path else el.text
+            order = len(sections)
+            sec = SectionRecord(
+                id=stable_id("sec", document_id, path, str(order)),
+                document_id=document_id,
+                parent_id=parent_id,
+                title=el.text,
+                level=level,
+                path=path,
+                order=order,
+            )
+            sections.append(sec)
+            stack.append(sec)
+        elif el.kind == "table":
+            parent_id, path = here()
+            blocks.append(_Block(parent_id, path, table=(el.markdown or el.text, el.page)))
+        else:
+            if not el.text.strip():
+                continue
+            parent_id, path = here()
+            last = blocks[-1] if blocks else None
+            if last is not None and last.paragraphs is not None and last.parent_id == parent_id:
+                last.paragraphs.append((el.text, el.page))
+            else:
+                blocks.append(_Block(parent_id, path, paragraphs=[(el.text, el.page)]))
+
+    # 2. Sentences, only for blocks too long for one chunk (one spaCy pass for the whole document).
+    long_blocks = [
+        b for b in blocks if b.paragraphs is not None and sum(_ntokens(t) for t, _ in b.paragraphs) > chunk_tokens
+    ]
+    sentences: dict[int, list[list[str]]] = {}
+    if long_blocks:
+        from kbgraph.ingest.nlp import split_sentences
+
+        texts = [t for b in long_blocks for t, _ in b.paragraphs]
+        split = list(split_sentences(texts))
+        k = 0
+        for b in long_blocks:
+            sentences[id(b)] = split[k : k + len(b.paragraphs)]
+            k += len(b.paragraphs)
+
+    # 3. Chunks in reading order.
+    chunks: list[ChunkRecord] = []
+
+    def add(parent_id: str, path: str, text: str, page: int | None, kind: str = "text", summary: str | None = None):
+        if not text.strip():
+            return
+        order = len(chunks)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        chunks.append(
+            ChunkRecord(
+                id=stable_id("chunk", document_id, str(order), digest),
+                document_id=document_id,
+                parent_id=parent_id,
+                text=text,
+                kind=kind,
+                summary=summary,
+                page=page,
+                order=order,
+                section_path=path,
+            )
+        )
+
+    for b in blocks:
+        if b.table is not None:
+            md, page = b.table
+            add(b.parent_id, b.path, md, page, kind="table", summary=summarize_table(md))
+            continue
+        assert b.paragraphs is not None
+        if id(b) not in sentences:  # fits in one chunk
+            text = "\n\n".join(t.strip() for t, _ in b.paragraphs if t.strip())
+            add(b.parent_id, b.path, text, next((p for t, p in b.paragraphs if t.strip()), None))
+            continue
+        units: list[_Unit] = []
+        for i, ((_, page), sents) in enumerate(zip(b.paragraphs, sentences[id(b)])):
+            for s in sents:
+                n = _ntokens(s)
+                if n > chunk_tokens:
+                    units += [_Unit(w, page, i, _ntokens(w)) for w in _windows(s, chunk_tokens)]
+                elif n:
+                    units.append(_Unit(s, page, i, n))
+        for text, page in _pack(units, chunk_tokens, overlap_sentences):
+            add(b.parent_id, b.path, text, page)
+
+    if not chunks and sections:  # a document of headings only: keep them findable
+        add(document_id, "", "\n".join(s.title for s in sections), next((e.page for e in doc.elements), None))
+    return document, sections, chunks

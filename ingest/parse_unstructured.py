@@ -1,0 +1,350 @@
+"""DOCX, PPTX, HTML, Markdown and e-mail -> elements (PDF is ``parse_pdf``, plain text ``parse``).
+
+- **DOCX**: python-docx first. A Word document's structure *is* its heading styles ('Heading 1..9', or
+  any style/paragraph with an outline level), so reading them gives the same Section tree as
+  ``unstructured.partition_docx`` (on the DOJ trustee handbook: the same 294 headings, same levels) in ~4 s
+  instead of ~35-50 s, with body, tables and content controls in document order, the table of contents
+  control skipped. A document with no heading style at all falls back to ``partition_docx``, whose
+  text-classification heuristics can still find titles. Pages: counted from Word's rendered page breaks
+  when the file has them, else None.
+- **HTML, Markdown, PPTX, e-mail**: ``unstructured``'s ``partition_*`` (no OCR, no model). ``Title`` ->
+  heading (level = ``category_depth`` + 1), ``Table`` -> Markdown from ``text_as_html``, headers, footers,
+  page breaks and images dropped, everything else text. Runs of five or more list items that are nothing
+  but a link (language pickers, category lists, navigation boxes) are dropped. An e-mail's body has no
+  headings (unstructured's 'Title' there is a greeting or a signature): its elements are text, preceded
+  by one element with the sender, recipients, date and subject.
+
+``unstructured`` would try to download the spaCy model ``en_core_web_sm`` on first use when no package of
+that name is installed: ``scripts/install_spacy_model.sh`` installs it. ``DO_NOT_TRACK`` and the notice
+switch are set before it is imported.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import zipfile
+from typing import Any
+
+from kbgraph.errors import IngestError
+from kbgraph.ingest.tables import html_table_to_markdown, rows_to_markdown
+
+log = logging.getLogger(__name__)
+
+_WS = re.compile(r"\s+")
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # encrypted OOXML and legacy .doc/.ppt are OLE files
+_SKIP_TYPES = {"Header", "Footer", "PageBreak", "PageNumber", "Image", "Picture"}
+LINK_FARM_MIN_RUN = 5
+
+
+def _one_line(msg: Any) -> str:
+    s = _WS.sub(" ", str(msg)).strip()
+    return (s[:200] if s else "unknown error")
+
+
+def _quiet_unstructured() -> None:
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
+    os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
+
+
+def _check_ooxml(data: bytes, name: str, kind: str) -> None:
+    if data.startswith(_OLE_MAGIC):
+        raise IngestError(
+            f"cannot read {name}: it is password-protected or a legacy binary Office file, not a {kind} "
+            f"(remove the password or save it as {kind})"
+        )
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise IngestError(f"corrupt or unreadable {kind} {name}: not a ZIP/Office Open XML package")
+
+
+# --- unstructured elements -> our element dicts ------------------------------------------------------
+
+
+def _is_link_only(el: Any) -> bool:
+    texts = getattr(el.metadata, "link_texts", None) or []
+    text = _WS.sub("", el.text or "")
+    linked = _WS.sub("", "".join(t or "" for t in texts))
+    return bool(text) and len(linked) >= 0.9 * len(text)
+
+
+def _drop_link_farms(els: list[Any]) -> list[Any]:
+    """Drop runs of >= LINK_FARM_MIN_RUN consecutive list items that are only a link."""
+    out: list[Any] = []
+    run: list[Any] = []
+    for el in els + [None]:
+        if el is not None and type(el).__name__ == "ListItem" and _is_link_only(el):
+            run.append(el)
+            continue
+        if len(run) < LINK_FARM_MIN_RUN:
+            out.extend(run)
+        run = []
+        if el is not None:
+            out.append(el)
+    return out
+
+
+def _from_unstructured(els: list[Any], *, headings: bool = True) -> list[dict]:
+    out: list[dict] = []
+    for el in els:
+        kind = type(el).__name__
+        if kind in _SKIP_TYPES:
+            continue
+        md = el.metadata
+        page = getattr(md, "page_number", None)
+        if kind == "Table":
+            html = getattr(md, "text_as_html", None)
+            table_md = html_table_to_markdown(html) if html else ""
+            if table_md:
+                out.append({"kind": "table", "text": table_md, "markdown": table_md, "page": page})
+            elif (el.text or "").strip():
+                out.append({"kind": "text", "text": el.text, "page": page})
+            continue
+        if kind == "Title" and headings:
+            depth = getattr(md, "category_depth", None)
+            out.append({"kind": "heading", "text": el.text, "level": (depth or 0) + 1, "page": page})
+            continue
+        if (el.text or "").strip():
+            out.append({"kind": "text", "text": el.text, "page": page})
+    return out
+
+
+def _partition_error(kind: str, name: str, exc: Exception) -> IngestError:
+    return IngestError(f"corrupt or unreadable {kind} {name}: {type(exc).__name__}: {_one_line(exc)}")
+
+
+# --- HTML ---------------------------------------------------------------------------------------------
+
+
+def parse_html(html: str, name: str) -> tuple[str | None, list[dict]]:
+    """(title, elements) of an HTML page. Title: the page's first ``<h1>``, else ``<title>``."""
+    _quiet_unstructured()
+    from unstructured.partition.html import partition_html
+
+    if not re.search(r"<[a-zA-Z!]", html):
+        raise IngestError(f"not HTML: {name} contains no markup")
+    try:
+        els = partition_html(text=html)
+    except Exception as exc:
+        raise _partition_error("HTML", name, exc) from exc
+    raw = _from_unstructured(_drop_link_farms(list(els)))
+    title = None
+    if not any(r["kind"] == "heading" and r.get("level") == 1 for r in raw):
+        m = re.search(r"<title[^>]*>(.*?)</title>", html, re.I | re.S)
+        if m:
+            import html as htmllib
+
+            title = _WS.sub(" ", htmllib.unescape(re.sub(r"<[^>]+>", "", m.group(1)))).strip() or None
+    return title, raw
+
+
+# --- Markdown -----------------------------------------------------------------------------------------
+
+
+def parse_markdown(text: str, name: str) -> tuple[str | None, list[dict]]:
+    _quiet_unstructured()
+    from unstructured.partition.md import partition_md
+
+    try:
+        els = partition_md(text=text)
+    except Exception as exc:
+        raise _partition_error("Markdown", name, exc) from exc
+    return None, _from_unstructured(list(els))
+
+
+# --- PPTX ---------------------------------------------------------------------------------------------
+
+
+def parse_pptx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
+    """(title, elements) of a slide deck; ``page`` is the slide number."""
+    _check_ooxml(data, name, ".pptx")
+    _quiet_unstructured()
+    from unstructured.partition.pptx import partition_pptx
+
+    try:
+        els = partition_pptx(file=io.BytesIO(data), include_page_breaks=False)
+    except Exception as exc:
+        raise _partition_error(".pptx", name, exc) from exc
+    title = None
+    try:
+        from pptx import Presentation
+
+        title = (Presentation(io.BytesIO(data)).core_properties.title or "").strip() or None
+    except Exception:  # metadata is a nicety
+        pass
+    return title, _from_unstructured(list(els))
+
+
+# --- e-mail -------------------------------------------------------------------------------------------
+
+
+def parse_email(data: bytes, name: str) -> tuple[str | None, list[dict]]:
+    """(subject, elements) of an RFC 822 message: a header element (from, to, date, subject), then the
+    body's elements as text."""
+    _quiet_unstructured()
+    import email
+    import email.policy
+
+    try:
+        msg = email.message_from_bytes(data, policy=email.policy.default)
+    except Exception as exc:
+        raise IngestError(f"corrupt or unreadable e-mail {name}: {_one_line(exc)}") from exc
+    if not msg.keys():
+        raise IngestError(f"not an e-mail: {name} has no RFC 822 headers")
+    from unstructured.partition.email import partition_email
+
+    try:
+        els = partition_email(file=io.BytesIO(data))
+    except Exception as exc:
+        raise _partition_error("e-mail", name, exc) from exc
+    subject = _WS.sub(" ", str(msg.get("Subject", "") or "")).strip()
+    head = []
+    for key in ("From", "To", "Cc", "Date", "Subject"):
+        value = msg.get(key)
+        if value:
+            head.append(f"{key}: {_WS.sub(' ', str(value)).strip()}")
+    raw = [{"kind": "text", "text": ". ".join(head)}] if head else []
+    raw += _from_unstructured(list(els), headings=False)
+    return (subject or None), raw
+
+
+# --- DOCX ---------------------------------------------------------------------------------------------
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_HEADING_NAME = re.compile(r"^heading\s*(\d)$", re.I)
+
+
+def _style_level(style: Any, cache: dict) -> int | None:
+    """Heading level of a paragraph style: 'Heading N', or an outline level, following base styles."""
+    key = getattr(style, "style_id", None)
+    if key in cache:
+        return cache[key]
+    level = None
+    s, hops = style, 0
+    while s is not None and hops < 10 and level is None:
+        m = _HEADING_NAME.match((s.name or "").strip())
+        if m:
+            level = int(m.group(1))
+            break
+        ppr = s.element.find(f"{_W}pPr")
+        lvl = ppr.find(f"{_W}outlineLvl") if ppr is not None else None
+        if lvl is not None:
+            v = int(lvl.get(f"{_W}val", "9"))
+            level = v + 1 if v < 9 else None
+            break
+        s, hops = s.base_style, hops + 1
+    cache[key] = level
+    return level
+
+
+def _paragraph_level(p: Any, cache: dict) -> int | None:
+    ppr = p._p.pPr
+    if ppr is not None:
+        lvl = ppr.find(f"{_W}outlineLvl")
+        if lvl is not None:
+            v = int(lvl.get(f"{_W}val", "9"))
+            return v + 1 if v < 9 else None
+    try:
+        style = p.style
+    except Exception:
+        return None
+    if style is not None and (style.name or "").strip().lower() == "title":
+        return 0  # the document title
+    return _style_level(style, cache) if style is not None else None
+
+
+def _docx_table(tbl: Any) -> tuple[list[list[str]], int]:
+    rows: list[list[str]] = []
+    for row in tbl.rows:
+        cells: list[str] = []
+        prev = None
+        for cell in row.cells:  # a merged cell repeats its object; keep its text in each column it spans
+            text = _WS.sub(" ", cell.text).strip() if cell is not prev else cells[-1]
+            cells.append(text)
+            prev = cell
+        rows.append(cells)
+    width = max((len(r) for r in rows), default=0)
+    return [r + [""] * (width - len(r)) for r in rows], width
+
+
+def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
+    """(title, elements) of a .docx: python-docx heading styles, else ``partition_docx``."""
+    _check_ooxml(data, name, ".docx")
+    try:
+        import docx
+        from docx.table import Table
+        from docx.text.paragraph import Paragraph
+
+        d = docx.Document(io.BytesIO(data))
+    except Exception as exc:
+        raise IngestError(f"corrupt or unreadable .docx {name}: {type(exc).__name__}: {_one_line(exc)}") from exc
+
+    body = d.element.body
+    paged = body.find(f".//{_W}lastRenderedPageBreak") is not None
+    page = 1
+    cache: dict = {}
+    raw: list[dict] = []
+    title = (d.core_properties.title or "").strip() or None
+    doc_title: str | None = None
+
+    def walk(parent: Any) -> None:
+        nonlocal page, doc_title
+        for child in parent.iterchildren():
+            tag = child.tag
+            if tag == f"{_W}p":
+                p = Paragraph(child, d)
+                text = _WS.sub(" ", p.text).strip()
+                this_page = page if paged else None
+                if paged:
+                    page += len(child.findall(f".//{_W}lastRenderedPageBreak"))
+                if not text:
+                    continue
+                level = _paragraph_level(p, cache)
+                if level == 0:
+                    doc_title = doc_title or text
+                    raw.append({"kind": "heading", "text": text, "level": 1, "page": this_page})
+                elif level is not None:
+                    raw.append({"kind": "heading", "text": text, "level": level, "page": this_page, "styled": True})
+                else:
+                    raw.append({"kind": "text", "text": text, "page": this_page})
+            elif tag == f"{_W}tbl":
+                rows, width = _docx_table(Table(child, d))
+                this_page = page if paged else None
+                if paged:
+                    page += len(child.findall(f".//{_W}lastRenderedPageBreak"))
+                if len(rows) >= 2 and width >= 2:
+                    md = rows_to_markdown(rows[0], rows[1:])
+                    raw.append({"kind": "table", "text": md, "markdown": md, "page": this_page})
+                else:  # a one-row or one-column table is a layout box: its cells are text
+                    for r in rows:
+                        for c in dict.fromkeys(r):
+                            if c:
+                                raw.append({"kind": "text", "text": c, "page": this_page})
+            elif tag == f"{_W}sdt":
+                gallery = child.find(f"{_W}sdtPr/{_W}docPartObj/{_W}docPartGallery")
+                if gallery is not None and "contents" in (gallery.get(f"{_W}val") or "").lower():
+                    continue  # the table of contents
+                content = child.find(f"{_W}sdtContent")
+                if content is not None:
+                    walk(content)
+
+    walk(body)
+    if any(r.get("styled") for r in raw):
+        # A 'Title' paragraph sits above the Heading 1 chapters: push styled headings one level down.
+        if doc_title is not None:
+            for r in raw:
+                if r.get("styled"):
+                    r["level"] = min(r["level"] + 1, 6)
+        return title or doc_title, raw
+    log.info("%s: no heading styles; falling back to unstructured.partition_docx", name)
+    _quiet_unstructured()
+    from unstructured.partition.docx import partition_docx
+
+    try:
+        els = partition_docx(file=io.BytesIO(data))
+    except Exception as exc:
+        raise _partition_error(".docx", name, exc) from exc
+    return title or doc_title, _from_unstructured(list(els))

@@ -1,0 +1,93 @@
+"""On-disk LLM response cache: one SQLite file, safe for several threads and processes.
+
+Key = sha256 of ``json.dumps({model, messages, temperature, max_tokens, json_mode}, sort_keys=True)``
+(see :func:`cache_key`). Values are the answer texts. WAL journal + a busy timeout let concurrent
+ingestion processes share one cache; every operation opens its own short-lived connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    response TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def cache_key(
+    *,
+    model: str,
+    messages: list[dict[str, str]],
+    temperature: float,
+    max_tokens: int | None,
+    json_mode: bool,
+) -> str:
+    """The cache key of one request (what the answer depends on)."""
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "json_mode": json_mode,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Answer texts by request key in ``<folder>/responses.sqlite3``."""
+
+    FILENAME = "responses.sqlite3"
+
+    def __init__(self, folder: Path, *, timeout: float = 30.0) -> None:
+        self.folder = Path(folder).expanduser()
+        self.path = self.folder / self.FILENAME
+        self.timeout = timeout
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError:
+                pass  # another process holds the file right now; it set WAL already or will
+            conn.execute(_SCHEMA)
+
+    def _connect(self) -> closing[sqlite3.Connection]:
+        # isolation_level=None: autocommit, each statement is its own transaction.
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: no corruption risk, fsync only at checkpoints
+        return closing(conn)
+
+    def get(self, key: str) -> str | None:
+        with self._connect() as conn:
+            row = conn.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, key: str, model: str, response: str) -> None:
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO responses (key, model, response, created) VALUES (?, ?, ?, ?)",
+                (key, model, response, time.time()),
+            )
+
+    def delete(self, key: str) -> None:
+        with self._connect() as conn:
+            conn.execute("DELETE FROM responses WHERE key = ?", (key,))
+
+    def __len__(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def clear(self) -> None:
+        with self._connect() as conn:
+            conn.execute("DELETE FROM responses")
+

@@ -1,0 +1,75 @@
+"""A deterministic LLM for tests: answers from a script, records every request.
+
+``complete_json`` is :class:`kbgraph.llm.client.BaseLLM`'s, the same code as :class:`OpenAIClient`'s
+(JSON prompt, extraction, pydantic validation, one repair request), so tests exercise the real JSON
+handling, repairs included::
+
+    llm = ScriptedLLM(['not json', '{"answer": "42"}'])
+    llm.complete_json(messages, Answer)   # two calls: the first answer, then the repair
+    assert len(llm.calls) == 2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kbgraph.llm.client import BaseLLM, Messages
+
+Script = Iterable["str | BaseException"] | Callable[[Messages], str]
+
+
+class ScriptedLLM(BaseLLM):
+    """Answers each request with the next scripted response, or ``responder(messages)``.
+
+    A scripted item that is an exception instance is raised instead (to simulate failures). Running out of
+    responses fails the test with an AssertionError. ``calls`` holds the messages of every request (the
+    JSON instructions and repair turns included); ``requests`` the same with model, temperature,
+    max_tokens and json_mode.
+    """
+
+    def __init__(self, responses: Script, *, model: str = "scripted", temperature: float = 0.0,
+                 json_mode: bool = False) -> None:
+        super().__init__()
+        self.default_model = model
+        self.default_temperature = temperature
+        self.json_mode = json_mode
+        if callable(responses):
+            self._responder: Callable[[Messages], str] | None = responses
+            self._queue: list[str | BaseException] = []
+        else:
+            self._responder = None
+            self._queue = [responses] if isinstance(responses, str) else list(responses)
+        self.calls: list[Messages] = []
+        self.requests: list[dict[str, Any]] = []
+
+    @property
+    def remaining(self) -> int:
+        """Scripted responses not used yet."""
+        return len(self._queue)
+
+    def _complete(
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None, json_mode: bool
+    ) -> str:
+        snapshot = [dict(m) for m in messages]
+        self.calls.append(snapshot)
+        self.requests.append(
+            {"messages": snapshot, "model": model, "temperature": temperature, "max_tokens": max_tokens,
+             "json_mode": json_mode}
+        )
+        if self._responder is not None:
+            text = self._responder(snapshot)
+        else:
+            if not self._queue:
+                raise AssertionError(f"ScriptedLLM ran out of responses at call {len(self.calls)}")
+            item = self._queue.pop(0)
+            if isinstance(item, BaseException):
+                raise item
+            text = item
+        # Rough token counts (words) so token accounting code paths see non-zero numbers.
+        self._count(
+            calls=1,
+            prompt=sum(len(str(m.get("content", "")).split()) for m in snapshot),
+            completion=len(text.split()),
+        )
+        return text

@@ -1,0 +1,160 @@
+"""Baselines of PIKE-RAG §6.1 (paper 000) and KAR³ §4 / Appendix A.2-A.3 (paper 003), on the same graph
+and with the same embedder as method 'pike' (kbgraph.query.decompose):
+
+* 'cot'      Zero-Shot CoT: the question alone, no retrieval (prompts.COT).
+* 'naive'    Naive RAG w/ R: the Chunk vector index only, up to ``naive_k`` (16) chunks with cosine >=
+             ``naive_threshold`` (0.2) (003 A.3: "fetch up to 16 knowledge chunks, applying a retrieval score
+             threshold of 0.2"), then the QA prompt (prompts.ANSWER).
+* 'naive_hr' Naive RAG w/ H-R: Fig. 11 paths (a) and (b) with the original question: up to ``hr_k`` (8)
+             chunks from the Chunk index plus the chunks of up to ``hr_question_k`` (4) atomic questions, both
+             at cosine >= ``hr_threshold`` (0.5), path (a) chunks first, then the new path (b) chunks
+             (authors' ``ChunkAtomRetriever.retrieve_contents_by_query``).
+* 'self_ask' Self-Ask w/ R (Press et al. 2023; prompts.SELF_ASK): the LLM continues "Are follow up questions
+             needed here:"; each "Follow up:" retrieves SELF_ASK_CHUNKS (4) chunks from the Chunk index at
+             cosine >= ``naive_threshold`` (003 A.3: "retrieves 4 relevant chunks per request, maintaining
+             the same score threshold of 0.2") and is answered by the QA prompt over them ("Intermediate
+             answer:"); "So the final answer is:" ends it, and after ``self_ask_rounds`` follow-ups the final
+             answer is asked for directly. The retrieved chunks are accumulated as the citations.
+
+Every method returns an :class:`Answer` with ``method`` set, citations with provenance from
+``cypher/retrieve/chunk_details.cypher`` and usage from ``llm.usage`` deltas.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kbgraph.errors import LLMError
+from kbgraph.query import prompts
+from kbgraph.query.decompose import (
+    QAOutput,
+    UsageMeter,
+    _vec,
+    chunk_details,
+    citations_for,
+    final_answer,
+    retrieve_atomic,
+    scored_chunk,
+)
+from kbgraph.query.models import Answer, Candidate, TraceRound
+from kbgraph.query.propagation import ScoredChunk
+
+#: Chunks retrieved per Self-Ask follow-up question (003 Appendix A.3).
+SELF_ASK_CHUNKS = 4
+
+_FOLLOW = re.compile(r"Follow up:\s*(.*)", re.IGNORECASE)
+_FINAL = re.compile(r"So the final answer is:\s*(.*)", re.IGNORECASE | re.DOTALL)
+_INTERMEDIATE = re.compile(r"Intermediate answer:", re.IGNORECASE)
+
+
+def _chunks_by_vector(store: Any, qvec: Any, *, k: int, threshold: float) -> list[ScoredChunk]:
+    """Top-``k`` chunks of the Chunk vector index with cosine >= ``threshold``, best first, with provenance."""
+    hits = [h for h in store.vector_search("Chunk", _vec(qvec), k=k) if h.score >= threshold]
+    details = chunk_details(store, [h.id for h in hits])
+    return [scored_chunk(details[h.id], h.score) for h in hits if h.id in details]
+
+
+def _answer(question: str, method: str, out: QAOutput, chunks: list[ScoredChunk], embedder: Any,
+            meter: UsageMeter, trace: list[TraceRound] | None = None, focus: list[str] | None = None) -> Answer:  # fmt: skip
+    answer = Answer(
+        question=question, answer=out.answer, rationale=out.rationale, method=method, chunks=chunks,
+        trace=trace or [], citations=citations_for(chunks, focus or [question] * len(chunks), embedder),
+    )  # fmt: skip
+    answer.usage = meter.report()
+    return answer
+
+
+def answer_cot(question: str, *, store, settings, embedder, llm) -> Answer:
+    """Zero-Shot CoT: no retrieval, no citations."""
+    meter = UsageMeter(llm)
+    try:
+        out = llm.complete_json(prompts.cot_messages(question), QAOutput)
+    except LLMError as exc:
+        out = QAOutput(answer="", rationale=f"no valid answer JSON from the LLM: {exc}")
+    return _answer(question, "cot", out, [], embedder, meter)
+
+
+def answer_naive(question: str, *, store, settings, embedder, llm) -> Answer:
+    """Naive RAG over flat chunks: ``naive_k`` chunks at cosine >= ``naive_threshold``."""
+    meter = UsageMeter(llm)
+    qvec = embedder.embed([question])[0]
+    chunks = _chunks_by_vector(store, qvec, k=settings.naive_k, threshold=settings.naive_threshold)
+    return _answer(question, "naive", final_answer(llm, question, chunks), chunks, embedder, meter)
+
+
+def answer_naive_hr(question: str, *, store, settings, embedder, llm) -> Answer:
+    """Naive RAG with hierarchical retrieval: path (a) ``hr_k`` chunks + path (b) the chunks of
+    ``hr_question_k`` atomic questions, both at cosine >= ``hr_threshold``."""
+    meter = UsageMeter(llm)
+    qvec = embedder.embed([question])[0]
+    chunks = _chunks_by_vector(store, qvec, k=settings.hr_k, threshold=settings.hr_threshold)
+    focus = [question] * len(chunks)
+    via_questions = retrieve_atomic(store, [question], [qvec], k=settings.hr_question_k, threshold=settings.hr_threshold)
+    best: dict[str, Candidate] = {}
+    for c in via_questions:
+        if c.chunk_id not in {x.id for x in chunks} and (c.chunk_id not in best or c.score > best[c.chunk_id].score):
+            best[c.chunk_id] = c
+    details = chunk_details(store, list(best))
+    for cid, cand in best.items():
+        if cid in details:
+            chunks.append(scored_chunk(details[cid], cand.score))
+            focus.append(cand.text or question)
+    trace = [
+        TraceRound(
+            round=1, proposals=[question], candidates=via_questions,
+            note=f"path (a): {len(chunks) - len(best)} chunks; path (b): {len(via_questions)} atomic questions, "
+            f"{len(best)} new chunks",
+        )
+    ]  # fmt: skip
+    return _answer(question, "naive_hr", final_answer(llm, question, chunks), chunks, embedder, meter, trace, focus)
+
+
+def parse_self_ask(text: str) -> tuple[str | None, str | None]:
+    """(follow-up question, final answer) from a Self-Ask continuation; the text after the first
+    "Intermediate answer:" is ignored (the authors stop generation there)."""
+    text = _INTERMEDIATE.split(text or "", maxsplit=1)[0]
+    follow = _FOLLOW.search(text)
+    if follow and follow.group(1).strip():
+        return follow.group(1).strip().splitlines()[0].strip(), None
+    final = _FINAL.search(text)
+    if final and final.group(1).strip():
+        return None, final.group(1).strip()
+    return None, None
+
+
+def answer_self_ask(question: str, *, store, settings, embedder, llm) -> Answer:
+    """Self-Ask with retrieval: each follow-up question is answered from its retrieved chunks."""
+    meter = UsageMeter(llm)
+    followups: list[tuple[str, str]] = []
+    trace: list[TraceRound] = []
+    chunks: dict[str, ScoredChunk] = {}
+    focus: dict[str, str] = {}
+    final: str | None = None
+    for t in range(1, settings.self_ask_rounds + 1):
+        reply = llm.complete(prompts.self_ask_messages(question, followups, final=False))
+        follow, final = parse_self_ask(reply)
+        if follow is None:
+            break
+        qvec = embedder.embed([follow])[0]
+        found = _chunks_by_vector(store, qvec, k=SELF_ASK_CHUNKS, threshold=settings.naive_threshold)
+        out = final_answer(llm, follow, found)
+        followups.append((follow, out.answer))
+        for c in found:
+            if c.id not in chunks:
+                chunks[c.id], focus[c.id] = c, follow
+        trace.append(
+            TraceRound(
+                round=t, proposals=[follow], thinking=out.rationale, note=f"intermediate answer: {out.answer}",
+                candidates=[Candidate(question_id="", text=c.text[:200], chunk_id=c.id, score=c.score, query=follow)
+                            for c in found],
+            )
+        )  # fmt: skip
+    if final is None:
+        reply = llm.complete(prompts.self_ask_messages(question, followups, final=True))
+        final = parse_self_ask(reply)[1] or _INTERMEDIATE.split(reply, maxsplit=1)[0]
+    final = next((line.strip() for line in final.strip().splitlines() if line.strip()), "")
+    rationale = "\n".join(f"Follow up: {q}\nIntermediate answer: {a}" for q, a in followups)
+    used = list(chunks.values())
+    out = QAOutput(answer=final, rationale=rationale)
+    return _answer(question, "self_ask", out, used, embedder, meter, trace, [focus[c.id] for c in used])

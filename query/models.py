@@ -1,0 +1,69 @@
+"""Records returned by ``KnowledgeBase.ask`` (PIKE-RAG §5.3, Algorithm 1)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from kbgraph.query.propagation import ScoredChunk
+
+
+class Citation(BaseModel):
+    """A chunk the answer rests on. ``page`` is 1-based for paged formats; ``quote`` is the chunk's most
+    relevant sentence (or its beginning)."""
+
+    chunk_id: str
+    document: str
+    document_uri: str = ""
+    section: str = ""
+    page: int | None = None
+    quote: str = ""
+
+
+class Candidate(BaseModel):
+    """An atomic question retrieved for a proposal: its similarity and the chunk it belongs to."""
+
+    question_id: str
+    text: str
+    chunk_id: str
+    score: float
+    query: str = ""  # the proposal (or, in a fallback, the original question) that retrieved it
+
+
+class TraceRound(BaseModel):
+    """One round of Algorithm 1: proposals (line 3), candidates (line 4), the selection (line 5), and the
+    chunk that joined the context (line 10), or None when the round stopped the loop."""
+
+    round: int
+    thinking: str = ""
+    proposals: list[str] = Field(default_factory=list)
+    candidates: list[Candidate] = Field(default_factory=list)
+    selected: Candidate | None = None
+    chunk_id: str | None = None
+    note: str = ""
+    # '' (the proposals found candidates), 'question_atoms' or 'question_chunks': the backup retrieval used
+    fallback: str = ""
+    selection: str = ""  # 'atom' (atomic tag selection), 'chunk' (backup chunk selection) or '' (none)
+    selector_thinking: str = ""
+
+
+class UsageReport(BaseModel):
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    cached_calls: int = 0
+
+
+class Answer(BaseModel):
+    """The answer with its citations and rationale. ``retrieval_only``: no LLM was configured, the answer is
+    the best-matching sentence of the top evidence."""
+
+    question: str
+    answer: str
+    method: str
+    rationale: str = ""
+    retrieval_only: bool = False
+    citations: list[Citation] = Field(default_factory=list)
+    trace: list[TraceRound] = Field(default_factory=list)
+    chunks: list[ScoredChunk] = Field(default_factory=list)
+    usage: UsageReport = Field(default_factory=UsageReport)

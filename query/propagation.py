@@ -1,0 +1,194 @@
+"""Layer seeds and multi-granularity score propagation (PIKE-RAG §5.2.3, Fig. 8; hierarchical retrieval
+paths (a) and (b) of Fig. 11).
+
+Seeds. The question q is embedded once; each layer's vector index gives its top ``seed_k`` nodes with
+cosine similarity g(q, n) in [-1, 1] (negative similarities are clipped to 0); full-text search on Chunk.text
+gives a keyword seed, normalised to [0, 1] by the best full-text score of the query.
+
+Propagation. Each traversal is a Cypher statement in ``cypher/retrieve/``; the aggregation is this formula,
+with every weight a setting (``weight_*``):
+
+    S1(c) = w_C · g(q, c)                                   the chunk itself (path a)
+          + w_Q · max_{a : c -HAS_QUESTION-> a} g(q, a)     atomic questions (path b)
+          + w_T · max_{t : t -EXTRACTED_FROM-> c} g(q, t)   triples
+          + w_E · max_{e : c -MENTIONS-> e} g(q, e)         entities (mentioned by <= max_entity_degree chunks)
+          + w_F · ft(q, c)                                  full-text keyword match
+          + w_S · g(q, s(c))   + w_D · g(q, d(c))           parent section and document, for chunks that
+                                                            already have a score from the layers above
+
+    S(c)  = S1(c) + w_H · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c} S1(c') · 1/log2(1 + deg(e))
+                  + w_N · max_{c' : c' -NEXT- c} S1(c')
+
+where g is 0 for a node that is not among its layer's seeds, the hop (second term) starts only from the
+``hop_from`` best chunks by S1, and deg(e) is the number of chunks mentioning e. Maxima (not sums) inside a
+layer keep a chunk with many similar atomic questions from outscoring a chunk with one exact match.
+
+``explain=True`` keeps every term: for each chunk the contributions by layer and node, whose sum is the
+chunk's score exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from kbgraph.settings import Settings
+from kbgraph.store import GraphStore
+
+#: Vector-seeded layers and the weight setting of each.
+LAYER_WEIGHTS = {
+    "Chunk": "weight_chunk",
+    "AtomicQuestion": "weight_question",
+    "Triple": "weight_triple",
+    "Entity": "weight_entity",
+    "Section": "weight_section",
+    "Document": "weight_document",
+}
+
+
+class Contribution(BaseModel):
+    """One term of a chunk's score: ``weight`` × ``similarity`` (× ``factor``) = ``score``."""
+
+    layer: str  # Chunk | AtomicQuestion | Triple | Entity | FullText | Section | Document | Hop | Next
+    node_id: str
+    text: str = ""
+    similarity: float
+    weight: float
+    factor: float = 1.0
+    score: float
+
+
+class ScoredChunk(BaseModel):
+    """A retrieved chunk with its provenance (for citations) and, with explain, its score breakdown."""
+
+    id: str
+    score: float
+    text: str = ""
+    summary: str | None = None
+    kind: str = "text"
+    page: int | None = None
+    section_path: str = ""
+    document_id: str = ""
+    document_title: str = ""
+    document_uri: str = ""
+    breakdown: list[Contribution] = Field(default_factory=list)
+
+
+class Seeds(BaseModel):
+    """Per layer: node id -> (similarity, text)."""
+
+    layers: dict[str, dict[str, tuple[float, str]]] = Field(default_factory=dict)
+
+
+def seed_layers(
+    store: GraphStore, settings: Settings, question: str, qvec: Sequence[float], layers: Sequence[str] | None = None
+) -> Seeds:
+    """Vector top-``seed_k`` on each layer's index, plus full-text top-``fulltext_k`` on Chunk.text."""
+    seeds = Seeds()
+    for label in layers or LAYER_WEIGHTS:
+        hits = store.vector_search(label, qvec, k=settings.seed_k)
+        seeds.layers[label] = {
+            h.id: (max(0.0, h.score), _text(h.properties)) for h in hits
+        }
+    if settings.fulltext_k and settings.weight_fulltext:
+        hits = store.fulltext_search("Chunk", question, k=settings.fulltext_k)
+        top = max((h.score for h in hits), default=0.0)
+        seeds.layers["FullText"] = {h.id: (h.score / top if top > 0 else 0.0, "") for h in hits}
+    return seeds
+
+
+def _text(props: dict) -> str:
+    return str(props.get("text") or props.get("name") or props.get("title") or props.get("path") or "")
+
+
+def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
+    """Aggregate layer seeds into chunk scores by the module's formula; return the top ``k`` chunks, best
+    first, with provenance (and the full breakdown when ``explain``)."""
+    terms: dict[str, dict[str, list[Contribution]]] = defaultdict(lambda: defaultdict(list))
+
+    def add(chunk_id: str, layer: str, node_id: str, text: str, sim: float, weight: float, factor: float = 1.0):
+        if weight and sim > 0:
+            terms[chunk_id][layer].append(
+                Contribution(layer=layer, node_id=node_id, text=text, similarity=sim, weight=weight,
+                             factor=factor, score=weight * sim * factor)
+            )  # fmt: skip
+
+    layers = seeds.layers
+    for cid, (sim, text) in layers.get("Chunk", {}).items():
+        add(cid, "Chunk", cid, "", sim, settings.weight_chunk)
+    for cid, (sim, _) in layers.get("FullText", {}).items():
+        add(cid, "FullText", cid, "", sim, settings.weight_fulltext)
+    traversals = (
+        ("AtomicQuestion", "retrieve/chunks_of_questions", settings.weight_question),
+        ("Triple", "retrieve/chunks_of_triples", settings.weight_triple),
+    )
+    for label, statement, weight in traversals:
+        if weight and layers.get(label):
+            for row in store.run(statement, {"ids": list(layers[label])}):
+                sim, text = layers[label][row["via"]]
+                add(row["chunk_id"], label, row["via"], text, sim, weight)
+    if settings.weight_entity and layers.get("Entity"):
+        params = {"ids": list(layers["Entity"]), "max_degree": settings.max_entity_degree}
+        for row in store.run("retrieve/chunks_of_entities", params):
+            sim, text = layers["Entity"][row["via"]]
+            add(row["chunk_id"], "Entity", row["via"], text, sim, settings.weight_entity)
+
+    # Section and Document priors for chunks that already have a score
+    details = _details(store, list(terms))
+    for cid, d in details.items():
+        sec = layers.get("Section", {}).get(d.get("section_id") or "")
+        if sec:
+            add(cid, "Section", d["section_id"], sec[1], sec[0], settings.weight_section)
+        doc = layers.get("Document", {}).get(d.get("document_id") or "")
+        if doc:
+            add(cid, "Document", d["document_id"], doc[1], doc[0], settings.weight_document)
+
+    s1 = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
+
+    # second hop through shared entities, from the best chunks by S1
+    if settings.weight_hop and settings.hop_from:
+        sources = sorted(s1, key=s1.get, reverse=True)[: settings.hop_from]
+        params = {"ids": sources, "max_degree": settings.max_entity_degree}
+        for row in store.run("retrieve/entity_neighbours", params):
+            factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
+            add(row["chunk_id"], "Hop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_hop, factor)
+    if settings.weight_next and s1:
+        sources = sorted(s1, key=s1.get, reverse=True)[: max(settings.hop_from, k)]
+        for row in store.run("retrieve/next_neighbours", {"ids": sources}):
+            add(row["chunk_id"], "Next", row["from_id"], "", s1[row["from_id"]], settings.weight_next)
+
+    scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
+    top = sorted(scores, key=lambda c: (-scores[c], c))[:k]
+    missing = [c for c in top if c not in details]
+    details.update(_details(store, missing))
+    out = []
+    for cid in top:
+        d = details.get(cid, {})
+        breakdown = []
+        if explain:
+            for layer_terms in terms[cid].values():
+                breakdown.append(max(layer_terms, key=lambda t: t.score))
+            breakdown.sort(key=lambda t: -t.score)
+        out.append(
+            ScoredChunk(
+                id=cid, score=scores[cid], text=d.get("text") or "", summary=d.get("summary"),
+                kind=d.get("kind") or "text", page=d.get("page"), section_path=d.get("section_path") or "",
+                document_id=d.get("document_id") or "", document_title=d.get("document_title") or "",
+                document_uri=d.get("document_uri") or "", breakdown=breakdown,
+            )
+        )  # fmt: skip
+    return out
+
+
+def _layer_sum(by_layer: dict[str, list[Contribution]]) -> float:
+    """Sum over layers of the best term in each layer."""
+    return sum(max(t.score for t in layer_terms) for layer_terms in by_layer.values())
+
+
+def _details(store: GraphStore, ids: list[str]) -> dict[str, dict]:
+    if not ids:
+        return {}
+    return {row["id"]: row for row in store.run("retrieve/chunk_details", {"ids": ids})}

@@ -1,0 +1,45 @@
+"""Terminal rendering of an Answer (rich): the answer, numbered citations, and optionally the rationale
+(Algorithm 1 rounds) and the score breakdown of each retrieved chunk."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from kbgraph.query.models import Answer
+
+
+def render_answer(console: Console, answer: Answer, *, trace: bool = False, explain: bool = False) -> None:
+    tag = " [dim](retrieval only: no LLM configured; best-matching evidence sentence)[/]" if answer.retrieval_only else ""
+    console.print(f"[bold]Answer[/]{tag}")
+    console.print(answer.answer, highlight=False, markup=False)
+    if answer.citations:
+        console.print("\n[bold]Citations[/]")
+        for i, c in enumerate(answer.citations, 1):
+            where = ", ".join(x for x in (c.section and f"section {c.section}", c.page and f"page {c.page}") if x)
+            console.print(f"[{i}] {c.document}" + (f" — {where}" if where else ""), highlight=False, markup=False)
+            if c.quote:
+                console.print(f"    “{c.quote[:240]}”", style="dim", highlight=False, markup=False)
+    if trace and answer.trace:
+        console.print("\n[bold]Rationale[/]")
+        for r in answer.trace:
+            console.print(f"round {r.round}: proposals {r.proposals}", highlight=False, markup=False)
+            for cand in r.candidates:
+                mark = "→" if r.selected and cand.question_id == r.selected.question_id else " "
+                console.print(f"  {mark} {cand.score:.3f} {cand.text}", highlight=False, markup=False)
+            if r.note:
+                console.print(f"  {r.note}", style="dim", highlight=False, markup=False)
+    if explain and answer.chunks:
+        console.print("\n[bold]Score breakdown[/] (score = sum of the best term of each layer)")
+        for chunk in answer.chunks:
+            table = Table(title=f"{chunk.score:.4f}  {chunk.document_title} {chunk.section_path}".strip(),
+                          title_justify="left")  # fmt: skip
+            for col in ("layer", "node", "similarity", "weight", "factor", "term"):
+                table.add_column(col)
+            for t in chunk.breakdown:
+                label = (t.text or t.node_id)[:60]
+                table.add_row(t.layer, label, f"{t.similarity:.4f}", f"{t.weight:g}", f"{t.factor:.3f}", f"{t.score:.4f}")
+            console.print(table)
+    u = answer.usage
+    if u.calls:
+        console.print(f"\n[dim]{u.calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f} s[/]")

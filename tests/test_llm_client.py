@@ -1,0 +1,364 @@
+"""The LLM layer against a real OpenAI-compatible HTTP server on 127.0.0.1 (stdlib http.server in a thread),
+driven by the real OpenAIClient; and ScriptedLLM through the same JSON code path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from pydantic import BaseModel
+
+from kbgraph.errors import KBGraphError, LLMError
+from kbgraph.llm import LLM, OpenAIClient, ScriptedLLM, Usage, extract_json, get_llm
+from kbgraph.settings import Settings
+
+MESSAGES = [{"role": "user", "content": "What is 6 x 7?"}]
+
+
+class Answer(BaseModel):
+    answer: int
+    reason: str
+
+
+# --- the fake server ---------------------------------------------------------------------------------
+
+
+def ok(text: str, prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:
+    return {"status": 200, "text": text, "usage": (prompt_tokens, completion_tokens)}
+
+
+def error(status: int, message: str = "boom", code: str | None = None) -> dict:
+    return {"status": status, "error": {"message": message, "type": "error", "code": code}}
+
+
+def slow(seconds: float, then: dict) -> dict:
+    return {**then, "sleep": seconds}
+
+
+class FakeOpenAI:
+    """POST /v1/chat/completions answered from a queue of behaviours; every request body is recorded."""
+
+    def __init__(self) -> None:
+        self.script: deque[dict] = deque()
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                fake.requests.append(body)
+                fake.headers.append({k.lower(): v for k, v in self.headers.items()})
+                if self.path != "/v1/chat/completions":
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                behaviour = fake.script.popleft() if fake.script else error(500, "script exhausted")
+                if behaviour.get("sleep"):
+                    time.sleep(behaviour["sleep"])
+                if behaviour["status"] != 200:
+                    return self._send(behaviour["status"], {"error": behaviour["error"]})
+                prompt, completion = behaviour["usage"]
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(fake.requests)}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": behaviour["text"]},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt,
+                            "completion_tokens": completion,
+                            "total_tokens": prompt + completion,
+                        },
+                    },
+                )
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and hung up
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def queue(self, *behaviours: dict) -> None:
+        self.script.extend(behaviours)
+
+
+@pytest.fixture
+def server(monkeypatch):
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    fake = FakeOpenAI()
+    fake.thread.start()
+    yield fake
+    fake.server.shutdown()
+    fake.server.server_close()
+
+
+@pytest.fixture
+def make_client(server, tmp_path):
+    clients: list[OpenAIClient] = []
+
+    def make(cache: bool = False, **overrides) -> OpenAIClient:
+        values = {
+            "home": tmp_path / "home",
+            "llm_base_url": server.base_url,
+            "llm_api_key": "sk-test",
+            "llm_model": "test-model",
+            "llm_temperature": 0.2,
+            "llm_timeout": 5.0,
+            "llm_max_retries": 3,
+            "llm_json_mode": False,
+            **overrides,
+        }
+        client = OpenAIClient(Settings(**values), cache=cache, retry_wait=0.01, retry_max_wait=0.05)
+        clients.append(client)
+        return client
+
+    yield make
+    for c in clients:
+        c.close()
+
+
+# --- plain completions, retries, errors ----------------------------------------------------------------
+
+
+def test_normal_answer(server, make_client):
+    server.queue(ok("42", prompt_tokens=13, completion_tokens=2))
+    llm = make_client()
+    assert isinstance(llm, LLM)
+    assert llm.complete(MESSAGES) == "42"
+    assert len(server.requests) == 1
+    body = server.requests[0]
+    assert body["model"] == "test-model"
+    assert body["messages"] == MESSAGES
+    assert body["temperature"] == 0.2
+    assert "response_format" not in body and "max_tokens" not in body
+    assert server.headers[0].get("authorization") == "Bearer sk-test"
+    assert llm.usage.calls == 1
+    assert (llm.usage.prompt_tokens, llm.usage.completion_tokens) == (13, 2)
+    assert llm.usage.cached_calls == 0 and llm.usage.seconds > 0
+
+
+def test_model_and_temperature_per_call(server, make_client):
+    server.queue(ok("a"))
+    llm = make_client()
+    llm.complete(MESSAGES, model="other-model", temperature=0.9, max_tokens=64)
+    body = server.requests[0]
+    assert (body["model"], body["temperature"], body["max_tokens"]) == ("other-model", 0.9, 64)
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_transient_error_then_success(server, make_client, status):
+    server.queue(error(status), ok("fine"))
+    llm = make_client()
+    assert llm.complete(MESSAGES) == "fine"
+    assert len(server.requests) == 2
+    assert llm.usage.calls == 1
+
+
+def test_timeout_is_retried(server, make_client):
+    server.queue(slow(1.5, ok("too late")), ok("in time"))
+    llm = make_client(llm_timeout=0.5)
+    started = time.monotonic()
+    assert llm.complete(MESSAGES) == "in time"
+    assert len(server.requests) == 2
+    assert time.monotonic() - started < 1.4  # gave up on the slow answer instead of waiting for it
+
+
+def test_retries_exhausted(server, make_client):
+    server.queue(*[error(503, "overloaded")] * 3)
+    llm = make_client(llm_max_retries=2)
+    with pytest.raises(LLMError, match="503") as info:
+        llm.complete(MESSAGES)
+    assert len(server.requests) == 3
+    assert "\n" not in str(info.value)
+
+
+def test_unauthorized_is_not_retried(server, make_client):
+    server.queue(error(401, "Incorrect API key provided"), ok("never"))
+    llm = make_client()
+    with pytest.raises(LLMError, match="KBGRAPH_LLM_API_KEY") as info:
+        llm.complete(MESSAGES)
+    assert isinstance(info.value, KBGraphError)
+    assert len(server.requests) == 1
+    assert "\n" not in str(info.value)
+
+
+def test_model_not_found(server, make_client):
+    server.queue(error(404, "model 'nope' not found", code="model_not_found"))
+    llm = make_client()
+    with pytest.raises(LLMError, match="KBGRAPH_LLM_MODEL"):
+        llm.complete(MESSAGES, model="nope")
+    assert len(server.requests) == 1
+
+
+def test_unreachable_server(tmp_path):
+    settings = Settings(home=tmp_path, llm_base_url="http://127.0.0.1:9/v1", llm_model="m", llm_max_retries=1)
+    with pytest.raises(LLMError, match="KBGRAPH_LLM_BASE_URL"):
+        OpenAIClient(settings, cache=False, retry_wait=0.01).complete(MESSAGES)
+
+
+# --- JSON answers ------------------------------------------------------------------------------------------
+
+
+def test_json_answer_with_fences_and_prose(server, make_client):
+    server.queue(ok('Sure!\n```json\n{"answer": 42, "reason": "6*7"}\n```\nHope that helps.'))
+    llm = make_client()
+    result = llm.complete_json(MESSAGES, Answer)
+    assert result == Answer(answer=42, reason="6*7")
+    body = server.requests[0]
+    system = body["messages"][0]
+    assert system["role"] == "system" and "JSON object" in system["content"]
+    assert '"reason"' in system["content"]  # the JSON schema is in the prompt
+    assert body["messages"][1:] == MESSAGES
+    assert "response_format" not in body  # json mode is off by default
+
+
+def test_json_mode_setting_sends_response_format(server, make_client):
+    server.queue(ok('{"answer": 1, "reason": "r"}'))
+    llm = make_client(llm_json_mode=True)
+    llm.complete_json([{"role": "system", "content": "You are terse."}, *MESSAGES], Answer)
+    body = server.requests[0]
+    assert body["response_format"] == {"type": "json_object"}
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]  # instructions merged, one system message
+    assert body["messages"][0]["content"].startswith("You are terse.")
+
+
+def test_malformed_json_is_repaired(server, make_client):
+    server.queue(ok('{"answer": "forty-two", "reason": "6*7"}'), ok('{"answer": 42, "reason": "6*7"}'))
+    llm = make_client()
+    assert llm.complete_json(MESSAGES, Answer).answer == 42
+    assert len(server.requests) == 2
+    repair = server.requests[1]["messages"]
+    assert repair[-2] == {"role": "assistant", "content": '{"answer": "forty-two", "reason": "6*7"}'}
+    assert repair[-1]["role"] == "user"
+    assert "answer" in repair[-1]["content"] and "integer" in repair[-1]["content"]  # the validation error
+    assert llm.usage.calls == 2
+
+
+def test_malformed_twice_raises(server, make_client):
+    server.queue(ok("I think it is 42."), ok('{"answer": 42'))
+    llm = make_client(cache=True)
+    with pytest.raises(LLMError, match="Answer") as info:
+        llm.complete_json(MESSAGES, Answer)
+    assert len(server.requests) == 2
+    assert "\n" not in str(info.value)
+    assert len(llm.cache) == 0  # failed answers are not replayed from the cache
+
+
+# --- cache --------------------------------------------------------------------------------------------------
+
+
+def test_cache_across_instances(server, make_client, tmp_path):
+    server.queue(ok("cached answer", prompt_tokens=5, completion_tokens=3))
+    cache_dir = tmp_path / "shared-cache"
+    first = make_client(cache=True, llm_cache_dir=cache_dir)
+    assert first.complete(MESSAGES) == "cached answer"
+    second = make_client(cache=True, llm_cache_dir=cache_dir)
+    assert second.complete(MESSAGES) == "cached answer"
+    assert len(server.requests) == 1
+    assert second.usage == Usage(cached_calls=1)
+    assert (first.usage.calls, first.usage.prompt_tokens, first.usage.cached_calls) == (1, 5, 0)
+    assert (cache_dir / "responses.sqlite3").is_file()
+
+
+def test_cache_key_includes_parameters(server, make_client):
+    server.queue(ok("a"), ok("b"), ok("c"))
+    llm = make_client(cache=True)
+    assert llm.complete(MESSAGES) == "a"
+    assert llm.complete(MESSAGES, temperature=0.7) == "b"
+    assert llm.complete(MESSAGES, model="m2") == "c"
+    assert llm.complete(MESSAGES) == "a"
+    assert len(server.requests) == 3 and llm.usage.cached_calls == 1
+    assert (llm.settings.home / "llm-cache" / "responses.sqlite3").is_file()  # default folder
+
+
+def test_cache_concurrent_writers(tmp_path):
+    from kbgraph.llm.cache import ResponseCache
+
+    caches = [ResponseCache(tmp_path) for _ in range(4)]
+
+    def write(i: int) -> None:
+        for j in range(25):
+            caches[i].put(f"k{i}-{j}", "m", f"v{i}-{j}")
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(caches[0]) == 100 and caches[3].get("k0-24") == "v0-24"
+
+
+# --- ScriptedLLM, helpers, offline mode -------------------------------------------------------------------
+
+
+def test_scripted_llm_shares_json_path():
+    llm = ScriptedLLM(["<think>hmm</think> not json at all", '```json\n{"answer": 42, "reason": "r"}\n```', "plain"])
+    assert isinstance(llm, LLM)
+    assert llm.complete_json(MESSAGES, Answer) == Answer(answer=42, reason="r")
+    assert len(llm.calls) == 2
+    assert llm.calls[0][0]["role"] == "system" and "JSON object" in llm.calls[0][0]["content"]
+    assert "no JSON object" in llm.calls[1][-1]["content"]  # the repair turn names the error
+    assert llm.complete(MESSAGES, temperature=0.5) == "plain"
+    assert llm.calls[2] == MESSAGES and llm.requests[2]["temperature"] == 0.5
+    assert llm.usage.calls == 3 and llm.remaining == 0
+
+    bad = ScriptedLLM(lambda messages: '{"answer": "x"}')
+    with pytest.raises(LLMError):
+        bad.complete_json(MESSAGES, Answer)
+    assert len(bad.calls) == 2
+
+
+def test_extract_json():
+    assert json.loads(extract_json('prefix {"a": {"b": 1}} suffix')) == {"a": {"b": 1}}
+    assert json.loads(extract_json('```\n{"a": 1}\n```')) == {"a": 1}
+    with pytest.raises(ValueError):
+        extract_json("no object here")
+
+
+def test_get_llm_offline(tmp_path, monkeypatch):
+    llm_vars = ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_LLM_API_KEY", "OPENAI_API_KEY")
+    for var in llm_vars:
+        monkeypatch.delenv(var, raising=False)
+    assert get_llm(Settings(home=tmp_path)) is None
+    assert get_llm(Settings(home=tmp_path, llm_base_url="http://127.0.0.1:1/v1")) is None
+    llm = get_llm(Settings(home=tmp_path, llm_base_url="http://127.0.0.1:1/v1", llm_model="m"), cache=False)
+    assert isinstance(llm, OpenAIClient)
+
+
+def test_import_does_not_load_openai():
+    code = "import sys, kbgraph.llm; assert 'openai' not in sys.modules, 'openai imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
