@@ -156,14 +156,16 @@ def _check_file(path: Path, max_bytes: int) -> tuple[str, int]:
     if ext not in MIME_TYPES:
         hint = " (a JSONL passage corpus is read with parse_passages_jsonl)" if ext == ".jsonl" else ""
         raise IngestError(
-            f"unsupported file type '{ext or path.name}': {path.name}{hint}; supported: {', '.join(supported_extensions())}"
+            f"unsupported file type '{ext or path.name}': {path.name}{hint}; "
+            f"supported: {', '.join(supported_extensions())}"
         )
     size = path.stat().st_size
     if size == 0:
         raise IngestError(f"empty file (0 bytes): {path}")
     if size > max_bytes:
         raise IngestError(
-            f"file too large: {path.name} is {size:,} bytes, over the limit of {max_bytes:,} (raise max_file_bytes to ingest it)"
+            f"file too large: {path.name} is {size:,} bytes, over the limit of {max_bytes:,} "
+            "(raise max_file_bytes to ingest it)"
         )
     return ext, size
 
@@ -218,7 +220,9 @@ def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
         # The one top-level heading names the document; several (chapters) do not: then the file name.
         top = [e for e in elements if e.kind == "heading" and e.level == 1]
         title = top[0].text if len(top) == 1 else _title_from_stem(path)
-    return ParsedDocument(uri=path.resolve().as_uri(), title=_one_line(title, 300), mime=mime, sha256=sha, elements=elements)
+    return ParsedDocument(
+        uri=path.resolve().as_uri(), title=_one_line(title, 300), mime=mime, sha256=sha, elements=elements
+    )
 
 
 def _parse_plain_text(text: str) -> list[dict]:
@@ -261,6 +265,7 @@ def parse_passages_jsonl(path: Path) -> Iterator[ParsedDocument]:
             sha = hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()
             elements = [Element(kind="text", text=_WS.sub(" ", text).strip())] if text.strip() else []
             n += 1
-            yield ParsedDocument(uri=f"{base}#{quote(pid, safe=_FRAGMENT_SAFE)}", title=title, mime=JSONL_MIME, sha256=sha, elements=elements)
+            uri = f"{base}#{quote(pid, safe=_FRAGMENT_SAFE)}"
+            yield ParsedDocument(uri=uri, title=title, mime=JSONL_MIME, sha256=sha, elements=elements)
     if n == 0:
         raise IngestError(f"empty passage corpus (no JSON lines): {path}")

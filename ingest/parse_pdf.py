@@ -45,7 +45,8 @@ os.environ.setdefault("PYMUPDF_SUGGEST_LAYOUT_ANALYZER", "0")
 _WS = re.compile(r"\s+")
 _NUMBER_ONLY = re.compile(r"^[\W_]*(page\s*)?\d{1,5}(\s*(of|/)\s*\d{1,5})?[\W_]*$", re.I)
 _NUMERIC_CELL = re.compile(r"^[\s$€£¥(+\-–]*\d[\d\s.,:/\-–]*[%)]?\s*$")
-_JUNK_TITLE = re.compile(r"(\.(exe|docx?|pdf|tmp|indd|qxd|qxp|rtf|txt|xlsx?|pptx?|dvi|ps|tex)$)|^untitled\b|^microsoft word - $", re.I)
+#: Metadata titles that are file names or placeholders, not titles.
+_JUNK_TITLE = re.compile(r"(\.(exe|docx?|pdf|tmp|indd|qxd|qxp|rtf|txt|xlsx?|pptx?|dvi|ps|tex)$)|^untitled\b", re.I)
 MARGIN = 0.10  # top/bottom fraction of the page where running headers/footers live
 MAX_HEADING_LINES = 3
 MAX_HEADING_CHARS = 200
@@ -213,7 +214,7 @@ def _extract_table(tb, page_words: list[tuple]) -> dict | None:
     if not words:
         return None
 
-    # Each grid row: its cells as (first column, last column, bbox), words taken by cell (a word belongs
+    # Each grid row: its cells as (first column, last column, word indices), words taken by cell (a word belongs
     # to the first cell containing its centre), cut into printed lines; a line is its phrases, each phrase
     # tagged with its column (clamped to its cell's span).
     used: set[int] = set()
@@ -372,6 +373,12 @@ def _reading_order(items: list[_Item]) -> list[_Item]:
 # --- the document --------------------------------------------------------------------------------------
 
 
+def _in_margin(it: _Item, rect) -> bool:
+    """A text item entirely in the top or bottom MARGIN of the page."""
+    top, bottom = rect.y0 + MARGIN * rect.height, rect.y1 - MARGIN * rect.height
+    return it.table is None and (it.bbox[3] < top or it.bbox[1] > bottom)
+
+
 def _norm_key(text: str) -> str:
     return re.sub(r"\d+", "#", _WS.sub(" ", text).strip().lower())
 
@@ -405,10 +412,7 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
     if len(pages) >= 2:
         seen: Counter[str] = Counter()
         for _, rect, items in pages:
-            keys = set()
-            for it in items:
-                if it.table is None and (it.bbox[3] < rect.y0 + MARGIN * rect.height or it.bbox[1] > rect.y1 - MARGIN * rect.height):
-                    keys.add(_norm_key(" ".join(ln.text for ln in it.lines)))
+            keys = {_norm_key(" ".join(ln.text for ln in it.lines)) for it in items if _in_margin(it, rect)}
             seen.update(keys)
         repeated = {k for k, n in seen.items() if n >= max(2, len(pages) / 2)}
 
@@ -442,8 +446,7 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
                     raw.append({"kind": "text", "page": pno, "text": note})
                 continue
             text_all = " ".join(ln.text for ln in it.lines)
-            in_margin = it.bbox[3] < rect.y0 + MARGIN * rect.height or it.bbox[1] > rect.y1 - MARGIN * rect.height
-            if in_margin and _norm_key(text_all) in repeated:
+            if _in_margin(it, rect) and _norm_key(text_all) in repeated:
                 continue
             if _NUMBER_ONLY.match(text_all.strip()):
                 continue
@@ -470,25 +473,27 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
     level_of = {s: min(i + 1, 6) for i, s in enumerate(styles_used)}
 
     elements: list[dict] = []
-    last_header: tuple[int, list[str]] | None = None  # (ncols, header) of the previous table
+    last_table: tuple[int, int, list[str]] | None = None  # (page, ncols, header) of the previous table
     for r in raw:
         if r["kind"] == "table":
             t = r["table"]
             header = t["header"]
-            if header is None and last_header is not None and last_header[0] == t["ncols"]:
-                header = last_header[1]  # a table continued from the previous page
+            if (
+                header is None
+                and last_table is not None
+                and last_table[1] == t["ncols"]
+                and last_table[0] in (r["page"], r["page"] - 1)
+            ):
+                header = last_table[2]  # the same table, continued on the next page
             if header is not None:
-                last_header = (t["ncols"], header)
-                rows = t["rows"]
-            else:
-                header = [""] * t["ncols"]
-                rows = t["rows"]
-            md = rows_to_markdown(header, rows, t["caption"])
+                last_table = (r["page"], t["ncols"], header)
+            md = rows_to_markdown(header or [""] * t["ncols"], t["rows"], t["caption"])
             elements.append({"kind": "table", "text": md, "markdown": md, "page": r["page"], "level": None})
             continue
         last = elements[-1] if elements else None
         if r["kind"] == "heading":
             elements.append({"kind": "heading", "text": r["text"], "level": level_of[r["style"]], "page": r["page"]})
+            last_table = None  # a new section: a header-less table there is not a continuation
             continue
         text = r["text"]
         # Re-join a paragraph broken by a page break.

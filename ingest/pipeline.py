@@ -122,12 +122,14 @@ def discover(paths: Iterable[str | Path], errors: list[FileError]) -> list[Path]
 class Ingestor:
     """One ingestion run over ``store`` with ``settings``; see ``run``."""
 
-    def __init__(self, store: GraphStore, settings: Settings, *, llm: Any = None, progress: bool | None = None):
+    def __init__(self, store: GraphStore, settings: Settings, *, llm: Any = None, progress: bool | None = None,
+                 embedder: Any = None):  # fmt: skip
+        """``embedder``: an embedder, or a callable returning one (loaded only when something changed)."""
         self.store = store
         self.settings = settings
         self.llm = llm
         self.progress = sys.stderr.isatty() if progress is None else progress
-        self._embedder = None
+        self._embedder = embedder
         self._existing: set[str] = set()  # ids of changed documents already in the graph
         self._titles: dict[str, str] | None = None  # {document_id: title} of the passage corpus being read
 
@@ -137,6 +139,8 @@ class Ingestor:
             from kbgraph.embed import get_embedder
 
             self._embedder = get_embedder(self.settings)
+        elif callable(self._embedder) and not hasattr(self._embedder, "embed"):
+            self._embedder = self._embedder()
         return self._embedder
 
     def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False) -> IngestReport:
@@ -172,6 +176,7 @@ class Ingestor:
                     self._process(group, report, bar)
             if prune:
                 report.deleted = self._prune(files, seen_uris)
+            report.failed = len(report.errors)
             report.status = "failed" if report.failed else "completed"
         except BaseException:
             report.status = "interrupted"

@@ -67,7 +67,8 @@ class KnowledgeBase:
 
         if isinstance(paths, (str, Path)):
             paths = [paths]
-        return Ingestor(self.store, self.settings, llm=self.llm, progress=progress).run(paths, prune=prune, wait=wait)
+        ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
+        return ingestor.run(paths, prune=prune, wait=wait)
 
     def ask(self, question: str, *, method: str | None = None, k: int = 5, explain: bool = False) -> Answer:
         """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1).
@@ -96,7 +97,13 @@ class KnowledgeBase:
         if self._embedder is None:
             from kbgraph.embed import get_embedder
 
-            self._embedder = get_embedder(self.settings)
+            embedder = get_embedder(self.settings)
+            if self.settings.embedding_cache:
+                from kbgraph.ingest.embed_cache import CachedEmbedder
+
+                folder = self.settings.embedding_cache_dir or self.settings.home / "embed-cache"
+                embedder = CachedEmbedder(embedder, folder / "embeddings.sqlite3")
+            self._embedder = embedder
         return self._embedder
 
     @property

@@ -40,6 +40,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
+from kbgraph.process import pid_alive
 from kbgraph.errors import Neo4jLocalError
 from kbgraph.settings import Settings
 
@@ -128,26 +129,6 @@ def _port_open(port: int, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
-
-
-def _is_alive(pid: int) -> bool:
-    """True if pid is a live (not zombie) process; reaps it if it is our exited child."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    with contextlib.suppress(OSError):
-        # state is the field after the parenthesised command name
-        if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
 
 
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T]\S+\s+")
@@ -433,7 +414,7 @@ class Neo4jLocal:
             pid = int(self.pid_file.read_text().strip())
         except (OSError, ValueError):
             return None
-        if not _is_alive(pid):
+        if not pid_alive(pid):
             return None
         cmdline = Path(f"/proc/{pid}/cmdline")
         if cmdline.exists():
@@ -573,7 +554,7 @@ class Neo4jLocal:
         deadline = time.monotonic() + timeout
         bolt_ok = False
         while True:
-            if not _is_alive(pid):
+            if not pid_alive(pid):
                 why = _last_meaningful_line(self.console_log, self.logs_dir / "debug.log")
                 raise Neo4jLocalError(
                     f"the local Neo4j exited during start-up: {why}; fix what it names (kbgraph's KBGRAPH_NEO4J_* "
@@ -600,12 +581,12 @@ class Neo4jLocal:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _is_alive(pid):
+        while pid_alive(pid):
             if time.monotonic() > deadline:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                 kill_deadline = time.monotonic() + 10
-                while _is_alive(pid) and time.monotonic() < kill_deadline:
+                while pid_alive(pid) and time.monotonic() < kill_deadline:
                     time.sleep(0.1)
                 break
             time.sleep(0.2)
@@ -624,7 +605,7 @@ class Neo4jLocal:
             pid = self._read_pid()
             if pid is not None:
                 self._terminate(pid, timeout)
-                if _is_alive(pid):
+                if pid_alive(pid):
                     raise Neo4jLocalError(
                         f"the local Neo4j (pid {pid}) survived SIGKILL; check the process with ps and kill it"
                     )

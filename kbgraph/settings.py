@@ -99,6 +99,8 @@ class Settings(BaseSettings):
     )
     embedding_dimension: int = Field(384, ge=1)
     embedding_batch_size: int = Field(64, ge=1)
+    embedding_cache: bool = Field(True, description="Keep computed embeddings on disk and reuse them.")
+    embedding_cache_dir: Path | None = Field(None, description="Embedding cache folder; default <home>/embed-cache.")
 
     # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
@@ -151,7 +153,7 @@ class Settings(BaseSettings):
     # --- misc -----------------------------------------------------------------------------
     debug: bool = False
 
-    @field_validator("home", "data_dir", "neo4j_local_home", mode="after")
+    @field_validator("home", "data_dir", "neo4j_local_home", "embedding_cache_dir", mode="after")
     @classmethod
     def _expand(cls, v: Path | None) -> Path | None:
         return v.expanduser() if v is not None else None

@@ -91,12 +91,29 @@ def sentences(text: str) -> list[str]:
     return parts
 
 
+def evidence_units(chunk: ScoredChunk, limit: int = 60) -> list[str]:
+    """The quotable units of a chunk: its sentences, or for a table its rows written as 'header: value'
+    pairs (so that a row embeds with its column names)."""
+    if chunk.kind == "table":
+        from kbgraph.ingest.tables import parse_markdown_table
+
+        _caption, header, rows = parse_markdown_table(chunk.text)
+        units = []
+        for row in rows[:limit]:
+            pairs = [f"{h}: {v}" if h else v for h, v in zip(header, row, strict=False) if v]
+            if pairs:
+                units.append("; ".join(pairs))
+        if units:
+            return units
+    return sentences(chunk.text)[:limit] or [chunk.text[:300]]
+
+
 def _evidence(question: str, chunks: list[ScoredChunk], embedder) -> tuple[str, list[Citation]]:
     """The sentence of the top chunks most similar to the question, and one citation per chunk whose quote
     is its own best sentence."""
     if not chunks:
         return "", []
-    per_chunk = [sentences(c.text)[:40] or [c.text[:300]] for c in chunks]
+    per_chunk = [evidence_units(c) for c in chunks]
     flat = [s for group in per_chunk for s in group]
     vecs = embedder.embed([question, *flat])
     q, svecs = vecs[0], vecs[1:]
@@ -110,11 +127,13 @@ def _evidence(question: str, chunks: list[ScoredChunk], embedder) -> tuple[str, 
         weighted = float(local[j]) - 0.02 * rank
         if rank < 3 and weighted > best_sim:
             best, best_sim = quote, weighted
+        i += len(group)
+        if any(c.quote == quote[:400] and c.document == chunk.document_title for c in citations):
+            continue  # overlapping chunks: one citation per quote
         citations.append(
             Citation(
                 chunk_id=chunk.id, document=chunk.document_title, document_uri=chunk.document_uri,
                 section=chunk.section_path, page=chunk.page, quote=quote[:400],
             )
         )  # fmt: skip
-        i += len(group)
     return best, citations

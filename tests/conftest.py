@@ -39,10 +39,17 @@ def falkor_home(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def falkor_settings(falkor_home):
+def embed_cache_dir(tmp_path_factory) -> Path:
+    """One embedding cache for the session: a corpus ingested on both backends is embedded once."""
+    return tmp_path_factory.mktemp("embed-cache")
+
+
+@pytest.fixture(scope="session")
+def falkor_settings(falkor_home, embed_cache_dir):
     """Settings of the session's embedded FalkorDB server (stopped at the end of the session)."""
     settings = Settings(
-        home=falkor_home, name="session", data_dir=falkor_home / "falkordb", falkor_idle_timeout=0, batch_size=500
+        home=falkor_home, name="session", data_dir=falkor_home / "falkordb", falkor_idle_timeout=0, batch_size=500,
+        embedding_cache_dir=embed_cache_dir,
     )
     yield settings
     from kbgraph.store.falkor_server import EmbeddedFalkorDB
@@ -66,12 +73,12 @@ def shared_neo4j_lib() -> Path:
 
 
 @pytest.fixture(scope="session")
-def neo4j_settings(tmp_path_factory):
+def neo4j_settings(tmp_path_factory, embed_cache_dir):
     """Settings pointing at a running Neo4j 5 (the local test server, started once per session)."""
     home = tmp_path_factory.mktemp("neo4jhome")
     external = os.environ.get("KBGRAPH_TEST_NEO4J_URI")
     if external:
-        yield Settings(home=home, uri=external, batch_size=500)
+        yield Settings(home=home, uri=external, batch_size=500, embedding_cache_dir=embed_cache_dir)
         return
     from kbgraph.errors import KBGraphError
     from kbgraph.neo4j_local import Neo4jLocal
@@ -84,7 +91,7 @@ def neo4j_settings(tmp_path_factory):
         if IN_CI:
             pytest.fail(f"the local Neo4j server could not start: {exc}")
         pytest.skip(f"local Neo4j unavailable: {exc}")
-    yield base.model_copy(update={"uri": status.bolt_uri, "batch_size": 500})
+    yield base.model_copy(update={"uri": status.bolt_uri, "batch_size": 500, "embedding_cache_dir": embed_cache_dir})
     local.stop()
 
 

@@ -27,6 +27,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 from kbgraph.errors import LockTimeout, StoreUnavailable
+from kbgraph.process import pid_alive
 
 _SOCKET_MAX = 100  # sun_path is 108 bytes on Linux, keep a margin
 
@@ -83,7 +84,7 @@ class EmbeddedFalkorDB:
     def stop(self, timeout: float = 60.0) -> bool:
         """Stop the server (its data is flushed first). Returns False if none was running."""
         pid = self._pid()
-        if pid is None or not _pid_alive(pid):
+        if pid is None or not pid_alive(pid):
             self._cleanup()
             return False
         try:
@@ -93,9 +94,9 @@ class EmbeddedFalkorDB:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _pid_alive(pid):
+        if pid_alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self._cleanup()
@@ -139,7 +140,7 @@ class EmbeddedFalkorDB:
 
     def _alive(self) -> bool:
         pid = self._pid()
-        if pid is None or not _pid_alive(pid) or not self.socket.exists():
+        if pid is None or not pid_alive(pid) or not self.socket.exists():
             return False
         import redis
 
@@ -219,7 +220,7 @@ class EmbeddedFalkorDB:
                     f"the embedded FalkorDB server exited during start-up (code {proc.returncode}): "
                     f"{_last_log_line(self.logfile)}; see {self.logfile}"
                 )
-            if proc is None and not _pid_alive(pid):
+            if proc is None and not pid_alive(pid):
                 return False
             if self.socket.exists():
                 try:
@@ -248,21 +249,6 @@ class EmbeddedFalkorDB:
         for path in (self.pidfile, self.socket):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (exited child not yet reaped) still answers kill(0)
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _last_log_line(path: Path) -> str:

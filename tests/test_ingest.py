@@ -1,0 +1,213 @@
+"""Ingestion (L0) end to end on both real stores: real documents, incremental runs, deletion, bad input,
+the lock, and a kill -9 in the middle of a run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from kbgraph.errors import LockTimeout
+from kbgraph.kb import KnowledgeBase
+
+WRITE_STATEMENTS = ("ingest/upsert_", "ingest/link_", "ingest/mark_document_complete", "admin/delete_")
+
+
+def _kb(settings) -> KnowledgeBase:
+    kb = KnowledgeBase(settings=settings)
+    kb.reset()
+    return kb
+
+
+def _passages(shared_dir: Path, tmp_path: Path, n: int, name: str = "corpus.jsonl") -> Path:
+    src = shared_dir / "data/multihop/musique/hipporag_train100.corpus.jsonl"
+    lines = src.read_text(encoding="utf-8").splitlines()[:n]
+    out = tmp_path / name
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def _writes(store) -> int:
+    return sum(n for name, n in store.sent.items() if name.startswith(WRITE_STATEMENTS))
+
+
+def test_shared_documents_build_three_layers(backend_settings, shared_dir):
+    """Every file in shared/data/docs ingests; each layer is present and linked to its document."""
+    kb = _kb(backend_settings)
+    try:
+        report = kb.ingest([shared_dir / "data/docs"], progress=False)
+        assert report.errors == [], report.errors
+        docs = sorted(p for p in (shared_dir / "data/docs").rglob("*") if p.suffix in (".pdf", ".docx", ".html", ".txt"))
+        assert report.added == len(docs) == 9  # 6 PDFs, the DOCX handbook, the HTML page, SOURCE.txt
+        stats = kb.stats()
+        for label in ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity", "IngestionRun"):
+            assert stats.nodes.get(label, 0) > 0, label
+        assert stats.nodes["Document"] == 9
+        assert kb.store.orphans() == []
+        # a real figure from the NICS table: one row per state with its numbers
+        rows = kb.store.fulltext_search("Chunk", "Kentucky Alabama", k=10)
+        tables = [h.properties["text"] for h in rows if h.properties.get("kind") == "table"]
+        assert any("| Kentucky | 264,140 | 12,155 | 14,847 |" in t for t in tables), "NICS row not in a table chunk"
+        # the Wikipedia page: sections and an entity spaCy finds there
+        hits = kb.store.fulltext_search("Entity", "Anatidae", k=5)
+        assert any(h.properties.get("name") == "Anatidae" for h in hits)
+        # answering cites real documents
+        answer = kb.ask("Which family do ducks belong to?", k=3)
+        assert answer.retrieval_only and answer.citations
+        assert any("Duck" in c.document for c in answer.citations)
+    finally:
+        kb.close()
+
+
+def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settings, shared_dir, tmp_path):
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.\n\n"
+                                  "She worked with Charles Babbage in London.", encoding="utf-8")
+    (corpus / "b.txt").write_text("Grace Hopper developed the first compiler at Remington Rand.", encoding="utf-8")
+    passages = _passages(shared_dir, tmp_path, 20)
+    kb = _kb(backend_settings)
+    try:
+        first = kb.ingest([corpus, passages], progress=False)
+        assert (first.added, first.failed) == (22, 0)
+        before = kb.stats()
+        kb.store.sent.clear()
+        again = kb.ingest([corpus, passages], progress=False)
+        assert (again.added, again.updated, again.unchanged) == (0, 0, 22)
+        assert _writes(kb.store) == 0, dict(kb.store.sent)
+        after = kb.stats()
+        assert after.relationships == before.relationships
+        assert {k: v for k, v in after.nodes.items() if k != "IngestionRun"} == {
+            k: v for k, v in before.nodes.items() if k != "IngestionRun"
+        }
+
+        grace = kb.retrieve("Who developed the first compiler?", k=1, method="dense")[0]
+        (corpus / "a.txt").write_text("Ada Lovelace is regarded as the first computer programmer.", encoding="utf-8")
+        changed = kb.ingest([corpus, passages], progress=False)
+        assert (changed.added, changed.updated, changed.unchanged) == (0, 1, 21)
+        assert kb.retrieve("Who developed the first compiler?", k=1, method="dense")[0].id == grace.id
+        texts = " ".join(c.text for c in kb.retrieve("Ada Lovelace", k=5, method="dense"))
+        assert "first computer programmer" in texts and "Analytical Engine" not in texts
+        assert kb.store.orphans() == []
+
+        deleted = kb.delete(str(corpus / "a.txt"))
+        assert deleted["documents"] == 1
+        assert "Ada Lovelace" not in " ".join(c.text for c in kb.retrieve("Ada Lovelace", k=5, method="dense"))
+        assert kb.store.orphans() == []
+
+        (corpus / "b.txt").unlink()
+        pruned = kb.ingest([corpus, passages], prune=True, progress=False)
+        assert (pruned.deleted, pruned.added) == (1, 1)  # b.txt is gone; a.txt, deleted above, comes back
+        assert kb.stats().nodes["Document"] == 21
+    finally:
+        kb.close()
+
+
+def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, shared_dir, tmp_path):
+    import pymupdf
+
+    settings = falkor_settings.model_copy(update={"name": "bad", "max_file_bytes": 200_000})
+    d = tmp_path / "inbox"
+    d.mkdir()
+    real_pdf = shared_dir / "data/docs/pdf/fbi_nics_background_checks_2015-11.pdf"
+    (d / "corrupt.pdf").write_bytes(real_pdf.read_bytes()[:5000])
+    (d / "empty.txt").write_text("   \n\n  ", encoding="utf-8")
+    (d / "zero.md").write_bytes(b"")
+    (d / "garbage.pdf").write_bytes(os.urandom(4096))
+    (d / "garbage.docx").write_bytes(os.urandom(4096))
+    (d / "latin1.txt").write_bytes("Café Müller served crème brûlée in Zürich.".encode("cp1252"))
+    (d / "huge.txt").write_text("word " * 100_000, encoding="utf-8")
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "secret numbers")
+    doc.save(str(d / "locked.pdf"), encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")
+    (d / "good.txt").write_text("The Rhine flows through Basel and Cologne.", encoding="utf-8")
+    loop = d / "loop"
+    loop.mkdir()
+    (loop / "again").symlink_to(d, target_is_directory=True)
+    unsupported = tmp_path / "data.xyz"
+    unsupported.write_text("x", encoding="utf-8")
+
+    kb = _kb(settings)
+    try:
+        report = kb.ingest([d, unsupported], progress=False)
+        failed = {Path(e.path.split("#")[0]).name: e.error for e in report.errors}
+        assert set(failed) >= {"corrupt.pdf", "empty.txt", "zero.md", "garbage.pdf", "garbage.docx", "huge.txt",
+                               "locked.pdf", "data.xyz"}, failed  # fmt: skip
+        assert "password" in failed["locked.pdf"].lower() or "encrypt" in failed["locked.pdf"].lower()
+        assert "large" in failed["huge.txt"].lower()
+        assert any("loop" in e.error for e in report.errors)
+        assert all("\n" not in e for e in failed.values())
+        assert report.added == 2 and report.exit_code == 1
+        titles = {r["uri"].rsplit("/", 1)[-1] for r in kb.store.run("ingest/list_documents")}
+        assert titles == {"good.txt", "latin1.txt"}
+        assert "Café Müller" in " ".join(c.text for c in kb.retrieve("crème brûlée Zürich", k=2, method="dense"))
+        assert kb.store.orphans() == []
+        run = kb.store.run("ingest/last_run")[0]
+        assert run["status"] == "failed" and run["failed"] == report.failed
+    finally:
+        kb.close()
+
+
+def test_second_run_waits_or_exits_75(falkor_settings, tmp_path):
+    settings = falkor_settings.model_copy(update={"name": "locked", "lock_timeout": 0.5})
+    (tmp_path / "a.txt").write_text("Locks keep runs apart.", encoding="utf-8")
+    kb = KnowledgeBase(settings=settings)
+    lock = FileLock(str(settings.kb_dir / "ingest.lock"))
+    settings.kb_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with lock:
+            with pytest.raises(LockTimeout):
+                kb.ingest([tmp_path / "a.txt"], progress=False)
+            with pytest.raises(LockTimeout):
+                kb.ingest([tmp_path / "a.txt"], wait=True, progress=False)  # waits lock_timeout, then gives up
+            env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_DATA_DIR": str(settings.kb_dir),
+                   "KBGRAPH_NAME": "locked", "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0"}  # fmt: skip
+            cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "a.txt")],
+                                 env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+            assert cli.returncode == 75, cli.stderr
+            assert "--wait" in cli.stderr
+        assert kb.ingest([tmp_path / "a.txt"], progress=False).added == 1
+    finally:
+        kb.close()
+
+
+def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(falkor_settings, shared_dir, tmp_path):
+    corpus = _passages(shared_dir, tmp_path, 120)
+    killed = falkor_settings.model_copy(update={"name": "killed", "ingest_group_size": 16})
+    clean = falkor_settings.model_copy(update={"name": "clean", "ingest_group_size": 16})
+    env = {**os.environ, "KBGRAPH_HOME": str(killed.home), "KBGRAPH_DATA_DIR": str(killed.kb_dir),
+           "KBGRAPH_NAME": "killed", "KBGRAPH_INGEST_GROUP_SIZE": "16", "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0"}  # fmt: skip
+    kb = _kb(killed)
+    proc = subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "ingest", str(corpus)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and kb.stats().nodes.get("Document", 0) < 20:
+            assert proc.poll() is None, "the run finished before it could be killed"
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        partial = kb.stats().nodes.get("Document", 0)
+        assert 0 < partial < 120
+        rerun = kb.ingest([corpus], progress=False)
+        assert rerun.failed == 0
+        with KnowledgeBase(settings=clean) as reference:
+            reference.reset()
+            reference.ingest([corpus], progress=False)
+            expected = reference.stats()
+        got = kb.stats()
+        drop = lambda nodes: {k: v for k, v in nodes.items() if k != "IngestionRun"}  # noqa: E731
+        assert drop(got.nodes) == drop(expected.nodes)
+        assert got.relationships == expected.relationships
+        assert kb.store.orphans() == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kb.close()
