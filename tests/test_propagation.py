@@ -1,0 +1,126 @@
+"""Multi-granularity score propagation on a hand-built graph with known seed scores: the exact scores of
+the formula in kbgraph.query.propagation, on both stores; and hostile questions against ask."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kbgraph.errors import QueryError
+from kbgraph.ingest.write import write_documents
+from kbgraph.models import (
+    AtomicQuestionRecord,
+    ChunkRecord,
+    DocumentGraph,
+    DocumentRecord,
+    EntityRecord,
+    MentionRecord,
+    TripleRecord,
+)
+from kbgraph.query.propagation import Seeds, propagate
+
+DIM = 384
+
+
+def _vec(seed: int) -> list[float]:
+    v = np.random.default_rng(seed).normal(size=DIM)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def _hand_graph() -> DocumentGraph:
+    doc = DocumentRecord(id="doc:D", uri="file:///d.txt", title="D", mime="text/plain", sha256="x", embedding=_vec(1))
+    chunks = [
+        ChunkRecord(id=f"c{i}", document_id="doc:D", parent_id="doc:D", text=f"chunk {i}", order=i, embedding=_vec(10 + i))
+        for i in (1, 2, 3)
+    ]
+    e1 = EntityRecord(id="e1", name="Shared", type="ORG", embedding=_vec(20))
+    e2 = EntityRecord(id="e2", name="Only two", type="ORG", embedding=_vec(21))
+    return DocumentGraph(
+        document=doc,
+        chunks=chunks,
+        questions=[AtomicQuestionRecord(id="q1", chunk_id="c1", text="What is chunk 1?", embedding=_vec(30))],
+        entities=[e1, e2],
+        triples=[TripleRecord(id="t1", chunk_id="c2", subject="Only two", predicate="is", object="Only two",
+                              subject_id="e2", object_id="e2", text="Only two is Only two", embedding=_vec(40))],
+        mentions=[MentionRecord(chunk_id="c1", entity_id="e1"), MentionRecord(chunk_id="c3", entity_id="e1"),
+                  MentionRecord(chunk_id="c2", entity_id="e2")],
+    )  # fmt: skip
+
+
+SEEDS = Seeds(
+    layers={
+        "Chunk": {"c1": (0.9, ""), "c3": (0.4, "")},
+        "AtomicQuestion": {"q1": (0.8, "What is chunk 1?")},
+        "Triple": {"t1": (0.7, "Only two is Only two")},
+        "Entity": {"e2": (0.6, "Only two"), "e1": (0.5, "Shared")},
+        "FullText": {"c2": (1.0, "")},
+        "Document": {"doc:D": (0.3, "D")},
+    }
+)
+
+
+def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
+    write_documents(store, [_hand_graph()])
+    s = backend_settings  # default weights: C 1.0, Q 0.8, T 0.3, E 0.3, F 0.2, S 0.1, D 0.2, hop 0.5, next 0.1
+    assert (s.weight_chunk, s.weight_question, s.weight_triple, s.weight_entity, s.weight_fulltext,
+            s.weight_document, s.weight_hop, s.weight_next) == (1.0, 0.8, 0.3, 0.3, 0.2, 0.2, 0.5, 0.1)  # fmt: skip
+    s1 = {
+        "c1": 1.0 * 0.9 + 0.8 * 0.8 + 0.3 * 0.5 + 0.2 * 0.3,  # chunk, atomic question, entity e1, document
+        "c2": 0.3 * 0.7 + 0.3 * 0.6 + 0.2 * 1.0 + 0.2 * 0.3,  # triple, entity e2, full text, document
+        "c3": 1.0 * 0.4 + 0.3 * 0.5 + 0.2 * 0.3,  # chunk, entity e1, document
+    }
+    hop = 1 / math.log2(1 + 2)  # e1 is mentioned by two chunks; e2 by one (no neighbour)
+    expected = {
+        "c1": s1["c1"] + 0.5 * s1["c3"] * hop + 0.1 * s1["c2"],
+        "c2": s1["c2"] + 0.1 * max(s1["c1"], s1["c3"]),
+        "c3": s1["c3"] + 0.5 * s1["c1"] * hop + 0.1 * s1["c2"],
+    }
+    got = propagate(store, s, SEEDS, k=10, explain=True)
+    assert [c.id for c in got] == ["c1", "c3", "c2"]
+    for chunk in got:
+        assert chunk.score == pytest.approx(expected[chunk.id], abs=1e-9)
+        assert sum(t.score for t in chunk.breakdown) == pytest.approx(chunk.score, abs=1e-9)
+        assert chunk.document_title == "D"
+    c1 = {t.layer: t for t in got[0].breakdown}
+    assert set(c1) == {"Chunk", "AtomicQuestion", "Entity", "Document", "Hop", "Next"}
+    assert c1["AtomicQuestion"].node_id == "q1" and c1["Hop"].node_id == "c3" and c1["Hop"].text == "Shared"
+
+    # a weight set to zero removes exactly its terms
+    no_hop = propagate(store, s.model_copy(update={"weight_hop": 0.0}), SEEDS, k=10)
+    assert {c.id: c.score for c in no_hop}["c3"] == pytest.approx(s1["c3"] + 0.1 * s1["c2"], abs=1e-9)
+    # entities in more chunks than max_entity_degree do not propagate
+    capped = propagate(store, s.model_copy(update={"max_entity_degree": 1}), SEEDS, k=10)
+    assert {c.id: c.score for c in capped}["c3"] == pytest.approx(1.0 * 0.4 + 0.2 * 0.3 + 0.1 * s1["c2"], abs=1e-9)
+
+
+@pytest.fixture
+def small_kb(falkor_settings, shared_dir, tmp_path):
+    from kbgraph.kb import KnowledgeBase
+
+    src = shared_dir / "data/multihop/musique/hipporag_train100.corpus.jsonl"
+    corpus = tmp_path / "small.jsonl"
+    corpus.write_text("\n".join(src.read_text(encoding="utf-8").splitlines()[:30]) + "\n", encoding="utf-8")
+    kb = KnowledgeBase(settings=falkor_settings.model_copy(update={"name": "hostile"}))
+    kb.reset()
+    kb.ingest([corpus], progress=False)
+    yield kb
+    kb.close()
+
+
+def test_hostile_questions_get_a_clear_error_or_a_safe_answer(small_kb):
+    before = small_kb.stats()
+    for bad in ["", "   \n\t ", "\x00\x01"]:
+        with pytest.raises(QueryError, match="empty"):
+            small_kb.ask(bad)
+    with pytest.raises(QueryError, match="limit"):
+        small_kb.ask("why " * 25_000)  # 100 KB
+    with pytest.raises(QueryError, match="unknown method"):
+        small_kb.ask("Who?", method="drop database")
+    for hostile in ['"quoted" and \'single\'', "`backticks` MATCH (n) DETACH DELETE n", "}) RETURN 1 //",
+                    "') CALL db.labels() //", "a-b:c (((", "AND OR NOT *", "Journal of Mathematical Physics?"]:
+        answer = small_kb.ask(hostile)
+        assert answer.retrieval_only and answer.citations
+    after = small_kb.stats()
+    assert after.nodes == before.nodes and after.relationships == before.relationships
