@@ -50,7 +50,6 @@ def run(kb: KnowledgeBase, questions: list[dict], k_chunks: int = 10) -> dict:
             if method == "dense":
                 flat = settings.model_copy(update={"weight_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0})
                 seeds = seed_layers(store, flat, q["question"], v.tolist(), layers=["Chunk"])
-                seeds.layers.pop("FullText", None)
                 chunks = propagate(store, flat, seeds, k=k_chunks)
             else:
                 seeds = seed_layers(store, settings, q["question"], v.tolist())

@@ -78,10 +78,10 @@ def main() -> None:
         server.stop()
 
         neo = Settings(
-            home=Path(tmp), neo4j_local_home=Path.home() / ".kbgraph" / "neo4j-test", neo4j_bolt_port=17687,
-            neo4j_http_port=17474, neo4j_password="kbgraph-test", batch_size=args.batch,
+            home=Path(tmp), neo4j_local_home=Path.home() / ".kbgraph-bench" / "neo4j-store", neo4j_bolt_port=17689,
+            neo4j_http_port=17476, neo4j_password="kbgraph-bench", batch_size=args.batch,
         )  # fmt: skip
-        local = Neo4jLocal(neo)
+        local = Neo4jLocal(neo, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
         status = local.start(timeout=180)
         try:
             neo = neo.model_copy(update={"uri": status.bolt_uri})

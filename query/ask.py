@@ -45,7 +45,6 @@ def retrieve(store, settings, embedder, question: str, *, k: int, method: str = 
     qvec = embedder.embed([question])[0].tolist()
     if method == "dense":
         seeds = seed_layers(store, settings, question, qvec, layers=["Chunk"])
-        seeds.layers.pop("FullText", None)
         flat = settings.model_copy(update={"weight_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0})
         return propagate(store, flat, seeds, k=k, explain=explain)
     seeds = seed_layers(store, settings, question, qvec)

@@ -3,7 +3,7 @@ paths (a) and (b) of Fig. 11).
 
 Seeds. The question q is embedded once; each layer's vector index gives its top ``seed_k`` nodes with
 cosine similarity g(q, n) in [-1, 1] (negative similarities are clipped to 0); full-text search on Chunk.text
-gives a keyword seed, normalised to [0, 1] by the best full-text score of the query.
+and on Entity.name give keyword seeds, each normalised to [0, 1] by the best full-text score of the query.
 
 Propagation. Each traversal is a Cypher statement in ``cypher/retrieve/``; the aggregation is this formula,
 with every weight a setting (``weight_*``):
@@ -12,19 +12,22 @@ with every weight a setting (``weight_*``):
           + w_Q · max_{a : c -HAS_QUESTION-> a} g(q, a)     atomic questions (path b)
           + w_T · max_{t : t -EXTRACTED_FROM-> c} g(q, t)   triples
           + w_E · max_{e : c -MENTIONS-> e} g(q, e)         entities (mentioned by <= max_entity_degree chunks)
-          + w_F · ft(q, c)                                  full-text keyword match
+          + w_F · ft(q, c)                                  full-text keyword match on Chunk.text
+          + w_F · max_{e : c -MENTIONS-> e} ft(q, e)        full-text match on Entity.name
           + w_S · g(q, s(c))   + w_D · g(q, d(c))           parent section and document, for chunks that
                                                             already have a score from the layers above
 
     S(c)  = S1(c) + w_H · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c} S1(c') · 1/log2(1 + deg(e))
+                  + w_TH · max_{c' : c' -MENTIONS-> TITLE entity = title of c's document} S1(c')
                   + w_N · max_{c' : c' -NEXT- c} S1(c')
 
-where g is 0 for a node that is not among its layer's seeds, the hop (second term) starts only from the
-``hop_from`` best chunks by S1, and deg(e) is the number of chunks mentioning e. Maxima (not sums) inside a
+where g is 0 for a node that is not among its layer's seeds, the hops start only from the ``hop_from``
+best chunks by S1 (the title hop follows a chunk's mention of another document's title to that document's
+chunks: the second hop of a multi-hop question), and deg(e) is the number of chunks mentioning e. Maxima (not sums) inside a
 layer keep a chunk with many similar atomic questions from outscoring a chunk with one exact match.
 
 Default weights (settings): w_C 1.0, w_Q 0.1, w_T 0.05, w_E 0.05, w_F 0.05, w_S 0.05, w_D 0.05, w_H 0.3,
-w_N 0.05, chosen on MuSiQue where larger layer weights lowered Recall@5 below dense retrieval (README).
+w_TH 0.7, w_N 0.05, hop_from 3, chosen on MuSiQue and 2WikiMultihopQA (README, benchmarks/query.py).
 
 ``explain=True`` keeps every term: for each chunk the contributions by layer and node, whose sum is the
 chunk's score exactly.
@@ -96,10 +99,13 @@ def seed_layers(
         seeds.layers[label] = {
             h.id: (max(0.0, h.score), _text(h.properties)) for h in hits
         }
-    if settings.fulltext_k and settings.weight_fulltext:
-        hits = store.fulltext_search("Chunk", question, k=settings.fulltext_k)
-        top = max((h.score for h in hits), default=0.0)
-        seeds.layers["FullText"] = {h.id: (h.score / top if top > 0 else 0.0, "") for h in hits}
+    if settings.fulltext_k and settings.weight_fulltext and layers is None:
+        for label, layer in (("Chunk", "FullText"), ("Entity", "EntityText")):
+            hits = store.fulltext_search(label, question, k=settings.fulltext_k)
+            top = max((h.score for h in hits), default=0.0)
+            seeds.layers[layer] = {
+                h.id: (h.score / top if top > 0 else 0.0, _text(h.properties)) for h in hits
+            }
     return seeds
 
 
@@ -133,11 +139,12 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
             for row in store.run(statement, {"ids": list(layers[label])}):
                 sim, text = layers[label][row["via"]]
                 add(row["chunk_id"], label, row["via"], text, sim, weight)
-    if settings.weight_entity and layers.get("Entity"):
-        params = {"ids": list(layers["Entity"]), "max_degree": settings.max_entity_degree}
-        for row in store.run("retrieve/chunks_of_entities", params):
-            sim, text = layers["Entity"][row["via"]]
-            add(row["chunk_id"], "Entity", row["via"], text, sim, settings.weight_entity)
+    for layer, weight in (("Entity", settings.weight_entity), ("EntityText", settings.weight_fulltext)):
+        if weight and layers.get(layer):
+            params = {"ids": list(layers[layer]), "max_degree": settings.max_entity_degree}
+            for row in store.run("retrieve/chunks_of_entities", params):
+                sim, text = layers[layer][row["via"]]
+                add(row["chunk_id"], layer, row["via"], text, sim, weight)
 
     # Section and Document priors for chunks that already have a score
     details = _details(store, list(terms))
@@ -158,6 +165,10 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
         for row in store.run("retrieve/entity_neighbours", params):
             factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
             add(row["chunk_id"], "Hop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_hop, factor)
+    if settings.weight_title_hop and settings.hop_from:
+        sources = sorted(s1, key=s1.get, reverse=True)[: settings.hop_from]
+        for row in store.run("retrieve/title_neighbours", {"ids": sources}):
+            add(row["chunk_id"], "TitleHop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_title_hop)
     if settings.weight_next and s1:
         sources = sorted(s1, key=s1.get, reverse=True)[: max(settings.hop_from, k)]
         for row in store.run("retrieve/next_neighbours", {"ids": sources}):
