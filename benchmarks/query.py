@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from kbgraph.kb import KnowledgeBase
+from kbgraph.query.ask import dense_settings
 from kbgraph.query.propagation import propagate, seed_layers
 from kbgraph.settings import Settings
 
@@ -48,7 +49,7 @@ def run(kb: KnowledgeBase, questions: list[dict], k_chunks: int = 10) -> dict:
         for q, v in zip(questions, vecs, strict=True):
             t0 = time.perf_counter()
             if method == "dense":
-                flat = settings.model_copy(update={"weight_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0})
+                flat = dense_settings(settings)
                 seeds = seed_layers(store, flat, q["question"], v.tolist(), layers=["Chunk"])
                 chunks = propagate(store, flat, seeds, k=k_chunks)
             else:

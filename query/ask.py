@@ -38,6 +38,13 @@ def clean_question(question: str) -> str:
     return text
 
 
+def dense_settings(settings):
+    """``settings`` with every propagation term but the chunk's own similarity switched off."""
+    return settings.model_copy(
+        update={"weight_hop": 0.0, "weight_title_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0}
+    )
+
+
 def retrieve(store, settings, embedder, question: str, *, k: int, method: str = "hierarchical",
              explain: bool = False) -> list[ScoredChunk]:  # fmt: skip
     """Top-``k`` chunks for ``question``: 'hierarchical' = every layer's seeds + score propagation
@@ -45,7 +52,7 @@ def retrieve(store, settings, embedder, question: str, *, k: int, method: str = 
     qvec = embedder.embed([question])[0].tolist()
     if method == "dense":
         seeds = seed_layers(store, settings, question, qvec, layers=["Chunk"])
-        flat = settings.model_copy(update={"weight_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0})
+        flat = dense_settings(settings)
         return propagate(store, flat, seeds, k=k, explain=explain)
     seeds = seed_layers(store, settings, question, qvec)
     return propagate(store, settings, seeds, k=k, explain=explain)
