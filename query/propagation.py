@@ -116,75 +116,76 @@ def _text(props: dict) -> str:
 def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
     """Aggregate layer seeds into chunk scores by the module's formula; return the top ``k`` chunks, best
     first, with provenance (and the full breakdown when ``explain``)."""
-    terms: dict[str, dict[str, list[Contribution]]] = defaultdict(lambda: defaultdict(list))
+    # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
+    # term of a layer counts (the maxima of the formula), so the others are never kept.
+    terms: dict[str, dict[str, _Term]] = defaultdict(dict)
 
     def add(chunk_id: str, layer: str, node_id: str, text: str, sim: float, weight: float, factor: float = 1.0):
         if weight and sim > 0:
-            terms[chunk_id][layer].append(
-                Contribution(layer=layer, node_id=node_id, text=text, similarity=sim, weight=weight,
-                             factor=factor, score=weight * sim * factor)
-            )  # fmt: skip
+            score = weight * sim * factor
+            best = terms[chunk_id].get(layer)
+            if best is None or score > best[0]:
+                terms[chunk_id][layer] = (score, node_id, text, sim, weight, factor)
 
     layers = seeds.layers
-    for cid, (sim, text) in layers.get("Chunk", {}).items():
+    for cid, (sim, _text_) in layers.get("Chunk", {}).items():
         add(cid, "Chunk", cid, "", sim, settings.weight_chunk)
     for cid, (sim, _) in layers.get("FullText", {}).items():
         add(cid, "FullText", cid, "", sim, settings.weight_fulltext)
     traversals = (
-        ("AtomicQuestion", "retrieve/chunks_of_questions", settings.weight_question),
-        ("Triple", "retrieve/chunks_of_triples", settings.weight_triple),
-    )
-    for label, statement, weight in traversals:
-        if weight and layers.get(label):
-            for row in store.run(statement, {"ids": list(layers[label])}):
-                sim, text = layers[label][row["via"]]
-                add(row["chunk_id"], label, row["via"], text, sim, weight)
-    for layer, weight in (("Entity", settings.weight_entity), ("EntityText", settings.weight_fulltext)):
+        ("AtomicQuestion", "retrieve/chunks_of_questions", settings.weight_question, {}),
+        ("Triple", "retrieve/chunks_of_triples", settings.weight_triple, {}),
+        ("Entity", "retrieve/chunks_of_entities", settings.weight_entity, {"max_degree": settings.max_entity_degree}),
+        ("EntityText", "retrieve/chunks_of_entities", settings.weight_fulltext,
+         {"max_degree": settings.max_entity_degree}),
+    )  # fmt: skip
+    for layer, statement, weight, extra in traversals:
         if weight and layers.get(layer):
-            params = {"ids": list(layers[layer]), "max_degree": settings.max_entity_degree}
-            for row in store.run("retrieve/chunks_of_entities", params):
+            for row in store.run(statement, {"ids": list(layers[layer]), **extra}):
                 sim, text = layers[layer][row["via"]]
                 add(row["chunk_id"], layer, row["via"], text, sim, weight)
 
-    # Section and Document priors for chunks that already have a score
-    details = _details(store, list(terms))
-    for cid, d in details.items():
-        sec = layers.get("Section", {}).get(d.get("section_id") or "")
-        if sec:
-            add(cid, "Section", d["section_id"], sec[1], sec[0], settings.weight_section)
-        doc = layers.get("Document", {}).get(d.get("document_id") or "")
-        if doc:
-            add(cid, "Document", d["document_id"], doc[1], doc[0], settings.weight_document)
+    # Section and Document priors, for chunks that already have a score from the layers above
+    priors = (
+        ("Section", "retrieve/chunks_of_sections", settings.weight_section),
+        ("Document", "retrieve/chunks_of_documents", settings.weight_document),
+    )
+    for layer, statement, weight in priors:
+        if weight and layers.get(layer) and terms:
+            for row in store.run(statement, {"ids": list(layers[layer])}):
+                if row["chunk_id"] in terms:
+                    sim, text = layers[layer][row["via"]]
+                    add(row["chunk_id"], layer, row["via"], text, sim, weight)
 
     s1 = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
+    sources = sorted(s1, key=lambda c: (-s1[c], c))
 
-    # second hop through shared entities, from the best chunks by S1
-    if settings.weight_hop and settings.hop_from:
-        sources = sorted(s1, key=s1.get, reverse=True)[: settings.hop_from]
-        params = {"ids": sources, "max_degree": settings.max_entity_degree}
+    # second hop through shared entities, and along title links, from the best chunks by S1
+    if settings.weight_hop and settings.hop_from and s1:
+        params = {"ids": sources[: settings.hop_from], "max_degree": settings.max_entity_degree}
         for row in store.run("retrieve/entity_neighbours", params):
             factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
             add(row["chunk_id"], "Hop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_hop, factor)
-    if settings.weight_title_hop and settings.hop_from:
-        sources = sorted(s1, key=s1.get, reverse=True)[: settings.hop_from]
-        for row in store.run("retrieve/title_neighbours", {"ids": sources}):
+    if settings.weight_title_hop and settings.hop_from and s1:
+        for row in store.run("retrieve/title_neighbours", {"ids": sources[: settings.hop_from]}):
             add(row["chunk_id"], "TitleHop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_title_hop)
     if settings.weight_next and s1:
-        sources = sorted(s1, key=s1.get, reverse=True)[: max(settings.hop_from, k)]
-        for row in store.run("retrieve/next_neighbours", {"ids": sources}):
+        for row in store.run("retrieve/next_neighbours", {"ids": sources[: max(settings.hop_from, k)]}):
             add(row["chunk_id"], "Next", row["from_id"], "", s1[row["from_id"]], settings.weight_next)
 
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     top = sorted(scores, key=lambda c: (-scores[c], c))[:k]
-    missing = [c for c in top if c not in details]
-    details.update(_details(store, missing))
+    details = _details(store, top)
     out = []
     for cid in top:
         d = details.get(cid, {})
         breakdown = []
         if explain:
-            for layer_terms in terms[cid].values():
-                breakdown.append(max(layer_terms, key=lambda t: t.score))
+            breakdown = [
+                Contribution(layer=layer, node_id=node_id, text=text, similarity=sim, weight=weight, factor=factor,
+                             score=score)
+                for layer, (score, node_id, text, sim, weight, factor) in terms[cid].items()
+            ]  # fmt: skip
             breakdown.sort(key=lambda t: -t.score)
         out.append(
             ScoredChunk(
@@ -197,9 +198,13 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     return out
 
 
-def _layer_sum(by_layer: dict[str, list[Contribution]]) -> float:
+#: One term of a chunk's score: (score, node_id, text, similarity, weight, factor).
+_Term = tuple[float, str, str, float, float, float]
+
+
+def _layer_sum(by_layer: dict[str, _Term]) -> float:
     """Sum over layers of the best term in each layer."""
-    return sum(max(t.score for t in layer_terms) for layer_terms in by_layer.values())
+    return sum(term[0] for term in by_layer.values())
 
 
 def _details(store: GraphStore, ids: list[str]) -> dict[str, dict]:
