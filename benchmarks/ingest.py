@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 
@@ -52,7 +54,7 @@ def main() -> None:
 
                 settings = settings.model_copy(update={
                     "neo4j_local_home": Path.home() / ".kbgraph" / "neo4j-test", "neo4j_bolt_port": 17687,
-                    "neo4j_http_port": 17474, "neo4j_password": "kbgraph-test"})  # fmt: skip
+                    "neo4j_http_port": 17474, "neo4j_password": SecretStr("kbgraph-test")})  # fmt: skip
                 local = Neo4jLocal(settings, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
                 settings = settings.model_copy(update={"uri": local.start(timeout=180).bolt_uri})
             try:

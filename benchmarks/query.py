@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from urllib.parse import unquote
 
+from pydantic import SecretStr
+
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.ask import dense_settings
 from kbgraph.query.propagation import propagate, seed_layers
@@ -86,7 +88,7 @@ def main() -> None:
 
             settings = settings.model_copy(update={
                 "neo4j_local_home": Path(args.home) / "neo4j", "neo4j_bolt_port": 17688, "neo4j_http_port": 17475,
-                "neo4j_password": "kbgraph-bench"})  # fmt: skip
+                "neo4j_password": SecretStr("kbgraph-bench")})  # fmt: skip
             local = Neo4jLocal(settings, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
             settings = settings.model_copy(update={"uri": local.start(timeout=180).bolt_uri})
         try:

@@ -112,6 +112,11 @@ class Settings(BaseSettings):
     # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
     fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off).")
+    rescore_k: int = Field(
+        100, ge=0,
+        description="Candidate chunks (not among the Chunk seeds) whose exact question similarity is computed, "
+        "per pass (0 = off: such chunks get no Chunk term).",
+    )
     # Defaults measured on MuSiQue and 2Wiki (benchmarks/query.py, README): the chunk's own similarity
     # dominates; the other layers and the entity hop are small boosts (larger weights lowered Recall@5 below
     # dense); the title hop from the 3 best chunks carries the second hop of multi-hop questions.
@@ -123,7 +128,7 @@ class Settings(BaseSettings):
     weight_document: float = 0.05
     weight_fulltext: float = 0.05
     weight_hop: float = 0.3
-    weight_title_hop: float = 0.7
+    weight_title_hop: float = 0.5
     weight_next: float = 0.05
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")

@@ -18,16 +18,21 @@ with every weight a setting (``weight_*``):
                                                             already have a score from the layers above
 
     S(c)  = S1(c) + w_H · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c} S1(c') · 1/log2(1 + deg(e))
-                  + w_TH · max_{c' : c' -MENTIONS-> TITLE entity = title of c's document} S1(c')
+                  + w_TH · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c, e TITLE = title of d(c)} S1(c') / n(c', e)
                   + w_N · max_{c' : c' -NEXT- c} S1(c')
 
-where g is 0 for a node that is not among its layer's seeds, the hops start only from the ``hop_from``
-best chunks by S1 (the title hop follows a chunk's mention of another document's title to that document's
-chunks: the second hop of a multi-hop question), and deg(e) is the number of chunks mentioning e. Maxima (not sums) inside a
-layer keep a chunk with many similar atomic questions from outscoring a chunk with one exact match.
+where g is 0 for a node that is not among its layer's seeds, except on the Chunk layer: there g(q, c) is the
+exact cosine for every candidate chunk (``rescore_k`` per pass: once for the chunks the layers reached, once
+for the chunks the hops reached), so a chunk found through an entity or a hop is ranked by its own similarity
+too. The hops start only from the ``hop_from`` best chunks by S1; the title hop follows a chunk's mention of
+another document's title to the chunks of that document that mention it (the second hop of a multi-hop
+question), shared among the n(c', e) chunks it reaches, so a long document's many chunks do not flood the
+top; deg(e) is the number of chunks mentioning e. Maxima (not sums) inside a layer keep a chunk with many
+similar atomic questions from outscoring a chunk with one exact match.
 
 Default weights (settings): w_C 1.0, w_Q 0.1, w_T 0.05, w_E 0.05, w_F 0.05, w_S 0.05, w_D 0.05, w_H 0.3,
-w_TH 0.7, w_N 0.05, hop_from 3, chosen on MuSiQue and 2WikiMultihopQA (README, benchmarks/query.py).
+w_TH 0.5, w_N 0.05, hop_from 3, rescore_k 100, chosen on MuSiQue and 2WikiMultihopQA (README,
+benchmarks/query.py).
 
 ``explain=True`` keeps every term: for each chunk the contributions by layer and node, whose sum is the
 chunk's score exactly.
@@ -36,7 +41,7 @@ chunk's score exactly.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
@@ -84,16 +89,18 @@ class ScoredChunk(BaseModel):
 
 
 class Seeds(BaseModel):
-    """Per layer: node id -> (similarity, text)."""
+    """Per layer: node id -> (similarity, text); and the question's embedding (``dimension`` floats), which
+    makes the Chunk term exact for candidate chunks outside the Chunk seeds (None: those get 0)."""
 
     layers: dict[str, dict[str, tuple[float, str]]] = Field(default_factory=dict)
+    query_vector: list[float] | None = None
 
 
 def seed_layers(
     store: GraphStore, settings: Settings, question: str, qvec: Sequence[float], layers: Sequence[str] | None = None
 ) -> Seeds:
     """Vector top-``seed_k`` on each layer's index, plus full-text top-``fulltext_k`` on Chunk.text."""
-    seeds = Seeds()
+    seeds = Seeds(query_vector=list(qvec))
     for label in layers or LAYER_WEIGHTS:
         hits = store.vector_search(label, qvec, k=settings.seed_k)
         seeds.layers[label] = {
@@ -157,6 +164,18 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
                     sim, text = layers[layer][row["via"]]
                     add(row["chunk_id"], layer, row["via"], text, sim, weight)
 
+    def exact_chunk_terms() -> None:
+        """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c)."""
+        if not (settings.rescore_k and settings.weight_chunk and seeds.query_vector is not None):
+            return
+        todo = [c for c in terms if "Chunk" not in terms[c] and c not in rescored]
+        todo = sorted(todo, key=lambda c: (-_layer_sum(terms[c]), c))[: settings.rescore_k]
+        rescored.update(todo)
+        for cid, sim in store.chunk_similarities(todo, seeds.query_vector).items():
+            add(cid, "Chunk", cid, "", max(0.0, sim), settings.weight_chunk)
+
+    rescored: set[str] = set(layers.get("Chunk", {}))
+    exact_chunk_terms()
     s1 = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     sources = sorted(s1, key=lambda c: (-s1[c], c))
 
@@ -167,12 +186,17 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
             factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
             add(row["chunk_id"], "Hop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_hop, factor)
     if settings.weight_title_hop and settings.hop_from and s1:
-        for row in store.run("retrieve/title_neighbours", {"ids": sources[: settings.hop_from]}):
-            add(row["chunk_id"], "TitleHop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_title_hop)
+        rows = store.run("retrieve/title_neighbours", {"ids": sources[: settings.hop_from]})
+        fanout = Counter((row["from_id"], row["via"]) for row in rows)
+        for row in rows:  # a source's title link is shared by the n chunks it reaches
+            factor = 1.0 / fanout[(row["from_id"], row["via"])]
+            add(row["chunk_id"], "TitleHop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_title_hop,
+                factor)
     if settings.weight_next and s1:
         for row in store.run("retrieve/next_neighbours", {"ids": sources[: max(settings.hop_from, k)]}):
             add(row["chunk_id"], "Next", row["from_id"], "", s1[row["from_id"]], settings.weight_next)
 
+    exact_chunk_terms()  # the chunks the hops reached
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     top = sorted(scores, key=lambda c: (-scores[c], c))[:k]
     details = _details(store, top)

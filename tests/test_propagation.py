@@ -97,6 +97,57 @@ def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
     assert {c.id: c.score for c in capped}["c3"] == pytest.approx(1.0 * 0.4 + 0.2 * 0.3 + 0.1 * s1["c2"], abs=1e-9)
 
 
+def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store, backend_settings):
+    """c2 is reached only through its triple, entity and full text; with the question's vector in the seeds,
+    its Chunk term is its exact cosine, computed in the database (here the question is c2's own vector)."""
+    write_documents(store, [_hand_graph()])
+    s = backend_settings.model_copy(update={
+        "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
+        "weight_fulltext": 0.2, "weight_section": 0.1, "weight_document": 0.2, "weight_hop": 0.0,
+        "weight_title_hop": 0.0, "weight_next": 0.0, "max_entity_degree": 50, "rescore_k": 10,
+    })  # fmt: skip
+    seeds = SEEDS.model_copy(update={"query_vector": _vec(12)})
+    got = {c.id: c for c in propagate(store, s, seeds, k=10, explain=True)}
+    c2_without = 0.3 * 0.7 + 0.3 * 0.6 + 0.2 * 1.0 + 0.2 * 0.3
+    assert got["c2"].score == pytest.approx(c2_without + 1.0, abs=1e-5)
+    chunk_term = next(t for t in got["c2"].breakdown if t.layer == "Chunk")
+    assert chunk_term.similarity == pytest.approx(1.0, abs=1e-5)
+    # the seeded chunks keep their seed similarity
+    assert next(t for t in got["c1"].breakdown if t.layer == "Chunk").similarity == pytest.approx(0.9)
+    # rescore_k 0: no exact term, the formula of the seeds alone
+    off = {c.id: c.score for c in propagate(store, s.model_copy(update={"rescore_k": 0}), seeds, k=10)}
+    assert off["c2"] == pytest.approx(c2_without, abs=1e-9)
+
+
+def test_title_hop_is_shared_among_the_chunks_it_reaches(store, backend_settings):
+    """a1 names document B's title; B's two chunks that mention it share w_TH · S1(a1); b3 does not mention
+    the title and gets nothing; a chunk of A itself is never a title-hop target."""
+    title = EntityRecord(id="eB", name="Bee", type="TITLE", embedding=_vec(50))
+    doc_a = DocumentRecord(id="doc:A", uri="file:///a.txt", title="A", mime="text/plain", sha256="a", embedding=_vec(2))
+    doc_b = DocumentRecord(id="doc:B", uri="file:///b.txt", title="Bee", mime="text/plain", sha256="b",
+                           embedding=_vec(3))  # fmt: skip
+    a1 = ChunkRecord(id="a1", document_id="doc:A", parent_id="doc:A", text="a1 names Bee", order=0, embedding=_vec(60))
+    bs = [ChunkRecord(id=f"b{i}", document_id="doc:B", parent_id="doc:B", text=f"b{i}", order=i, embedding=_vec(60 + i))
+          for i in (1, 2, 3)]  # fmt: skip
+    write_documents(store, [
+        DocumentGraph(document=doc_a, chunks=[a1], entities=[title], mentions=[MentionRecord(chunk_id="a1", entity_id="eB")]),
+        DocumentGraph(document=doc_b, chunks=bs, entities=[title],
+                      mentions=[MentionRecord(chunk_id="b1", entity_id="eB"), MentionRecord(chunk_id="b2", entity_id="eB")]),
+    ])  # fmt: skip
+    s = backend_settings.model_copy(update={
+        "weight_chunk": 1.0, "weight_hop": 0.0, "weight_title_hop": 0.6, "weight_next": 0.0, "hop_from": 1,
+        "rescore_k": 0,
+    })  # fmt: skip
+    seeds = Seeds(layers={"Chunk": {"a1": (0.9, "")}})
+    got = {c.id: c for c in propagate(store, s, seeds, k=10, explain=True)}
+    assert set(got) == {"a1", "b1", "b2"}
+    for b in ("b1", "b2"):
+        assert got[b].score == pytest.approx(0.6 * 0.9 / 2, abs=1e-9)
+        (term,) = got[b].breakdown
+        assert (term.layer, term.node_id, term.text, term.factor) == ("TitleHop", "a1", "Bee", 0.5)
+    assert got["a1"].score == pytest.approx(0.9)
+
+
 @pytest.fixture
 def small_kb(falkor_settings, shared_dir, tmp_path):
     from kbgraph.kb import KnowledgeBase

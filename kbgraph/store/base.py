@@ -200,6 +200,16 @@ class GraphStore(ABC):
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
 
+    def chunk_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
+        """Exact cosine similarity between ``embedding`` (``dimension`` floats) and each Chunk of ``ids``
+        (computed in the database; no index involved). Returns {chunk id: cosine in [-1, 1]}; unknown ids and
+        chunks without an embedding are left out."""
+        if not ids:
+            return {}
+        vec = self._check_vector(embedding)
+        rows = self.run("retrieve/chunk_similarity", {"ids": list(ids), "embedding": vec})
+        return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
+
     def fulltext_search(self, label: str, text: str, k: int, prop: str | None = None) -> list[FulltextHit]:
         """Top-``k`` nodes of ``label`` whose full-text-indexed property matches any word of ``text``.
         User text is reduced to words first, so quotes, operators and brackets are harmless."""

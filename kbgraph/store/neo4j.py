@@ -25,6 +25,9 @@ class Neo4jStore(GraphStore):
             self._driver = neo4j.GraphDatabase.driver(
                 settings.uri, auth=auth, connection_timeout=settings.connect_timeout,
                 connection_acquisition_timeout=settings.connect_timeout * 3,
+                # the server's notifications (e.g. "property key does not exist" on an empty graph) are
+                # lint-level hints for people typing queries, not for a library's users
+                notifications_min_severity="OFF",
             )  # fmt: skip
             self._driver.verify_connectivity()
             self._session = self._driver.session(database=self.database)
