@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
     fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off).")
     rescore_k: int = Field(
-        100, ge=0,
+        20, ge=0,
         description="Candidate chunks (not among the Chunk seeds) whose exact question similarity is computed, "
         "per pass (0 = off: such chunks get no Chunk term).",
     )

@@ -31,7 +31,7 @@ top; deg(e) is the number of chunks mentioning e. Maxima (not sums) inside a lay
 similar atomic questions from outscoring a chunk with one exact match.
 
 Default weights (settings): w_C 1.0, w_Q 0.1, w_T 0.05, w_E 0.05, w_F 0.05, w_S 0.05, w_D 0.05, w_H 0.3,
-w_TH 0.5, w_N 0.05, hop_from 3, rescore_k 100, chosen on MuSiQue and 2WikiMultihopQA (README,
+w_TH 0.5, w_N 0.05, hop_from 3, rescore_k 20, chosen on MuSiQue and 2WikiMultihopQA (README,
 benchmarks/query.py).
 
 ``explain=True`` keeps every term: for each chunk the contributions by layer and node, whose sum is the
@@ -99,20 +99,23 @@ class Seeds(BaseModel):
 def seed_layers(
     store: GraphStore, settings: Settings, question: str, qvec: Sequence[float], layers: Sequence[str] | None = None
 ) -> Seeds:
-    """Vector top-``seed_k`` on each layer's index, plus full-text top-``fulltext_k`` on Chunk.text."""
+    """Vector top-``seed_k`` on each layer's index (or on ``layers`` only), plus full-text top-``fulltext_k``
+    on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers."""
     seeds = Seeds(query_vector=list(qvec))
-    for label in layers or LAYER_WEIGHTS:
-        hits = store.vector_search(label, qvec, k=settings.seed_k)
-        seeds.layers[label] = {
-            h.id: (max(0.0, h.score), _text(h.properties)) for h in hits
-        }
-    if settings.fulltext_k and settings.weight_fulltext and layers is None:
-        for label, layer in (("Chunk", "FullText"), ("Entity", "EntityText")):
-            hits = store.fulltext_search(label, question, k=settings.fulltext_k)
+    if layers is not None:
+        for label in layers:
+            hits = store.vector_search(label, qvec, k=settings.seed_k)
+            seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
+        return seeds
+    fulltext = settings.fulltext_k if settings.weight_fulltext else 0
+    found = store.seed_search(qvec, settings.seed_k, question, fulltext)
+    for label in LAYER_WEIGHTS:
+        seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in found.get(label, [])}
+    for key, layer in (("Chunk.text", "FullText"), ("Entity.name", "EntityText")):
+        if key in found:
+            hits = found[key]
             top = max((h.score for h in hits), default=0.0)
-            seeds.layers[layer] = {
-                h.id: (h.score / top if top > 0 else 0.0, _text(h.properties)) for h in hits
-            }
+            seeds.layers[layer] = {h.id: (h.score / top if top > 0 else 0.0, _text(h.properties)) for h in hits}
     return seeds
 
 
@@ -139,30 +142,40 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
         add(cid, "Chunk", cid, "", sim, settings.weight_chunk)
     for cid, (sim, _) in layers.get("FullText", {}).items():
         add(cid, "FullText", cid, "", sim, settings.weight_fulltext)
-    traversals = (
-        ("AtomicQuestion", "retrieve/chunks_of_questions", settings.weight_question, {}),
-        ("Triple", "retrieve/chunks_of_triples", settings.weight_triple, {}),
-        ("Entity", "retrieve/chunks_of_entities", settings.weight_entity, {"max_degree": settings.max_entity_degree}),
-        ("EntityText", "retrieve/chunks_of_entities", settings.weight_fulltext,
-         {"max_degree": settings.max_entity_degree}),
-    )  # fmt: skip
-    for layer, statement, weight, extra in traversals:
-        if weight and layers.get(layer):
-            for row in store.run(statement, {"ids": list(layers[layer]), **extra}):
-                sim, text = layers[layer][row["via"]]
-                add(row["chunk_id"], layer, row["via"], text, sim, weight)
+    # every layer's seeds -> their chunks, in one statement
+    def ids(layer: str, weight: float) -> list[str]:
+        return list(layers.get(layer, {})) if weight else []
 
+    entity_layers = (("Entity", settings.weight_entity), ("EntityText", settings.weight_fulltext))
+    params = {
+        "question_ids": ids("AtomicQuestion", settings.weight_question),
+        "triple_ids": ids("Triple", settings.weight_triple),
+        "entity_ids": sorted({e for layer, w in entity_layers for e in ids(layer, w)}),
+        "section_ids": ids("Section", settings.weight_section),
+        "document_ids": ids("Document", settings.weight_document),
+        "max_degree": settings.max_entity_degree,
+    }
+    weights = {"AtomicQuestion": settings.weight_question, "Triple": settings.weight_triple}
+    priors = []
+    if any(v for key, v in params.items() if key.endswith("_ids")):
+        for row in store.run("retrieve/layer_chunks", params):
+            layer = row["layer"]
+            if layer in ("Section", "Document"):
+                priors.append(row)
+            elif layer == "Entity":
+                for name, weight in entity_layers:
+                    if row["via"] in layers.get(name, {}):
+                        sim, text = layers[name][row["via"]]
+                        add(row["chunk_id"], name, row["via"], text, sim, weight)
+            else:
+                sim, text = layers[layer][row["via"]]
+                add(row["chunk_id"], layer, row["via"], text, sim, weights[layer])
     # Section and Document priors, for chunks that already have a score from the layers above
-    priors = (
-        ("Section", "retrieve/chunks_of_sections", settings.weight_section),
-        ("Document", "retrieve/chunks_of_documents", settings.weight_document),
-    )
-    for layer, statement, weight in priors:
-        if weight and layers.get(layer) and terms:
-            for row in store.run(statement, {"ids": list(layers[layer])}):
-                if row["chunk_id"] in terms:
-                    sim, text = layers[layer][row["via"]]
-                    add(row["chunk_id"], layer, row["via"], text, sim, weight)
+    prior_weights = {"Section": settings.weight_section, "Document": settings.weight_document}
+    for row in priors:
+        if row["chunk_id"] in terms:
+            sim, text = layers[row["layer"]][row["via"]]
+            add(row["chunk_id"], row["layer"], row["via"], text, sim, prior_weights[row["layer"]])
 
     def exact_chunk_terms() -> None:
         """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c)."""
@@ -179,22 +192,26 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     s1 = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     sources = sorted(s1, key=lambda c: (-s1[c], c))
 
-    # second hop through shared entities, and along title links, from the best chunks by S1
-    if settings.weight_hop and settings.hop_from and s1:
-        params = {"ids": sources[: settings.hop_from], "max_degree": settings.max_entity_degree}
-        for row in store.run("retrieve/entity_neighbours", params):
+    # second hop through shared entities, along title links, and along NEXT: one statement
+    hop_sources = sources[: settings.hop_from]
+    params = {
+        "entity_hop_ids": hop_sources if settings.weight_hop else [],
+        "title_hop_ids": hop_sources if settings.weight_title_hop else [],
+        "next_ids": sources[: max(settings.hop_from, k)] if settings.weight_next else [],
+        "max_degree": settings.max_entity_degree,
+    }
+    rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in list(params)[:3]) else []
+    fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
+    for row in rows:
+        kind, source = row["kind"], row["from_id"]
+        if kind == "Hop":
             factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
-            add(row["chunk_id"], "Hop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_hop, factor)
-    if settings.weight_title_hop and settings.hop_from and s1:
-        rows = store.run("retrieve/title_neighbours", {"ids": sources[: settings.hop_from]})
-        fanout = Counter((row["from_id"], row["via"]) for row in rows)
-        for row in rows:  # a source's title link is shared by the n chunks it reaches
-            factor = 1.0 / fanout[(row["from_id"], row["via"])]
-            add(row["chunk_id"], "TitleHop", row["from_id"], row["text"], s1[row["from_id"]], settings.weight_title_hop,
-                factor)
-    if settings.weight_next and s1:
-        for row in store.run("retrieve/next_neighbours", {"ids": sources[: max(settings.hop_from, k)]}):
-            add(row["chunk_id"], "Next", row["from_id"], "", s1[row["from_id"]], settings.weight_next)
+            add(row["chunk_id"], "Hop", source, row["text"], s1[source], settings.weight_hop, factor)
+        elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
+            factor = 1.0 / fanout[(source, row["via"])]
+            add(row["chunk_id"], "TitleHop", source, row["text"], s1[source], settings.weight_title_hop, factor)
+        else:
+            add(row["chunk_id"], "Next", source, "", s1[source], settings.weight_next)
 
     exact_chunk_terms()  # the chunks the hops reached
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}

@@ -125,6 +125,10 @@ class GraphStore(ABC):
         """Backend vector score -> cosine similarity in [-1, 1]."""
 
     @abstractmethod
+    def _fulltext_query(self, terms: list[str]) -> str:
+        """The engine's OR-query of ``terms`` (words only)."""
+
+    @abstractmethod
     def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row: ...
 
     @abstractmethod
@@ -199,6 +203,34 @@ class GraphStore(ABC):
         ]  # fmt: skip
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
+
+    def seed_search(
+        self, embedding: Sequence[float], k: int, text: str = "", fulltext_k: int = 0
+    ) -> dict[str, list[VectorHit | FulltextHit]]:
+        """The seeds of every layer in two round trips: vector top-``k`` on each vector index (keys: the labels of
+        VECTOR_LABELS; score = cosine similarity) and, when ``text`` has words and ``fulltext_k`` > 0, full-text
+        top-``fulltext_k`` on Chunk.text and Entity.name (keys 'Chunk.text', 'Entity.name'; raw engine score).
+        Each hit's properties hold only {'text': its text/name/title/path}. Hits best first."""
+        vec = self._check_vector(embedding)
+        out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
+        for r in self.run("retrieve/seed_vectors", {"embedding": vec, "k": k}):
+            out[r["layer"]].append(VectorHit(
+                id=r["id"], label=r["layer"], score=self._vector_similarity(r["score"]), properties={"text": r["text"]}
+            ))  # fmt: skip
+        for hits in out.values():
+            hits.sort(key=lambda h: h.score, reverse=True)
+        terms = fulltext_terms(text)
+        if terms and fulltext_k:
+            keys = {"Chunk": "Chunk.text", "Entity": "Entity.name"}
+            out.update({key: [] for key in keys.values()})
+            params = {"query": self._fulltext_query(terms), "k": fulltext_k}
+            for r in self.run("retrieve/seed_fulltext", params):
+                out[keys[r["layer"]]].append(FulltextHit(
+                    id=r["id"], label=r["layer"], score=float(r["score"]), properties={"text": r["text"] or ""}
+                ))  # fmt: skip
+            for key in keys.values():
+                out[key].sort(key=lambda h: h.score, reverse=True)
+        return out
 
     def chunk_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
         """Exact cosine similarity between ``embedding`` (``dimension`` floats) and each Chunk of ``ids``

@@ -90,9 +90,12 @@ class FalkorDBStore(GraphStore):
     def _vector_similarity(self, score: float) -> float:
         return 1.0 - float(score)  # cosine distance -> cosine similarity
 
-    def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row:
+    def _fulltext_query(self, terms: list[str]) -> str:
         # RediSearch: '|' is OR; terms are \w+ only, so nothing else can act as syntax.
-        return {"label": label, "query": "|".join(terms), "k": k}
+        return "|".join(terms)
+
+    def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row:
+        return {"label": label, "query": self._fulltext_query(terms), "k": k}
 
     def _list_vector_dimensions(self) -> dict[str, int]:
         out: dict[str, int] = {}

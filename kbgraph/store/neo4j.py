@@ -101,8 +101,11 @@ class Neo4jStore(GraphStore):
     def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row:
         from kbgraph.store.base import snake
 
+        return {"index": f"{snake(label)}_{prop}", "query": self._fulltext_query(terms), "k": k}
+
+    def _fulltext_query(self, terms: list[str]) -> str:
         # Lucene: whitespace-separated terms are OR-ed; terms are lower-cased \w+ so no operator survives.
-        return {"index": f"{snake(label)}_{prop}", "query": " ".join(terms), "k": k}
+        return " ".join(terms)
 
     def _list_vector_dimensions(self) -> dict[str, int]:
         out: dict[str, int] = {}

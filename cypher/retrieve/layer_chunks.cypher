@@ -1,0 +1,26 @@
+// Score propagation, one round trip: the chunks each seeded node leads to (PIKE-RAG Fig. 8, Fig. 11 path (b)):
+// atomic questions -> their chunk (HAS_QUESTION), triples -> the chunk they were EXTRACTED_FROM, entities -> the
+// chunks that MENTION them (with the entity's degree; entities in more than $max_degree chunks carry no signal),
+// sections -> the chunks under them (HAS_CHUNK), documents -> their chunks (Chunk.document_id).
+UNWIND $question_ids AS node_id
+MATCH (c:Chunk)-[:HAS_QUESTION]->(n:AtomicQuestion {id: node_id})
+RETURN 'AtomicQuestion' AS layer, n.id AS via, c.id AS chunk_id, 1 AS degree
+UNION ALL
+UNWIND $triple_ids AS node_id
+MATCH (n:Triple {id: node_id})-[:EXTRACTED_FROM]->(c:Chunk)
+RETURN 'Triple' AS layer, n.id AS via, c.id AS chunk_id, 1 AS degree
+UNION ALL
+UNWIND $entity_ids AS node_id
+MATCH (n:Entity {id: node_id})<-[:MENTIONS]-(c:Chunk)
+WITH n, collect(c.id) AS chunk_ids
+WHERE size(chunk_ids) <= $max_degree
+UNWIND chunk_ids AS chunk_id
+RETURN 'Entity' AS layer, n.id AS via, chunk_id, size(chunk_ids) AS degree
+UNION ALL
+UNWIND $section_ids AS node_id
+MATCH (n:Section {id: node_id})-[:HAS_CHUNK]->(c:Chunk)
+RETURN 'Section' AS layer, n.id AS via, c.id AS chunk_id, 1 AS degree
+UNION ALL
+UNWIND $document_ids AS node_id
+MATCH (c:Chunk {document_id: node_id})
+RETURN 'Document' AS layer, node_id AS via, c.id AS chunk_id, 1 AS degree

@@ -1,0 +1,19 @@
+// Layer seeds of score propagation (kbgraph.query.propagation), one round trip: the vector top-$k of every
+// vector index. score: cosine distance 1 - cos, as db.idx.vector.queryNodes reports it.
+CALL db.idx.vector.queryNodes('Document', 'embedding', $k, vecf32($embedding)) YIELD node, score
+RETURN 'Document' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
+UNION ALL
+CALL db.idx.vector.queryNodes('Section', 'embedding', $k, vecf32($embedding)) YIELD node, score
+RETURN 'Section' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
+UNION ALL
+CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($embedding)) YIELD node, score
+RETURN 'Chunk' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
+UNION ALL
+CALL db.idx.vector.queryNodes('AtomicQuestion', 'embedding', $k, vecf32($embedding)) YIELD node, score
+RETURN 'AtomicQuestion' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
+UNION ALL
+CALL db.idx.vector.queryNodes('Triple', 'embedding', $k, vecf32($embedding)) YIELD node, score
+RETURN 'Triple' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
+UNION ALL
+CALL db.idx.vector.queryNodes('Entity', 'embedding', $k, vecf32($embedding)) YIELD node, score
+RETURN 'Entity' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
