@@ -11,19 +11,22 @@ information-resource and corpus layers; §5.2.1 text splitting without the LLM p
   A single sentence longer than ``chunk_tokens`` is cut into windows of ``chunk_tokens`` tokens. Paragraph
   breaks are kept as blank lines.
 - **Tables** are one chunk each, ``kind='table'``, text = the Markdown, ``summary`` from
-  ``kbgraph.ingest.tables.summarize_table`` (deterministic; an LLM summary can replace it later).
+  ``kbgraph.ingest.tables.summarize_table`` (deterministic), or with an LLM ``llm_summarize_table``.
 - ``order`` numbers chunks in reading order across the whole document (NEXT edges follow it); ``page`` is
   the page of the chunk's first new sentence; ``section_path`` the enclosing section's path ('' at the
   document level). A passage (JSONL corpus) has no headings: its chunks hang directly off the Document.
 - Ids: ``stable_id('doc', uri)``, and ``stable_id('chunk', document_id, order, sha256(text))``.
 
-The recurrent LLM-driven splitter of §5.2.1 (Fig. 7) is not here: it refines these chunks in a later stage.
+With an ``llm`` (and ``llm_split``), blocks too long for one chunk are split by the recurrent LLM splitter
+of §5.2.1 (Figure 5) instead of the greedy packing: same sentence units, chunks without overlap, each with
+the model's summary (``kbgraph.ingest.chunk_llm``). Without an LLM nothing here calls one.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 from kbgraph.ingest.parse import ParsedDocument
 from kbgraph.ingest.tables import summarize_table
@@ -95,10 +98,36 @@ def _pack(units: list[_Unit], chunk_tokens: int, overlap: int) -> list[tuple[str
     return chunks
 
 
+def _block_units(b: _Block, sents: list[list[str]], chunk_tokens: int) -> list[_Unit]:
+    """The sentence units of a long block: its sentences, over-long ones cut into ``chunk_tokens`` windows."""
+    assert b.paragraphs is not None
+    units: list[_Unit] = []
+    for i, ((_, page), para_sents) in enumerate(zip(b.paragraphs, sents)):
+        for s in para_sents:
+            n = _ntokens(s)
+            if n > chunk_tokens:
+                units += [_Unit(w, page, i, _ntokens(w)) for w in _windows(s, chunk_tokens)]
+            elif n:
+                units.append(_Unit(s, page, i, n))
+    return units
+
+
 def build_structure(
-    doc: ParsedDocument, *, chunk_tokens: int = 256, overlap_sentences: int = 1
+    doc: ParsedDocument,
+    *,
+    chunk_tokens: int = 256,
+    overlap_sentences: int = 1,
+    llm: Any = None,
+    llm_split: bool = True,
+    llm_window_tokens: int = 768,
+    llm_workers: int = 4,
 ) -> tuple[DocumentRecord, list[SectionRecord], list[ChunkRecord]]:
-    """The Document, its Section tree and its Chunks, in reading order (see the module docstring)."""
+    """The Document, its Section tree and its Chunks, in reading order (see the module docstring).
+
+    ``llm``: None (offline), or an object with ``complete_json(messages, schema)``: then table summaries
+    are the LLM's and, with ``llm_split``, long blocks are split by the recurrent LLM splitter with windows
+    of ``llm_window_tokens`` words, ``llm_workers`` requests in flight. Raises LLMError if the LLM server
+    fails (an unusable answer falls back to the offline rule instead)."""
     if chunk_tokens < 1:
         raise ValueError("chunk_tokens must be >= 1")
     overlap_sentences = max(0, overlap_sentences)
@@ -160,6 +189,21 @@ def build_structure(
             sentences[id(b)] = split[k : k + len(b.paragraphs)]
             k += len(b.paragraphs)
 
+    # 2b. With an LLM: recurrent split of the long blocks and table summaries (PIKE-RAG §5.2.1, §5.1.2).
+    llm_chunks: dict[int, list] = {}
+    table_summaries: dict[int, str] = {}
+    if llm is not None:
+        from kbgraph.ingest.chunk_llm import llm_chunk_stage
+
+        splits = (
+            {id(b): (_block_units(b, sentences[id(b)], chunk_tokens), b.path) for b in long_blocks} if llm_split else {}
+        )
+        tables = {id(b): (b.table[0], b.path) for b in blocks if b.table is not None and b.table[0].strip()}
+        llm_chunks, table_summaries = llm_chunk_stage(
+            llm, splits, tables, title=doc.title, chunk_tokens=chunk_tokens, window_tokens=llm_window_tokens,
+            workers=llm_workers,
+        )
+
     # 3. Chunks in reading order.
     chunks: list[ChunkRecord] = []
 
@@ -185,21 +229,19 @@ def build_structure(
     for b in blocks:
         if b.table is not None:
             md, page = b.table
-            add(b.parent_id, b.path, md, page, kind="table", summary=summarize_table(md))
+            summary = table_summaries.get(id(b)) or summarize_table(md)
+            add(b.parent_id, b.path, md, page, kind="table", summary=summary)
             continue
         assert b.paragraphs is not None
         if id(b) not in sentences:  # fits in one chunk
             text = "\n\n".join(t.strip() for t, _ in b.paragraphs if t.strip())
             add(b.parent_id, b.path, text, next((p for t, p in b.paragraphs if t.strip()), None))
             continue
-        units: list[_Unit] = []
-        for i, ((_, page), sents) in enumerate(zip(b.paragraphs, sentences[id(b)])):
-            for s in sents:
-                n = _ntokens(s)
-                if n > chunk_tokens:
-                    units += [_Unit(w, page, i, _ntokens(w)) for w in _windows(s, chunk_tokens)]
-                elif n:
-                    units.append(_Unit(s, page, i, n))
+        if id(b) in llm_chunks:
+            for c in llm_chunks[id(b)]:
+                add(b.parent_id, b.path, c.text, c.page, summary=c.summary)
+            continue
+        units = _block_units(b, sentences[id(b)], chunk_tokens)
         for text, page in _pack(units, chunk_tokens, overlap_sentences):
             add(b.parent_id, b.path, text, page)
 

@@ -278,8 +278,10 @@ class Ingestor:
         graphs: list[DocumentGraph] = []
         for doc in docs:
             document, sections, chunks = build_structure(
-                doc, chunk_tokens=self.settings.chunk_tokens, overlap_sentences=self.settings.chunk_overlap_sentences
-            )
+                doc, chunk_tokens=self.settings.chunk_tokens, overlap_sentences=self.settings.chunk_overlap_sentences,
+                llm=self.llm, llm_split=self.settings.llm_chunking,
+                llm_window_tokens=self.settings.llm_chunk_window_tokens,
+            )  # with an LLM: recurrent split (PIKE-RAG §5.2.1) and table summaries
             document.ingested_at = _now()
             graphs.append(DocumentGraph(document=document, sections=sections, chunks=chunks))
         report.seconds["chunk"] += time.perf_counter() - t0

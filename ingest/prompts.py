@@ -1,4 +1,5 @@
-"""Prompts of the distill stage (knowledge atomizing and triple extraction).
+"""Prompts of the distill stage (knowledge atomizing and triple extraction), and of the chunk stage with an
+LLM (the recurrent split of PIKE-RAG §5.2.1 and table summaries; see the section at the end).
 
 ``ATOMIC_QUESTION_TAGGING_PROMPT`` is the "Atomic Question Tagging Prompt" of paper 003, "From Complex to
 Atomic: Enhancing Augmented Generation via Knowledge-Aware Dual Rewriting and Reasoning" (the KAR³ paper
@@ -118,6 +119,126 @@ def triple_extraction_messages(content: str, title: str | None = None) -> list[d
             "role": "user",
             "content": TRIPLE_EXTRACTION_PROMPT.format(
                 content=encode_content(content, title), entity_types=", ".join(ENTITY_TYPES)
+            ),
+        },
+    ]
+
+
+# --- chunking and table summaries (PIKE-RAG §5.2.1, §5.1.2) ----------------------------------------------
+
+RECURRENT_SPLIT_SYSTEM_PROMPT = (
+    "You split documents into coherent, self-contained passages for a retrieval index and summarize each "
+    "passage. You never rewrite the text: you only say where each passage ends."
+)
+
+#: kbgraph's own prompt for one step of the recurrent text split of PIKE-RAG §5.2.1 (Figure 5: the text is
+#: split iteratively; each step sees the forward summary of what came before plus the current text, returns
+#: the chunk cut from its start with the chunk's summary, and the forward summary is updated for the next
+#: step). Based on that description and on the idea of the authors' released splitter (microsoft/PIKE-RAG,
+#: ``LLMPoweredRecursiveSplitter``: the model is shown numbered lines and names the last line of the first
+#: part instead of copying text); the wording, the sentence numbering, several chunks per step and the JSON
+#: answer are kbgraph's. Placeholders: ``{title}``, ``{section}``, ``{forward_summary}``, ``{window}``,
+#: ``{last}``, ``{chunk_tokens}``, ``{continuation}``.
+RECURRENT_SPLIT_PROMPT = """# Document
+{title}
+Section: {section}
+
+# Forward summary (what the section said before the window)
+{forward_summary}
+
+# Window
+The next part of the section, one sentence per line, each line starting with its number in brackets; a blank
+line separates paragraphs. Sentences are numbered [0] to [{last}].
+
+{window}
+
+# Task
+1. Cut chunks from the start of the window. A chunk is a run of consecutive whole sentences about one topic,
+   about {chunk_tokens} words long: shorter where a topic ends, longer rather than separating a rule from its
+   conditions, a term from its definition, or the items of a list from their introduction. The first chunk
+   starts at sentence [0]; each further chunk starts right after the end of the previous one.
+2. {continuation}
+3. Summarize each chunk in one or two sentences that name what it is about; use the forward summary to say
+   what "it", "this", "the above" and similar words refer to.
+4. Write the new forward summary: at most 120 words summarizing the section from its beginning to the end of
+   your last chunk (the old forward summary updated with your chunks).
+
+# Output Format
+Output a JSON object:
+{{"chunks": [{{"end": <number of the chunk's last sentence>, "summary": "..."}}, ...],
+ "forward_summary": "..."}}
+
+# Output
+"""
+
+#: The step-2 instruction of RECURRENT_SPLIT_PROMPT for a window that is not the end of its section.
+SPLIT_CONTINUES = (
+    "The section continues after sentence [{last}]. Stop after the last topic that is complete inside the "
+    "window: the sentences after your last chunk move to the next window, so do not end a chunk in the middle "
+    "of a topic that goes on. Cut at least one chunk."
+)
+#: The step-2 instruction for the window that ends its section.
+SPLIT_FINAL = (
+    "The section ends with sentence [{last}]: your chunks must cover every sentence of the window, the last "
+    "chunk ending at [{last}]."
+)
+#: What the forward summary says at the start of a section.
+NO_FORWARD_SUMMARY = "(none: the window starts the section)"
+
+
+def recurrent_split_messages(
+    window: str, *, last: int, final: bool, forward_summary: str, title: str, section: str, chunk_tokens: int
+) -> list[dict[str, str]]:
+    """Chat messages for one step of the recurrent split (JSON output). ``window``: the numbered sentences;
+    ``last``: the number of its last sentence; ``final``: the window ends the section."""
+    continuation = (SPLIT_FINAL if final else SPLIT_CONTINUES).format(last=last)
+    return [
+        {"role": "system", "content": RECURRENT_SPLIT_SYSTEM_PROMPT},
+        {
+            "role": "user",
+            "content": RECURRENT_SPLIT_PROMPT.format(
+                title=title or "(untitled)", section=section or "(document body)",
+                forward_summary=forward_summary or NO_FORWARD_SUMMARY, window=window, last=last,
+                chunk_tokens=chunk_tokens, continuation=continuation,
+            ),
+        },
+    ]  # fmt: skip
+
+
+TABLE_SUMMARY_SYSTEM_PROMPT = "You describe tables for a search index, briefly and only from what the table shows."
+
+#: kbgraph's table summary prompt (PIKE-RAG §5.1.2: tables become chunks summarized by an LLM; the paper gives
+#: no prompt). Placeholders: ``{caption}``, ``{context}``, ``{n_rows}``, ``{shown}``, ``{table}``.
+TABLE_SUMMARY_PROMPT = """# Table
+Caption: {caption}
+Found in: {context}
+It has {n_rows} data rows; the header and the first {shown} rows are:
+
+{table}
+
+# Task
+Write one to three sentences saying what the table is about, which columns it has (what they measure, with
+units if shown) and what its rows are keyed by (for example "one row per state" or "one row per fiscal
+year"), naming a few row keys. Do not invent values; do not list every row.
+
+# Output Format
+Output a JSON object {{"summary": "..."}}.
+
+# Output
+"""
+
+
+def table_summary_messages(table: str, *, caption: str | None, n_rows: int, shown: int,
+                           context: str | None = None) -> list[dict[str, str]]:  # fmt: skip
+    """Chat messages asking for a 1-3 sentence summary of a table (JSON output). ``table``: Markdown of the
+    header and the first ``shown`` rows; ``n_rows``: the table's data rows; ``context``: document > section."""
+    return [
+        {"role": "system", "content": TABLE_SUMMARY_SYSTEM_PROMPT},
+        {
+            "role": "user",
+            "content": TABLE_SUMMARY_PROMPT.format(
+                caption=caption or "(none)", context=context or "(unknown)", n_rows=n_rows, shown=shown,
+                table=table,
             ),
         },
     ]

@@ -6,12 +6,22 @@ this one needs no LLM, so ingestion without a model still describes every table 
   with ``colspan`` cells repeated and ``rowspan`` cells carried down so every row has every column;
 - ``summarize_table(markdown)``: 'Table "<caption>" with columns A, B, C; N rows; first rows: a1, b1, c1 | …'
   (no LLM involved: the same table always gets the same summary).
+- ``llm_summarize_table(markdown, llm)``: the LLM's 1-3 sentence summary (PIKE-RAG §5.1.2: "multi-modal content
+  such as tables and figures is summarized by LLMs"), from the caption, header and first rows; falls back to
+  ``summarize_table`` when the model gives no usable answer.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from html.parser import HTMLParser
+from typing import Any
+
+from pydantic import BaseModel, field_validator
+
+
+log = logging.getLogger(__name__)
 
 _WS = re.compile(r"\s+")
 #: Summary limits (characters), so a 40-column table still gives a readable one-paragraph summary.
@@ -214,3 +224,60 @@ def summarize_table(markdown: str) -> str:
     if len(summary) > MAX_SUMMARY_CHARS:
         summary = summary[: MAX_SUMMARY_CHARS - 1].rstrip() + "…"
     return summary
+
+
+# --- LLM summary ---------------------------------------------------------------------------------------
+
+#: Data rows shown to the LLM (with the header and caption).
+LLM_SUMMARY_ROWS = 8
+#: Longest LLM summary kept (characters); longer answers are cut at a sentence end.
+MAX_LLM_SUMMARY_CHARS = 1000
+
+
+class TableSummary(BaseModel):
+    """The LLM's answer to ``kbgraph.ingest.prompts.TABLE_SUMMARY_PROMPT``."""
+
+    summary: str
+
+    @field_validator("summary")
+    @classmethod
+    def _not_empty(cls, v: str) -> str:
+        v = _WS.sub(" ", v).strip()
+        if not v:
+            raise ValueError("the summary is empty")
+        return v
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    return cut[: end + 1] if end > limit // 2 else cut[: limit - 1].rstrip() + "…"
+
+
+def llm_summarize_table(markdown: str, llm: Any, *, context: str | None = None, rows: int = LLM_SUMMARY_ROWS) -> str:
+    """The LLM's summary of a Markdown table: 1-3 sentences naming what it is about, its columns and what its
+    rows are keyed by (at most MAX_LLM_SUMMARY_CHARS characters).
+
+    ``llm``: an object with ``complete_json(messages, schema)`` (``kbgraph.llm``: a JSON answer that does not
+    validate gets one repair request). The model sees the caption, ``context`` (e.g. 'document > section'),
+    the row count, and the header with the first ``rows`` rows. Falls back to the deterministic
+    ``summarize_table`` when the table has no header or the model gives no valid answer even after the
+    repair; errors of the LLM server itself (LLMError not caused by the answer) propagate.
+    """
+    from kbgraph.ingest.prompts import table_summary_messages
+    from kbgraph.llm.client import usable_json
+
+    caption, header, body = parse_markdown_table(markdown)
+    if not header:
+        return summarize_table(markdown)
+    shown = body[: max(0, rows)]
+    messages = table_summary_messages(
+        rows_to_markdown(header, shown), caption=caption, n_rows=len(body), shown=len(shown), context=context
+    )
+    answer, why = usable_json(llm, messages, TableSummary)
+    if answer is None:
+        log.warning("no usable LLM table summary (%s); using the deterministic one", why)
+        return summarize_table(markdown)
+    return _cap(answer.summary, MAX_LLM_SUMMARY_CHARS)

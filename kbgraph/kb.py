@@ -12,7 +12,9 @@ from kbgraph.store import GraphStore, open_store
 
 if TYPE_CHECKING:
     from kbgraph.ingest.pipeline import IngestReport
+    from kbgraph.query.evaluate import EvalSummary
     from kbgraph.query.models import Answer
+    from kbgraph.query.rationale import SavedRationale
 
 _UNSET: Any = object()
 
@@ -38,6 +40,8 @@ class KnowledgeBase:
         self._store: GraphStore | None = None
         self._embedder = None
         self._llm: Any = _UNSET
+        #: What the last ``ask(..., save=True)`` wrote (its Question id), or None.
+        self.last_saved: SavedRationale | None = None
 
     @property
     def name(self) -> str:
@@ -70,19 +74,38 @@ class KnowledgeBase:
         ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
         return ingestor.run(paths, prune=prune, wait=wait)
 
-    def ask(self, question: str, *, method: str | None = None, k: int = 5, explain: bool = False) -> Answer:
+    def ask(self, question: str, *, method: str | None = None, k: int = 5, explain: bool = False,
+            save: bool = False) -> Answer:  # fmt: skip
         """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1).
 
         method: 'pike' (default with an LLM), 'naive', 'naive_hr', 'self_ask', 'cot', or retrieval only:
         'hierarchical' (default without an LLM), 'dense'. ``k``: chunks cited by retrieval-only answers.
-        ``explain``: each chunk's score broken down by layer and node. Raises QueryError for an empty or
-        over-long question or an unknown method."""
+        ``explain``: each chunk's score broken down by layer and node. ``save``: write the rationale into the
+        graph as (:Question)-[:USED]->(:Chunk), -[:PROPOSED]->(:SubQuestion)-[:MATCHED]->(:AtomicQuestion)
+        (kbgraph.query.rationale; ``last_saved`` holds its id; see it with ``browse('question')``). Raises
+        QueryError for an empty or over-long question or an unknown method."""
         from kbgraph.query.ask import answer_question
 
-        return answer_question(
+        answer = answer_question(
             question, store=self.store, settings=self.settings, embedder=self.embedder, llm=self.llm,
             method=method, k=k, explain=explain,
         )  # fmt: skip
+        if save:
+            from kbgraph.query.rationale import save_answer
+
+            self.last_saved = save_answer(self.store, answer)
+        return answer
+
+    def browse(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        """Run the ready Neo4j Browser query ``name`` of ``kbgraph.browse.CATALOGUE`` ('document', 'entity',
+        'question', 'questions', 'top_entities', 'changed', 'orphans') with ``params`` over its defaults, on this store.
+        Returns its rows; nodes come back as property dicts without ``embedding``. Raises ConfigError for an
+        unknown query or parameter."""
+        from kbgraph.browse import get, resolve_params
+
+        query = get(name)
+        rows = self.store.run(query.statement, resolve_params(query, params))
+        return [_without_embeddings(row) for row in rows]
 
     def retrieve(self, question: str, *, k: int = 10, method: str = "hierarchical", explain: bool = False):
         """The top-``k`` chunks for ``question`` without answering ('hierarchical' or 'dense')."""
@@ -114,6 +137,16 @@ class KnowledgeBase:
 
             self._llm = get_llm(self.settings)
         return self._llm
+
+    def evaluate(self, dataset: str | Path, **options: Any) -> EvalSummary:
+        """Evaluate the methods on a multi-hop QA data set against this knowledge base (its corpus is
+        ingested first): EM/F1/precision/recall, LLM-judged accuracy, Recall@k and supporting-fact recall
+        (PIKE-RAG §6.1; paper 003 §4), written to a resumable run folder with summary.json and report.md.
+        ``options``: those of :func:`kbgraph.query.evaluate.evaluate` (methods, limit, sample, seed, out, ...).
+        Raises ConfigError for an unknown method or a run folder of another configuration."""
+        from kbgraph.query.evaluate import evaluate
+
+        return evaluate(self, dataset, **options)
 
     def stats(self) -> StoreStats:
         """Node counts per label and relationship counts per type."""
@@ -151,3 +184,12 @@ class KnowledgeBase:
 
     def __repr__(self) -> str:
         return f"KnowledgeBase(name={self.name!r}, backend={self.settings.backend!r})"
+
+
+def _without_embeddings(value: Any) -> Any:
+    """Rows for people: drop the ``embedding`` property of every node (hundreds of floats each)."""
+    if isinstance(value, dict):
+        return {k: _without_embeddings(v) for k, v in value.items() if k != "embedding"}
+    if isinstance(value, (list, tuple)):
+        return [_without_embeddings(v) for v in value]
+    return value

@@ -17,8 +17,10 @@ from pydantic import BaseModel, Field
 
 #: The node labels of the three-layer graph that carry a vector index on ``embedding``.
 VECTOR_LABELS: tuple[str, ...] = ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity")
+#: Labels of saved rationales (``kbgraph ask --save``, kbgraph.query.rationale).
+RATIONALE_LABELS: tuple[str, ...] = ("Question", "SubQuestion")
 #: Every node label kbgraph writes (each has a uniqueness constraint on ``id``).
-NODE_LABELS: tuple[str, ...] = VECTOR_LABELS + ("IngestionRun",)
+NODE_LABELS: tuple[str, ...] = VECTOR_LABELS + ("IngestionRun",) + RATIONALE_LABELS
 #: Every relationship type kbgraph writes.
 RELATIONSHIP_TYPES: tuple[str, ...] = (
     "HAS_SECTION",
@@ -31,6 +33,9 @@ RELATIONSHIP_TYPES: tuple[str, ...] = (
     "RELATED",
     "MENTIONS",
     "REFERENCES",
+    "USED",  # saved rationales: (:Question)-[:USED {round, score}]->(:Chunk)
+    "PROPOSED",  # (:Question)-[:PROPOSED]->(:SubQuestion)
+    "MATCHED",  # (:SubQuestion)-[:MATCHED {score}]->(:AtomicQuestion)
 )
 #: Full-text indexes: (label, property).
 FULLTEXT_INDEXES: tuple[tuple[str, str], ...] = (("Chunk", "text"), ("Entity", "name"), ("Document", "title"))

@@ -374,6 +374,10 @@ class Neo4jLocal:
             "server.memory.pagecache.size": s.neo4j_pagecache,
             "dbms.usage_report.enabled": "false",
         }
+        with contextlib.suppress(OSError, ValueError):  # the kbgraph Browser style on connect (kbgraph.browse)
+            from kbgraph.browse import post_connect_cmd
+
+            conf["browser.post_connect_cmd"] = post_connect_cmd()
         text = "# Written by kbgraph.neo4j_local on every start; edit kbgraph settings instead.\n"
         text += "".join(f"{k}={v}\n" for k, v in conf.items())
         (self.conf_dir / "neo4j.conf").write_text(text)

@@ -86,6 +86,14 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(200 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
     chunk_tokens: int = Field(256, ge=16, description="Target chunk size in words.")
     chunk_overlap_sentences: int = Field(1, ge=0, description="Sentences repeated between chunks.")
+    llm_chunking: bool = Field(
+        True,
+        description="With an LLM configured: split sections longer than chunk_tokens with the recurrent LLM "
+        "splitter (PIKE-RAG §5.2.1; chunks get summaries, no overlap). Ignored without an LLM.",
+    )
+    llm_chunk_window_tokens: int = Field(
+        768, ge=32, description="Words of section text the LLM splitter sees per call (at least chunk_tokens)."
+    )
     ingest_group_size: int = Field(
         64, ge=1, description="Documents processed (chunk, distill, embed, write) together; one unit of work."
     )

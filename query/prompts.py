@@ -17,6 +17,11 @@ Sources, quoted verbatim except where noted:
 * ``SELF_ASK``: Press et al. (2023), the four demonstrations and the "Are follow up questions needed here: /
   Follow up: / Intermediate answer: / So the final answer is:" pattern, as in the authors' code
   (pikerag/prompts/self_ask/self_ask.py).
+* ``JUDGE``: the Accuracy (Acc) metric of PIKE-RAG §6.1 and paper 003 §4 ("GPT-4 acts as an evaluator,
+  assessing the correctness of a response in relation to the question and the correct answer labels"; all
+  labels are given at once). The papers do not print the prompt; this is the authors' evaluator prompt
+  (microsoft/PIKE-RAG, pikerag/workflows/evaluation/metrics/llm.py ``answer_judge_template``), used by
+  kbgraph.query.evaluate.
 
 Templates use ``str.format``; ``{{`` and ``}}`` are literal braces. The JSON keys are those of the paper.
 kbgraph's LLM client adds the JSON schema of the expected answer to the system message.
@@ -239,3 +244,26 @@ def self_ask_messages(question: str, followups: Sequence[tuple[str, str]], *, fi
     prefix = f"{SELF_ASK_FOLLOW_UP} No.\n{SELF_ASK_FINAL} " if final else f"{SELF_ASK_FOLLOW_UP} "
     prompt = SELF_ASK.format(content=question, followup_context=context, asking_prefix=prefix).strip()
     return [{"role": "system", "content": SYSTEM_SELF_ASK}, {"role": "user", "content": prompt}]
+
+
+# --- evaluation: LLM-judged accuracy (PIKE-RAG §6.1; paper 003 §4) ----------------------------------------
+SYSTEM_JUDGE = "You are a helpful AI assistant good at question answering and answer scoring."
+JUDGE = """# Task
+Providing a question and its correct answer labels, your task is to analyze whether a given answer is correct or not. An answer is treated as correct if the meaning of any label is expressed in the answer. Redundant expression in answer is allowed.
+
+# Question
+{question}
+
+# Correct Answer Labels
+{labels}
+
+# Answer that Require Judgment
+{content}
+
+Is the answer correct or not? You output should only be "Yes" or "No"."""
+
+
+def judge_messages(question: str, labels: Sequence[str], answer: str) -> Messages:
+    """The accuracy judge's request: the question, every answer label (one a line) and the answer."""
+    prompt = JUDGE.format(question=question, labels="\n".join(labels), content=answer)
+    return [{"role": "system", "content": SYSTEM_JUDGE}, {"role": "user", "content": prompt}]

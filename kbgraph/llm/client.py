@@ -73,6 +73,24 @@ class LLM(Protocol):
     ) -> M: ...
 
 
+def usable_json(llm: LLM, messages: list[dict[str, str]], schema: type[M]) -> tuple[M | None, str]:
+    """``llm.complete_json(messages, schema)`` where an unusable answer is an expected outcome: returns
+    (the validated answer, "") or (None, why) when the answer is not valid ``schema`` JSON even after the
+    one repair request. Errors of the server itself (unreachable, 401, ...: an LLMError not caused by the
+    answer) propagate."""
+    try:
+        answer = llm.complete_json(messages, schema)
+        if not isinstance(answer, schema):
+            answer = schema.model_validate(answer.model_dump() if isinstance(answer, BaseModel) else answer)
+        return answer, ""
+    except LLMError as exc:
+        if not isinstance(exc.__cause__, ValueError):
+            raise
+        return None, str(exc)
+    except (ValueError, TypeError) as exc:
+        return None, str(exc)
+
+
 # --- JSON answers ----------------------------------------------------------------------------------
 
 JSON_INSTRUCTIONS = (

@@ -1,0 +1,28 @@
+// The rationale of a saved answer (`kbgraph ask --save`): the Question, the SubQuestions it PROPOSED, the
+// AtomicQuestions they MATCHED (matched: score, selected), the Chunks it USED (used: round, score, rank) and
+// the path from each chunk's Document through its Sections (provenance). $question: the Question's id or part
+// of its text ('' = the last one asked). One row.
+MATCH (q:Question)
+WHERE $question = '' OR q.id = $question OR toLower(q.text) CONTAINS toLower($question)
+WITH q
+ORDER BY q.asked_at DESC
+LIMIT 1
+OPTIONAL MATCH (q)-[:PROPOSED]->(s:SubQuestion)
+WITH q, s
+ORDER BY s.round, s.order
+WITH q, collect(s) AS sub_questions
+OPTIONAL MATCH (q)-[:PROPOSED]->(s:SubQuestion)-[m:MATCHED]->(a:AtomicQuestion)
+WITH q, sub_questions, collect(DISTINCT a) AS atomic_questions,
+     [x IN collect({sub_question_id: s.id, atomic_question_id: a.id, score: m.score, selected: m.selected})
+      WHERE x.atomic_question_id IS NOT NULL] AS matched
+OPTIONAL MATCH (q)-[u:USED]->(c:Chunk)
+WITH q, sub_questions, atomic_questions, matched, u, c
+ORDER BY u.round, u.rank
+WITH q, sub_questions, atomic_questions, matched, collect(c) AS chunks,
+     [x IN collect({chunk_id: c.id, round: u.round, score: u.score, rank: u.rank}) WHERE x.chunk_id IS NOT NULL]
+     AS used
+OPTIONAL MATCH path = (d:Document)-[:HAS_SECTION*0..12]->()-[:HAS_CHUNK]->(c:Chunk)
+WHERE c.id IN [x IN chunks | x.id]
+WITH q, sub_questions, atomic_questions, matched, chunks, used, collect(nodes(path)) AS paths
+RETURN q AS question, sub_questions, atomic_questions, matched, chunks, used,
+       [p IN paths | [n IN p WHERE NOT n:Chunk]] AS provenance

@@ -1,0 +1,345 @@
+"""Ready queries for exploring the graph in Neo4j Browser, and the Browser style (``kbgraph browse``).
+
+Each entry of :data:`CATALOGUE` names a parameterized statement in ``cypher/browse/`` (the same text runs on
+both backends, so ``KnowledgeBase.browse`` returns its rows on the embedded FalkorDB too), says what it shows
+and gives its parameters with defaults:
+
+==============  ====================================================================================
+document        a document's three layers (PIKE-RAG §3.1, Fig. 3): Document -> Sections -> Chunks ->
+                atomic questions / triples / entities, one row per chunk
+entity          an entity's neighbourhood: RELATED entities, its triples, the chunks that mention it
+question        the rationale of an answer saved with ``kbgraph ask --save`` (kbgraph.query.rationale)
+questions       the saved questions, newest first
+top_entities    the entities with the most MENTIONS + RELATED edges
+changed         documents added or updated by the last ingestion run
+orphans         nodes detached from the layers (should be none)
+==============  ====================================================================================
+
+:func:`render` turns an entry into what a person pastes into Browser: one ``:param name => value`` line per
+parameter (Browser evaluates the right-hand side as Cypher, so integers stay integers) followed by the
+statement, ``;``-separated so Browser's multi-statement editor runs it as one script, and a Browser URL that
+connects to the configured Neo4j (``?dbms=<bolt uri>&db=<database>``) and puts the script into the editor
+(``&cmd=edit&arg=<line>`` per line; Browser 5 joins the ``arg`` values with newlines).
+
+The style is ``docker/neo4j-browser/kbgraph.grass`` (GraSS; shipped as ``kbgraph._neo4j_browser``).
+:func:`post_connect_cmd` turns it into the value of the Neo4j server setting ``browser.post_connect_cmd``:
+``style <the GraSS as JSON>``. Neo4j Browser 5.24 runs that command after connecting; its ``:style`` command
+parses JSON first (then GraSS), so the whole style travels inline, with no URL to serve and no
+``browser.remote_content_hostname_whitelist`` entry (a ``:style <url>`` would need both), and with no ``;``
+that Browser would take for a command separator. The local Neo4j (kbgraph.neo4j_local) sets it on every start;
+docker/docker-compose.yml carries the same value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlparse
+
+from pydantic import BaseModel, Field
+
+from kbgraph import cypher
+from kbgraph.errors import ConfigError
+
+#: The style file in a source checkout (an installed wheel has it as package data of kbgraph._neo4j_browser).
+GRASS_SOURCE = Path(__file__).resolve().parents[1] / "docker" / "neo4j-browser" / "kbgraph.grass"
+
+
+class BrowseParam(BaseModel):
+    """A parameter of a browse query. ``default`` fixes its type (int or str)."""
+
+    name: str
+    default: int | str
+    help: str
+
+
+class BrowseQuery(BaseModel):
+    """A ready query: ``statement`` is its name under ``cypher/`` (``browse/<name>``)."""
+
+    name: str
+    title: str
+    statement: str
+    params: list[BrowseParam] = Field(default_factory=list)
+
+    def defaults(self) -> dict[str, int | str]:
+        return {p.name: p.default for p in self.params}
+
+
+class BrowseScript(BaseModel):
+    """A query ready for Neo4j Browser. ``script``: the ``:param`` lines and the statement, ``;``-separated
+    (paste it into the Browser editor and run it). ``url``: opens Browser on the configured Neo4j with the
+    script in the editor (``editor_prefilled`` False when a value holds '&' or '#', which Browser's URL
+    handling cannot carry). Browser runs a multi-statement script statement by statement and shows only a
+    summary of each (the parameters stay set for the session: run the statement again on its own to see its
+    graph), so ``graph_url`` opens the editor with ``inline``, the statement with the values written in as
+    literals, which draws the graph in one run ('' when a value holds '&' or '#'). ``note``: what to do
+    first, if anything (e.g. the store is not Neo4j)."""
+
+    name: str
+    title: str
+    params: dict[str, int | str]
+    param_lines: list[str]
+    cypher: str
+    script: str
+    inline: str
+    url: str
+    graph_url: str
+    browser_url: str
+    editor_prefilled: bool = True
+    note: str = ""
+
+
+_LIMIT = BrowseParam(name="limit", default=25, help="at most this many rows / nodes per list")
+
+CATALOGUE: dict[str, BrowseQuery] = {
+    q.name: q
+    for q in [
+        BrowseQuery(
+            name="document", statement="browse/document",
+            title="a document's three layers: Document -> Sections -> Chunks -> atomic questions / triples / entities",
+            params=[
+                BrowseParam(name="document", default="", help="document id, source URI or part of its title ('' = last ingested)"),
+                BrowseParam(name="limit", default=25, help="chunks, in reading order"),
+                BrowseParam(name="per_chunk", default=3, help="atomic questions, triples and entities per chunk"),
+            ],
+        ),
+        BrowseQuery(
+            name="entity", statement="browse/entity",
+            title="an entity's neighbourhood with the chunks that mention it",
+            params=[
+                BrowseParam(name="entity", default="", help="entity id or (part of) its name ('' = most mentioned)"),
+                _LIMIT,
+            ],
+        ),
+        BrowseQuery(
+            name="question", statement="browse/question",
+            title="the path that answered a saved question (kbgraph ask --save)",
+            params=[BrowseParam(name="question", default="", help="Question id or part of its text ('' = last saved)")],
+        ),
+        BrowseQuery(
+            name="questions", statement="browse/questions",
+            title="the saved questions, newest first, with the number of chunks each used",
+            params=[_LIMIT],
+        ),
+        BrowseQuery(
+            name="top_entities", statement="browse/top_entities",
+            title="the entities with the highest degree (mentions + RELATED)",
+            params=[_LIMIT],
+        ),
+        BrowseQuery(
+            name="changed", statement="browse/changed",
+            title="documents added or updated by the last ingestion run",
+            params=[BrowseParam(name="run", default="", help="IngestionRun id ('' = the last run)")],
+        ),
+        BrowseQuery(
+            name="orphans", statement="browse/orphans",
+            title="nodes detached from the three layers (should be none)",
+            params=[BrowseParam(name="limit", default=100, help="at most this many")],
+        ),
+    ]
+}  # fmt: skip
+
+
+def get(name: str) -> BrowseQuery:
+    """The catalogue entry ``name`` ('-' and '_' are interchangeable). Raises ConfigError if unknown."""
+    key = name.strip().lower().replace("-", "_")
+    if key not in CATALOGUE:
+        raise ConfigError(f"no browse query {name!r}; choose one of {', '.join(CATALOGUE)}")
+    return CATALOGUE[key]
+
+
+def parse_param_args(items: list[str] | None) -> dict[str, str]:
+    """``['k=v', ...]`` (the CLI's ``--param``) -> {k: v}. Raises ConfigError for an item without '='."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param wants name=value, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def resolve_params(query: BrowseQuery, given: Mapping[str, Any] | None = None) -> dict[str, int | str]:
+    """The query's defaults overridden by ``given``, each converted to its parameter's type. Raises
+    ConfigError for an unknown parameter or a value that is not an integer where one is needed."""
+    params = query.defaults()
+    for key, value in (given or {}).items():
+        if key not in params:
+            raise ConfigError(
+                f"browse query {query.name!r} has no parameter {key!r}; it takes {', '.join(params) or 'none'}"
+            )
+        if isinstance(params[key], int):
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                raise ConfigError(f"parameter {key!r} of {query.name!r} must be an integer, got {value!r}") from None
+            if number < 0:
+                raise ConfigError(f"parameter {key!r} of {query.name!r} must not be negative")
+            params[key] = number
+        else:
+            params[key] = "" if value is None else str(value)
+    return params
+
+
+def cypher_literal(value: Any) -> str:
+    """``value`` as a Cypher literal: strings single-quoted with backslash escapes, integers and floats as
+    numbers, booleans, null, lists and maps recursively."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
+        return f"'{escaped.replace(chr(9), chr(92) + 't')}'"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(cypher_literal(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"`{str(k).replace('`', '``')}`: {cypher_literal(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"no Cypher literal for {type(value).__name__}")
+
+
+def param_lines(params: Mapping[str, Any]) -> list[str]:
+    """One Browser ``:param name => literal`` command per parameter."""
+    return [f":param {name} => {cypher_literal(value)}" for name, value in params.items()]
+
+
+def _statement_text(query: BrowseQuery) -> str:
+    """The Neo4j text of the statement with its leading comment (Browser ignores ``//`` lines)."""
+    path = cypher.statements("neo4j")[query.statement]
+    return path.read_text(encoding="utf-8").strip().rstrip(";").strip()
+
+
+def browser_base(settings: Any) -> tuple[str, str, str]:
+    """(Browser URL without query string, Bolt URI, note) for the configured store: the local Neo4j's own
+    Browser for bolt://127.0.0.1 / localhost (port ``neo4j_http_port``), http://host:7474/browser/ for another
+    bolt:// or neo4j:// host, https://browser.neo4j.io/ for encrypted URIs (Aura). For the embedded FalkorDB
+    (no URI) or falkor://, the local Neo4j of ``kbgraph neo4j start``, with a note saying so."""
+    uri = settings.uri or ""
+    note = ""
+    if settings.backend != "neo4j":
+        uri = f"bolt://127.0.0.1:{settings.neo4j_bolt_port}"
+        note = (
+            "this knowledge base is on FalkorDB; Neo4j Browser needs Neo4j: run `kbgraph neo4j start`, "
+            f"export KBGRAPH_URI={uri} and ingest there"
+        )
+    parsed = urlparse(uri)
+    host = parsed.hostname or "127.0.0.1"
+    if parsed.scheme.endswith(("+s", "+ssc")):
+        return "https://browser.neo4j.io/", uri, note
+    port = settings.neo4j_http_port if host in ("127.0.0.1", "localhost", "::1") else 7474
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/browser/", uri, note
+
+
+def render(name: str, params: Mapping[str, Any] | None = None, settings: Any = None) -> BrowseScript:
+    """The catalogue query ``name`` with ``params`` (over its defaults) as a Browser script and URL.
+    ``settings``: kbgraph Settings (default: the effective ones). Raises ConfigError for an unknown query or
+    parameter."""
+    if settings is None:
+        from kbgraph.settings import Settings
+
+        settings = Settings()
+    query = get(name)
+    values = resolve_params(query, params)
+    lines = param_lines(values)
+    text = _statement_text(query)
+    script = "".join(f"{line};\n" for line in lines) + text + ";\n"
+    base, uri, note = browser_base(settings)
+    connect = f"{base}?dbms={quote(uri, safe='')}&db={quote(settings.neo4j_database, safe='')}"
+    prefilled = not any(ch in script for ch in "&#")
+    url = connect + (_edit_args(script) if prefilled else "")
+    inline = inline_params(text, values, title=query.title)
+    graph_url = connect + _edit_args(inline) if not any(ch in inline for ch in "&#") else ""
+    return BrowseScript(
+        name=query.name, title=query.title, params=values, param_lines=lines, cypher=text, script=script,
+        inline=inline, url=url, graph_url=graph_url, browser_url=connect, editor_prefilled=prefilled, note=note,
+    )  # fmt: skip
+
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def inline_params(text: str, values: Mapping[str, Any], title: str = "") -> str:
+    """``text`` without its ``//`` comment lines and with each ``$name`` of ``values`` replaced by its Cypher
+    literal (:func:`cypher_literal`): one statement a person can run in Browser without ``:param``. For Browser
+    only; kbgraph itself always sends values as parameters."""
+    body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("//"))
+    body = _PARAM.sub(lambda m: cypher_literal(values[m.group(1)]) if m.group(1) in values else m.group(0), body)
+    return (f"// {title} (values written in)\n" if title else "") + body.strip() + ";"
+
+
+def _edit_args(text: str) -> str:
+    """``&cmd=edit&arg=<line>...``: Browser 5 decodes the whole URL once, then reads each ``arg`` up to the next
+    '&' or '#', and joins them with newlines into the editor."""
+    return "&cmd=edit" + "".join(f"&arg={quote(line, safe='')}" for line in text.rstrip("\n").split("\n"))
+
+
+def can_open_browser() -> bool:
+    """True where a desktop can show a web browser (macOS, Windows, or X11 / Wayland on Linux)."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+# --- the Browser style --------------------------------------------------------------------------------
+def grass_path() -> Path:
+    """The GraSS file: package data of an installed kbgraph, else the source checkout's copy."""
+    try:
+        from importlib.resources import files
+
+        candidate = files("kbgraph._neo4j_browser") / "kbgraph.grass"
+        if candidate.is_file():
+            return Path(str(candidate))
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return GRASS_SOURCE
+
+
+_RULE = re.compile(r"([^{}\s][^{}]*?)\s*\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", re.S)
+
+
+def parse_grass(text: str) -> dict[str, dict[str, str]]:
+    """GraSS text -> {selector: {property: value}}, values as Neo4j Browser keeps them (quotes removed).
+    ``/* */`` comments are dropped here, but Browser's own parser does not know them: keep .grass files free of
+    comments. Raises ValueError for text with no rule."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    out: dict[str, dict[str, str]] = {}
+    for selector, body in _RULE.findall(text):
+        props: dict[str, str] = {}
+        for decl in body.split(";"):
+            key, sep, value = decl.partition(":")
+            if sep and key.strip():
+                props[key.strip()] = value.strip().strip("\"'")
+        out[selector.strip()] = props
+    if not out:
+        raise ValueError("no GraSS rule found")
+    return out
+
+
+@lru_cache(maxsize=4)
+def _grass_json(path: str) -> str:
+    style = parse_grass(Path(path).read_text(encoding="utf-8"))
+    text = json.dumps(style, separators=(",", ":"), ensure_ascii=True)
+    if ";" in text:
+        raise ValueError(f"{path}: a ';' in a value would split browser.post_connect_cmd")
+    return text
+
+
+def grass_json(path: Path | None = None) -> str:
+    """The style as compact JSON (what Browser's ``:style`` accepts inline)."""
+    return _grass_json(str(path or grass_path()))
+
+
+def post_connect_cmd(path: Path | None = None) -> str:
+    """The value of the Neo4j setting ``browser.post_connect_cmd`` that applies the kbgraph style on connect."""
+    return "style " + grass_json(path)

@@ -1,0 +1,192 @@
+"""BM25 baseline over the knowledge base's chunks (Robertson & Zaragoza 2009), with ``bm25s``.
+
+The evaluation reports every graph figure beside a lexical baseline (PIKE-RAG §6.1 compares against flat
+retrieval; BM25 is the standard sparse one). The corpus is the KB's own chunks, read from the store with
+``cypher/retrieve/chunk_texts.cypher``, each indexed as the same text the embedder sees for the dense
+baseline: ``document title [> section path]``, a table's summary, then the chunk text. Tokens: ``bm25s``'s
+tokenizer (lower case, words of two or more characters, English stop words removed) with the Snowball
+English stemmer when PyStemmer is installed. Scoring: bm25s "lucene" variant, k1 = 1.5, b = 0.75.
+
+The index is cached on disk per knowledge base under ``<home>/bm25/<backend>-<name>-<hash>/<fingerprint>/``.
+The fingerprint is a SHA-256 over every (chunk id, document sha256) pair (``cypher/retrieve/chunk_keys``):
+chunk ids derive from document, position and text, so any ingestion, update or deletion changes it and the
+next ``BM25Index.open`` rebuilds. Builds go to a temporary folder renamed into place, so concurrent
+processes never read a half-written index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kbgraph.query.propagation import ScoredChunk
+from kbgraph.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Rows per page when reading chunk keys and texts from the store.
+PAGE = 5000
+K1, B, METHOD = 1.5, 0.75, "lucene"
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _stemmer() -> tuple[Any, str]:
+    """(stem function or None, its name for the fingerprint)."""
+    try:
+        import Stemmer  # PyStemmer
+    except ImportError:
+        return None, "none"
+    return Stemmer.Stemmer("english").stemWords, "snowball-english"
+
+
+def index_root(settings: Settings) -> Path:
+    """The folder of this knowledge base's BM25 indexes (one subfolder per corpus fingerprint)."""
+    where = settings.uri or str(settings.kb_dir)
+    if settings.backend == "neo4j":
+        where += f"/{settings.neo4j_database}"
+    tag = hashlib.sha256(where.encode()).hexdigest()[:8]
+    return settings.home / "bm25" / f"{settings.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
+
+
+def _pages(store: Any, statement: str) -> Any:
+    after = ""
+    while True:
+        rows = store.run(statement, {"after": after, "limit": PAGE})
+        yield from rows
+        if len(rows) < PAGE:
+            return
+        after = rows[-1]["id"]
+
+
+def corpus_fingerprint(store: Any, salt: str = "") -> tuple[str, int]:
+    """(hex SHA-256 of every chunk id and its document's sha256, number of chunks)."""
+    h = hashlib.sha256(salt.encode())
+    n = 0
+    for row in _pages(store, "retrieve/chunk_keys"):
+        h.update(f"{row['id']}\t{row.get('sha256') or ''}\n".encode())
+        n += 1
+    return h.hexdigest(), n
+
+
+def index_text(row: dict) -> str:
+    """The text of a chunk row as indexed: the dense baseline's embedding text (kbgraph.ingest.pipeline)."""
+    title = row.get("document_title") or ""
+    head = f"{title} > {row['section_path']}" if row.get("section_path") else title
+    body = row.get("text") or ""
+    if row.get("kind") == "table" and row.get("summary"):
+        body = f"{row['summary']}\n{body}"
+    return f"{head}\n{body}"
+
+
+def _fingerprint_of(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / "kbgraph.json").read_text()).get("fingerprint")
+    except (OSError, ValueError):
+        return None
+
+
+class BM25Index:
+    """A bm25s index over the chunks of one knowledge base. Open it with :meth:`open`; ``ids[i]`` is the
+    chunk id of document i of the index."""
+
+    def __init__(self, retriever: Any, ids: list[str], *, fingerprint: str, folder: Path | None,
+                 stemmer: str, built: bool) -> None:  # fmt: skip
+        self.retriever = retriever
+        self.ids = ids
+        self.fingerprint = fingerprint
+        self.folder = folder
+        self.stemmer = stemmer
+        self.built = built  # True when this open built the index (cache miss)
+        self._stem, _ = _stemmer() if stemmer != "none" else (None, "none")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def open(cls, store: Any, settings: Settings, *, root: Path | None = None, rebuild: bool = False) -> BM25Index:
+        """The index of the KB's current chunks: loaded from disk when the corpus fingerprint matches, else
+        built from the store and saved. ``root`` overrides :func:`index_root`. Raises ImportError with an
+        install hint when bm25s is missing."""
+        try:
+            import bm25s  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - bm25s is in the eval extra
+            raise ImportError("the BM25 baseline needs bm25s: pip install 'kbgraph[eval]'") from exc
+        stem, stem_name = _stemmer()
+        salt = f"bm25s {bm25s.__version__} {METHOD} k1={K1} b={B} stemmer={stem_name} stopwords=en\n"
+        fingerprint, n = corpus_fingerprint(store, salt)
+        root = Path(root) if root is not None else index_root(settings)
+        folder = root / fingerprint[:16]
+        if rebuild:
+            shutil.rmtree(folder, ignore_errors=True)
+        elif (folder / "kbgraph.json").is_file():
+            try:
+                meta = json.loads((folder / "kbgraph.json").read_text())
+                if meta.get("fingerprint") == fingerprint:
+                    retriever = bm25s.BM25.load(str(folder), show_progress=False) if meta["ids"] else None
+                    return cls(retriever, meta["ids"], fingerprint=fingerprint, folder=folder, stemmer=stem_name,
+                               built=False)  # fmt: skip
+            except (OSError, ValueError, KeyError) as exc:
+                log.warning("BM25 index at %s unreadable (%s); rebuilding", folder, exc)
+        t0 = time.perf_counter()
+        ids, texts = [], []
+        for row in _pages(store, "retrieve/chunk_texts"):
+            ids.append(row["id"])
+            texts.append(index_text(row))
+        retriever = None
+        if texts:
+            tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stem, return_ids=False, show_progress=False)
+            retriever = bm25s.BM25(k1=K1, b=B, method=METHOD)
+            retriever.index(tokens, show_progress=False)
+        log.info("BM25 index of %d chunks built in %.1f s", len(ids), time.perf_counter() - t0)
+        index = cls(retriever, ids, fingerprint=fingerprint, folder=folder, stemmer=stem_name, built=True)
+        index._save(root, folder, n)
+        return index
+
+    def _save(self, root: Path, folder: Path, n: int) -> None:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+        try:
+            if self.retriever is not None:
+                self.retriever.save(str(tmp), show_progress=False)
+            meta = {"fingerprint": self.fingerprint, "chunks": n, "ids": self.ids, "stemmer": self.stemmer,
+                    "k1": K1, "b": B, "method": METHOD, "built_at": time.time()}  # fmt: skip
+            (tmp / "kbgraph.json").write_text(json.dumps(meta))
+            if folder.exists() and _fingerprint_of(folder) != self.fingerprint:
+                shutil.rmtree(folder, ignore_errors=True)  # unreadable or half-deleted
+            try:
+                tmp.rename(folder)
+            except OSError:  # another process saved the same fingerprint first: keep theirs
+                shutil.rmtree(tmp, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        for old in root.iterdir():  # indexes of earlier corpus states
+            if old.is_dir() and old != folder and not old.name.startswith(".build-"):
+                shutil.rmtree(old, ignore_errors=True)
+
+    def search(self, question: str, k: int) -> list[tuple[str, float]]:
+        """Top-``k`` (chunk id, BM25 score) pairs, best first; chunks sharing no query term are left out."""
+        import bm25s
+
+        if self.retriever is None or k < 1:
+            return []
+        query = bm25s.tokenize([question], stopwords="en", stemmer=self._stem, return_ids=False, show_progress=False)
+        if not query[0]:
+            return []
+        docs, scores = self.retriever.retrieve(query, k=min(k, len(self.ids)), show_progress=False)
+        return [(self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    def retrieve(self, store: Any, question: str, k: int) -> list[ScoredChunk]:
+        """Top-``k`` chunks with provenance (``cypher/retrieve/chunk_details``), best first; score = BM25."""
+        from kbgraph.query.decompose import chunk_details, scored_chunk
+
+        hits = self.search(question, k)
+        details = chunk_details(store, [cid for cid, _ in hits])
+        return [scored_chunk(details[cid], score) for cid, score in hits if cid in details]
