@@ -146,27 +146,26 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     def ids(layer: str, weight: float) -> list[str]:
         return list(layers.get(layer, {})) if weight else []
 
-    entity_layers = (("Entity", settings.weight_entity), ("EntityText", settings.weight_fulltext))
+    def sims(layer: str, weight: float) -> list[dict]:
+        return [{"id": node, "sim": sim} for node, (sim, _) in layers.get(layer, {}).items()] if weight else []
+
     params = {
         "question_ids": ids("AtomicQuestion", settings.weight_question),
         "triple_ids": ids("Triple", settings.weight_triple),
-        "entity_ids": sorted({e for layer, w in entity_layers for e in ids(layer, w)}),
+        "entity_seeds": sims("Entity", settings.weight_entity),
+        "entity_text_seeds": sims("EntityText", settings.weight_fulltext),
         "section_ids": ids("Section", settings.weight_section),
         "document_ids": ids("Document", settings.weight_document),
         "max_degree": settings.max_entity_degree,
     }
-    weights = {"AtomicQuestion": settings.weight_question, "Triple": settings.weight_triple}
+    weights = {"AtomicQuestion": settings.weight_question, "Triple": settings.weight_triple,
+               "Entity": settings.weight_entity, "EntityText": settings.weight_fulltext}  # fmt: skip
     priors = []
-    if any(v for key, v in params.items() if key.endswith("_ids")):
+    if any(v for key, v in params.items() if key != "max_degree"):
         for row in store.run("retrieve/layer_chunks", params):
             layer = row["layer"]
             if layer in ("Section", "Document"):
                 priors.append(row)
-            elif layer == "Entity":
-                for name, weight in entity_layers:
-                    if row["via"] in layers.get(name, {}):
-                        sim, text = layers[name][row["via"]]
-                        add(row["chunk_id"], name, row["via"], text, sim, weight)
             else:
                 sim, text = layers[layer][row["via"]]
                 add(row["chunk_id"], layer, row["via"], text, sim, weights[layer])
@@ -195,7 +194,7 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     # second hop through shared entities, along title links, and along NEXT: one statement
     hop_sources = sources[: settings.hop_from]
     params = {
-        "entity_hop_ids": hop_sources if settings.weight_hop else [],
+        "entity_hop_sources": [{"id": c, "score": s1[c]} for c in hop_sources] if settings.weight_hop else [],
         "title_hop_ids": hop_sources if settings.weight_title_hop else [],
         "next_ids": sources[: max(settings.hop_from, k)] if settings.weight_next else [],
         "max_degree": settings.max_entity_degree,

@@ -1,19 +1,23 @@
 // Score propagation, second hop, one round trip (kbgraph.query.propagation):
-// 'Hop': chunks sharing an entity with a chunk of $entity_hop_ids (a -MENTIONS-> e <-MENTIONS- b), through
-//        entities mentioned by at most $max_degree chunks, with the entity's degree;
+// 'Hop': chunks sharing an entity with a source chunk of $entity_hop_sources ([{id, score: its S1}]) (a -MENTIONS->
+//        e <-MENTIONS- b), through entities mentioned by at most $max_degree chunks: one row per reached chunk,
+//        its best term S1(a) / log2(1 + degree(e)) (the formula's max; fewer rows: Neo4j's driver pays per row);
 // 'TitleHop': from a chunk of $title_hop_ids to the chunks of the document whose title it names (a -MENTIONS->
 //        TITLE entity e, a document d titled e.name, d's chunks that mention e too). The WITH clauses fix the
 //        plan: FalkorDB otherwise scans every Entity and Document (34 ms -> 0.4 ms on 2Wiki);
 // 'Next': reading-order neighbours of the chunks of $next_ids (NEXT in either direction).
-UNWIND $entity_hop_ids AS chunk_id
-MATCH (a:Chunk {id: chunk_id})-[:MENTIONS]->(e:Entity)
+UNWIND $entity_hop_sources AS source
+MATCH (a:Chunk {id: source.id})-[:MENTIONS]->(e:Entity)
 MATCH (e)<-[:MENTIONS]-(b:Chunk)
-WITH a, e, collect(b.id) AS neighbours
+WITH source.id AS from_id, source.score AS s1, e, collect(b.id) AS neighbours
 WHERE size(neighbours) <= $max_degree
 UNWIND neighbours AS neighbour
-WITH a, e, neighbour, size(neighbours) AS degree
-WHERE neighbour <> a.id
-RETURN 'Hop' AS kind, a.id AS from_id, e.id AS via, e.name AS text, neighbour AS chunk_id, degree
+WITH from_id, s1, e, neighbour, size(neighbours) AS degree
+WHERE neighbour <> from_id
+WITH neighbour, from_id, e.id AS via, e.name AS text, degree, s1 * log(2.0) / log(1.0 + degree) AS score
+ORDER BY score DESC, from_id, via
+WITH neighbour, collect([from_id, via, text, degree])[0] AS best
+RETURN 'Hop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, neighbour AS chunk_id, best[3] AS degree
 UNION ALL
 UNWIND $title_hop_ids AS chunk_id
 MATCH (a:Chunk {id: chunk_id})
