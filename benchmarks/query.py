@@ -6,7 +6,9 @@ with the hierarchical/dense ratios. Targets: hierarchical p50 <= 50 ms, p95 <= 1
     .venv/bin/python benchmarks/query.py [--corpus 2wiki|musique|hotpotqa] [--questions 200]
         [--stores falkordb,neo4j] [--home DIR]
 
-The knowledge base is built once per store under --home (default ~/.kbgraph-bench) and reused.
+The knowledge base is built once per store under --home (default ~/.kbgraph-bench) and reused; on Neo4j each
+corpus gets its own server folder (neo4j-<corpus>): a Community server has one database, so a knowledge-base
+name does not separate two corpora there.
 """
 
 from __future__ import annotations
@@ -87,8 +89,8 @@ def main() -> None:
             from kbgraph.neo4j_local import Neo4jLocal
 
             settings = settings.model_copy(update={
-                "neo4j_local_home": Path(args.home) / "neo4j", "neo4j_bolt_port": 17688, "neo4j_http_port": 17475,
-                "neo4j_password": SecretStr("kbgraph-bench")})  # fmt: skip
+                "neo4j_local_home": Path(args.home) / f"neo4j-{args.corpus}", "neo4j_bolt_port": 17688,
+                "neo4j_http_port": 17475, "neo4j_password": SecretStr("kbgraph-bench")})  # fmt: skip
             local = Neo4jLocal(settings, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
             settings = settings.model_copy(update={"uri": local.start(timeout=180).bolt_uri})
         try:
