@@ -33,6 +33,9 @@ from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 
+# unstructured (imported lazily by the parsers) sends usage analytics unless this is set; kbgraph runs offline
+os.environ.setdefault("DO_NOT_TRACK", "1")
+
 log = logging.getLogger("kbgraph.ingest")
 
 #: Extensions ingested from directories (a file named explicitly is always tried).
@@ -463,5 +466,3 @@ def ingest(store: GraphStore, settings: Settings, paths: Sequence[str | Path], *
     progress = kwargs.pop("progress", None)
     return Ingestor(store, settings, llm=llm, progress=progress).run(paths, **kwargs)
 
-
-os.environ.setdefault("DO_NOT_TRACK", "1")
