@@ -138,7 +138,7 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
                 terms[chunk_id][layer] = (score, node_id, text, sim, weight, factor)
 
     layers = seeds.layers
-    for cid, (sim, _text_) in layers.get("Chunk", {}).items():
+    for cid, (sim, _) in layers.get("Chunk", {}).items():
         add(cid, "Chunk", cid, "", sim, settings.weight_chunk)
     for cid, (sim, _) in layers.get("FullText", {}).items():
         add(cid, "FullText", cid, "", sim, settings.weight_fulltext)
@@ -159,7 +159,8 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
         "max_degree": settings.max_entity_degree,
     }
     weights = {"AtomicQuestion": settings.weight_question, "Triple": settings.weight_triple,
-               "Entity": settings.weight_entity, "EntityText": settings.weight_fulltext}  # fmt: skip
+               "Entity": settings.weight_entity, "EntityText": settings.weight_fulltext,
+               "Section": settings.weight_section, "Document": settings.weight_document}  # fmt: skip
     priors = []
     if any(v for key, v in params.items() if key != "max_degree"):
         for row in store.run("retrieve/layer_chunks", params):
@@ -170,11 +171,10 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
                 sim, text = layers[layer][row["via"]]
                 add(row["chunk_id"], layer, row["via"], text, sim, weights[layer])
     # Section and Document priors, for chunks that already have a score from the layers above
-    prior_weights = {"Section": settings.weight_section, "Document": settings.weight_document}
     for row in priors:
         if row["chunk_id"] in terms:
             sim, text = layers[row["layer"]][row["via"]]
-            add(row["chunk_id"], row["layer"], row["via"], text, sim, prior_weights[row["layer"]])
+            add(row["chunk_id"], row["layer"], row["via"], text, sim, weights[row["layer"]])
 
     def exact_chunk_terms() -> None:
         """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c)."""
