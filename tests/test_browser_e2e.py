@@ -95,6 +95,26 @@ def _wait_until(check, what: str, timeout: float = TIMEOUT_MS / 1000) -> None:
         time.sleep(0.25)
 
 
+def _frames(page) -> list[str]:
+    """The commands of the frames Browser shows, newest first (for failure messages)."""
+    return [" ".join(t.split())[:80] for t in page.locator("[data-testid='frameCommand']").all_inner_texts()]
+
+
+def _run_until(page, shown, what: str, attempts: int = 3, wait_s: float = 20) -> None:
+    """Press the editor's Run button until `shown()` holds. On a slow fresh machine Browser has been seen to
+    take a click on Run without running anything (CI, stop 10: no result frame after 60 s), so a click
+    that produced no frame within `wait_s` is repeated; running the same script twice is harmless here."""
+    run = page.locator("[data-testid='editor-Run']")
+    for _ in range(attempts):
+        run.click()
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if shown():
+                return
+            time.sleep(0.25)
+    raise AssertionError(f"Run never showed {what}; frames shown: {_frames(page)}")
+
+
 def _caption_fits(caption: str, title: str) -> bool:
     """Browser fits a caption into its circle by dropping words and cutting the last one short
     ('Airworthiness Directives; The Boeing Company Airplanes' -> 'Airworthiness Th…'): the caption's words,
@@ -143,8 +163,10 @@ def test_document_query_in_neo4j_browser(playwright_api, neo4j_kb, tmp_path):
         _connect(page, settings)
         editor = page.locator("[data-testid='activeEditor']")
         editor.filter(has_text=":param document").wait_for()
-        page.locator("[data-testid='editor-Run']").click()
-        icons = page.locator("[data-testid='multi-statement-list-icon']")
+        icon = "[data-testid='multi-statement-list-icon']"
+        script_frame = page.locator("[data-testid='frame']").filter(has=page.locator(icon)).first  # the newest
+        _run_until(page, lambda: script_frame.count() > 0, "the multi-statement frame of the :param script")
+        icons = script_frame.locator(icon)
         expect(icons).to_have_count(len(PARAMS) + 1)
         for i in range(len(PARAMS) + 1):  # each :param line and the query ran without error
             expect(icons.nth(i)).to_have_attribute("title", "Status: success")
@@ -153,8 +175,8 @@ def test_document_query_in_neo4j_browser(playwright_api, neo4j_kb, tmp_path):
         page.goto(out.graph_url, wait_until="domcontentloaded")
         _connect(page, settings)
         editor.filter(has_text="MATCH (d:Document)").wait_for()
-        page.locator("[data-testid='editor-Run']").click()
         frame = page.locator("[data-testid='frame']").filter(has=page.locator("[data-testid='vizInspector']")).first
+        _run_until(page, lambda: frame.count() > 0, "the graph frame of the document query")
         nodes = frame.locator("g.node")
         # every node of the result is drawn, and the relationships between them (Browser fetches and draws
         # those between the nodes of a result: at least a spanning tree here)
