@@ -730,6 +730,20 @@ def _pipes(nlp: Any, wanted: Sequence[str]) -> Iterator[list[str]]:
                     nlp.enable_pipe(name)
 
 
+_LAST_MATCHER: list[tuple[Any, tuple[str, ...], TitleMatcher]] = []
+
+
+def title_matcher(nlp: Any, titles: Iterable[str]) -> TitleMatcher:
+    """The ``TitleMatcher`` of ``titles``, reused while the titles stay the same: an ingestion run distills
+    a corpus in groups against the titles of the whole corpus (building it for 3,301 titles takes 0.4 s)."""
+    names = tuple(titles)
+    if _LAST_MATCHER and _LAST_MATCHER[0][0] is nlp and _LAST_MATCHER[0][1] == names:
+        return _LAST_MATCHER[0][2]
+    matcher = TitleMatcher(nlp, names)
+    _LAST_MATCHER[:] = [(nlp, names, matcher)]
+    return matcher
+
+
 def _load_nlp() -> Any:
     from kbgraph.ingest.nlp import load_nlp
 
@@ -954,7 +968,7 @@ def distill(
         return result.as_tuple()
     if nlp is None and (llm is None or (titles and link_titles)):
         nlp = _load_nlp()
-    matcher = TitleMatcher(nlp, titles.values()) if titles and link_titles else None
+    matcher = title_matcher(nlp, titles.values()) if titles and link_titles else None
 
     if llm is None:
         _distill_offline(result, chunks, nlp, titles, matcher, triples=triples,

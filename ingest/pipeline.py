@@ -1,9 +1,10 @@
 """L0 ingestion: files -> the three-layer graph (PIKE-RAG §5.1, §5.2.1, §5.3.1; ARCHITECTURE.md).
 
 Stages: parse (``parse``) -> structure and chunk (``chunk``) -> distill (``distill``) -> embed
-(``kbgraph.embed``) -> write (``write``). Documents move through the stages in groups of
-``settings.ingest_group_size`` so that spaCy and the embedder work in batches; each group is written in one
-unit of work, so a failure leaves none of its documents behind.
+(``kbgraph.embed``) -> write (``write``). Documents move through the stages in groups of at most
+``settings.ingest_group_size`` documents and ``settings.ingest_group_chars`` characters so that spaCy and the
+embedder work in large batches; each group is written in one unit of work, so a failure leaves none of its
+documents behind (and a failed group is retried one document at a time).
 
 Incremental and cron-safe: a document's id comes from its source URI and its content is hashed (sha256);
 an unchanged, complete document is skipped with no write; a changed one has its subgraph replaced; with
@@ -206,8 +207,9 @@ class Ingestor:
         from kbgraph.ingest.parse import parse_file, parse_passages_jsonl
         from kbgraph.models import stable_id
 
-        size = self.settings.ingest_group_size
+        size, max_chars = self.settings.ingest_group_size, self.settings.ingest_group_chars
         pending: list = []
+        chars = 0
         for path in files:
             t0 = time.perf_counter()
             try:
@@ -232,9 +234,10 @@ class Ingestor:
             bar.add_total(len(fresh))
             for doc in fresh:
                 pending.append(doc)
-                if len(pending) >= size:
+                chars += sum(len(e.text) for e in doc.elements)
+                if len(pending) >= size or chars >= max_chars:
                     yield pending
-                    pending = []
+                    pending, chars = [], 0
         if pending:
             yield pending
 

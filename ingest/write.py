@@ -40,10 +40,10 @@ def write_documents(
         "ingest/upsert_triples": [t.model_dump() for g in graphs for t in g.triples],
         "ingest/link_mentions": [m.model_dump() for g in graphs for m in g.mentions],
     }
-    for batch in rows.values():  # validate every vector before the first write
+    for batch in rows.values():  # validate every vector before the first write (float32 arrays from here on)
         for row in batch:
             if row.get("embedding") is not None:
-                store._check_vector(row["embedding"])
+                row["embedding"] = store._check_vector(row["embedding"])
     doc_ids = [g.document.id for g in graphs]
     undo = []
     if store.backend != "neo4j":
@@ -58,8 +58,7 @@ def write_documents(
                 store.delete_document(doc_id, tx)
         for name, batch in rows.items():
             tx.write_batches(name, batch)
-        for doc_id in doc_ids:
-            tx.run("ingest/mark_document_complete", {"id": doc_id})
+        tx.run("ingest/mark_documents_complete", {"ids": doc_ids})
     counts = {name.split("/")[1]: len(batch) for name, batch in rows.items()}
     counts["statements"] = tx.statements
     return counts

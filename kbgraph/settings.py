@@ -95,7 +95,13 @@ class Settings(BaseSettings):
         768, ge=32, description="Words of section text the LLM splitter sees per call (at least chunk_tokens)."
     )
     ingest_group_size: int = Field(
-        64, ge=1, description="Documents processed (chunk, distill, embed, write) together; one unit of work."
+        512, ge=1, description="At most this many documents are processed (chunk, distill, embed, write) "
+        "together, in one unit of work. Large groups let spaCy use 2 processes and the embedder sort texts "
+        "by length (2Wiki 600 passages: groups of 64 embed in 65 s, of 256 in 43 s, of 600 in 41 s).",
+    )
+    ingest_group_chars: int = Field(
+        1_000_000, ge=1, description="A group also closes once its documents hold this many characters "
+        "(bounds memory and the unit of work for large documents; ~1 min of embedding on 2 cores).",
     )
     lock_timeout: float = Field(3600.0, description="Seconds `ingest --wait` waits for another run's lock.")
 

@@ -17,7 +17,7 @@ from filelock import FileLock
 from kbgraph.errors import LockTimeout
 from kbgraph.kb import KnowledgeBase
 
-WRITE_STATEMENTS = ("ingest/upsert_", "ingest/link_", "ingest/mark_document_complete", "admin/delete_")
+WRITE_STATEMENTS = ("ingest/upsert_", "ingest/link_", "ingest/mark_documents_complete", "admin/delete_")
 
 
 def _kb(settings) -> KnowledgeBase:

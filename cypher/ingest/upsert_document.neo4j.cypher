@@ -1,5 +1,5 @@
 // Create or update Document nodes (information-resource layer). status 'writing' until the whole
-// document is written; ingestion sets 'complete' last (see mark_document_complete).
+// document is written; ingestion sets 'complete' last (see mark_documents_complete).
 UNWIND $rows AS row
 MERGE (d:Document {id: row.id})
 SET d.uri = row.uri, d.title = row.title, d.mime = row.mime, d.sha256 = row.sha256,

@@ -9,12 +9,13 @@ shared here so that both backends behave the same way.
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
+
+import numpy as np
 
 from kbgraph import cypher
 from kbgraph.errors import SchemaMismatch, StoreError
@@ -54,6 +55,22 @@ def fulltext_terms(text: str, max_terms: int = 32) -> list[str]:
         if len(seen) >= max_terms:
             break
     return list(seen)
+
+
+def map_vectors(params: Row, convert: Callable[[np.ndarray], Any]) -> Row:
+    """``params`` with every numpy array (a checked embedding, at the top level or in a row of ``$rows``)
+    replaced by ``convert(array)``: each driver has its own fastest form of a vector."""
+
+    def fix(v: Any) -> Any:
+        if isinstance(v, np.ndarray):
+            return convert(v)
+        if isinstance(v, dict):
+            return {k: fix(x) for k, x in v.items()}
+        if isinstance(v, list) and v and isinstance(v[0], (dict, np.ndarray)):
+            return [fix(x) for x in v]
+        return v
+
+    return {k: fix(v) for k, v in params.items()}
 
 
 class Transaction:
@@ -320,13 +337,16 @@ class GraphStore(ABC):
             return row
         return {**row, "embedding": self._check_vector(emb)}
 
-    def _check_vector(self, embedding: Sequence[float]) -> list[float]:
-        vec = [float(x) for x in embedding]
-        if len(vec) != self.dimension:
+    def _check_vector(self, embedding: Sequence[float]) -> np.ndarray:
+        """``embedding`` as a float32 array of shape (dimension,). Raises SchemaMismatch for another size
+        (a wrong-sized vector would silently go unindexed) and StoreError for NaN or infinity. Checked with
+        numpy: ingestion sends ~80k vectors per 3,300 passages, a Python loop per float cost seconds."""
+        vec = np.asarray(embedding, dtype=np.float32)
+        if vec.ndim != 1 or vec.shape[0] != self.dimension:
             raise SchemaMismatch(
-                f"embedding has {len(vec)} dimensions but the vector indexes have {self.dimension}; "
+                f"embedding has {vec.size} dimensions but the vector indexes have {self.dimension}; "
                 "check KBGRAPH_EMBEDDING_MODEL and KBGRAPH_EMBEDDING_DIMENSION"
             )
-        if not all(math.isfinite(x) for x in vec):
+        if not np.isfinite(vec).all():
             raise StoreError("embedding contains NaN or infinity")
         return vec

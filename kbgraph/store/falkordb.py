@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
+import numpy as np
+
 from kbgraph.errors import StoreError, StoreUnavailable
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore, Row, snake
+from kbgraph.store.base import GraphStore, Row, map_vectors, snake
 from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
 _ALREADY = ("already indexed", "already exists", "already created", "constraint already")
@@ -60,7 +62,7 @@ class FalkorDBStore(GraphStore):
         import redis
 
         try:
-            result = self._graph.query(query, _round_vectors(params))
+            result = self._graph.query(query, map_vectors(params, _VectorLiteral))
         except redis.exceptions.ResponseError as exc:
             raise StoreError(f"FalkorDB rejected a statement: {exc} [{_first_line(query)}]") from exc
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
@@ -178,21 +180,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _round_vectors(params: Row) -> Row:
-    """The FalkorDB client inlines parameters into the query text; 7 significant digits keep float32
-    precision while making each batch much smaller to send and parse."""
+class _VectorLiteral:
+    """A vector as Cypher list text. The FalkorDB client inlines parameters into the query text and writes
+    any value it does not know with ``str()``; rendering the float32 array once with 7 significant digits
+    (float32 precision) is ~10x faster than the client's per-element path and keeps the text short."""
 
-    def fix(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: (_round_list(x) if k == "embedding" else fix(x)) for k, x in v.items()}
-        if isinstance(v, list):
-            return [fix(x) for x in v]
-        return v
+    __slots__ = ("text",)
 
-    return {k: (_round_list(v) if k == "embedding" else fix(v)) for k, v in params.items()}
+    def __init__(self, vector: np.ndarray):
+        self.text = "[" + ",".join([f"{x:.7g}" for x in vector.tolist()]) + "]"
 
-
-def _round_list(v: Any) -> Any:
-    if isinstance(v, list) and v and isinstance(v[0], float):
-        return [float(f"{x:.7g}") for x in v]
-    return v
+    def __str__(self) -> str:
+        return self.text

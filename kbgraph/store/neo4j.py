@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from kbgraph.errors import ConfigError, StoreError, StoreUnavailable
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore, Row
+from kbgraph.store.base import GraphStore, Row, map_vectors
 
 
 class Neo4jStore(GraphStore):
@@ -66,7 +68,7 @@ class Neo4jStore(GraphStore):
 
         try:
             runner = tx if tx is not None else self._session
-            result = runner.run(query, params)
+            result = runner.run(query, map_vectors(params, np.ndarray.tolist))
             return [record.data() for record in result]
         except nx.ServiceUnavailable as exc:
             raise StoreUnavailable(f"lost the connection to Neo4j at {self.location}") from exc
