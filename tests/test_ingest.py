@@ -110,6 +110,30 @@ def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settin
         kb.close()
 
 
+def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_settings, shared_dir, tmp_path):
+    """A group (one unit of work, one `mark_documents_complete` statement) holds at most ingest_group_size
+    documents and closes once it holds ingest_group_chars characters; how a corpus is grouped does not change
+    the graph (entities shared between groups are merged, not duplicated)."""
+    corpus = _passages(shared_dir, tmp_path, 40)
+    graphs = {}
+    for label, update, groups in [
+        ("by documents", {"ingest_group_size": 16, "ingest_group_chars": 10**9}, 3),  # 16 + 16 + 8
+        ("by characters", {"ingest_group_size": 512, "ingest_group_chars": 1}, 40),  # every passage alone
+        ("one group", {"ingest_group_size": 512, "ingest_group_chars": 10**9}, 1),
+    ]:
+        kb = _kb(falkor_settings.model_copy(update=update))
+        try:
+            report = kb.ingest([corpus], progress=False)
+            assert report.added == 40 and report.failed == 0, label
+            assert kb.store.sent["ingest/mark_documents_complete"] == groups, label
+            stats = kb.stats()
+            graphs[label] = ({k: v for k, v in stats.nodes.items() if k != "IngestionRun"}, stats.relationships)
+            assert kb.store.orphans() == []
+        finally:
+            kb.close()
+    assert graphs["by documents"] == graphs["by characters"] == graphs["one group"]
+
+
 def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, shared_dir, tmp_path):
     import pymupdf
 
