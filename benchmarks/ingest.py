@@ -23,7 +23,7 @@ from pydantic import SecretStr
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multihop"
+MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
 CORPORA = {
     "2wiki": "2wikimultihopqa/dev500.corpus.jsonl",
     "musique": "musique/hipporag_train100.corpus.jsonl",
@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--no-cache", dest="cache", action="store_false", help="no embedding cache")
     args = ap.parse_args()
-    src = SHARED / CORPORA[args.corpus]
+    src = MULTIHOP / CORPORA[args.corpus]
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / src.name
         lines = src.read_text(encoding="utf-8").splitlines()

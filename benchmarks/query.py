@@ -28,7 +28,7 @@ from kbgraph.query.ask import dense_settings
 from kbgraph.query.propagation import propagate, seed_layers
 from kbgraph.settings import Settings
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multihop"
+MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
 CORPORA = {
     "2wiki": "2wikimultihopqa/dev500",
     "musique": "musique/hipporag_train100",
@@ -88,7 +88,7 @@ def main() -> None:
     ap.add_argument("--stores", default="falkordb,neo4j")
     ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
     args = ap.parse_args()
-    base = SHARED / CORPORA[args.corpus]
+    base = MULTIHOP / CORPORA[args.corpus]
     questions = [json.loads(x) for x in Path(f"{base}.questions.jsonl").read_text().splitlines()][: args.questions]
     results = {}
     for store in args.stores.split(","):

@@ -22,9 +22,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.query.evaluate import evaluate
 from kbgraph.settings import Settings
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-if not SHARED.is_dir():
-    SHARED = Path(os.environ.get("KBGRAPH_SHARED", "/work/shared"))
+MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
 SETS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100"}
 METHODS = {
     "dense": "dense-only",
@@ -49,7 +47,7 @@ def main() -> None:
         t0 = time.perf_counter()
         with KnowledgeBase(settings=settings) as kb:
             summary = evaluate(
-                kb, SHARED / "data" / "multihop" / SETS[name], methods=list(METHODS), limit=args.questions,
+                kb, MULTIHOP / SETS[name], methods=list(METHODS), limit=args.questions,
                 out=home / "eval" / name, fresh=not args.resume, judge=False, llm=None, progress=False,
                 log=lambda msg: print(f"  {msg}", flush=True),
             )  # fmt: skip

@@ -1,7 +1,7 @@
 """Evaluation with the protocol of PIKE-RAG §6 (paper 000) and paper 003 §4: every method on the same
 knowledge base with the same embedder, per-question records, a summary and a report with plots.
 
-Data set: a multi-hop QA set in the normalized format of ``shared/data/multihop`` (``<prefix>.questions.jsonl``
+Data set: a multi-hop QA set in the normalized format of ``examples/multihop`` (``<prefix>.questions.jsonl``
 with ``{"id", "question", "answers", "gold_titles", "gold_passage_ids", "meta"}`` and
 ``<prefix>.corpus.jsonl`` with ``{"id", "title", "text"}``), named by its prefix path, a questions file, or a
 folder holding one questions file (:func:`load_dataset`). Its corpus is ingested into the knowledge base

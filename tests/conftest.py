@@ -17,9 +17,48 @@ import pytest
 
 from kbgraph.settings import Settings
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-if not SHARED.is_dir():  # CI clones the repo with shared/ beside it
-    SHARED = Path(os.environ.get("KBGRAPH_SHARED", "/work/shared"))
+#: The repository's root: tests read data only from inside it (tests/test_repo_only.py checks this).
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+# --- the suite reads only the repo --------------------------------------------------------------------
+#: Files the test process opened in a non-hidden sibling of the repository (e.g. ``../shared``): a clone
+#: has nothing beside it, so such a read works here and fails for a user. Checked at the end of the session.
+OUTSIDE_READS: list[str] = []
+
+
+def outside_repo(path: str | Path) -> bool:
+    """True when ``path`` lies in a non-hidden sibling of the repository (``<repo>/../<name>/...``, name not
+    starting with '.'): hidden folders beside the repo (``~/.kbgraph``, ``~/.cache``) and everything else
+    on the machine (site-packages, /tmp) are not the repo's business."""
+    try:
+        p = Path(os.path.abspath(os.fsdecode(path)))
+    except (TypeError, ValueError):
+        return False
+    parent = REPO.parent
+    if p == REPO or REPO in p.parents or parent not in p.parents:
+        return False
+    sibling = p.relative_to(parent).parts[0]
+    return not sibling.startswith(".")
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)) and outside_repo(args[0]):
+        OUTSIDE_READS.append(os.fsdecode(args[0]))
+
+
+if REPO.parent != REPO:  # (a repo at / has no siblings)
+    import sys
+
+    sys.addaudithook(_audit)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    real = [p for p in OUTSIDE_READS if not p.endswith(".kbgraph-guard-probe")]
+    if real:
+        print(f"\nFAILED: the suite read {len(real)} file(s) outside the repository, e.g. {real[0]}")
+        session.exitstatus = 1
 
 TEST_BOLT_PORT = int(os.environ.get("KBGRAPH_TEST_BOLT_PORT", "17687"))
 TEST_HTTP_PORT = int(os.environ.get("KBGRAPH_TEST_HTTP_PORT", "17474"))
@@ -27,10 +66,11 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"shared data folder not found at {SHARED}; set KBGRAPH_SHARED")
-    return SHARED
+def examples_dir() -> Path:
+    """The repo's sample data: ``docs/`` (the sample documents) and ``multihop/`` (the multi-hop QA sets)."""
+    if not (EXAMPLES / "docs").is_dir() or not (EXAMPLES / "multihop").is_dir():
+        pytest.fail(f"the repository's sample data is missing under {EXAMPLES} (a partial checkout?)")
+    return EXAMPLES
 
 
 @pytest.fixture(scope="session")

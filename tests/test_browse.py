@@ -1,5 +1,5 @@
 """Neo4j Browser exploration on both real stores: the ready queries of cypher/browse/ over an ingested real
-corpus (two PDFs of shared/data/docs), saved rationales (kbgraph ask --save) and what deleting a document does
+corpus (two PDFs of examples/docs), saved rationales (kbgraph ask --save) and what deleting a document does
 to them, the `kbgraph browse` command, and the Browser style with the server setting that applies it.
 
 The tests of one store share one ingested corpus (module scope) and run in file order: read-only queries
@@ -21,14 +21,14 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.models import NODE_LABELS, RELATIONSHIP_TYPES
 
 REPO = Path(__file__).resolve().parents[1]
-FEDERAL_REGISTER = "data/docs/pdf/us_federal_register_2020-17221.pdf"  # 53 chunks under 31 sections
-FAA_HANDBOOK = "data/docs/pdf/faa_amt_general_handbook_sample.pdf"  # 3 chunks, no headings
+FEDERAL_REGISTER = "docs/pdf/us_federal_register_2020-17221.pdf"  # 53 chunks under 31 sections
+FAA_HANDBOOK = "docs/pdf/faa_amt_general_handbook_sample.pdf"  # 3 chunks, no headings
 FR_TITLE, FAA_TITLE = "Proposed Rules", "AMT General Handbook"
 QUESTION = "Which airplanes does the FAA's proposed airworthiness directive apply to?"
 
 
 @pytest.fixture(scope="module", params=["falkordb", "neo4j"])
-def corpus(request, falkor_settings, shared_dir):
+def corpus(request, falkor_settings, examples_dir):
     """A knowledge base holding the two PDFs, ingested in one run, on each store."""
     if request.param == "falkordb":
         settings = falkor_settings.model_copy(update={"name": f"browse{uuid.uuid4().hex[:8]}"})
@@ -36,9 +36,9 @@ def corpus(request, falkor_settings, shared_dir):
         settings = request.getfixturevalue("neo4j_settings")
     kb = KnowledgeBase(settings=settings)
     kb.reset()
-    report = kb.ingest([shared_dir / FEDERAL_REGISTER, shared_dir / FAA_HANDBOOK], progress=False)
+    report = kb.ingest([examples_dir / FEDERAL_REGISTER, examples_dir / FAA_HANDBOOK], progress=False)
     assert report.errors == [] and report.added == 2, report
-    kb.shared_dir = shared_dir
+    kb.examples_dir = examples_dir
     yield kb
     kb.reset()
     kb.close()
@@ -134,7 +134,7 @@ def test_changed_lists_the_last_runs_documents(corpus):
     assert sorted(d["title"] for d in row["documents"]) == sorted([FR_TITLE, FAA_TITLE])
     first_run = row["run"]["id"]
     # an unchanged re-run changes nothing; the earlier run can still be asked for by id
-    report = corpus.ingest([corpus.shared_dir / FAA_HANDBOOK], progress=False)
+    report = corpus.ingest([corpus.examples_dir / FAA_HANDBOOK], progress=False)
     assert report.unchanged == 1
     (again,) = corpus.browse("changed")
     assert again["run"]["id"] != first_run and again["documents"] == [] and again["added"] == 0
@@ -346,7 +346,7 @@ def test_deleting_a_document_removes_rationale_edges(corpus):
     fr_id = corpus.browse("document", document=FR_TITLE, limit=1)[0]["document"]["id"]
     assert all(any(c["document_id"] == fr_id for c in r["chunks"]) for r in before.values())
     assert any(r["matched"] for r in before.values())
-    counts = corpus.delete(str(corpus.shared_dir / FEDERAL_REGISTER))
+    counts = corpus.delete(str(corpus.examples_dir / FEDERAL_REGISTER))
     assert counts["documents"] == 1 and counts["chunks"] == 53
     kept_used = kept_matched = 0
     for qid, old in before.items():

@@ -32,7 +32,7 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic",
 ]  # fmt: skip
-PDF = "data/docs/pdf/us_federal_register_2020-17221.pdf"
+PDF = "docs/pdf/us_federal_register_2020-17221.pdf"
 TITLE = "Proposed Rules"
 PARAMS = {"document": TITLE, "limit": 6, "per_chunk": 2}
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -59,11 +59,11 @@ def playwright_api():
 
 
 @pytest.fixture(scope="module")
-def neo4j_kb(neo4j_settings, shared_dir):
+def neo4j_kb(neo4j_settings, examples_dir):
     """The test Neo4j holding one real PDF (53 chunks under 31 sections)."""
     kb = KnowledgeBase(settings=neo4j_settings)
     kb.reset()
-    report = kb.ingest([shared_dir / PDF], progress=False)
+    report = kb.ingest([examples_dir / PDF], progress=False)
     assert report.errors == [] and report.added == 1
     yield kb
     kb.reset()

@@ -1,5 +1,5 @@
 """The chunk stage with an LLM (PIKE-RAG §5.2.1 recurrent split with forward summaries, Figure 5; §5.1.2 LLM
-table summaries), on the real documents of shared/data/docs.
+table summaries), on the real documents of examples/docs.
 
 The LLM is kbgraph.llm.fake.ScriptedLLM (the real client's JSON handling and repair request, scripted
 answers): what is under test is the protocol around the model (what each call receives, how its answers
@@ -36,8 +36,8 @@ def _norm(texts) -> str:
 
 
 @pytest.fixture(scope="module")
-def duck(shared_dir: Path):
-    return parse_file(shared_dir / "data/docs/html/wikipedia_duck.html", max_bytes=MAX)
+def duck(examples_dir: Path):
+    return parse_file(examples_dir / "docs/html/wikipedia_duck.html", max_bytes=MAX)
 
 
 @pytest.fixture(scope="module")
@@ -219,8 +219,8 @@ def test_server_errors_propagate_and_sentence_numbers_are_lenient(taxonomy):
 # --- table summaries ---------------------------------------------------------------------------------------
 
 
-def test_llm_table_summary_of_the_nics_table(shared_dir: Path):
-    parsed = parse_file(shared_dir / "data/docs/pdf/fbi_nics_background_checks_2015-11.pdf", max_bytes=MAX)
+def test_llm_table_summary_of_the_nics_table(examples_dir: Path):
+    parsed = parse_file(examples_dir / "docs/pdf/fbi_nics_background_checks_2015-11.pdf", max_bytes=MAX)
     md = next(e.markdown for e in parsed.elements if e.kind == "table")
     caption, header, rows = parse_markdown_table(md)
     states = [r[0] for r in rows]
@@ -318,7 +318,7 @@ def test_offline_path_is_unchanged_and_the_llm_only_touches_long_blocks_and_tabl
 # --- a real ingestion ------------------------------------------------------------------------------------
 
 
-def test_ingested_chunks_and_summaries_land_in_the_graph(store, backend_settings, duck, shared_dir):
+def test_ingested_chunks_and_summaries_land_in_the_graph(store, backend_settings, duck, examples_dir):
     from kbgraph.ingest.pipeline import Ingestor
     from kbgraph.kb import KnowledgeBase
     from kbgraph.models import stable_id
@@ -329,7 +329,7 @@ def test_ingested_chunks_and_summaries_land_in_the_graph(store, backend_settings
     llm = ScriptedLLM(_model)
     ingestor = Ingestor(store, settings, llm=llm, progress=False,
                         embedder=lambda: KnowledgeBase(settings=settings).embedder)  # fmt: skip
-    report = ingestor.run([shared_dir / "data/docs/html/wikipedia_duck.html"])
+    report = ingestor.run([examples_dir / "docs/html/wikipedia_duck.html"])
     assert report.errors == [] and report.added == 1
     assert report.chunks == len(expected)
     # the long sections went through the split in windows of <= 300 words, each call carrying the forward

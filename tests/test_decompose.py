@@ -27,8 +27,8 @@ HOP2 = "Who was the first president of the American Psychological Association?"
 
 # --- corpus -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def corpus(shared_dir, tmp_path_factory):
-    base = shared_dir / "data" / "multihop" / "musique"
+def corpus(examples_dir, tmp_path_factory):
+    base = examples_dir / "multihop" / "musique"
     questions = {q["id"]: q for q in map(json.loads, (base / "hipporag_train100.questions.jsonl").open())}
     passages = [json.loads(line) for line in (base / "hipporag_train100.corpus.jsonl").open()]
     by_id = {p["id"]: p for p in passages}

@@ -41,13 +41,13 @@ def _load(path: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def wiki(shared_dir) -> dict[str, dict]:
-    return _load(shared_dir / "data/multihop/2wikimultihopqa/dev500.corpus.jsonl")
+def wiki(examples_dir) -> dict[str, dict]:
+    return _load(examples_dir / "multihop/2wikimultihopqa/dev500.corpus.jsonl")
 
 
 @pytest.fixture(scope="module")
-def musique(shared_dir) -> dict[str, dict]:
-    return _load(shared_dir / "data/multihop/musique/hipporag_train100.corpus.jsonl")
+def musique(examples_dir) -> dict[str, dict]:
+    return _load(examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl")
 
 
 def _chunks(rows: list[dict]) -> tuple[list[ChunkRecord], dict[str, str]]:

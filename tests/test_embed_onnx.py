@@ -22,10 +22,10 @@ QUESTION = "Who directed the film Sleep, My Love?"
 
 
 @pytest.fixture(scope="session")
-def sentences(shared_dir) -> list[str]:
+def sentences(examples_dir) -> list[str]:
     """50 real sentences of different lengths from the 2Wiki corpus (plus titles, which are short)."""
     out: list[str] = []
-    with open(shared_dir / "data/multihop/2wikimultihopqa/dev500.corpus.jsonl", encoding="utf-8") as fh:
+    with open(examples_dir / "multihop/2wikimultihopqa/dev500.corpus.jsonl", encoding="utf-8") as fh:
         for line in fh:
             row = json.loads(line)
             out.append(row["title"])

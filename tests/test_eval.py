@@ -31,10 +31,10 @@ N_QUESTIONS, N_OTHERS = 20, 100
 
 
 @pytest.fixture(scope="module")
-def dataset(shared_dir, tmp_path_factory) -> Path:
+def dataset(examples_dir, tmp_path_factory) -> Path:
     """<folder>/mini.questions.jsonl + mini.corpus.jsonl: the first 20 MuSiQue questions, their gold passages
-    and 100 other passages drawn with a fixed seed, all verbatim from shared/data/multihop/musique."""
-    base = shared_dir / "data" / "multihop" / "musique"
+    and 100 other passages drawn with a fixed seed, all verbatim from examples/multihop/musique."""
+    base = examples_dir / "multihop" / "musique"
     questions = [json.loads(x) for x in (base / "hipporag_train100.questions.jsonl").open(encoding="utf-8")]
     questions = questions[:N_QUESTIONS]
     passages = {p["id"]: p for p in map(json.loads, (base / "hipporag_train100.corpus.jsonl").open(encoding="utf-8"))}

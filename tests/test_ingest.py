@@ -26,8 +26,8 @@ def _kb(settings) -> KnowledgeBase:
     return kb
 
 
-def _passages(shared_dir: Path, tmp_path: Path, n: int, name: str = "corpus.jsonl") -> Path:
-    src = shared_dir / "data/multihop/musique/hipporag_train100.corpus.jsonl"
+def _passages(examples_dir: Path, tmp_path: Path, n: int, name: str = "corpus.jsonl") -> Path:
+    src = examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl"
     lines = src.read_text(encoding="utf-8").splitlines()[:n]
     out = tmp_path / name
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -38,13 +38,13 @@ def _writes(store) -> int:
     return sum(n for name, n in store.sent.items() if name.startswith(WRITE_STATEMENTS))
 
 
-def test_shared_documents_build_three_layers(backend_settings, shared_dir):
-    """Every file in shared/data/docs ingests; each layer is present and linked to its document."""
+def test_shared_documents_build_three_layers(backend_settings, examples_dir):
+    """Every file in examples/docs ingests; each layer is present and linked to its document."""
     kb = _kb(backend_settings)
     try:
-        report = kb.ingest([shared_dir / "data/docs"], progress=False)
+        report = kb.ingest([examples_dir / "docs"], progress=False)
         assert report.errors == [], report.errors
-        docs = sorted(p for p in (shared_dir / "data/docs").rglob("*") if p.suffix in (".pdf", ".docx", ".html", ".txt"))
+        docs = sorted(p for p in (examples_dir / "docs").rglob("*") if p.suffix in (".pdf", ".docx", ".html", ".txt"))
         assert report.added == len(docs) == 9  # 6 PDFs, the DOCX handbook, the HTML page, SOURCE.txt
         stats = kb.stats()
         for label in ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity", "IngestionRun"):
@@ -66,13 +66,13 @@ def test_shared_documents_build_three_layers(backend_settings, shared_dir):
         kb.close()
 
 
-def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settings, shared_dir, tmp_path):
+def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settings, examples_dir, tmp_path):
     corpus = tmp_path / "notes"
     corpus.mkdir()
     (corpus / "a.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.\n\n"
                                   "She worked with Charles Babbage in London.", encoding="utf-8")
     (corpus / "b.txt").write_text("Grace Hopper developed the first compiler at Remington Rand.", encoding="utf-8")
-    passages = _passages(shared_dir, tmp_path, 20)
+    passages = _passages(examples_dir, tmp_path, 20)
     kb = _kb(backend_settings)
     try:
         first = kb.ingest([corpus, passages], progress=False)
@@ -110,11 +110,11 @@ def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settin
         kb.close()
 
 
-def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_settings, shared_dir, tmp_path):
+def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_settings, examples_dir, tmp_path):
     """A group (one unit of work, one `mark_documents_complete` statement) holds at most ingest_group_size
     documents and closes once it holds ingest_group_chars characters; how a corpus is grouped does not change
     the graph (entities shared between groups are merged, not duplicated)."""
-    corpus = _passages(shared_dir, tmp_path, 40)
+    corpus = _passages(examples_dir, tmp_path, 40)
     graphs = {}
     for label, update, groups in [
         ("by documents", {"ingest_group_size": 16, "ingest_group_chars": 10**9}, 3),  # 16 + 16 + 8
@@ -134,13 +134,13 @@ def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_
     assert graphs["by documents"] == graphs["by characters"] == graphs["one group"]
 
 
-def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, shared_dir, tmp_path):
+def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, examples_dir, tmp_path):
     import pymupdf
 
     settings = falkor_settings.model_copy(update={"name": "bad", "max_file_bytes": 200_000})
     d = tmp_path / "inbox"
     d.mkdir()
-    real_pdf = shared_dir / "data/docs/pdf/fbi_nics_background_checks_2015-11.pdf"
+    real_pdf = examples_dir / "docs/pdf/fbi_nics_background_checks_2015-11.pdf"
     (d / "corrupt.pdf").write_bytes(real_pdf.read_bytes()[:5000])
     (d / "empty.txt").write_text("   \n\n  ", encoding="utf-8")
     (d / "zero.md").write_bytes(b"")
@@ -202,10 +202,10 @@ def test_second_run_waits_or_exits_75(falkor_settings, tmp_path):
         kb.close()
 
 
-def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(backend_settings, shared_dir, tmp_path):
+def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(backend_settings, examples_dir, tmp_path):
     """A `kbgraph ingest` process killed with SIGKILL in the middle of a run (Neo4j: mid-transaction; FalkorDB:
     documents left 'writing'), then re-run, gives exactly the graph of one clean run, with no orphans."""
-    corpus = _passages(shared_dir, tmp_path, 120)
+    corpus = _passages(examples_dir, tmp_path, 120)
     settings = backend_settings.model_copy(update={"ingest_group_size": 16})
     env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name,
            "KBGRAPH_INGEST_GROUP_SIZE": "16", "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding_cache_dir)}  # fmt: skip

@@ -1,4 +1,4 @@
-"""Ingestion stages 1-2 (parse, structure, chunk) on the real documents of shared/data/docs. No mocks.
+"""Ingestion stages 1-2 (parse, structure, chunk) on the real documents of examples/docs. No mocks.
 
 The expected figures were read off the documents themselves (the NICS table rendered as an image, the
 handbook's heading styles in Word), not off the parser's output.
@@ -24,8 +24,8 @@ MAX = 50 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def docs(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "docs"
+def docs(examples_dir: Path) -> Path:
+    return examples_dir / "docs"
 
 
 @pytest.fixture(scope="module")
@@ -254,8 +254,8 @@ def test_markdown_and_email(tmp_path: Path):
 # --- passages and ids -----------------------------------------------------------------------------------
 
 
-def test_passage_corpus(shared_dir: Path, tmp_path: Path):
-    src = shared_dir / "data" / "multihop" / "musique" / "hipporag_train100.corpus.jsonl"
+def test_passage_corpus(examples_dir: Path, tmp_path: Path):
+    src = examples_dir / "multihop" / "musique" / "hipporag_train100.corpus.jsonl"
     lines = src.read_text(encoding="utf-8").splitlines()[:50]
     corpus = tmp_path / "musique50.jsonl"
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -272,7 +272,7 @@ def test_passage_corpus(shared_dir: Path, tmp_path: Path):
     assert len({d.uri for d in parsed}) == 50 and len({d.sha256 for d in parsed}) == 50
 
 
-def test_ids_are_stable_across_runs(docs: Path, shared_dir: Path, tmp_path: Path):
+def test_ids_are_stable_across_runs(docs: Path, examples_dir: Path, tmp_path: Path):
     def ids(doc: ParsedDocument) -> list[str]:
         document, sections, chunks = build_structure(doc)
         return [document.id] + [s.id for s in sections] + [c.id for c in chunks] + [c.parent_id for c in chunks]
@@ -281,7 +281,7 @@ def test_ids_are_stable_across_runs(docs: Path, shared_dir: Path, tmp_path: Path
         first = ids(parse_file(path, max_bytes=MAX))
         second = ids(parse_file(path, max_bytes=MAX))
         assert first == second and len(set(first)) > 10
-    src = shared_dir / "data" / "multihop" / "musique" / "hipporag_train100.corpus.jsonl"
+    src = examples_dir / "multihop" / "musique" / "hipporag_train100.corpus.jsonl"
     corpus = tmp_path / "c.jsonl"
     corpus.write_text("\n".join(src.read_text(encoding="utf-8").splitlines()[:20]) + "\n", encoding="utf-8")
     run1 = [i for d in parse_passages_jsonl(corpus) for i in ids(d)]
@@ -289,9 +289,9 @@ def test_ids_are_stable_across_runs(docs: Path, shared_dir: Path, tmp_path: Path
     assert run1 == run2
 
 
-def test_passage_chunking_throughput(shared_dir: Path):
+def test_passage_chunking_throughput(examples_dir: Path):
     """3,301 2WikiMultihopQA passages: parsed and chunked well under 30 s (short ones skip spaCy)."""
-    corpus = shared_dir / "data" / "multihop" / "2wikimultihopqa" / "dev500.corpus.jsonl"
+    corpus = examples_dir / "multihop" / "2wikimultihopqa" / "dev500.corpus.jsonl"
     start = time.perf_counter()
     parsed = list(parse_passages_jsonl(corpus))
     chunks = [c for d in parsed for c in build_structure(d)[2]]

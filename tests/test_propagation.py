@@ -149,10 +149,10 @@ def test_title_hop_is_shared_among_the_chunks_it_reaches(store, backend_settings
 
 
 @pytest.fixture
-def small_kb(falkor_settings, shared_dir, tmp_path):
+def small_kb(falkor_settings, examples_dir, tmp_path):
     from kbgraph.kb import KnowledgeBase
 
-    src = shared_dir / "data/multihop/musique/hipporag_train100.corpus.jsonl"
+    src = examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl"
     corpus = tmp_path / "small.jsonl"
     corpus.write_text("\n".join(src.read_text(encoding="utf-8").splitlines()[:30]) + "\n", encoding="utf-8")
     kb = KnowledgeBase(settings=falkor_settings.model_copy(update={"name": "hostile"}))
