@@ -48,6 +48,10 @@ class LLMError(KBGraphError):
     """The LLM server failed, refused the request, or gave an answer that cannot be used."""
 
 
+class LLMContextError(LLMError):
+    """A prompt does not fit the LLM's context window (the message names the prompt and its token count)."""
+
+
 class LockTimeout(KBGraphError):
     """Another kbgraph process holds the lock."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import (
@@ -174,10 +174,11 @@ class Settings(BaseSettings):
     llm_cache_dir: Path | None = Field(
         None, description="On-disk LLM response cache folder; default <home>/llm-cache."
     )
-    llm_json_mode: bool = Field(
-        False,
-        description="Send response_format={'type': 'json_object'} for JSON answers (only if the server "
-        "supports it; many local servers reject it).",
+    llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = Field(
+        "auto",
+        description="How JSON answers are constrained: 'auto' tries the schema as response_format (json_schema, "
+        "then json_object with a schema, then json_object) and remembers per endpoint what the server takes; "
+        "'none' sends no response_format (schema in the prompt and one repair request only).",
     )
 
     # --- misc -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from pydantic import BaseModel
 
-from kbgraph.errors import KBGraphError, LLMError
+from kbgraph.errors import KBGraphError, LLMContextError, LLMError
 from kbgraph.llm import LLM, OpenAIClient, ScriptedLLM, Usage, extract_json, get_llm
 from kbgraph.settings import Settings
 
@@ -33,8 +33,8 @@ def ok(text: str, prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:
     return {"status": 200, "text": text, "usage": (prompt_tokens, completion_tokens)}
 
 
-def error(status: int, message: str = "boom", code: str | None = None) -> dict:
-    return {"status": status, "error": {"message": message, "type": "error", "code": code}}
+def error(status: int, message: str = "boom", code: str | None = None, **extra) -> dict:
+    return {"status": status, "error": {"message": message, "type": "error", "code": code, **extra}}
 
 
 def slow(seconds: float, then: dict) -> dict:
@@ -139,7 +139,7 @@ def make_client(server, tmp_path):
             "llm_temperature": 0.2,
             "llm_timeout": 5.0,
             "llm_max_retries": 3,
-            "llm_json_mode": False,
+            "llm_response_format": "none",
             **overrides,
         }
         client = OpenAIClient(Settings(**values), cache=cache, retry_wait=0.01, retry_max_wait=0.05)
@@ -246,14 +246,85 @@ def test_json_answer_with_fences_and_prose(server, make_client):
     assert "response_format" not in body  # json mode is off by default
 
 
-def test_json_mode_setting_sends_response_format(server, make_client):
+def test_fixed_json_object_mode_sends_response_format(server, make_client):
     server.queue(ok('{"answer": 1, "reason": "r"}'))
-    llm = make_client(llm_json_mode=True)
+    llm = make_client(llm_response_format="json_object")
     llm.complete_json([{"role": "system", "content": "You are terse."}, *MESSAGES], Answer)
     body = server.requests[0]
     assert body["response_format"] == {"type": "json_object"}
     assert [m["role"] for m in body["messages"]] == ["system", "user"]  # instructions merged, one system message
     assert body["messages"][0]["content"].startswith("You are terse.")
+
+
+def test_auto_sends_the_schema_as_json_schema_and_remembers_it(server, make_client, tmp_path):
+    server.queue(ok('{"answer": 42, "reason": "6*7"}'))
+    llm = make_client(llm_response_format="auto", llm_cache_dir=tmp_path / "c")
+    assert llm.complete_json(MESSAGES, Answer).answer == 42
+    fmt = server.requests[0]["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "Answer"
+    assert fmt["json_schema"]["schema"] == Answer.model_json_schema() and fmt["json_schema"]["strict"] is False
+    memory = json.loads((tmp_path / "c" / "response_formats.json").read_text())
+    assert memory == {f"{server.base_url}|test-model": "json_schema"}
+
+
+def test_auto_falls_back_per_endpoint_and_does_not_probe_again(server, make_client, tmp_path):
+    """llama-cpp-python refuses json_schema with a 500; a second server refuses the schema field: the client
+    steps down to json_object, and a new client on the same endpoint starts there."""
+    server.queue(
+        error(500, "1 validation error: response_format.type Input should be 'text' or 'json_object'"),
+        error(400, "response_format: unknown field 'schema'"),
+        ok('{"answer": 42, "reason": "6*7"}'),
+    )
+    llm = make_client(llm_response_format="auto", llm_cache_dir=tmp_path / "c")
+    assert llm.complete_json(MESSAGES, Answer).answer == 42
+    sent = [r.get("response_format") for r in server.requests]
+    assert [f["type"] for f in sent] == ["json_schema", "json_object", "json_object"]
+    assert "schema" in sent[1] and "schema" not in sent[2]
+    assert llm.usage.calls == 1  # the refused requests were not answers, and the 500 was not retried
+    server.queue(ok('{"answer": 7, "reason": "again"}'))
+    again = make_client(llm_response_format="auto", llm_cache_dir=tmp_path / "c")
+    assert again.complete_json(MESSAGES, Answer).answer == 7
+    assert server.requests[3]["response_format"] == {"type": "json_object"}
+    assert len(server.requests) == 4
+
+
+def test_a_fixed_mode_the_server_refuses_is_a_clear_error(server, make_client):
+    server.queue(error(400, "response_format json_schema is not supported"))
+    llm = make_client(llm_response_format="json_schema")
+    with pytest.raises(LLMError, match="KBGRAPH_LLM_RESPONSE_FORMAT=auto"):
+        llm.complete_json(MESSAGES, Answer)
+    assert len(server.requests) == 1
+
+
+def test_prompt_over_the_context_names_the_prompt_and_its_tokens(server, make_client):
+    """llama.cpp's server answers 400 exceed_context_size_error with n_prompt_tokens and n_ctx."""
+    server.queue(error(400, "the request exceeds the available context size, try increasing it",
+                       n_prompt_tokens=5210, n_ctx=4096))  # fmt: skip
+    llm = make_client(llm_response_format="auto")
+    with pytest.raises(LLMContextError) as info:
+        llm.complete_json(MESSAGES, Answer)
+    msg = str(info.value)
+    assert "Answer prompt" in msg and "5,210 tokens" in msg and "4,096" in msg and "--ctx" in msg
+    assert "\n" not in msg
+    assert len(server.requests) == 1  # not retried, not mistaken for a refused response_format
+
+
+def test_openai_context_length_message_is_parsed(server, make_client):
+    server.queue(error(400, "This model's maximum context length is 8192 tokens. However, your messages "
+                       "resulted in 9001 tokens. Please reduce the length of the messages.",
+                       code="context_length_exceeded"))  # fmt: skip
+    with pytest.raises(LLMContextError, match="9,001 tokens.*8,192"):
+        make_client().complete(MESSAGES)
+
+
+def test_json_stats_count_answers_and_repairs_per_prompt(server, make_client):
+    server.queue(ok('{"answer": 1, "reason": "a"}'), ok("no json"), ok('{"answer": 2, "reason": "b"}'))
+    llm = make_client()
+    llm.complete_json(MESSAGES, Answer)
+    llm.complete_json(MESSAGES, Answer)
+    report = llm.json_report()["Answer"]
+    assert (report["answers"], report["repaired"], report["failed"]) == (2, 1, 0)
+    assert report["repair_share"] == 0.5
 
 
 def test_malformed_json_is_repaired(server, make_client):

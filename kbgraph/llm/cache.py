@@ -1,6 +1,6 @@
 """On-disk LLM response cache: one SQLite file, safe for several threads and processes.
 
-Key = sha256 of ``json.dumps({model, messages, temperature, max_tokens, json_mode}, sort_keys=True)``
+Key = sha256 of ``json.dumps({model, messages, temperature, max_tokens, response_format}, sort_keys=True)``
 (see :func:`cache_key`). Values are the answer texts. WAL journal + a busy timeout let concurrent
 ingestion processes share one cache; every operation opens its own short-lived connection.
 """
@@ -31,7 +31,7 @@ def cache_key(
     messages: list[dict[str, str]],
     temperature: float,
     max_tokens: int | None,
-    json_mode: bool,
+    response_format: str = "none",
 ) -> str:
     """The cache key of one request (what the answer depends on)."""
     payload: dict[str, Any] = {
@@ -39,7 +39,7 @@ def cache_key(
         "messages": messages,
         "temperature": temperature,
         "max_tokens": max_tokens,
-        "json_mode": json_mode,
+        "response_format": response_format,  # the structured-output mode (kbgraph.llm.structured)
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 

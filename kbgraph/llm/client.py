@@ -12,17 +12,27 @@ vLLM, Ollama, llama.cpp server, ...).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from kbgraph.errors import LLMError
+from kbgraph.errors import LLMContextError, LLMError
 from kbgraph.llm.cache import ResponseCache, cache_key
+from kbgraph.llm.json_answers import (  # noqa: F401 - re-exported: kbgraph.llm.client was their home
+    JSON_INSTRUCTIONS,
+    REPAIR_PROMPT,
+    JSONAnswerError,
+    describe_error,
+    extract_json,
+    one_line,
+    parse_json_answer,
+    with_json_instructions,
+)
+from kbgraph.llm.structured import MODES, FormatMemory, JSONStats, Mode, is_rejection, mode_of, next_mode, response_format
 
 if TYPE_CHECKING:
     from kbgraph.settings import Settings
@@ -91,88 +101,26 @@ def usable_json(llm: LLM, messages: list[dict[str, str]], schema: type[M]) -> tu
         return None, str(exc)
 
 
-# --- JSON answers ----------------------------------------------------------------------------------
-
-JSON_INSTRUCTIONS = (
-    "Answer with a JSON object only: no prose before or after it, no Markdown. "
-    "The object must validate against this JSON schema:\n{schema}"
-)
-REPAIR_PROMPT = (
-    "Your previous answer could not be used: {error}\n"
-    "Reply with only the corrected JSON object that validates against the schema, no other text."
-)
-
-_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[ \t]*(?:json[c5]?|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
-
-
-class JSONAnswerError(ValueError):
-    """The answer text holds no JSON object."""
-
-
-def extract_json(text: str) -> str:
-    """The JSON object in an answer: drops <think>...</think> blocks, prefers the content of a ```json
-    fence, and takes the outermost {...}. Raises JSONAnswerError when there is no object."""
-    text = _THINK.sub("", text or "")
-    for fenced in _FENCE.findall(text):
-        if "{" in fenced:
-            text = fenced
-            break
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        raise JSONAnswerError("the answer contains no JSON object ({...})")
-    return text[start : end + 1]
-
-
-def parse_json_answer(text: str, schema: type[M]) -> M:
-    """Extract, parse and validate. Raises ValueError (JSONAnswerError, json.JSONDecodeError or
-    pydantic.ValidationError, all ValueError subclasses)."""
-    obj = json.loads(extract_json(text))
-    return schema.model_validate(obj)
-
-
-def describe_error(exc: Exception) -> str:
-    """A short, model-readable description of why an answer was rejected."""
-    if isinstance(exc, ValidationError):
-        parts = []
-        for err in exc.errors()[:10]:
-            loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
-            parts.append(f"{loc}: {err.get('msg', 'invalid')}")
-        more = exc.error_count() - len(parts)
-        return "schema validation failed: " + "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-    if isinstance(exc, json.JSONDecodeError):
-        return f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-    return str(exc)
-
-
-def with_json_instructions(messages: Messages, schema: type[BaseModel]) -> Messages:
-    """The messages with the JSON instructions and schema in the system message (merged into an existing
-    leading system message: some chat templates allow only one, and only first)."""
-    instructions = JSON_INSTRUCTIONS.format(schema=json.dumps(schema.model_json_schema(), ensure_ascii=False))
-    out = [dict(m) for m in messages]
-    if out and out[0].get("role") == "system":
-        out[0]["content"] = f"{out[0].get('content', '')}\n\n{instructions}".lstrip()
-    else:
-        out.insert(0, {"role": "system", "content": instructions})
-    return out
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 class BaseLLM:
-    """The server-independent half of an LLM client. Subclasses implement :meth:`_complete`."""
+    """The server-independent half of an LLM client. Subclasses implement :meth:`_complete`.
+
+    ``response_format_mode``: how JSON answers are constrained (``kbgraph.llm.structured``): ``auto`` probes
+    json_schema -> json_object_schema -> json_object -> none per endpoint and remembers what was answered;
+    a fixed mode is sent as it is (the scripted fake defaults to ``none``). ``json_stats``: per prompt
+    (schema name), JSON answers validated, repaired and failed.
+    """
 
     usage: Usage
     default_model: str | None = None
     default_temperature: float = 0.0
-    json_mode: bool = False  # send response_format={"type": "json_object"} for JSON answers
+    response_format_mode: str = "none"
+    endpoint: str = "local"
 
     def __init__(self) -> None:
         self.usage = Usage()
         self._usage_lock = threading.Lock()
+        self.json_stats: dict[str, JSONStats] = {}
+        self._formats = FormatMemory(None)
 
     # --- public API ----------------------------------------------------------------------------
     def complete(
@@ -185,8 +133,9 @@ class BaseLLM:
     ) -> str:
         model, temperature = self._resolve(model, temperature)
         return self._complete(
-            [dict(m) for m in messages], model=model, temperature=temperature, max_tokens=max_tokens, json_mode=False
-        )
+            [dict(m) for m in messages], model=model, temperature=temperature, max_tokens=max_tokens,
+            response_format=None, purpose="completion",
+        )  # fmt: skip
 
     def complete_json(
         self,
@@ -197,14 +146,19 @@ class BaseLLM:
         temperature: float | None = None,
         max_tokens: int | None = None,
     ) -> M:
+        """A ``schema`` instance from the model's answer: the schema in the system message and, where the
+        endpoint takes it, in ``response_format``; one repair request when the answer does not validate.
+        Raises LLMError when the repaired answer is still unusable (its cause a ValueError) or the server
+        fails; LLMContextError when the prompt does not fit the server's context."""
         model, temperature = self._resolve(model, temperature)
-        params: dict[str, Any] = {
-            "model": model, "temperature": temperature, "max_tokens": max_tokens, "json_mode": self.json_mode
-        }
+        params: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": max_tokens}
+        stats = self._stats(schema)
         first = with_json_instructions(messages, schema)
-        text = self._complete(first, **params)
+        text, fmt = self._send_json(first, schema, params)
         try:
-            return parse_json_answer(text, schema)
+            answer = parse_json_answer(text, schema)
+            self._tally(stats, "answers")
+            return answer
         except ValueError as exc:
             error = describe_error(exc)
         log.info("LLM answer is not a valid %s (%s); asking for a repair", schema.__name__, error)
@@ -212,27 +166,80 @@ class BaseLLM:
             {"role": "assistant", "content": text},
             {"role": "user", "content": REPAIR_PROMPT.format(error=error)},
         ]
-        text = self._complete(repair, **params)
+        text = self._complete(repair, **params, response_format=fmt, purpose=f"{schema.__name__} repair")
         try:
-            return parse_json_answer(text, schema)
+            answer = parse_json_answer(text, schema)
+            self._tally(stats, "answers", "repaired")
+            return answer
         except ValueError as exc:
+            self._tally(stats, "failed")
             # Keep neither bad answer: the next run asks the server again instead of replaying the failure.
-            self._forget(first, **params)
-            self._forget(repair, **params)
+            self._forget(first, **params, response_format=fmt)
+            self._forget(repair, **params, response_format=fmt)
             raise LLMError(
                 f"the LLM ({model}) gave no valid {schema.__name__} JSON even after a repair request "
                 f"({one_line(describe_error(exc), 200)}); try a stronger model (KBGRAPH_LLM_MODEL)"
             ) from exc
 
+    def json_report(self) -> dict[str, dict[str, float]]:
+        """Per prompt (schema name): answers, repaired, failed and the share that needed a repair."""
+        with self._usage_lock:
+            return {
+                name: {**s.model_dump(), "repair_share": round(s.repair_share, 4)}
+                for name, s in sorted(self.json_stats.items())
+            }
+
+    # --- structured outputs -------------------------------------------------------------------------
+    def _send_json(
+        self, messages: Messages, schema: type[BaseModel], params: dict[str, Any]
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Send a JSON request in the endpoint's mode; in ``auto``, fall back on a rejected mode and remember
+        the first one answered. Returns (answer text, the response_format used)."""
+        auto = self.response_format_mode == "auto"
+        mode: Mode = (self._formats.get(self._memory_key(params["model"])) or MODES[0]) if auto else (
+            self.response_format_mode if self.response_format_mode in MODES else "none")  # type: ignore[assignment]
+        while True:
+            fmt = response_format(mode, schema)
+            try:
+                text = self._complete(messages, **params, response_format=fmt, purpose=schema.__name__)
+            except FormatRejected as exc:
+                if not auto or mode == "none":
+                    raise LLMError(
+                        f"the LLM server at {self.endpoint} does not take response_format {mode} ({exc}); "
+                        "set KBGRAPH_LLM_RESPONSE_FORMAT=auto"
+                    ) from None
+                log.info("%s rejects response_format %s (%s); trying %s", self.endpoint, mode, exc, next_mode(mode))
+                mode = next_mode(mode)
+                continue
+            if auto:
+                self._formats.put(self._memory_key(params["model"]), mode)
+            return text, fmt
+
+    def _memory_key(self, model: str) -> str:
+        return f"{self.endpoint}|{model}"
+
+    def _stats(self, schema: type[BaseModel]) -> JSONStats:
+        with self._usage_lock:
+            return self.json_stats.setdefault(schema.__name__, JSONStats())
+
+    def _tally(self, stats: JSONStats, *fields: str) -> None:
+        with self._usage_lock:
+            for f in fields:
+                setattr(stats, f, getattr(stats, f) + 1)
+
     # --- for subclasses ---------------------------------------------------------------------------
     def _complete(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None, json_mode: bool
-    ) -> str:
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None, purpose: str,
+    ) -> str:  # fmt: skip
+        """One request. ``purpose`` names the prompt in errors (the schema's name for JSON prompts). Raises
+        FormatRejected when the server refuses ``response_format``."""
         raise NotImplementedError
 
     def _forget(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None, json_mode: bool
-    ) -> None:
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+    ) -> None:  # fmt: skip
         """Drop a cached answer (no-op without a cache)."""
 
     def _resolve(self, model: str | None, temperature: float | None) -> tuple[str, float]:
@@ -251,6 +258,10 @@ class BaseLLM:
             u.completion_tokens += completion
             u.seconds += seconds
             u.cached_calls += cached
+
+
+class FormatRejected(Exception):
+    """The server refused the request's ``response_format`` (internal: BaseLLM falls back to the next mode)."""
 
 
 # --- the real client ---------------------------------------------------------------------------------
@@ -279,8 +290,9 @@ class OpenAIClient(BaseLLM):
         self.settings = settings
         self.default_model = settings.llm_model
         self.default_temperature = settings.llm_temperature
-        self.json_mode = settings.llm_json_mode
+        self.response_format_mode = settings.llm_response_format
         self.base_url = settings.llm_base_url
+        self.endpoint = self.base_url or "api.openai.com"
         self.timeout = settings.llm_timeout
         self.max_retries = settings.llm_max_retries
         self.retry_wait = retry_wait
@@ -292,10 +304,9 @@ class OpenAIClient(BaseLLM):
             timeout=self.timeout,
             max_retries=0,
         )
-        self.cache: ResponseCache | None = None
-        if cache:
-            folder = settings.llm_cache_dir if settings.llm_cache_dir is not None else settings.home / "llm-cache"
-            self.cache = ResponseCache(folder)
+        folder = settings.llm_cache_dir if settings.llm_cache_dir is not None else settings.home / "llm-cache"
+        self._formats = FormatMemory(folder)  # which response_format each endpoint answered
+        self.cache: ResponseCache | None = ResponseCache(folder) if cache else None
 
     @property
     def where(self) -> str:
@@ -306,13 +317,15 @@ class OpenAIClient(BaseLLM):
 
     # --- one request ------------------------------------------------------------------------------
     def _complete(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None, json_mode: bool
-    ) -> str:
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None, purpose: str,
+    ) -> str:  # fmt: skip
         key = None
         if self.cache is not None:
             key = cache_key(
-                model=model, messages=messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode
-            )
+                model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
+                response_format=mode_of(response_format),
+            )  # fmt: skip
             hit = self.cache.get(key)
             if hit is not None:
                 self._count(cached=1)
@@ -321,14 +334,21 @@ class OpenAIClient(BaseLLM):
         request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
-        if json_mode:
-            request["response_format"] = {"type": "json_object"}
+        if response_format is not None:
+            request["response_format"] = response_format
 
         start = time.perf_counter()
         try:
             response = self._retrying()(self._client.chat.completions.create, **request)
         except self._openai.OpenAIError as exc:
-            raise self._error(exc, model, json_mode) from exc
+            status = getattr(exc, "status_code", None)
+            detail = _error_detail(exc)
+            if response_format is not None and is_rejection(status, detail):
+                raise FormatRejected(f"{status}: {one_line(detail, 160)}") from exc
+            context = _context_overflow(exc)
+            if context is not None:
+                raise self._context_error(context, messages, purpose, model) from exc
+            raise self._error(exc, model, response_format is not None) from exc
         finally:
             self._count(seconds=time.perf_counter() - start)
 
@@ -346,14 +366,32 @@ class OpenAIClient(BaseLLM):
         return text
 
     def _forget(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None, json_mode: bool
-    ) -> None:
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+    ) -> None:  # fmt: skip
         if self.cache is not None:
             self.cache.delete(
                 cache_key(
-                    model=model, messages=messages, temperature=temperature, max_tokens=max_tokens, json_mode=json_mode
+                    model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
+                    response_format=mode_of(response_format),
                 )
             )
+
+    def _context_error(self, found: dict[str, int | None], messages: Messages, purpose: str, model: str) -> LLMContextError:
+        """LLMContextError naming the prompt, its token count (the server's, else estimated) and the context."""
+        tokens = found.get("prompt_tokens")
+        if tokens is None:
+            words = sum(len(str(m.get("content", "")).split()) for m in messages)
+            size = f"about {round(words * 1.3):,} tokens (estimated)"
+        else:
+            size = f"{tokens:,} tokens"
+        ctx = found.get("context")
+        limit = f" of {ctx:,} tokens" if ctx else ""
+        return LLMContextError(
+            f"the {purpose} prompt has {size}, more than the context{limit} of model {model!r} at {self.where}; "
+            "use a model or server with a larger context (kbgraph llm start --ctx N), or lower "
+            "KBGRAPH_CHUNK_TOKENS / KBGRAPH_LLM_CHUNK_WINDOW_TOKENS"
+        )
 
     # --- retries and errors ---------------------------------------------------------------------------
     def _retrying(self) -> Callable[..., Any]:
@@ -370,6 +408,8 @@ class OpenAIClient(BaseLLM):
             exc = state.outcome.exception() if state.outcome else None
             if not isinstance(exc, transient):
                 return False
+            if is_rejection(getattr(exc, "status_code", None), _error_detail(exc)) or _context_overflow(exc):
+                return False  # a refused response_format or an over-long prompt: waiting does not help
             # An exhausted quota is a 429 too, but waiting does not fix it.
             return getattr(exc, "code", None) != "insufficient_quota"
 
@@ -390,6 +430,7 @@ class OpenAIClient(BaseLLM):
         )
 
     def _error(self, exc: Exception, model: str, json_mode: bool) -> LLMError:
+        """The one-line LLMError for a failed request (``json_mode``: a response_format was sent)."""
         o = self._openai
         attempts = f"after {self.max_retries + 1} attempt{'s' if self.max_retries else ''}"
         detail = one_line(getattr(exc, "message", None) or str(exc), 200)
@@ -427,13 +468,53 @@ class OpenAIClient(BaseLLM):
                 "check KBGRAPH_LLM_BASE_URL and that the server runs"
             )
         elif isinstance(exc, o.BadRequestError):
-            fix = "set KBGRAPH_LLM_JSON_MODE=false" if json_mode else "check KBGRAPH_LLM_MODEL"
+            fix = "set KBGRAPH_LLM_RESPONSE_FORMAT=none" if json_mode else "check KBGRAPH_LLM_MODEL"
             msg = f"the LLM server at {where} rejected the request (400: {detail}); {fix}"
         elif isinstance(exc, o.APIStatusError):
             msg = f"the LLM server at {where} answered {exc.status_code}: {detail}; check KBGRAPH_LLM_BASE_URL"
         else:
             msg = f"the LLM request to {where} failed: {detail}"
         return LLMError(one_line(msg, 400))
+
+
+def _error_detail(exc: BaseException) -> str:
+    """The server's error message: the body's ``message`` (or ``error.message``), else the exception text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        msg = inner.get("message") or inner.get("detail")
+        if msg:
+            return str(msg)
+    return str(getattr(exc, "message", None) or exc)
+
+
+_CTX_WORDS = re.compile(r"context (?:size|length|window)|exceeds? the (?:available )?context|too many tokens|"
+                        r"maximum context length|context_length_exceeded|exceed_context", re.IGNORECASE)
+_NUMS = re.compile(r"\d[\d,]*")
+
+
+def _context_overflow(exc: BaseException) -> dict[str, int | None] | None:
+    """{"prompt_tokens", "context"} when the error says the prompt does not fit the context, else None.
+    llama.cpp's server sends ``n_prompt_tokens`` and ``n_ctx`` in the error body; llama-cpp-python says
+    "Requested tokens (N) exceed context window of M"; OpenAI "maximum context length is M tokens. However,
+    your messages resulted in N tokens"."""
+    if getattr(exc, "status_code", None) not in (400, 413, 422, 500):
+        return None
+    body = getattr(exc, "body", None)
+    inner = body.get("error") if isinstance(body, dict) and isinstance(body.get("error"), dict) else body
+    inner = inner if isinstance(inner, dict) else {}
+    text = " ".join(str(x) for x in (_error_detail(exc), inner.get("type", ""), inner.get("code", "")))
+    if not _CTX_WORDS.search(text):
+        return None
+    prompt, ctx = inner.get("n_prompt_tokens"), inner.get("n_ctx")
+    if prompt is None:
+        nums = [int(n.replace(",", "")) for n in _NUMS.findall(_error_detail(exc))]
+        m = re.search(r"Requested tokens \((\d+)\) exceed context window of (\d+)", text)
+        if m:
+            prompt, ctx = int(m.group(1)), int(m.group(2))
+        elif re.search(r"maximum context length is", text) and len(nums) >= 2:
+            ctx, prompt = nums[0], nums[1]
+    return {"prompt_tokens": int(prompt) if prompt is not None else None, "context": int(ctx) if ctx else None}
 
 
 def _retry_after(exc: BaseException | None) -> float | None:

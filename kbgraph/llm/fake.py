@@ -25,15 +25,15 @@ class ScriptedLLM(BaseLLM):
     A scripted item that is an exception instance is raised instead (to simulate failures). Running out of
     responses fails the test with an AssertionError. ``calls`` holds the messages of every request (the
     JSON instructions and repair turns included); ``requests`` the same with model, temperature,
-    max_tokens and json_mode.
+    max_tokens, response_format (the dict sent, or None) and purpose.
     """
 
     def __init__(self, responses: Script, *, model: str = "scripted", temperature: float = 0.0,
-                 json_mode: bool = False) -> None:
+                 response_format: str = "none") -> None:
         super().__init__()
         self.default_model = model
         self.default_temperature = temperature
-        self.json_mode = json_mode
+        self.response_format_mode = response_format
         if callable(responses):
             self._responder: Callable[[Messages], str] | None = responses
             self._queue: list[str | BaseException] = []
@@ -49,13 +49,14 @@ class ScriptedLLM(BaseLLM):
         return len(self._queue)
 
     def _complete(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None, json_mode: bool
-    ) -> str:
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None, purpose: str,
+    ) -> str:  # fmt: skip
         snapshot = [dict(m) for m in messages]
         self.calls.append(snapshot)
         self.requests.append(
             {"messages": snapshot, "model": model, "temperature": temperature, "max_tokens": max_tokens,
-             "json_mode": json_mode}
+             "response_format": response_format, "purpose": purpose}
         )
         if self._responder is not None:
             text = self._responder(snapshot)
