@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Annotated, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -101,6 +101,8 @@ _SPACE = re.compile(r"\s+")
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _ITEM_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,3}[.)]|Q\d*[:.])\s*")
+#: An atomic question longer than this is not atomic (paper 003: one fact a question).
+MAX_QUESTION_CHARS = 300
 
 
 # --- the LLM interface distill needs ---------------------------------------------------------------------
@@ -118,22 +120,27 @@ class JSONCompleter(Protocol):
 class AtomicQuestions(BaseModel):
     """LLM answer to the atomic question tagging prompt."""
 
-    questions: list[str] = Field(default_factory=list)
+    # Each item is a question (paper 003 A.7): the schema sent as response_format says so (a constrained
+    # decoder cannot then write a statement); items without the final '?' or over MAX_QUESTION_CHARS are
+    # dropped by _clean rather than failing the whole answer.
+    questions: list[Annotated[str, Field(pattern=r"^[^\n]*\?$", max_length=MAX_QUESTION_CHARS)]] = Field(
+        default_factory=list
+    )
 
     @field_validator("questions", mode="before")
     @classmethod
-    def _lines(cls, v: Any) -> Any:
+    def _clean(cls, v: Any) -> Any:
         # Some models answer line by line as the paper's original prompt asked.
-        return v.splitlines() if isinstance(v, str) else v
-
-    @field_validator("questions", mode="after")
-    @classmethod
-    def _clean(cls, v: list[str]) -> list[str]:
+        items = v.splitlines() if isinstance(v, str) else v
+        if not isinstance(items, list):
+            return items
         out: list[str] = []
         seen: set[str] = set()
-        for q in v:
+        for q in items:
+            if not isinstance(q, str):
+                continue
             q = _ITEM_MARK.sub("", q).strip()
-            if q and q.casefold() not in seen:
+            if q.endswith("?") and len(q) <= MAX_QUESTION_CHARS and q.casefold() not in seen:
                 seen.add(q.casefold())
                 out.append(q)
         return out

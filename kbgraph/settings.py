@@ -174,6 +174,10 @@ class Settings(BaseSettings):
     llm_cache_dir: Path | None = Field(
         None, description="On-disk LLM response cache folder; default <home>/llm-cache."
     )
+    llm_max_tokens: int | None = Field(
+        1024, ge=16, description="Most tokens one LLM answer may have (None = the server's limit); bounds a "
+        "small model that does not stop."
+    )
     llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = Field(
         "auto",
         description="How JSON answers are constrained: 'auto' tries the schema as response_format (json_schema, "

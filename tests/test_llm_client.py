@@ -164,7 +164,8 @@ def test_normal_answer(server, make_client):
     assert body["model"] == "test-model"
     assert body["messages"] == MESSAGES
     assert body["temperature"] == 0.2
-    assert "response_format" not in body and "max_tokens" not in body
+    assert "response_format" not in body
+    assert body["max_tokens"] == 1024  # llm_max_tokens: a small model that does not stop is bounded
     assert server.headers[0].get("authorization") == "Bearer sk-test"
     assert llm.usage.calls == 1
     assert (llm.usage.prompt_tokens, llm.usage.completion_tokens) == (13, 2)

@@ -115,6 +115,7 @@ class BaseLLM:
     default_temperature: float = 0.0
     response_format_mode: str = "none"
     endpoint: str = "local"
+    default_max_tokens: int | None = None
 
     def __init__(self) -> None:
         self.usage = Usage()
@@ -133,7 +134,7 @@ class BaseLLM:
     ) -> str:
         model, temperature = self._resolve(model, temperature)
         return self._complete(
-            [dict(m) for m in messages], model=model, temperature=temperature, max_tokens=max_tokens,
+            [dict(m) for m in messages], model=model, temperature=temperature, max_tokens=self._max(max_tokens),
             response_format=None, purpose="completion",
         )  # fmt: skip
 
@@ -151,7 +152,7 @@ class BaseLLM:
         Raises LLMError when the repaired answer is still unusable (its cause a ValueError) or the server
         fails; LLMContextError when the prompt does not fit the server's context."""
         model, temperature = self._resolve(model, temperature)
-        params: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": max_tokens}
+        params: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": self._max(max_tokens)}
         stats = self._stats(schema)
         first = with_json_instructions(messages, schema)
         text, fmt = self._send_json(first, schema, params)
@@ -242,6 +243,9 @@ class BaseLLM:
     ) -> None:  # fmt: skip
         """Drop a cached answer (no-op without a cache)."""
 
+    def _max(self, max_tokens: int | None) -> int | None:
+        return max_tokens if max_tokens is not None else self.default_max_tokens
+
     def _resolve(self, model: str | None, temperature: float | None) -> tuple[str, float]:
         model = model or self.default_model
         if not model:
@@ -291,6 +295,7 @@ class OpenAIClient(BaseLLM):
         self.default_model = settings.llm_model
         self.default_temperature = settings.llm_temperature
         self.response_format_mode = settings.llm_response_format
+        self.default_max_tokens = settings.llm_max_tokens
         self.base_url = settings.llm_base_url
         self.endpoint = self.base_url or "api.openai.com"
         self.timeout = settings.llm_timeout
