@@ -2,7 +2,7 @@
 Prints passages/s, seconds per stage (parse, chunk, distill, embed, write), the share of graph writes and
 peak RSS, per store. Targets (2 cores): 3,301 passages <= 180 s end to end, writes <= 15 %, RSS <= 3 GB.
 
-    .venv/bin/python benchmarks/ingest.py [--corpus 2wiki|musique|hotpotqa] [--stores falkordb,neo4j]
+    .venv/bin/python benchmarks/ingest.py [--corpus 2wiki|musique|hotpotqa|docs] [--stores falkordb,neo4j]
         [--limit N] [--no-cache]
 
 Each store starts with its own empty embedding cache: a cold first ingest as a user gets it (a text that
@@ -23,8 +23,11 @@ from pydantic import SecretStr
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+MULTIHOP = EXAMPLES / "multihop"
+#: "docs" = the sample documents folder (examples/docs: PDFs, DOCX, HTML), the README's quick start
 CORPORA = {
+    "docs": "docs",
     "2wiki": "2wikimultihopqa/dev500.corpus.jsonl",
     "musique": "musique/hipporag_train100.corpus.jsonl",
     "hotpotqa": "hotpotqa/hipporag_train100.corpus.jsonl",
@@ -38,13 +41,17 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--no-cache", dest="cache", action="store_false", help="no embedding cache")
     args = ap.parse_args()
-    src = MULTIHOP / CORPORA[args.corpus]
+    src = EXAMPLES / CORPORA[args.corpus] if args.corpus == "docs" else MULTIHOP / CORPORA[args.corpus]
     with tempfile.TemporaryDirectory() as tmp:
-        corpus = Path(tmp) / src.name
-        lines = src.read_text(encoding="utf-8").splitlines()
-        if args.limit:
-            lines = lines[: args.limit]
-        corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        if src.is_dir():  # a folder of documents: ingested as it is (--limit does not apply)
+            corpus = src.resolve()
+            lines = [p for p in corpus.rglob("*") if p.is_file()]
+        else:
+            corpus = Path(tmp) / src.name
+            lines = src.read_text(encoding="utf-8").splitlines()
+            if args.limit:
+                lines = lines[: args.limit]
+            corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
         rows = []
         exported = Path.home() / ".kbgraph" / "models"  # the ONNX export is made once per machine, not per run
         if exported.is_dir():
@@ -79,7 +86,8 @@ def main() -> None:
 
                     EmbeddedFalkorDB(settings.kb_dir).stop()
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
-    print(f"\ncorpus {args.corpus}: {len(lines):,} passages, embedding cache {'on' if args.cache else 'off'}")
+    unit = "files" if src.is_dir() else "passages"
+    print(f"\ncorpus {args.corpus}: {len(lines):,} {unit}, embedding cache {'on' if args.cache else 'off'}")
     print(HEADER)
     for row in rows:
         _print_row(*row, header=False)
@@ -88,7 +96,7 @@ def main() -> None:
         print(f"Neo4j/FalkorDB wall-time ratio: {rows[1][2] / rows[0][2]:.2f}x")
 
 
-HEADER = (f"{'store':9} {'seconds':>8} {'pass/s':>7} {'parse':>6} {'chunk':>6} {'distill':>8} {'embed':>7} "
+HEADER = (f"{'store':9} {'seconds':>8} {'items/s':>7} {'parse':>6} {'chunk':>6} {'distill':>8} {'embed':>7} "
           f"{'write':>7} {'write%':>7} {'failed':>6}")  # fmt: skip
 
 

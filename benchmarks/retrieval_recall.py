@@ -14,7 +14,6 @@ The knowledge bases are those of benchmarks/query.py (``<home>/<set>_falkordb``,
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 

@@ -39,6 +39,7 @@ from typing import Annotated, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from kbgraph.errors import LLMError
 from kbgraph.ingest import prompts
 from kbgraph.models import (
     AtomicQuestionRecord,
@@ -103,6 +104,8 @@ _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _ITEM_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,3}[.)]|Q\d*[:.])\s*")
 #: An atomic question longer than this is not atomic (paper 003: one fact a question).
 MAX_QUESTION_CHARS = 300
+#: Most atomic questions, entities or triples kept from one chunk's LLM answer.
+MAX_ITEMS = 16
 
 
 # --- the LLM interface distill needs ---------------------------------------------------------------------
@@ -124,7 +127,7 @@ class AtomicQuestions(BaseModel):
     # decoder cannot then write a statement); items without the final '?' or over MAX_QUESTION_CHARS are
     # dropped by _clean rather than failing the whole answer.
     questions: list[Annotated[str, Field(pattern=r"^[^\n]*\?$", max_length=MAX_QUESTION_CHARS)]] = Field(
-        default_factory=list
+        default_factory=list, max_length=MAX_ITEMS
     )
 
     @field_validator("questions", mode="before")
@@ -143,7 +146,7 @@ class AtomicQuestions(BaseModel):
             if q.endswith("?") and len(q) <= MAX_QUESTION_CHARS and q.casefold() not in seen:
                 seen.add(q.casefold())
                 out.append(q)
-        return out
+        return out[:MAX_ITEMS]
 
 
 class ExtractedEntity(BaseModel):
@@ -176,8 +179,14 @@ class ExtractedTriple(BaseModel):
 class ExtractedKnowledge(BaseModel):
     """LLM answer to the triple extraction prompt."""
 
-    entities: list[ExtractedEntity] = Field(default_factory=list)
-    triples: list[ExtractedTriple] = Field(default_factory=list)
+    # maxItems in the schema bounds what a constrained decoder writes; a longer list is cut, not refused
+    entities: list[ExtractedEntity] = Field(default_factory=list, max_length=MAX_ITEMS)
+    triples: list[ExtractedTriple] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+    @field_validator("entities", "triples", mode="before")
+    @classmethod
+    def _bounded(cls, v: Any) -> Any:
+        return v[:MAX_ITEMS] if isinstance(v, list) else v
 
 
 # --- names and ids -------------------------------------------------------------------------------------
@@ -986,7 +995,9 @@ def distill(
         title = titles.get(chunk.document_id) if titles else None
         try:
             return _llm_chunk(llm, chunk, title)
-        except (ValidationError, ValueError, TypeError) as exc:
+        except (ValidationError, ValueError, TypeError, LLMError) as exc:
+            if isinstance(exc, LLMError) and not isinstance(exc.__cause__, ValueError):
+                raise  # the server failed (unreachable, 401, prompt over its context): not this answer
             log.warning("LLM distillation of chunk %s failed (%s); using the offline extraction", chunk.id, exc)
             return None
 

@@ -6,9 +6,21 @@ starts from each document's own structure: headings, text, tables, pages).
 passage. Every element comes in reading order; headings carry a level (1 = top) from which the chunker
 builds the Section tree.
 
-Formats: PDF with PyMuPDF (``parse_pdf``); DOCX with python-docx heading styles, falling back to
-``unstructured`` when the document uses none; HTML, PPTX, Markdown and e-mail with ``unstructured``
-(``parse_unstructured``); plain text read directly, its encoding detected with charset-normalizer.
+Formats (``MIME_TYPES``):
+
+- PDF with PyMuPDF (``parse_pdf``); DOCX with python-docx heading styles, falling back to ``unstructured``
+  when the document uses none; HTML, PPTX and Markdown with ``unstructured`` (``parse_unstructured``).
+- Spreadsheets (.xlsx/.xlsm, .xls, .ods, .csv, .tsv): one Markdown table element per sheet, header row kept,
+  long sheets in row blocks that repeat it (``parse_sheets``).
+- .odt, .rtf, .epub, .rst, .org, .xml, legacy .doc/.ppt (``parse_office``: pandoc from pypandoc-binary,
+  ``unstructured``, LibreOffice when installed).
+- E-mail .eml and Outlook .msg with their attachments (``parse_email``).
+- Plain text read directly, its encoding found from a byte-order mark (UTF-8/16/32) or by charset-normalizer.
+
+``skip_reason(path)`` says why a file is not read at all (images without OCR, archives, audio, unknown
+types, legacy Office without LibreOffice) and how to fix it; a directory ingest reports such files as
+skipped. A fault in one element (a table, an attachment) skips that element and keeps the rest: the
+message, naming the element, goes to ``ParsedDocument.warnings``.
 
 Every failure a user can cause (empty, too large, unsupported, corrupt, password-protected, no text) raises
 ``IngestError`` with a one-line message that names the file and the fix.
@@ -16,6 +28,8 @@ Every failure a user can cause (empty, too large, unsupported, corrupt, password
 
 from __future__ import annotations
 
+import codecs
+import contextvars
 import hashlib
 import json
 import logging
@@ -41,8 +55,23 @@ MIME_TYPES: dict[str, str] = {
     ".md": "text/markdown",
     ".markdown": "text/markdown",
     ".eml": "message/rfc822",
+    ".msg": "application/vnd.ms-outlook",
     ".txt": "text/plain",
     ".text": "text/plain",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".xlsm": "application/vnd.ms-excel.sheet.macroEnabled.12",
+    ".xls": "application/vnd.ms-excel",
+    ".ods": "application/vnd.oasis.opendocument.spreadsheet",
+    ".csv": "text/csv",
+    ".tsv": "text/tab-separated-values",
+    ".odt": "application/vnd.oasis.opendocument.text",
+    ".rtf": "application/rtf",
+    ".epub": "application/epub+zip",
+    ".rst": "text/x-rst",
+    ".org": "text/x-org",
+    ".xml": "application/xml",
+    ".doc": "application/msword",
+    ".ppt": "application/vnd.ms-powerpoint",
 }
 #: A passage corpus (``parse_passages_jsonl``).
 JSONL_MIME = "application/x-ndjson"
@@ -72,13 +101,30 @@ class Element(BaseModel):
 class ParsedDocument(BaseModel):
     """A parsed source. ``sha256``: of the file's raw bytes (for a passage: of ``title + "\\n" + text``),
     the change detector for incremental ingestion. ``uri``: ``file://`` URI of the file (``#<id>`` for a
-    passage)."""
+    passage). ``warnings``: one line per element that was skipped or read in a degraded way (a table with a
+    broken grid, an attachment that needs OCR or speech-to-text), naming the element and why."""
 
     uri: str
     title: str
     mime: str
     sha256: str
     elements: list[Element] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+#: Warnings of the document being parsed (``warn``); None outside ``parse_file``.
+_WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kbgraph_parse_warnings", default=None)
+
+
+def warn(message: str) -> None:
+    """Record a one-line warning against the document being parsed (it ends up in
+    ``ParsedDocument.warnings`` and the ingest report). Outside ``parse_file`` it is only logged."""
+    message = _one_line(message, 300)
+    sink = _WARNINGS.get()
+    if sink is None:
+        log.warning("%s", message)
+    elif message not in sink:
+        sink.append(message)
 
 
 def supported_extensions() -> list[str]:
@@ -116,35 +162,76 @@ def normalize_elements(raw: list[dict]) -> list[Element]:
     return out
 
 
+#: Byte-order marks, longest first (the UTF-32 LE mark starts with the UTF-16 LE one).
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
 def decode_text(data: bytes, name: str) -> str:
-    """Bytes of a text file -> str: UTF-8 (with or without BOM) when valid, else the encoding
-    charset-normalizer finds most likely (cp1252, latin-1, UTF-16…)."""
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError:
-            pass
+    """Bytes of a text file -> str. A byte-order mark decides (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); else UTF-8
+    when valid; else the encoding charset-normalizer finds most likely (cp1252, latin-1, BOM-less UTF-16…).
+    Raises IngestError naming ``name`` when the bytes are no text (binary data, NUL bytes) or do not
+    match their byte-order mark."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data.decode(encoding)
+            except UnicodeDecodeError as exc:
+                label = encoding.upper().replace("-SIG", "")
+                raise IngestError(
+                    f"cannot decode {name}: it starts with a {label} byte-order mark but is not valid {label} "
+                    f"({_one_line(exc, 80)}); save it again as UTF-8"
+                ) from exc
+            return _no_nul(text, name)
     try:
-        return data.decode("utf-8-sig")
+        return _no_nul(data.decode("utf-8"), name)
     except UnicodeDecodeError:
         pass
     from charset_normalizer import from_bytes
 
     matches = list(from_bytes(data))
     if not matches:
-        raise IngestError(f"cannot decode {name}: not text in any known encoding (binary file?)")
+        raise IngestError(
+            f"cannot decode {name}: binary data, not text in any known encoding; if it is a document, give it "
+            "its format's extension"
+        )
     best = min(matches, key=lambda m: m.chaos)
-    # Short texts fit several single-byte code pages about equally well; charset-normalizer then picks one
-    # arbitrarily (cp1250 or cp1257 for French). Among the near-best, prefer Windows-1252 / Latin-1, by far
-    # the most common non-UTF-8 encodings of Western text.
-    near = [m for m in matches if m.chaos <= best.chaos + 0.1]
-    for preferred in WESTERN_ENCODINGS:
-        if any(m.encoding == preferred or preferred in m.could_be_from_charset for m in near):
-            try:
-                return data.decode(preferred)
-            except UnicodeDecodeError:
-                continue
-    return str(best)
+    if b"\x00" not in data:
+        # Short texts fit several single-byte code pages about equally well; charset-normalizer then picks one
+        # arbitrarily (cp1250 or cp1257 for French). Among the near-best, prefer Windows-1252 / Latin-1, by
+        # far the most common non-UTF-8 encodings of Western text. (NUL bytes: UTF-16/32, never these.)
+        near = [m for m in matches if m.chaos <= best.chaos + 0.1]
+        for preferred in WESTERN_ENCODINGS:
+            if any(m.encoding == preferred or preferred in m.could_be_from_charset for m in near):
+                try:
+                    return data.decode(preferred)
+                except UnicodeDecodeError:
+                    continue
+    return _no_nul(str(best), name)
+
+
+def _no_nul(text: str, name: str) -> str:
+    if "\x00" in text:
+        raise IngestError(
+            f"cannot read {name}: binary data (NUL bytes), not text; if it is a document, give it its format's "
+            "extension"
+        )
+    return text
+
+
+def skip_reason(path: Path) -> str | None:
+    """Why ``parse_file`` would not read ``path`` at all, as one line with the fix (e.g. "image: no OCR
+    configured; …"), or None when it reads that kind of file (``.jsonl`` included). Decided by the name
+    alone (and, for legacy .doc/.ppt, whether LibreOffice is installed), so a directory walk can report it
+    without opening the file."""
+    from kbgraph.ingest.parse_office import unread_reason
+
+    return unread_reason(Path(path).name, supported_extensions())
 
 
 def _check_file(path: Path, max_bytes: int) -> tuple[str, int]:
@@ -153,12 +240,14 @@ def _check_file(path: Path, max_bytes: int) -> tuple[str, int]:
     if not path.is_file():
         raise IngestError(f"not a regular file: {path}")
     ext = path.suffix.lower()
-    if ext not in MIME_TYPES:
-        hint = " (a JSONL passage corpus is read with parse_passages_jsonl)" if ext == ".jsonl" else ""
+    if ext == ".jsonl":
         raise IngestError(
-            f"unsupported file type '{ext or path.name}': {path.name}{hint}; "
-            f"supported: {', '.join(supported_extensions())}"
+            f"unsupported file type '.jsonl': {path.name} (a JSONL passage corpus is read with "
+            "parse_passages_jsonl)"
         )
+    reason = skip_reason(path)
+    if ext not in MIME_TYPES or reason:
+        raise IngestError(f"cannot ingest {path.name}: {reason or 'unsupported file type'}")
     size = path.stat().st_size
     if size == 0:
         raise IngestError(f"empty file (0 bytes): {path}")
@@ -175,8 +264,9 @@ def _title_from_stem(path: Path) -> str:
 
 
 def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
-    """Parse one file into a ParsedDocument. Raises IngestError for empty (0 bytes or only whitespace),
-    too large, unsupported, corrupt, password-protected or text-less files."""
+    """Parse one file into a ParsedDocument (its ``warnings`` list the elements skipped on the way). Raises
+    IngestError for empty (0 bytes or only whitespace), too large, unsupported, corrupt, password-protected
+    or text-less files."""
     path = Path(path)
     ext, _ = _check_file(path, max_bytes)
     try:
@@ -186,34 +276,18 @@ def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
     if not data.strip():
         raise IngestError(f"empty file (only whitespace): {path}")
     sha = hashlib.sha256(data).hexdigest()
-    mime = MIME_TYPES[ext]
     name = path.name
-    title: str | None = None
-
-    if ext == ".pdf":
-        from kbgraph.ingest.parse_pdf import parse_pdf
-
-        title, raw = parse_pdf(data, name)
-    elif ext in (".txt", ".text"):
-        raw = _parse_plain_text(decode_text(data, name))
-    else:
-        from kbgraph.ingest import parse_unstructured as pu
-
-        if ext == ".docx":
-            title, raw = pu.parse_docx(data, name)
-        elif ext == ".pptx":
-            title, raw = pu.parse_pptx(data, name)
-        elif ext in (".html", ".htm"):
-            title, raw = pu.parse_html(decode_text(data, name), name)
-        elif ext in (".md", ".markdown"):
-            title, raw = pu.parse_markdown(decode_text(data, name), name)
-        elif ext == ".eml":
-            title, raw = pu.parse_email(data, name)
-        else:  # pragma: no cover - MIME_TYPES and this dispatch agree
-            raise IngestError(f"unsupported file type '{ext}': {name}")
+    warnings: list[str] = []
+    token = _WARNINGS.set(warnings)
+    try:
+        title, raw = parse_bytes(data, ext, name)
+    finally:
+        _WARNINGS.reset(token)
+    for message in warnings:
+        log.warning("%s: %s", name, message)
 
     elements = normalize_elements(raw)
-    if not any(e.kind in ("text", "table") for e in elements) and not any(e.kind == "heading" for e in elements):
+    if not elements:
         hint = " (a scanned PDF needs OCR first)" if ext == ".pdf" else ""
         raise IngestError(f"no extractable text in {name}{hint}")
     if not title:
@@ -221,15 +295,49 @@ def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
         top = [e for e in elements if e.kind == "heading" and e.level == 1]
         title = top[0].text if len(top) == 1 else _title_from_stem(path)
     return ParsedDocument(
-        uri=path.resolve().as_uri(), title=_one_line(title, 300), mime=mime, sha256=sha, elements=elements
-    )
+        uri=path.resolve().as_uri(), title=_one_line(title, 300), mime=MIME_TYPES[ext], sha256=sha,
+        elements=elements, warnings=warnings,
+    )  # fmt: skip
+
+
+def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
+    """(title or None, raw element dicts) of the bytes of a file of type ``ext`` (a key of ``MIME_TYPES``);
+    ``name`` is used in messages. The dispatch behind ``parse_file``, also used for e-mail attachments.
+    Raises IngestError."""
+    if ext == ".pdf":
+        from kbgraph.ingest.parse_pdf import parse_pdf
+
+        return parse_pdf(data, name)
+    if ext in (".txt", ".text"):
+        return None, _parse_plain_text(decode_text(data, name))
+    if ext in (".xlsx", ".xlsm", ".xls", ".ods", ".csv", ".tsv"):
+        from kbgraph.ingest.parse_sheets import parse_sheet_file
+
+        return parse_sheet_file(data, ext, name)
+    if ext in (".eml", ".msg"):
+        from kbgraph.ingest import parse_email
+
+        return parse_email.parse_eml(data, name) if ext == ".eml" else parse_email.parse_msg(data, name)
+    if ext in (".odt", ".rtf", ".epub", ".rst", ".org", ".xml", ".doc", ".ppt"):
+        from kbgraph.ingest.parse_office import parse_office
+
+        return parse_office(data, ext, name)
+    from kbgraph.ingest import parse_unstructured as pu
+
+    if ext == ".docx":
+        return pu.parse_docx(data, name)
+    if ext == ".pptx":
+        return pu.parse_pptx(data, name)
+    if ext in (".html", ".htm"):
+        return pu.parse_html(decode_text(data, name), name)
+    if ext in (".md", ".markdown"):
+        return pu.parse_markdown(decode_text(data, name), name)
+    raise IngestError(f"unsupported file type '{ext}': {name}")
 
 
 def _parse_plain_text(text: str) -> list[dict]:
     """Plain text: paragraphs at blank lines (a very long paragraph stays one element; the chunker splits
     it by sentences)."""
-    if "\x00" in text:
-        raise IngestError("binary data in a text file (NUL bytes)")
     paragraphs = re.split(r"\n\s*\n", text.replace("\r\n", "\n").replace("\r", "\n"))
     return [{"kind": "text", "text": p} for p in paragraphs if p.strip()]
 

@@ -13,6 +13,8 @@ What it does, page by page:
   as text). Header rows (no numeric cell) are composed column by column, a group label spanning several
   columns prefixed to each ('Pre-Pawn Handgun'). A table without a header row that continues a table of
   the previous page with as many columns reuses that table's header. Lines inside a table are not text.
+  Minus signs in cells are '-': U+2212, and a dash or U+FFFD (a font glyph without a Unicode mapping,
+  typically the minus) directly before a number (``kbgraph.ingest.tables.normalize_signs``).
 - **Text**: MuPDF's blocks and lines; vertical text, repeated page headers/footers (same text, digits
   ignored, in the top or bottom 10% of at least half the pages) and number-only blocks (page and line
   numbers) are dropped; line-end hyphenation before a lower-case letter is undone.
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbgraph.errors import IngestError
-from kbgraph.ingest.tables import rows_to_markdown
+from kbgraph.ingest.tables import normalize_signs, rows_to_markdown
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +212,9 @@ def _extract_table(tb, page_words: list[tuple]) -> dict | None:
     for j in range(ncols):
         xs = [r.cells[j][0] for r in rows if j < len(r.cells) and r.cells[j] is not None]
         starts.append(min(xs) if xs else (starts[-1] + 1 if starts else bbox[0]))
-    words = [w for w in page_words if _inside(w[:4], bbox, pad=0.5)]
+    # minus signs first (U+2212, a dash or an unmapped glyph U+FFFD before a number -> '-'), so a row of
+    # negative numbers reads as numeric, not as a header
+    words = [w[:4] + (normalize_signs(w[4]),) + tuple(w[5:]) for w in page_words if _inside(w[:4], bbox, pad=0.5)]
     if not words:
         return None
 

@@ -1,18 +1,21 @@
-"""DOCX, PPTX, HTML, Markdown and e-mail -> elements (PDF is ``parse_pdf``, plain text ``parse``).
+"""DOCX, PPTX, HTML and Markdown -> elements (PDF is ``parse_pdf``, e-mail ``parse_email``, spreadsheets
+``parse_sheets``, other office formats ``parse_office``, plain text ``parse``).
 
 - **DOCX**: python-docx first. A Word document's structure *is* its heading styles ('Heading 1..9', or
   any style/paragraph with an outline level), so reading them gives the same Section tree as
   ``unstructured.partition_docx`` (on the DOJ trustee handbook: the same 294 headings, same levels) in ~4 s
   instead of ~35-50 s, with body, tables and content controls in document order, the table of contents
   control skipped. A document with no heading style at all falls back to ``partition_docx``, whose
-  text-classification heuristics can still find titles. Pages: counted from Word's rendered page breaks
-  when the file has them, else None.
-- **HTML, Markdown, PPTX, e-mail**: ``unstructured``'s ``partition_*`` (no OCR, no model). ``Title`` ->
-  heading (level = ``category_depth`` + 1), ``Table`` -> Markdown from ``text_as_html``, headers, footers,
+  text-classification heuristics can still find titles (if it fails, the python-docx reading is kept, without
+  headings, with a warning). Pages: counted from Word's rendered page breaks when the file has them, else
+  None. A table whose merged-cell grid python-docx cannot lay out (a vertical merge with nothing above, a
+  non-numeric span) is read cell by cell from its XML, with a warning naming the table (``parse.warn``); the
+  rest of the document is kept.
+- **HTML, Markdown, PPTX**: ``unstructured``'s ``partition_*`` (no OCR, no model). ``Title`` ->
+  heading (level = ``category_depth`` + 1), ``Table`` -> Markdown from ``text_as_html`` (HTML: from the
+  page's own ``<table>``, which keeps the ``colspan`` of multi-row headers), headers, footers,
   page breaks and images dropped, everything else text. Runs of five or more list items that are nothing
-  but a link (language pickers, category lists, navigation boxes) are dropped. An e-mail's body has no
-  headings (unstructured's 'Title' there is a greeting or a signature): its elements are text, preceded
-  by one element with the sender, recipients, date and subject.
+  but a link (language pickers, category lists, navigation boxes) are dropped.
 
 ``unstructured`` would try to download the spaCy model ``en_core_web_sm`` on first use when no package of
 that name is installed: ``scripts/install_spacy_model.sh`` installs it. ``DO_NOT_TRACK`` and the notice
@@ -29,6 +32,7 @@ import zipfile
 from typing import Any
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.parse import warn
 from kbgraph.ingest.tables import html_table_to_markdown, rows_to_markdown
 
 log = logging.getLogger(__name__)
@@ -86,7 +90,22 @@ def _drop_link_farms(els: list[Any]) -> list[Any]:
     return out
 
 
-def _from_unstructured(els: list[Any], *, headings: bool = True) -> list[dict]:
+def _original_table(el: Any, originals: list[tuple[str, str]]) -> str | None:
+    """The Markdown of the page's own ``<table>`` whose cell text is the Table element's text (consumed, in
+    page order), or None. ``unstructured``'s ``text_as_html`` drops ``colspan``, which a multi-row header
+    needs (a 'Year ended December 31' spanning '2021 | 2020')."""
+    key = _WS.sub("", el.text or "")
+    for i, (k, markdown) in enumerate(originals):
+        if key and k == key:
+            del originals[: i + 1]
+            return markdown
+    return None
+
+
+def _from_unstructured(els: list[Any], *, headings: bool = True,
+                       originals: list[tuple[str, str]] | None = None) -> list[dict]:  # fmt: skip
+    """Our element dicts; ``originals``: (key, markdown) of the source's own tables (HTML), preferred to
+    ``text_as_html`` for the Table elements they match."""
     out: list[dict] = []
     for el in els:
         kind = type(el).__name__
@@ -96,7 +115,9 @@ def _from_unstructured(els: list[Any], *, headings: bool = True) -> list[dict]:
         page = getattr(md, "page_number", None)
         if kind == "Table":
             html = getattr(md, "text_as_html", None)
-            table_md = html_table_to_markdown(html) if html else ""
+            table_md = _original_table(el, originals) if originals else None
+            if table_md is None:
+                table_md = html_table_to_markdown(html) if html else ""
             if table_md:
                 out.append({"kind": "table", "text": table_md, "markdown": table_md, "page": page})
             elif (el.text or "").strip():
@@ -129,7 +150,9 @@ def parse_html(html: str, name: str) -> tuple[str | None, list[dict]]:
         els = partition_html(text=html)
     except Exception as exc:
         raise _partition_error("HTML", name, exc) from exc
-    raw = _from_unstructured(_drop_link_farms(list(els)))
+    from kbgraph.ingest.tables_html import html_tables
+
+    raw = _from_unstructured(_drop_link_farms(list(els)), originals=html_tables(html))
     title = None
     if not any(r["kind"] == "heading" and r.get("level") == 1 for r in raw):
         m = re.search(r"<title[^>]*>(.*?)</title>", html, re.I | re.S)
@@ -175,39 +198,6 @@ def parse_pptx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
     except Exception:  # metadata is a nicety
         pass
     return title, _from_unstructured(list(els))
-
-
-# --- e-mail -------------------------------------------------------------------------------------------
-
-
-def parse_email(data: bytes, name: str) -> tuple[str | None, list[dict]]:
-    """(subject, elements) of an RFC 822 message: a header element (from, to, date, subject), then the
-    body's elements as text."""
-    _quiet_unstructured()
-    import email
-    import email.policy
-
-    try:
-        msg = email.message_from_bytes(data, policy=email.policy.default)
-    except Exception as exc:
-        raise IngestError(f"corrupt or unreadable e-mail {name}: {_one_line(exc)}") from exc
-    if not msg.keys():
-        raise IngestError(f"not an e-mail: {name} has no RFC 822 headers")
-    from unstructured.partition.email import partition_email
-
-    try:
-        els = partition_email(file=io.BytesIO(data))
-    except Exception as exc:
-        raise _partition_error("e-mail", name, exc) from exc
-    subject = _WS.sub(" ", str(msg.get("Subject", "") or "")).strip()
-    head = []
-    for key in ("From", "To", "Cc", "Date", "Subject"):
-        value = msg.get(key)
-        if value:
-            head.append(f"{key}: {_WS.sub(' ', str(value)).strip()}")
-    raw = [{"kind": "text", "text": ". ".join(head)}] if head else []
-    raw += _from_unstructured(list(els), headings=False)
-    return (subject or None), raw
 
 
 # --- DOCX ---------------------------------------------------------------------------------------------
@@ -270,6 +260,26 @@ def _docx_table(tbl: Any) -> tuple[list[list[str]], int]:
     return [r + [""] * (width - len(r)) for r in rows], width
 
 
+def _docx_table_cells(tbl: Any) -> tuple[list[list[str]], int]:
+    """The rows of a ``w:tbl`` read cell by cell from the XML, for a merged-cell grid python-docx cannot lay
+    out: a cell spanning n grid columns (``gridSpan``) is repeated n times, vertical merges are ignored."""
+    rows: list[list[str]] = []
+    for tr in tbl.iterchildren(f"{_W}tr"):
+        cells: list[str] = []
+        for tc in tr.iterchildren(f"{_W}tc"):
+            paras = ("".join(t.text or "" for t in p.iter(f"{_W}t")) for p in tc.iter(f"{_W}p"))
+            text = _WS.sub(" ", " ".join(paras)).strip()
+            span = tc.find(f"{_W}tcPr/{_W}gridSpan")
+            try:
+                n = max(1, min(int(span.get(f"{_W}val")), 64)) if span is not None else 1
+            except (TypeError, ValueError):
+                n = 1
+            cells.extend([text] * n)
+        rows.append(cells)
+    width = max((len(r) for r in rows), default=0)
+    return [r + [""] * (width - len(r)) for r in rows], width
+
+
 def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
     """(title, elements) of a .docx: python-docx heading styles, else ``partition_docx``."""
     _check_ooxml(data, name, ".docx")
@@ -290,8 +300,11 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
     title = (d.core_properties.title or "").strip() or None
     doc_title: str | None = None
 
+    tables = 0
+    last = ""  # the text before a table, to name it in a warning
+
     def walk(parent: Any) -> None:
-        nonlocal page, doc_title
+        nonlocal page, doc_title, tables, last
         for child in parent.iterchildren():
             tag = child.tag
             if tag == f"{_W}p":
@@ -303,6 +316,7 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
                 if not text:
                     continue
                 level = _paragraph_level(p, cache)
+                last = text
                 if level == 0:
                     doc_title = doc_title or text
                     raw.append({"kind": "heading", "text": text, "level": 1, "page": this_page})
@@ -311,7 +325,18 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
                 else:
                     raw.append({"kind": "text", "text": text, "page": this_page})
             elif tag == f"{_W}tbl":
-                rows, width = _docx_table(Table(child, d))
+                tables += 1
+                where = f"table {tables}" + (f" (after '{last[:60]}')" if last else "")
+                try:
+                    rows, width = _docx_table(Table(child, d))
+                except Exception as exc:  # an odd merged-cell grid: keep the cells, warn
+                    try:
+                        rows, width = _docx_table_cells(child)
+                    except Exception as exc2:
+                        warn(f"{where} skipped: {type(exc2).__name__}: {_one_line(exc2)}")
+                        continue
+                    warn(f"{where}: irregular merged-cell grid ({type(exc).__name__}: {_one_line(exc)}); "
+                         "cells read one by one")  # fmt: skip
                 this_page = page if paged else None
                 if paged:
                     page += len(child.findall(f".//{_W}lastRenderedPageBreak"))
@@ -345,6 +370,8 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
 
     try:
         els = partition_docx(file=io.BytesIO(data))
-    except Exception as exc:
-        raise _partition_error(".docx", name, exc) from exc
+    except Exception as exc:  # python-docx read it: keep that reading, without headings
+        warn(f"unstructured.partition_docx failed ({type(exc).__name__}: {_one_line(exc)}); "
+             "read with python-docx, without headings")  # fmt: skip
+        return title or doc_title, raw
     return title or doc_title, _from_unstructured(list(els))

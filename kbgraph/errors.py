@@ -52,6 +52,10 @@ class LLMContextError(LLMError):
     """A prompt does not fit the LLM's context window (the message names the prompt and its token count)."""
 
 
+class LLMServerError(KBGraphError):
+    """The local LLM server (llama.cpp's llama-server, ``kbgraph llm``) cannot be found, started or stopped."""
+
+
 class LockTimeout(KBGraphError):
     """Another kbgraph process holds the lock."""
 

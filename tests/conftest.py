@@ -17,6 +17,9 @@ import pytest
 
 from kbgraph.settings import Settings
 
+# the session's real llama.cpp server (`llm_server`): tests/llm_server_fixture.py
+pytest_plugins = ["tests.llm_server_fixture"]
+
 #: The repository's root: tests read data only from inside it (tests/test_repo_only.py checks this).
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

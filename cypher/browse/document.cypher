@@ -1,10 +1,11 @@
 // A document's three layers: the Document, the Sections down to each Chunk, and each Chunk's distilled
 // knowledge (atomic questions, triples, entities). $document: the document's id, its source URI or part of its
 // title ('' = the most recently ingested document). $limit: chunks in reading order. $per_chunk: atomic
-// questions, triples and entities shown per chunk. One row per chunk.
+// questions, triples and entities shown per chunk. One row per chunk. Complete documents only (not one still
+// being written or left 'writing' by a killed run).
 MATCH (d:Document)
-WHERE $document = '' OR d.id = $document OR d.uri = $document
-   OR toLower(d.title) CONTAINS toLower($document)
+WHERE d.status = 'complete'
+  AND ($document = '' OR d.id = $document OR d.uri = $document OR toLower(d.title) CONTAINS toLower($document))
 WITH d
 ORDER BY d.ingested_at DESC, d.title
 LIMIT 1

@@ -1,7 +1,8 @@
 // The rationale of a saved answer (`kbgraph ask --save`): the Question, the SubQuestions it PROPOSED, the
 // AtomicQuestions they MATCHED (matched: score, selected), the Chunks it USED (used: round, score, rank) and
 // the path from each chunk's Document through its Sections (provenance). $question: the Question's id or part
-// of its text ('' = the last one asked). One row.
+// of its text ('' = the last one asked). One row. Used chunks of a document that is not complete (still being
+// written or left 'writing' by a killed run) are left out.
 MATCH (q:Question)
 WHERE $question = '' OR q.id = $question OR toLower(q.text) CONTAINS toLower($question)
 WITH q
@@ -17,9 +18,12 @@ WITH q, sub_questions, collect(DISTINCT a) AS atomic_questions,
       WHERE x.atomic_question_id IS NOT NULL] AS matched
 OPTIONAL MATCH (q)-[u:USED]->(c:Chunk)
 WITH q, sub_questions, atomic_questions, matched, u, c
+OPTIONAL MATCH (cd:Document {id: c.document_id})
+WITH q, sub_questions, atomic_questions, matched, u,
+     CASE WHEN coalesce(cd.status, 'complete') = 'complete' THEN c END AS served
 ORDER BY u.round, u.rank
-WITH q, sub_questions, atomic_questions, matched, collect(c) AS chunks,
-     [x IN collect({chunk_id: c.id, round: u.round, score: u.score, rank: u.rank}) WHERE x.chunk_id IS NOT NULL]
+WITH q, sub_questions, atomic_questions, matched, collect(served) AS chunks,
+     [x IN collect({chunk_id: served.id, round: u.round, score: u.score, rank: u.rank}) WHERE x.chunk_id IS NOT NULL]
      AS used
 OPTIONAL MATCH path = (d:Document)-[:HAS_SECTION*0..12]->()-[:HAS_CHUNK]->(c:Chunk)
 WHERE c.id IN [x IN chunks | x.id]

@@ -1,5 +1,10 @@
 // Full-text (Lucene) top-k of one index; $query is built from escaped words by kbgraph.
+// Only what complete documents hold (after the top $k): a Document whose status is 'complete', a Section,
+// Chunk, AtomicQuestion or Triple whose Document is 'complete' (or absent); entities (of no one document) always.
 CALL db.index.fulltext.queryNodes($index, $query, {limit: $k}) YIELD node, score
+OPTIONAL MATCH (d:Document {id: node.document_id})
+WITH node, score, d
+WHERE coalesce(d.status, node.status, 'complete') = 'complete'
 RETURN node.id AS id, score, node {.*, embedding: null} AS properties
 ORDER BY score DESC
 LIMIT $k

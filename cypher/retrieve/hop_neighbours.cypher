@@ -6,18 +6,25 @@
 //        TITLE entity e, a document d titled e.name, d's chunks that mention e too). The WITH clauses fix the
 //        plan: FalkorDB otherwise scans every Entity and Document (34 ms -> 0.4 ms on 2Wiki);
 // 'Next': reading-order neighbours of the chunks of $next_ids (NEXT in either direction).
+// Reached chunks are served chunks only: a chunk is left out when its Document is not 'complete' (still being
+// written, or left 'writing' by a killed run; see ingest/mark_documents_complete), looked up once per reached chunk
+// after the aggregation (a WITH before it keeps FalkorDB from scanning every Chunk). An entity's degree counts every
+// chunk that mentions it.
 UNWIND $entity_hop_sources AS source
 MATCH (a:Chunk {id: source.id})-[:MENTIONS]->(e:Entity)
 MATCH (e)<-[:MENTIONS]-(b:Chunk)
-WITH source.id AS from_id, source.score AS s1, e, collect(b.id) AS neighbours
+WITH source.id AS from_id, source.score AS s1, e, collect(b) AS neighbours
 WHERE size(neighbours) <= $max_degree
 UNWIND neighbours AS neighbour
 WITH from_id, s1, e, neighbour, size(neighbours) AS degree
-WHERE neighbour <> from_id
+WHERE neighbour.id <> from_id
 WITH neighbour, from_id, e.id AS via, e.name AS text, degree, s1 * log(2.0) / log(1.0 + degree) AS score
 ORDER BY score DESC, from_id, via
 WITH neighbour, collect([from_id, via, text, degree])[0] AS best
-RETURN 'Hop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, neighbour AS chunk_id, best[3] AS degree
+OPTIONAL MATCH (d:Document {id: neighbour.document_id})
+WITH neighbour, best, d
+WHERE coalesce(d.status, 'complete') = 'complete'
+RETURN 'Hop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, neighbour.id AS chunk_id, best[3] AS degree
 UNION ALL
 UNWIND $title_hop_ids AS chunk_id
 MATCH (a:Chunk {id: chunk_id})
@@ -26,7 +33,7 @@ MATCH (a)-[:MENTIONS]->(e:Entity)
 WHERE e.type = 'TITLE'
 WITH a, e
 MATCH (d:Document {title: e.name})
-WHERE d.id <> a.document_id
+WHERE d.id <> a.document_id AND d.status = 'complete'
 WITH a, e, d
 MATCH (b:Chunk {document_id: d.id})
 WHERE (b)-[:MENTIONS]->(e)
@@ -34,4 +41,8 @@ RETURN 'TitleHop' AS kind, a.id AS from_id, e.id AS via, e.name AS text, b.id AS
 UNION ALL
 UNWIND $next_ids AS chunk_id
 MATCH (a:Chunk {id: chunk_id})-[:NEXT]-(b:Chunk)
+WITH a, b
+OPTIONAL MATCH (d:Document {id: b.document_id})
+WITH a, b, d
+WHERE coalesce(d.status, 'complete') = 'complete'
 RETURN 'Next' AS kind, a.id AS from_id, a.id AS via, '' AS text, b.id AS chunk_id, 1 AS degree

@@ -4,38 +4,63 @@
 // one row per chunk for its most similar entity (the formula's max; entities in more than $max_degree chunks
 // carry no signal; rows, not traversals, are what costs on Neo4j's driver), sections -> the chunks under them
 // (HAS_CHUNK), documents -> their chunks (Chunk.document_id).
+// Served chunks only: a chunk is left out when its Document is not 'complete' (still being written, or left
+// 'writing' by a killed run; see ingest/mark_documents_complete).
+// The check is a lookup of the chunk's Document by id after a WITH (as a filter on the chunk inside the MATCH,
+// FalkorDB would start from a scan of every Chunk), once per chunk reached; an entity's degree counts every chunk
+// that mentions it.
 UNWIND $question_ids AS node_id
 MATCH (c:Chunk)-[:HAS_QUESTION]->(n:AtomicQuestion {id: node_id})
+WITH n, c
+OPTIONAL MATCH (d:Document {id: c.document_id})
+WITH n, c, d
+WHERE coalesce(d.status, 'complete') = 'complete'
 RETURN 'AtomicQuestion' AS layer, n.id AS via, c.id AS chunk_id, 1 AS degree
 UNION ALL
 UNWIND $triple_ids AS node_id
 MATCH (n:Triple {id: node_id})-[:EXTRACTED_FROM]->(c:Chunk)
+WITH n, c
+OPTIONAL MATCH (d:Document {id: c.document_id})
+WITH n, c, d
+WHERE coalesce(d.status, 'complete') = 'complete'
 RETURN 'Triple' AS layer, n.id AS via, c.id AS chunk_id, 1 AS degree
 UNION ALL
 UNWIND $entity_seeds AS seed
 MATCH (n:Entity {id: seed.id})<-[:MENTIONS]-(c:Chunk)
-WITH seed.id AS node_id, seed.sim AS sim, collect(c.id) AS chunk_ids
-WHERE size(chunk_ids) <= $max_degree
-UNWIND chunk_ids AS chunk_id
-WITH chunk_id, node_id, sim, size(chunk_ids) AS degree
+WITH seed.id AS node_id, seed.sim AS sim, collect(c) AS chunks
+WHERE size(chunks) <= $max_degree
+UNWIND chunks AS c
+WITH c, node_id, sim, size(chunks) AS degree
 ORDER BY sim DESC, node_id
-WITH chunk_id, collect([node_id, degree])[0] AS best
-RETURN 'Entity' AS layer, best[0] AS via, chunk_id, best[1] AS degree
+WITH c, collect([node_id, degree])[0] AS best
+OPTIONAL MATCH (d:Document {id: c.document_id})
+WITH c, best, d
+WHERE coalesce(d.status, 'complete') = 'complete'
+RETURN 'Entity' AS layer, best[0] AS via, c.id AS chunk_id, best[1] AS degree
 UNION ALL
 UNWIND $entity_text_seeds AS seed
 MATCH (n:Entity {id: seed.id})<-[:MENTIONS]-(c:Chunk)
-WITH seed.id AS node_id, seed.sim AS sim, collect(c.id) AS chunk_ids
-WHERE size(chunk_ids) <= $max_degree
-UNWIND chunk_ids AS chunk_id
-WITH chunk_id, node_id, sim, size(chunk_ids) AS degree
+WITH seed.id AS node_id, seed.sim AS sim, collect(c) AS chunks
+WHERE size(chunks) <= $max_degree
+UNWIND chunks AS c
+WITH c, node_id, sim, size(chunks) AS degree
 ORDER BY sim DESC, node_id
-WITH chunk_id, collect([node_id, degree])[0] AS best
-RETURN 'EntityText' AS layer, best[0] AS via, chunk_id, best[1] AS degree
+WITH c, collect([node_id, degree])[0] AS best
+OPTIONAL MATCH (d:Document {id: c.document_id})
+WITH c, best, d
+WHERE coalesce(d.status, 'complete') = 'complete'
+RETURN 'EntityText' AS layer, best[0] AS via, c.id AS chunk_id, best[1] AS degree
 UNION ALL
 UNWIND $section_ids AS node_id
 MATCH (n:Section {id: node_id})-[:HAS_CHUNK]->(c:Chunk)
+WITH n, c
+OPTIONAL MATCH (d:Document {id: c.document_id})
+WITH n, c, d
+WHERE coalesce(d.status, 'complete') = 'complete'
 RETURN 'Section' AS layer, n.id AS via, c.id AS chunk_id, 1 AS degree
 UNION ALL
 UNWIND $document_ids AS node_id
+MATCH (d:Document {id: node_id})
+WHERE d.status = 'complete'
 MATCH (c:Chunk {document_id: node_id})
 RETURN 'Document' AS layer, node_id AS via, c.id AS chunk_id, 1 AS degree

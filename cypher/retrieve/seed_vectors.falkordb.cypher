@@ -1,5 +1,7 @@
 // Layer seeds of score propagation (kbgraph.query.propagation), one round trip: the vector top-$k of every
 // vector index. score: cosine distance 1 - cos, as db.idx.vector.queryNodes reports it.
+// Chunk hits: served chunks only (after the index's top $k): a chunk is left out when its Document is not
+// 'complete' (still being written, or left 'writing' by a killed run; see ingest/mark_documents_complete).
 CALL db.idx.vector.queryNodes('Document', 'embedding', $k, vecf32($embedding)) YIELD node, score
 RETURN 'Document' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
 UNION ALL
@@ -7,6 +9,9 @@ CALL db.idx.vector.queryNodes('Section', 'embedding', $k, vecf32($embedding)) YI
 RETURN 'Section' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
 UNION ALL
 CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($embedding)) YIELD node, score
+OPTIONAL MATCH (d:Document {id: node.document_id})
+WITH node, score, d
+WHERE coalesce(d.status, 'complete') = 'complete'
 RETURN 'Chunk' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
 UNION ALL
 CALL db.idx.vector.queryNodes('AtomicQuestion', 'embedding', $k, vecf32($embedding)) YIELD node, score

@@ -1,5 +1,7 @@
 // Layer seeds of score propagation (kbgraph.query.propagation), one round trip: the vector top-$k of every
 // vector index. score: Neo4j's cosine score (1 + cos) / 2, as db.index.vector.queryNodes reports it.
+// Chunk hits: served chunks only (after the index's top $k): a chunk is left out when its Document is not
+// 'complete' (still being written, or left 'writing' by a killed run; see ingest/mark_documents_complete).
 CALL db.index.vector.queryNodes('document_embedding', $k, $embedding) YIELD node, score
 RETURN 'Document' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
 UNION ALL
@@ -7,6 +9,9 @@ CALL db.index.vector.queryNodes('section_embedding', $k, $embedding) YIELD node,
 RETURN 'Section' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
 UNION ALL
 CALL db.index.vector.queryNodes('chunk_embedding', $k, $embedding) YIELD node, score
+OPTIONAL MATCH (d:Document {id: node.document_id})
+WITH node, score, d
+WHERE coalesce(d.status, 'complete') = 'complete'
 RETURN 'Chunk' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
 UNION ALL
 CALL db.index.vector.queryNodes('atomic_question_embedding', $k, $embedding) YIELD node, score

@@ -350,6 +350,12 @@ class OpenAIClient(BaseLLM):
             detail = _error_detail(exc)
             if response_format is not None and is_rejection(status, detail):
                 raise FormatRejected(f"{status}: {one_line(detail, 160)}") from exc
+            if _unparsable_output(status, detail):
+                # llama-server could not parse the model's output as the requested format: an unusable answer
+                raise LLMError(
+                    f"the LLM server at {self.where} could not use the model's answer to the {purpose} prompt "
+                    f"({one_line(detail, 160)})"
+                ) from JSONAnswerError(detail)
             context = _context_overflow(exc)
             if context is not None:
                 raise self._context_error(context, messages, purpose, model) from exc
@@ -413,7 +419,8 @@ class OpenAIClient(BaseLLM):
             exc = state.outcome.exception() if state.outcome else None
             if not isinstance(exc, transient):
                 return False
-            if is_rejection(getattr(exc, "status_code", None), _error_detail(exc)) or _context_overflow(exc):
+            status, detail = getattr(exc, "status_code", None), _error_detail(exc)
+            if is_rejection(status, detail) or _context_overflow(exc) or _unparsable_output(status, detail):
                 return False  # a refused response_format or an over-long prompt: waiting does not help
             # An exhausted quota is a 429 too, but waiting does not fix it.
             return getattr(exc, "code", None) != "insufficient_quota"
@@ -520,6 +527,12 @@ def _context_overflow(exc: BaseException) -> dict[str, int | None] | None:
         elif re.search(r"maximum context length is", text) and len(nums) >= 2:
             ctx, prompt = nums[0], nums[1]
     return {"prompt_tokens": int(prompt) if prompt is not None else None, "context": int(ctx) if ctx else None}
+
+
+def _unparsable_output(status: int | None, detail: str) -> bool:
+    """llama.cpp's server answers 500 "The model produced output that does not match the expected ...
+    format" when the model's text cannot be parsed as its chat format; deterministic at temperature 0."""
+    return status == 500 and "does not match the expected" in (detail or "")
 
 
 def _retry_after(exc: BaseException | None) -> float | None:

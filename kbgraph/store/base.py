@@ -210,7 +210,10 @@ class GraphStore(ABC):
 
     def vector_search(self, label: str, embedding: Sequence[float], k: int) -> list[VectorHit]:
         """Top-``k`` nodes of ``label`` by cosine similarity to ``embedding`` (``dimension`` floats).
-        Returns hits best first, score = cosine similarity."""
+        Returns hits best first, score = cosine similarity. Only what complete documents hold, as in every
+        retrieval statement: a Document that is not 'complete' (still being written, or left 'writing' by a
+        killed run), and a section, chunk, atomic question or triple of one, are left out after the top ``k``
+        (so fewer than ``k`` may come back); entities always."""
         if label not in VECTOR_LABELS:
             raise ValueError(f"no vector index on {label!r}")
         vec = self._check_vector(embedding)
@@ -231,7 +234,8 @@ class GraphStore(ABC):
         """The seeds of every layer in two round trips: vector top-``k`` on each vector index (keys: the labels of
         VECTOR_LABELS; score = cosine similarity) and, when ``text`` has words and ``fulltext_k`` > 0, full-text
         top-``fulltext_k`` on Chunk.text and Entity.name (keys 'Chunk.text', 'Entity.name'; raw engine score).
-        Each hit's properties hold only {'text': its text/name/title/path}. Hits best first."""
+        Each hit's properties hold only {'text': its text/name/title/path}. Hits best first. Chunks of
+        documents not complete (still or left 'writing') are left out, after each index's top-k."""
         vec = self._check_vector(embedding)
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
         for r in self.run("retrieve/seed_vectors", {"embedding": vec, "k": k}):
@@ -255,8 +259,8 @@ class GraphStore(ABC):
 
     def chunk_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
         """Exact cosine similarity between ``embedding`` (``dimension`` floats) and each Chunk of ``ids``
-        (computed in the database; no index involved). Returns {chunk id: cosine in [-1, 1]}; unknown ids and
-        chunks without an embedding are left out."""
+        (computed in the database; no index involved). Returns {chunk id: cosine in [-1, 1]}; unknown ids,
+        chunks without an embedding and chunks of documents not complete are left out."""
         if not ids:
             return {}
         vec = self._check_vector(embedding)
@@ -265,7 +269,8 @@ class GraphStore(ABC):
 
     def fulltext_search(self, label: str, text: str, k: int, prop: str | None = None) -> list[FulltextHit]:
         """Top-``k`` nodes of ``label`` whose full-text-indexed property matches any word of ``text``.
-        User text is reduced to words first, so quotes, operators and brackets are harmless."""
+        User text is reduced to words first, so quotes, operators and brackets are harmless. A document that
+        is not 'complete' and its chunks are left out after the top ``k``."""
         props = [p for lab, p in FULLTEXT_INDEXES if lab == label]
         if not props:
             raise ValueError(f"no full-text index on {label!r}")

@@ -1,0 +1,4 @@
+// The recorded state of a passage corpus file ($id: its file URI): the sha256 of its raw bytes and how many
+// passages it held when a run last ingested all of them without error (kbgraph.ingest.pipeline).
+MATCH (f:SourceFile {id: $id})
+RETURN f.sha256 AS sha256, f.passages AS passages

@@ -1,0 +1,109 @@
+"""Recognise unchanged sources before parsing them (kbgraph.ingest.pipeline): a cron re-run over an unchanged
+folder costs reading and hashing the bytes, not parsing them.
+
+* A file (PDF, DOCX, ...): its document id comes from its URI and its Document stores the sha256 of the
+  file's raw bytes, so one ``ingest/document_state`` lookup for all files of the run and a hash of each file
+  tell whether it is unchanged (same sha256, status 'complete'); no parser runs for it.
+* A passage corpus (.jsonl, many documents): the file-level record is a ``(:SourceFile {id: <file URI>,
+  sha256, passages, recorded_at})`` node, written when a run has ingested every passage of the corpus without
+  error (``record``) and removed before a run writes any passage of a changed corpus (``forget``), so a run
+  that dies half-way leaves no record. The corpus is skipped when its raw bytes hash to the recorded sha256
+  and the graph holds exactly ``passages`` documents under ``<file URI>#``, all complete: a passage deleted
+  (``kbgraph delete``) or left unfinished makes the next run parse the corpus again; so do passages that
+  vanished from the file while ``--prune`` was not given (they are still in the graph).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbgraph.models import stable_id
+from kbgraph.store import GraphStore
+
+
+def is_corpus(path: Path) -> bool:
+    """Is ``path`` a passage corpus (.jsonl: one document per line)?"""
+    return path.suffix.lower() == ".jsonl"
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of the file's raw bytes (read in blocks). Raises OSError."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+@dataclass
+class Unchanged:
+    """A source found unchanged: ``uris`` of its documents (seen, for ``--prune``), ``titles`` {document id:
+    title} of a passage corpus (linked from other corpora read in the same run), ``documents`` counted."""
+
+    uris: list[str]
+    titles: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def documents(self) -> int:
+        return len(self.uris)
+
+
+class SourceCheck:
+    """The unchanged-before-parse check of one run over ``store``. ``max_bytes``: files larger than this are
+    left to the parser (which refuses them). ``corpus_sha`` holds the sha256 of every corpus hashed, taken
+    before it is parsed (what ``record`` stores)."""
+
+    def __init__(self, store: GraphStore, max_bytes: int):
+        self.store = store
+        self.max_bytes = max_bytes
+        self.corpus_sha: dict[str, str] = {}
+        self._state: dict[str, dict] = {}
+
+    def prefetch(self, files: list[Path]) -> None:
+        """Look up the stored sha256 and status of every file's document (one statement per 5,000 files)."""
+        ids = [stable_id("doc", p.resolve().as_uri()) for p in files if not is_corpus(p)]
+        for start in range(0, len(ids), 5000):
+            for row in self.store.run("ingest/document_state", {"ids": ids[start : start + 5000]}):
+                self._state[row["id"]] = row
+
+    def check(self, path: Path) -> Unchanged | None:
+        """``Unchanged`` when ``path`` needs no parsing, else None (new, changed, incomplete, unreadable: the
+        parser decides and reports)."""
+        try:
+            size = path.stat().st_size
+            if size == 0:
+                return None
+            uri = path.resolve().as_uri()
+            if is_corpus(path):
+                return self._check_corpus(path, uri)
+            if size > self.max_bytes:
+                return None
+            old = self._state.get(stable_id("doc", uri))
+            if not old or old.get("status") != "complete" or not old.get("sha256"):
+                return None
+            return Unchanged(uris=[uri]) if file_sha256(path) == old["sha256"] else None
+        except OSError:
+            return None
+
+    def _check_corpus(self, path: Path, uri: str) -> Unchanged | None:
+        self.corpus_sha[uri] = sha = file_sha256(path)
+        rows = self.store.run("ingest/source_file", {"id": uri})
+        if not rows:
+            return None
+        if rows[0]["sha256"] != sha:
+            self.forget(uri)  # its changed passages are about to be written
+            return None
+        row = self.store.run("ingest/corpus_documents", {"prefix": f"{uri}#"})[0]
+        if not (int(row["documents"]) == int(row["complete"]) == int(rows[0]["passages"] or -1)):
+            return None
+        return Unchanged(uris=list(row["uris"]), titles={doc_id: title for doc_id, title in row["titles"]})
+
+    def forget(self, uri: str) -> None:
+        """Remove a corpus's record (before any of its passages is rewritten)."""
+        self.store.run("ingest/forget_source_file", {"id": uri})
+
+    def record(self, uri: str, passages: int, recorded_at: str) -> None:
+        """Record corpus ``uri`` as fully ingested with the sha256 taken before it was parsed."""
+        sha = self.corpus_sha.get(uri)
+        if sha:
+            self.store.run("ingest/record_source_file",
+                           {"id": uri, "sha256": sha, "passages": passages, "recorded_at": recorded_at})  # fmt: skip

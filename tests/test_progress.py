@@ -1,0 +1,103 @@
+"""Progress of an ingestion run in log mode (stdout or stderr not a terminal: cron, CI, `| tee`): a line per
+stage per group with counts, seconds, rate and the run's totals ("files d/t", t = the files found before
+anything is parsed), and a heartbeat whenever the interval passed without a line, so a slow stage is never
+silent; and `kbgraph ingest` with stderr captured prints those lines.
+
+A slow embedder (the real one, plus a pause per call) makes each group's embed stage long enough that, without
+the heartbeat, the log would be silent for several seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+from kbgraph.ingest.pipeline import Ingestor
+from kbgraph.kb import KnowledgeBase
+
+STAGE_LINE = re.compile(
+    r"^group (\d+) (parse|chunk|distill|embed|write): .* in \d+\.\d s \([\d,.]+ \w+/s\).* \| "
+    r"files (\d+)/(\d+), [\d,]+ documents, [\d,]+ chunks written, \d+:\d\d elapsed$"
+)
+PAUSE = 1.0  # seconds the slow embedder pauses per call (a call per non-empty layer and group)
+INTERVAL = 0.25  # heartbeat interval of the test run
+
+
+class SlowEmbedder:
+    def __init__(self, embedder):
+        self.inner = embedder
+        self.calls = 0
+
+    def embed(self, texts):
+        self.calls += 1
+        time.sleep(PAUSE)
+        return self.inner.embed(texts)
+
+
+def _corpus(examples_dir, folder):
+    folder.mkdir()
+    (folder / "a.txt").write_text("Grace Hopper developed the first compiler at Remington Rand.", encoding="utf-8")
+    (folder / "b.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.", encoding="utf-8")
+    lines = (examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    (folder / "passages.jsonl").write_text("\n".join(lines[:12]) + "\n", encoding="utf-8")
+    return 3, 14  # files, documents
+
+
+def test_log_lines_per_stage_per_group_with_files_done_of_found_and_heartbeats(falkor_settings, examples_dir,
+                                                                                tmp_path, caplog):  # fmt: skip
+    files, documents = _corpus(examples_dir, tmp_path / "in")
+    settings = falkor_settings.model_copy(update={"name": f"progress{uuid.uuid4().hex[:8]}", "ingest_group_size": 8})
+    kb = KnowledgeBase(settings=settings)
+    kb.reset()
+    try:
+        slow = SlowEmbedder(kb.embedder)
+        ingestor = Ingestor(kb.store, settings, progress=False, embedder=slow, progress_interval=INTERVAL)
+        caplog.set_level(logging.INFO, logger="kbgraph.ingest")
+        report = ingestor.run([tmp_path / "in"])
+        assert (report.added, report.failed) == (documents, 0)
+        groups = kb.store.sent["ingest/mark_documents_complete"]
+        assert groups == 2  # 8 + 6 documents
+        records = [r for r in caplog.records if r.name == "kbgraph.ingest"]
+        lines = [r.getMessage() for r in records]
+        assert lines[0].startswith(f"{files} files to read | files 0/{files}")
+        stages = [(m.group(1), m.group(2), int(m.group(3)), int(m.group(4))) for m in map(STAGE_LINE.match, lines) if m]
+        for g in range(1, groups + 1):  # a line per stage per group, in order
+            assert [s for gg, s, _, _ in stages if gg == str(g)] == ["parse", "chunk", "distill", "embed", "write"], g
+        assert {t for *_, t in stages} == {files}  # t: the files found up front
+        done = [d for *_, d, _ in stages]
+        assert done == sorted(done) and done[-1] == files
+        write = [line for line in lines if re.match(r"group \d+ write: ", line)]
+        assert "8 documents in" in write[0] and "6 documents in" in write[1]
+        assert re.search(r"group 1 distill: [\d,]+ chunks in .*atomic questions, .*triples, .*entities", "\n".join(lines))
+        assert lines[-1].startswith(f"done: {documents} documents written") and f"files {files}/{files}" in lines[-1]
+        # heartbeats: each group's embed stage lasts several pauses (one per non-empty layer), yet no gap between
+        # two lines exceeds a few intervals
+        embed = [float(m.group(1)) for m in (re.match(r"group \d+ embed: .* in (\d+\.\d) s", x) for x in lines) if m]
+        assert len(embed) == groups and min(embed) >= 4 * PAUSE and slow.calls >= 4 * groups
+        assert any(line.startswith("still group 1 embed: ") for line in lines)
+        gaps = [b.created - a.created for a, b in zip(records, records[1:], strict=False)]
+        assert max(gaps) < 4 * INTERVAL + 0.5, max(gaps)
+    finally:
+        kb.close()
+
+
+def test_cli_with_stderr_captured_prints_progress_lines(falkor_settings, examples_dir, tmp_path):
+    files, documents = _corpus(examples_dir, tmp_path / "in")
+    name = f"progresscli{uuid.uuid4().hex[:6]}"
+    env = {**os.environ, "KBGRAPH_HOME": str(falkor_settings.home), "KBGRAPH_NAME": name,
+           "KBGRAPH_DATA_DIR": str(falkor_settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+           "KBGRAPH_EMBEDDING_CACHE_DIR": str(falkor_settings.embedding_cache_dir)}  # fmt: skip
+    cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "in")], env=env,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert f"{files} files to read" in cli.stderr
+    for stage in ("parse", "chunk", "distill", "embed", "write"):
+        assert re.search(rf"INFO group 1 {stage}: .* \| files \d+/{files}, ", cli.stderr), stage
+    assert f"done: {documents} documents written" in cli.stderr
+    with KnowledgeBase(settings=falkor_settings.model_copy(update={"name": name})) as kb:
+        kb.reset()
