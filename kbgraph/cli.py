@@ -25,8 +25,9 @@ neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5 server ass
 app.add_typer(store_app, name="store")
 app.add_typer(neo4j_app, name="neo4j")
 
-console = Console()
-err_console = Console(stderr=True)
+# Not a terminal (cron, a pipe, a log file): no wrapping at 80 columns, so each result stays one line.
+console = Console(soft_wrap=not sys.stdout.isatty())
+err_console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 
 
 class _State:
