@@ -56,7 +56,8 @@ class UsageReport(BaseModel):
 
 class Answer(BaseModel):
     """The answer with its citations and rationale. ``retrieval_only``: no LLM was configured, the answer is
-    the best-matching sentence of the top evidence."""
+    the 1-3 best-matching sentences or table rows of the top chunks, one a line, each ending with the
+    ``[n]`` of its citation (n = 1-based index into ``citations``)."""
 
     question: str
     answer: str

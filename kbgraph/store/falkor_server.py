@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,7 +27,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 from kbgraph.errors import LockTimeout, StoreUnavailable
-from kbgraph.process import pid_alive, terminate
+from kbgraph.process import pid_alive
 
 _SOCKET_MAX = 100  # sun_path is 108 bytes on Linux, keep a margin
 
@@ -85,15 +87,18 @@ class EmbeddedFalkorDB:
         if pid is None or not pid_alive(pid):
             self._cleanup()
             return False
-        deadline = time.monotonic() + timeout
         try:
             client = self._client()
             client.shutdown(save=False)  # append-only file is fsynced on shutdown
-            while pid_alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
         except Exception:
-            pass  # no answer: signal it
-        terminate(pid, max(0.0, deadline - time.monotonic()))  # a no-op once it has exited; else TERM, then KILL
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self._cleanup()
         return True
 
