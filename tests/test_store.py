@@ -195,9 +195,16 @@ def test_vector_dimension_mismatch_is_a_clear_error(backend_settings, store):
         other.close()
 
 
-def test_data_persists_across_store_restart(backend_settings, store, request):
+def test_data_persists_across_store_restart(backend_settings, store, request, tmp_path):
     rng = np.random.default_rng(11)
     vectors = unit(rng.normal(size=(20, DIM)).astype(np.float32))
+    if store.backend == "falkordb":
+        # a server of its own (its own folder): restarting the session's shared server would make this test
+        # depend on everything the suite wrote before it
+        store.close()
+        backend_settings = backend_settings.model_copy(update={"data_dir": tmp_path / "falkordb-restart"})
+        store = open_store(backend_settings)
+        store.ensure_schema()
     store.write_batches("ingest/upsert_chunks", chunk_rows(vectors))
     store.close()
     if store.backend == "falkordb":
@@ -226,3 +233,5 @@ def test_data_persists_across_store_restart(backend_settings, store, request):
     finally:
         reopened.clear()
         reopened.close()
+        if reopened.backend == "falkordb":
+            EmbeddedFalkorDB(backend_settings.kb_dir).stop()
