@@ -26,7 +26,7 @@ EXAMPLES = REPO / "examples"
 
 
 # --- the suite reads only the repo --------------------------------------------------------------------
-#: Files the test process opened in a non-hidden sibling of the repository (e.g. ``../shared``): a clone
+#: Files the test process opened in a non-hidden sibling of the repository (a data folder beside it): a clone
 #: has nothing beside it, so such a read works here and fails for a user. Checked at the end of the session.
 OUTSIDE_READS: list[str] = []
 
