@@ -1,0 +1,57 @@
+"""One home for small text helpers and for the forms a chunk's text takes.
+
+A chunk is read in three forms, and every place that needs one imports it from here so they cannot drift:
+
+* ``chunk_heading(title, section_path)`` — ``"title > section path"`` (or the title alone);
+* ``chunk_body(kind, text, summary)`` — what the chunk says: a table's summary line before its Markdown,
+  any other chunk's text (PIKE-RAG §5.2.2: a table is represented by its summary and its content);
+* ``index_text(...)`` — heading, newline, body: the text a chunk's vector is embedded from at ingestion
+  (``kbgraph.ingest.pipeline``) and the document the BM25 baseline indexes (``kbgraph.query.eval.bm25``),
+  so sparse and dense retrieval see the same text.
+
+The prompts' context uses ``chunk_body`` under the document title (``kbgraph.query.prompts``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+_WS = re.compile(r"\s+")
+
+
+def one_line(message: Any, limit: int = 300, *, empty: str = "") -> str:
+    """``message`` (any object, usually an exception or a log line) as one line of at most ``limit`` characters:
+    whitespace runs collapsed to one space, an over-long text cut with a trailing ``…``; ``empty`` when nothing
+    is left (e.g. ``"unknown error"``)."""
+    s = _WS.sub(" ", str(message)).strip()
+    if not s:
+        return empty
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def utc_now() -> str:
+    """The current UTC time as ISO 8601 to the second, e.g. ``"2026-11-23T10:04:05+00:00"``."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def chunk_heading(title: str | None, section_path: str | None) -> str:
+    """``"title > section path"``, or the title alone when the chunk sits directly under its document."""
+    title = title or ""
+    return f"{title} > {section_path}" if section_path else title
+
+
+def chunk_body(kind: str | None, text: str | None, summary: str | None) -> str:
+    """A chunk's content: a table's summary, a newline and its Markdown; otherwise the text as stored."""
+    text = text or ""
+    if kind == "table" and summary:
+        return f"{summary}\n{text}"
+    return text
+
+
+def index_text(
+    title: str | None, section_path: str | None, kind: str | None, text: str | None, summary: str | None
+) -> str:
+    """The text a chunk is embedded from and BM25-indexed as: ``chunk_heading``, a newline, ``chunk_body``."""
+    return f"{chunk_heading(title, section_path)}\n{chunk_body(kind, text, summary)}"
