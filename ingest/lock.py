@@ -11,12 +11,12 @@ import contextlib
 import logging
 import os
 import socket
-from datetime import datetime, timezone
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from kbgraph.errors import LockTimeout
+from kbgraph.text import utc_now
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -33,7 +33,7 @@ def lock_holder(lock_path: Path) -> str:
 
 def claim(lock_path: Path) -> None:
     """Record this process as the holder of ``lock_path`` (call once the lock is held)."""
-    since = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    since = utc_now()
     with contextlib.suppress(OSError):
         lock_path.with_name(lock_path.name + ".owner").write_text(
             f"pid {os.getpid()} on {socket.gethostname()} since {since}\n", encoding="utf-8"

@@ -42,8 +42,12 @@ from urllib.parse import quote
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import IngestError
+from kbgraph.text import one_line
 
 log = logging.getLogger(__name__)
+
+#: What an error message says when the exception had none (``one_line``'s ``empty`` in the parsers).
+UNKNOWN_ERROR = "unknown error"
 
 #: extension -> MIME type of every format ``parse_file`` reads.
 MIME_TYPES: dict[str, str] = {
@@ -119,7 +123,7 @@ _WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kb
 def warn(message: str) -> None:
     """Record a one-line warning against the document being parsed (it ends up in
     ``ParsedDocument.warnings`` and the ingest report). Outside ``parse_file`` it is only logged."""
-    message = _one_line(message, 300)
+    message = one_line(message, 300)
     sink = _WARNINGS.get()
     if sink is None:
         log.warning("%s", message)
@@ -131,9 +135,6 @@ def supported_extensions() -> list[str]:
     return sorted(MIME_TYPES) + [".jsonl"]
 
 
-def _one_line(text: object, limit: int = 200) -> str:
-    s = _WS.sub(" ", str(text)).strip()
-    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 def normalize_elements(raw: list[dict]) -> list[Element]:
@@ -185,7 +186,7 @@ def decode_text(data: bytes, name: str) -> str:
                 label = encoding.upper().replace("-SIG", "")
                 raise IngestError(
                     f"cannot decode {name}: it starts with a {label} byte-order mark but is not valid {label} "
-                    f"({_one_line(exc, 80)}); save it again as UTF-8"
+                    f"({one_line(exc, 80)}); save it again as UTF-8"
                 ) from exc
             return _no_nul(text, name)
     try:
@@ -272,7 +273,7 @@ def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise IngestError(f"cannot read {path}: {_one_line(exc)}") from exc
+        raise IngestError(f"cannot read {path}: {one_line(exc, 200)}") from exc
     if not data.strip():
         raise IngestError(f"empty file (only whitespace): {path}")
     sha = hashlib.sha256(data).hexdigest()
@@ -295,7 +296,7 @@ def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
         top = [e for e in elements if e.kind == "heading" and e.level == 1]
         title = top[0].text if len(top) == 1 else _title_from_stem(path)
     return ParsedDocument(
-        uri=path.resolve().as_uri(), title=_one_line(title, 300), mime=MIME_TYPES[ext], sha256=sha,
+        uri=path.resolve().as_uri(), title=one_line(title, 300), mime=MIME_TYPES[ext], sha256=sha,
         elements=elements, warnings=warnings,
     )  # fmt: skip
 
@@ -361,7 +362,7 @@ def parse_passages_jsonl(path: Path) -> Iterator[ParsedDocument]:
             try:
                 obj = json.loads(raw_line.decode("utf-8-sig" if lineno == 1 else "utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise IngestError(f"{path.name} line {lineno}: not valid UTF-8 JSON ({_one_line(exc, 120)})") from exc
+                raise IngestError(f"{path.name} line {lineno}: not valid UTF-8 JSON ({one_line(exc, 120)})") from exc
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise IngestError(f'{path.name} line {lineno}: expected an object with a "text" string')
             pid = str(obj.get("id") if obj.get("id") not in (None, "") else lineno)

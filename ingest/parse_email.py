@@ -30,15 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.parse import UNKNOWN_ERROR
+from kbgraph.text import one_line
 
 #: Messages attached to messages attached to ... are read this deep (the outer message is depth 0).
 MAX_DEPTH = 3
 _WS = re.compile(r"\s+")
-
-
-def _one_line(msg: Any, limit: int = 200) -> str:
-    s = _WS.sub(" ", str(msg)).strip()
-    return (s if len(s) <= limit else s[: limit - 1] + "…") or "unknown error"
 
 
 def _header_element(fields: list[tuple[str, Any]]) -> list[dict]:
@@ -57,21 +54,21 @@ def _nested(label: str, raw: list[dict]) -> list[dict]:
 def _body(html: str | None, text: str | None, where: str) -> list[dict]:
     """Elements of a message body: the HTML version when there is one (else, or when it fails, the text)."""
     from kbgraph.ingest.parse import warn
-    from kbgraph.ingest.parse_unstructured import _from_unstructured, _quiet_unstructured
+    from kbgraph.ingest.parse_unstructured import from_unstructured, quiet_unstructured
 
-    _quiet_unstructured()
+    quiet_unstructured()
     if html and html.strip():
         from unstructured.partition.html import partition_html
 
         try:
-            return _from_unstructured(list(partition_html(text=html)), headings=False)
+            return from_unstructured(list(partition_html(text=html)), headings=False)
         except Exception as exc:
-            warn(f"HTML body of {where} unreadable ({type(exc).__name__}: {_one_line(exc, 120)}); "
+            warn(f"HTML body of {where} unreadable ({type(exc).__name__}: {one_line(exc, 120, empty=UNKNOWN_ERROR)}); "
                  f"{'its plain-text version used' if text else 'body skipped'}")  # fmt: skip
     if text and text.strip():
         from unstructured.partition.text import partition_text
 
-        return _from_unstructured(list(partition_text(text=text)), headings=False)
+        return from_unstructured(list(partition_text(text=text)), headings=False)
     return []
 
 
@@ -97,10 +94,10 @@ def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> li
         else:
             title, raw = parse_bytes(data, ext, filename)
     except IngestError as exc:
-        warn(f"{label} skipped: {_one_line(exc, 160)}")
+        warn(f"{label} skipped: {one_line(exc, 160, empty=UNKNOWN_ERROR)}")
         return []
     except Exception as exc:  # a parser bug in one attachment must not lose the message
-        warn(f"{label} skipped: {type(exc).__name__}: {_one_line(exc, 160)}")
+        warn(f"{label} skipped: {type(exc).__name__}: {one_line(exc, 160, empty=UNKNOWN_ERROR)}")
         return []
     return _nested(f"Attachment: {filename}", raw)
 
@@ -120,7 +117,7 @@ def parse_eml(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, li
     except IngestError:
         raise
     except Exception as exc:
-        raise IngestError(f"corrupt or unreadable e-mail {name}: {_one_line(exc)}") from exc
+        raise IngestError(f"corrupt or unreadable e-mail {name}: {one_line(exc, 200, empty=UNKNOWN_ERROR)}") from exc
     if not msg.keys():
         raise IngestError(f"not an e-mail: {name} has no RFC 822 headers (From:, To:, Subject:)")
     return _message(msg, name, depth)
@@ -137,7 +134,8 @@ def _message(msg: EmailMessage, where: str, depth: int) -> tuple[str | None, lis
             part = msg.get_body(preferencelist=pref)
             content = _part_text(part) if part is not None else None
         except Exception as exc:
-            warn(f"{pref[0]} body of {where} unreadable: {type(exc).__name__}: {_one_line(exc, 120)}")
+            why = one_line(exc, 120, empty=UNKNOWN_ERROR)
+            warn(f"{pref[0]} body of {where} unreadable: {type(exc).__name__}: {why}")
             content = None
         if pref == ("html",):
             html = content
@@ -152,10 +150,10 @@ def _message(msg: EmailMessage, where: str, depth: int) -> tuple[str | None, lis
             if inner is None:
                 warn(f"attached e-mail {i} of {where} skipped: unreadable")
             elif depth + 1 > MAX_DEPTH:
-                warn(f"attached e-mail '{_one_line(inner_subject, 80)}' skipped: nested more than {MAX_DEPTH} deep")
+                warn(f"attached e-mail '{one_line(inner_subject, 80)}' skipped: nested more than {MAX_DEPTH} deep")
             else:
-                _, inner_raw = _message(inner, f"attached e-mail '{_one_line(inner_subject, 80)}'", depth + 1)
-                raw += _nested(f"E-mail: {_one_line(inner_subject, 150)}", inner_raw)
+                _, inner_raw = _message(inner, f"attached e-mail '{one_line(inner_subject, 80)}'", depth + 1)
+                raw += _nested(f"E-mail: {one_line(inner_subject, 150)}", inner_raw)
             continue
         filename = part.get_filename() or f"part {i}{mimetypes.guess_extension(ctype) or ''}"
         try:
@@ -230,7 +228,8 @@ def parse_msg(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, li
     except IngestError:
         raise
     except Exception as exc:
-        raise IngestError(f"corrupt or unreadable .msg {name}: {type(exc).__name__}: {_one_line(exc)}") from exc
+        why = one_line(exc, 200, empty=UNKNOWN_ERROR)
+        raise IngestError(f"corrupt or unreadable .msg {name}: {type(exc).__name__}: {why}") from exc
     if "encrypted" in str(headers.get("Content-Type", "")):
         raise IngestError(f"cannot read {name}: the message is encrypted (S/MIME); decrypt it in Outlook first")
     fields = [("From", sender), ("To", to), ("Cc", headers.get("Cc")), ("Date", sent.isoformat() if sent else None),
@@ -244,7 +243,8 @@ def parse_msg(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, li
             ctype = att.mime_type or mimetypes.guess_type(filename)[0] or "application/octet-stream"
             payload = att.file_bytes
         except Exception as exc:
-            warn(f"attachment {i} of {name} skipped: unreadable ({type(exc).__name__}: {_one_line(exc, 100)})")
+            why = one_line(exc, 100, empty=UNKNOWN_ERROR)
+            warn(f"attachment {i} of {name} skipped: unreadable ({type(exc).__name__}: {why})")
             continue
         raw += _attachment(payload, filename, ctype, depth)
     return subject, raw

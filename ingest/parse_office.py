@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.parse import UNKNOWN_ERROR
+from kbgraph.text import one_line
 
 #: Seconds LibreOffice may take to convert one legacy file.
 SOFFICE_TIMEOUT = 180
@@ -101,22 +103,22 @@ def parse_office(data: bytes, ext: str, name: str) -> tuple[str | None, list[dic
         _check_zip(data, name, ".odt")
         return pu.parse_docx(_pandoc_to_docx(data, "odt", name), name)
     if ext == ".xml":
-        pu._quiet_unstructured()
+        pu.quiet_unstructured()
         from unstructured.partition.xml import partition_xml
 
         els = _partition("XML", name, lambda: partition_xml(file=io.BytesIO(data)))
-        return None, pu._from_unstructured(els, headings=False)
+        return None, pu.from_unstructured(els, headings=False)
     if ext == ".epub":
         _check_zip(data, name, ".epub")
     elif ext in (".rst", ".org"):
         from kbgraph.ingest.parse import decode_text
 
         data = decode_text(data, name).encode("utf-8")
-    pu._quiet_unstructured()
+    pu.quiet_unstructured()
     module = __import__(f"unstructured.partition.{ext[1:]}", fromlist=["x"])
     partition = getattr(module, f"partition_{ext[1:]}")
     els = _partition(ext, name, lambda: partition(file=io.BytesIO(data)))
-    return (_epub_title(data) if ext == ".epub" else None), pu._from_unstructured(els)
+    return (_epub_title(data) if ext == ".epub" else None), pu.from_unstructured(els)
 
 
 def _partition(kind: str, name: str, call: Any) -> list[Any]:
@@ -127,13 +129,13 @@ def _partition(kind: str, name: str, call: Any) -> list[Any]:
     except OSError as exc:
         if "pandoc" in str(exc).lower():
             raise IngestError(f"cannot read {name}: {kind} needs pandoc (pip install pypandoc-binary)") from exc
-        raise IngestError(f"cannot read {name}: {_one_line(exc)}") from exc
+        raise IngestError(f"cannot read {name}: {one_line(exc, 200, empty=UNKNOWN_ERROR)}") from exc
     except Exception as exc:
         raise IngestError(f"corrupt or unreadable {kind} {name}: {_pandoc_message(exc)}") from exc
 
 
 def _pandoc_message(exc: Exception) -> str:
-    text = _one_line(exc)
+    text = one_line(exc, 200, empty=UNKNOWN_ERROR)
     m = re.search(r"Pandoc died with exitcode \"?(\d+)\"? during conversion: (.*)", text)
     return f"pandoc: {m.group(2)[:160]}" if m else f"{type(exc).__name__}: {text}"
 
@@ -200,7 +202,8 @@ def _soffice_convert(binary: str, data: bytes, ext: str, target: str, name: str)
             ) from exc
         out = Path(tmp) / f"in.{target}"
         if not out.is_file() or out.stat().st_size == 0:
-            said = _one_line(proc.stderr.decode("utf-8", "replace") or proc.stdout.decode("utf-8", "replace"))
+            output = proc.stderr.decode("utf-8", "replace") or proc.stdout.decode("utf-8", "replace")
+            said = one_line(output, 200, empty=UNKNOWN_ERROR)
             raise IngestError(
                 f"LibreOffice could not convert {name} to .{target} (corrupt or password-protected?): {said}"
             )
@@ -229,8 +232,3 @@ def _epub_title(data: bytes) -> str | None:
     import html
 
     return _WS.sub(" ", html.unescape(re.sub(r"<[^>]+>", "", m.group(1)))).strip() or None
-
-
-def _one_line(msg: Any, limit: int = 200) -> str:
-    s = _WS.sub(" ", str(msg)).strip()
-    return (s if len(s) <= limit else s[: limit - 1] + "…") or "unknown error"

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.parse import UNKNOWN_ERROR
 from kbgraph.ingest.tables import rows_to_markdown
+from kbgraph.text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +43,6 @@ _ENGINES = {".xlsx": ("openpyxl", "openpyxl"), ".xlsm": ("openpyxl", "openpyxl")
             ".ods": ("odf", "odfpy")}  # fmt: skip
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _WS = re.compile(r"\s+")
-
-
-def _one_line(msg: Any, limit: int = 200) -> str:
-    s = _WS.sub(" ", str(msg)).strip()
-    return (s if len(s) <= limit else s[: limit - 1] + "…") or "unknown error"
 
 
 def parse_sheet_file(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
@@ -87,7 +84,7 @@ def read_delimited(text: str, *, tab: bool, name: str) -> list[list[str]]:
         return [[_cell(c) for c in row] for row in csv.reader(io.StringIO(text, newline=""), dialect)]
     except csv.Error as exc:
         kind = "TSV" if tab else "CSV"
-        raise IngestError(f"corrupt or unreadable {kind} {name}: {_one_line(exc)}") from exc
+        raise IngestError(f"corrupt or unreadable {kind} {name}: {one_line(exc, 200, empty=UNKNOWN_ERROR)}") from exc
 
 
 def read_workbook(data: bytes, ext: str, name: str) -> list[tuple[str, list[list[str]]]]:
@@ -110,7 +107,7 @@ def read_workbook(data: bytes, ext: str, name: str) -> list[tuple[str, list[list
     try:
         frames = pd.read_excel(io.BytesIO(data), sheet_name=None, header=None, dtype=object, engine=engine)
     except Exception as exc:  # each reader has its own errors (BadZipFile, XLRDError, KeyError, ...)
-        text = _one_line(exc)
+        text = one_line(exc, 200, empty=UNKNOWN_ERROR)
         if "encrypt" in text.lower() or "password" in text.lower():
             raise IngestError(f"cannot read {name}: the workbook is password-protected (remove the password)") from exc
         raise IngestError(f"corrupt or unreadable {ext} {name}: {type(exc).__name__}: {text}") from exc

@@ -32,8 +32,9 @@ import zipfile
 from typing import Any
 
 from kbgraph.errors import IngestError
-from kbgraph.ingest.parse import warn
+from kbgraph.ingest.parse import UNKNOWN_ERROR, warn
 from kbgraph.ingest.tables import html_table_to_markdown, rows_to_markdown
+from kbgraph.text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +44,8 @@ _SKIP_TYPES = {"Header", "Footer", "PageBreak", "PageNumber", "Image", "Picture"
 LINK_FARM_MIN_RUN = 5
 
 
-def _one_line(msg: Any) -> str:
-    s = _WS.sub(" ", str(msg)).strip()
-    return (s[:200] if s else "unknown error")
-
-
-def _quiet_unstructured() -> None:
+def quiet_unstructured() -> None:
+    """Keep ``unstructured`` offline and quiet: no usage analytics, no notice (call before importing it)."""
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
     os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
@@ -102,8 +99,8 @@ def _original_table(el: Any, originals: list[tuple[str, str]]) -> str | None:
     return None
 
 
-def _from_unstructured(els: list[Any], *, headings: bool = True,
-                       originals: list[tuple[str, str]] | None = None) -> list[dict]:  # fmt: skip
+def from_unstructured(els: list[Any], *, headings: bool = True,
+                      originals: list[tuple[str, str]] | None = None) -> list[dict]:  # fmt: skip
     """Our element dicts; ``originals``: (key, markdown) of the source's own tables (HTML), preferred to
     ``text_as_html`` for the Table elements they match."""
     out: list[dict] = []
@@ -133,7 +130,8 @@ def _from_unstructured(els: list[Any], *, headings: bool = True,
 
 
 def _partition_error(kind: str, name: str, exc: Exception) -> IngestError:
-    return IngestError(f"corrupt or unreadable {kind} {name}: {type(exc).__name__}: {_one_line(exc)}")
+    why = one_line(exc, 200, empty=UNKNOWN_ERROR)
+    return IngestError(f"corrupt or unreadable {kind} {name}: {type(exc).__name__}: {why}")
 
 
 # --- HTML ---------------------------------------------------------------------------------------------
@@ -141,7 +139,7 @@ def _partition_error(kind: str, name: str, exc: Exception) -> IngestError:
 
 def parse_html(html: str, name: str) -> tuple[str | None, list[dict]]:
     """(title, elements) of an HTML page. Title: the page's first ``<h1>``, else ``<title>``."""
-    _quiet_unstructured()
+    quiet_unstructured()
     from unstructured.partition.html import partition_html
 
     if not re.search(r"<[a-zA-Z!]", html):
@@ -152,7 +150,7 @@ def parse_html(html: str, name: str) -> tuple[str | None, list[dict]]:
         raise _partition_error("HTML", name, exc) from exc
     from kbgraph.ingest.tables_html import html_tables
 
-    raw = _from_unstructured(_drop_link_farms(list(els)), originals=html_tables(html))
+    raw = from_unstructured(_drop_link_farms(list(els)), originals=html_tables(html))
     title = None
     if not any(r["kind"] == "heading" and r.get("level") == 1 for r in raw):
         m = re.search(r"<title[^>]*>(.*?)</title>", html, re.I | re.S)
@@ -167,14 +165,14 @@ def parse_html(html: str, name: str) -> tuple[str | None, list[dict]]:
 
 
 def parse_markdown(text: str, name: str) -> tuple[str | None, list[dict]]:
-    _quiet_unstructured()
+    quiet_unstructured()
     from unstructured.partition.md import partition_md
 
     try:
         els = partition_md(text=text)
     except Exception as exc:
         raise _partition_error("Markdown", name, exc) from exc
-    return None, _from_unstructured(list(els))
+    return None, from_unstructured(list(els))
 
 
 # --- PPTX ---------------------------------------------------------------------------------------------
@@ -183,7 +181,7 @@ def parse_markdown(text: str, name: str) -> tuple[str | None, list[dict]]:
 def parse_pptx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
     """(title, elements) of a slide deck; ``page`` is the slide number."""
     _check_ooxml(data, name, ".pptx")
-    _quiet_unstructured()
+    quiet_unstructured()
     from unstructured.partition.pptx import partition_pptx
 
     try:
@@ -197,7 +195,7 @@ def parse_pptx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
         title = (Presentation(io.BytesIO(data)).core_properties.title or "").strip() or None
     except Exception:  # metadata is a nicety
         pass
-    return title, _from_unstructured(list(els))
+    return title, from_unstructured(list(els))
 
 
 # --- DOCX ---------------------------------------------------------------------------------------------
@@ -290,7 +288,8 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
 
         d = docx.Document(io.BytesIO(data))
     except Exception as exc:
-        raise IngestError(f"corrupt or unreadable .docx {name}: {type(exc).__name__}: {_one_line(exc)}") from exc
+        why = one_line(exc, 200, empty=UNKNOWN_ERROR)
+        raise IngestError(f"corrupt or unreadable .docx {name}: {type(exc).__name__}: {why}") from exc
 
     body = d.element.body
     paged = body.find(f".//{_W}lastRenderedPageBreak") is not None
@@ -333,9 +332,10 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
                     try:
                         rows, width = _docx_table_cells(child)
                     except Exception as exc2:
-                        warn(f"{where} skipped: {type(exc2).__name__}: {_one_line(exc2)}")
+                        warn(f"{where} skipped: {type(exc2).__name__}: {one_line(exc2, 200, empty=UNKNOWN_ERROR)}")
                         continue
-                    warn(f"{where}: irregular merged-cell grid ({type(exc).__name__}: {_one_line(exc)}); "
+                    why = one_line(exc, 200, empty=UNKNOWN_ERROR)
+                    warn(f"{where}: irregular merged-cell grid ({type(exc).__name__}: {why}); "
                          "cells read one by one")  # fmt: skip
                 this_page = page if paged else None
                 if paged:
@@ -365,13 +365,13 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
                     r["level"] = min(r["level"] + 1, 6)
         return title or doc_title, raw
     log.info("%s: no heading styles; falling back to unstructured.partition_docx", name)
-    _quiet_unstructured()
+    quiet_unstructured()
     from unstructured.partition.docx import partition_docx
 
     try:
         els = partition_docx(file=io.BytesIO(data))
     except Exception as exc:  # python-docx read it: keep that reading, without headings
-        warn(f"unstructured.partition_docx failed ({type(exc).__name__}: {_one_line(exc)}); "
+        warn(f"unstructured.partition_docx failed ({type(exc).__name__}: {one_line(exc, 200, empty=UNKNOWN_ERROR)}); "
              "read with python-docx, without headings")  # fmt: skip
         return title or doc_title, raw
-    return title or doc_title, _from_unstructured(list(els))
+    return title or doc_title, from_unstructured(list(els))

@@ -13,6 +13,10 @@ replaced; with ``prune`` documents whose source vanished are deleted. A file loc
 runs from interleaving (``kbgraph.ingest.lock``). Every run is recorded as an ``(:IngestionRun)`` node; a run
 that finds another still 'running' (killed) marks it 'interrupted'. Progress: ``kbgraph.ingest.progress``
 (a line per stage per group, and at least every 30 s, when stdout or stderr is not a terminal).
+
+This module runs the stages; the parts it uses live beside it: ``sources`` (finding the files),
+``report`` (``IngestReport`` and the per-file outcomes), ``distill`` (stage 3), ``embed_layers`` (stage 4),
+``write`` (stage 5), ``progress`` (what the run tells while it runs).
 """
 
 from __future__ import annotations
@@ -24,174 +28,29 @@ import sys
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime, timezone
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING, Any
 
 from kbgraph.errors import ConfigError, IngestError, LockTimeout, SchemaMismatch, StoreUnavailable
+from kbgraph.ingest.progress import open_progress
+from kbgraph.ingest.report import STAGES, FileError, FileOutcome, IngestReport, error_line, file_outcomes
+from kbgraph.ingest.sources import discover, file_of, uri_to_path
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
+from kbgraph.text import utc_now
+
+if TYPE_CHECKING:
+    from kbgraph.ingest.distill import Distilled
 
 # unstructured (imported lazily by the parsers) sends usage analytics unless this is set; kbgraph runs offline
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 log = logging.getLogger("kbgraph.ingest")
 
-STAGES = ("parse", "chunk", "distill", "embed", "write")
 #: Errors that end the run at once instead of being recorded against a document.
 _FATAL = (ImportError, MemoryError, ConfigError, SchemaMismatch, StoreUnavailable, LockTimeout)
-
-
-class FileError(BaseModel):
-    path: str
-    error: str
-
-
-class FileOutcome(BaseModel):
-    """What became of one file found: ``ingested`` (new documents written), ``updated`` (changed documents
-    rewritten), ``unchanged`` (same sha256, nothing written), ``failed`` (``reason``: why), ``skipped`` (not a
-    kind of file kbgraph reads; ``reason``: why and the fix). ``documents``/``chunks``: written in this run
-    (ingested/updated). ``warnings``: elements skipped inside the file (a table, an attachment), as parsed in
-    this run."""
-
-    path: str
-    outcome: Literal["ingested", "updated", "unchanged", "failed", "skipped"]
-    reason: str | None = None
-    documents: int | None = None
-    chunks: int | None = None
-    warnings: list[str] = Field(default_factory=list)
-
-
-class IngestReport(BaseModel):
-    """Summary of one run (also stored on its IngestionRun node). ``seconds``: wall time per stage."""
-
-    run_id: str
-    started_at: str
-    finished_at: str | None = None
-    status: str = "running"
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    failed: int = 0
-    skipped: int = 0
-    documents: int = 0
-    chunks: int = 0
-    errors: list[FileError] = Field(default_factory=list)
-    #: every file found, in path order, with its outcome (filled when the run ends)
-    files: list[FileOutcome] = Field(default_factory=list)
-    seconds: dict[str, float] = Field(default_factory=lambda: dict.fromkeys((*STAGES, "total"), 0.0))
-
-    @property
-    def exit_code(self) -> int:
-        """0 all ok, 1 some files failed. Skipped files alone (images, archives, unknown types found in a
-        directory) do not fail a run: nothing is wrong with them or the run, and each is listed in ``files``
-        with the fix; a cron job would otherwise fail forever on a folder that holds a photo."""
-        return 1 if self.failed else 0
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-# --- sources --------------------------------------------------------------------------------------
-def discover(
-    paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None
-) -> list[Path]:
-    """Every file under ``paths`` (directories walked, symlinks followed once, loops reported in ``errors``),
-    resolved and de-duplicated. Returned: the files to parse. A file found in a directory that no parser
-    reads (``parse.skip_reason``: an image, an archive, an unknown type, legacy Office without LibreOffice,
-    a broken link) is not returned but appended to ``skipped`` as a ``skipped`` outcome with the reason and
-    fix. A file named explicitly is always returned (tried), so it fails with that reason instead.
-    Hidden files and directories (name starting with '.', e.g. ``.git``, ``.DS_Store``) are ignored
-    silently: they are tool state, not documents."""
-    from kbgraph.ingest.parse import skip_reason
-
-    found: list[Path] = []
-    seen_dirs: set[tuple[int, int]] = set()
-
-    def skip(entry: Path, reason: str) -> None:
-        if skipped is not None:
-            path = entry.resolve() if entry.exists() else entry.parent.resolve() / entry.name  # (a broken link)
-            skipped.append(FileOutcome(path=str(path), outcome="skipped", reason=reason))
-
-    def walk(directory: Path) -> None:
-        try:
-            st = directory.stat()
-        except OSError as exc:
-            errors.append(FileError(path=str(directory), error=f"cannot read directory: {exc.strerror}"))
-            return
-        key = (st.st_dev, st.st_ino)
-        if key in seen_dirs:
-            errors.append(FileError(path=str(directory), error="symlink loop: directory already visited, skipped"))
-            return
-        seen_dirs.add(key)
-        try:
-            entries = sorted(directory.iterdir())
-        except OSError as exc:
-            errors.append(FileError(path=str(directory), error=f"cannot list directory: {exc.strerror}"))
-            return
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            if entry.is_dir():
-                walk(entry)
-            elif not entry.is_file():
-                broken = entry.is_symlink() and not entry.exists()
-                skip(entry, "broken symbolic link: its target is gone" if broken else
-                     "not a regular file (a device, socket or pipe)")  # fmt: skip
-            elif reason := skip_reason(entry):
-                skip(entry, reason)
-            else:
-                found.append(entry)
-
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            walk(path)
-        elif path.is_file():
-            found.append(path)
-        else:
-            errors.append(FileError(path=str(path), error="no such file or directory"))
-    unique: dict[Path, None] = {}
-    for f in found:
-        unique.setdefault(f.resolve(), None)
-    return list(unique)
-
-
-def file_outcomes(
-    files: list[Path], skipped: list[FileOutcome], errors: list[FileError], written: dict[str, dict]
-) -> list[FileOutcome]:
-    """One outcome per file found, in path order: ``skipped`` (from ``discover``), ``failed`` when an error
-    names the file or one of its passages (``path#id``), ``ingested``/``updated`` when ``written`` (by
-    source path: ``{"added", "updated", "chunks", "warnings"}``) has it, else ``unchanged``. Errors naming
-    no file found (a missing path, a symlink loop) are ``failed`` outcomes of their own."""
-    by_file: dict[str, list[str]] = defaultdict(list)
-    known = {str(f) for f in files}
-    for e in errors:
-        key = e.path if e.path in known else e.path.rsplit("#", 1)[0]
-        by_file[key if key in known else e.path].append(e.error)
-    out: dict[str, FileOutcome] = {o.path: o for o in skipped}
-    for f in files:
-        key = str(f)
-        w = written.get(key)
-        docs = (w["added"] + w["updated"]) if w else None
-        counts = {"documents": docs, "chunks": w["chunks"], "warnings": w["warnings"]} if w else {}
-        if by_file.get(key):
-            errs = by_file.pop(key)
-            more = f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
-            out[key] = FileOutcome(path=key, outcome="failed", reason=errs[0] + more, **counts)
-        elif w:
-            out[key] = FileOutcome(path=key, outcome="ingested" if w["added"] else "updated", **counts)
-        else:
-            out[key] = FileOutcome(path=key, outcome="unchanged")
-    for path, errs in by_file.items():
-        out.setdefault(path, FileOutcome(path=path, outcome="failed", reason="; ".join(errs)))
-    return [out[k] for k in sorted(out)]
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -240,7 +99,7 @@ class Ingestor:
 
     def _run(self, paths: Sequence[str | Path], prune: bool) -> IngestReport:
         t_start = time.perf_counter()
-        report = IngestReport(run_id=f"run:{uuid.uuid4().hex[:16]}", started_at=_now())
+        report = IngestReport(run_id=f"run:{uuid.uuid4().hex[:16]}", started_at=utc_now())
         self.store.run(
             "ingest/start_run",
             {"id": report.run_id, "started_at": report.started_at, "paths": [str(p) for p in paths]},
@@ -250,7 +109,7 @@ class Ingestor:
         files = discover(paths, report.errors, skipped)
         seen_uris: set[str] = set()
         try:
-            with self._progress(len(files)) as bar:
+            with open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:
                 for group in self._groups(files, report, seen_uris, bar):
                     self._process(group, report, bar)
                 self._record_corpora(report)
@@ -266,7 +125,7 @@ class Ingestor:
             report.failed = len(report.errors)
             report.skipped = len(skipped)
             report.files = file_outcomes(files, skipped, report.errors, self._written)
-            report.finished_at = _now()
+            report.finished_at = utc_now()
             report.seconds["total"] = round(time.perf_counter() - t_start, 3)
             with contextlib.suppress(Exception):
                 self.store.run(
@@ -358,8 +217,8 @@ class Ingestor:
         """Record every passage corpus parsed in this run none of whose passages failed (SourceFile)."""
         failed = {e.path.split("#", 1)[0] for e in report.errors}
         for uri, passages in self._corpora.items():
-            if _uri_to_path(uri) not in failed:
-                self._check.record(uri, passages, _now())
+            if uri_to_path(uri) not in failed:
+                self._check.record(uri, passages, utc_now())
 
     def _changed(self, docs: list, report: IngestReport) -> list:
         from kbgraph.models import stable_id
@@ -390,7 +249,7 @@ class Ingestor:
             raise  # the installation, configuration or store is broken: no document would succeed
         except Exception as exc:
             if len(docs) == 1:
-                report.errors.append(FileError(path=_source(docs[0]), error=_one_line(exc)))
+                report.errors.append(FileError(path=uri_to_path(docs[0].uri), error=error_line(exc)))
                 bar.document_failed(docs[0].uri)
                 return
             log.warning("group of %d documents failed (%s); retrying one by one", len(docs), exc)
@@ -410,7 +269,7 @@ class Ingestor:
                     overlap_sentences=self.settings.chunk_overlap_sentences, llm=self.llm,
                     llm_split=self.settings.llm_chunking, llm_window_tokens=self.settings.llm_chunk_window_tokens,
                 )  # with an LLM: recurrent split (PIKE-RAG §5.2.1) and table summaries
-                document.ingested_at = _now()
+                document.ingested_at = utc_now()
                 graphs.append(DocumentGraph(document=document, sections=sections, chunks=chunks))
             st.done(len(docs), "documents", f"{sum(len(g.chunks) for g in graphs):,} chunks")
         report.seconds["chunk"] += time.perf_counter() - t0
@@ -420,10 +279,10 @@ class Ingestor:
         with bar.stage("distill", f"{len(all_chunks):,} chunks") as st:
             # passage corpora: every passage title is an entity, and chunks naming another title link to it
             titles = self._titles if self._titles and self._passages(docs) else None
-            questions, entities, triples, mentions = distill(all_chunks, llm=self.llm, titles=titles)
-            _split(graphs, questions, entities, triples, mentions)
-            st.done(len(all_chunks), "chunks",
-                    f"{len(questions):,} atomic questions, {len(triples):,} triples, {len(entities):,} entities")  # fmt: skip
+            distilled = distill(all_chunks, llm=self.llm, titles=titles)
+            _split(graphs, distilled)
+            st.done(len(all_chunks), "chunks", f"{len(distilled.questions):,} atomic questions, "
+                    f"{len(distilled.triples):,} triples, {len(distilled.entities):,} entities")  # fmt: skip
         report.seconds["distill"] += time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -438,40 +297,10 @@ class Ingestor:
         return any("#" in d.uri for d in docs)
 
     def _embed(self, graphs: list[DocumentGraph]) -> int:
-        """Embed every layer: Document title, Section path, Chunk (title + text), atomic questions, triples,
-        entity names. One embedder call per layer for the whole group. Returns the number of texts embedded."""
-        layers: list[tuple[list, list[str]]] = []
-        docs = [g.document for g in graphs]
-        layers.append((docs, [d.title for d in docs]))
-        secs = [s for g in graphs for s in g.sections]
-        layers.append((secs, [f"{g.document.title} > {s.path}" for g in graphs for s in g.sections]))
-        chunks, ctexts = [], []
-        for g in graphs:
-            for c in g.chunks:
-                chunks.append(c)
-                body = f"{c.summary}\n{c.text}" if c.kind == "table" and c.summary else c.text
-                head = g.document.title if not c.section_path else f"{g.document.title} > {c.section_path}"
-                ctexts.append(f"{head}\n{body}")
-        layers.append((chunks, ctexts))
-        qs = [q for g in graphs for q in g.questions]
-        layers.append((qs, [q.text for q in qs]))
-        ts = [t for g in graphs for t in g.triples]
-        layers.append((ts, [t.text for t in ts]))
-        ents: dict[str, Any] = {}
-        for g in graphs:
-            for e in g.entities:
-                ents.setdefault(e.id, e)
-        layers.append((list(ents.values()), [e.name for e in ents.values()]))
-        for records, texts in layers:
-            if not records:
-                continue
-            vectors = self.embedder.embed(texts)
-            for rec, vec in zip(records, vectors, strict=True):
-                rec.embedding = vec.tolist()
-        for g in graphs:  # entities shared between documents of the group carry the same vector
-            for e in g.entities:
-                e.embedding = ents[e.id].embedding
-        return sum(len(texts) for records, texts in layers if records)
+        """Embed every layer of the group (``kbgraph.ingest.embed_layers``); the number of texts embedded."""
+        from kbgraph.ingest.embed_layers import embed_layers
+
+        return embed_layers(graphs, self.embedder)
 
     def _write(self, graphs: list[DocumentGraph], docs: list, report: IngestReport, bar) -> None:
         from kbgraph.ingest.write import write_documents
@@ -490,7 +319,7 @@ class Ingestor:
         report.chunks += sum(len(g.chunks) for g in graphs)
         warnings = {d.uri: getattr(d, "warnings", []) for d in docs}
         for g in graphs:  # per source file, for report.files
-            w = self._written.setdefault(_file_of(g.document.uri), {"added": 0, "updated": 0, "chunks": 0})
+            w = self._written.setdefault(file_of(g.document.uri), {"added": 0, "updated": 0, "chunks": 0})
             w.setdefault("warnings", [])
             w["updated" if g.document.id in replace else "added"] += 1
             w["chunks"] += len(g.chunks)
@@ -506,50 +335,29 @@ class Ingestor:
             if not uri.startswith("file://"):
                 continue
             file_uri, _, fragment = uri.partition("#")
-            path = Path(_uri_to_path(file_uri))
+            path = Path(uri_to_path(file_uri))
             gone = not path.exists() or (fragment and file_uri in ingested_files and uri not in seen_uris)
             if gone:
                 self.store.delete_document(row["id"])
                 deleted += 1
         return deleted
 
-    # --- progress -------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _progress(self, files_total: int):
-        from kbgraph.ingest.progress import LogProgress, RichProgress
 
-        if not self.progress:
-            bar = LogProgress(files_total, interval=self.progress_interval)
-            try:
-                yield bar
-            finally:
-                bar.close()
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=Console(stderr=True), transient=False,
-        ) as progress:  # fmt: skip
-            yield RichProgress(files_total, progress)
-
-
-def _split(graphs: list[DocumentGraph], questions, entities, triples, mentions) -> None:
+def _split(graphs: list[DocumentGraph], distilled: Distilled) -> None:
     """Distribute distilled records to their documents (by chunk); an entity goes to every document that
     mentions it or links it by a triple."""
     owner = {c.id: g for g in graphs for c in g.chunks}
-    by_id = {e.id: e for e in entities}
+    by_id = {e.id: e for e in distilled.entities}
     needed: dict[int, dict[str, Any]] = defaultdict(dict)
-    for q in questions:
+    for q in distilled.questions:
         owner[q.chunk_id].questions.append(q)
-    for t in triples:
+    for t in distilled.triples:
         g = owner[t.chunk_id]
         g.triples.append(t)
         for eid in (t.subject_id, t.object_id):
             if eid in by_id:
                 needed[id(g)][eid] = by_id[eid]
-    for m in mentions:
+    for m in distilled.mentions:
         g = owner[m.chunk_id]
         g.mentions.append(m)
         if m.entity_id in by_id:
@@ -558,33 +366,11 @@ def _split(graphs: list[DocumentGraph], questions, entities, triples, mentions) 
         g.entities = [e.model_copy() for e in needed[id(g)].values()]
 
 
-def _source(doc) -> str:
-    return _uri_to_path(doc.uri)
-
-
-def _file_of(uri: str) -> str:
-    """The file path of a document's URI (a passage's ``#id`` dropped)."""
-    return _uri_to_path(uri.split("#", 1)[0])
-
-
-def _uri_to_path(uri: str) -> str:
-    from urllib.parse import unquote, urlparse
-
-    if uri.startswith("file://"):
-        parsed = urlparse(uri)
-        return unquote(parsed.path) + (f"#{parsed.fragment}" if parsed.fragment else "")
-    return uri
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    msg = text[0] if text else type(exc).__name__
-    return msg if isinstance(exc, IngestError) else f"{type(exc).__name__}: {msg}"
-
-
 def ingest(store: GraphStore, settings: Settings, paths: Sequence[str | Path], **kwargs: Any) -> IngestReport:
     """Convenience: ``Ingestor(store, settings).run(paths, prune=..., wait=...)``."""
     llm = kwargs.pop("llm", None)
     progress = kwargs.pop("progress", None)
     return Ingestor(store, settings, llm=llm, progress=progress).run(paths, **kwargs)
 
+
+__all__ = ["STAGES", "FileError", "FileOutcome", "IngestReport", "Ingestor", "discover", "file_outcomes", "ingest"]

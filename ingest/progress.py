@@ -234,3 +234,25 @@ class RichProgress(Progress):
     def written(self, uris: list[str], chunks: int) -> None:
         super().written(uris, chunks)
         self._refresh()
+
+
+@contextlib.contextmanager
+def open_progress(files_total: int, *, bars: bool, interval: float = HEARTBEAT_SECONDS) -> Iterator[Progress]:
+    """The run's progress display for ``files_total`` files found: ``RichProgress`` bars on stderr when
+    ``bars``, else ``LogProgress`` lines (a heartbeat at most ``interval`` seconds apart, stopped on exit)."""
+    if not bars:
+        bar = LogProgress(files_total, interval=interval)
+        try:
+            yield bar
+        finally:
+            bar.close()
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as RichBars
+
+    with RichBars(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=Console(stderr=True), transient=False,
+    ) as progress:  # fmt: skip
+        yield RichProgress(files_total, progress)

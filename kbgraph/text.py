@@ -6,7 +6,7 @@ A chunk is read in three forms, and every place that needs one imports it from h
 * ``chunk_body(kind, text, summary)`` — what the chunk says: a table's summary line before its Markdown,
   any other chunk's text (PIKE-RAG §5.2.2: a table is represented by its summary and its content);
 * ``index_text(...)`` — heading, newline, body: the text a chunk's vector is embedded from at ingestion
-  (``kbgraph.ingest.pipeline``) and the document the BM25 baseline indexes (``kbgraph.query.eval.bm25``),
+  (``kbgraph.ingest.embed_layers``) and the document the BM25 baseline indexes (``kbgraph.eval.bm25``),
   so sparse and dense retrieval see the same text.
 
 The prompts' context uses ``chunk_body`` under the document title (``kbgraph.query.prompts``).

@@ -1,0 +1,143 @@
+"""PDF page layout: text lines, paragraphs and reading order (kbgraph.ingest.parse_pdf; PIKE-RAG §5.1.1).
+
+- **Text**: MuPDF's blocks and lines; vertical text, repeated page headers/footers (same text, digits
+  ignored, in the top or bottom 10% of at least half the pages) and number-only blocks (page and line
+  numbers) are dropped; line-end hyphenation before a lower-case letter is undone.
+- **Reading order**: per page, items are cut into horizontal bands at full-width items; inside a band,
+  narrow items are grouped into columns by horizontal overlap and read column by column, top to bottom.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_WS = re.compile(r"\s+")
+MARGIN = 0.10  # top/bottom fraction of the page where running headers/footers live
+
+
+@dataclass
+class Line:
+    """One printed line of text: its text, box (points, display coordinates), mean font size, boldness and
+    number of non-blank characters."""
+
+    text: str
+    bbox: tuple[float, float, float, float]
+    size: float  # character-weighted mean span size
+    bold: bool
+    chars: int
+
+
+@dataclass
+class Item:
+    """A text block or a table on a page, before reading-order sorting."""
+
+    bbox: tuple[float, float, float, float]
+    lines: list[Line] = field(default_factory=list)
+    table: dict | None = None  # {'caption','header','rows','notes','ncols'}
+
+
+def is_bold(span: dict) -> bool:
+    """Whether a MuPDF text span is bold (by its flags or its font name)."""
+    font = span.get("font", "")
+    return bool(span.get("flags", 0) & 16) or bool(re.search(r"bold|black|heavy|semibold|demi", font, re.I))
+
+
+def line_from(line: dict, rot=None) -> Line | None:
+    """A text line in display coordinates (``rot``: the page's rotation matrix when it is rotated, since
+    MuPDF reports text in unrotated coordinates)."""
+    d = line.get("dir", (1, 0))
+    bbox = tuple(line["bbox"])
+    if rot is not None:
+        import pymupdf
+
+        d = tuple(pymupdf.Point(d) * pymupdf.Matrix(rot.a, rot.b, rot.c, rot.d, 0, 0))
+        bbox = tuple(pymupdf.Rect(bbox) * rot)
+    if abs(d[1]) > 0.5 or d[0] < 0:  # vertical or upside-down text: margin stamps, rotated labels
+        return None
+    spans = [s for s in line.get("spans", []) if s.get("text")]
+    text = "".join(s["text"] for s in spans)
+    if not text.strip():
+        return None
+    weights = [(len(s["text"].strip()), s) for s in spans if s["text"].strip()]
+    chars = sum(w for w, _ in weights)
+    size = sum(w * s["size"] for w, s in weights) / chars
+    bold = all(is_bold(s) for _, s in weights)
+    return Line(text=text, bbox=bbox, size=size, bold=bold, chars=chars)
+
+
+def inside(bbox, rect, pad: float = 1.0) -> bool:
+    """Whether the centre of ``bbox`` lies in ``rect`` grown by ``pad`` points."""
+    cx, cy = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
+    return rect[0] - pad <= cx <= rect[2] + pad and rect[1] - pad <= cy <= rect[3] + pad
+
+
+def join_lines(texts: list[str]) -> str:
+    """Lines of one paragraph -> one string; 'mainte-' + 'nance' -> 'maintenance'."""
+    out = ""
+    for t in texts:
+        t = _WS.sub(" ", t).strip()
+        if not t:
+            continue
+        if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and t[0].islower():
+            out = out[:-1] + t  # hyphenation
+        elif out.endswith(("-", "–", "/")) and len(out) > 1 and out[-2].isalnum():
+            out += t  # '737–' + '9', 'https://' + 'www…': the break was inside a token
+        elif out:
+            out += " " + t
+        else:
+            out = t
+    return out
+
+
+def reading_order(items: list[Item]) -> list[Item]:
+    """Bands separated by full-width items; inside a band, columns left to right, each top to bottom."""
+    if len(items) < 2:
+        return items
+    x0 = min(i.bbox[0] for i in items)
+    x1 = max(i.bbox[2] for i in items)
+    width = max(x1 - x0, 1.0)
+    items = sorted(items, key=lambda i: (i.bbox[1], i.bbox[0]))
+    out: list[Item] = []
+    band: list[Item] = []
+
+    def flush() -> None:
+        columns: list[list[Item]] = []
+        for it in sorted(band, key=lambda i: i.bbox[0]):
+            for col in columns:
+                cx0, cx1 = min(c.bbox[0] for c in col), max(c.bbox[2] for c in col)
+                overlap = min(cx1, it.bbox[2]) - max(cx0, it.bbox[0])
+                if overlap > 0.5 * min(it.bbox[2] - it.bbox[0], cx1 - cx0):
+                    col.append(it)
+                    break
+            else:
+                columns.append([it])
+        columns.sort(key=lambda col: min(c.bbox[0] for c in col))
+        for col in columns:
+            out.extend(sorted(col, key=lambda i: (i.bbox[1], i.bbox[0])))
+        band.clear()
+
+    for it in items:
+        if (it.bbox[2] - it.bbox[0]) >= 0.6 * width:
+            flush()
+            out.append(it)
+        else:
+            band.append(it)
+    flush()
+    return out
+
+
+def in_margin(it: Item, rect) -> bool:
+    """A text item entirely in the top or bottom MARGIN of the page."""
+    top, bottom = rect.y0 + MARGIN * rect.height, rect.y1 - MARGIN * rect.height
+    return it.table is None and (it.bbox[3] < top or it.bbox[1] > bottom)
+
+
+def norm_key(text: str) -> str:
+    """The text a running header or footer is recognised by: whitespace collapsed, lower case, digits as '#'."""
+    return re.sub(r"\d+", "#", _WS.sub(" ", text).strip().lower())
+
+
+__all__ = [
+    "MARGIN", "Item", "Line", "in_margin", "inside", "is_bold", "join_lines", "line_from", "norm_key", "reading_order",
+]
