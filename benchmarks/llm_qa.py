@@ -27,7 +27,8 @@ from pathlib import Path
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.llm.client import OpenAIClient
-from kbgraph.query.evaluate import LLM_METHODS, evaluate, load_dataset
+from kbgraph.eval import evaluate, load_dataset
+from kbgraph.query.methods import ANSWER_METHODS
 from kbgraph.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,9 +49,9 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request")
     args = ap.parse_args()
     methods = [m for m in args.methods.split(",") if m]
-    unknown = sorted(set(methods) - set(LLM_METHODS))
+    unknown = sorted(set(methods) - set(ANSWER_METHODS))
     if unknown:
-        ap.error(f"not LLM methods: {', '.join(unknown)} (choose from {', '.join(LLM_METHODS)})")
+        ap.error(f"not LLM methods: {', '.join(unknown)} (choose from {', '.join(ANSWER_METHODS)})")
 
     ds = load_dataset(args.dataset)
     home = Path(args.home).expanduser()

@@ -23,22 +23,13 @@ Every method returns an :class:`Answer` with ``method`` set, citations with prov
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from kbgraph.errors import LLMError
 from kbgraph.query import prompts
-from kbgraph.query.decompose import (
-    QAOutput,
-    UsageMeter,
-    _vec,
-    chunk_details,
-    citations_for,
-    final_answer,
-    retrieve_atomic,
-    scored_chunk,
-)
-from kbgraph.query.models import Answer, Candidate, TraceRound
-from kbgraph.query.propagation import ScoredChunk
+from kbgraph.query.answering import QAOutput, UsageMeter, citations_for, final_answer
+from kbgraph.query.context import Embedder, QueryContext
+from kbgraph.query.graph import chunk_details, chunks_by_vector, retrieve_atomic, scored_chunk
+from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
 
 #: Chunks retrieved per Self-Ask follow-up question (003 Appendix A.3).
 SELF_ASK_CHUNKS = 4
@@ -48,14 +39,7 @@ _FINAL = re.compile(r"So the final answer is:\s*(.*)", re.IGNORECASE | re.DOTALL
 _INTERMEDIATE = re.compile(r"Intermediate answer:", re.IGNORECASE)
 
 
-def _chunks_by_vector(store: Any, qvec: Any, *, k: int, threshold: float) -> list[ScoredChunk]:
-    """Top-``k`` chunks of the Chunk vector index with cosine >= ``threshold``, best first, with provenance."""
-    hits = [h for h in store.vector_search("Chunk", _vec(qvec), k=k) if h.score >= threshold]
-    details = chunk_details(store, [h.id for h in hits])
-    return [scored_chunk(details[h.id], h.score) for h in hits if h.id in details]
-
-
-def _answer(question: str, method: str, out: QAOutput, chunks: list[ScoredChunk], embedder: Any,
+def _answer(question: str, method: str, out: QAOutput, chunks: list[ScoredChunk], embedder: Embedder,
             meter: UsageMeter, trace: list[TraceRound] | None = None, focus: list[str] | None = None) -> Answer:  # fmt: skip
     answer = Answer(
         question=question, answer=out.answer, rationale=out.rationale, method=method, chunks=chunks,
@@ -65,8 +49,9 @@ def _answer(question: str, method: str, out: QAOutput, chunks: list[ScoredChunk]
     return answer
 
 
-def answer_cot(question: str, *, store, settings, embedder, llm) -> Answer:
+def answer_cot(question: str, ctx: QueryContext) -> Answer:
     """Zero-Shot CoT: no retrieval, no citations."""
+    embedder, llm = ctx.embedder, ctx.llm
     meter = UsageMeter(llm)
     try:
         out = llm.complete_json(prompts.cot_messages(question), QAOutput)
@@ -75,20 +60,22 @@ def answer_cot(question: str, *, store, settings, embedder, llm) -> Answer:
     return _answer(question, "cot", out, [], embedder, meter)
 
 
-def answer_naive(question: str, *, store, settings, embedder, llm) -> Answer:
+def answer_naive(question: str, ctx: QueryContext) -> Answer:
     """Naive RAG over flat chunks: ``naive_k`` chunks at cosine >= ``naive_threshold``."""
+    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
-    chunks = _chunks_by_vector(store, qvec, k=settings.naive_k, threshold=settings.naive_threshold)
+    chunks = chunks_by_vector(store, qvec, k=settings.naive_k, threshold=settings.naive_threshold)
     return _answer(question, "naive", final_answer(llm, question, chunks), chunks, embedder, meter)
 
 
-def answer_naive_hr(question: str, *, store, settings, embedder, llm) -> Answer:
+def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
     """Naive RAG with hierarchical retrieval: path (a) ``hr_k`` chunks + path (b) the chunks of
     ``hr_question_k`` atomic questions, both at cosine >= ``hr_threshold``."""
+    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
-    chunks = _chunks_by_vector(store, qvec, k=settings.hr_k, threshold=settings.hr_threshold)
+    chunks = chunks_by_vector(store, qvec, k=settings.hr_k, threshold=settings.hr_threshold)
     focus = [question] * len(chunks)
     via_questions = retrieve_atomic(store, [question], [qvec], k=settings.hr_question_k, threshold=settings.hr_threshold)
     best: dict[str, Candidate] = {}
@@ -123,8 +110,9 @@ def parse_self_ask(text: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def answer_self_ask(question: str, *, store, settings, embedder, llm) -> Answer:
+def answer_self_ask(question: str, ctx: QueryContext) -> Answer:
     """Self-Ask with retrieval: each follow-up question is answered from its retrieved chunks."""
+    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
     meter = UsageMeter(llm)
     followups: list[tuple[str, str]] = []
     trace: list[TraceRound] = []
@@ -137,7 +125,7 @@ def answer_self_ask(question: str, *, store, settings, embedder, llm) -> Answer:
         if follow is None:
             break
         qvec = embedder.embed([follow])[0]
-        found = _chunks_by_vector(store, qvec, k=SELF_ASK_CHUNKS, threshold=settings.naive_threshold)
+        found = chunks_by_vector(store, qvec, k=SELF_ASK_CHUNKS, threshold=settings.naive_threshold)
         out = final_answer(llm, follow, found)
         followups.append((follow, out.answer))
         for c in found:

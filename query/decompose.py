@@ -47,23 +47,26 @@ final answer to the five most useful knowledge chunks"); each becomes a citation
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import LLMError
 from kbgraph.query import prompts
-from kbgraph.query.models import Answer, Candidate, Citation, TraceRound, UsageReport
-from kbgraph.query.propagation import ScoredChunk
-
-QUOTE_CHARS = 300
+from kbgraph.query.answering import UsageMeter, citations_for, context_of, final_answer
+from kbgraph.query.context import LLM, QueryContext
+from kbgraph.query.graph import (
+    chunk_details,
+    retrieve_atomic,
+    retrieve_chunks_as_candidates,
+    scored_chunk,
+    text_of,
+)
+from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
+from kbgraph.store import GraphStore
 
 
 # --- JSON answers of the prompts ------------------------------------------------------------------------
-def _text(v: Any) -> str:
-    return "" if v is None else v if isinstance(v, str) else str(v)
 
 
 class Proposal(BaseModel):
@@ -75,7 +78,7 @@ class Proposal(BaseModel):
     @field_validator("thinking", mode="before")
     @classmethod
     def _thinking(cls, v: Any) -> str:
-        return _text(v)
+        return text_of(v)
 
     @field_validator("sub_questions", mode="before")
     @classmethod
@@ -83,7 +86,7 @@ class Proposal(BaseModel):
         if v is None:
             return []
         items = [v] if isinstance(v, str) else list(v)
-        return [s for s in (" ".join(_text(x).split()) for x in items) if s]
+        return [s for s in (" ".join(text_of(x).split()) for x in items) if s]
 
 
 class Selection(BaseModel):
@@ -95,7 +98,7 @@ class Selection(BaseModel):
     @field_validator("thinking", mode="before")
     @classmethod
     def _thinking(cls, v: Any) -> str:
-        return _text(v)
+        return text_of(v)
 
     @field_validator("question_idx", mode="before")
     @classmethod
@@ -112,24 +115,12 @@ class ChunkSelection(BaseModel):
     @field_validator("thinking", mode="before")
     @classmethod
     def _thinking(cls, v: Any) -> str:
-        return _text(v)
+        return text_of(v)
 
     @field_validator("paragraph_idx", mode="before")
     @classmethod
     def _idx(cls, v: Any) -> int | None:
         return _index(v)
-
-
-class QAOutput(BaseModel):
-    """Answer of the question-answering prompt (003 A.7)."""
-
-    answer: str = ""
-    rationale: str = ""
-
-    @field_validator("answer", "rationale", mode="before")
-    @classmethod
-    def _str(cls, v: Any) -> str:
-        return _text(v)
 
 
 def _index(v: Any) -> int | None:
@@ -145,167 +136,13 @@ def _index(v: Any) -> int | None:
     return None
 
 
-# --- usage --------------------------------------------------------------------------------------------
-class UsageMeter:
-    """LLM usage spent since construction (deltas of ``llm.usage``)."""
-
-    def __init__(self, llm: Any):
-        self.llm = llm
-        self.start = self._snapshot()
-
-    def _snapshot(self) -> dict[str, float]:
-        u = getattr(self.llm, "usage", None)
-        keys = ("calls", "prompt_tokens", "completion_tokens", "seconds", "cached_calls")
-        return {k: float(getattr(u, k, 0) or 0) for k in keys}
-
-    def report(self) -> UsageReport:
-        now = self._snapshot()
-        d = {k: now[k] - self.start[k] for k in now}
-        return UsageReport(
-            calls=int(d["calls"]), prompt_tokens=int(d["prompt_tokens"]),
-            completion_tokens=int(d["completion_tokens"]), seconds=round(d["seconds"], 4),
-            cached_calls=int(d["cached_calls"]),
-        )  # fmt: skip
-
-
-# --- graph access ---------------------------------------------------------------------------------------
-def _vec(v: Any) -> list[float]:
-    return np.asarray(v, dtype=np.float32).ravel().tolist()
-
-
-def retrieve_atomic(
-    store: Any, queries: Sequence[str], vectors: Any, *, k: int, threshold: float, exclude: set[str] = frozenset()
-) -> list[Candidate]:
-    """Line 4 of Algorithm 1: for each query (in order), its top-``k`` atomic questions by cosine similarity
-    with similarity >= ``threshold``, best first, each with its chunk (chunks_of_questions.cypher); those
-    whose chunk is in ``exclude`` are dropped after the top-k cut."""
-    out: list[Candidate] = []
-    for query, vec in zip(queries, vectors, strict=True):
-        hits = [h for h in store.vector_search("AtomicQuestion", _vec(vec), k=k) if h.score >= threshold]
-        if not hits:
-            continue
-        chunk_of: dict[str, str] = {}
-        for row in store.run("retrieve/chunks_of_questions", {"ids": [h.id for h in hits]}):
-            chunk_of.setdefault(row["via"], row["chunk_id"])
-        for h in hits:
-            cid = chunk_of.get(h.id)
-            if cid is None or cid in exclude:
-                continue
-            out.append(
-                Candidate(question_id=h.id, text=_text(h.properties.get("text")), chunk_id=cid, score=float(h.score),
-                          query=query)
-            )  # fmt: skip
-    return out
-
-
-def retrieve_chunks_as_candidates(
-    store: Any, embedder: Any, question: str, qvec: Any, *, k: int, threshold: float, exclude: set[str] = frozenset()
-) -> list[Candidate]:
-    """Backup retrieval 2 (authors' ``retrieve_atom_info_through_chunk``): top-``k`` chunks of the Chunk
-    vector index with similarity >= ``threshold``, not in ``exclude``, each represented by its atomic
-    question most similar to ``question`` (score = that similarity; a chunk without atomic questions keeps
-    its own similarity and its opening words)."""
-    hits = [h for h in store.vector_search("Chunk", _vec(qvec), k=k) if h.score >= threshold and h.id not in exclude]
-    if not hits:
-        return []
-    rows = store.run("retrieve/questions_of_chunks", {"ids": [h.id for h in hits]})
-    by_chunk: dict[str, list[dict]] = {}
-    for row in rows:
-        by_chunk.setdefault(row["chunk_id"], []).append(row)
-    texts = list(dict.fromkeys(_text(r["text"]) for r in rows))
-    sims: dict[str, float] = {}
-    if texts:
-        vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
-        q = np.asarray(qvec, dtype=np.float32).ravel()
-        sims = {t: float(s) for t, s in zip(texts, vecs @ q, strict=True)}
-    out = []
-    for h in hits:
-        atoms = by_chunk.get(h.id, [])
-        if atoms:
-            best = max(atoms, key=lambda r: (sims[_text(r["text"])], r["question_id"]))
-            out.append(Candidate(question_id=best["question_id"], text=_text(best["text"]), chunk_id=h.id,
-                                 score=sims[_text(best["text"])], query=question))  # fmt: skip
-        else:
-            text = " ".join(_text(h.properties.get("text")).split())[:200]
-            out.append(Candidate(question_id="", text=text, chunk_id=h.id, score=float(h.score), query=question))
-    return out
-
-
-def chunk_details(store: Any, ids: Sequence[str]) -> dict[str, dict]:
-    """Provenance rows of chunk_details.cypher by chunk id."""
-    ids = list(dict.fromkeys(ids))
-    if not ids:
-        return {}
-    return {row["id"]: row for row in store.run("retrieve/chunk_details", {"ids": ids})}
-
-
-def scored_chunk(row: dict, score: float) -> ScoredChunk:
-    return ScoredChunk(
-        id=row["id"], score=float(score), text=row.get("text") or "", summary=row.get("summary"),
-        kind=row.get("kind") or "text", page=row.get("page"), section_path=row.get("section_path") or "",
-        document_id=row.get("document_id") or "", document_title=row.get("document_title") or "",
-        document_uri=row.get("document_uri") or "",
-    )  # fmt: skip
-
-
-def context_of(chunks: Sequence[ScoredChunk]) -> str:
-    """The chunks as the prompts' context (title and content of each)."""
-    return prompts.context_string([(c.document_title, _chunk_body(c)) for c in chunks])
-
-
-def _chunk_body(c: ScoredChunk) -> str:
-    if c.kind == "table" and c.summary:
-        return f"{c.summary}\n{c.text}"
-    return c.text
-
-
-def citations_for(chunks: Sequence[ScoredChunk], focus: Sequence[str], embedder: Any) -> list[Citation]:
-    """One citation per chunk; quote = the chunk's sentence most similar to its ``focus`` text (the
-    selected atomic question, or the question), else its first ~200 characters."""
-    from kbgraph.query.ask import sentences
-
-    if not chunks:
-        return []
-    groups = [sentences(c.text)[:60] or [c.text[:200]] for c in chunks]
-    flat = [s for g in groups for s in g]
-    quotes: list[str] = []
-    try:
-        vecs = np.asarray(embedder.embed([*focus, *flat]), dtype=np.float32)
-        fvecs, svecs = vecs[: len(focus)], vecs[len(focus) :]
-        i = 0
-        for n, g in enumerate(groups):
-            sims = svecs[i : i + len(g)] @ fvecs[n]
-            quotes.append(g[int(np.argmax(sims))])
-            i += len(g)
-    except Exception:  # noqa: BLE001 - a quote is a convenience; the chunk's opening words will do
-        quotes = [c.text[:200] for c in chunks]
-    out = []
-    for c, quote in zip(chunks, quotes, strict=True):
-        quote = " ".join(quote.split())
-        out.append(
-            Citation(
-                chunk_id=c.id, document=c.document_title or c.document_id, document_uri=c.document_uri,
-                section=c.section_path, page=c.page,
-                quote=quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 3] + "...",
-            )
-        )  # fmt: skip
-    return out
-
-
-def final_answer(llm: Any, question: str, chunks: Sequence[ScoredChunk]) -> QAOutput:
-    """Algorithm 1 line 14 (and the RAG baselines): the QA prompt over the chunks. If the LLM gives no
-    valid JSON even after the client's repair request, the answer is empty and the rationale says why (the
-    authors' parser answers 'parsing error')."""
-    try:
-        return llm.complete_json(prompts.answer_messages(question, context_of(chunks)), QAOutput)
-    except LLMError as exc:
-        return QAOutput(answer="", rationale=f"no valid answer JSON from the LLM: {exc}")
-
-
 # --- Algorithm 1 ------------------------------------------------------------------------------------------
-def answer_pike(question: str, *, store, settings, embedder, llm, backup_selection: bool = True) -> Answer:
-    """Answer ``question`` by knowledge-aware task decomposition (module docstring). Returns the answer
-    with its rationale, one citation per context chunk, the per-round trace and the LLM usage."""
+def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = True) -> Answer:
+    """Answer ``question`` by knowledge-aware task decomposition (module docstring) on ``ctx`` (its LLM is
+    required). ``backup_selection``: offer the candidates' chunks when the selector picks none (authors'
+    code). Returns the answer with its rationale, one citation per context chunk, the per-round trace and the
+    LLM usage. Raises LLMError only for a failing server (invalid JSON ends a round instead)."""
+    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
     meter = UsageMeter(llm)
     n_rounds, k, delta = settings.decompose_rounds, settings.decompose_candidates, settings.decompose_threshold
     context: list[ScoredChunk] = []
@@ -316,10 +153,10 @@ def answer_pike(question: str, *, store, settings, embedder, llm, backup_selecti
     for t in range(1, n_rounds + 1):
         rnd = TraceRound(round=t)
         trace.append(rnd)
-        ctx = context_of(context)
+        known = context_of(context)
         # line 3: proposals
         try:
-            proposal = llm.complete_json(prompts.proposer_messages(question, ctx), Proposal)
+            proposal = llm.complete_json(prompts.proposer_messages(question, known), Proposal)
         except LLMError as exc:
             rnd.note = f"stopped: the proposer gave no valid JSON ({exc})"
             break
@@ -345,7 +182,7 @@ def answer_pike(question: str, *, store, settings, embedder, llm, backup_selecti
             rnd.note = f"stopped: no atomic question or chunk reaches similarity {delta:g}"
             break
         # line 5: selection (then the backup chunk selection)
-        chosen, how = _select(llm, store, question, ctx, candidates, rnd, backup_selection)
+        chosen, how = _select(llm, store, question, known, candidates, rnd, backup_selection)
         if chosen is None:
             rnd.note = "stopped: nothing selected"
             break
@@ -366,11 +203,11 @@ def answer_pike(question: str, *, store, settings, embedder, llm, backup_selecti
 
 
 def _select(
-    llm: Any, store: Any, question: str, ctx: str, candidates: list[Candidate], rnd: TraceRound, backup: bool
+    llm: LLM, store: GraphStore, question: str, known: str, candidates: list[Candidate], rnd: TraceRound, backup: bool
 ) -> tuple[Candidate | None, str]:
     """Line 5: the atomic tag selector, then (``backup``) the chunk selector of the authors' code."""
     try:
-        sel = llm.complete_json(prompts.selector_messages(question, ctx, [c.text for c in candidates]), Selection)
+        sel = llm.complete_json(prompts.selector_messages(question, known, [c.text for c in candidates]), Selection)
         rnd.selector_thinking = sel.thinking
         if sel.question_idx is not None and 1 <= sel.question_idx <= len(candidates):
             return candidates[sel.question_idx - 1], "atom"
@@ -387,7 +224,7 @@ def _select(
     if not paragraphs:
         return None, ""
     try:
-        sel = llm.complete_json(prompts.chunk_selector_messages(question, ctx, paragraphs), ChunkSelection)
+        sel = llm.complete_json(prompts.chunk_selector_messages(question, known, paragraphs), ChunkSelection)
     except LLMError as exc:
         rnd.selector_thinking += f"\n(backup chunk selection: no valid JSON: {exc})"
         return None, ""

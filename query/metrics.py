@@ -11,7 +11,7 @@ white space removed; Rajpurkar et al. 2016, official evaluation script):
   that are both empty after normalisation score 1.0; one empty and the other not, 0.0.
 * Several answer labels: each metric is the **maximum over the labels**, taken metric by metric (PIKE-RAG
   §6.1: "we employ a conservative scoring approach for EM, F1, Precision, and Recall by retaining the
-  highest score achieved"). LLM-judged **Accuracy** sees all labels at once (kbgraph.query.evaluate).
+  highest score achieved"). LLM-judged **Accuracy** sees all labels at once (kbgraph.eval).
 
 Retrieval metrics, over passage ids (one multi-hop passage = one Document; a chunk's passage id is the
 ``#fragment`` of its document URI, see ``passage_ids``):

@@ -1,10 +1,48 @@
-"""Records returned by ``KnowledgeBase.ask`` (PIKE-RAG §5.3, Algorithm 1)."""
+"""Records of the query side: what retrieval returns (``ScoredChunk`` with its score ``Contribution``s, the
+layer ``Seeds`` of PIKE-RAG §5.2.3) and what ``KnowledgeBase.ask`` returns (``Answer``, PIKE-RAG §5.3,
+Algorithm 1). Every query module imports its records from here; this module imports no other query module."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from kbgraph.query.propagation import ScoredChunk
+
+class Contribution(BaseModel):
+    """One term of a chunk's score (kbgraph.query.propagation): ``weight`` × ``similarity`` (× ``factor``) =
+    ``score``."""
+
+    layer: str  # Chunk | AtomicQuestion | Triple | Entity | FullText | Section | Document | Hop | Next
+    node_id: str
+    text: str = ""
+    similarity: float
+    weight: float
+    factor: float = 1.0
+    score: float
+
+
+class ScoredChunk(BaseModel):
+    """A retrieved chunk with its provenance (for citations) and, with explain, its score breakdown. ``score``
+    is the method's own: a propagated score, a cosine similarity in [-1, 1] or a BM25 score."""
+
+    id: str
+    score: float
+    text: str = ""
+    summary: str | None = None
+    kind: str = "text"
+    page: int | None = None
+    section_path: str = ""
+    document_id: str = ""
+    document_title: str = ""
+    document_uri: str = ""
+    breakdown: list[Contribution] = Field(default_factory=list)
+
+
+class Seeds(BaseModel):
+    """Per layer: node id -> (similarity, text); and the question's embedding (``dimension`` floats), which
+    makes the Chunk term exact for candidate chunks outside the Chunk seeds (None: those get 0)."""
+
+    layers: dict[str, dict[str, tuple[float, str]]] = Field(default_factory=dict)
+    query_vector: list[float] | None = None
 
 
 class Citation(BaseModel):

@@ -21,7 +21,7 @@ Sources, quoted verbatim except where noted:
   assessing the correctness of a response in relation to the question and the correct answer labels"; all
   labels are given at once). The papers do not print the prompt; this is the authors' evaluator prompt
   (microsoft/PIKE-RAG, pikerag/workflows/evaluation/metrics/llm.py ``answer_judge_template``), used by
-  kbgraph.query.evaluate.
+  kbgraph.eval.
 
 Templates use ``str.format``; ``{{`` and ``}}`` are literal braces. The JSON keys are those of the paper.
 kbgraph's LLM client adds the JSON schema of the expected answer to the system message.

@@ -44,8 +44,8 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
-
+from kbgraph.query.graph import chunk_details, scored_chunk
+from kbgraph.query.models import Contribution, ScoredChunk, Seeds
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 
@@ -58,42 +58,6 @@ LAYER_WEIGHTS = {
     "Section": "weight_section",
     "Document": "weight_document",
 }
-
-
-class Contribution(BaseModel):
-    """One term of a chunk's score: ``weight`` × ``similarity`` (× ``factor``) = ``score``."""
-
-    layer: str  # Chunk | AtomicQuestion | Triple | Entity | FullText | Section | Document | Hop | Next
-    node_id: str
-    text: str = ""
-    similarity: float
-    weight: float
-    factor: float = 1.0
-    score: float
-
-
-class ScoredChunk(BaseModel):
-    """A retrieved chunk with its provenance (for citations) and, with explain, its score breakdown."""
-
-    id: str
-    score: float
-    text: str = ""
-    summary: str | None = None
-    kind: str = "text"
-    page: int | None = None
-    section_path: str = ""
-    document_id: str = ""
-    document_title: str = ""
-    document_uri: str = ""
-    breakdown: list[Contribution] = Field(default_factory=list)
-
-
-class Seeds(BaseModel):
-    """Per layer: node id -> (similarity, text); and the question's embedding (``dimension`` floats), which
-    makes the Chunk term exact for candidate chunks outside the Chunk seeds (None: those get 0)."""
-
-    layers: dict[str, dict[str, tuple[float, str]]] = Field(default_factory=dict)
-    query_vector: list[float] | None = None
 
 
 def seed_layers(
@@ -215,10 +179,9 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     exact_chunk_terms()  # the chunks the hops reached
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     top = sorted(scores, key=lambda c: (-scores[c], c))[:k]
-    details = _details(store, top)
+    details = chunk_details(store, top)
     out = []
     for cid in top:
-        d = details.get(cid, {})
         breakdown = []
         if explain:
             breakdown = [
@@ -227,14 +190,7 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
                 for layer, (score, node_id, text, sim, weight, factor) in terms[cid].items()
             ]  # fmt: skip
             breakdown.sort(key=lambda t: -t.score)
-        out.append(
-            ScoredChunk(
-                id=cid, score=scores[cid], text=d.get("text") or "", summary=d.get("summary"),
-                kind=d.get("kind") or "text", page=d.get("page"), section_path=d.get("section_path") or "",
-                document_id=d.get("document_id") or "", document_title=d.get("document_title") or "",
-                document_uri=d.get("document_uri") or "", breakdown=breakdown,
-            )
-        )  # fmt: skip
+        out.append(scored_chunk(details.get(cid, {"id": cid}), scores[cid], breakdown))
     return out
 
 
@@ -245,9 +201,3 @@ _Term = tuple[float, str, str, float, float, float]
 def _layer_sum(by_layer: dict[str, _Term]) -> float:
     """Sum over layers of the best term in each layer."""
     return sum(term[0] for term in by_layer.values())
-
-
-def _details(store: GraphStore, ids: list[str]) -> dict[str, dict]:
-    if not ids:
-        return {}
-    return {row["id"]: row for row in store.run("retrieve/chunk_details", {"ids": ids})}

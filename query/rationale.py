@@ -10,12 +10,12 @@ on FalkorDB a failure deletes the half-written Question again)::
     (:SubQuestion)-[:MATCHED {score, rank, selected}]->(:AtomicQuestion)
 
 - USED: the chunks the answer rests on: the cited chunks of a retrieval-only answer, else the LLM's context
-  (``Answer.chunks``; the citations when it is empty). ``round``
-  is the Algorithm 1 round (PIKE-RAG §5.3.2, paper 003 §3.4) in which the chunk joined the context; for
-  Self-Ask the round of the follow-up question that retrieved it; 0 for retrieval-only answers ('hierarchical',
-  'dense') and single-shot baselines ('naive', 'naive_hr'). ``score``: the chunk's score as the method
-  computed it (propagated score, or the cosine similarity of the selected atomic question). ``rank``: its
-  position in the answer's context (0 = first).
+  (``Answer.chunks``; the citations when it is empty). ``round`` is the Algorithm 1 round (PIKE-RAG §5.3.2,
+  paper 003 §3.4) in which the chunk joined the context; for Self-Ask the round of the follow-up question
+  that retrieved it; 0 for retrieval-only answers ('propagation', 'hierarchical', 'dense', 'bm25') and
+  single-shot baselines ('naive', 'naive_hr'). ``score``: the chunk's score as the method computed it
+  (propagated score, or the cosine similarity of the selected atomic question). ``rank``: its position in
+  the answer's context (0 = first).
 - PROPOSED / SubQuestion: each round's proposals (Algorithm 1 line 3), in order. When a round fell back to
   retrieving with the original question (``TraceRound.fallback``), that question appears as a SubQuestion with
   ``fallback`` set, so that its MATCHED candidates have a home.

@@ -188,7 +188,7 @@ def test_ask_save_writes_retrieval_only_rationale(corpus):
     assert saved is not None and saved.question_id.startswith("question:")
     row = _question_row(corpus, saved.question_id)
     q = row["question"]
-    assert (q["text"], q["answer"], q["method"], q["retrieval_only"]) == (QUESTION, answer.answer, "hierarchical", True)
+    assert (q["text"], q["answer"], q["method"], q["retrieval_only"]) == (QUESTION, answer.answer, "propagation", True)
     cited = list(dict.fromkeys(c.chunk_id for c in answer.citations))
     scores = {c.id: c.score for c in answer.chunks}
     assert [u["chunk_id"] for u in row["used"]] == cited and saved.used == len(cited)
@@ -306,12 +306,13 @@ _PIKE: dict[str, object] = {}
 
 
 def answer_pike_cached(corpus):
+    from kbgraph.query.context import QueryContext
     from kbgraph.query.decompose import answer_pike
 
     key = corpus.settings.backend
     if key not in _PIKE:
-        _PIKE[key] = answer_pike(QUESTION, store=corpus.store, settings=corpus.settings, embedder=corpus.embedder,
-                                 llm=_scripted_pike_llm())  # fmt: skip
+        ctx = QueryContext(corpus.store, corpus.settings, corpus.embedder, _scripted_pike_llm())
+        _PIKE[key] = answer_pike(QUESTION, ctx)
     return _PIKE[key]
 
 
@@ -336,7 +337,7 @@ def test_questions_lists_saved_questions(corpus):
     assert [r["asked_at"] for r in rows] == sorted((r["asked_at"] for r in rows), reverse=True)
     for r in rows:
         assert r["used"] == len(_question_row(corpus, r["question"]["id"])["used"]) > 0
-        assert r["text"] == r["question"]["text"] and r["method"] in ("hierarchical", "pike")
+        assert r["text"] == r["question"]["text"] and r["method"] in ("propagation", "pike")
 
 
 def test_deleting_a_document_removes_rationale_edges(corpus):

@@ -8,7 +8,7 @@ as each statement is on FalkorDB, and the "process" dies (a BaseException, which
 catches) at the completion statement; ``finish_run`` is not recorded either. Everything runs through the real
 pipeline and the real stores.
 
-Then retrieval (hierarchical, dense, BM25, Algorithm 1's atomic-question path), ``ask``, the browse queries
+Then retrieval (propagation, dense, BM25, Algorithm 1's atomic-question path), ``ask``, the browse queries
 and the Python API (vector, full-text and similarity search) must neither return nor cite the 'writing'
 document; the next ingest rewrites it (then it is served) and marks the dead run 'interrupted' with its end
 unknown.
@@ -119,11 +119,11 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
         return all(c.id not in chunk_ids and c.document_id != doc_id for c in chunks)
 
     # retrieval and answering: the question is about the 'writing' document, so its chunks would rank first
-    for method in ("hierarchical", "dense"):
+    for method in ("propagation", "dense"):
         got = kb.retrieve(QUESTION, k=10, method=method, explain=True)
         assert got and clean(got), method  # the complete document is still served
         assert all(t.node_id not in chunk_ids for c in got for t in c.breakdown), method
-    for method in ("hierarchical", "dense"):
+    for method in ("propagation", "dense"):
         answer = kb.ask(QUESTION, k=5, method=method)
         assert answer.citations and clean(answer.chunks), method
         assert all(c.chunk_id not in chunk_ids and not c.document_uri.endswith("lovelace.txt") for c in answer.citations)
@@ -141,8 +141,8 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
     seeds = store.seed_search(qvec, 50, "Lovelace Analytical Engine Babbage", 50)
     assert not {h.id for key in ("Chunk", "Chunk.text") for h in seeds[key]} & chunk_ids
     # Algorithm 1's path (b) and backup retrieval, and the BM25 baseline's corpus
-    from kbgraph.query.bm25 import BM25Index, corpus_fingerprint
-    from kbgraph.query.decompose import retrieve_atomic, retrieve_chunks_as_candidates
+    from kbgraph.eval.bm25 import BM25Index, corpus_fingerprint
+    from kbgraph.query.graph import retrieve_atomic, retrieve_chunks_as_candidates
 
     candidates = retrieve_atomic(store, [QUESTION], [qvec], k=50, threshold=-1.0)
     candidates += retrieve_chunks_as_candidates(store, kb.embedder, QUESTION, qvec, k=50, threshold=-1.0)

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from kbgraph.llm.fake import ScriptedLLM
-from kbgraph.query import baselines, decompose
+from kbgraph.query import answering, baselines, decompose
+from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import answer_pike
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> APA -> G. Stanley Hall
@@ -186,7 +187,7 @@ def test_rounds_candidates_and_final_answer(kb, corpus):
     question = corpus["question"]["question"]
     script = Script([[HOP1], [HOP2, "When was the American Psychological Association founded?"]])
     llm = ScriptedLLM(script)
-    answer = answer_pike(question, store=store, settings=settings, embedder=embedder, llm=llm)
+    answer = answer_pike(question, QueryContext(store, settings, embedder, llm))
 
     assert answer.method == "pike" and answer.answer == "G. Stanley Hall" and answer.rationale == "because"
     assert [r.round for r in answer.trace] == [1, 2, 3]
@@ -216,8 +217,8 @@ def test_chosen_chunks_are_excluded(kb, corpus):
     store, settings, embedder = kb
     settings = settings.model_copy(update={"decompose_threshold": 0.3})  # room for other chunks in the top K
     script = Script([[HOP1], [HOP1], [HOP1]])
-    answer = answer_pike(corpus["question"]["question"], store=store, settings=settings, embedder=embedder,
-                         llm=ScriptedLLM(script))  # fmt: skip
+    answer = answer_pike(corpus["question"]["question"],
+                         QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
     assert [r.proposals for r in answer.trace] == [[HOP1]] * 3 + [[]]
     chosen = []
     for rnd in answer.trace[:3]:
@@ -236,7 +237,7 @@ def test_rounds_are_capped_at_n(kb, corpus):
     store, settings, embedder = kb
     settings = settings.model_copy(update={"decompose_rounds": 2, "decompose_threshold": 0.0})
     script = Script([[HOP1]] * 5)
-    answer = answer_pike("anything", store=store, settings=settings, embedder=embedder, llm=ScriptedLLM(script))
+    answer = answer_pike("anything", QueryContext(store, settings, embedder, ScriptedLLM(script)))
     assert len(answer.trace) == 2 and all(r.chunk_id for r in answer.trace) and len(answer.citations) == 2
     assert script.kinds == ["propose", "select", "propose", "select", "answer"]
 
@@ -247,16 +248,16 @@ def test_threshold_falls_back_to_the_original_question(kb):
     # the original question is, word for word, an atomic tag of the graph: only it passes δ = 0.99
     tag = store.vector_search("AtomicQuestion", embedder.embed([HOP1])[0].tolist(), k=1)[0]
     script = Script([["Which rivers flow through the Gobi desert in winter?"]])
-    answer = answer_pike(tag.properties["text"], store=store, settings=strict, embedder=embedder,
-                         llm=ScriptedLLM(script))  # fmt: skip
+    answer = answer_pike(tag.properties["text"],
+                         QueryContext(store, strict, embedder, ScriptedLLM(script)))  # fmt: skip
     r1 = answer.trace[0]
     assert r1.fallback == "question_atoms"
     assert r1.candidates and all(c.query == tag.properties["text"] and c.score >= 0.99 for c in r1.candidates)
     assert tag.id in {c.question_id for c in r1.candidates} and r1.chunk_id == r1.candidates[0].chunk_id
     # nothing at all reaches δ: both backups are tried, the trace says so, the answer comes from C = ∅
     script = Script([["Which rivers flow through the Gobi desert in winter?"]])
-    answer = answer_pike("Which rivers flow through the Gobi desert in winter?", store=store, settings=strict,
-                         embedder=embedder, llm=ScriptedLLM(script))  # fmt: skip
+    answer = answer_pike("Which rivers flow through the Gobi desert in winter?",
+                         QueryContext(store, strict, embedder, ScriptedLLM(script)))  # fmt: skip
     r1 = answer.trace[0]
     assert r1.fallback == "question_chunks" and r1.candidates == [] and "0.99" in r1.note
     assert script.kinds == ["propose", "answer"] and answer.citations == []
@@ -274,8 +275,8 @@ def test_chunk_backup_retrieval(kb):
         pytest.skip("the chunk embedding does not beat its own sentences for this passage")
     delta = (best_atom + best_chunk) / 2
     script = Script([["zxqv plugh xyzzy"]])
-    answer = answer_pike(question, store=store, settings=settings.model_copy(update={"decompose_threshold": delta}),
-                         embedder=embedder, llm=ScriptedLLM(script))  # fmt: skip
+    low = settings.model_copy(update={"decompose_threshold": delta})
+    answer = answer_pike(question, QueryContext(store, low, embedder, ScriptedLLM(script)))
     r1 = answer.trace[0]
     assert r1.fallback == "question_chunks" and r1.candidates
     assert chunk.id in {c.chunk_id for c in r1.candidates}
@@ -288,7 +289,7 @@ def test_selector_declines_then_backup_chunk_selection(kb, corpus):
     question = corpus["question"]["question"]
     # the selector and the backup chunk selector both decline: the loop ends, the final answer is asked
     script = Script([[HOP1, HOP2]], select=[None], select_chunk=[None])
-    answer = answer_pike(question, store=store, settings=settings, embedder=embedder, llm=ScriptedLLM(script))
+    answer = answer_pike(question, QueryContext(store, settings, embedder, ScriptedLLM(script)))
     assert script.kinds == ["propose", "select", "select_chunk", "answer"]
     assert len(answer.trace) == 1 and answer.trace[0].chunk_id is None and answer.trace[0].candidates
     assert "nothing selected" in answer.trace[0].note and answer.citations == []
@@ -297,13 +298,13 @@ def test_selector_declines_then_backup_chunk_selection(kb, corpus):
     assert len(re.findall(r"^Paragraph \d+:", script.prompts[2], re.M)) == n_chunks
     # backup chunk selection picks paragraph 2 -> that chunk joins the context
     script = Script([[HOP1, HOP2]], select=[0], select_chunk=[2])
-    answer = answer_pike(question, store=store, settings=settings, embedder=embedder, llm=ScriptedLLM(script))
+    answer = answer_pike(question, QueryContext(store, settings, embedder, ScriptedLLM(script)))
     r1 = answer.trace[0]
     distinct = list(dict.fromkeys(c.chunk_id for c in r1.candidates))
     assert r1.selection == "chunk" and r1.chunk_id == distinct[1] and answer.citations[0].chunk_id == distinct[1]
     # without backup selection (the papers' loop) a declined selection ends the loop at once
     script = Script([[HOP1]], select=[None])
-    answer_pike(question, store=store, settings=settings, embedder=embedder, llm=ScriptedLLM(script),
+    answer_pike(question, QueryContext(store, settings, embedder, ScriptedLLM(script)),
                 backup_selection=False)  # fmt: skip
     assert script.kinds == ["propose", "select", "answer"]
 
@@ -312,7 +313,7 @@ def test_empty_proposal_stops_at_once(kb, corpus):
     store, settings, embedder = kb
     script = Script([[]])
     llm = ScriptedLLM(script)
-    answer = answer_pike(corpus["question"]["question"], store=store, settings=settings, embedder=embedder, llm=llm)
+    answer = answer_pike(corpus["question"]["question"], QueryContext(store, settings, embedder, llm))
     assert script.kinds == ["propose", "answer"] and len(answer.trace) == 1 and answer.citations == []
     assert answer.answer == "G. Stanley Hall" and answer.usage.calls == 2
 
@@ -320,8 +321,8 @@ def test_empty_proposal_stops_at_once(kb, corpus):
 def test_invalid_selector_index_is_no_selection(kb, corpus):
     store, settings, embedder = kb
     script = Script([[HOP1]], select=[99], select_chunk=["none"])
-    answer = answer_pike(corpus["question"]["question"], store=store, settings=settings, embedder=embedder,
-                         llm=ScriptedLLM(script))  # fmt: skip
+    answer = answer_pike(corpus["question"]["question"],
+                         QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
     assert answer.trace[0].chunk_id is None and script.kinds[-1] == "answer"
 
 
@@ -329,8 +330,8 @@ def test_invalid_selector_index_is_no_selection(kb, corpus):
 def test_cot_has_no_retrieval(kb, corpus):
     store, settings, embedder = kb
     script = Script([])
-    answer = baselines.answer_cot(corpus["question"]["question"], store=store, settings=settings,
-                                  embedder=embedder, llm=ScriptedLLM(script))  # fmt: skip
+    answer = baselines.answer_cot(corpus["question"]["question"],
+                                  QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
     assert answer.method == "cot" and answer.citations == [] and script.kinds == ["cot"]
     assert answer.answer == "G. Stanley Hall" and answer.usage.calls == 1
 
@@ -342,7 +343,7 @@ def test_naive_respects_k_and_threshold(kb, corpus):
     for k, threshold in ((3, 0.2), (16, 0.45)):
         s = settings.model_copy(update={"naive_k": k, "naive_threshold": threshold})
         script = Script([])
-        answer = baselines.answer_naive(question, store=store, settings=s, embedder=embedder, llm=ScriptedLLM(script))
+        answer = baselines.answer_naive(question, QueryContext(store, s, embedder, ScriptedLLM(script)))
         want = [h for h in store.vector_search("Chunk", qvec, k=k) if h.score >= threshold]
         assert answer.method == "naive" and script.kinds == ["answer"]
         assert [c.chunk_id for c in answer.citations] == [h.id for h in want] and len(want) <= k
@@ -356,8 +357,7 @@ def test_naive_hr_uses_both_paths(kb, corpus):
     store, settings, embedder = kb
     question = corpus["question"]["question"]
     s = settings.model_copy(update={"hr_threshold": 0.3})
-    answer = baselines.answer_naive_hr(question, store=store, settings=s, embedder=embedder,
-                                       llm=ScriptedLLM(Script([])))  # fmt: skip
+    answer = baselines.answer_naive_hr(question, QueryContext(store, s, embedder, ScriptedLLM(Script([]))))  # fmt: skip
     qvec = embedder.embed([question])[0].tolist()
     path_a = [h.id for h in store.vector_search("Chunk", qvec, k=s.hr_k) if h.score >= s.hr_threshold]
     path_b = [c for _, c, _ in expected_candidates(store, embedder, question, k=s.hr_question_k, threshold=0.3)]
@@ -387,8 +387,8 @@ def test_self_ask_with_retrieval(kb, corpus):
             return next(replies)
         return json.dumps({"answer": "American Psychological Association", "rationale": "from the context"})
 
-    answer = baselines.answer_self_ask(question, store=store, settings=settings, embedder=embedder,
-                                       llm=ScriptedLLM(respond))  # fmt: skip
+    answer = baselines.answer_self_ask(question,
+                                       QueryContext(store, settings, embedder, ScriptedLLM(respond)))  # fmt: skip
     assert answer.method == "self_ask" and answer.answer == "G. Stanley Hall"
     assert [k for k, _ in seen] == ["self_ask", "answer", "self_ask", "answer", "self_ask"]
     assert [r.proposals for r in answer.trace] == [[HOP1], [HOP2]]
@@ -404,7 +404,7 @@ def test_self_ask_with_retrieval(kb, corpus):
     s = settings.model_copy(update={"self_ask_rounds": 1})
     replies = iter([f"Yes.\nFollow up: {HOP1}", "G. Stanley Hall"])
     seen.clear()
-    answer = baselines.answer_self_ask(question, store=store, settings=s, embedder=embedder, llm=ScriptedLLM(respond))
+    answer = baselines.answer_self_ask(question, QueryContext(store, s, embedder, ScriptedLLM(respond)))
     assert answer.answer == "G. Stanley Hall" and seen[-1][1].endswith("So the final answer is:")
 
 
@@ -414,8 +414,8 @@ def test_ask_dispatches_to_every_method(kb, corpus):
     store, settings, embedder = kb
     small = settings.model_copy(update={"naive_k": 2, "hr_k": 2, "hr_question_k": 1, "self_ask_rounds": 1})
     for method in ("pike", "naive", "naive_hr", "cot"):
-        answer = answer_question(corpus["question"]["question"], store=store, settings=small, embedder=embedder,
-                                 llm=ScriptedLLM(Script([])), method=method)  # fmt: skip
+        ctx = QueryContext(store, small, embedder, ScriptedLLM(Script([])))
+        answer = answer_question(corpus["question"]["question"], ctx, method=method)
         assert answer.method == method and answer.answer == "G. Stanley Hall"
 
 
@@ -423,7 +423,7 @@ def test_decompose_parsers():
     assert decompose.Selection.model_validate({"thinking": 1, "question_idx": "2"}).question_idx == 2
     assert decompose.Selection.model_validate({"question_idx": "None"}).question_idx is None
     assert decompose.Proposal.model_validate({"sub_questions": "one?"}).sub_questions == ["one?"]
-    assert decompose.QAOutput.model_validate({"answer": 35}).answer == "35"
+    assert answering.QAOutput.model_validate({"answer": 35}).answer == "35"
     assert baselines.parse_self_ask("Yes.\nFollow up: A?\nIntermediate answer: B\nFollow up: C?") == ("A?", None)
     assert baselines.parse_self_ask("No.\nSo the final answer is: X") == (None, "X")
     assert baselines.parse_self_ask("No.") == (None, None)
@@ -439,14 +439,14 @@ def test_pike_and_naive_on_neo4j(store, backend_settings, graphs, corpus):
     _load(store, graphs[0])
     settings, embedder = backend_settings, graphs[1]
     script = Script([[HOP1], [HOP1, HOP2]])
-    answer = answer_pike(corpus["question"]["question"], store=store, settings=settings, embedder=embedder,
-                         llm=ScriptedLLM(script))  # fmt: skip
+    answer = answer_pike(corpus["question"]["question"],
+                         QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
     r1, r2 = answer.trace[:2]
     assert_candidates(r1, store, embedder, settings)
     assert_candidates(r2, store, embedder, settings, exclude=[r1.chunk_id])
     assert answer.citations[0].document == "Journal of Psychotherapy Integration"
     assert_citations_in_graph(answer, store)
-    naive = baselines.answer_naive(corpus["question"]["question"], store=store, settings=settings,
-                                   embedder=embedder, llm=ScriptedLLM(Script([])))  # fmt: skip
+    naive = baselines.answer_naive(corpus["question"]["question"],
+                                   QueryContext(store, settings, embedder, ScriptedLLM(Script([]))))  # fmt: skip
     assert naive.citations and all(c.score >= settings.naive_threshold for c in naive.chunks)
     assert_citations_in_graph(naive, store)

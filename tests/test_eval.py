@@ -1,4 +1,4 @@
-"""End-to-end evaluation (kbgraph.query.evaluate) on a real embedded FalkorDB knowledge base built by the real
+"""End-to-end evaluation (kbgraph.eval) on a real embedded FalkorDB knowledge base built by the real
 ingestion pipeline from a small real data set: 20 MuSiQue questions, their 50 gold passages and 100 other
 passages of the same corpus, in the normalized format.
 
@@ -23,10 +23,10 @@ from kbgraph.errors import ConfigError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query import metrics as M
-from kbgraph.query.evaluate import NO_LLM, evaluate, load_dataset
+from kbgraph.eval import NO_LLM, evaluate, load_dataset
 from kbgraph.query.prompts import SYSTEM_JUDGE
 
-RETRIEVAL = ["dense", "bm25", "hierarchical_ab", "hierarchical"]
+RETRIEVAL = ["dense", "bm25", "hierarchical", "propagation"]
 N_QUESTIONS, N_OTHERS = 20, 100
 
 
@@ -101,7 +101,7 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
             assert r["metrics"]["sf_recall"] == pytest.approx(len(set(gold) & set(r["retrieved_passage_ids"])) / len(set(gold)))
 
         # the same rankings come back from the KB now (not a stored figure)
-        from kbgraph.query.bm25 import BM25Index
+        from kbgraph.eval.bm25 import BM25Index
 
         index = BM25Index.open(kb.store, kb.settings)
         assert not index.built  # the eval's index, loaded from disk: the KB did not change
@@ -109,7 +109,7 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
         for qid in list(questions)[:5]:
             q = questions[qid].question
             assert [c.id for c in kb.retrieve(q, k=10, method="dense")] == by_key[(qid, "dense")]["retrieved_chunk_ids"]
-            assert [c.id for c in kb.retrieve(q, k=10, method="hierarchical")] == by_key[(qid, "hierarchical")]["retrieved_chunk_ids"]
+            assert [c.id for c in kb.retrieve(q, k=10, method="propagation")] == by_key[(qid, "propagation")]["retrieved_chunk_ids"]
             assert [cid for cid, _ in index.search(q, 10)] == by_key[(qid, "bm25")]["retrieved_chunk_ids"]
 
     summary = json.loads((out / "summary.json").read_text())
@@ -118,12 +118,12 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
         for k in (1, 2, 5, 10):
             assert summary["methods"][method]["metrics"][f"R@{k}"] == pytest.approx(
                 sum(r["metrics"][f"R@{k}"] for r in recs) / len(recs))  # fmt: skip
-    dense, hier = summary["methods"]["dense"]["metrics"], summary["methods"]["hierarchical"]["metrics"]
+    dense, hier = summary["methods"]["dense"]["metrics"], summary["methods"]["propagation"]["metrics"]
     assert dense["R@10"] > 0.5 and hier["R@10"] > 0.5  # 150 passages: most gold passages are found
-    assert summary["methods"]["hierarchical"]["ratios"]["dense"]["R@5"] == pytest.approx(hier["R@5"] / dense["R@5"])
+    assert summary["methods"]["propagation"]["ratios"]["dense"]["R@5"] == pytest.approx(hier["R@5"] / dense["R@5"])
     assert summary["versions"]["bm25s"] and summary["models"]["embedding_model"] == kb_settings.embedding_model
     report = (out / "report.md").read_text()
-    assert "| hierarchical |" in report and "Ratios to the baselines" in report
+    assert "| propagation |" in report and "Ratios to the baselines" in report
     for plot in ("metrics.png", "recall_at_k.png", "latency.png"):
         assert (out / "plots" / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"plots/{plot}" in report
@@ -231,7 +231,7 @@ def _passage_graph(pid: str, title: str, texts: list[str]):
 def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(store, backend_settings, tmp_path,
                                                                             monkeypatch):  # fmt: skip
     from kbgraph.ingest.write import write_documents
-    from kbgraph.query import bm25
+    from kbgraph.eval import bm25
 
     monkeypatch.setattr(bm25, "PAGE", 2)  # several pages of chunk keys and texts
     write_documents(store, [

@@ -97,7 +97,7 @@ def test_multi_hop_questions_with_a_real_llm(llm_kb):
     """Two questions with Algorithm 1, one with each baseline: the answer is the server's (usage > 0, nothing from
     the cache), every citation is a chunk of the graph, and pike's trace shows its rounds, proposals,
     candidates from the graph above δ and the selected chunk."""
-    from kbgraph.query.decompose import chunk_details
+    from kbgraph.query.graph import chunk_details
 
     store = llm_kb.store
     # both questions with pike, the first with each baseline (the suite's time on a 2-core machine)

@@ -12,14 +12,14 @@ import pytest
 from kbgraph.errors import ConfigError
 from kbgraph.ingest.parse import parse_passages_jsonl
 from kbgraph.query import metrics as M
-from kbgraph.query.evaluate import (
+from kbgraph.eval import (
     QuestionRecord,
-    ab_settings,
     load_dataset,
     parse_judgement,
     select_questions,
     summarize,
 )
+from kbgraph.query.retrieval import hierarchical_settings
 from kbgraph.settings import Settings
 
 
@@ -128,7 +128,7 @@ def _q(i: int) -> dict:
 
 
 def test_select_questions_is_seeded_and_keeps_file_order():
-    from kbgraph.query.evaluate import EvalQuestion
+    from kbgraph.eval import EvalQuestion
 
     qs = [EvalQuestion.model_validate(_q(i)) for i in range(50)]
     a = select_questions(qs, sample=10, limit=None, seed=7)
@@ -168,20 +168,20 @@ def test_summary_recomputes_recall_from_passage_ids_not_stored_figures():
     records = [
         rec("q1", "dense", ["p1", "x"], ["p1", "p2"], 0.9),  # R@1 .5, R@2 .5
         rec("q2", "dense", ["x", "p3"], ["p3"], 0.9),  # R@1 0, R@2 1
-        rec("q1", "hierarchical", ["p1", "p2"], ["p1", "p2"], 0.0),  # R@1 .5, R@2 1
-        rec("q2", "hierarchical", ["p3"], ["p3"], 0.0),  # R@1 1, R@2 1
+        rec("q1", "propagation", ["p1", "p2"], ["p1", "p2"], 0.0),  # R@1 .5, R@2 1
+        rec("q2", "propagation", ["p3"], ["p3"], 0.0),  # R@1 1, R@2 1
     ]
-    out = summarize(records, methods=["dense", "hierarchical"], ks=[1, 2])
+    out = summarize(records, methods=["dense", "propagation"], ks=[1, 2])
     assert out["dense"].metrics["R@1"] == pytest.approx(0.25)
     assert out["dense"].metrics["R@2"] == pytest.approx(0.75)
-    assert out["hierarchical"].metrics["R@1"] == pytest.approx(0.75)
-    assert out["hierarchical"].metrics["R@2"] == pytest.approx(1.0)
-    assert out["hierarchical"].ratios["dense"]["R@2"] == pytest.approx(1.0 / 0.75)
-    assert "bm25" not in out["hierarchical"].ratios and not out["dense"].ratios
+    assert out["propagation"].metrics["R@1"] == pytest.approx(0.75)
+    assert out["propagation"].metrics["R@2"] == pytest.approx(1.0)
+    assert out["propagation"].ratios["dense"]["R@2"] == pytest.approx(1.0 / 0.75)
+    assert "bm25" not in out["propagation"].ratios and not out["dense"].ratios
 
 
-def test_ab_settings_keep_only_paths_a_and_b():
-    s = ab_settings(Settings(weight_hop=0.3, weight_title_hop=0.7, weight_question=0.4))
+def test_hierarchical_settings_keep_only_paths_a_and_b():
+    s = hierarchical_settings(Settings(weight_hop=0.3, weight_title_hop=0.7, weight_question=0.4))
     weights = {k: v for k, v in s.model_dump().items() if k.startswith("weight_")}
     assert weights.pop("weight_chunk") == 1.0 and weights.pop("weight_question") == 0.4
     assert weights and set(weights.values()) == {0.0}

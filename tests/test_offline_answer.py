@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.ask import quotable, sentences
+from kbgraph.query.evidence import quotable, sentences
 
 NICS = "docs/pdf/fbi_nics_background_checks_2015-11.pdf"
 HANDBOOK = "docs/docx/us_doj_chapter13_standing_trustee_handbook.docx"

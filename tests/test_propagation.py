@@ -19,7 +19,8 @@ from kbgraph.models import (
     MentionRecord,
     TripleRecord,
 )
-from kbgraph.query.propagation import Seeds, propagate
+from kbgraph.query.models import Seeds
+from kbgraph.query.propagation import propagate
 
 DIM = 384
 

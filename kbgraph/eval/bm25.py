@@ -1,9 +1,11 @@
 """BM25 baseline over the knowledge base's chunks (Robertson & Zaragoza 2009), with ``bm25s``.
 
 The evaluation reports every graph figure beside a lexical baseline (PIKE-RAG §6.1 compares against flat
-retrieval; BM25 is the standard sparse one). The corpus is the KB's own chunks, read from the store with
+retrieval; BM25 is the standard sparse one): method 'bm25' of the registry (kbgraph.query.methods,
+``retrieve_bm25``). The corpus is the KB's own chunks, read from the store with
 ``cypher/retrieve/chunk_texts.cypher``, each indexed as the same text the embedder sees for the dense
-baseline: ``document title [> section path]``, a table's summary, then the chunk text. Tokens: ``bm25s``'s
+baseline (``kbgraph.text.index_text``: ``document title [> section path]``, a table's summary, then the
+chunk text). Tokens: ``bm25s``'s
 tokenizer (lower case, words of two or more characters, English stop words removed) with the Snowball
 English stemmer when PyStemmer is installed. Scoring: bm25s "lucene" variant, k1 = 1.5, b = 0.75.
 
@@ -26,8 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbgraph.query.propagation import ScoredChunk
+from kbgraph.query.context import QueryContext
+from kbgraph.query.graph import chunk_details, scored_chunk
+from kbgraph.query.models import ScoredChunk
 from kbgraph.settings import Settings
+from kbgraph.store import GraphStore
+from kbgraph.text import index_text
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +61,7 @@ def index_root(settings: Settings) -> Path:
     return settings.home / "bm25" / f"{settings.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
 
 
-def _pages(store: Any, statement: str) -> Any:
+def _pages(store: GraphStore, statement: str) -> Any:
     after = ""
     while True:
         rows = store.run(statement, {"after": after, "limit": PAGE})
@@ -65,7 +71,7 @@ def _pages(store: Any, statement: str) -> Any:
         after = rows[-1]["id"]
 
 
-def corpus_fingerprint(store: Any, salt: str = "") -> tuple[str, int]:
+def corpus_fingerprint(store: GraphStore, salt: str = "") -> tuple[str, int]:
     """(hex SHA-256 of every chunk id and its document's sha256, number of chunks)."""
     h = hashlib.sha256(salt.encode())
     n = 0
@@ -75,14 +81,11 @@ def corpus_fingerprint(store: Any, salt: str = "") -> tuple[str, int]:
     return h.hexdigest(), n
 
 
-def index_text(row: dict) -> str:
-    """The text of a chunk row as indexed: the dense baseline's embedding text (kbgraph.ingest.pipeline)."""
-    title = row.get("document_title") or ""
-    head = f"{title} > {row['section_path']}" if row.get("section_path") else title
-    body = row.get("text") or ""
-    if row.get("kind") == "table" and row.get("summary"):
-        body = f"{row['summary']}\n{body}"
-    return f"{head}\n{body}"
+def row_text(row: dict) -> str:
+    """The text of a ``chunk_texts`` row as indexed: ``kbgraph.text.index_text``, the dense baseline's
+    embedding text (kbgraph.ingest.pipeline)."""
+    return index_text(row.get("document_title"), row.get("section_path"), row.get("kind"), row.get("text"),
+                      row.get("summary"))  # fmt: skip
 
 
 def _fingerprint_of(folder: Path) -> str | None:
@@ -110,7 +113,7 @@ class BM25Index:
         return len(self.ids)
 
     @classmethod
-    def open(cls, store: Any, settings: Settings, *, root: Path | None = None, rebuild: bool = False) -> BM25Index:
+    def open(cls, store: GraphStore, settings: Settings, *, root: Path | None = None, rebuild: bool = False) -> BM25Index:
         """The index of the KB's current chunks: loaded from disk when the corpus fingerprint matches, else
         built from the store and saved. ``root`` overrides :func:`index_root`. Raises ImportError with an
         install hint when bm25s is missing."""
@@ -138,7 +141,7 @@ class BM25Index:
         ids, texts = [], []
         for row in _pages(store, "retrieve/chunk_texts"):
             ids.append(row["id"])
-            texts.append(index_text(row))
+            texts.append(row_text(row))
         retriever = None
         if texts:
             tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stem, return_ids=False, show_progress=False)
@@ -183,10 +186,16 @@ class BM25Index:
         docs, scores = self.retriever.retrieve(query, k=min(k, len(self.ids)), show_progress=False)
         return [(self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
 
-    def retrieve(self, store: Any, question: str, k: int) -> list[ScoredChunk]:
+    def retrieve(self, store: GraphStore, question: str, k: int) -> list[ScoredChunk]:
         """Top-``k`` chunks with provenance (``cypher/retrieve/chunk_details``), best first; score = BM25."""
-        from kbgraph.query.decompose import chunk_details, scored_chunk
-
         hits = self.search(question, k)
         details = chunk_details(store, [cid for cid, _ in hits])
         return [scored_chunk(details[cid], score) for cid, score in hits if cid in details]
+
+
+def retrieve_bm25(question: str, ctx: QueryContext, *, k: int, explain: bool = False,
+                  index: BM25Index | None = None) -> list[ScoredChunk]:  # fmt: skip
+    """Method 'bm25' of the registry: the top-``k`` chunks by BM25, best first, score = BM25 (``explain`` has
+    no terms to add). ``index``: an open index of this knowledge base (else opened, or built, here)."""
+    index = index if index is not None else BM25Index.open(ctx.store, ctx.settings)
+    return index.retrieve(ctx.store, question, k)

@@ -1,0 +1,107 @@
+"""``kbgraph ask`` and ``kbgraph eval``: the query verbs of the command line, one library call each.
+
+Registered on the ``kbgraph`` app by :func:`register`. The method names in their help come from the registry
+(kbgraph.query.methods), so the help lists exactly the methods that run. Settings, consoles and the JSON
+printer are the main module's (kbgraph.cli), read when a command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kbgraph.query.methods import ALL_METHODS, methods_help
+
+
+def ask_cmd(
+    question: str = typer.Argument(..., help="The question."),
+    method: str | None = typer.Option(None, "--method", "-m", help=methods_help() + "."),
+    k: int = typer.Option(5, "--k", help="Evidence chunks for retrieval-only answers."),
+    trace: bool = typer.Option(False, "--trace", help="Print the rationale round by round."),
+    explain: bool = typer.Option(False, "--explain", help="Print each chunk's score breakdown."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole Answer as JSON."),
+    save: bool = typer.Option(
+        False, "--save", help="Write the rationale into the graph as a (:Question) node (see `kbgraph browse question`)."
+    ),
+) -> None:
+    """Answer a question from the knowledge base, with citations."""
+    from kbgraph import cli
+    from kbgraph.kb import KnowledgeBase
+    from kbgraph.query.render import render_answer
+
+    with KnowledgeBase(settings=cli.settings()) as kb:
+        answer = kb.ask(question, method=method, k=k, explain=explain, save=save)
+    if as_json:
+        cli._print_json({**answer.model_dump(), "saved": kb.last_saved.model_dump()} if kb.last_saved else answer.model_dump())
+        return
+    render_answer(cli.console, answer, trace=trace, explain=explain)
+    if kb.last_saved:
+        saved = kb.last_saved
+        cli.err_console.print(
+            f"saved as {saved.question_id}: {saved.used} USED, {saved.sub_questions} sub-questions, "
+            f"{saved.matched} MATCHED; see it with `kbgraph browse question --param question={saved.question_id}`",
+            highlight=False, markup=False, soft_wrap=True,
+        )  # fmt: skip
+
+
+def eval_cmd(
+    dataset: str = typer.Option(..., "--dataset", "-d",
+                                help="Data set: <prefix> of <prefix>.questions.jsonl/.corpus.jsonl, or its folder."),
+    methods: str | None = typer.Option(
+        None, "--methods", "-m",
+        help=f"Comma-separated: {','.join(ALL_METHODS)} (answer methods need an LLM). Default: all.",
+    ),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N (selected) questions."),
+    sample: int | None = typer.Option(None, "--sample", help="N questions drawn at random with --seed."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    out: str | None = typer.Option(None, "--out", help="Run folder (default ./kbgraph-eval/<data set>)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Discard the run folder's earlier results."),
+    judge: bool | None = typer.Option(None, "--judge/--no-judge", help="LLM-judged accuracy (default: with an LLM)."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="Model of the judge (default: the LLM's)."),
+    depth: int = typer.Option(10, "--depth", help="Chunks each retrieval method returns."),
+    no_ingest: bool = typer.Option(False, "--no-ingest", help="Do not ingest the data set's corpus first."),
+    as_json: bool = typer.Option(False, "--json", help="Print summary.json."),
+) -> None:
+    """Evaluate methods on a multi-hop QA data set (PIKE-RAG §6): answers, Recall@k, report with plots.
+
+    The knowledge base is named after the data set unless --kb is given; an interrupted run resumes."""
+    from rich.table import Table
+
+    from kbgraph import cli
+    from kbgraph.eval import evaluate_dataset
+
+    err = cli.err_console
+    summary = evaluate_dataset(
+        dataset, settings=cli.settings(), kb_name=cli._State.overrides.get("name"),
+        methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None, limit=limit,
+        sample=sample, seed=seed, out=out, fresh=fresh, judge=judge, judge_model=judge_model, depth=depth,
+        ingest=not no_ingest, log=None if as_json else lambda msg: err.print(msg, highlight=False),
+    )  # fmt: skip
+    if as_json:
+        sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
+        return
+    table = Table(title=f"{summary.dataset['name']}: {summary.questions} questions")
+    table.add_column("method", no_wrap=True)
+    for col in ("n", "EM", "F1", "Acc", *[f"R@{k}" for k in summary.ks], "SF", "R@5 ÷ dense"):
+        table.add_column(col, justify="right")
+
+    def pct(v):
+        return "–" if v is None else f"{100 * v:.1f}"
+
+    for name, m in summary.methods.items():
+        ratio = m.ratios.get("dense", {}).get("R@5")
+        table.add_row(name, str(m.questions), pct(m.metrics.get("em")), pct(m.metrics.get("f1")),
+                      pct(m.metrics.get("accuracy")), *[pct(m.metrics.get(f"R@{k}")) for k in summary.ks],
+                      pct(m.metrics.get("sf_recall")), "–" if ratio is None else f"{ratio:.2f}x")  # fmt: skip
+    cli.console.print(table)
+    for why in dict.fromkeys(summary.skipped.values()):
+        names = ", ".join(n for n, w in summary.skipped.items() if w == why)
+        err.print(f"[yellow]skipped[/] {names}: {why}", highlight=False)
+    cli.console.print(f"report: {summary.report}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``ask`` and ``eval`` to ``app``."""
+    app.command("ask")(ask_cmd)
+    app.command("eval")(eval_cmd)

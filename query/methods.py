@@ -1,0 +1,87 @@
+"""The one list of query methods: ``METHODS``, name -> :class:`Method`, read by ``ask`` (kbgraph.query.ask),
+``eval`` (kbgraph.eval), the CLI's help and any other front end. Adding a method = one module with its
+``run`` + one row here.
+
+Two kinds (``Method.kind``):
+
+* ``"answer"``: ``run(question, ctx) -> Answer``; all need an LLM (``needs_llm``). 'pike' is knowledge-aware
+  task decomposition, PIKE-RAG §5.3.2 Algorithm 1 (paper 003 §3.4); 'naive', 'naive_hr', 'cot' and
+  'self_ask' are the baselines of PIKE-RAG §6.1 / paper 003 §4 (kbgraph.query.baselines).
+* ``"retrieval"``: ``run(question, ctx, *, k, explain=False) -> list[ScoredChunk]``, best first, no LLM:
+  'dense' (Chunk vector top-k), 'bm25' (the lexical baseline, kbgraph.eval.bm25; ``index=`` reuses an open
+  ``BM25Index``), 'hierarchical' (Fig. 11 paths (a) + (b)) and 'propagation' (every layer's seeds + score
+  propagation, §5.2.3; the default without an LLM) (kbgraph.query.retrieval).
+
+The question given to ``run`` is already clean (``ask.clean_question``). Modules are imported when a method
+runs, so reading the table is cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any, Literal
+
+from kbgraph.errors import QueryError
+
+#: The method used when none is named: with an LLM, and without one (also the fallback of an answer method
+#: when no LLM is configured).
+DEFAULT_ANSWER_METHOD = "pike"
+DEFAULT_RETRIEVAL_METHOD = "propagation"
+
+
+@dataclass(frozen=True)
+class Method:
+    """One row of the registry: ``run`` is ``"module:function"`` under kbgraph, imported on first call."""
+
+    name: str
+    kind: Literal["retrieval", "answer"]
+    needs_llm: bool
+    target: str
+    summary: str
+
+    @property
+    def run(self) -> Callable[..., Any]:
+        """The method's function (see the module doc for its signature by kind)."""
+        module, function = self.target.split(":")
+        return getattr(import_module(f"kbgraph.{module}"), function)
+
+
+_ROWS = [
+    Method("pike", "answer", True, "query.decompose:answer_pike",
+           "knowledge-aware task decomposition (PIKE-RAG Algorithm 1)"),
+    Method("naive", "answer", True, "query.baselines:answer_naive", "naive RAG over the Chunk vector index"),
+    Method("naive_hr", "answer", True, "query.baselines:answer_naive_hr",
+           "naive RAG over hierarchical retrieval (Fig. 11 paths a+b)"),
+    Method("cot", "answer", True, "query.baselines:answer_cot", "zero-shot chain of thought, no retrieval"),
+    Method("self_ask", "answer", True, "query.baselines:answer_self_ask", "Self-Ask with retrieval"),
+    Method("dense", "retrieval", False, "query.retrieval:retrieve_dense", "Chunk vector top-k"),
+    Method("bm25", "retrieval", False, "eval.bm25:retrieve_bm25", "BM25 over the chunks' text"),
+    Method("hierarchical", "retrieval", False, "query.retrieval:retrieve_hierarchical",
+           "hierarchical retrieval, Fig. 11 paths a+b"),
+    Method("propagation", "retrieval", False, "query.retrieval:retrieve_propagation",
+           "layer seeds + score propagation (§5.2.3)"),
+]  # fmt: skip
+METHODS: dict[str, Method] = {m.name: m for m in _ROWS}
+ANSWER_METHODS = tuple(m.name for m in _ROWS if m.kind == "answer")
+RETRIEVAL_METHODS = tuple(m.name for m in _ROWS if m.kind == "retrieval")
+ALL_METHODS = tuple(METHODS)
+
+
+def get_method(name: str, kind: str | None = None) -> Method:
+    """The method called ``name`` (of ``kind``, when given). Raises QueryError naming the choices."""
+    method = METHODS.get(name)
+    if method is None or (kind is not None and method.kind != kind):
+        choices = [m.name for m in _ROWS if kind is None or m.kind == kind]
+        what = f"{kind} method" if kind else "method"
+        raise QueryError(f"unknown {what} {name!r}; choose one of {', '.join(choices)}")
+    return method
+
+
+def methods_help(kind: str | None = None) -> str:
+    """The method names for a command's help: ``"pike | naive | ... (need an LLM) | dense | ... (retrieval
+    only)"``, or the names of one ``kind`` joined by ``|``."""
+    if kind is not None:
+        return " | ".join(m.name for m in _ROWS if m.kind == kind)
+    return f"{' | '.join(ANSWER_METHODS)} (need an LLM) | {' | '.join(RETRIEVAL_METHODS)} (retrieval only)"

@@ -1,0 +1,56 @@
+"""The retrieval methods on the graph, all through the propagation formula of kbgraph.query.propagation with
+one question embedding (PIKE-RAG §5.2.3, Fig. 8 and Fig. 11):
+
+* ``propagation``: every layer's seeds (vector and full text) + multi-granularity score propagation with
+  the settings' weights; the default without an LLM (``retrieve_propagation``).
+* ``hierarchical``: hierarchical retrieval of Fig. 11, paths (a) question -> chunks and (b) question ->
+  atomic questions -> chunks, aggregated by the same formula with every weight but ``weight_chunk`` and
+  ``weight_question`` set to 0 (``hierarchical_settings``; ``retrieve_hierarchical``).
+* ``dense``: the Chunk vector index alone, the flat baseline (``dense_settings``; ``retrieve_dense``).
+
+Each returns the top ``k`` chunks, best first, as :class:`ScoredChunk` (``explain``: with every score term).
+The question must already be clean (kbgraph.query.ask.clean_question).
+"""
+
+from __future__ import annotations
+
+from kbgraph.query.context import QueryContext
+from kbgraph.query.models import ScoredChunk
+from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.settings import Settings
+
+
+def dense_settings(settings: Settings) -> Settings:
+    """``settings`` with every propagation term but the chunk's own similarity switched off."""
+    return settings.model_copy(
+        update={"weight_hop": 0.0, "weight_title_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0}
+    )
+
+
+def hierarchical_settings(settings: Settings) -> Settings:
+    """``settings`` with every propagation weight except the chunk's own (path a) and its atomic questions'
+    (path b) set to 0: hierarchical retrieval without score propagation (Fig. 11)."""
+    zero = {f: 0.0 for f in type(settings).model_fields if f.startswith("weight_") and f not in
+            ("weight_chunk", "weight_question")}  # fmt: skip
+    return settings.model_copy(update=zero)
+
+
+def _question_vector(question: str, ctx: QueryContext) -> list[float]:
+    return ctx.embedder.embed([question])[0].tolist()
+
+
+def retrieve_propagation(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:
+    """Top-``k`` chunks by layer seeds + score propagation with ``ctx.settings``' weights."""
+    seeds = seed_layers(ctx.store, ctx.settings, question, _question_vector(question, ctx))
+    return propagate(ctx.store, ctx.settings, seeds, k=k, explain=explain)
+
+
+def retrieve_hierarchical(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:
+    """Top-``k`` chunks by Fig. 11 paths (a) + (b) only (``hierarchical_settings``)."""
+    return retrieve_propagation(question, ctx.with_settings(hierarchical_settings(ctx.settings)), k=k, explain=explain)
+
+
+def retrieve_dense(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:
+    """Top-``k`` chunks of the Chunk vector index (its top ``seed_k`` seeds, no other layer, no hop)."""
+    seeds = seed_layers(ctx.store, ctx.settings, question, _question_vector(question, ctx), layers=["Chunk"])
+    return propagate(ctx.store, dense_settings(ctx.settings), seeds, k=k, explain=explain)
