@@ -1,0 +1,34 @@
+"""kbgraph as a service: an HTTP API (``kbgraph serve``) and an MCP server (``kbgraph mcp``, and ``/mcp`` on
+``kbgraph serve``), each a thin layer over :class:`kbgraph.kb.KnowledgeBase`: one library call per endpoint or
+tool, as the CLI is (issue 16 §1-§2).
+
+Modules, one job each:
+
+* ``kbs`` — knowledge-base names (validated: no path can leave ``<home>``) and the per-process pool of open
+  knowledge bases (one store connection per name; on the embedded store one FalkorDB server per KB folder,
+  kept up while the service holds its connection; on Neo4j one database per knowledge base);
+* ``jobs`` — ingestion jobs run in the background, one at a time per knowledge base;
+* ``guard`` — the ASGI guard in front of every route: bearer token, request size, knowledge-base name;
+* ``models`` — the request and response models (the library's ``Answer``, ``IngestReport``, ``StoreStats``
+  reused);
+* ``routes`` — the ``/v1`` endpoints, ``/healthz`` and ``/readyz``; ``app`` — the FastAPI factory;
+* ``mcp`` — the MCP tools (official ``mcp`` SDK).
+
+Needs the ``serve`` extra (``pip install -e ".[serve]"``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from kbgraph.settings import Settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The FastAPI application of ``kbgraph serve`` (see :func:`kbgraph.serve.app.create_app`)."""
+    from kbgraph.serve.app import create_app as _create
+
+    return _create(settings)

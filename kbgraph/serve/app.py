@@ -1,0 +1,103 @@
+"""The FastAPI application of ``kbgraph serve`` (issue 16 §1): the ``/v1`` routes, the MCP tools at ``/mcp``
+(streamable HTTP), the guard (API key, request size, knowledge-base names) and the mapping of library errors
+to HTTP statuses, each response carrying the error's one-line message as ``detail``:
+
+=====================================================  ======
+QueryError (empty/over-long question, unknown method)   400
+ConfigError (unknown browse query or parameter, ...)    400
+invalid settings (pydantic ValidationError)             400
+IngestError                                             422
+KnowledgeBaseNotHosted (no Neo4j database for the KB)   404
+LockTimeout (another ingestion holds the lock)          409
+SchemaMismatch (index dimension of another embedder)    409
+LLMError (the LLM server failed or refused)             502
+StoreUnavailable / other StoreError                     503
+any other KBGraphError                                  500
+=====================================================  ======
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from kbgraph import __version__
+from kbgraph.errors import (
+    ConfigError,
+    IngestError,
+    KBGraphError,
+    LLMError,
+    LockTimeout,
+    QueryError,
+    SchemaMismatch,
+    StoreError,
+)
+from kbgraph.serve.guard import Guard
+from kbgraph.serve.jobs import JobManager
+from kbgraph.serve.kbs import KBPool, KnowledgeBaseNotHosted
+from kbgraph.serve.mcp import build_mcp
+from kbgraph.serve.routes import router
+from kbgraph.settings import Settings
+from kbgraph.text import one_line
+
+#: Library error -> HTTP status; the first class the error is an instance of wins (subclasses first).
+STATUS: tuple[tuple[type[KBGraphError], int], ...] = (
+    (QueryError, 400),
+    (KnowledgeBaseNotHosted, 404),
+    (ConfigError, 400),
+    (IngestError, 422),
+    (LockTimeout, 409),
+    (SchemaMismatch, 409),
+    (LLMError, 502),
+    (StoreError, 503),
+)
+
+
+def status_of(exc: KBGraphError) -> int:
+    """The HTTP status of a library error (table in the module docstring; 500 for others)."""
+    return next((code for cls, code in STATUS if isinstance(exc, cls)), 500)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The application over ``settings`` (default: the environment's): knowledge bases are opened on first use
+    and closed at shutdown. The caller binds it (``kbgraph serve`` checks the bind with
+    :func:`kbgraph.serve.guard.check_bind` first)."""
+    settings = settings or Settings()
+    pool = KBPool(settings)
+    jobs = JobManager(pool)
+    mcp = build_mcp(pool, jobs)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp", host=settings.serve_host, max_request_body_size=settings.max_request_bytes
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        async with mcp.session_manager.run():
+            yield
+        pool.close()
+
+    app = FastAPI(
+        title="kbgraph", version=__version__, lifespan=lifespan,
+        description="A PIKE-RAG knowledge base on a graph database: ask, search, ingest, browse. MCP tools at /mcp.",
+    )  # fmt: skip
+    app.state.pool, app.state.jobs, app.state.mcp = pool, jobs, mcp
+    app.include_router(router)
+    app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp, under the same guard
+
+    @app.exception_handler(KBGraphError)
+    async def _library_error(_request: Request, exc: KBGraphError) -> JSONResponse:
+        return JSONResponse({"detail": one_line(exc, 1000), "error": type(exc).__name__}, status_code=status_of(exc))
+
+    @app.exception_handler(ValidationError)
+    async def _settings_error(_request: Request, exc: ValidationError) -> JSONResponse:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "settings"
+        return JSONResponse({"detail": f"invalid setting {where}: {first['msg']}", "error": "ValidationError"},
+                            status_code=400)  # fmt: skip
+
+    key = settings.api_key.get_secret_value() if settings.api_key else None
+    app.add_middleware(Guard, api_key=key, max_bytes=settings.max_request_bytes)
+    return app

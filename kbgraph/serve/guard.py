@@ -1,0 +1,134 @@
+"""The guard in front of every route of ``kbgraph serve`` (issue 16 §1, security), as pure ASGI middleware so
+that it covers the MCP endpoint ``/mcp`` as well as the FastAPI routes:
+
+1. with an API key, every request but ``GET /healthz`` carries ``Authorization: Bearer <key>``, compared in
+   constant time (``hmac.compare_digest``), else 401;
+2. the knowledge-base segment of ``/v1/kb/{name}/...`` is checked on the raw, still percent-encoded path, so
+   ``..%2Fx``, ``%2Fetc``, ``%00`` and an empty or over-long name are a 400 before any route, file or
+   connection (the router would decode ``..%2Fx`` into a path that matches no route: a 404, not a 400);
+3. a request body over ``max_bytes`` is a 413 (Content-Length checked first; a chunked body is counted as it
+   arrives, at most ``max_bytes`` held in memory).
+
+:func:`check_bind` refuses to start off loopback without a key.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from urllib.parse import unquote_to_bytes
+
+from kbgraph.errors import ConfigError
+from kbgraph.serve.kbs import InvalidName, check_name
+
+KB_PREFIX = b"/v1/kb/"
+OPEN_PATHS = frozenset({"/healthz"})
+
+
+def is_loopback(host: str) -> bool:
+    """True for 'localhost' and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, api_key: str | None) -> None:
+    """Raise ConfigError when ``host`` is not loopback and no API key is set: the service would answer anyone
+    who can reach the address."""
+    if not is_loopback(host) and not api_key:
+        raise ConfigError(
+            f"refusing to serve on {host}: off loopback every request must carry a key; set KBGRAPH_API_KEY "
+            "(clients send `Authorization: Bearer <key>`) or bind 127.0.0.1"
+        )
+
+
+class Guard:
+    """ASGI middleware: ``Guard(app, api_key=..., max_bytes=...)`` (``api_key`` None = no authentication)."""
+
+    def __init__(self, app, *, api_key: str | None = None, max_bytes: int = 1_048_576):
+        self.app = app
+        self.key = api_key.encode("utf-8") if api_key else None
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if self.key is not None and scope.get("path") not in OPEN_PATHS and not self._authorized(scope):
+            return await _reply(send, 401, "missing or wrong API key: send `Authorization: Bearer <key>`",
+                                {b"www-authenticate": b"Bearer"})  # fmt: skip
+        raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8")
+        if raw.startswith(KB_PREFIX):
+            segment = raw[len(KB_PREFIX):].split(b"?", 1)[0].split(b"/", 1)[0]
+            try:
+                check_name(unquote_to_bytes(segment).decode("utf-8", "replace"))
+            except InvalidName as exc:
+                return await _reply(send, 400, str(exc))
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            return await _reply(send, 413, self._too_large())
+        if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+            body = await self._read_body(receive)
+            if body is None:
+                return await _reply(send, 413, self._too_large())
+            receive = _replay(body, receive)
+        return await self.app(scope, receive, send)
+
+    def _authorized(self, scope) -> bool:
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                scheme, _, token = value.partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key)
+        return False
+
+    def _too_large(self) -> str:
+        return f"the request body is larger than {self.max_bytes:,} bytes (KBGRAPH_MAX_REQUEST_BYTES)"
+
+    async def _read_body(self, receive) -> bytes | None:
+        """The whole body, or None once it exceeds max_bytes."""
+        parts, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b"".join(parts)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return None
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(parts)
+
+
+def _content_length(scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _replay(body: bytes, receive):
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _reply(send, status: int, detail: str, headers: dict[bytes, bytes] | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode("utf-8")
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += list((headers or {}).items())
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})

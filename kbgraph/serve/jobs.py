@@ -1,0 +1,97 @@
+"""Ingestion jobs of ``POST /v1/kb/{name}/ingest`` and the MCP tool ``ingest`` (issue 16 §1).
+
+A job is one :meth:`kbgraph.kb.KnowledgeBase.ingest` call (PIKE-RAG §5.1-§5.2: parse, chunk, distill, embed,
+write) run on a background thread with a store connection of its own, so questions are answered while it
+writes (they see only complete documents). Jobs of one knowledge base run one after another, in the order
+submitted (``queued`` until the previous one ends); across processes the library's ingestion lock applies as
+for the CLI: with ``wait`` false a job finds another process's run and fails with the LockTimeout message
+(``exit_code`` 75), with ``wait`` true it waits up to ``lock_timeout`` s.
+
+Jobs live in memory (the newest :data:`KEEP` are kept); a job's report is also the ``(:IngestionRun)`` node the
+library writes.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from kbgraph.errors import KBGraphError
+from kbgraph.ingest.pipeline import IngestReport
+from kbgraph.serve.kbs import KBPool, check_name
+from kbgraph.text import one_line, utc_now
+
+#: Finished jobs kept for GET /v1/jobs/{id}.
+KEEP = 1000
+
+
+class Job(BaseModel):
+    """An ingestion job. ``status``: queued -> running -> done (``report`` holds the IngestReport; files that
+    failed are in it, ``report.failed`` > 0) or failed (``error``: one line; ``exit_code``: the CLI's, e.g. 75
+    when another run held the lock). Times are ISO 8601 UTC."""
+
+    id: str
+    kb: str
+    paths: list[str]
+    prune: bool = False
+    wait: bool = False
+    status: Literal["queued", "running", "done", "failed"] = "queued"
+    submitted_at: str = Field(default_factory=utc_now)
+    started_at: str | None = None
+    finished_at: str | None = None
+    report: IngestReport | None = None
+    error: str | None = None
+    exit_code: int | None = None
+
+
+class JobManager:
+    """Runs ingestion jobs over ``pool`` (daemon threads; a job cut short by the process ending is marked
+    'interrupted' by the next run, as after a killed CLI run)."""
+
+    def __init__(self, pool: KBPool):
+        self.pool = pool
+        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._kb_locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def submit(self, kb: str, paths: list[str], *, prune: bool = False, wait: bool = False) -> Job:
+        """Queue ``kb.ingest(paths, prune=prune, wait=wait)``; returns the queued Job at once. Raises InvalidName
+        for a bad knowledge-base name (nothing queued)."""
+        check_name(kb)
+        self.pool.settings_for(kb)  # a knowledge base the store cannot host fails now, not in the job
+        job = Job(id=uuid.uuid4().hex, kb=kb, paths=[str(p) for p in paths], prune=prune, wait=wait)
+        with self._guard:
+            self._jobs[job.id] = job
+            while len(self._jobs) > KEEP:
+                self._jobs.popitem(last=False)
+            lock = self._kb_locks.setdefault(kb, threading.Lock())
+        threading.Thread(target=self._run, args=(job, lock), name=f"kbgraph-ingest-{job.id[:8]}", daemon=True).start()
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        """The job ``job_id`` (a copy), or None when unknown or forgotten."""
+        with self._guard:
+            job = self._jobs.get(job_id)
+            return job.model_copy(deep=True) if job is not None else None
+
+    def _run(self, job: Job, lock: threading.Lock) -> None:
+        with lock:
+            job.status, job.started_at = "running", utc_now()
+            try:
+                kb = self.pool.fresh(job.kb)
+                try:
+                    job.report = kb.ingest(job.paths, prune=job.prune, wait=job.wait, progress=False)
+                finally:
+                    kb.close()
+                job.exit_code = job.report.exit_code
+                job.status = "done"
+            except KBGraphError as exc:
+                job.error, job.exit_code, job.status = one_line(exc), exc.exit_code, "failed"
+            except Exception as exc:  # noqa: BLE001 - a job records its failure instead of killing the thread
+                job.error, job.exit_code, job.status = f"{type(exc).__name__}: {one_line(exc)}", 1, "failed"
+            finally:
+                job.finished_at = utc_now()

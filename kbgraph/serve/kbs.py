@@ -1,0 +1,148 @@
+"""Knowledge-base names and the per-process pool of open knowledge bases (issue 16 §1).
+
+A name selects a knowledge base per request (``/v1/kb/{name}/...``, the MCP tools' ``kb``). It becomes a folder
+under ``<home>`` on the embedded store and a database name on Neo4j, so :func:`check_name` refuses anything
+that is not a plain name before any file or connection is made: empty, over 64 characters, a path (``/``,
+``\\``, ``..``), NUL or other control characters.
+
+:class:`KBPool` keeps one :class:`~kbgraph.kb.KnowledgeBase` per name open for the life of the process: one
+store connection each (the embedded FalkorDB server of the KB folder stays up while a client is connected; its
+idle timer counts from when the service closes the connection), and the embedder, which ``kbgraph.embed``
+already shares process-wide between knowledge bases of the same model. A store connection is used by one
+request at a time (the Neo4j driver's session is not thread-safe): :meth:`KBPool.use` holds a per-name lock
+around one library call. Ingestion opens a connection of its own (:meth:`KBPool.fresh`) so that reads go on
+while a job writes (PIKE-RAG §5.1: only complete documents are read).
+
+On Neo4j one knowledge base is one database: the configured knowledge base (``settings.name``) uses
+``NEO4J_DATABASE``; any other name needs a database of that name on the server (Neo4j Enterprise; Community
+hosts one database), else :class:`KnowledgeBaseNotHosted`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from kbgraph.errors import ConfigError, KBGraphError, StoreError
+from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
+
+MAX_NAME = 64
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Neo4j database names: ASCII letters, digits, dots and dashes, starting with a letter, 3-63 characters
+_NEO4J_DB = re.compile(r"[a-z][a-z0-9.-]{2,62}")
+
+
+class InvalidName(ConfigError):
+    """A knowledge-base name that is not a plain name (HTTP 400)."""
+
+
+class KnowledgeBaseNotHosted(KBGraphError):
+    """The store cannot host this knowledge base (HTTP 404): a Neo4j server without a database for it."""
+
+
+def check_name(name: object) -> str:
+    """``name`` if it is a plain knowledge-base name: 1-64 characters of letters, digits, ``_ . -``, starting
+    with a letter or digit, without ``..``. Raises InvalidName (one line naming the rule) otherwise."""
+    if not isinstance(name, str) or not name:
+        raise InvalidName("the knowledge-base name is empty")
+    if len(name) > MAX_NAME:
+        raise InvalidName(f"the knowledge-base name has {len(name)} characters; the limit is {MAX_NAME}")
+    if not _NAME.fullmatch(name) or ".." in name:
+        shown = name.encode("unicode_escape").decode("ascii")[:80]
+        raise InvalidName(
+            f"invalid knowledge-base name {shown!r}: use letters, digits, '_', '.', '-' "
+            "(starting with a letter or digit, no '..')"
+        )
+    return name
+
+
+class KBPool:
+    """The open knowledge bases of one process, by name, over ``settings`` (the served knowledge base is
+    ``settings.name``). Thread-safe. ``close()`` closes every connection."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._kbs: dict[str, KnowledgeBase] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @property
+    def default(self) -> str:
+        """The knowledge base used when a request names none."""
+        return self.settings.name
+
+    def settings_for(self, name: str) -> Settings:
+        """The settings of knowledge base ``name`` (checked). On Neo4j a name other than the default maps to the
+        database of that name; raises KnowledgeBaseNotHosted when it cannot be one."""
+        name = check_name(name)
+        s = self.settings
+        if s.backend != "neo4j" or name == s.name:
+            return s.model_copy(update={"name": name})
+        if not _NEO4J_DB.fullmatch(name):
+            raise KnowledgeBaseNotHosted(self._not_hosted(name, "it is not a valid Neo4j database name"))
+        return s.model_copy(update={"name": name, "neo4j_database": name})
+
+    def _not_hosted(self, name: str, why: str) -> str:
+        s = self.settings
+        return (
+            f"knowledge base {name!r} needs a Neo4j database of its own and {why}: this server serves "
+            f"{s.name!r} on database {s.neo4j_database!r} of {s.uri}; Neo4j Community hosts one database, so run "
+            f"one `kbgraph serve` per knowledge base (NEO4J_DATABASE), or create database {name!r} on Neo4j "
+            "Enterprise, or use the embedded store"
+        )
+
+    def fresh(self, name: str) -> KnowledgeBase:
+        """A new, connected knowledge base ``name`` outside the pool (the caller closes it). Raises
+        InvalidName, KnowledgeBaseNotHosted, StoreUnavailable."""
+        settings = self.settings_for(name)
+        kb = KnowledgeBase(settings=settings)
+        try:
+            kb.store  # noqa: B018 - connect now: a missing Neo4j database is found here
+        except (ConfigError, StoreError) as exc:
+            kb.close()
+            missing = any(w in str(exc).lower() for w in ("no database", "not found"))
+            if settings.backend == "neo4j" and name != self.settings.name and missing:
+                raise KnowledgeBaseNotHosted(self._not_hosted(name, f"the server has none ({exc})")) from exc
+            raise
+        except BaseException:
+            kb.close()
+            raise
+        return kb
+
+    @contextmanager
+    def use(self, name: str) -> Iterator[KnowledgeBase]:
+        """``with pool.use(name) as kb:`` the pooled knowledge base ``name``, opened on first use, held by this
+        caller alone until the block ends (one library call)."""
+        check_name(name)
+        with self._guard:
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            kb = self._kbs.get(name)
+            if kb is None:
+                kb = self._kbs[name] = self.fresh(name)
+            try:
+                yield kb
+            except Exception as exc:
+                if isinstance(exc, StoreError) or not isinstance(exc, KBGraphError):
+                    # the connection may be unusable (lost, half-read): reconnect on the next call
+                    self._kbs.pop(name, None)
+                    kb.close()
+                raise
+
+    def names(self) -> list[str]:
+        """The knowledge bases open now."""
+        with self._guard:
+            return sorted(self._kbs)
+
+    def close(self) -> None:
+        """Close every open knowledge base (the embedded servers then stop after their idle timeout)."""
+        with self._guard:
+            kbs, self._kbs = list(self._kbs.values()), {}
+        for kb in kbs:
+            try:
+                kb.close()
+            except Exception:  # noqa: BLE001 - closing on shutdown: nothing left to tell
+                pass

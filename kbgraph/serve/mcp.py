@@ -1,0 +1,138 @@
+"""The MCP server of kbgraph (issue 16 §2), with the official ``mcp`` SDK (2.x ``MCPServer``): ``kbgraph mcp``
+serves it over stdio, ``kbgraph serve`` over streamable HTTP at ``/mcp``.
+
+Tools, one library call each, on the knowledge base ``kb`` (default: the configured one): ``ask``, ``search``,
+``get_chunk``, ``browse``, ``list_documents``; read-only unless ``mcp_allow_ingest`` (KBGRAPH_MCP_ALLOW_INGEST)
+adds ``ingest``. Each description says what the tool returns and what it costs, so an agent can choose.
+A library error becomes the tool's error result with the library's one-line message.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from kbgraph import __version__
+from kbgraph.errors import KBGraphError
+from kbgraph.query.models import Answer, ScoredChunk
+from kbgraph.serve.jobs import Job, JobManager
+from kbgraph.serve.kbs import KBPool
+from kbgraph.serve.models import BrowseRows, ChunkInfo, DocumentInfo
+from kbgraph.text import one_line
+
+INSTRUCTIONS = (
+    "kbgraph answers questions from a knowledge base of ingested documents (PIKE-RAG on a graph database). "
+    "Use `search` to find evidence cheaply, `ask` for an answer with citations, `get_chunk` to read a cited "
+    "chunk in full with its provenance, `list_documents` to see what the knowledge base holds."
+)
+
+ASK = (
+    "Answer a question from the knowledge base with citations. Returns the answer text, its citations "
+    "(chunk id, document title and URI, page, quote) and, with an LLM configured on the server, the "
+    "rationale rounds of knowledge-aware decomposition (PIKE-RAG Algorithm 1). Cost: with an LLM several LLM "
+    "calls (seconds to a minute); without one, a retrieval-only answer (the best-matching sentences, ~0.1-1 s). "
+    "`method`: a method name the server knows (omit for its default); `k`: evidence chunks of a retrieval-only "
+    "answer."
+)
+SEARCH = (
+    "Retrieve the top-k chunks for a question without answering (multi-layer vector seeds and score "
+    "propagation over the graph). Returns the chunks best first: id, score, text, document title and URI, "
+    "section, page. Cost: no LLM, one embedding and a few graph queries (~0.1-1 s); the text of k chunks "
+    "(~250 words each) in the result."
+)
+GET_CHUNK = (
+    "Read one chunk by id (from `search`, or a citation's chunk_id of `ask`). Returns its full text, table "
+    "summary, kind, page, section path and its document's id, title and URI. Cost: one graph lookup; ~250 words."
+)
+BROWSE = (
+    "Run a ready graph query: 'document' (a document's sections, chunks, atomic questions, triples, entities; "
+    "params document, limit), 'entity' (an entity's neighbourhood; params name, limit), 'question' / "
+    "'questions' (saved rationales), 'top_entities', 'changed' (the last ingestion's documents), 'orphans'. "
+    "Returns rows of node properties. Cost: one graph query; rows can be large, keep `limit` small."
+)
+LIST_DOCUMENTS = (
+    "List the knowledge base's documents. Returns them by title: id, title, source URI, MIME type, status, "
+    "ingestion time, chunk count. Cost: one graph query; `limit` rows (default 100)."
+)
+INGEST = (
+    "Ingest files, folders or .jsonl corpora that exist on the server's file system into the knowledge base "
+    "(incremental: unchanged files are skipped). Returns a job at once (id, status 'queued'); call again with "
+    "`job_id` only to get its status and report. Cost: minutes for large folders (parsing, embedding; with an "
+    "LLM, LLM calls per chunk); writes to the knowledge base."
+)
+
+
+def _tool(server: MCPServer, description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a tool whose library errors (and the ValueErrors it raises) reach the client as the tool's error
+    result with their one-line message (the SDK hides the text of any other exception)."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except (KBGraphError, ValueError) as exc:
+                raise ToolError(one_line(exc, 1000)) from exc
+
+        server.add_tool(call, description=description)
+        return fn
+
+    return register
+
+
+def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
+    """The MCP server over ``pool``: read-only tools, plus ``ingest`` when ``pool.settings.mcp_allow_ingest`` (a
+    JobManager over the same pool is made if none is given)."""
+    server = MCPServer("kbgraph", instructions=INSTRUCTIONS, version=__version__)
+
+    @_tool(server, ASK)
+    def ask(question: str, kb: str | None = None, method: str | None = None, k: int = 5) -> Answer:
+        with pool.use(kb or pool.default) as base:
+            return base.ask(question, method=method, k=k)
+
+    @_tool(server, SEARCH)
+    def search(question: str, kb: str | None = None, k: int = 5, method: str | None = None) -> list[ScoredChunk]:
+        options = {"method": method} if method else {}
+        with pool.use(kb or pool.default) as base:
+            return base.retrieve(question, k=k, **options)
+
+    @_tool(server, GET_CHUNK)
+    def get_chunk(chunk_id: str, kb: str | None = None) -> ChunkInfo:
+        with pool.use(kb or pool.default) as base:
+            row = base.chunk(chunk_id)
+        if row is None:
+            raise ValueError(f"no chunk {chunk_id!r} in knowledge base {kb or pool.default!r}")
+        return ChunkInfo(**row)
+
+    @_tool(server, BROWSE)
+    def browse(query: str, kb: str | None = None, params: dict[str, Any] | None = None) -> BrowseRows:
+        name = kb or pool.default
+        with pool.use(name) as base:
+            rows = base.browse(query, **(params or {}))
+        return BrowseRows(kb=name, query=query, rows=rows)
+
+    @_tool(server, LIST_DOCUMENTS)
+    def list_documents(kb: str | None = None, limit: int = 100, skip: int = 0) -> list[DocumentInfo]:
+        with pool.use(kb or pool.default) as base:
+            return [DocumentInfo(**row) for row in base.documents(limit=max(1, min(limit, 10_000)), skip=max(0, skip))]
+
+    if pool.settings.mcp_allow_ingest:
+        manager = jobs or JobManager(pool)
+
+        @_tool(server, INGEST)
+        def ingest(paths: list[str] | None = None, kb: str | None = None, prune: bool = False,
+                   job_id: str | None = None) -> Job:  # fmt: skip
+            if job_id:
+                found = manager.get(job_id)
+                if found is None:
+                    raise ValueError(f"no job {job_id!r}")
+                return found
+            if not paths:
+                raise ValueError("give `paths` to ingest, or `job_id` to see a job")
+            return manager.submit(kb or pool.default, paths, prune=prune)
+
+    return server

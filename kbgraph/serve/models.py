@@ -1,0 +1,123 @@
+"""Request and response models of ``kbgraph serve`` (the OpenAPI schema at ``/docs``). Responses reuse the
+library's records: ``Answer`` (PIKE-RAG §5.3, Algorithm 1), ``ScoredChunk`` (§5.2.3 score propagation),
+``IngestReport`` (inside a Job), ``StoreStats``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from kbgraph.query.models import Answer, ScoredChunk
+from kbgraph.query.rationale import SavedRationale
+
+
+class AskRequest(BaseModel):
+    """``method``: any method name ``KnowledgeBase.ask`` takes (None = its default: Algorithm 1 with an LLM,
+    retrieval only without); an unknown one is a 400 naming the choices. ``k``: evidence chunks of a
+    retrieval-only answer. ``save``: write the rationale into the graph (``saved`` in the response)."""
+
+    question: str
+    method: str | None = None
+    k: int = Field(5, ge=1, le=100)
+    explain: bool = False
+    save: bool = False
+    stream: bool = Field(False, description="Server-Sent Events: not available yet (501).")
+
+
+class AskResponse(Answer):
+    """The library's Answer, plus what ``save`` wrote (its Question id), if asked to save."""
+
+    saved: SavedRationale | None = None
+
+
+class SearchRequest(BaseModel):
+    """Retrieval only: the top ``k`` chunks. ``method``: a retrieval method name of ``KnowledgeBase.retrieve``
+    (None = its default)."""
+
+    question: str
+    method: str | None = None
+    k: int = Field(10, ge=1, le=200)
+    explain: bool = False
+
+
+class SearchResponse(BaseModel):
+    question: str
+    method: str | None = None
+    chunks: list[ScoredChunk]
+
+
+class IngestRequest(BaseModel):
+    """Files, folders or .jsonl corpora on the server's file system. ``prune``: delete documents whose source
+    vanished; ``wait``: wait for another process's ingestion lock instead of failing (as ``kbgraph ingest``)."""
+
+    paths: list[str] = Field(min_length=1, max_length=1000)
+    prune: bool = False
+    wait: bool = False
+
+    @field_validator("paths")
+    @classmethod
+    def _plain_paths(cls, paths: list[str]) -> list[str]:
+        for p in paths:
+            if not p.strip() or "\x00" in p:
+                raise ValueError("a path is empty or holds a NUL character")
+        return paths
+
+
+class DocumentInfo(BaseModel):
+    """A document of the knowledge base (``KnowledgeBase.documents``)."""
+
+    id: str
+    title: str | None = None
+    uri: str | None = None
+    mime: str | None = None
+    status: str | None = None
+    ingested_at: str | None = None
+    chunks: int = 0
+
+
+class DocumentList(BaseModel):
+    kb: str
+    documents: list[DocumentInfo]
+
+
+class Deleted(BaseModel):
+    """Nodes removed per kind (documents, chunks, entities, ...)."""
+
+    kb: str
+    document: str
+    deleted: dict[str, int]
+
+
+class ChunkInfo(BaseModel):
+    """A chunk with its provenance (``KnowledgeBase.chunk``)."""
+
+    id: str
+    text: str | None = None
+    summary: str | None = None
+    kind: str | None = None
+    page: int | None = None
+    section_path: str | None = None
+    section_id: str | None = None
+    document_id: str | None = None
+    document_title: str | None = None
+    document_uri: str | None = None
+
+
+class BrowseRows(BaseModel):
+    """The rows of a ready browse query (nodes as property dicts without embeddings)."""
+
+    kb: str
+    query: str
+    rows: list[dict[str, Any]]
+
+
+class Ready(BaseModel):
+    """``/readyz``: the default knowledge base's store answered and the embedder is loaded."""
+
+    status: str
+    kb: str
+    backend: str
+    store: str
+    embedder: str
+    open: list[str]

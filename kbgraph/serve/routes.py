@@ -1,0 +1,142 @@
+"""The endpoints of ``kbgraph serve`` (issue 16 §1): one library call each, on the knowledge base the path
+names. Handlers are plain functions, run on FastAPI's thread pool; a knowledge base's connection serves one
+call at a time (:class:`kbgraph.serve.kbs.KBPool`). Library errors become HTTP statuses in
+``kbgraph.serve.app``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request, status
+
+from kbgraph.models import StoreStats
+from kbgraph.serve.jobs import Job, JobManager
+from kbgraph.serve.kbs import KBPool
+from kbgraph.serve.models import (
+    AskRequest,
+    AskResponse,
+    BrowseRows,
+    ChunkInfo,
+    Deleted,
+    DocumentInfo,
+    DocumentList,
+    IngestRequest,
+    Ready,
+    SearchRequest,
+    SearchResponse,
+)
+
+router = APIRouter()
+KB = "/v1/kb/{name}"
+
+
+def _pool(request: Request) -> KBPool:
+    return request.app.state.pool
+
+
+def _jobs(request: Request) -> JobManager:
+    return request.app.state.jobs
+
+
+@router.get("/healthz", tags=["service"])
+def healthz() -> dict[str, str]:
+    """Liveness: the process answers (no store or model is touched; open without the API key)."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", response_model=Ready, tags=["service"])
+def readyz(request: Request) -> Ready:
+    """Readiness: the default knowledge base's store answers and the embedder is loaded (loading it on the first
+    call: seconds). 503 with the reason otherwise."""
+    pool = _pool(request)
+    with pool.use(pool.default) as kb:
+        kb.documents(limit=1)
+        model = str(getattr(kb.embedder, "model_name", type(kb.embedder).__name__))
+        return Ready(status="ready", kb=kb.name, backend=kb.store.backend, store=kb.store.location, embedder=model,
+                     open=pool.names())  # fmt: skip
+
+
+@router.post(KB + "/ask", response_model=AskResponse, tags=["query"])
+def ask(name: str, body: AskRequest, request: Request) -> AskResponse:
+    """Answer a question with citations and rationale (``KnowledgeBase.ask``; PIKE-RAG §5.3, Algorithm 1 with
+    an LLM, retrieval only without). 400 for an empty or over-long question or an unknown method."""
+    accept = request.headers.get("accept", "")
+    if body.stream or ("text/event-stream" in accept and "application/json" not in accept):
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "streamed answers are not available yet; ask without "
+                            "`stream` and without `Accept: text/event-stream`")  # fmt: skip
+    with _pool(request).use(name) as kb:
+        answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save)
+        saved = kb.last_saved if body.save else None
+    return AskResponse(**answer.model_dump(), saved=saved)
+
+
+@router.post(KB + "/search", response_model=SearchResponse, tags=["query"])
+def search(name: str, body: SearchRequest, request: Request) -> SearchResponse:
+    """The top ``k`` chunks for a question without an answer (``KnowledgeBase.retrieve``; PIKE-RAG §5.2.3)."""
+    options = {"method": body.method} if body.method else {}
+    with _pool(request).use(name) as kb:
+        chunks = kb.retrieve(body.question, k=body.k, explain=body.explain, **options)
+    return SearchResponse(question=body.question, method=body.method, chunks=chunks)
+
+
+@router.post(KB + "/ingest", response_model=Job, status_code=status.HTTP_202_ACCEPTED, tags=["ingest"])
+def ingest(name: str, body: IngestRequest, request: Request) -> Job:
+    """Queue the ingestion of files, folders or .jsonl corpora on the server (``KnowledgeBase.ingest``; PIKE-RAG
+    §5.1-§5.2): 202 with the job; poll ``GET /v1/jobs/{id}``. Jobs of one knowledge base run one at a time."""
+    return _jobs(request).submit(name, body.paths, prune=body.prune, wait=body.wait)
+
+
+@router.get("/v1/jobs/{job_id}", response_model=Job, tags=["ingest"])
+def job(job_id: str, request: Request) -> Job:
+    """An ingestion job: queued, running, done (with the IngestReport) or failed (with the error)."""
+    found = _jobs(request).get(job_id)
+    if found is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job {job_id!r} (jobs live in the server's memory)")
+    return found
+
+
+@router.get(KB + "/documents", response_model=DocumentList, tags=["documents"])
+def documents(name: str, request: Request, limit: int = 100, skip: int = 0) -> DocumentList:
+    """The documents by title, with status and chunk count (``KnowledgeBase.documents``)."""
+    if not (1 <= limit <= 10_000) or skip < 0:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "limit must be 1-10000 and skip not negative")
+    with _pool(request).use(name) as kb:
+        rows = kb.documents(limit=limit, skip=skip)
+    return DocumentList(kb=name, documents=[DocumentInfo(**row) for row in rows])
+
+
+@router.delete(KB + "/documents/{document:path}", response_model=Deleted, tags=["documents"])
+def delete_document(name: str, document: str, request: Request) -> Deleted:
+    """Remove a document's whole subgraph and the entities no other document uses (``KnowledgeBase.delete``).
+    ``document``: its id (doc:…) or source URI. 404 when there is none."""
+    with _pool(request).use(name) as kb:
+        counts = kb.delete(document)
+    if not counts.get("documents"):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {document!r} in knowledge base {name!r}")
+    return Deleted(kb=name, document=document, deleted=counts)
+
+
+@router.get(KB + "/chunks/{chunk_id:path}", response_model=ChunkInfo, tags=["documents"])
+def chunk(name: str, chunk_id: str, request: Request) -> ChunkInfo:
+    """One chunk's text with its provenance (``KnowledgeBase.chunk``); 404 when there is none."""
+    with _pool(request).use(name) as kb:
+        row = kb.chunk(chunk_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chunk {chunk_id!r} in knowledge base {name!r}")
+    return ChunkInfo(**row)
+
+
+@router.get(KB + "/stats", response_model=StoreStats, tags=["documents"])
+def stats(name: str, request: Request) -> StoreStats:
+    """Node counts per label and relationship counts per type (``KnowledgeBase.stats``)."""
+    with _pool(request).use(name) as kb:
+        return kb.stats()
+
+
+@router.get(KB + "/browse/{query}", response_model=BrowseRows, tags=["documents"])
+def browse(name: str, query: str, request: Request) -> BrowseRows:
+    """Run a ready browse query (``KnowledgeBase.browse``: document, entity, question, questions, top_entities,
+    changed, orphans); its parameters come as query-string values over their defaults. 400 for an unknown query
+    or parameter."""
+    params = dict(request.query_params)
+    with _pool(request).use(name) as kb:
+        rows = kb.browse(query, **params)
+    return BrowseRows(kb=name, query=query, rows=rows)
