@@ -9,6 +9,7 @@ variants exist only where the Neo4j and FalkorDB dialects differ. Statements tak
 from __future__ import annotations
 
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 
 from kbgraph.errors import CypherNotFound
@@ -17,8 +18,9 @@ BACKENDS = ("neo4j", "falkordb")
 
 
 def cypher_root() -> Path:
-    """The folder holding the .cypher files (this package, installed as ``kbgraph.cypher``)."""
-    return Path(__file__).resolve().parent
+    """The folder holding the .cypher files: package data of ``kbgraph.cypher`` (this folder), found through
+    ``importlib.resources`` like every other packaged file."""
+    return Path(str(files(__name__)))
 
 
 @lru_cache(maxsize=None)

@@ -1,11 +1,12 @@
 """Stage 5: write documents' subgraphs (all three layers) in one unit of work.
 
 Order: Documents (status 'writing') -> Sections (parent first) -> Chunks -> NEXT -> AtomicQuestions ->
-Entities -> Triples -> MENTIONS -> Documents' status 'complete'. On Neo4j the unit is one transaction. On
-FalkorDB each batch is atomic and a failure runs the compensation (delete the documents' subgraphs and the
-entities nothing else uses); a crash that leaves a document 'writing' is repaired by the next run, which
-does not count an incomplete document as unchanged and writes it anew. Every statement is a batched UNWIND
-from ``cypher/ingest/``. PIKE-RAG §5.1.2, Fig. 3.
+Entities -> Triples -> MENTIONS -> Documents' status 'complete', as one unit of work of the store
+(``GraphStore.transaction``) with one compensation: delete the documents' subgraphs and the entities nothing
+else uses. The store decides how a failed unit is undone: Neo4j rolls its transaction back; FalkorDB, where
+each batch is atomic, runs the compensation. A crash that leaves a document 'writing' is repaired by the next
+run, which does not count an incomplete document as unchanged and writes it anew. Every statement is a
+batched UNWIND from ``cypher/ingest/``. PIKE-RAG §5.1.2, Fig. 3.
 """
 
 from __future__ import annotations
@@ -43,16 +44,14 @@ def write_documents(
     for batch in rows.values():  # validate every vector before the first write (float32 arrays from here on)
         for row in batch:
             if row.get("embedding") is not None:
-                row["embedding"] = store._check_vector(row["embedding"])
+                row["embedding"] = store.check_vector(row["embedding"])
     doc_ids = [g.document.id for g in graphs]
-    undo = []
-    if store.backend != "neo4j":
-        def undo_all() -> None:
-            for doc_id in doc_ids:
-                store.delete_document(doc_id, entity_ids=list(entities))
 
-        undo = [undo_all]
-    with store.transaction(on_rollback=undo) as tx:
+    def undo_all() -> None:  # the store runs it only where it cannot roll the unit back (FalkorDB)
+        for doc_id in doc_ids:
+            store.delete_document(doc_id, entity_ids=list(entities))
+
+    with store.transaction(on_rollback=[undo_all]) as tx:
         for doc_id in doc_ids:
             if doc_id in replace_ids:
                 store.delete_document(doc_id, tx)

@@ -21,7 +21,7 @@ statement, ``;``-separated so Browser's multi-statement editor runs it as one sc
 connects to the configured Neo4j (``?dbms=<bolt uri>&db=<database>``) and puts the script into the editor
 (``&cmd=edit&arg=<line>`` per line; Browser 5 joins the ``arg`` values with newlines).
 
-The style is ``docker/neo4j-browser/kbgraph.grass`` (GraSS; shipped as ``kbgraph._neo4j_browser``).
+The style is ``kbgraph/resources/neo4j-browser/kbgraph.grass`` (GraSS; package data of ``kbgraph.resources``).
 :func:`post_connect_cmd` turns it into the value of the Neo4j server setting ``browser.post_connect_cmd``:
 ``style <the GraSS as JSON>``. Neo4j Browser 5.24 runs that command after connecting; its ``:style`` command
 parses JSON first (then GraSS), so the whole style travels inline, with no URL to serve and no
@@ -46,10 +46,7 @@ from pydantic import BaseModel, Field
 
 from kbgraph import cypher
 from kbgraph.errors import ConfigError
-
-#: The style file in a source checkout (an installed wheel has it as package data of kbgraph._neo4j_browser).
-GRASS_SOURCE = Path(__file__).resolve().parents[1] / "docker" / "neo4j-browser" / "kbgraph.grass"
-
+from kbgraph.resources import resource
 
 class BrowseParam(BaseModel):
     """A parameter of a browse query. ``default`` fixes its type (int or str)."""
@@ -293,16 +290,8 @@ def can_open_browser() -> bool:
 
 # --- the Browser style --------------------------------------------------------------------------------
 def grass_path() -> Path:
-    """The GraSS file: package data of an installed kbgraph, else the source checkout's copy."""
-    try:
-        from importlib.resources import files
-
-        candidate = files("kbgraph._neo4j_browser") / "kbgraph.grass"
-        if candidate.is_file():
-            return Path(str(candidate))
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return GRASS_SOURCE
+    """The GraSS file, package data of the installed kbgraph (``kbgraph.resources``)."""
+    return Path(str(resource("neo4j-browser", "kbgraph.grass")))
 
 
 _RULE = re.compile(r"([^{}\s][^{}]*?)\s*\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", re.S)

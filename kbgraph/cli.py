@@ -165,38 +165,9 @@ def _print_ingest_files(report) -> None:
             out(f"skipped {len(paths)} files", "yellow", f"{more}: {reason}")
 
 
-@app.command("ask")
-def ask_cmd(
-    question: str = typer.Argument(..., help="The question."),
-    method: str | None = typer.Option(
-        None, "--method", "-m",
-        help="pike | naive | naive_hr | self_ask | cot (need an LLM) | hierarchical | dense (retrieval only).",
-    ),
-    k: int = typer.Option(5, "--k", help="Evidence chunks for retrieval-only answers."),
-    trace: bool = typer.Option(False, "--trace", help="Print the rationale round by round."),
-    explain: bool = typer.Option(False, "--explain", help="Print each chunk's score breakdown."),
-    as_json: bool = typer.Option(False, "--json", help="Print the whole Answer as JSON."),
-    save: bool = typer.Option(
-        False, "--save", help="Write the rationale into the graph as a (:Question) node (see `kbgraph browse question`)."
-    ),
-) -> None:
-    """Answer a question from the knowledge base, with citations."""
-    from kbgraph.kb import KnowledgeBase
-    from kbgraph.query.render import render_answer
+from kbgraph import cli_query  # noqa: E402 - `kbgraph ask` and `kbgraph eval` (kbgraph/cli_query.py)
 
-    with KnowledgeBase(settings=settings()) as kb:
-        answer = kb.ask(question, method=method, k=k, explain=explain, save=save)
-    if as_json:
-        _print_json({**answer.model_dump(), "saved": kb.last_saved.model_dump()} if kb.last_saved else answer.model_dump())
-        return
-    render_answer(console, answer, trace=trace, explain=explain)
-    if kb.last_saved:
-        saved = kb.last_saved
-        err_console.print(
-            f"saved as {saved.question_id}: {saved.used} USED, {saved.sub_questions} sub-questions, "
-            f"{saved.matched} MATCHED; see it with `kbgraph browse question --param question={saved.question_id}`",
-            highlight=False, markup=False, soft_wrap=True,
-        )  # fmt: skip
+cli_query.register(app)
 
 
 @app.command("browse")
@@ -235,60 +206,6 @@ def browse_cmd(
 
         if not can_open_browser() or not webbrowser.open(out.url):
             err_console.print("no desktop browser here: open the URL above yourself", highlight=False, markup=False)
-
-
-@app.command("eval")
-def eval_cmd(
-    dataset: str = typer.Option(..., "--dataset", "-d",
-                                help="Data set: <prefix> of <prefix>.questions.jsonl/.corpus.jsonl, or its folder."),
-    methods: str | None = typer.Option(
-        None, "--methods", "-m",
-        help="Comma-separated: pike,naive,naive_hr,cot,self_ask (need an LLM), dense,bm25,hierarchical_ab,"
-        "hierarchical. Default: all.",
-    ),
-    limit: int | None = typer.Option(None, "--limit", help="Only the first N (selected) questions."),
-    sample: int | None = typer.Option(None, "--sample", help="N questions drawn at random with --seed."),
-    seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
-    out: str | None = typer.Option(None, "--out", help="Run folder (default ./kbgraph-eval/<data set>)."),
-    fresh: bool = typer.Option(False, "--fresh", help="Discard the run folder's earlier results."),
-    judge: bool | None = typer.Option(None, "--judge/--no-judge", help="LLM-judged accuracy (default: with an LLM)."),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="Model of the judge (default: the LLM's)."),
-    depth: int = typer.Option(10, "--depth", help="Chunks each retrieval method returns."),
-    no_ingest: bool = typer.Option(False, "--no-ingest", help="Do not ingest the data set's corpus first."),
-    as_json: bool = typer.Option(False, "--json", help="Print summary.json."),
-) -> None:
-    """Evaluate methods on a multi-hop QA data set (PIKE-RAG §6): answers, Recall@k, report with plots.
-
-    The knowledge base is named after the data set unless --kb is given; an interrupted run resumes."""
-    from kbgraph.query.evaluate import evaluate_dataset
-
-    summary = evaluate_dataset(
-        dataset, settings=settings(), kb_name=_State.overrides.get("name"),
-        methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None, limit=limit,
-        sample=sample, seed=seed, out=out, fresh=fresh, judge=judge, judge_model=judge_model, depth=depth,
-        ingest=not no_ingest, log=None if as_json else lambda msg: err_console.print(msg, highlight=False),
-    )  # fmt: skip
-    if as_json:
-        sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
-        return
-    table = Table(title=f"{summary.dataset['name']}: {summary.questions} questions")
-    table.add_column("method", no_wrap=True)
-    for col in ("n", "EM", "F1", "Acc", *[f"R@{k}" for k in summary.ks], "SF", "R@5 ÷ dense"):
-        table.add_column(col, justify="right")
-
-    def pct(v):
-        return "–" if v is None else f"{100 * v:.1f}"
-
-    for name, m in summary.methods.items():
-        ratio = m.ratios.get("dense", {}).get("R@5")
-        table.add_row(name, str(m.questions), pct(m.metrics.get("em")), pct(m.metrics.get("f1")),
-                      pct(m.metrics.get("accuracy")), *[pct(m.metrics.get(f"R@{k}")) for k in summary.ks],
-                      pct(m.metrics.get("sf_recall")), "–" if ratio is None else f"{ratio:.2f}x")  # fmt: skip
-    console.print(table)
-    for why in dict.fromkeys(summary.skipped.values()):
-        names = ", ".join(n for n, w in summary.skipped.items() if w == why)
-        err_console.print(f"[yellow]skipped[/] {names}: {why}", highlight=False)
-    console.print(f"report: {summary.report}")
 
 
 @app.command("delete")
@@ -440,6 +357,11 @@ def llm_stop() -> None:
 def llm_status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Is the local LLM server running, on which model, port and context size."""
     _print_llm_status(_llm_server().status(), as_json)
+
+
+from kbgraph import cli_serve  # noqa: E402 - `kbgraph serve` and `kbgraph mcp` (kbgraph/cli_serve.py)
+
+cli_serve.register(app)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,8 +12,9 @@ from kbgraph.store import GraphStore, open_store
 
 if TYPE_CHECKING:
     from kbgraph.ingest.pipeline import IngestReport
-    from kbgraph.query.evaluate import EvalSummary
-    from kbgraph.query.models import Answer
+    from kbgraph.eval import EvalSummary
+    from kbgraph.query.context import QueryContext
+    from kbgraph.query.models import Answer, ScoredChunk
     from kbgraph.query.rationale import SavedRationale
 
 _UNSET: Any = object()
@@ -80,8 +81,9 @@ class KnowledgeBase:
             save: bool = False) -> Answer:  # fmt: skip
         """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1).
 
-        method: 'pike' (default with an LLM), 'naive', 'naive_hr', 'self_ask', 'cot', or retrieval only:
-        'hierarchical' (default without an LLM), 'dense'. ``k``: chunks cited by retrieval-only answers.
+        method: a name of ``kbgraph.query.methods.METHODS``: 'pike' (default with an LLM), 'naive', 'naive_hr',
+        'cot', 'self_ask', or retrieval only: 'propagation' (default without an LLM), 'hierarchical', 'dense',
+        'bm25'. ``k``: chunks cited by retrieval-only answers.
         ``explain``: each chunk's score broken down by layer and node. ``save``: write the rationale into the
         graph as (:Question)-[:USED]->(:Chunk), -[:PROPOSED]->(:SubQuestion)-[:MATCHED]->(:AtomicQuestion)
         (kbgraph.query.rationale; ``last_saved`` holds its id; see it with ``browse('question')``). Raises
@@ -90,10 +92,7 @@ class KnowledgeBase:
         from kbgraph.query.ask import answer_question, clean_question
 
         clean_question(question)  # a usage error is raised before the store is connected
-        answer = answer_question(
-            question, store=self.store, settings=self.settings, embedder=self.embedder, llm=self.llm,
-            method=method, k=k, explain=explain,
-        )  # fmt: skip
+        answer = answer_question(question, self.query_context(), method=method, k=k, explain=explain)
         if save:
             from kbgraph.query.rationale import save_answer
 
@@ -112,16 +111,26 @@ class KnowledgeBase:
         rows = self.store.run(query.statement, resolve_params(query, params))
         return [_without_embeddings(row) for row in rows]
 
-    def retrieve(self, question: str, *, k: int = 10, method: str = "hierarchical", explain: bool = False):
-        """The top-``k`` chunks for ``question`` without answering ('hierarchical' or 'dense'): a list of
-        ``kbgraph.query.propagation.ScoredChunk``, best first, chunks of complete documents only (a document
+    def retrieve(self, question: str, *, k: int = 10, method: str = "propagation",
+                 explain: bool = False) -> list[ScoredChunk]:  # fmt: skip
+        """The top-``k`` chunks for ``question`` without answering, by a retrieval method of
+        ``kbgraph.query.methods`` ('propagation', 'hierarchical', 'dense', 'bm25'): a list of
+        ``kbgraph.query.models.ScoredChunk``, best first, chunks of complete documents only (a document
         still or left 'writing' by a killed ingestion is never returned). Raises QueryError for an empty or
-        over-long question."""
+        over-long question or an unknown retrieval method."""
         from kbgraph.query.ask import clean_question, retrieve
+        from kbgraph.query.methods import get_method
 
         question = clean_question(question)  # before the store is connected
-        return retrieve(self.store, self.settings, self.embedder, question, k=k, method=method,
-                        explain=explain)  # fmt: skip
+        get_method(method, "retrieval")
+        return retrieve(question, self.query_context(llm=False), k=k, method=method, explain=explain)
+
+    def query_context(self, *, llm: bool = True) -> QueryContext:
+        """This knowledge base as the query methods take it (kbgraph.query.context): store (connected),
+        settings, embedder, and the LLM (None when ``llm`` is False or none is configured)."""
+        from kbgraph.query.context import QueryContext
+
+        return QueryContext(self.store, self.settings, self.embedder, self.llm if llm else None)
 
     @property
     def embedder(self):
@@ -151,15 +160,28 @@ class KnowledgeBase:
         """Evaluate the methods on a multi-hop QA data set against this knowledge base (its corpus is
         ingested first): EM/F1/precision/recall, LLM-judged accuracy, Recall@k and supporting-fact recall
         (PIKE-RAG §6.1; paper 003 §4), written to a resumable run folder with summary.json and report.md.
-        ``options``: those of :func:`kbgraph.query.evaluate.evaluate` (methods, limit, sample, seed, out, ...).
+        ``options``: those of :func:`kbgraph.eval.evaluate` (methods, limit, sample, seed, out, ...).
         Raises ConfigError for an unknown method or a run folder of another configuration."""
-        from kbgraph.query.evaluate import evaluate
+        from kbgraph.eval import evaluate
 
         return evaluate(self, dataset, **options)
 
     def stats(self) -> StoreStats:
         """Node counts per label and relationship counts per type."""
         return self.store.stats()
+
+    def documents(self, *, limit: int = 100, skip: int = 0) -> list[dict[str, Any]]:
+        """The documents (PIKE-RAG §3.1 information-resource layer), by title: dicts with ``id``, ``title``,
+        ``uri``, ``mime``, ``status`` ('complete', or 'writing' during or after an interrupted write),
+        ``ingested_at`` (ISO 8601) and ``chunks`` (count); at most ``limit`` after skipping ``skip``."""
+        return self.store.run("admin/list_documents", {"limit": int(limit), "skip": int(skip)})
+
+    def chunk(self, chunk_id: str) -> dict[str, Any] | None:
+        """One chunk of a complete document with its provenance, as citations carry it: ``id``, ``text``,
+        ``summary``, ``kind``, ``page`` (1-based or None), ``section_path``, ``document_id``,
+        ``document_title``, ``document_uri``, ``section_id``; None when there is no such chunk."""
+        rows = self.store.run("retrieve/chunk_details", {"ids": [chunk_id]})
+        return rows[0] if rows else None
 
     def delete(self, document: str) -> dict[str, int]:
         """Remove one document's whole subgraph and the entities no other document uses. ``document``: its

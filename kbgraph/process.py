@@ -1,4 +1,5 @@
-"""Process and port helpers shared by the server launchers (embedded FalkorDB, local Neo4j, local LLM)."""
+"""Process and port helpers shared by the server launchers (embedded FalkorDB, local Neo4j, local LLM):
+liveness of a pid, SIGTERM-then-SIGKILL, waiting for a starting server, and 127.0.0.1 port checks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import errno
 import os
 import signal
 import socket
+import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -31,9 +34,10 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def terminate(pid: int, timeout: float, kill_timeout: float = 10.0) -> bool:
+def terminate(pid: int, timeout: float, kill_timeout: float = 10.0, *, child: subprocess.Popen | None = None) -> bool:
     """SIGTERM ``pid``, then SIGKILL if it still lives after ``timeout`` seconds; wait up to ``kill_timeout``
-    more. Returns True if the process is gone."""
+    more. ``child``: the Popen of this process when we started it, reaped here so that it leaves no zombie
+    and no "still running" warning. Returns True if the process is gone."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -45,7 +49,36 @@ def terminate(pid: int, timeout: float, kill_timeout: float = 10.0) -> bool:
         deadline = time.monotonic() + kill_timeout
         while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
+    if child is not None and child.pid == pid:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=1)
     return not pid_alive(pid)
+
+
+def wait_ready(
+    pid: int,
+    ready: Callable[[], bool],
+    timeout: float,
+    *,
+    exited: Callable[[], Exception],
+    late: Callable[[], Exception],
+    interval: float = 0.5,
+) -> None:
+    """Wait for the starting server process ``pid`` until ``ready()`` returns True.
+
+    Each round (every ``interval`` seconds): raises ``exited()`` when the process is gone (the caller's error,
+    usually naming the cause found in the server's log), returns once ``ready()`` is True, raises ``late()``
+    when ``timeout`` seconds have passed. ``ready`` may itself raise to stop waiting (e.g. a failure the log
+    reports while the process lives on). Stopping the process after an error is the caller's job."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if not pid_alive(pid):
+            raise exited()
+        if ready():
+            return
+        if time.monotonic() > deadline:
+            raise late()
+        time.sleep(interval)
 
 
 def port_free(port: int) -> bool:

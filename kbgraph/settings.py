@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     )
     falkor_start_timeout: float = Field(120.0, description="Seconds to wait for the embedded server.")
 
-    # --- local Neo4j (docker/neo4j-local) ------------------------------------------------------
+    # --- local Neo4j (kbgraph.neo4j_local) ------------------------------------------------------
     neo4j_local_home: Path | None = Field(None, description="Local Neo4j folder; default <home>/neo4j-local.")
     neo4j_bolt_port: int = 7687
     neo4j_http_port: int = 7474
@@ -196,6 +196,17 @@ class Settings(BaseSettings):
     )
     llm_server_ctx: int = Field(4096, ge=256, description="Context window of the local LLM server, in tokens.")
     llm_server_threads: int = Field(2, ge=1, description="CPU threads of the local LLM server.")
+
+    # --- kbgraph serve (HTTP API) and kbgraph mcp (kbgraph.serve) ---------------------------------
+    serve_host: str = Field("127.0.0.1", description="Address `kbgraph serve` binds; any other than loopback "
+                            "needs api_key.")  # fmt: skip
+    serve_port: int = Field(8080, ge=1, le=65535, description="Port of `kbgraph serve`.")
+    api_key: SecretStr | None = Field(
+        None, description="Bearer token every request to `kbgraph serve` must carry (KBGRAPH_API_KEY); "
+        "required to bind off loopback."
+    )
+    mcp_allow_ingest: bool = Field(False, description="Offer the MCP tool `ingest` (server paths); read-only if off.")
+    max_request_bytes: int = Field(1_048_576, ge=1024, description="Largest request body `kbgraph serve` reads.")
 
     # --- misc -----------------------------------------------------------------------------
     debug: bool = False

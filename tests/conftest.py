@@ -2,7 +2,7 @@
 
 ``store`` is parametrized over both backends: an embedded FalkorDB server (one per test session, in a
 temporary folder; each test gets a graph of its own) and a real local Neo4j 5 server started once per
-session from docker/neo4j-local on test ports (bolt 17687, http 17474) so a developer's own server is never
+session from kbgraph/resources/neo4j-local on test ports (bolt 17687, http 17474) so a developer's own server is never
 touched. If Neo4j cannot start, Neo4j tests fail under CI=true and are skipped otherwise.
 Set KBGRAPH_TEST_NEO4J_URI (+ NEO4J_USERNAME/NEO4J_PASSWORD) to use an existing server instead.
 """

@@ -61,7 +61,7 @@ def torch_run(onnx_home, sentences):
 @pytest.fixture(scope="session")
 def onnx_embedder(torch_run, onnx_home):
     from kbgraph.embed import make_embedder
-    from kbgraph.embed_onnx import OnnxEmbedder
+    from kbgraph.embed import OnnxEmbedder
 
     embedder = make_embedder(Settings(home=onnx_home, embedding_backend="auto"))
     assert isinstance(embedder, OnnxEmbedder) and embedder.onnx_path == torch_run[2]
@@ -75,7 +75,7 @@ def test_onnx_matches_torch(torch_run, onnx_embedder, sentences):
     cos = (ref * got).sum(axis=1)
     assert cos.min() >= 0.9999, (cos.argmin(), cos.min())
     # small batches sorted by length: same rows, same order
-    from kbgraph.embed_onnx import OnnxEmbedder
+    from kbgraph.embed import OnnxEmbedder
 
     small = OnnxEmbedder(onnx_embedder.onnx_path, onnx_embedder.spec.folder, batch_size=7, threads=1)
     assert np.allclose(small.embed(sentences), got, atol=2e-5)
@@ -96,7 +96,7 @@ def test_onnx_shape_dtype_norm_empty(onnx_embedder):
 
 def test_export_is_reused(torch_run, onnx_home):
     from kbgraph.embed import make_embedder
-    from kbgraph.embed_onnx import OnnxEmbedder, export_onnx
+    from kbgraph.embed import OnnxEmbedder, export_onnx
 
     path = torch_run[2]
     before = path.stat().st_mtime_ns
@@ -151,7 +151,7 @@ def test_cold_process_uses_onnx_without_torch(torch_run, onnx_embedder, onnx_hom
 def test_export_waits_for_the_lock(tmp_path):
     from filelock import FileLock
 
-    from kbgraph.embed_onnx import export_onnx
+    from kbgraph.embed import export_onnx
 
     out = tmp_path / "m.onnx"
     with FileLock(str(out) + ".lock"):
@@ -162,7 +162,7 @@ def test_export_waits_for_the_lock(tmp_path):
 
 def test_unsupported_model_stays_on_torch(tmp_path):
     from kbgraph.embed import SentenceTransformerEmbedder, make_embedder
-    from kbgraph.embed_onnx import UnsupportedModelError, read_model_spec
+    from kbgraph.embed import UnsupportedModelError, read_model_spec
 
     folder = tmp_path / "dense-model"
     folder.mkdir()
@@ -180,7 +180,7 @@ def test_unsupported_model_stays_on_torch(tmp_path):
 
 
 def test_pooling_modes():
-    from kbgraph.embed_onnx import pool
+    from kbgraph.embed import pool
 
     hidden = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2)  # rows: [[0,1],[2,3],[4,5]], [[6,7],...]
     mask = np.array([[1, 1, 0], [1, 1, 1]])

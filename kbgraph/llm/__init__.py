@@ -6,17 +6,11 @@ cache and token accounting, plus a scripted fake for tests.
 
 from __future__ import annotations
 
+from kbgraph.llm.base import LLM, BaseLLM, Usage
 from kbgraph.llm.cache import ResponseCache, cache_key
-from kbgraph.llm.client import (
-    LLM,
-    BaseLLM,
-    OpenAIClient,
-    Usage,
-    extract_json,
-    get_llm,
-    parse_json_answer,
-)
+from kbgraph.llm.client import OpenAIClient, get_llm
 from kbgraph.llm.fake import ScriptedLLM
+from kbgraph.llm.json_answers import extract_json, parse_json_answer
 
 __all__ = [
     "LLM",

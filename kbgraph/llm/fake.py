@@ -1,6 +1,6 @@
 """A deterministic LLM for tests: answers from a script, records every request.
 
-``complete_json`` is :class:`kbgraph.llm.client.BaseLLM`'s, the same code as :class:`OpenAIClient`'s
+``complete_json`` is :class:`kbgraph.llm.base.BaseLLM`'s, the same code as :class:`OpenAIClient`'s
 (JSON prompt, extraction, pydantic validation, one repair request), so tests exercise the real JSON
 handling, repairs included::
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kbgraph.llm.client import BaseLLM, Messages
+from kbgraph.llm.base import BaseLLM, Messages
 
 Script = Iterable["str | BaseException"] | Callable[[Messages], str]
 

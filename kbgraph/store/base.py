@@ -74,9 +74,9 @@ def map_vectors(params: Row, convert: Callable[[np.ndarray], Any]) -> Row:
 
 
 class Transaction:
-    """One unit of work. ``run`` and ``write_batches`` as on the store. On Neo4j it is a real transaction
-    (rolled back on error); FalkorDB runs each statement atomically and, on error, runs the
-    ``on_rollback`` compensations registered with the unit (e.g. deleting the document being written)."""
+    """One unit of work, opened by ``GraphStore.transaction``. ``run`` and ``write_batches`` as on the store;
+    ``statements`` counts what the unit sent. Whether a failed unit is rolled back or compensated is the
+    store's decision (``GraphStore.rolls_back``), never the caller's."""
 
     def __init__(self, store: GraphStore, handle: Any):
         self._store = store
@@ -108,6 +108,10 @@ class GraphStore(ABC):
 
     backend: str = ""
     location: str = ""
+    #: True when a unit of work is one database transaction that a failure rolls back as a whole (Neo4j);
+    #: False when each statement commits on its own (FalkorDB) and a failed unit is undone by the
+    #: compensations given to ``transaction``.
+    rolls_back: bool = False
 
     def __init__(self, *, dimension: int, batch_size: int):
         self.dimension = dimension
@@ -174,7 +178,15 @@ class GraphStore(ABC):
 
     @contextlib.contextmanager
     def transaction(self, on_rollback: Iterable[Callable[[], Any]] = ()) -> Iterator[Transaction]:
-        """A unit of work: commit at the end of the block, roll back if it raises (see Transaction)."""
+        """A unit of work: commit at the end of the block; if the block raises, undo it and re-raise.
+
+        ``on_rollback``: compensations, callables that undo the unit's writes with statements of their own
+        (e.g. delete the documents being written). The store decides whether they are needed: a store whose
+        unit is a real transaction (``rolls_back``, Neo4j) rolls it back and skips them; FalkorDB, which runs
+        each statement atomically but has no multi-statement transaction, runs them in order after the
+        failure (each one's own error is swallowed: the block's exception is what the caller sees). So a
+        caller always passes its compensations and never asks which backend it writes to (PIKE-RAG §5.1.2:
+        a document's three layers are written as one unit)."""
         handle = self._begin()
         tx = Transaction(self, handle)
         try:
@@ -182,9 +194,10 @@ class GraphStore(ABC):
         except BaseException:
             with contextlib.suppress(Exception):
                 self._rollback(handle)
-            for undo in on_rollback:
-                with contextlib.suppress(Exception):
-                    undo()
+            if not self.rolls_back:
+                for undo in on_rollback:
+                    with contextlib.suppress(Exception):
+                        undo()
             raise
         else:
             self._commit(handle)
@@ -216,7 +229,7 @@ class GraphStore(ABC):
         (so fewer than ``k`` may come back); entities always."""
         if label not in VECTOR_LABELS:
             raise ValueError(f"no vector index on {label!r}")
-        vec = self._check_vector(embedding)
+        vec = self.check_vector(embedding)
         rows = self.run("retrieve/vector_search", self._vector_params(label, vec, k))
         hits = [
             VectorHit(
@@ -236,7 +249,7 @@ class GraphStore(ABC):
         top-``fulltext_k`` on Chunk.text and Entity.name (keys 'Chunk.text', 'Entity.name'; raw engine score).
         Each hit's properties hold only {'text': its text/name/title/path}. Hits best first. Chunks of
         documents not complete (still or left 'writing') are left out, after each index's top-k."""
-        vec = self._check_vector(embedding)
+        vec = self.check_vector(embedding)
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
         for r in self.run("retrieve/seed_vectors", {"embedding": vec, "k": k}):
             out[r["layer"]].append(VectorHit(
@@ -263,7 +276,7 @@ class GraphStore(ABC):
         chunks without an embedding and chunks of documents not complete are left out."""
         if not ids:
             return {}
-        vec = self._check_vector(embedding)
+        vec = self.check_vector(embedding)
         rows = self.run("retrieve/chunk_similarity", {"ids": list(ids), "embedding": vec})
         return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
 
@@ -344,12 +357,13 @@ class GraphStore(ABC):
         emb = row.get("embedding")
         if emb is None:
             return row
-        return {**row, "embedding": self._check_vector(emb)}
+        return {**row, "embedding": self.check_vector(emb)}
 
-    def _check_vector(self, embedding: Sequence[float]) -> np.ndarray:
-        """``embedding`` as a float32 array of shape (dimension,). Raises SchemaMismatch for another size
-        (a wrong-sized vector would silently go unindexed) and StoreError for NaN or infinity. Checked with
-        numpy: ingestion sends ~80k vectors per 3,300 passages, a Python loop per float cost seconds."""
+    def check_vector(self, embedding: Sequence[float]) -> np.ndarray:
+        """``embedding`` as a float32 array of shape (``dimension``,), ready to send. Raises SchemaMismatch for
+        another size (a wrong-sized vector would silently go unindexed) and StoreError for NaN or infinity.
+        Checked with numpy: ingestion sends ~80k vectors per 3,300 passages, a Python loop per float cost
+        seconds. Callers validate a whole unit's vectors with it before its first write."""
         vec = np.asarray(embedding, dtype=np.float32)
         if vec.ndim != 1 or vec.shape[0] != self.dimension:
             raise SchemaMismatch(

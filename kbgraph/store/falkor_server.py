@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +25,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 from kbgraph.errors import LockTimeout, StoreUnavailable
-from kbgraph.process import pid_alive
+from kbgraph.process import pid_alive, terminate
 
 _SOCKET_MAX = 100  # sun_path is 108 bytes on Linux, keep a margin
 
@@ -87,18 +85,9 @@ class EmbeddedFalkorDB:
         if pid is None or not pid_alive(pid):
             self._cleanup()
             return False
-        try:
-            client = self._client()
-            client.shutdown(save=False)  # append-only file is fsynced on shutdown
-        except Exception:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if pid_alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):  # else terminate's SIGTERM shuts it down the same way
+            self._client().shutdown(save=False)  # append-only file is fsynced on shutdown
+        terminate(pid, timeout)
         self._cleanup()
         return True
 

@@ -22,6 +22,7 @@ _ALREADY = ("already indexed", "already exists", "already created", "constraint 
 
 class FalkorDBStore(GraphStore):
     backend = "falkordb"
+    rolls_back = False  # no multi-statement transactions: a failed unit runs its compensations
 
     def __init__(self, settings: Settings):
         super().__init__(dimension=settings.embedding_dimension, batch_size=settings.batch_size)
@@ -77,7 +78,7 @@ class FalkorDBStore(GraphStore):
         return None
 
     def _rollback(self, handle: Any) -> None:
-        return None  # compensations are run by GraphStore.transaction
+        return None  # nothing to roll back: GraphStore.transaction runs the unit's compensations
 
     def close(self) -> None:
         try:

@@ -49,6 +49,7 @@ def _no_answer(exc: BaseException) -> bool:
 
 class Neo4jStore(GraphStore):
     backend = "neo4j"
+    rolls_back = True  # a unit of work is one driver transaction
 
     def __init__(self, settings: Settings):
         super().__init__(dimension=settings.embedding_dimension, batch_size=settings.batch_size)

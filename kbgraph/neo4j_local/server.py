@@ -1,59 +1,35 @@
-"""A real, local Neo4j 5 Community server for machines without Docker.
+"""The local Neo4j server process: configuration, start, readiness, status and stop (``Neo4jLocal``).
 
-The server is assembled from Maven Central, not downloaded as a tarball: ``docker/neo4j-local/pom.xml``
-(shipped in the wheel as ``kbgraph._neo4j_local``) lists the Neo4j kernel, its HTTP server and Neo4j
-Browser, and ``mvn dependency:copy-dependencies`` copies those jars (about 214, 137 MB) into one ``lib``
-folder. That takes about a minute and a half on an empty ``~/.m2`` and is done once; a marker file in
-``lib`` records a complete jar set.
-
-:class:`Neo4jLocal` then runs ``java -cp '<lib>/*' org.neo4j.server.CommunityEntryPoint`` detached from the
-calling process, with its own configuration written to ``<neo4j_dir>/conf/neo4j.conf``: it listens on
-127.0.0.1 only (Bolt on ``neo4j_bolt_port``, HTTP and the Browser on ``neo4j_http_port``), with
-authentication on and the initial password set from ``neo4j_password`` before the first start. Data, logs,
-run, import and plugins folders live under ``<neo4j_dir>`` (default ``~/.kbgraph/neo4j-local``); the console
-output goes to ``<neo4j_dir>/logs/console.log``. The server outlives the Python process that started it:
-:meth:`Neo4jLocal.stop` stops it. A file lock (``<neo4j_dir>/launcher.lock``) and a pid file keep two callers
-from launching two servers on one folder.
-
-The jar folder defaults to ``<neo4j_dir>/lib``; ``Neo4jLocal(settings, lib_dir=...)`` or the environment
-variable ``KBGRAPH_NEO4J_LIB`` point several instances (e.g. tests) at one shared, already-built folder.
-
-Needs: a JDK/JRE 17 or newer (``java``) and, for the one-off build, Maven (``mvn``) with access to Maven Central.
-Every failure raises :class:`kbgraph.errors.Neo4jLocalError` with a one-line message that names the fix.
+See the package docstring (``kbgraph.neo4j_local``) for the instance folder and the jar folder.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
-import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
-from kbgraph.process import pid_alive, terminate
+from kbgraph.errors import Neo4jLocalError
+from kbgraph.neo4j_local.build import MAVEN_TIMEOUT, build_jars, check_tools, is_built
+from kbgraph.neo4j_local.logs import last_meaningful_line, meaningful, startup_failure
+from kbgraph.process import pid_alive, terminate, wait_ready
 from kbgraph.process import port_free as _port_free
 from kbgraph.process import port_open as _port_open
-from kbgraph.errors import Neo4jLocalError
 from kbgraph.settings import Settings
 
-__all__ = ["Neo4jLocal", "Neo4jStatus", "LIB_ENV", "MIN_JAVA"]
+__all__ = ["LIB_ENV", "Neo4jLocal", "Neo4jStatus"]
 
 LIB_ENV = "KBGRAPH_NEO4J_LIB"
 """Environment variable naming a shared jar folder, used instead of ``<neo4j_dir>/lib``."""
 
-MIN_JAVA = 17
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
-MARKER = ".kbgraph-complete.json"
 MIN_PASSWORD = 8  # Neo4j 5's dbms.security.auth_minimum_password_length default
-MAVEN_TIMEOUT = 1800.0
 
 
 class Neo4jStatus(BaseModel):
@@ -72,93 +48,6 @@ class Neo4jStatus(BaseModel):
     home: Path
     built: bool
     log_file: Path
-
-
-def _pom_text() -> str:
-    """The bundled pom.xml: from the installed package, else from the source tree."""
-    try:
-        from importlib.resources import files
-
-        return (files("kbgraph._neo4j_local") / "pom.xml").read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError, OSError):
-        pass
-    src = Path(__file__).resolve().parents[1] / "docker" / "neo4j-local" / "pom.xml"
-    try:
-        return src.read_text(encoding="utf-8")
-    except OSError:
-        raise Neo4jLocalError(
-            "the Neo4j pom.xml is missing from the kbgraph installation; reinstall kbgraph "
-            "(pip install --force-reinstall kbgraph)"
-        ) from None
-
-
-def _java_major(java: str) -> int | None:
-    """Major version from ``java -version`` (``"17.0.15"`` -> 17, ``"1.8.0_402"`` -> 8), None if unreadable."""
-    try:
-        out = subprocess.run(
-            [java, "-version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
-    if not m:
-        return None
-    major = int(m.group(1))
-    if major == 1 and m.group(2):
-        major = int(m.group(2))
-    return major
-
-
-_LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d[ T]\S+\s+")
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    text = _LOG_PREFIX.sub("", " ".join(text.split()))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-_GENERIC = re.compile(r"^Error: (Could not create the Java Virtual Machine|A fatal exception has occurred)")
-
-
-def _meaningful(text: str) -> str | None:
-    """The cause of a failure in Java output, as one line.
-
-    The first error line (ERROR, an exception, ``Invalid ...``), followed by the root cause (the last
-    ``Caused by:``) when that adds something; else the last line. Stack frames and the JVM's generic
-    "Could not create the Java Virtual Machine" lines are skipped.
-    """
-    lines = [
-        ln.strip() for ln in text.splitlines()
-        if ln.strip() and not ln.lstrip().startswith(("at ", "...")) and not _GENERIC.match(ln.strip())
-    ][-400:]
-    if not lines:
-        return None
-    tops = [ln for ln in lines if re.search(r"\bERROR\b|Exception|Error\b|^Invalid", ln)
-            and not ln.startswith("Caused by:")]
-    causes = [ln for ln in lines if ln.startswith("Caused by:")]
-    if not tops and not causes:
-        return _one_line(lines[-1])
-    top = _one_line(tops[0], 220) if tops else None
-    if causes:
-        root = causes[-1].removeprefix("Caused by:").strip()
-        msg = root.split(": ", 1)[-1]
-        if top is None:
-            return _one_line(root, 220)
-        if msg[:60] not in tops[0]:
-            return f"{top} (root cause: {_one_line(root, 180)})"
-    return top
-
-
-def _last_meaningful_line(*logs: Path) -> str:
-    """The root cause of a failed start from the first of ``logs`` that has any output."""
-    for log in logs:
-        try:
-            why = _meaningful(log.read_text(errors="replace"))
-        except OSError:
-            continue
-        if why:
-            return why
-    return "no log output"
 
 
 class Neo4jLocal:
@@ -219,43 +108,7 @@ class Neo4jLocal:
     # --- build --------------------------------------------------------------------------------------
     def is_built(self) -> bool:
         """True if the jar folder holds the complete jar set for the bundled pom.xml."""
-        try:
-            marker = json.loads((self.lib_dir / MARKER).read_text())
-        except (OSError, ValueError):
-            return False
-        if marker.get("pom_sha256") != hashlib.sha256(_pom_text().encode()).hexdigest():
-            return False
-        jars = marker.get("jars") or []
-        return bool(jars) and all((self.lib_dir / j).is_file() for j in jars)
-
-    def _check_tools(self, need_maven: bool) -> str:
-        """Path of a java >= 17; also checks mvn if needed. Raises Neo4jLocalError naming the fix."""
-        java = shutil.which("java")
-        mvn = shutil.which("mvn") if need_maven else "not needed"
-        if java is None and mvn is None:
-            raise Neo4jLocalError(
-                f"java (JDK {MIN_JAVA}+) and mvn (Maven) are not on PATH; install them "
-                f"(e.g. apt-get install openjdk-{MIN_JAVA}-jdk-headless maven) or run Neo4j with Docker "
-                "(docker compose -f docker/docker-compose.yml up) and set KBGRAPH_URI"
-            )
-        if java is None:
-            raise Neo4jLocalError(
-                f"java (JDK {MIN_JAVA}+) is not on PATH; install a JDK {MIN_JAVA} or newer "
-                f"(e.g. apt-get install openjdk-{MIN_JAVA}-jdk-headless) or run Neo4j with Docker and set KBGRAPH_URI"
-            )
-        major = _java_major(java)
-        if major is None or major < MIN_JAVA:
-            found = "an unreadable version" if major is None else f"Java {major}"
-            raise Neo4jLocalError(
-                f"Neo4j 5 needs Java {MIN_JAVA} or newer but {java} is {found}; install a JDK {MIN_JAVA}+ "
-                f"(e.g. apt-get install openjdk-{MIN_JAVA}-jdk-headless) and put it first on PATH"
-            )
-        if mvn is None:
-            raise Neo4jLocalError(
-                "mvn (Maven) is not on PATH; it is needed once to fetch Neo4j from Maven Central: install it "
-                "(e.g. apt-get install maven) or run Neo4j with Docker and set KBGRAPH_URI"
-            )
-        return java
+        return is_built(self.lib_dir)
 
     def build(self, force: bool = False) -> Path:
         """Copy the Neo4j jars from Maven Central into the jar folder once; return that folder.
@@ -270,62 +123,7 @@ class Neo4jLocal:
             raise Neo4jLocalError(
                 f"the local Neo4j in {self.home} is running from {self.lib_dir}; stop it before rebuilding"
             )
-        self._check_tools(need_maven=True)
-        self.lib_dir.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.lib_dir.parent / f".{self.lib_dir.name}.build.lock"), timeout=MAVEN_TIMEOUT)
-        try:
-            with lock:
-                if not force and self.is_built():  # built by another process meanwhile
-                    return self.lib_dir
-                self._run_maven()
-        except Timeout:
-            raise Neo4jLocalError(
-                f"another process has been building {self.lib_dir} for {MAVEN_TIMEOUT:.0f} s; wait for it "
-                "or delete its .build.lock file"
-            ) from None
-        return self.lib_dir
-
-    def _run_maven(self) -> None:
-        mvn = shutil.which("mvn")
-        assert mvn is not None
-        stage = self.lib_dir.parent / f".{self.lib_dir.name}.building"
-        shutil.rmtree(stage, ignore_errors=True)
-        stage.mkdir(parents=True)
-        pom_text = _pom_text()
-        pom = stage / "pom.xml"
-        pom.write_text(pom_text, encoding="utf-8")
-        jars_dir = stage / "lib"
-        cmd = [
-            mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-            f"-DoutputDirectory={jars_dir}", "-DincludeScope=runtime",
-        ]
-        try:
-            out = subprocess.run(
-                cmd, cwd=stage, capture_output=True, text=True, timeout=MAVEN_TIMEOUT, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise Neo4jLocalError(
-                f"the Maven build of Neo4j took over {MAVEN_TIMEOUT:.0f} s; check access to Maven Central "
-                f"(repo.maven.apache.org) and retry"
-            ) from None
-        jars = sorted(p.name for p in jars_dir.glob("*.jar")) if jars_dir.is_dir() else []
-        if out.returncode != 0 or not jars:
-            text = out.stdout + "\n" + out.stderr
-            errors = [ln for ln in text.splitlines() if ln.startswith("[ERROR]") and ln[7:].strip()]
-            why = _one_line(errors[0] if errors else (text.strip().splitlines() or ["no output"])[-1])
-            raise Neo4jLocalError(
-                f"the Maven build of Neo4j failed ({why}); check access to Maven Central and "
-                f"~/.m2/settings.xml, then retry (run by hand: {' '.join(cmd)})"
-            )
-        shutil.rmtree(self.lib_dir, ignore_errors=True)
-        jars_dir.rename(self.lib_dir)
-        marker = {
-            "pom_sha256": hashlib.sha256(pom_text.encode()).hexdigest(),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "jars": jars,
-        }
-        (self.lib_dir / MARKER).write_text(json.dumps(marker, indent=1))
-        shutil.rmtree(stage, ignore_errors=True)
+        return build_jars(self.lib_dir, force)
 
     # --- configuration ------------------------------------------------------------------------------
     def _write_conf(self) -> None:
@@ -383,7 +181,7 @@ class Neo4jLocal:
                 "setting the initial Neo4j password took over 300 s; retry, and check the machine's load"
             ) from None
         if out.returncode != 0 or not self.auth_file.exists():
-            why = _meaningful(out.stderr + "\n" + out.stdout) or f"exit code {out.returncode}"
+            why = meaningful(out.stderr + "\n" + out.stdout) or f"exit code {out.returncode}"
             raise Neo4jLocalError(
                 f"setting the initial Neo4j password failed: {why}; fix the setting it names "
                 f"(KBGRAPH_NEO4J_*) or check {self.home} is writable, then retry"
@@ -476,7 +274,7 @@ class Neo4jLocal:
                     "to a different port"
                 )
 
-            java = self._check_tools(need_maven=not self.is_built())
+            java = check_tools(need_maven=not self.is_built())
             self.build()
             self._write_conf()
             if not self.auth_file.exists():
@@ -522,48 +320,38 @@ class Neo4jLocal:
             return False
         return str(doc.get("bolt_direct", "")).endswith(f":{self.settings.neo4j_bolt_port}")
 
-    def _startup_failure(self) -> str | None:
-        """Neo4j logs 'ERROR Failed to start' and keeps running when, e.g., the HTTP port is taken."""
-        try:
-            text = self.console_log.read_text(errors="replace")
-        except OSError:
-            return None
-        if re.search(r"\bERROR\b.*(Failed to start|Exception)", text):
-            return _meaningful(text)
-        return None
-
     def _wait_ready(self, pid: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        """Return once Bolt accepts the credentials and HTTP serves this server (Bolt comes up a few seconds
+        before HTTP); Neo4jLocalError if the process exits, logs a failed start, or is not ready in time."""
         bolt_ok = False
-        while True:
-            if not pid_alive(pid):
-                why = _last_meaningful_line(self.console_log, self.logs_dir / "debug.log")
-                raise Neo4jLocalError(
-                    f"the local Neo4j exited during start-up: {why}; fix what it names (kbgraph's KBGRAPH_NEO4J_* "
-                    f"settings) and retry; full log: {self.console_log}"
-                )
-            why = self._startup_failure()
+
+        def ready() -> bool:
+            nonlocal bolt_ok
+            why = startup_failure(self.console_log)
             if why:
                 raise Neo4jLocalError(
                     f"the local Neo4j failed to start and was stopped: {why}; fix what it names (a port in use: "
                     f"KBGRAPH_NEO4J_BOLT_PORT / KBGRAPH_NEO4J_HTTP_PORT) and retry; full log: {self.console_log}"
                 )
-            # Bolt comes up a few seconds before HTTP: ready means both answer.
             bolt_ok = bolt_ok or self._verify_bolt()
-            if bolt_ok and self._http_ready():
-                return
-            if time.monotonic() > deadline:
-                raise Neo4jLocalError(
-                    f"the local Neo4j did not answer on {self.bolt_uri} and {self.http_url} within "
-                    f"{timeout:.0f} s and was stopped; retry with a longer timeout, or see {self.console_log}"
-                )
-            time.sleep(0.5)
+            return bolt_ok and self._http_ready()
+
+        wait_ready(
+            pid, ready, timeout,
+            exited=lambda: Neo4jLocalError(
+                f"the local Neo4j exited during start-up: "
+                f"{last_meaningful_line(self.console_log, self.logs_dir / 'debug.log')}; fix what it names "
+                f"(kbgraph's KBGRAPH_NEO4J_* settings) and retry; full log: {self.console_log}"
+            ),
+            late=lambda: Neo4jLocalError(
+                f"the local Neo4j did not answer on {self.bolt_uri} and {self.http_url} within "
+                f"{timeout:.0f} s and was stopped; retry with a longer timeout, or see {self.console_log}"
+            ),
+        )  # fmt: skip
 
     def _terminate(self, pid: int, timeout: float) -> None:
-        terminate(pid, timeout)
+        terminate(pid, timeout, child=self._proc)
         if self._proc is not None and self._proc.pid == pid:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=1)
             self._proc = None
 
     def stop(self, timeout: float = 60) -> Neo4jStatus:

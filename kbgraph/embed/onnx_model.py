@@ -14,6 +14,9 @@ not re-read the 90 MB weights each time.
 
 Models with other modules (Dense, a prompt excluded from pooling, images...) raise ``UnsupportedModelError``
 from ``read_model_spec``; ``kbgraph.embed.get_embedder`` then keeps the torch backend.
+
+This module reads a model folder (``ModelSpec``), names the export, and holds the numpy tokenising and pooling
+shared by the embedder (``onnx_runtime``) and the export check (``onnx_export``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import logging
 import os
 import re
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +36,13 @@ import numpy as np
 
 from kbgraph.errors import ConfigError
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "ModelSpec", "UnsupportedModelError", "load_tokenizer", "models_dir", "onnx_path_for", "pad_batch", "pool",
+    "prepare_texts", "read_model_spec", "safe_model_name", "weights_hash",
+]  # fmt: skip
 
-OPSET = 17
+log = logging.getLogger("kbgraph.embed_onnx")  # the name it had before the kbgraph.embed package
+
 #: Pooling modes of sentence-transformers' Pooling module, in the order it concatenates them.
 _POOLING_ORDER = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
 _LEGACY_POOLING_KEYS = {
@@ -49,15 +55,6 @@ _LEGACY_POOLING_KEYS = {
 }
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _HASH_MEMO = "weights-sha256.json"
-#: Export check: every probe sentence's ONNX vector must have at least this cosine to the torch vector.
-EXPORT_MIN_COSINE = 0.9999
-_PROBES = [
-    "Who directed the film Sleep, My Love?",
-    "Douglas Sirk",
-    "The Journal of Mathematical Physics is a monthly peer-reviewed journal published by the American "
-    "Institute of Physics.",
-    "",
-]
 
 
 class UnsupportedModelError(ConfigError):
@@ -289,214 +286,3 @@ def pool(hidden: np.ndarray, mask: np.ndarray, modes: Sequence[str]) -> np.ndarr
         else:  # read_model_spec rejects others
             raise UnsupportedModelError(f"pooling mode {mode!r}")
     return np.concatenate(out, axis=1) if len(out) > 1 else out[0]
-
-
-def _l2(v: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(v / norms, dtype=np.float32)
-
-
-# --- export ----------------------------------------------------------------------------------------------------
-
-
-def export_onnx(model_dir: str | Path, out_path: str | Path, *, lock_timeout: float = 600.0) -> Path:
-    """Export the encoder of the sentence-transformers model at ``model_dir`` to ``out_path`` (ONNX opset 17,
-    dynamic batch and sequence axes; output ``last_hidden_state``) unless that file exists. Imports torch.
-
-    The file appears atomically (written to a temporary name in the same folder, checked against torch on a
-    few sentences, then renamed); a file lock beside it keeps two processes from exporting at once (the
-    second waits and reuses the first's file). Returns ``out_path``."""
-    out_path = Path(out_path)
-    if out_path.is_file():
-        return out_path
-    spec = read_model_spec(model_dir)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    from filelock import FileLock, Timeout
-
-    try:
-        with FileLock(str(out_path) + ".lock", timeout=lock_timeout):
-            if out_path.is_file():  # another process exported it while we waited
-                return out_path
-            tmp = out_path.with_name(f".{out_path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.onnx")
-            try:
-                t0 = time.perf_counter()
-                _export(spec, tmp)
-                os.replace(tmp, out_path)
-                log.info("exported %s to %s in %.1f s", spec.folder, out_path, time.perf_counter() - t0)
-            finally:
-                tmp.unlink(missing_ok=True)
-    except Timeout as exc:
-        raise ConfigError(f"another process has been exporting {out_path} for {lock_timeout:.0f} s; "
-                          f"remove {out_path}.lock if no kbgraph process is running") from exc
-    return out_path
-
-
-def _export(spec: ModelSpec, path: Path) -> None:
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        import torch
-        from transformers import AutoModel
-    except ImportError as exc:
-        raise ConfigError(f"exporting the embedding model to ONNX needs torch and transformers: "
-                          f"pip install 'kbgraph[ingest]' ({exc})") from exc
-    try:
-        import onnx  # noqa: F401 - torch.onnx.export needs it
-    except ImportError as exc:
-        raise ConfigError(f"exporting the embedding model to ONNX needs the onnx package: "
-                          f"pip install 'kbgraph[ingest]' ({exc})") from exc
-    import inspect
-    import warnings
-
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-    except Exception:  # noqa: BLE001 - cosmetic
-        pass
-    # Eager attention: the traced graph then applies the attention mask as plain tensor ops (SDPA/flash
-    # paths may skip the mask when the tracing batch has no padding, which would bake that in).
-    model = AutoModel.from_pretrained(str(spec.transformer_dir), attn_implementation="eager",
-                                      dtype=torch.float32)
-    model.eval()
-    accepted = inspect.signature(model.forward).parameters
-    names = ["input_ids", "attention_mask"] + (["token_type_ids"] if "token_type_ids" in accepted else [])
-
-    class _Encoder(torch.nn.Module):
-        def __init__(self, inner: Any):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *args: Any) -> Any:
-            return self.inner(**dict(zip(names, args, strict=True))).last_hidden_state
-
-    tok = load_tokenizer(spec)
-    # a batch with padding in it, so that the masking path is what gets traced
-    feeds = pad_batch(tok.encode_batch(prepare_texts(spec, _PROBES[:2])), spec.pad_token_id)
-    args = tuple(torch.from_numpy(feeds[k]) for k in names)
-    axes = {k: {0: "batch", 1: "sequence"} for k in [*names, "last_hidden_state"]}
-    encoder = _Encoder(model).eval()  # (the exporter restores the wrapper's mode onto the model: dropout!)
-    with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # TracerWarnings about shape-dependent Python branches
-        torch.onnx.export(encoder, args, str(path), dynamo=False, opset_version=OPSET,
-                          input_names=names, output_names=["last_hidden_state"], dynamic_axes=axes,
-                          do_constant_folding=True)
-        # check the exported graph against torch on a padded batch of varied lengths
-        probe = pad_batch(tok.encode_batch(prepare_texts(spec, _PROBES)), spec.pad_token_id)
-        encoder.eval()
-        ref_hidden = encoder(*(torch.from_numpy(probe[k]) for k in names)).numpy()
-    ref = _l2(pool(ref_hidden, probe["attention_mask"], spec.pooling))
-    session = _session(path, threads=1)
-    got_hidden = session.run(None, {k: probe[k] for k in names})[0]
-    got = _l2(pool(got_hidden, probe["attention_mask"], spec.pooling))
-    cos = float((ref * got).sum(axis=1).min())
-    if not cos >= EXPORT_MIN_COSINE:
-        raise ConfigError(f"the ONNX export of {spec.folder} does not match torch (cosine {cos:.6f}); "
-                          "set KBGRAPH_EMBEDDING_BACKEND=torch")
-
-
-# --- inference -------------------------------------------------------------------------------------------------
-
-
-def default_threads() -> int:
-    """Intra-op threads when none are configured: OMP_NUM_THREADS if set, else the CPUs this process may
-    run on (at most 8). See OnnxEmbedder for why not 1 as with torch."""
-    env = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus))
-
-
-def _session(path: Path, threads: int) -> Any:
-    try:
-        import onnxruntime as ort
-    except ImportError as exc:
-        raise ConfigError(f"the ONNX embedding backend needs onnxruntime: pip install onnxruntime ({exc}), "
-                          "or set KBGRAPH_EMBEDDING_BACKEND=torch") from exc
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = max(1, int(threads))
-    opts.inter_op_num_threads = 1
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    # no busy-waiting between runs: the CPU goes back to spaCy and the store (no measurable cost here)
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
-
-
-class OnnxEmbedder:
-    """A sentence-transformers model run by onnxruntime (CPU) from its ONNX export; implements ``Embedder``.
-
-    ``onnx_path``: the export (``export_onnx``); ``model_dir``: the sentence-transformers folder (tokenizer,
-    pooling config); ``model_name``: the name reported (the configured ``embedding_model``).
-    Texts are tokenised all at once, sorted by length and run in batches of ``batch_size`` so that a batch
-    pads little. ``threads``: onnxruntime intra-op threads, default ``default_threads()``.
-
-    Measured on 2 cores (all-MiniLM-L6-v2, 2Wiki texts, batch 64): 1 thread 470 entity names/s, 80 sentences/s,
-    24 passages/s, one query 10 ms; 2 threads 850/s, 160/s, 46/s, 6.5 ms when the second core is free, and
-    still no slower than 1 thread with a Neo4j server busy on 1.5 cores (torch with 2 threads collapses
-    there, hence its 1-thread default). Dynamic int8 quantisation (onnxruntime.quantization) was 1.6x faster
-    but only cosine 0.95-0.99 to the torch vectors (per-channel: mean 0.992, worst 0.965), so it is not used."""
-
-    def __init__(self, onnx_path: str | Path, model_dir: str | Path, *, model_name: str | None = None,
-                 batch_size: int = 64, threads: int | None = None, spec: ModelSpec | None = None):
-        self.onnx_path = Path(onnx_path)
-        self.spec = spec if spec is not None else read_model_spec(model_dir)
-        self._name = model_name or self.spec.folder.name
-        self.batch_size = max(1, int(batch_size))
-        self.threads = threads if threads is not None else default_threads()
-        self._session: Any = None
-        self._tokenizer: Any = None
-        self._inputs: list[str] = []
-        self._lock = threading.Lock()
-
-    @property
-    def model_name(self) -> str:
-        return self._name
-
-    @property
-    def dimension(self) -> int:
-        return self.spec.dimension
-
-    def _load(self) -> tuple[Any, Any]:
-        if self._session is None:
-            with self._lock:
-                if self._session is None:
-                    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                    self._tokenizer = load_tokenizer(self.spec)
-                    session = _session(self.onnx_path, self.threads)
-                    self._inputs = [i.name for i in session.get_inputs()]
-                    self._session = session
-        return self._session, self._tokenizer
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        session, tok = self._load()
-        encodings = tok.encode_batch(prepare_texts(self.spec, texts))
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        out = np.empty((len(encodings), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            feeds = pad_batch([encodings[i] for i in idx], self.spec.pad_token_id)
-            hidden = session.run(None, {k: feeds[k] for k in self._inputs})[0]
-            out[idx] = pool(hidden, feeds["attention_mask"], self.spec.pooling)
-        return _l2(out)
-
-    def __repr__(self) -> str:
-        return f"OnnxEmbedder({self._name!r}, {str(self.onnx_path)!r})"
-
-
-__all__ = [
-    "ModelSpec",
-    "OnnxEmbedder",
-    "UnsupportedModelError",
-    "export_onnx",
-    "onnx_path_for",
-    "read_model_spec",
-    "weights_hash",
-]

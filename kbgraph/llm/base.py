@@ -1,0 +1,252 @@
+"""The server-independent half of every LLM client: the ``LLM`` protocol, token accounting (``Usage``) and
+:class:`BaseLLM`, which holds the default model/temperature, the JSON prompt, extraction and pydantic
+validation of JSON answers, the structured-output modes (``kbgraph.llm.structured``) and the one repair retry.
+Both :class:`kbgraph.llm.client.OpenAIClient` and :class:`kbgraph.llm.fake.ScriptedLLM` inherit it, so tests
+exercise the real JSON handling. Its JSON prompts are PIKE-RAG's (§5.2.1 chunking, §5.3.1 knowledge atomizing,
+§5.3.2 knowledge-aware task decomposition).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
+
+from kbgraph.errors import LLMError
+from kbgraph.llm.json_answers import REPAIR_PROMPT, describe_error, parse_json_answer, with_json_instructions
+from kbgraph.llm.structured import MODES, FormatMemory, JSONStats, Mode, next_mode, response_format
+from kbgraph.text import one_line
+
+__all__ = ["LLM", "BaseLLM", "FormatRejected", "Messages", "Usage", "usable_json"]
+
+log = logging.getLogger("kbgraph.llm.client")  # the name it had when this code lived there
+
+M = TypeVar("M", bound=BaseModel)
+
+Messages = list[dict[str, str]]
+
+
+class Usage(BaseModel):
+    """What a client has spent: answered requests, tokens reported by the server, wall time of real
+    requests (retries and backoff included), and answers served from the cache."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    cached_calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@runtime_checkable
+class LLM(Protocol):
+    usage: Usage
+
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> str: ...
+
+    def complete_json(
+        self,
+        messages: list[dict[str, str]],
+        schema: type[M],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> M: ...
+
+
+def usable_json(llm: LLM, messages: list[dict[str, str]], schema: type[M]) -> tuple[M | None, str]:
+    """``llm.complete_json(messages, schema)`` where an unusable answer is an expected outcome: returns
+    (the validated answer, "") or (None, why) when the answer is not valid ``schema`` JSON even after the
+    one repair request. Errors of the server itself (unreachable, 401, ...: an LLMError not caused by the
+    answer) propagate."""
+    try:
+        answer = llm.complete_json(messages, schema)
+        if not isinstance(answer, schema):
+            answer = schema.model_validate(answer.model_dump() if isinstance(answer, BaseModel) else answer)
+        return answer, ""
+    except LLMError as exc:
+        if not isinstance(exc.__cause__, ValueError):
+            raise
+        return None, str(exc)
+    except (ValueError, TypeError) as exc:
+        return None, str(exc)
+
+
+class BaseLLM:
+    """The server-independent half of an LLM client. Subclasses implement :meth:`_complete`.
+
+    ``response_format_mode``: how JSON answers are constrained (``kbgraph.llm.structured``): ``auto`` probes
+    json_schema -> json_object_schema -> json_object -> none per endpoint and remembers what was answered;
+    a fixed mode is sent as it is (the scripted fake defaults to ``none``). ``json_stats``: per prompt
+    (schema name), JSON answers validated, repaired and failed.
+    """
+
+    usage: Usage
+    default_model: str | None = None
+    default_temperature: float = 0.0
+    response_format_mode: str = "none"
+    endpoint: str = "local"
+    default_max_tokens: int | None = None
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        self._usage_lock = threading.Lock()
+        self.json_stats: dict[str, JSONStats] = {}
+        self._formats = FormatMemory(None)
+
+    # --- public API ----------------------------------------------------------------------------
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        model, temperature = self._resolve(model, temperature)
+        return self._complete(
+            [dict(m) for m in messages], model=model, temperature=temperature, max_tokens=self._max(max_tokens),
+            response_format=None, purpose="completion",
+        )  # fmt: skip
+
+    def complete_json(
+        self,
+        messages: list[dict[str, str]],
+        schema: type[M],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> M:
+        """A ``schema`` instance from the model's answer: the schema in the system message and, where the
+        endpoint takes it, in ``response_format``; one repair request when the answer does not validate.
+        Raises LLMError when the repaired answer is still unusable (its cause a ValueError) or the server
+        fails; LLMContextError when the prompt does not fit the server's context."""
+        model, temperature = self._resolve(model, temperature)
+        params: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": self._max(max_tokens)}
+        stats = self._stats(schema)
+        first = with_json_instructions(messages, schema)
+        text, fmt = self._send_json(first, schema, params)
+        try:
+            answer = parse_json_answer(text, schema)
+            self._tally(stats, "answers")
+            return answer
+        except ValueError as exc:
+            error = describe_error(exc)
+        log.info("LLM answer is not a valid %s (%s); asking for a repair", schema.__name__, error)
+        repair = first + [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": REPAIR_PROMPT.format(error=error)},
+        ]
+        text = self._complete(repair, **params, response_format=fmt, purpose=f"{schema.__name__} repair")
+        try:
+            answer = parse_json_answer(text, schema)
+            self._tally(stats, "answers", "repaired")
+            return answer
+        except ValueError as exc:
+            self._tally(stats, "failed")
+            # Keep neither bad answer: the next run asks the server again instead of replaying the failure.
+            self._forget(first, **params, response_format=fmt)
+            self._forget(repair, **params, response_format=fmt)
+            raise LLMError(
+                f"the LLM ({model}) gave no valid {schema.__name__} JSON even after a repair request "
+                f"({one_line(describe_error(exc), 200)}); try a stronger model (KBGRAPH_LLM_MODEL)"
+            ) from exc
+
+    def json_report(self) -> dict[str, dict[str, float]]:
+        """Per prompt (schema name): answers, repaired, failed and the share that needed a repair."""
+        with self._usage_lock:
+            return {
+                name: {**s.model_dump(), "repair_share": round(s.repair_share, 4)}
+                for name, s in sorted(self.json_stats.items())
+            }
+
+    # --- structured outputs -------------------------------------------------------------------------
+    def _send_json(
+        self, messages: Messages, schema: type[BaseModel], params: dict[str, Any]
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Send a JSON request in the endpoint's mode; in ``auto``, fall back on a rejected mode and remember
+        the first one answered. Returns (answer text, the response_format used)."""
+        auto = self.response_format_mode == "auto"
+        mode: Mode = (self._formats.get(self._memory_key(params["model"])) or MODES[0]) if auto else (
+            self.response_format_mode if self.response_format_mode in MODES else "none")  # type: ignore[assignment]
+        while True:
+            fmt = response_format(mode, schema)
+            try:
+                text = self._complete(messages, **params, response_format=fmt, purpose=schema.__name__)
+            except FormatRejected as exc:
+                if not auto or mode == "none":
+                    raise LLMError(
+                        f"the LLM server at {self.endpoint} does not take response_format {mode} ({exc}); "
+                        "set KBGRAPH_LLM_RESPONSE_FORMAT=auto"
+                    ) from None
+                log.info("%s rejects response_format %s (%s); trying %s", self.endpoint, mode, exc, next_mode(mode))
+                mode = next_mode(mode)
+                continue
+            if auto:
+                self._formats.put(self._memory_key(params["model"]), mode)
+            return text, fmt
+
+    def _memory_key(self, model: str) -> str:
+        return f"{self.endpoint}|{model}"
+
+    def _stats(self, schema: type[BaseModel]) -> JSONStats:
+        with self._usage_lock:
+            return self.json_stats.setdefault(schema.__name__, JSONStats())
+
+    def _tally(self, stats: JSONStats, *fields: str) -> None:
+        with self._usage_lock:
+            for f in fields:
+                setattr(stats, f, getattr(stats, f) + 1)
+
+    # --- for subclasses ---------------------------------------------------------------------------
+    def _complete(
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None, purpose: str,
+    ) -> str:  # fmt: skip
+        """One request. ``purpose`` names the prompt in errors (the schema's name for JSON prompts). Raises
+        FormatRejected when the server refuses ``response_format``."""
+        raise NotImplementedError
+
+    def _forget(
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+    ) -> None:  # fmt: skip
+        """Drop a cached answer (no-op without a cache)."""
+
+    def _max(self, max_tokens: int | None) -> int | None:
+        return max_tokens if max_tokens is not None else self.default_max_tokens
+
+    def _resolve(self, model: str | None, temperature: float | None) -> tuple[str, float]:
+        model = model or self.default_model
+        if not model:
+            raise LLMError("no LLM model given; set KBGRAPH_LLM_MODEL")
+        return model, self.default_temperature if temperature is None else float(temperature)
+
+    def _count(
+        self, *, calls: int = 0, prompt: int = 0, completion: int = 0, seconds: float = 0.0, cached: int = 0
+    ) -> None:
+        with self._usage_lock:
+            u = self.usage
+            u.calls += calls
+            u.prompt_tokens += prompt
+            u.completion_tokens += completion
+            u.seconds += seconds
+            u.cached_calls += cached
+
+
+class FormatRejected(Exception):
+    """The server refused the request's ``response_format`` (internal: BaseLLM falls back to the next mode)."""
