@@ -2,16 +2,25 @@
 
 Registered on the ``kbgraph`` app by :func:`register`. The method names in their help come from the registry
 (kbgraph.query.methods), so the help lists exactly the methods that run. Settings, consoles and the JSON
-printer are the main module's (kbgraph.cli), read when a command runs.
+printer are the main module's (kbgraph.cli), read when a command runs. ``ask --stream`` prints the answer as
+the LLM writes it (``KnowledgeBase.ask(..., stream=True)``, issue 16 §3); ``--stream --json`` prints one
+``AskEvent`` JSON object per line (not a usage error: the same events as the HTTP API's SSE).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from kbgraph.errors import KBGraphError
 from kbgraph.query.methods import ALL_METHODS, methods_help
+
+if TYPE_CHECKING:
+    from kbgraph.query.models import Answer, AskEvent
 
 
 def ask_cmd(
@@ -20,9 +29,15 @@ def ask_cmd(
     k: int = typer.Option(5, "--k", help="Evidence chunks for retrieval-only answers."),
     trace: bool = typer.Option(False, "--trace", help="Print the rationale round by round."),
     explain: bool = typer.Option(False, "--explain", help="Print each chunk's score breakdown."),
-    as_json: bool = typer.Option(False, "--json", help="Print the whole Answer as JSON."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the whole Answer as JSON (with --stream: one JSON event per line)."
+    ),
     save: bool = typer.Option(
         False, "--save", help="Write the rationale into the graph as a (:Question) node (see `kbgraph browse question`)."
+    ),
+    stream: bool = typer.Option(
+        False, "--stream",
+        help="Print the answer as the LLM writes it, then the citations (--trace: rounds as they finish).",
     ),
 ) -> None:
     """Answer a question from the knowledge base, with citations."""
@@ -31,11 +46,17 @@ def ask_cmd(
     from kbgraph.query.render import render_answer
 
     with KnowledgeBase(settings=cli.settings()) as kb:
-        answer = kb.ask(question, method=method, k=k, explain=explain, save=save)
+        if stream:
+            with kb.ask(question, method=method, k=k, explain=explain, save=save, stream=True) as events:
+                answer = _print_stream(events, trace=trace, as_json=as_json, saved=lambda: kb.last_saved)
+        else:
+            answer = kb.ask(question, method=method, k=k, explain=explain, save=save)
     if as_json:
-        cli._print_json({**answer.model_dump(), "saved": kb.last_saved.model_dump()} if kb.last_saved else answer.model_dump())
+        if not stream:
+            extra = {"saved": kb.last_saved.model_dump()} if kb.last_saved else {}
+            cli._print_json({**answer.model_dump(), **extra})
         return
-    render_answer(cli.console, answer, trace=trace, explain=explain)
+    render_answer(cli.console, answer, trace=trace and not stream, explain=explain, body=not stream)
     if kb.last_saved:
         saved = kb.last_saved
         cli.err_console.print(
@@ -43,6 +64,43 @@ def ask_cmd(
             f"{saved.matched} MATCHED; see it with `kbgraph browse question --param question={saved.question_id}`",
             highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
+
+
+def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool, saved: Callable[[], Any]) -> Answer:
+    """Print a streamed ask as it comes: with ``as_json`` one ``AskEvent`` JSON object per line (the ``answer``
+    line also has ``saved``), else the answer text piece by piece (stdout, flushed) and, with ``trace``,
+    Algorithm 1's rounds as they finish. Returns the final Answer."""
+    from kbgraph import cli
+    from kbgraph.query.render import render_round
+
+    out, started = sys.stdout, False
+    for event in events:
+        if as_json:
+            line = event.model_dump(mode="json", exclude_none=True)
+            if event.type == "answer" and saved() is not None:
+                line["saved"] = saved().model_dump(mode="json")
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            out.flush()
+        elif event.type == "round" and trace and event.round is not None:
+            if started:
+                out.write("\n")
+                started = False
+            render_round(cli.console, event.round)
+        elif event.type in ("delta", "reset"):
+            if not started:
+                cli.console.print("[bold]Answer[/]")
+                started = True
+            if event.type == "reset":
+                out.write("\n")
+                cli.err_console.print("[dim](the answer so far is void: the LLM is asked again)[/]")
+            out.write(event.text)
+            out.flush()
+        if event.type == "answer" and event.answer is not None:
+            if not as_json:
+                out.write("\n" if started else "")
+                out.flush()
+            return event.answer
+    raise KBGraphError("the answer stream ended without an answer")
 
 
 def eval_cmd(

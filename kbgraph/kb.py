@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from kbgraph.models import StoreStats
 from kbgraph.settings import Settings
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kbgraph.query.context import QueryContext
     from kbgraph.query.models import Answer, ScoredChunk
     from kbgraph.query.rationale import SavedRationale
+    from kbgraph.query.streaming import AnswerStream
 
 _UNSET: Any = object()
 
@@ -77,8 +78,14 @@ class KnowledgeBase:
         ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
         return ingestor.run(paths, prune=prune, wait=wait)
 
+    @overload
+    def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,
+            stream: Literal[False] = ...) -> Answer: ...  # fmt: skip
+    @overload
+    def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,
+            stream: Literal[True]) -> AnswerStream: ...  # fmt: skip
     def ask(self, question: str, *, method: str | None = None, k: int = 5, explain: bool = False,
-            save: bool = False) -> Answer:  # fmt: skip
+            save: bool = False, stream: bool = False) -> Answer | AnswerStream:  # fmt: skip
         """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1).
 
         method: a name of ``kbgraph.query.methods.METHODS``: 'pike' (default with an LLM), 'naive', 'naive_hr',
@@ -88,16 +95,34 @@ class KnowledgeBase:
         graph as (:Question)-[:USED]->(:Chunk), -[:PROPOSED]->(:SubQuestion)-[:MATCHED]->(:AtomicQuestion)
         (kbgraph.query.rationale; ``last_saved`` holds its id; see it with ``browse('question')``). Raises
         QueryError for an empty or over-long question (before connecting to the store) or an unknown method.
-        Only complete documents are retrieved and cited (not one still or left 'writing' by a killed run)."""
+        Only complete documents are retrieved and cited (not one still or left 'writing' by a killed run).
+
+        ``stream=True``: an iterator (``kbgraph.query.streaming.AnswerStream``, a context manager; ``close()``
+        stops it) of ``kbgraph.query.models.AskEvent``, each with a ``type``: ``"delta"`` (``text``: the next
+        piece of the answer as the LLM writes it; the OpenAI client's streaming), ``"reset"`` (the deltas so far
+        are void, the text starts again), ``"round"`` (``round``: an Algorithm 1 TraceRound as it finishes), and
+        last ``"answer"`` (``answer``: the Answer, the same as without ``stream``). The deltas after the last
+        reset join to ``answer.answer``; a retrieval-only or cached answer comes as one delta. The question and
+        method are checked at once (QueryError); other errors (LLMError, StoreError, ...) are raised by the
+        iteration. The answer is computed in a worker thread: use the knowledge base for nothing else until
+        the stream ends or is closed."""
         from kbgraph.query.ask import answer_question, clean_question
 
         clean_question(question)  # a usage error is raised before the store is connected
+        if stream:
+            from kbgraph.query.streaming import stream_answer
+
+            return stream_answer(question, self.query_context, method=method, k=k, explain=explain,
+                                 then=self._save if save else None)  # fmt: skip
         answer = answer_question(question, self.query_context(), method=method, k=k, explain=explain)
         if save:
-            from kbgraph.query.rationale import save_answer
-
-            self.last_saved = save_answer(self.store, answer)
+            self._save(answer)
         return answer
+
+    def _save(self, answer: Answer) -> None:
+        from kbgraph.query.rationale import save_answer
+
+        self.last_saved = save_answer(self.store, answer)
 
     def browse(self, name: str, **params: Any) -> list[dict[str, Any]]:
         """Run the ready Neo4j Browser query ``name`` of ``kbgraph.browse.CATALOGUE`` ('document', 'entity',
@@ -149,12 +174,17 @@ class KnowledgeBase:
 
     @property
     def llm(self):
-        """The configured LLM client, or None (offline: retrieval-only answers)."""
+        """The configured LLM client, or None (offline: retrieval-only answers). Assignable: any object with
+        the ``kbgraph.llm.LLM`` methods (e.g. ``kbgraph.llm.ScriptedLLM`` in tests), or None for offline."""
         if self._llm is _UNSET:
             from kbgraph.llm import get_llm
 
             self._llm = get_llm(self.settings)
         return self._llm
+
+    @llm.setter
+    def llm(self, llm: Any) -> None:
+        self._llm = llm
 
     def evaluate(self, dataset: str | Path, **options: Any) -> EvalSummary:
         """Evaluate the methods on a multi-hop QA data set against this knowledge base (its corpus is

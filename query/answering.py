@@ -8,18 +8,19 @@ from each other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, field_validator
 
 from kbgraph.errors import LLMError
+from kbgraph.llm.json_stream import JSONFieldStream
 from kbgraph.query import prompts
 from kbgraph.query.context import LLM, Embedder
 from kbgraph.query.evidence import sentences
 from kbgraph.query.graph import text_of
-from kbgraph.query.models import Citation, ScoredChunk, UsageReport
+from kbgraph.query.models import AskEvent, Citation, ScoredChunk, UsageReport
 from kbgraph.text import chunk_body
 
 #: Characters of a citation's quote in an LLM answer.
@@ -97,11 +98,28 @@ def citations_for(chunks: Sequence[ScoredChunk], focus: Sequence[str], embedder:
     return out
 
 
-def final_answer(llm: LLM, question: str, chunks: Sequence[ScoredChunk]) -> QAOutput:
-    """Algorithm 1 line 14 (and the RAG baselines): the QA prompt over the chunks. If the LLM gives no
-    valid JSON even after the client's repair request, the answer is empty and the rationale says why (the
-    authors' parser answers 'parsing error')."""
+def final_answer(llm: LLM, question: str, chunks: Sequence[ScoredChunk],
+                 events: Callable[[AskEvent], None] | None = None) -> QAOutput:  # fmt: skip
+    """Algorithm 1 line 14 (and the RAG baselines): the QA prompt over the chunks (:func:`answer_json`)."""
+    return answer_json(llm, prompts.answer_messages(question, context_of(chunks)), events)
+
+
+def answer_json(llm: LLM, messages: list[dict[str, str]],
+                events: Callable[[AskEvent], None] | None = None) -> QAOutput:  # fmt: skip
+    """The :class:`QAOutput` of a question-answering prompt. ``events`` (a streamed ask): the text of the
+    ``answer`` field goes to it as ``AskEvent(type="delta")`` pieces while the LLM writes it, and
+    ``AskEvent(type="reset")`` before the client's repair request. If the LLM fails or gives no valid JSON even
+    after that request, the answer is empty and the rationale says why (the authors' parser answers 'parsing
+    error')."""
+    sink = None
+    if events is not None:
+        sink = JSONFieldStream(
+            "answer", lambda text: events(AskEvent(type="delta", text=text)),
+            lambda: events(AskEvent(type="reset")),
+        )  # fmt: skip
     try:
-        return llm.complete_json(prompts.answer_messages(question, context_of(chunks)), QAOutput)
+        if sink is None:
+            return llm.complete_json(messages, QAOutput)
+        return llm.complete_json(messages, QAOutput, sink=sink)
     except LLMError as exc:
         return QAOutput(answer="", rationale=f"no valid answer JSON from the LLM: {exc}")

@@ -16,7 +16,9 @@ and with the same embedder as method 'pike' (kbgraph.query.decompose):
              answer:"); "So the final answer is:" ends it, and after ``self_ask_rounds`` follow-ups the final
              answer is asked for directly. The retrieved chunks are accumulated as the citations.
 
-Every method returns an :class:`Answer` with ``method`` set, citations with provenance from
+In a streamed ask (``ctx.events``) the final answers of 'cot', 'naive' and 'naive_hr' are streamed as the LLM
+writes them; Self-Ask's comes whole at the end (kbgraph.query.streaming). Every method returns an
+:class:`Answer` with ``method`` set, citations with provenance from
 ``cypher/retrieve/chunk_details.cypher`` and usage from ``llm.usage`` deltas.
 """
 
@@ -24,9 +26,8 @@ from __future__ import annotations
 
 import re
 
-from kbgraph.errors import LLMError
 from kbgraph.query import prompts
-from kbgraph.query.answering import QAOutput, UsageMeter, citations_for, final_answer
+from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations_for, final_answer
 from kbgraph.query.context import Embedder, QueryContext
 from kbgraph.query.graph import chunk_details, chunks_by_vector, retrieve_atomic, scored_chunk
 from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
@@ -53,11 +54,7 @@ def answer_cot(question: str, ctx: QueryContext) -> Answer:
     """Zero-Shot CoT: no retrieval, no citations."""
     embedder, llm = ctx.embedder, ctx.llm
     meter = UsageMeter(llm)
-    try:
-        out = llm.complete_json(prompts.cot_messages(question), QAOutput)
-    except LLMError as exc:
-        out = QAOutput(answer="", rationale=f"no valid answer JSON from the LLM: {exc}")
-    return _answer(question, "cot", out, [], embedder, meter)
+    return _answer(question, "cot", answer_json(llm, prompts.cot_messages(question), ctx.events), [], embedder, meter)
 
 
 def answer_naive(question: str, ctx: QueryContext) -> Answer:
@@ -66,7 +63,7 @@ def answer_naive(question: str, ctx: QueryContext) -> Answer:
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
     chunks = chunks_by_vector(store, qvec, k=settings.naive_k, threshold=settings.naive_threshold)
-    return _answer(question, "naive", final_answer(llm, question, chunks), chunks, embedder, meter)
+    return _answer(question, "naive", final_answer(llm, question, chunks, ctx.events), chunks, embedder, meter)
 
 
 def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
@@ -94,7 +91,8 @@ def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
             f"{len(best)} new chunks",
         )
     ]  # fmt: skip
-    return _answer(question, "naive_hr", final_answer(llm, question, chunks), chunks, embedder, meter, trace, focus)
+    out = final_answer(llm, question, chunks, ctx.events)
+    return _answer(question, "naive_hr", out, chunks, embedder, meter, trace, focus)
 
 
 def parse_self_ask(text: str) -> tuple[str | None, str | None]:

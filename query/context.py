@@ -8,13 +8,14 @@ clients of ``kbgraph.embed`` / ``kbgraph.llm``, the embedding cache, the scripte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
 
+from kbgraph.query.models import AskEvent
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 
@@ -33,7 +34,8 @@ class LLM(Protocol):
     """A chat model: plain completions (Self-Ask, the judge) and schema-validated JSON answers (the prompts of
     PIKE-RAG Algorithm 1 and the QA prompt). ``usage`` has ``calls``, ``prompt_tokens``,
     ``completion_tokens``, ``seconds`` and ``cached_calls``, read as deltas by ``answering.UsageMeter``.
-    Errors: ``kbgraph.errors.LLMError``."""
+    ``sink`` (a ``kbgraph.llm.json_stream.TextSink``) streams a JSON answer's text as it is generated; it is
+    passed only when an answer is streamed. Errors: ``kbgraph.errors.LLMError``."""
 
     usage: Any
 
@@ -41,20 +43,28 @@ class LLM(Protocol):
                  temperature: float | None = None, max_tokens: int | None = None) -> str: ...  # fmt: skip
 
     def complete_json(self, messages: list[dict[str, str]], schema: type[M], *, model: str | None = None,
-                      temperature: float | None = None, max_tokens: int | None = None) -> M: ...  # fmt: skip
+                      temperature: float | None = None, max_tokens: int | None = None,
+                      sink: Any = None) -> M: ...  # fmt: skip
 
 
 @dataclass(frozen=True)
 class QueryContext:
     """The knowledge base a question is asked of: its connected ``store``, its ``settings`` (retrieval and
     decomposition parameters), its ``embedder`` (the one the graph was built with) and its ``llm`` (None: no
-    LLM configured, only retrieval methods run)."""
+    LLM configured, only retrieval methods run). ``events``: where a streamed ask (kbgraph.query.streaming)
+    sends what a method produces while it runs: ``AskEvent`` deltas of the final answer's text (and resets)
+    and Algorithm 1's rounds as they finish; None when the answer is not streamed."""
 
     store: GraphStore
     settings: Settings
     embedder: Embedder
     llm: LLM | None = None
+    events: Callable[[AskEvent], None] | None = None
 
     def with_settings(self, settings: Settings) -> QueryContext:
         """The same knowledge base read with other ``settings`` (e.g. some propagation weights set to 0)."""
-        return QueryContext(self.store, settings, self.embedder, self.llm)
+        return QueryContext(self.store, settings, self.embedder, self.llm, self.events)
+
+    def with_events(self, events: Callable[[AskEvent], None] | None) -> QueryContext:
+        """The same context whose methods send their streamed events to ``events``."""
+        return QueryContext(self.store, self.settings, self.embedder, self.llm, events)

@@ -62,7 +62,7 @@ from kbgraph.query.graph import (
     scored_chunk,
     text_of,
 )
-from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
+from kbgraph.query.models import Answer, AskEvent, Candidate, ScoredChunk, TraceRound
 from kbgraph.store import GraphStore
 
 
@@ -141,7 +141,9 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
     """Answer ``question`` by knowledge-aware task decomposition (module docstring) on ``ctx`` (its LLM is
     required). ``backup_selection``: offer the candidates' chunks when the selector picks none (authors'
     code). Returns the answer with its rationale, one citation per context chunk, the per-round trace and the
-    LLM usage. Raises LLMError only for a failing server (invalid JSON ends a round instead)."""
+    LLM usage. Raises LLMError only for a failing server (invalid JSON ends a round instead). With
+    ``ctx.events`` (a streamed ask) each round is sent as it finishes and the final answer's text as the LLM
+    writes it (``AskEvent``)."""
     store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
     meter = UsageMeter(llm)
     n_rounds, k, delta = settings.decompose_rounds, settings.decompose_candidates, settings.decompose_threshold
@@ -151,6 +153,7 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
     qvec = None
 
     for t in range(1, n_rounds + 1):
+        _finished(ctx, trace)  # round t - 1
         rnd = TraceRound(round=t)
         trace.append(rnd)
         known = context_of(context)
@@ -192,14 +195,21 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         context.append(scored_chunk(row, chosen.score))
         focus.append(chosen.text or question)
 
+    _finished(ctx, trace)
     # line 14
-    out = final_answer(llm, question, context)
+    out = final_answer(llm, question, context, ctx.events)
     answer = Answer(
         question=question, answer=out.answer, rationale=out.rationale, method="pike", trace=trace,
         chunks=context, citations=citations_for(context, focus, embedder),
     )  # fmt: skip
     answer.usage = meter.report()
     return answer
+
+
+def _finished(ctx: QueryContext, trace: list[TraceRound]) -> None:
+    """A streamed ask (``ctx.events``): the last round of ``trace`` has finished; send it."""
+    if ctx.events is not None and trace:
+        ctx.events(AskEvent(type="round", round=trace[-1]))
 
 
 def _select(

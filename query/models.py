@@ -4,6 +4,8 @@ Algorithm 1). Every query module imports its records from here; this module impo
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -106,3 +108,20 @@ class Answer(BaseModel):
     trace: list[TraceRound] = Field(default_factory=list)
     chunks: list[ScoredChunk] = Field(default_factory=list)
     usage: UsageReport = Field(default_factory=UsageReport)
+
+
+class AskEvent(BaseModel):
+    """One item of a streamed ask (``KnowledgeBase.ask(..., stream=True)``, kbgraph.query.streaming), by ``type``:
+
+    * ``"delta"``: ``text``, the next piece of the answer text, as the LLM writes it;
+    * ``"reset"``: the deltas so far are void and the answer text starts again (the LLM's JSON answer was
+      unusable and a repair request follows, or the final answer differs from what was streamed);
+    * ``"round"``: ``round``, one round of Algorithm 1 (PIKE-RAG §5.3.2) as soon as it finished;
+    * ``"answer"``: ``answer``, the final :class:`Answer`, the same as without streaming; always the last item.
+
+    The deltas after the last reset joined equal ``answer.answer``."""
+
+    type: Literal["delta", "reset", "round", "answer"]
+    text: str = ""
+    round: TraceRound | None = None
+    answer: Answer | None = None

@@ -6,14 +6,18 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from kbgraph.query.models import Answer
+from kbgraph.query.models import Answer, TraceRound
 
 
-def render_answer(console: Console, answer: Answer, *, trace: bool = False, explain: bool = False) -> None:
-    tag = (" [dim](retrieval only, no LLM: the best-matching evidence; \\[n] = citation n)[/]"
-           if answer.retrieval_only else "")
-    console.print(f"[bold]Answer[/]{tag}")
-    console.print(answer.answer, highlight=False, markup=False)
+def render_answer(console: Console, answer: Answer, *, trace: bool = False, explain: bool = False,
+                  body: bool = True) -> None:  # fmt: skip
+    """The answer, its citations, with ``trace`` the rounds, with ``explain`` the score breakdown, and the LLM
+    usage. ``body=False``: without the heading and the answer text (a streamed answer printed them already)."""
+    if body:
+        tag = (" [dim](retrieval only, no LLM: the best-matching evidence; \\[n] = citation n)[/]"
+               if answer.retrieval_only else "")
+        console.print(f"[bold]Answer[/]{tag}")
+        console.print(answer.answer, highlight=False, markup=False)
     if answer.citations:
         console.print("\n[bold]Citations[/]")
         for i, c in enumerate(answer.citations, 1):
@@ -24,12 +28,7 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
     if trace and answer.trace:
         console.print("\n[bold]Rationale[/]")
         for r in answer.trace:
-            console.print(f"round {r.round}: proposals {r.proposals}", highlight=False, markup=False)
-            for cand in r.candidates:
-                mark = "→" if r.selected and cand.question_id == r.selected.question_id else " "
-                console.print(f"  {mark} {cand.score:.3f} {cand.text}", highlight=False, markup=False)
-            if r.note:
-                console.print(f"  {r.note}", style="dim", highlight=False, markup=False)
+            render_round(console, r)
     if explain and answer.chunks:
         console.print("\n[bold]Score breakdown[/] (score = sum of the best term of each layer)")
         for chunk in answer.chunks:
@@ -44,3 +43,13 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
     u = answer.usage
     if u.calls:
         console.print(f"\n[dim]{u.calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f} s[/]")
+
+
+def render_round(console: Console, r: TraceRound) -> None:
+    """One round of Algorithm 1: its proposals, candidates (→ the selected one) and note."""
+    console.print(f"round {r.round}: proposals {r.proposals}", highlight=False, markup=False)
+    for cand in r.candidates:
+        mark = "→" if r.selected and cand.question_id == r.selected.question_id else " "
+        console.print(f"  {mark} {cand.score:.3f} {cand.text}", highlight=False, markup=False)
+    if r.note:
+        console.print(f"  {r.note}", style="dim", highlight=False, markup=False)

@@ -74,7 +74,9 @@ def test_every_endpoint(served, examples_dir):
         assert bad.status_code == 400 and "no-such-method" in bad.json()["detail"]
         assert c.post(f"{kb}/ask", json={"question": "   "}).status_code == 400
         assert c.post(f"{kb}/search", json={"question": QUESTION, "method": "no-such-method"}).status_code == 400
-        assert c.post(f"{kb}/ask", json={"question": QUESTION, "stream": True}).status_code == 501
+        streamed = c.post(f"{kb}/ask", json={"question": QUESTION, "stream": True})  # SSE: tests/test_stream.py
+        assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
+        assert "event: answer" in streamed.text and streamed.text.rstrip().endswith("data: {}")
         assert c.post(f"{kb}/ask", json={}).status_code == 422
 
         rows = c.get(f"{kb}/browse/document", params={"document": "NICS", "limit": 2}).json()["rows"]

@@ -1,6 +1,8 @@
 """The server-independent half of every LLM client: the ``LLM`` protocol, token accounting (``Usage``) and
 :class:`BaseLLM`, which holds the default model/temperature, the JSON prompt, extraction and pydantic
-validation of JSON answers, the structured-output modes (``kbgraph.llm.structured``) and the one repair retry.
+validation of JSON answers, the structured-output modes (``kbgraph.llm.structured``), the one repair retry and
+streamed answers (``complete_json(..., sink=...)``: each request's text is passed to a
+:class:`kbgraph.llm.json_stream.TextSink` as it arrives; subclasses stream in ``_stream``).
 Both :class:`kbgraph.llm.client.OpenAIClient` and :class:`kbgraph.llm.fake.ScriptedLLM` inherit it, so tests
 exercise the real JSON handling. Its JSON prompts are PIKE-RAG's (§5.2.1 chunking, §5.3.1 knowledge atomizing,
 §5.3.2 knowledge-aware task decomposition).
@@ -10,12 +12,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import closing
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
 from kbgraph.errors import LLMError
 from kbgraph.llm.json_answers import REPAIR_PROMPT, describe_error, parse_json_answer, with_json_instructions
+from kbgraph.llm.json_stream import TextSink
 from kbgraph.llm.structured import MODES, FormatMemory, JSONStats, Mode, next_mode, response_format
 from kbgraph.text import one_line
 
@@ -64,6 +69,7 @@ class LLM(Protocol):
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        sink: TextSink | None = None,
     ) -> M: ...
 
 
@@ -130,16 +136,20 @@ class BaseLLM:
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        sink: TextSink | None = None,
     ) -> M:
         """A ``schema`` instance from the model's answer: the schema in the system message and, where the
         endpoint takes it, in ``response_format``; one repair request when the answer does not validate.
+        ``sink``: stream the answer: every request's text goes to ``sink.text`` piece by piece as the server
+        sends it (a cached answer as one piece), and ``sink.restart()`` comes before the repair request.
         Raises LLMError when the repaired answer is still unusable (its cause a ValueError) or the server
-        fails; LLMContextError when the prompt does not fit the server's context."""
+        fails (also mid-stream); LLMContextError when the prompt does not fit the server's context. An
+        exception raised by ``sink`` ends the request and propagates."""
         model, temperature = self._resolve(model, temperature)
         params: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": self._max(max_tokens)}
         stats = self._stats(schema)
         first = with_json_instructions(messages, schema)
-        text, fmt = self._send_json(first, schema, params)
+        text, fmt = self._send_json(first, schema, params, sink)
         try:
             answer = parse_json_answer(text, schema)
             self._tally(stats, "answers")
@@ -151,7 +161,9 @@ class BaseLLM:
             {"role": "assistant", "content": text},
             {"role": "user", "content": REPAIR_PROMPT.format(error=error)},
         ]
-        text = self._complete(repair, **params, response_format=fmt, purpose=f"{schema.__name__} repair")
+        if sink is not None:
+            sink.restart()
+        text = self._request(repair, params, fmt, f"{schema.__name__} repair", sink)
         try:
             answer = parse_json_answer(text, schema)
             self._tally(stats, "answers", "repaired")
@@ -176,7 +188,7 @@ class BaseLLM:
 
     # --- structured outputs -------------------------------------------------------------------------
     def _send_json(
-        self, messages: Messages, schema: type[BaseModel], params: dict[str, Any]
+        self, messages: Messages, schema: type[BaseModel], params: dict[str, Any], sink: TextSink | None = None
     ) -> tuple[str, dict[str, Any] | None]:
         """Send a JSON request in the endpoint's mode; in ``auto``, fall back on a rejected mode and remember
         the first one answered. Returns (answer text, the response_format used)."""
@@ -186,7 +198,7 @@ class BaseLLM:
         while True:
             fmt = response_format(mode, schema)
             try:
-                text = self._complete(messages, **params, response_format=fmt, purpose=schema.__name__)
+                text = self._request(messages, params, fmt, schema.__name__, sink)
             except FormatRejected as exc:
                 if not auto or mode == "none":
                     raise LLMError(
@@ -199,6 +211,22 @@ class BaseLLM:
             if auto:
                 self._formats.put(self._memory_key(params["model"]), mode)
             return text, fmt
+
+    def _request(
+        self, messages: Messages, params: dict[str, Any], fmt: dict[str, Any] | None, purpose: str,
+        sink: TextSink | None,
+    ) -> str:  # fmt: skip
+        """One request's answer text: :meth:`_complete`, or with a ``sink`` :meth:`_stream`, each piece passed to
+        ``sink.text`` as it arrives (the stream is closed when the sink raises)."""
+        if sink is None:
+            return self._complete(messages, **params, response_format=fmt, purpose=purpose)
+        parts: list[str] = []
+        with closing(self._stream(messages, **params, response_format=fmt, purpose=purpose)) as pieces:
+            for piece in pieces:
+                if piece:
+                    parts.append(piece)
+                    sink.text(piece)
+        return "".join(parts)
 
     def _memory_key(self, model: str) -> str:
         return f"{self.endpoint}|{model}"
@@ -220,6 +248,17 @@ class BaseLLM:
         """One request. ``purpose`` names the prompt in errors (the schema's name for JSON prompts). Raises
         FormatRejected when the server refuses ``response_format``."""
         raise NotImplementedError
+
+    def _stream(
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None, purpose: str,
+    ) -> Iterator[str]:  # fmt: skip
+        """One request whose answer text comes in pieces as the server produces it (same errors as
+        :meth:`_complete`). This default sends one :meth:`_complete` request and yields its answer whole."""
+        yield self._complete(
+            messages, model=model, temperature=temperature, max_tokens=max_tokens, response_format=response_format,
+            purpose=purpose,
+        )  # fmt: skip
 
     def _forget(
         self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from kbgraph.errors import LLMContextError, LLMError
 from kbgraph.llm.base import (  # noqa: F401 - re-exported: kbgraph.llm.client was their home
@@ -87,6 +88,7 @@ class OpenAIClient(BaseLLM):
         folder = settings.llm_cache_dir if settings.llm_cache_dir is not None else settings.home / "llm-cache"
         self._formats = FormatMemory(folder)  # which response_format each endpoint answered
         self.cache: ResponseCache | None = ResponseCache(folder) if cache else None
+        self._stream_usage = True  # send stream_options.include_usage (False once the server refused it)
 
     @property
     def where(self) -> str:
@@ -100,41 +102,15 @@ class OpenAIClient(BaseLLM):
         self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
         response_format: dict[str, Any] | None, purpose: str,
     ) -> str:  # fmt: skip
-        key = None
-        if self.cache is not None:
-            key = cache_key(
-                model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
-                response_format=mode_of(response_format),
-            )  # fmt: skip
-            hit = self.cache.get(key)
-            if hit is not None:
-                self._count(cached=1)
-                return hit
-
-        request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
-        if max_tokens is not None:
-            request["max_tokens"] = max_tokens
-        if response_format is not None:
-            request["response_format"] = response_format
-
+        key, hit = self._cached(messages, model, temperature, max_tokens, response_format)
+        if hit is not None:
+            return hit
+        request = _request(messages, model, temperature, max_tokens, response_format)
         start = time.perf_counter()
         try:
             response = self._retrying()(self._client.chat.completions.create, **request)
         except self._openai.OpenAIError as exc:
-            status = getattr(exc, "status_code", None)
-            detail = error_detail(exc)
-            if response_format is not None and is_rejection(status, detail):
-                raise FormatRejected(f"{status}: {one_line(detail, 160)}") from exc
-            if unparsable_output(status, detail):
-                # llama-server could not parse the model's output as the requested format: an unusable answer
-                raise LLMError(
-                    f"the LLM server at {self.where} could not use the model's answer to the {purpose} prompt "
-                    f"({one_line(detail, 160)})"
-                ) from JSONAnswerError(detail)
-            context = context_overflow(exc)
-            if context is not None:
-                raise self._context_error(context, messages, purpose, model) from exc
-            raise self._error(exc, model, response_format is not None) from exc
+            self._raise(exc, messages, purpose, model, response_format)
         finally:
             self._count(seconds=time.perf_counter() - start)
 
@@ -150,6 +126,109 @@ class OpenAIClient(BaseLLM):
         if key is not None:
             self.cache.put(key, model, text)  # type: ignore[union-attr]
         return text
+
+    def _stream(
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None, purpose: str,
+    ) -> Iterator[str]:  # fmt: skip
+        """The answer in pieces as the server sends them (``stream=True``; ``stream_options.include_usage`` for
+        the token counts, dropped for a server that refuses it). A cached answer comes as one piece; the whole
+        answer is cached once complete. The request is retried as :meth:`_complete`'s until the stream starts;
+        an error after that raises LLMError (a half answer is not cached)."""
+        import httpx  # the openai client's transport
+
+        key, hit = self._cached(messages, model, temperature, max_tokens, response_format)
+        if hit is not None:
+            yield hit
+            return
+        request = {**_request(messages, model, temperature, max_tokens, response_format), "stream": True}
+        if self._stream_usage:
+            request["stream_options"] = {"include_usage": True}
+        parts: list[str] = []
+        usage, choices = None, False
+        start = time.perf_counter()
+        try:
+            stream = self._open_stream(request, messages, purpose, model, response_format)
+            with stream:
+                for chunk in stream:
+                    usage = getattr(chunk, "usage", None) or usage
+                    for choice in chunk.choices[:1]:
+                        choices = True
+                        piece = getattr(choice.delta, "content", None)
+                        if piece:
+                            parts.append(piece)
+                            yield piece
+        except (self._openai.OpenAIError, httpx.HTTPError) as exc:  # the stream broke off
+            if isinstance(exc, self._openai.APIStatusError):
+                self._raise(exc, messages, purpose, model, response_format)
+            raise LLMError(
+                f"the LLM server at {self.where} broke off its streamed answer to the {purpose} prompt "
+                f"({type(exc).__name__}: {one_line(str(exc), 160)}); try again"
+            ) from exc
+        finally:
+            self._count(seconds=time.perf_counter() - start)
+        if not choices:
+            raise LLMError(f"the LLM server at {self.where} returned no choices for model {model!r}")
+        self._count(
+            calls=1,
+            prompt=(usage.prompt_tokens or 0) if usage else 0,
+            completion=(usage.completion_tokens or 0) if usage else 0,
+        )
+        if key is not None:
+            self.cache.put(key, model, "".join(parts))  # type: ignore[union-attr]
+
+    def _open_stream(
+        self, request: dict[str, Any], messages: Messages, purpose: str, model: str,
+        response_format: dict[str, Any] | None,
+    ) -> Any:  # fmt: skip
+        """The server's stream for ``request`` (retried as a plain request); without ``stream_options`` when
+        the server refuses that field (remembered for this client)."""
+        while True:
+            try:
+                return self._retrying()(self._client.chat.completions.create, **request)
+            except self._openai.OpenAIError as exc:
+                refused = isinstance(exc, self._openai.BadRequestError) and "stream_options" in error_detail(exc)
+                if not refused or "stream_options" not in request:
+                    self._raise(exc, messages, purpose, model, response_format)
+                self._stream_usage = False
+                request = {k: v for k, v in request.items() if k != "stream_options"}
+
+    def _cached(
+        self, messages: Messages, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+    ) -> tuple[str | None, str | None]:  # fmt: skip
+        """(cache key or None without a cache, the cached answer or None); a hit is counted."""
+        if self.cache is None:
+            return None, None
+        key = cache_key(
+            model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
+            response_format=mode_of(response_format),
+        )  # fmt: skip
+        hit = self.cache.get(key)
+        if hit is not None:
+            self._count(cached=1)
+        return key, hit
+
+    def _raise(
+        self, exc: Exception, messages: Messages, purpose: str, model: str, response_format: dict[str, Any] | None
+    ) -> NoReturn:
+        """Raise the library error for a failed request: FormatRejected (the server refuses
+        ``response_format``), LLMError caused by a JSONAnswerError (llama-server could not parse the model's
+        output), LLMContextError, else the one-line LLMError of :meth:`_error`."""
+        status = getattr(exc, "status_code", None)
+        detail = error_detail(exc)
+        if response_format is not None and is_rejection(status, detail):
+            raise FormatRejected(f"{status}: {one_line(detail, 160)}") from exc
+        if unparsable_output(status, detail):
+            # llama-server could not parse the model's output as the requested format: an unusable answer
+            raise LLMError(
+                f"the LLM server at {self.where} could not use the model's answer to the {purpose} prompt "
+                f"({one_line(detail, 160)})"
+            ) from JSONAnswerError(detail)
+        context = context_overflow(exc)
+        if context is not None:
+            raise self._context_error(context, messages, purpose, model) from exc
+        raise self._error(exc, model, response_format is not None) from exc
 
     def _forget(
         self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
@@ -222,6 +301,18 @@ class OpenAIClient(BaseLLM):
             self._openai, exc, where=self.where, model=model, json_mode=json_mode, max_retries=self.max_retries,
             timeout=self.timeout,
         ))  # fmt: skip
+
+
+def _request(
+    messages: Messages, model: str, temperature: float, max_tokens: int | None, response_format: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The body of a chat-completions request."""
+    request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
+    if response_format is not None:
+        request["response_format"] = response_format
+    return request
 
 
 def get_llm(settings: Settings, **kwargs: Any) -> LLM | None:

@@ -7,11 +7,14 @@ handling, repairs included::
     llm = ScriptedLLM(['not json', '{"answer": "42"}'])
     llm.complete_json(messages, Answer)   # two calls: the first answer, then the repair
     assert len(llm.calls) == 2
+
+Streamed requests (``complete_json(..., sink=...)``) answer the same script, in pieces of ``chunk_chars``
+characters (``requests[i]["stream"]`` is then True).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kbgraph.llm.base import BaseLLM, Messages
@@ -25,12 +28,14 @@ class ScriptedLLM(BaseLLM):
     A scripted item that is an exception instance is raised instead (to simulate failures). Running out of
     responses fails the test with an AssertionError. ``calls`` holds the messages of every request (the
     JSON instructions and repair turns included); ``requests`` the same with model, temperature,
-    max_tokens, response_format (the dict sent, or None) and purpose.
+    max_tokens, response_format (the dict sent, or None), purpose and stream (a streamed request).
+    ``chunk_chars``: the size of the pieces of a streamed answer.
     """
 
     def __init__(self, responses: Script, *, model: str = "scripted", temperature: float = 0.0,
-                 response_format: str = "none") -> None:
+                 response_format: str = "none", chunk_chars: int = 4) -> None:
         super().__init__()
+        self.chunk_chars = max(1, int(chunk_chars))
         self.default_model = model
         self.default_temperature = temperature
         self.response_format_mode = response_format
@@ -56,7 +61,7 @@ class ScriptedLLM(BaseLLM):
         self.calls.append(snapshot)
         self.requests.append(
             {"messages": snapshot, "model": model, "temperature": temperature, "max_tokens": max_tokens,
-             "response_format": response_format, "purpose": purpose}
+             "response_format": response_format, "purpose": purpose, "stream": False}
         )
         if self._responder is not None:
             text = self._responder(snapshot)
@@ -74,3 +79,15 @@ class ScriptedLLM(BaseLLM):
             completion=len(text.split()),
         )
         return text
+
+    def _stream(
+        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        response_format: dict[str, Any] | None, purpose: str,
+    ) -> Iterator[str]:  # fmt: skip
+        text = self._complete(
+            messages, model=model, temperature=temperature, max_tokens=max_tokens, response_format=response_format,
+            purpose=purpose,
+        )  # fmt: skip
+        self.requests[-1]["stream"] = True
+        for i in range(0, len(text), self.chunk_chars):
+            yield text[i : i + self.chunk_chars]

@@ -22,7 +22,8 @@ class AskRequest(BaseModel):
     k: int = Field(5, ge=1, le=100)
     explain: bool = False
     save: bool = False
-    stream: bool = Field(False, description="Server-Sent Events: not available yet (501).")
+    stream: bool = Field(False, description="Answer with Server-Sent Events (delta, round, answer, done), as with "
+                         "`Accept: text/event-stream`.")  # fmt: skip
 
 
 class AskResponse(Answer):

@@ -1,15 +1,43 @@
 """The endpoints of ``kbgraph serve`` (issue 16 §1): one library call each, on the knowledge base the path
 names. Handlers are plain functions, run on FastAPI's thread pool; a knowledge base's connection serves one
 call at a time (:class:`kbgraph.serve.kbs.KBPool`). Library errors become HTTP statuses in
-``kbgraph.serve.app``."""
+``kbgraph.serve.app``.
+
+A streamed ask (issue 16 §3: ``"stream": true`` or ``Accept: text/event-stream``) answers with Server-Sent
+Events, one per ``KnowledgeBase.ask(..., stream=True)`` event (kbgraph.query.streaming), each ``data`` one line
+of JSON:
+
+* ``event: delta``  ``{"text": ...}``, the next piece of the answer as the LLM writes it;
+* ``event: reset``  ``{}``, the deltas so far are void (the answer text starts again);
+* ``event: round``  a TraceRound of Algorithm 1 (PIKE-RAG §5.3.2) as soon as it finished;
+* ``event: answer`` the whole response of the JSON form (Answer + ``saved``); the deltas after the last reset
+  join to its ``answer``;
+* ``event: error``  ``{"detail", "error", "status"}``: a library error after the stream began (the status it
+  has without streaming: 502 LLM, 503 store, ...);
+* ``event: done``   ``{}``, always last.
+
+A bad question, method or knowledge-base name is refused before the stream begins (400, as without it). The
+knowledge base is held for the stream's duration; a client that goes away stops the ask at its next event.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
 from fastapi import APIRouter, HTTPException, Request, status
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from kbgraph.errors import KBGraphError
+from kbgraph.query.ask import clean_question
+from kbgraph.query.methods import get_method
+from kbgraph.text import one_line
 
 from kbgraph.models import StoreStats
 from kbgraph.serve.jobs import Job, JobManager
-from kbgraph.serve.kbs import KBPool
+from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.models import (
     AskRequest,
     AskResponse,
@@ -54,18 +82,76 @@ def readyz(request: Request) -> Ready:
                      open=pool.names())  # fmt: skip
 
 
-@router.post(KB + "/ask", response_model=AskResponse, tags=["query"])
-def ask(name: str, body: AskRequest, request: Request) -> AskResponse:
+@router.post(
+    KB + "/ask", response_model=AskResponse, tags=["query"],
+    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
+                     "description": "The Answer; with `stream` or `Accept: text/event-stream`, Server-Sent Events."}},
+)  # fmt: skip
+def ask(name: str, body: AskRequest, request: Request) -> AskResponse | StreamingResponse:
     """Answer a question with citations and rationale (``KnowledgeBase.ask``; PIKE-RAG §5.3, Algorithm 1 with
-    an LLM, retrieval only without). 400 for an empty or over-long question or an unknown method."""
+    an LLM, retrieval only without). 400 for an empty or over-long question or an unknown method. With
+    ``"stream": true`` or ``Accept: text/event-stream``: Server-Sent Events (delta, round, answer, done; see the
+    module doc)."""
     accept = request.headers.get("accept", "")
     if body.stream or ("text/event-stream" in accept and "application/json" not in accept):
-        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, "streamed answers are not available yet; ask without "
-                            "`stream` and without `Accept: text/event-stream`")  # fmt: skip
+        check_name(name)
+        clean_question(body.question)
+        if body.method is not None:
+            get_method(body.method)
+        return StreamingResponse(
+            _sse_body(_sse_events(_pool(request), name, body)), media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )  # fmt: skip
     with _pool(request).use(name) as kb:
         answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save)
         saved = kb.last_saved if body.save else None
     return AskResponse(**answer.model_dump(), saved=saved)
+
+
+def _sse(event: str, data: object) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _sse_events(pool: KBPool, name: str, body: AskRequest) -> Iterator[str]:
+    """The SSE messages of a streamed ask (module doc), holding knowledge base ``name`` until the end."""
+    from kbgraph.serve.app import status_of  # (app imports this module)
+
+    try:
+        with pool.use(name) as kb:
+            ask = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save,
+                         stream=True)  # fmt: skip
+            with ask as events:
+                for event in events:
+                    if event.type == "answer" and event.answer is not None:
+                        saved = kb.last_saved if body.save else None
+                        answer = AskResponse(**event.answer.model_dump(), saved=saved)
+                        yield _sse("answer", answer.model_dump(mode="json"))
+                    elif event.type == "round" and event.round is not None:
+                        yield _sse("round", event.round.model_dump(mode="json"))
+                    elif event.type == "delta":
+                        yield _sse("delta", {"text": event.text})
+                    elif event.type == "reset":
+                        yield _sse("reset", {})
+    except KBGraphError as exc:
+        yield _sse("error", {"detail": one_line(exc, 1000), "error": type(exc).__name__, "status": status_of(exc)})
+    except Exception as exc:  # noqa: BLE001 - the response has begun: the client learns of it in the stream
+        yield _sse("error", {"detail": one_line(f"{type(exc).__name__}: {exc}", 1000), "error": type(exc).__name__,
+                             "status": 500})  # fmt: skip
+    yield _sse("done", {})
+
+
+async def _sse_body(messages: Iterator[str]) -> AsyncIterator[str]:
+    """``messages`` read on the thread pool; closed (stopping the ask, freeing the knowledge base) however the
+    response ends, a client that went away included."""
+    try:
+        while True:
+            message = await run_in_threadpool(next, messages, None)
+            if message is None:
+                return
+            yield message
+    finally:
+        with anyio.CancelScope(shield=True):
+            await run_in_threadpool(messages.close)  # type: ignore[attr-defined]
 
 
 @router.post(KB + "/search", response_model=SearchResponse, tags=["query"])
