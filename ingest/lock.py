@@ -1,5 +1,10 @@
 """The lock that keeps two ingestion runs of one knowledge base apart (kbgraph.ingest.pipeline).
 
+``open_run_lock`` picks it by the store: Neo4j, a database several machines may write to, holds an ingest
+lease in the database (``kbgraph.ingest.lease``); the embedded FalkorDB store, whose data lives in the knowledge
+base's folder, the file lock of this module (``RunLock``). Both say the same when held: exit 75 naming the
+holder, or ``--wait``.
+
 ``<kb_dir>/ingest.lock`` is a file lock (``filelock``: released by the OS when its process dies, even by
 kill -9). Its holder writes who it is to ``<kb_dir>/ingest.lock.owner`` ("pid 123 on host since <UTC time>"),
 so a run that has to wait can say whose lock it waits for.
@@ -12,13 +17,31 @@ import logging
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 
 from kbgraph.errors import LockTimeout
 from kbgraph.text import utc_now
 
+if TYPE_CHECKING:
+    from kbgraph.ingest.lease import LeaseLock
+    from kbgraph.settings import Settings
+    from kbgraph.store import GraphStore
+
 log = logging.getLogger("kbgraph.ingest")
+
+
+def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool) -> RunLock | LeaseLock:
+    """The ingestion lock of ``store`` (not yet held: use it as ``with``): a ``LeaseLock`` (lease TTL
+    ``settings.lease_ttl`` s) when the store has a lease key (Neo4j), else the ``RunLock`` of
+    ``settings.kb_dir``. Either waits up to ``settings.lock_timeout`` s with ``wait``; ``check()`` before a
+    write raises once the lock is lost (a lease only)."""
+    if store.lease_key() is None:
+        return RunLock(settings.kb_dir, settings.name, wait=wait, timeout=settings.lock_timeout)
+    from kbgraph.ingest.lease import LeaseLock
+
+    return LeaseLock(store, settings.name, wait=wait, timeout=settings.lock_timeout, ttl=settings.lease_ttl)
 
 
 def lock_holder(lock_path: Path) -> str:
@@ -78,3 +101,6 @@ class RunLock:
         with contextlib.suppress(OSError):
             self.path.with_name(self.path.name + ".owner").unlink()
         self._lock.release()
+
+    def check(self) -> None:
+        """Nothing to check: the OS keeps a file lock as long as its process lives."""

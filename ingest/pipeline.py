@@ -9,8 +9,10 @@ documents behind (and a failed group is retried one document at a time).
 Incremental and cron-safe: a document's id comes from its source URI and its content is hashed (sha256);
 an unchanged file is recognised from the hash of its raw bytes before it is parsed, and an unchanged,
 complete document is skipped with no write (``kbgraph.ingest.unchanged``); a changed one has its subgraph
-replaced; with ``prune`` documents whose source vanished are deleted. A file lock per knowledge base keeps two
-runs from interleaving (``kbgraph.ingest.lock``). Every run is recorded as an ``(:IngestionRun)`` node; a run
+replaced; with ``prune`` documents whose source vanished are deleted. One lock per knowledge base keeps two
+runs from interleaving (``kbgraph.ingest.lock``): a lease in the database for Neo4j, so runs on other machines
+are kept out too (``kbgraph.ingest.lease``; a run that loses it stops before its next write), a file lock for
+the embedded FalkorDB store. Every run is recorded as an ``(:IngestionRun)`` node; a run
 that finds another still 'running' (killed) marks it 'interrupted'. Progress: ``kbgraph.ingest.progress``
 (a line per stage per group, and at least every 30 s, when stdout or stderr is not a terminal).
 
@@ -77,6 +79,7 @@ class Ingestor:
         self._existing: set[str] = set()  # ids of changed documents already in the graph
         self._titles: dict[str, str] = {}  # {document_id: title} of every passage corpus read in this run
         self._written: dict[str, dict] = {}  # {source file: {added, updated, chunks, warnings}} (report.files)
+        self._lock: Any = None  # the run's lock while it runs (kbgraph.ingest.lock): check() before each write
 
     @property
     def embedder(self):
@@ -91,10 +94,11 @@ class Ingestor:
     def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False) -> IngestReport:
         """Ingest ``paths`` (files, directories, .jsonl passage corpora). Raises LockTimeout if another run
         holds the knowledge base's lock: at once without ``wait``; with ``wait`` after logging "waiting up to N s
-        for the lock held by <pid, host, since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock)."""
-        from kbgraph.ingest.lock import RunLock
+        for the lock held by <pid, host, since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock). Raises
+        LeaseLost (a LockTimeout) before a write once a Neo4j run's lease is lost (kbgraph.ingest.lease)."""
+        from kbgraph.ingest.lock import open_run_lock
 
-        with RunLock(self.settings.kb_dir, self.settings.name, wait=wait, timeout=self.settings.lock_timeout):
+        with open_run_lock(self.store, self.settings, wait=wait) as self._lock:
             return self._run(paths, prune)
 
     def _run(self, paths: Sequence[str | Path], prune: bool) -> IngestReport:
@@ -216,6 +220,7 @@ class Ingestor:
     def _record_corpora(self, report: IngestReport) -> None:
         """Record every passage corpus parsed in this run none of whose passages failed (SourceFile)."""
         failed = {e.path.split("#", 1)[0] for e in report.errors}
+        self._lock.check()
         for uri, passages in self._corpora.items():
             if uri_to_path(uri) not in failed:
                 self._check.record(uri, passages, utc_now())
@@ -309,6 +314,7 @@ class Ingestor:
         replace = {g.document.id for g in graphs} & self._existing
         chunks = sum(len(g.chunks) for g in graphs)
         with bar.stage("write", f"{len(graphs):,} documents") as st:
+            self._lock.check()
             write_documents(self.store, graphs, replace_ids=replace)
             bar.written([g.document.uri for g in graphs], chunks)
             st.done(len(graphs), "documents", f"{chunks:,} chunks")
@@ -338,6 +344,7 @@ class Ingestor:
             path = Path(uri_to_path(file_uri))
             gone = not path.exists() or (fragment and file_uri in ingested_files and uri not in seen_uris)
             if gone:
+                self._lock.check()
                 self.store.delete_document(row["id"])
                 deleted += 1
         return deleted

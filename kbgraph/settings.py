@@ -104,6 +104,11 @@ class Settings(BaseSettings):
         "(bounds memory and the unit of work for large documents; ~1 min of embedding on 2 cores).",
     )
     lock_timeout: float = Field(3600.0, description="Seconds `ingest --wait` waits for another run's lock.")
+    lease_ttl: float = Field(
+        60.0, ge=1.0, description="Neo4j: seconds the ingest lease in the database lasts unless renewed; a run "
+        "renews it every third of that while it lives, and a run on another machine takes it over only once it "
+        "expired (the embedded FalkorDB store keeps the file lock in the knowledge base's folder).",
+    )
 
     # --- embeddings -----------------------------------------------------------------------
     embedding_model: str = Field(

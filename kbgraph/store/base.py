@@ -36,7 +36,7 @@ def schema_statements() -> list[str]:
     """Names of the schema statements, in creation order."""
     names = [f"schema/id_{snake(label)}" for label in NODE_LABELS]
     names += [f"schema/document_id_{snake(label)}" for label in DOCUMENT_SCOPED_LABELS]
-    names += ["schema/title_document"]
+    names += ["schema/title_document", "schema/ingest_lease_kb"]
     names += [f"schema/vector_{snake(label)}" for label in VECTOR_LABELS]
     names += [f"schema/fulltext_{snake(label)}_{prop}" for label, prop in FULLTEXT_INDEXES]
     return names
@@ -160,11 +160,23 @@ class GraphStore(ABC):
     def _create_schema_statement(self, name: str, params: Row) -> None:
         """Run one schema statement idempotently."""
 
+    @abstractmethod
+    def lease_key(self) -> str | None:
+        """Where ``kbgraph ingest`` keeps its lock: the key of the ingest lease in this store's database
+        (``(:IngestLease {kb: key})``, shared by every machine writing to it; kbgraph.ingest.lease), or None
+        when the store's data lives in the knowledge base's folder and the folder's file lock serves
+        (kbgraph.ingest.lock)."""
+
     # --- public API -------------------------------------------------------------------------
     def run(self, name: str, params: Row | None = None) -> list[Row]:
         """Run the named statement (auto-commit) and return its rows as dicts."""
         self.sent[name] += 1
         return self._execute(cypher.load(name, self.backend), params or {})
+
+    def run_apart(self, name: str, params: Row | None = None) -> list[Row]:
+        """As ``run``, on a connection of its own: safe from another thread while the store's connection is
+        busy (the ingest lease's renewal thread). Default: ``run`` (a store whose connection is thread-safe)."""
+        return self.run(name, params)
 
     def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
         """Run ``name`` (an ``UNWIND $rows AS row ...`` statement) once per batch of ``batch_size`` rows,

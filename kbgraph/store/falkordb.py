@@ -147,6 +147,11 @@ class FalkorDBStore(GraphStore):
             label = next(lab for lab in _labels() if f"schema/id_{snake(lab)}" == name)
             self._unique_constraint(label)
 
+    def lease_key(self) -> None:
+        """None: the ingest lock is the file lock in the knowledge base's folder, where the embedded server keeps
+        its data (kbgraph.ingest.lock). A ``falkor://`` server written by several machines is not covered."""
+        return None
+
     def _unique_constraint(self, label: str) -> None:
         import redis
 

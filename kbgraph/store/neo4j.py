@@ -120,6 +120,14 @@ class Neo4jStore(GraphStore):
             first = query.strip().splitlines()[0][:120]
             raise StoreError(f"Neo4j rejected a statement: {exc.message} [{first}]") from exc
 
+    def run_apart(self, name: str, params: Row | None = None) -> list[Row]:
+        """As ``run``, in a session of its own (a driver session is not thread-safe; the driver is)."""
+        from kbgraph import cypher
+
+        self.sent[name] += 1
+        with self._driver.session(database=self.database) as session:
+            return self._execute(cypher.load(name, self.backend), params or {}, session)
+
     def _begin(self) -> Any:
         return self._session.begin_transaction()
 
@@ -165,6 +173,10 @@ class Neo4jStore(GraphStore):
 
     def _create_schema_statement(self, name: str, params: Row) -> None:
         self.run(name, params)
+
+    def lease_key(self) -> str:
+        """The database's name: every machine whose runs write to this database shares its one ingest lease."""
+        return self.database
 
 
 class _Vector(list):
