@@ -21,6 +21,7 @@ import pytest
 
 from kbgraph.errors import LLMServerError
 from kbgraph.llm.server import LocalLLMServer, default_model
+from kbgraph.llm.llama import http_get
 from kbgraph.process import pid_alive, port_free
 from kbgraph.settings import Settings
 from tests.llm_server_fixture import free_port, require_llm_server
@@ -83,6 +84,8 @@ def test_start_chat_idempotent_stop(installed, server_settings, tmp_path):
         assert status.base_url == f"http://127.0.0.1:{port}/v1"
         assert status.alias == ALIAS and status.model == default_model().resolve()
         assert status.ctx == 2048, "the context the server reports (/props) is the one asked for"
+        code, props = http_get(f"http://127.0.0.1:{port}/props")
+        assert code == 200 and json.loads(props)["total_slots"] == 1, "one slot owns the whole context"
         assert status.exports == f"KBGRAPH_LLM_BASE_URL=http://127.0.0.1:{port}/v1 KBGRAPH_LLM_MODEL={ALIAS}"
         assert status.log_file.is_file() and status.binary
 

@@ -102,10 +102,15 @@ def find_server() -> tuple[list[str], str]:
 
 def server_args(kind: str, model: Path, alias: str, port: int, ctx: int, threads: int) -> list[str]:
     """The server's arguments for ``kind`` ("llama-server" or "llama-cpp-python"): ``model`` served as ``alias``
-    on 127.0.0.1:``port`` with a context of ``ctx`` tokens and ``threads`` CPU threads."""
+    on 127.0.0.1:``port`` with a context of ``ctx`` tokens and ``threads`` CPU threads.
+
+    llama-server gets one slot (``--parallel 1``): by default it opens 4 slots over one unified KV cache of
+    ``ctx`` tokens, so concurrent requests (a client's timeout retry while the abandoned request still runs)
+    share the context and fail with "Context size has been exceeded" although each prompt fits. With one slot
+    every request has the whole context and the others queue."""
     if kind == "llama-server":
         return ["-m", str(model), "--host", HOST, "--port", str(port), "-c", str(ctx), "-t", str(threads),
-                "--alias", alias, "--no-webui"]  # fmt: skip
+                "--parallel", "1", "--alias", alias, "--no-webui"]  # fmt: skip
     return ["--model", str(model), "--host", HOST, "--port", str(port), "--n_ctx", str(ctx),
             "--n_threads", str(threads), "--model_alias", alias]  # fmt: skip
 
