@@ -212,6 +212,8 @@ class Settings(BaseSettings):
     )
     mcp_allow_ingest: bool = Field(False, description="Offer the MCP tool `ingest` (server paths); read-only if off.")
     max_request_bytes: int = Field(1_048_576, ge=1024, description="Largest request body `kbgraph serve` reads.")
+    max_upload_bytes: int = Field(100 * 1_048_576, ge=1024, description="Largest multipart upload `kbgraph serve` "
+                                  "reads on POST /v1/kb/{name}/ingest (all files of one request).")  # fmt: skip
 
     # --- misc -----------------------------------------------------------------------------
     debug: bool = False

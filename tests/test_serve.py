@@ -1,15 +1,18 @@
 """`kbgraph serve` (issue 16 §1): a real uvicorn server on 127.0.0.1 over a knowledge base built from
 examples/docs, called with httpx on both stores; the guard (API key, request size, knowledge-base names) and the
-refusal to bind off loopback without a key; 32 concurrent asks and 2 concurrent ingest jobs."""
+refusal to bind off loopback without a key; 32 concurrent asks and 2 concurrent ingest jobs; uploaded files
+(bad ones reported as the CLI does, a re-upload updates, hostile names 400, over the limit 413)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -19,16 +22,22 @@ httpx = pytest.importorskip("httpx")
 
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
+from kbgraph.serve.uploads import uploads_dir  # noqa: E402
 from tests.serve_fixture import NICS, QUESTION, SENATE, build_kb, free_port, offline, running  # noqa: E402
+
+
+UPLOAD_LIMIT = 262_144
 
 
 @pytest.fixture(scope="module", params=["falkordb", "neo4j"])
 def served(request, falkor_settings, examples_dir):
     """(base URL, settings, backend) of a server over a KB holding the NICS report."""
     if request.param == "falkordb":
-        settings = offline(falkor_settings, name=f"srv{uuid.uuid4().hex[:8]}", max_request_bytes=65536)
+        settings = offline(falkor_settings, name=f"srv{uuid.uuid4().hex[:8]}", max_request_bytes=65536,
+                           max_upload_bytes=UPLOAD_LIMIT)  # fmt: skip
     else:
-        settings = offline(request.getfixturevalue("neo4j_settings"), max_request_bytes=65536)
+        settings = offline(request.getfixturevalue("neo4j_settings"), max_request_bytes=65536,
+                           max_upload_bytes=UPLOAD_LIMIT)  # fmt: skip
     build_kb(settings, examples_dir)
     with running(create_app(settings)) as url:
         yield url, settings, request.param
@@ -154,6 +163,83 @@ def test_request_size_limit(served):
                 yield b"x" * 8192
 
         assert c.post(f"/v1/kb/{settings.name}/ask", content=chunks()).status_code == 413
+
+
+NOTE = "# Kilnsea lighthouse log\n\nThe keeper of the Kilnsea lighthouse counted {n} ships passing on 3 May 1921.\n"
+
+
+def _upload(c, kb: str, *files: tuple[str, bytes]):
+    return c.post(f"{kb}/ingest", files=[("files", (name, data)) for name, data in files])
+
+
+def _raw_upload(c, kb: str, filename: bytes, chunks):
+    """A multipart body written by hand (``filename`` as raw bytes: httpx would escape a NUL), sent chunked
+    when ``chunks`` is a generator."""
+    head = b'--kbgb\r\nContent-Disposition: form-data; name="files"; filename="' + filename + b'"\r\n\r\n'
+
+    def body():
+        yield head
+        yield from chunks
+        yield b"\r\n--kbgb--\r\n"
+
+    return c.post(f"{kb}/ingest", content=body(), headers={"content-type": "multipart/form-data; boundary=kbgb"})
+
+
+def test_uploaded_files(served, examples_dir):
+    """Upload 2 readable files + a corrupt PDF + an empty file: the job ends done with 2 documents added and the
+    bad ones in its report with the CLI's messages; a re-upload of a name updates its document; hostile names
+    are 400 and over the size limit 413, with nothing written."""
+    url, settings, _ = served
+    kb, folder = f"/v1/kb/{settings.name}", uploads_dir(settings)
+    senate = (examples_dir / SENATE).read_bytes()
+    with httpx.Client(base_url=url, timeout=120) as c:
+        before = {d["id"] for d in c.get(f"{kb}/documents").json()["documents"]}
+        r = _upload(c, kb, ("senate.pdf", senate), ("lighthouse.md", NOTE.format(n=41).encode()),
+                    ("broken.pdf", b"%PDF-1.7 garbage"), ("empty.txt", b""))  # fmt: skip
+        assert r.status_code == 202, r.text
+        job = _wait_job(c, r.json()["id"])
+        assert job["status"] == "done", job
+        report = job["report"]
+        assert report["added"] == 2 and report["failed"] + report["skipped"] == 2, report
+        outcomes = {Path(f["path"]).name: f for f in report["files"]}
+        assert {outcomes[n]["outcome"] for n in ("senate.pdf", "lighthouse.md")} == {"ingested"}
+        broken, empty = outcomes["broken.pdf"], outcomes["empty.txt"]
+        assert broken["outcome"] in ("failed", "skipped") and "corrupt PDF broken.pdf" in broken["reason"], broken
+        assert empty["outcome"] in ("failed", "skipped") and "empty file (0 bytes)" in empty["reason"], empty
+        assert sorted(p.name for p in folder.iterdir()) == ["broken.pdf", "empty.txt", "lighthouse.md", "senate.pdf"]
+        docs = c.get(f"{kb}/documents").json()["documents"]
+        uploaded = [d for d in docs if d["id"] not in before]
+        assert len(uploaded) == 2 and all(d["uri"].startswith(folder.resolve().as_uri()) for d in uploaded), docs
+
+        # the same name again, changed: the same document, updated (not a second one)
+        again = _wait_job(c, _upload(c, kb, ("lighthouse.md", NOTE.format(n=57).encode())).json()["id"])
+        assert again["status"] == "done" and again["report"]["updated"] == 1 and again["report"]["added"] == 0, again
+        assert len(c.get(f"{kb}/documents").json()["documents"]) == len(docs)
+        found = c.post(f"{kb}/search", json={"question": "How many ships did the Kilnsea keeper count?", "k": 1})
+        assert "57 ships" in found.json()["chunks"][0]["text"]
+
+        # hostile or bad names: 400, nothing written (here or anywhere)
+        listing = sorted(p.name for p in folder.iterdir())
+        for name in ("../../etc/x.txt", "a/b.txt", "a\\b.txt", ".hidden.txt", "..", "", "x" * 256 + ".txt"):
+            r = _upload(c, kb, (name, b"hostile"))
+            assert r.status_code == 400, (name, r.status_code, r.text)
+        assert _raw_upload(c, kb, b"a\x00b.pdf", [b"%PDF-1.7 x"]).status_code == 400
+        assert _upload(c, kb, ("twice.txt", b"a"), ("twice.txt", b"b")).status_code == 400
+        assert c.post(f"{kb}/ingest", data={"wait": "true"}, files={"other": ("f.txt", b"x")}).status_code == 400
+        assert sorted(p.name for p in folder.iterdir()) == listing
+        assert not list(settings.home.rglob("x.txt")) and not list(settings.home.rglob("b.txt"))
+        assert not (folder.parent.parent / "etc").exists() and not (folder.parent / "b.txt").exists()
+
+        # over the upload limit: 413 by Content-Length, and while a chunked body streams; no partial file
+        big = c.post(f"{kb}/ingest", files=[("files", ("big.txt", b"x" * (UPLOAD_LIMIT + 1)))])
+        assert big.status_code == 413 and "KBGRAPH_MAX_UPLOAD_BYTES" in big.json()["detail"], big.text
+        streamed = _raw_upload(c, kb, b"big.txt", (b"x" * 8192 for _ in range((UPLOAD_LIMIT + 65536) // 8192)))
+        assert streamed.status_code == 413, streamed.text
+        assert sorted(p.name for p in folder.iterdir()) == listing  # no big.txt, no hidden .part file
+
+        for d in uploaded:  # leave the knowledge base as the other tests expect it
+            assert c.delete(f"{kb}/documents/{d['id']}").status_code == 200
+    shutil.rmtree(folder)
 
 
 def test_off_loopback_needs_a_key(monkeypatch, capsys):

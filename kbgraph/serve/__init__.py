@@ -9,6 +9,8 @@ Modules, one job each:
   kept up while the service holds its connection; on Neo4j one database per knowledge base);
 * ``jobs`` — ingestion jobs run in the background, one at a time per knowledge base;
 * ``guard`` — the ASGI guard in front of every route: bearer token, request size, knowledge-base name;
+* ``uploads`` — files uploaded to ``POST /v1/kb/{name}/ingest``: names checked, kept per knowledge base and
+  file name under ``<home>/<kb>/uploads/`` (a re-upload updates its document), written atomically;
 * ``models`` — the request and response models (the library's ``Answer``, ``IngestReport``, ``StoreStats``
   reused);
 * ``routes`` — the ``/v1`` endpoints, ``/healthz`` and ``/readyz``; ``app`` — the FastAPI factory;

@@ -99,5 +99,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                             status_code=400)  # fmt: skip
 
     key = settings.api_key.get_secret_value() if settings.api_key else None
-    app.add_middleware(Guard, api_key=key, max_bytes=settings.max_request_bytes)
+    app.add_middleware(Guard, api_key=key, max_bytes=settings.max_request_bytes,
+                       max_upload_bytes=settings.max_upload_bytes)  # fmt: skip
     return app

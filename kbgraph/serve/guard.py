@@ -7,7 +7,11 @@ that it covers the MCP endpoint ``/mcp`` as well as the FastAPI routes:
    ``..%2Fx``, ``%2Fetc``, ``%00`` and an empty or over-long name are a 400 before any route, file or
    connection (the router would decode ``..%2Fx`` into a path that matches no route: a 404, not a 400);
 3. a request body over ``max_bytes`` is a 413 (Content-Length checked first; a chunked body is counted as it
-   arrives, at most ``max_bytes`` held in memory).
+   arrives, at most ``max_bytes`` held in memory);
+4. an upload (``multipart/form-data`` to ``POST /v1/kb/{name}/ingest``, kbgraph.serve.uploads) has the limit
+   ``max_upload_bytes`` instead and is not held in memory: its Content-Length is checked first, then the body
+   is counted as the route reads it, and the read that passes the limit ends the request with a 413 (the
+   route has written nothing yet: it saves the files only once the whole body arrived).
 
 :func:`check_bind` refuses to start off loopback without a key.
 """
@@ -46,13 +50,20 @@ def check_bind(host: str, api_key: str | None) -> None:
         )
 
 
-class Guard:
-    """ASGI middleware: ``Guard(app, api_key=..., max_bytes=...)`` (``api_key`` None = no authentication)."""
+class BodyTooLarge(Exception):
+    """Raised by the counting ``receive`` of an upload once the body passes the limit (caught by the Guard)."""
 
-    def __init__(self, app, *, api_key: str | None = None, max_bytes: int = 1_048_576):
+
+class Guard:
+    """ASGI middleware: ``Guard(app, api_key=..., max_bytes=..., max_upload_bytes=...)`` (``api_key`` None = no
+    authentication; ``max_upload_bytes`` None = ``max_bytes``)."""
+
+    def __init__(self, app, *, api_key: str | None = None, max_bytes: int = 1_048_576,
+                 max_upload_bytes: int | None = None):  # fmt: skip
         self.app = app
         self.key = api_key.encode("utf-8") if api_key else None
         self.max_bytes = max_bytes
+        self.max_upload_bytes = max_upload_bytes if max_upload_bytes is not None else max_bytes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -68,6 +79,8 @@ class Guard:
             except InvalidName as exc:
                 return await _reply(send, 400, str(exc))
         declared = _content_length(scope)
+        if _is_upload(scope, raw):
+            return await self._upload(scope, receive, send, declared)
         if declared is not None and declared > self.max_bytes:
             return await _reply(send, 413, self._too_large())
         if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
@@ -84,8 +97,36 @@ class Guard:
                 return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key)
         return False
 
-    def _too_large(self) -> str:
-        return f"the request body is larger than {self.max_bytes:,} bytes (KBGRAPH_MAX_REQUEST_BYTES)"
+    def _too_large(self, limit: int | None = None, setting: str = "KBGRAPH_MAX_REQUEST_BYTES") -> str:
+        return f"the request body is larger than {limit or self.max_bytes:,} bytes ({setting})"
+
+    async def _upload(self, scope, receive, send, declared: int | None):
+        """Pass an upload on with its body counted as it is read (module doc, step 4)."""
+        limit = self.max_upload_bytes
+        if declared is not None and declared > limit:
+            return await _reply(send, 413, self._too_large(limit, "KBGRAPH_MAX_UPLOAD_BYTES"))
+        size, started = 0, False
+
+        async def counted():
+            nonlocal size
+            message = await receive()
+            if message["type"] == "http.request":
+                size += len(message.get("body", b""))
+                if size > limit:
+                    raise BodyTooLarge
+            return message
+
+        async def watched(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            return await self.app(scope, counted, watched)
+        except BodyTooLarge:
+            if started:
+                raise
+            return await _reply(send, 413, self._too_large(limit, "KBGRAPH_MAX_UPLOAD_BYTES"))
 
     async def _read_body(self, receive) -> bytes | None:
         """The whole body, or None once it exceeds max_bytes."""
@@ -101,6 +142,17 @@ class Guard:
             parts.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(parts)
+
+
+def _is_upload(scope, raw: bytes) -> bool:
+    """A ``multipart/form-data`` POST to ``/v1/kb/{name}/ingest``."""
+    if scope.get("method") != "POST" or not raw.startswith(KB_PREFIX):
+        return False
+    rest = raw[len(KB_PREFIX):].split(b"?", 1)[0].split(b"/")
+    if len(rest) != 2 or rest[1] != b"ingest":
+        return False
+    ctype = next((v for k, v in scope.get("headers", []) if k == b"content-type"), b"")
+    return ctype.split(b";", 1)[0].strip().lower() == b"multipart/form-data"
 
 
 def _content_length(scope) -> int | None:

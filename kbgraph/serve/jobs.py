@@ -32,7 +32,8 @@ KEEP = 1000
 class Job(BaseModel):
     """An ingestion job. ``status``: queued -> running -> done (``report`` holds the IngestReport; files that
     failed are in it, ``report.failed`` > 0) or failed (``error``: one line; ``exit_code``: the CLI's, e.g. 75
-    when another run held the lock). Times are ISO 8601 UTC."""
+    when another run held the lock). ``paths``: as given, or for uploaded files where they were kept
+    (``<home>/<kb>/uploads/<name>``, kbgraph.serve.uploads). Times are ISO 8601 UTC."""
 
     id: str
     kb: str

@@ -50,7 +50,8 @@ class SearchResponse(BaseModel):
 
 class IngestRequest(BaseModel):
     """Files, folders or .jsonl corpora on the server's file system. ``prune``: delete documents whose source
-    vanished; ``wait``: wait for another process's ingestion lock instead of failing (as ``kbgraph ingest``)."""
+    vanished; ``wait``: wait for another process's ingestion lock instead of failing (as ``kbgraph ingest``).
+    (Uploaded files come as ``multipart/form-data`` instead: kbgraph.serve.uploads.)"""
 
     paths: list[str] = Field(min_length=1, max_length=1000)
     prune: bool = False

@@ -27,7 +27,9 @@ from collections.abc import AsyncIterator, Iterator
 
 import anyio
 from fastapi import APIRouter, HTTPException, Request, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from kbgraph.errors import KBGraphError
@@ -51,6 +53,7 @@ from kbgraph.serve.models import (
     SearchRequest,
     SearchResponse,
 )
+from kbgraph.serve.uploads import FIELDS, FILES_FIELD, MAX_FILES, check_form, save_uploads, uploads_dir
 
 router = APIRouter()
 KB = "/v1/kb/{name}"
@@ -163,11 +166,53 @@ def search(name: str, body: SearchRequest, request: Request) -> SearchResponse:
     return SearchResponse(question=body.question, method=body.method, chunks=chunks)
 
 
-@router.post(KB + "/ingest", response_model=Job, status_code=status.HTTP_202_ACCEPTED, tags=["ingest"])
-def ingest(name: str, body: IngestRequest, request: Request) -> Job:
-    """Queue the ingestion of files, folders or .jsonl corpora on the server (``KnowledgeBase.ingest``; PIKE-RAG
-    §5.1-§5.2): 202 with the job; poll ``GET /v1/jobs/{id}``. Jobs of one knowledge base run one at a time."""
-    return _jobs(request).submit(name, body.paths, prune=body.prune, wait=body.wait)
+#: The two bodies of POST /ingest in the OpenAPI schema (the handler reads the body itself: JSON or multipart).
+INGEST_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": IngestRequest.model_json_schema()},
+            "multipart/form-data": {"schema": {
+                "type": "object", "required": [FILES_FIELD],
+                "properties": {
+                    FILES_FIELD: {"type": "array", "items": {"type": "string", "format": "binary"},
+                                  "description": "Files to ingest, kept as <home>/<kb>/uploads/<file name>."},
+                    "wait": {"type": "boolean", "default": False},
+                },
+            }},
+        },
+    }
+}  # fmt: skip
+
+
+@router.post(KB + "/ingest", response_model=Job, status_code=status.HTTP_202_ACCEPTED, tags=["ingest"],
+             openapi_extra=INGEST_BODY)  # fmt: skip
+async def ingest(name: str, request: Request) -> Job:
+    """Queue the ingestion of files, folders or .jsonl corpora on the server (JSON ``{"paths": [...]}``), or of
+    uploaded files (``multipart/form-data``, one ``files`` part each; kbgraph.serve.uploads: a re-uploaded name
+    updates its document), through ``KnowledgeBase.ingest`` (PIKE-RAG §5.1-§5.2): 202 with the job; poll
+    ``GET /v1/jobs/{id}``. Jobs of one knowledge base run one at a time. Uploads: 400 for a hostile, empty or
+    repeated file name (nothing written), 413 over ``KBGRAPH_MAX_UPLOAD_BYTES``; a file the library cannot read
+    is a failed or skipped file of the job's report, as with the CLI."""
+    jobs = _jobs(request)
+    content_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if content_type != "multipart/form-data":
+        try:
+            body = IngestRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise RequestValidationError(
+                [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+            ) from None
+        return jobs.submit(name, body.paths, prune=body.prune, wait=body.wait)
+    folder = uploads_dir(jobs.pool.settings_for(name))  # 400/404 before the body is read
+    async with request.form(max_files=MAX_FILES, max_fields=len(FIELDS)) as form:
+        files, wait = check_form(form)
+        try:
+            paths = await save_uploads(files, folder)
+        except OSError as exc:
+            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE,
+                                f"cannot store the uploaded files in {folder}: {exc.strerror or exc}") from exc
+    return jobs.submit(name, paths, wait=wait)
 
 
 @router.get("/v1/jobs/{job_id}", response_model=Job, tags=["ingest"])
