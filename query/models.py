@@ -4,9 +4,9 @@ Algorithm 1). Every query module imports its records from here; this module impo
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Discriminator, Field, Tag
 
 
 class Contribution(BaseModel):
@@ -71,8 +71,10 @@ class Candidate(BaseModel):
 
 class TraceRound(BaseModel):
     """One round of Algorithm 1: proposals (line 3), candidates (line 4), the selection (line 5), and the
-    chunk that joined the context (line 10), or None when the round stopped the loop."""
+    chunk that joined the context (line 10), or None when the round stopped the loop. Also the rounds of
+    the baselines that retrieve step by step (naive_hr, self_ask)."""
 
+    type: Literal["pike"] = "pike"
     round: int
     thinking: str = ""
     proposals: list[str] = Field(default_factory=list)
@@ -84,6 +86,33 @@ class TraceRound(BaseModel):
     fallback: str = ""
     selection: str = ""  # 'atom' (atomic tag selection), 'chunk' (backup chunk selection) or '' (none)
     selector_thinking: str = ""
+
+
+class MigresRound(BaseModel):
+    """One iteration of MIGRES (paper 002 §3; kbgraph.query.migres): fields owned by that module."""
+
+    type: Literal["migres"] = "migres"
+    round: int
+
+
+class HiragRound(BaseModel):
+    """One round of HiRAG (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag): fields owned
+    by that module."""
+
+    type: Literal["hirag"] = "hirag"
+    round: int
+
+
+def _trace_type(v: Any) -> str:
+    """The ``type`` of a trace item, a model or its dict; items saved before ``type`` existed are 'pike'."""
+    return (v.get("type") if isinstance(v, dict) else getattr(v, "type", None)) or "pike"
+
+
+#: One item of ``Answer.trace``: a round of the method that answered, told apart by ``type``.
+TraceStep = Annotated[
+    Annotated[TraceRound, Tag("pike")] | Annotated[MigresRound, Tag("migres")] | Annotated[HiragRound, Tag("hirag")],
+    Discriminator(_trace_type),
+]
 
 
 class UsageReport(BaseModel):
@@ -105,7 +134,7 @@ class Answer(BaseModel):
     rationale: str = ""
     retrieval_only: bool = False
     citations: list[Citation] = Field(default_factory=list)
-    trace: list[TraceRound] = Field(default_factory=list)
+    trace: list[TraceStep] = Field(default_factory=list)
     chunks: list[ScoredChunk] = Field(default_factory=list)
     usage: UsageReport = Field(default_factory=UsageReport)
 
@@ -123,5 +152,5 @@ class AskEvent(BaseModel):
 
     type: Literal["delta", "reset", "round", "answer"]
     text: str = ""
-    round: TraceRound | None = None
+    round: TraceStep | None = None
     answer: Answer | None = None

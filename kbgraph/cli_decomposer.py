@@ -1,0 +1,9 @@
+"""``kbgraph decomposer``: placeholder until its verbs land; ``register(app)`` adds them to the ``kbgraph`` command."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``decomposer`` verbs to ``app`` (none yet)."""
