@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
+    NoDecode,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+#: Layers whose vectors the setting ``vector_layers`` switches (the Chunk layer is always embedded).
+VECTOR_LAYER_CHOICES: tuple[str, ...] = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
 
 
 def _config_file() -> Path:
@@ -125,8 +129,23 @@ class Settings(BaseSettings):
         "model's ONNX export (written by the first torch load), else torch; onnx = export if needed, then "
         "ONNX; torch = always torch.",
     )
+    embedding_precision: Literal["fp32", "int8"] = Field(
+        "fp32",
+        description="int8 = the ONNX export dynamically quantised (kbgraph.embed.onnx_quant; ~1.6x faster on "
+        "CPU, vectors at cosine ~0.99 to fp32); applies when the ONNX backend runs (not torch, not openai:). "
+        "Keep one precision per knowledge base: vectors of both in one index are comparable but not identical.",
+    )
     embedding_cache: bool = Field(True, description="Keep computed embeddings on disk and reuse them.")
     embedding_cache_dir: Path | None = Field(None, description="Embedding cache folder; default <home>/embed-cache.")
+
+    # --- which layers get vectors (issue 15 direction 1; ingest/embed_layers.py, query/propagation.py) ------
+    vector_layers: Annotated[list[str], NoDecode] = Field(
+        ["AtomicQuestion", "Triple", "Entity", "Section", "Document"],
+        description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
+        "or comma-separated labels of " + ", ".join(VECTOR_LAYER_CHOICES) + ". A layer that is off keeps its "
+        "nodes, edges and full-text; vectors it already has stay in the store unused. Turning a layer on for an "
+        "existing knowledge base: its older nodes get vectors only when their documents are re-ingested.",
+    )
 
     # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
@@ -152,6 +171,21 @@ class Settings(BaseSettings):
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
 
+    # --- auto-tagging (PIKE-RAG §5.2.2), query side: kbgraph.query.tags, kbgraph.query.tag_pairs ----------
+    auto_tagging: bool = Field(False, description="Tag chunks at ingest and questions at query time (needs an LLM). "
+                               "Off by default: it costs an LLM call per chunk at ingest and one per question.")
+    weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "
+                              "mapped corpus tag).")  # fmt: skip
+    tag_threshold: float = Field(0.75, description="Min cosine of a question tag and a corpus Tag (vector index).")
+    tag_vector_k: int = Field(3, ge=0, description="Nearest corpus Tags per question tag (0 = MAPS_TO only).")
+    tag_max_chunks: int = Field(50, ge=1, description="Corpus Tags on more chunks than this do not seed retrieval.")
+    tag_rewrite: bool = Field(True, description="Add the mapped tag names to the full-text query.")
+    # auto-tagging, corpus side (PIKE-RAG §5.2.2; kbgraph.ingest.autotag): tag classes and the corpus tag collection
+    tag_class_sample: int = Field(
+        8, ge=1, description="Chunks (spread over the corpus) the LLM reads to propose the tag classes, once per "
+        "knowledge base, at the first ingest with auto_tagging on.")
+    tag_workers: int = Field(4, ge=1, description="Chunk tagging LLM requests in flight at once at ingest.")
+
     # --- knowledge-aware decomposition (PIKE-RAG §5.3.2 Algorithm 1; paper 003 §3.4) and baselines ------
     decompose_rounds: int = Field(5, ge=1, description="N: decomposition rounds (chunks in the final context).")
     decompose_candidates: int = Field(4, ge=1, description="K: atomic questions retrieved per proposal.")
@@ -162,6 +196,58 @@ class Settings(BaseSettings):
     hr_threshold: float = Field(0.5, description="Naive RAG w/ H-R: minimum cosine on both paths.")
     hr_question_k: int = Field(4, ge=1, description="Naive RAG w/ H-R: atomic questions by path (b).")
     self_ask_rounds: int = Field(4, ge=1, description="Self-Ask: follow-up questions before the final answer.")
+
+    # --- MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.migres) ------
+    migres_iterations: int = Field(5, ge=1, description="T: max iteration steps (002 Table 12, multi-hop QA).")
+    migres_retriever: Literal["graph", "bm25"] = Field(
+        "graph", description="Retriever per query: 'graph' (layer seeds + score propagation) or 'bm25' (§4.1).")
+    migres_retrieve_k: int = Field(50, ge=1, description="Chunks retrieved per query (002 Table 12).")
+    migres_passages: int = Field(5, ge=1, description="k: most chunks shown to the Leaf Module per iteration.")
+    # θ chosen by the paper's rule (Table 12: > 80% of questions find a passage above θ), measured with the
+    # original questions against each corpus with all-MiniLM-L6-v2; 20th percentile of the best passage's
+    # cosine: 2Wiki 0.569, HotpotQA 0.562, MuSiQue 0.478 (examples/multihop), so 0.45 holds on all three.
+    migres_threshold: float = Field(
+        0.45, description="θ: minimum cosine (embedder as re-rank model) of a chunk and of a sentence to its query.")
+    migres_queries: int = Field(3, ge=1, description="New queries per iteration (002 §3.2: no more than three).")
+    migres_knowledge_prompting: bool = Field(True, description="LLM knowledge when no chunk passes θ (002 §4.5).")
+
+    # --- HiRAG, method 'hirag' (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag) ---------
+    # The paper names th1-th3 without printing their values except "the maximum number of retrievals is set to
+    # 4" (§4.4, §5.3); th1, th2 and the match floor are those of the authors' code (github.com/2282588541a/HiRAG,
+    # code/retreive.py wiki_search2: a tie is more than one exact title; the 4th retrieval changes document).
+    hirag_rounds: int = Field(5, ge=1, description="Most sub-questions (004 A.1: at most 5 decomposed sub-problems).")
+    hirag_th1: int = Field(1, ge=1, description="th1: more documents titled exactly as the entity than this are a "
+                           "tie: the sub-question is rewritten (Algorithm 1 line 20).")  # fmt: skip
+    hirag_th2: int = Field(3, ge=1, description="th2: tries at the chunk level per document before the "
+                           "document-level rethink (Algorithm 1 line 30).")  # fmt: skip
+    hirag_th3: int = Field(4, ge=1, description="th3: tries before giving up, then the fallback retrieval "
+                           "(Algorithm 1 line 33; 004 §5.3: at most 4 retrievals).")  # fmt: skip
+    hirag_min_match: float = Field(0.8, description="Least lexical match of a document's title or mentioned "
+                                   "entity to the sub-question's entity (authors' code: 0.8).")  # fmt: skip
+
+    # --- decomposer training data (PIKE-RAG §5.3.3, §6.4, Algorithms 2 and 3; kbgraph.query.decomposer_*) -----
+    # The paper gives N (§6.4: "a maximum limit of 10 rounds") and only K' > K, δ' < δ; α, K', δ' and the
+    # number of trajectories per question are not given: the defaults below are kbgraph's.
+    decomposer_rounds: int = Field(10, ge=1, description="N of Algorithm 2 (§6.4: at most 10 rounds).")
+    decomposer_alpha: float = Field(1.0, ge=0, description="α: UCB exploration weight of context sampling "
+                                    "(Algorithm 2 line 5; not given in the paper).")  # fmt: skip
+    decomposer_k_prime: int = Field(8, ge=1, description="K' > K: atomic questions retrieved per proposal "
+                                    "(Algorithm 2 line 7; not given in the paper).")  # fmt: skip
+    decomposer_delta_prime: float = Field(0.3, description="δ' < δ: minimum cosine of a retrieved atomic question "
+                                          "(Algorithm 2 line 7; not given in the paper).")  # fmt: skip
+    decomposer_samples: int = Field(4, ge=1, description="Trajectories per question at most; S and V are shared "
+                                    "by a question's trajectories (not given in the paper).")  # fmt: skip
+    decomposer_until_correct: bool = Field(True, description="Stop a question's trajectories at the first correct "
+                                           "answer (§6.4).")  # fmt: skip
+    decomposer_correct_score: float = Field(1.0, description="A trajectory is correct when its score (judge "
+                                            "accuracy, else F1) reaches this.")  # fmt: skip
+    decomposer_model: str | None = Field(None, description="A fine-tuned proposer (same endpoint): Algorithm 1 "
+                                         "lines 3-5 become one call to it (§5.3.3).")  # fmt: skip
+
+    # --- question classification and level routing, methods 'auto' and 'l1' (PIKE-RAG §3.2, §4.2, §5.2;
+    # kbgraph.query.classify, kbgraph.query.l1) ------------------------------------------------------------
+    l1_k: int = Field(5, ge=1, description="L1 system (method 'l1', the factual route of 'auto'): chunks of "
+                      "score-propagation retrieval given to the QA prompt.")  # fmt: skip
 
     # --- LLM ------------------------------------------------------------------------------
     llm_base_url: str | None = Field(
@@ -226,6 +312,19 @@ class Settings(BaseSettings):
     def _expand(cls, v: Path | None) -> Path | None:
         return v.expanduser() if v is not None else None
 
+    @field_validator("vector_layers", mode="before")
+    @classmethod
+    def _vector_layers(cls, v: Any) -> Any:
+        """A comma-separated string (environment, CLI) or a list; labels checked, Chunk dropped (always on)."""
+        items = v.split(",") if isinstance(v, str) else list(v)
+        out: list[str] = []
+        for item in (str(x).strip() for x in items):
+            if item and item != "Chunk" and item not in out:
+                if item not in VECTOR_LAYER_CHOICES:
+                    raise ValueError(f"unknown vector layer {item!r}: choose from {', '.join(VECTOR_LAYER_CHOICES)}")
+                out.append(item)
+        return out
+
     @field_validator("uri", mode="before")
     @classmethod
     def _empty_uri(cls, v: Any) -> Any:
@@ -253,6 +352,11 @@ class Settings(BaseSettings):
         if self.uri is None or self.uri.startswith(("falkor://", "falkordb://", "redis://")):
             return "falkordb"
         return "neo4j"
+
+    @property
+    def vector_layers_off(self) -> frozenset[str]:
+        """The labels of VECTOR_LAYER_CHOICES not in ``vector_layers``: no vectors written, no vector seeds."""
+        return frozenset(VECTOR_LAYER_CHOICES) - set(self.vector_layers)
 
     @property
     def kb_dir(self) -> Path:

@@ -4,9 +4,14 @@
 
 Two kinds (``Method.kind``):
 
-* ``"answer"``: ``run(question, ctx) -> Answer``; all need an LLM (``needs_llm``). 'pike' is knowledge-aware
+* ``"answer"``: ``run(question, ctx) -> Answer``; all need an LLM (``needs_llm``). 'auto' (the default with an
+  LLM) classifies the question (PIKE-RAG §3.2) and runs the method of its level (§4.2: factual -> 'l1', the
+  L1 system of §5.2: score-propagation retrieval + one QA prompt; every other class -> 'pike'; L3/L4 are not
+  built; kbgraph.query.classify, kbgraph.query.l1). 'pike' is knowledge-aware
   task decomposition, PIKE-RAG §5.3.2 Algorithm 1 (paper 003 §3.4); 'naive', 'naive_hr', 'cot' and
-  'self_ask' are the baselines of PIKE-RAG §6.1 / paper 003 §4 (kbgraph.query.baselines).
+  'self_ask' are the baselines of PIKE-RAG §6.1 / paper 003 §4 (kbgraph.query.baselines); 'migres' is
+  MIGRES, missing-information guided retrieve-extract-solve (paper 002 §3; kbgraph.query.migres); 'hirag' is
+  HiRAG, hierarchical retrieval with rethink (paper 004 §4; kbgraph.query.hirag).
 * ``"retrieval"``: ``run(question, ctx, *, k, explain=False) -> list[ScoredChunk]``, best first, no LLM:
   'dense' (Chunk vector top-k), 'bm25' (the lexical baseline, kbgraph.eval.bm25; ``index=`` reuses an open
   ``BM25Index``), 'hierarchical' (Fig. 11 paths (a) + (b)) and 'propagation' (every layer's seeds + score
@@ -27,7 +32,7 @@ from kbgraph.errors import QueryError
 
 #: The method used when none is named: with an LLM, and without one (also the fallback of an answer method
 #: when no LLM is configured).
-DEFAULT_ANSWER_METHOD = "pike"
+DEFAULT_ANSWER_METHOD = "auto"
 DEFAULT_RETRIEVAL_METHOD = "propagation"
 
 
@@ -49,13 +54,21 @@ class Method:
 
 
 _ROWS = [
+    Method("auto", "answer", True, "query.classify:answer_auto",
+           "classify the question (PIKE-RAG §3.2), then factual -> l1, others -> pike (§4.2)"),
     Method("pike", "answer", True, "query.decompose:answer_pike",
            "knowledge-aware task decomposition (PIKE-RAG Algorithm 1)"),
+    Method("l1", "answer", True, "query.l1:answer_l1",
+           "PIKE-RAG's L1 system: score-propagation retrieval (§5.2.3) + one QA prompt"),
     Method("naive", "answer", True, "query.baselines:answer_naive", "naive RAG over the Chunk vector index"),
     Method("naive_hr", "answer", True, "query.baselines:answer_naive_hr",
            "naive RAG over hierarchical retrieval (Fig. 11 paths a+b)"),
     Method("cot", "answer", True, "query.baselines:answer_cot", "zero-shot chain of thought, no retrieval"),
     Method("self_ask", "answer", True, "query.baselines:answer_self_ask", "Self-Ask with retrieval"),
+    Method("migres", "answer", True, "query.migres:answer_migres",
+           "missing-information guided retrieve-extract-solve (MIGRES, paper 002 §3)"),
+    Method("hirag", "answer", True, "query.hirag:answer_hirag",
+           "hierarchical retrieval with rethink (HiRAG, paper 004 §4)"),
     Method("dense", "retrieval", False, "query.retrieval:retrieve_dense", "Chunk vector top-k"),
     Method("bm25", "retrieval", False, "eval.bm25:retrieve_bm25", "BM25 over the chunks' text"),
     Method("hierarchical", "retrieval", False, "query.retrieval:retrieve_hierarchical",

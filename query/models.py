@@ -13,7 +13,7 @@ class Contribution(BaseModel):
     """One term of a chunk's score (kbgraph.query.propagation): ``weight`` × ``similarity`` (× ``factor``) =
     ``score``."""
 
-    layer: str  # Chunk | AtomicQuestion | Triple | Entity | FullText | Section | Document | Hop | Next
+    layer: str  # Chunk | AtomicQuestion | Triple | Entity | FullText | Tag | Section | Document | Hop | Next
     node_id: str
     text: str = ""
     similarity: float
@@ -84,23 +84,187 @@ class TraceRound(BaseModel):
     note: str = ""
     # '' (the proposals found candidates), 'question_atoms' or 'question_chunks': the backup retrieval used
     fallback: str = ""
-    selection: str = ""  # 'atom' (atomic tag selection), 'chunk' (backup chunk selection) or '' (none)
+    # 'atom' (atomic tag selection), 'chunk' (backup chunk selection), 'learned' (the learned proposer of
+    # settings.decomposer_model, PIKE-RAG §5.3.3: lines 3-5 in one call) or '' (none)
+    selection: str = ""
     selector_thinking: str = ""
 
 
 class MigresRound(BaseModel):
-    """One iteration of MIGRES (paper 002 §3; kbgraph.query.migres): fields owned by that module."""
+    """One iteration of MIGRES (paper 002 §3; kbgraph.query.migres): the queries (iteration 1: the question
+    itself, §3.1; later: the Query Generator's for the Main Module's ``missing_information``), the passages
+    the re-ranking filter kept with their kept sentences (§3.2), the LLM's own knowledge when it kept none
+    (``knowledge_prompting``, §4.5), the Leaf Module's extractions and the Main Module's judgement."""
+
+    class MigresSentence(BaseModel):
+        """A sentence (a table row for a table chunk) the filter kept: its cosine to the passage's query."""
+
+        text: str
+        score: float
+
+    class MigresPassage(BaseModel):
+        """A chunk the filter kept for ``query``: its cosine to the query (``score``), the sentences kept and
+        ``whole`` when the chunk scored above all of its sentences and was kept whole (§3.2)."""
+
+        chunk_id: str
+        query: str
+        score: float
+        document_title: str = ""
+        whole: bool = False
+        sentences: list[MigresRound.MigresSentence] = Field(default_factory=list)
+
+    class MigresExtraction(BaseModel):
+        """A statement of the Leaf Module and the chunks it cites; ``knowledge``: it rests on the LLM's own
+        knowledge (§4.5), so it cites no chunk."""
+
+        info: str
+        chunk_ids: list[str] = Field(default_factory=list)
+        knowledge: bool = False
 
     type: Literal["migres"] = "migres"
     round: int
+    missing_information: str = ""
+    generated: bool = False  # the queries come from the Query Generator (False: the question itself)
+    queries: list[str] = Field(default_factory=list)
+    retriever: str = ""  # 'graph' or 'bm25' (settings.migres_retriever)
+    retrieved: int = 0  # chunks retrieved for the queries, before the filter
+    passages: list[MigresPassage] = Field(default_factory=list)
+    knowledge_prompting: bool = False
+    knowledge: list[str] = Field(default_factory=list)  # the LLM's text per query (never a citation)
+    extractions: list[MigresExtraction] = Field(default_factory=list)
+    dropped: list[str] = Field(default_factory=list)  # statements citing no passage shown: left out
+    answerable: bool = False
+    answer: str = ""
+    confidence: int | None = None
+    explanation: str = ""
+    note: str = ""
+
+    def sub_questions(self) -> list[str]:
+        """The iteration's targeted single-hop queries, saved as (:SubQuestion) nodes of the rationale
+        (kbgraph.query.rationale); none in iteration 1, which retrieves with the question itself."""
+        return list(self.queries) if self.generated else []
+
+    def summary_lines(self) -> list[str]:
+        """What ``kbgraph ask --trace`` prints for this round, one line each (kbgraph.query.render)."""
+        lines = [f"round {self.round}: queries {self.queries}"]
+        if self.missing_information:
+            lines.insert(1, f"missing: {self.missing_information}")
+        lines.append(f"{self.retriever or 'retrieval'}: {self.retrieved} chunks, {len(self.passages)} kept")
+        for p in self.passages:
+            what = "whole chunk" if p.whole else "; ".join(f"{s.score:.2f} “{s.text[:120]}”" for s in p.sentences)
+            lines.append(f"  {p.score:.2f} {p.document_title or p.chunk_id} [{p.chunk_id}]: {what}")
+        if self.knowledge_prompting:
+            lines.append("knowledge prompting (no chunk passed the filter; not a citation):")
+            lines += [f"  “{k[:160]}”" for k in self.knowledge]
+        for e in self.extractions:
+            source = "LLM knowledge" if e.knowledge else ", ".join(e.chunk_ids)
+            lines.append(f"extracted: {e.info} ← {source}")
+        lines += [f"dropped (no support): {d}" for d in self.dropped]
+        if self.answerable:
+            conf = f" (confidence {self.confidence})" if self.confidence is not None else ""
+            lines.append(f"answerable: {self.answer}{conf}")
+        elif self.explanation or self.answer:
+            lines.append(f"unanswerable: {self.explanation}")
+        if self.note:
+            lines.append(self.note)
+        return lines
 
 
 class HiragRound(BaseModel):
-    """One round of HiRAG (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag): fields owned
-    by that module."""
+    """One round of HiRAG (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag): the Decomposer's
+    sub-question (or its stop: ``stop``), the entity and the candidate documents of the Retriever's document
+    level (§4.3), a tie and the rewritten sub-question (th1, eq. 4), every chunk tried with the Filter's verdict
+    (§4.4; ``rethink``: the highest rethink level reached), the fallback retrieval used and the sub-answer."""
+
+    class HiragDocument(BaseModel):
+        """A candidate document: its lexical ``match`` to the entity (2 = exact), the name it matched by
+        (``via`` 'title' or 'entity') and whether the round tried one of its chunks."""
+
+        document_id: str
+        title: str
+        match: float
+        via: str
+        name: str = ""
+        tried: bool = False
+
+    class HiragAttempt(BaseModel):
+        """One single-candidate try (Algorithm 1 loop step ``t``): the chunk, its ``score`` (cosine to the
+        sub-question, or the propagation score for a fallback), ``level`` ('first': the first chunk of the first
+        document; 'chunk': a chunk-level rethink; 'document': the first chunk after a document-level rethink;
+        'fallback'), the Filter's response r (eq. 6) and the Verify verdict."""
+
+        t: int
+        level: str
+        chunk_id: str
+        document_id: str = ""
+        document_title: str = ""
+        score: float = 0.0
+        response: str = ""
+        verified: bool = False
+        verdict: str = ""  # the Verify answer as written
 
     type: Literal["hirag"] = "hirag"
     round: int
+    sub_question: str = ""
+    # '' (the sub-question was answered or given up), 'enough' (the Definer: "That's enough"), 'repeat' (a
+    # sub-question asked before) or 'empty' (no sub-question): the loop stopped at this round
+    stop: str = ""
+    decomposer_output: str = ""
+    entity: str = ""
+    documents: list[HiragDocument] = Field(default_factory=list)
+    tie: list[str] = Field(default_factory=list)  # titles of the tied documents (more than th1)
+    rewrite: str = ""  # q* (eq. 4)
+    rewrite_from: str = ""  # 'answer' (an earlier sub-answer names the entity) or 'question' (the original)
+    attempts: list[HiragAttempt] = Field(default_factory=list)
+    rethink: str = ""  # '', 'chunk' or 'document': the highest rethink level reached at the document level
+    # '' or why the whole-KB propagation retrieval ran: 'tie', 'no_document' (no title or entity matched) or
+    # 'gave_up' (th3 tries, or the candidates ran out); fallback_query is what it retrieved with
+    fallback: str = ""
+    fallback_query: str = ""
+    answer: str = ""  # the verified sub-answer ('' when none was verified)
+    chunk_id: str | None = None  # the verified chunk
+    note: str = ""
+
+    def sub_questions(self) -> list[str]:
+        """The round's sub-question, saved as (:SubQuestion) nodes of the rationale (kbgraph.query.rationale);
+        none for a round that stopped the loop."""
+        return [self.sub_question] if self.sub_question and not self.stop else []
+
+    def summary_lines(self) -> list[str]:
+        """What ``kbgraph ask --trace`` prints for this round, one line each (kbgraph.query.render)."""
+        if self.stop == "enough":
+            return [f"round {self.round}: “{self.decomposer_output[:120]}” → the Definer: answerable, stop"]
+        if self.stop:
+            why = "a repeated sub-question" if self.stop == "repeat" else "no sub-question"
+            return [f"round {self.round}: {why} “{(self.sub_question or self.decomposer_output)[:120]}” → stop"]
+        lines = [f"round {self.round}: sub-question “{self.sub_question}”"]
+        if self.entity:
+            docs = "; ".join(f"{d.title} ({d.match:.2f} {d.via}{', tried' if d.tried else ''})" for d in self.documents)
+            lines.append(f"entity “{self.entity}”: {docs or 'no matching document'}")
+        if self.tie:
+            lines.append(f"tie: {len(self.tie)} documents titled like the entity ({'; '.join(self.tie[:5])})")
+        if self.rewrite:
+            lines.append(f"rewrite (with the {'earlier answer' if self.rewrite_from == 'answer' else 'question'}): "
+                         f"“{self.rewrite}”")  # fmt: skip
+        fallback = ""
+        if self.fallback:
+            why = {"tie": "tie", "no_document": "no matching document", "gave_up": "gave up"}.get(self.fallback, "")
+            fallback = f"fallback ({why}): propagation retrieval over the whole KB for “{self.fallback_query}”"
+        for a in self.attempts:
+            if fallback and a.level == "fallback":
+                lines.append(fallback)
+                fallback = ""
+            where = f"{a.document_title or a.document_id} [{a.chunk_id}]"
+            lines.append(f"try {a.t} ({a.level}) {a.score:.3f} {where}: {'yes' if a.verified else 'no'}"
+                         f" — “{a.response[:120]}”")  # fmt: skip
+        if fallback:  # no chunk to try
+            lines.append(fallback)
+        if self.rethink:
+            lines.append(f"rethink: up to the {self.rethink} level")
+        lines.append(f"answer: {self.answer} [{self.chunk_id}]" if self.chunk_id else "answer: none verified")
+        if self.note:
+            lines.append(self.note)
+        return lines
 
 
 def _trace_type(v: Any) -> str:
@@ -126,7 +290,10 @@ class UsageReport(BaseModel):
 class Answer(BaseModel):
     """The answer with its citations and rationale. ``retrieval_only``: no LLM was configured, the answer is
     the 1-3 best-matching sentences or table rows of the top chunks, one a line, each ending with the
-    ``[n]`` of its citation (n = 1-based index into ``citations``)."""
+    ``[n]`` of its citation (n = 1-based index into ``citations``). Method 'auto' (kbgraph.query.classify,
+    PIKE-RAG §3.2, §4.2) sets ``question_class`` (factual | linkable_reasoning | predictive | creative |
+    unknown), ``question_subtype`` (bridging | comparative | quantitative | summarizing, linkable reasoning
+    only) and ``route`` (``"<level>:<method>"``: ``"L1:l1"`` or ``"L2:pike"``); None for every other method."""
 
     question: str
     answer: str
@@ -137,6 +304,9 @@ class Answer(BaseModel):
     trace: list[TraceStep] = Field(default_factory=list)
     chunks: list[ScoredChunk] = Field(default_factory=list)
     usage: UsageReport = Field(default_factory=UsageReport)
+    question_class: str | None = None
+    question_subtype: str | None = None
+    route: str | None = None
 
 
 class AskEvent(BaseModel):

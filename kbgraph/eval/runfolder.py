@@ -64,6 +64,10 @@ class QuestionRecord(BaseModel):
     latency_s: float = 0.0
     error: str | None = None
     finished_at: str = ""
+    # method 'auto' (PIKE-RAG §3.2, §4.2; kbgraph.query.classify): the question's class and the route it took
+    question_class: str | None = None
+    question_subtype: str | None = None
+    route: str | None = None
 
 
 def run_identity(kb: KnowledgeBase, dataset: Dataset, *, seed: int, sample: int | None, depth: int,
@@ -73,9 +77,9 @@ def run_identity(kb: KnowledgeBase, dataset: Dataset, *, seed: int, sample: int 
     s = kb.settings
     tuned = {
         k: v for k, v in s.model_dump().items()
-        if k.startswith(("weight_", "decompose_", "naive_", "hr_", "self_ask_"))
+        if k.startswith(("weight_", "decompose_", "naive_", "hr_", "self_ask_", "tag_", "migres_"))
         or k in ("seed_k", "fulltext_k", "hop_from", "max_entity_degree", "llm_temperature", "chunk_tokens",
-                 "chunk_overlap_sentences")
+                 "chunk_overlap_sentences", "auto_tagging")
     }  # fmt: skip
     return {
         "dataset": str(dataset.questions_path), "corpus": str(dataset.corpus_path) if dataset.corpus_path else None,

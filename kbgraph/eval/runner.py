@@ -2,10 +2,10 @@
 registry (kbgraph.query.methods) on the same knowledge base with the same embedder, one record per (question,
 method), then the summary and the report.
 
-Methods: answer methods need an LLM ('pike', Algorithm 1; 'naive', 'naive_hr', 'cot', 'self_ask'); without
-one they are skipped and the reason recorded (``summary.json`` ``skipped``). Retrieval methods ('dense',
-'bm25', 'hierarchical' = Fig. 11 paths a+b, 'propagation' = layer seeds + score propagation, §5.2.3) return
-their top ``depth`` (10) chunks.
+Methods: answer methods need an LLM ('pike', Algorithm 1; 'naive', 'naive_hr', 'cot', 'self_ask'; 'migres',
+paper 002 §3); without one they are skipped and the reason recorded (``summary.json`` ``skipped``).
+Retrieval methods ('dense', 'bm25', 'hierarchical' = Fig. 11 paths a+b, 'propagation' = layer seeds + score
+propagation, §5.2.3) return their top ``depth`` (10) chunks.
 
 Metrics per question (kbgraph.query.metrics): EM, F1, precision, recall (answer tokens; answer methods),
 Accuracy by the LLM judge with the authors' prompt (``prompts.JUDGE``; yes = 1, no = 0, anything else = not
@@ -47,6 +47,7 @@ from kbgraph.eval.summary import (
     retrieval_metrics,
     run_models,
     summarize,
+    summarize_by_class,
 )
 from kbgraph.query import metrics as M
 from kbgraph.query.answering import UsageMeter
@@ -131,6 +132,8 @@ class MethodRunner:
         rec.tokens = _tokens(meter)
         rec.answer, rec.rationale, rec.retrieval_only = answer.answer, answer.rationale, answer.retrieval_only
         rec.trace = [r.model_dump(mode="json") for r in answer.trace]
+        rec.question_class, rec.question_subtype = answer.question_class, answer.question_subtype
+        rec.route = answer.route  # method 'auto' only (kbgraph.query.classify)
         rec.metrics.update(M.answer_scores(answer.answer, q.answers).model_dump())
         if self.judge and q.answers:
             from kbgraph.query.prompts import judge_messages
@@ -255,6 +258,7 @@ def evaluate(kb: KnowledgeBase, dataset: str | Path | Dataset, *, methods: Seque
         ingest=ingest_info, methods=summarize(records, methods=active, ks=ks), skipped=skipped, ks=ks,
         questions=len(questions), new_records=new, reused_records=reused, started_at=started,
         finished_at=utc_now(), seconds=round(time.perf_counter() - t_start, 2),
+        by_class=summarize_by_class(records, methods=active, ks=ks),
     )  # fmt: skip
     if plots:
         out_summary.plots = write_plots(run_dir, out_summary, records)
