@@ -56,7 +56,7 @@ def ask_cmd(
             extra = {"saved": kb.last_saved.model_dump()} if kb.last_saved else {}
             cli._print_json({**answer.model_dump(), **extra})
         return
-    render_answer(cli.console, answer, trace=trace and not stream, explain=explain, body=not stream)
+    render_answer(cli.console, answer, trace=trace and not stream, explain=explain, body=not stream, route=trace)
     if kb.last_saved:
         saved = kb.last_saved
         cli.err_console.print(

@@ -11,6 +11,7 @@ from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, open_store
 
 if TYPE_CHECKING:
+    from kbgraph.ingest.autotag import TagClass
     from kbgraph.ingest.pipeline import IngestReport
     from kbgraph.eval import EvalSummary
     from kbgraph.query.context import QueryContext
@@ -88,8 +89,10 @@ class KnowledgeBase:
             save: bool = False, stream: bool = False) -> Answer | AnswerStream:  # fmt: skip
         """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1).
 
-        method: a name of ``kbgraph.query.methods.METHODS``: 'pike' (default with an LLM), 'naive', 'naive_hr',
-        'cot', 'self_ask', or retrieval only: 'propagation' (default without an LLM), 'hierarchical', 'dense',
+        method: a name of ``kbgraph.query.methods.METHODS``: 'auto' (default with an LLM: classifies the question,
+        PIKE-RAG §3.2, and answers factual ones with 'l1', others with 'pike', §4.2; the Answer's
+        ``question_class`` and ``route`` say which), 'pike', 'l1', 'naive', 'naive_hr', 'cot', 'self_ask', or
+        retrieval only: 'propagation' (default without an LLM), 'hierarchical', 'dense',
         'bm25'. ``k``: chunks cited by retrieval-only answers.
         ``explain``: each chunk's score broken down by layer and node. ``save``: write the rationale into the
         graph as (:Question)-[:USED]->(:Chunk), -[:PROPOSED]->(:SubQuestion)-[:MATCHED]->(:AtomicQuestion)
@@ -199,6 +202,13 @@ class KnowledgeBase:
     def stats(self) -> StoreStats:
         """Node counts per label and relationship counts per type."""
         return self.store.stats()
+
+    def tag_classes(self) -> list[TagClass]:
+        """The tag classes of auto-tagging (PIKE-RAG §5.2.2; ``kbgraph.ingest.autotag.tag_classes``): proposed by
+        the LLM at the first ingest with ``auto_tagging`` on; empty before."""
+        from kbgraph.ingest.autotag import tag_classes
+
+        return tag_classes(self.store)
 
     def documents(self, *, limit: int = 100, skip: int = 0) -> list[dict[str, Any]]:
         """The documents (PIKE-RAG §3.1 information-resource layer), by title: dicts with ``id``, ``title``,

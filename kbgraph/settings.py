@@ -144,7 +144,9 @@ class Settings(BaseSettings):
         description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
         "or comma-separated labels of " + ", ".join(VECTOR_LAYER_CHOICES) + ". A layer that is off keeps its "
         "nodes, edges and full-text; vectors it already has stay in the store unused. Turning a layer on for an "
-        "existing knowledge base: its older nodes get vectors only when their documents are re-ingested.",
+        "existing knowledge base gives vectors only to nodes created afterwards: rebuild it (reset, then ingest; "
+        "the embedding cache keeps that cheap) for all of them. "
+        "Algorithm 1 (pike) and H-R retrieve atomic questions by vector: keep AtomicQuestion for them.",
     )
 
     # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------

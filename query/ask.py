@@ -1,7 +1,8 @@
 """Asking: validate the question, look the method up in the registry (kbgraph.query.methods) and run it on
 a :class:`QueryContext`; with no LLM, answer from retrieval alone.
 
-Answer methods ('pike', Algorithm 1, the default with an LLM; the baselines 'naive', 'naive_hr', 'cot',
+Answer methods ('auto', the default with an LLM: question classification and level routing, PIKE-RAG §3.2
+and §4.2, kbgraph.query.classify; 'pike', Algorithm 1; 'l1'; the baselines 'naive', 'naive_hr', 'cot',
 'self_ask') need an LLM. Retrieval methods ('propagation', layer seeds + score propagation, the default
 without an LLM; 'hierarchical', Fig. 11 paths a+b; 'dense'; 'bm25') give a retrieval-only answer. With no LLM
 configured, an answer method falls back to 'propagation'. A retrieval-only answer (``retrieval_only``) is
@@ -16,6 +17,7 @@ from __future__ import annotations
 import time
 
 from kbgraph.errors import QueryError
+from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_answer
 from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, get_method
@@ -59,12 +61,13 @@ def answer_question(question: str, ctx: QueryContext, *, method: str | None = No
             answer.chunks = retrieve(question, ctx, k=k, explain=True)
         return answer
     retrieval = chosen.name if chosen.kind == "retrieval" else DEFAULT_RETRIEVAL_METHOD
-    started = time.perf_counter()
+    started, meter = time.perf_counter(), UsageMeter(ctx.llm)  # the LLM's share: question tags (auto-tagging)
     chunks = retrieve(question, ctx, k=k, method=retrieval, explain=explain)
     best, citations = evidence_answer(question, chunks, ctx.embedder)
     answer = Answer(
         question=question, method=retrieval, retrieval_only=True, chunks=chunks, citations=citations,
         answer=best or "No evidence found in the knowledge base.",
     )  # fmt: skip
+    answer.usage = meter.report()
     answer.usage.seconds = round(time.perf_counter() - started, 4)
     return answer

@@ -4,11 +4,14 @@ person can follow it in Neo4j Browser (``kbgraph browse question``).
 Graph written for one :class:`~kbgraph.query.models.Answer`, in one unit of work (``store.transaction``;
 on FalkorDB a failure deletes the half-written Question again)::
 
-    (:Question {id, text, asked_at, answer, method, rationale, retrieval_only, rounds})
+    (:Question {id, text, asked_at, answer, method, rationale, retrieval_only, rounds,
+                question_class, question_subtype, route})
     (:Question)-[:USED {round, score, rank}]->(:Chunk)
     (:Question)-[:PROPOSED {round}]->(:SubQuestion {id, text, round, order, fallback, question_id})
     (:SubQuestion)-[:MATCHED {score, rank, selected}]->(:AtomicQuestion)
 
+- question_class, question_subtype, route: method 'auto''s classification and level (PIKE-RAG §3.2, §4.2;
+  kbgraph.query.classify), e.g. 'linkable_reasoning', 'bridging', 'L2:pike'; absent for other methods.
 - USED: the chunks the answer rests on: the cited chunks of a retrieval-only answer, else the LLM's context
   (``Answer.chunks``; the citations when it is empty). ``round`` is the Algorithm 1 round (PIKE-RAG §5.3.2,
   paper 003 §3.4) in which the chunk joined the context; for Self-Ask the round of the follow-up question
@@ -42,7 +45,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kbgraph.models import stable_id
-from kbgraph.query.models import Answer, TraceRound
+from kbgraph.query.models import Answer, TraceRound, TraceStep
 
 
 class SavedRationale(BaseModel):
@@ -79,6 +82,8 @@ def _used_rows(answer: Answer) -> list[dict[str, Any]]:
     joined: dict[str, int] = {}  # chunk id -> round that put it into the context
     retrieved: dict[str, int] = {}  # chunk id -> first round whose candidates include it
     for rnd in answer.trace:
+        if not isinstance(rnd, TraceRound):  # MIGRES / HiRAG rounds: USED carries round 0 for them
+            continue
         if rnd.chunk_id and rnd.chunk_id not in joined:
             joined[rnd.chunk_id] = rnd.round
         for cand in rnd.candidates:
@@ -96,12 +101,13 @@ def _used_rows(answer: Answer) -> list[dict[str, Any]]:
         if answer.retrieval_only:
             rnd = 0
         else:
-            rnd = joined.get(cid, retrieved.get(cid, 0)) if answer.method in ("pike", "self_ask") else 0
+            ran = answer.route.partition(":")[2] if answer.route else answer.method  # 'auto': the routed method
+            rnd = joined.get(cid, retrieved.get(cid, 0)) if ran in ("pike", "self_ask") else 0
         rows.append({"chunk_id": cid, "round": rnd, "score": round(scores.get(cid, 0.0), 6), "rank": len(rows)})
     return rows
 
 
-def _round_rows(qid: str, question: str, rnd: TraceRound) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _round_rows(qid: str, question: str, rnd: TraceStep) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     subs: dict[str, dict[str, Any]] = {}  # query text -> SubQuestion row
 
     def sub(text: str, fallback: str) -> dict[str, Any]:
@@ -113,6 +119,11 @@ def _round_rows(qid: str, question: str, rnd: TraceRound) -> tuple[list[dict[str
             }  # fmt: skip
         return subs[text]
 
+    if not isinstance(rnd, TraceRound):  # MIGRES / HiRAG: their queries or sub-questions, no MATCHED edges
+        for text in rnd.sub_questions():
+            if text.strip():
+                sub(text, "")
+        return list(subs.values()), []
     for proposal in rnd.proposals:
         if proposal.strip():
             sub(proposal, "")
@@ -142,6 +153,7 @@ def rationale_rows(answer: Answer, asked_at: str) -> RationaleRows:
     question = {
         "id": qid, "text": answer.question, "asked_at": asked_at, "answer": answer.answer, "method": answer.method,
         "rationale": answer.rationale, "retrieval_only": answer.retrieval_only, "rounds": len(answer.trace),
+        "question_class": answer.question_class, "question_subtype": answer.question_subtype, "route": answer.route,
     }  # fmt: skip
     subs: list[dict[str, Any]] = []
     matched: list[dict[str, Any]] = []

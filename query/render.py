@@ -6,13 +6,16 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from kbgraph.query.models import Answer, TraceRound
+from kbgraph.query.models import Answer, TraceRound, TraceStep
 
 
 def render_answer(console: Console, answer: Answer, *, trace: bool = False, explain: bool = False,
-                  body: bool = True) -> None:  # fmt: skip
+                  body: bool = True, route: bool | None = None) -> None:  # fmt: skip
     """The answer, its citations, with ``trace`` the rounds, with ``explain`` the score breakdown, and the LLM
-    usage. ``body=False``: without the heading and the answer text (a streamed answer printed them already)."""
+    usage. ``body=False``: without the heading and the answer text (a streamed answer printed them already).
+    ``route`` (default: ``trace``): method 'auto''s line "class: … → route …" (:func:`route_line`), at the head
+    of the rationale, or alone when the rounds are not printed here (a streamed ask printed them already)."""
+    show_route = (trace if route is None else route) and answer.route is not None
     if body:
         tag = (" [dim](retrieval only, no LLM: the best-matching evidence; \\[n] = citation n)[/]"
                if answer.retrieval_only else "")
@@ -25,10 +28,14 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
             console.print(f"[{i}] {c.document}" + (f" — {where}" if where else ""), highlight=False, markup=False)
             if c.quote:
                 console.print(f"    “{c.quote[:240]}”", style="dim", highlight=False, markup=False)
-    if trace and answer.trace:
+    if trace and (answer.trace or show_route):
         console.print("\n[bold]Rationale[/]")
+        if show_route:
+            console.print(route_line(answer), highlight=False, markup=False)
         for r in answer.trace:
             render_round(console, r)
+    elif show_route:
+        console.print("\n" + route_line(answer), highlight=False, markup=False)
     if explain and answer.chunks:
         console.print("\n[bold]Score breakdown[/] (score = sum of the best term of each layer)")
         for chunk in answer.chunks:
@@ -45,8 +52,22 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
         console.print(f"\n[dim]{u.calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f} s[/]")
 
 
-def render_round(console: Console, r: TraceRound) -> None:
-    """One round of Algorithm 1: its proposals, candidates (→ the selected one) and note."""
+def route_line(answer: Answer) -> str:
+    """Method 'auto''s classification and route (kbgraph.query.classify, PIKE-RAG §3.2, §4.2), e.g.
+    ``class: linkable_reasoning (bridging) → route L2:pike``; '' for an answer of any other method."""
+    if answer.route is None:
+        return ""
+    sub = f" ({answer.question_subtype})" if answer.question_subtype else ""
+    return f"class: {answer.question_class}{sub} → route {answer.route}"
+
+
+def render_round(console: Console, r: TraceStep) -> None:
+    """One round of Algorithm 1: its proposals, candidates (→ the selected one) and note; a MIGRES or HiRAG
+    round as its own ``summary_lines()``."""
+    if not isinstance(r, TraceRound):
+        for i, line in enumerate(r.summary_lines()):
+            console.print(line if i == 0 else f"  {line}", highlight=False, markup=False)
+        return
     console.print(f"round {r.round}: proposals {r.proposals}", highlight=False, markup=False)
     for cand in r.candidates:
         mark = "→" if r.selected and cand.question_id == r.selected.question_id else " "

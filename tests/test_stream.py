@@ -30,6 +30,8 @@ def scripted(answer: str = ANSWER, *, first: str | None = None, chunk_chars: int
 
     def respond(messages):
         text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+        if "# Classes" in text and "linkable_reasoning" in text:  # method 'auto' (the default): route to pike
+            return json.dumps({"rationale": "scripted", "kind": "linkable_reasoning", "subtype": "bridging"})
         if "raise atomic sub-questions" in text:
             return json.dumps({"thinking": "scripted", "sub_questions": next(proposals, [])})
         if "# Sub-Questions You Can Choose From" in text:
@@ -171,10 +173,12 @@ def test_cli_ask_stream(settings, monkeypatch, capsys):
     assert ANSWER in out and "Citations" in out
     assert out.index("round 1:") < out.index("round 2:") < out.index("Answer") < out.index(ANSWER)
     assert "Rationale" not in out  # the rounds were printed as they finished, not again at the end
+    assert "class: linkable_reasoning (bridging) → route L2:pike" in out  # the default method 'auto' routed
 
     assert cli.main(["ask", QUESTION, "--stream", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines[-1]["type"] == "answer" and lines[-1]["answer"]["answer"] == ANSWER
+    assert (lines[-1]["answer"]["question_class"], lines[-1]["answer"]["route"]) == ("linkable_reasoning", "L2:pike")
     assert "".join(x["text"] for x in lines if x["type"] == "delta") == ANSWER
 
 

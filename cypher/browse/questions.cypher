@@ -1,10 +1,11 @@
 // The saved questions (kbgraph ask --save), newest first, with how many chunks each USED (of complete
-// documents). $limit: how many.
+// documents) and, for method 'auto', the question class and route. $limit: how many.
 MATCH (q:Question)
 OPTIONAL MATCH (q)-[u:USED]->(c:Chunk)
 WITH q, u, c
 OPTIONAL MATCH (cd:Document {id: c.document_id})
 WITH q, count(CASE WHEN coalesce(cd.status, 'complete') = 'complete' THEN u END) AS used
-RETURN q AS question, q.text AS text, q.method AS method, q.asked_at AS asked_at, used
+RETURN q AS question, q.text AS text, q.method AS method, q.question_class AS question_class, q.route AS route,
+       q.asked_at AS asked_at, used
 ORDER BY asked_at DESC
 LIMIT $limit

@@ -1,7 +1,7 @@
 """The report of an evaluation: ``report.md`` (configuration, tables of answer metrics, retrieval, ratios to
-the baselines, tokens and latency; all figures in %, PIKE-RAG §6.1, paper 003 §4 Table 8) and PNG plots under
-``plots/`` (metrics per method, Recall@k curves, tokens per question, latency). matplotlib is imported only
-in :func:`write_plots`, with the Agg backend (no display).
+the baselines, per question class when method 'auto' ran, tokens and latency; all figures in %, PIKE-RAG
+§6.1, paper 003 §4 Table 8) and PNG plots under ``plots/`` (metrics per method, Recall@k curves, tokens per
+question, latency). matplotlib is imported only in :func:`write_plots`, with the Agg backend (no display).
 """
 
 from __future__ import annotations
@@ -100,6 +100,27 @@ def write_plots(run_dir: Path, summary: EvalSummary, records: Sequence[QuestionR
     return written
 
 
+def _class_table(s: EvalSummary) -> list[str]:
+    """The report's "By question class" section: every method's figures over the questions of each class
+    method 'auto' assigned (PIKE-RAG §3.2; ``EvalSummary.by_class``); no lines when 'auto' did not run."""
+    if not s.by_class:
+        return []
+    keys = ["em", "f1", "accuracy"] + [f"R@{k}" for k in s.ks] + ["sf_recall"]
+    lines = ["## By question class", "",
+             "Questions grouped by the class method `auto` gave them (PIKE-RAG §3.2: factual, linkable_reasoning, "
+             "predictive, creative; unknown = no usable classification) and the route it took (§4.2); every "
+             "method's figures over the questions of that class only.", "",
+             "| class | questions | routes (auto) | method | n | EM | F1 | Accuracy | "
+             + " | ".join(keys[3:]) + " |", "|---|---|---|---|---|" + "---|" * len(keys)]  # fmt: skip
+    for name, c in s.by_class.items():
+        routes = ", ".join(f"{r} {n}" for r, n in sorted(c.routes.items())) or "–"
+        for m, x in c.methods.items():
+            if x.questions:
+                lines.append(f"| {name} | {c.questions} | {routes} | {m} | {x.questions} | "
+                             + " | ".join(_pct(x.metrics.get(k)) for k in keys) + " |")  # fmt: skip
+    return lines + [""]
+
+
 def write_report(run_dir: Path, summary: EvalSummary) -> Path:
     """``report.md``: configuration, tables (answer metrics, retrieval, ratios, tokens, latency), plots."""
     s = summary
@@ -147,6 +168,7 @@ def write_report(run_dir: Path, summary: EvalSummary) -> Path:
             for m in with_ratio:
                 lines.append(f"| {m} | " + " | ".join(_x(ms[m].ratios.get(b, {}).get(k)) for b in bases for k in rkeys) + " |")
             lines.append("")
+    lines += _class_table(s)
     if llm_ms:
         lines += ["## Tokens per question (means)", "", "| method | LLM calls | prompt | completion | total | "
                   "cached calls | judge tokens |", "|---|---|---|---|---|---|---|"]  # fmt: skip

@@ -2,8 +2,10 @@
 registry (kbgraph.query.methods) on the same knowledge base with the same embedder, one record per (question,
 method), then the summary and the report.
 
-Methods: answer methods need an LLM ('pike', Algorithm 1; 'naive', 'naive_hr', 'cot', 'self_ask'; 'migres',
-paper 002 §3); without one they are skipped and the reason recorded (``summary.json`` ``skipped``).
+Methods: answer methods need an LLM ('auto', classification and level routing, PIKE-RAG §3.2 and §4.2; 'pike',
+Algorithm 1; 'l1'; 'naive', 'naive_hr', 'cot', 'self_ask'; 'migres', paper 002 §3); without one they are
+skipped and the reason recorded (``summary.json`` ``skipped``). 'auto''s records carry the question's class and
+route, and the summary groups every method's figures by that class (``by_class``; kbgraph.eval.summary).
 Retrieval methods ('dense', 'bm25', 'hierarchical' = Fig. 11 paths a+b, 'propagation' = layer seeds + score
 propagation, §5.2.3) return their top ``depth`` (10) chunks.
 

@@ -5,6 +5,9 @@ question and latency, with the run's models and package versions (``summary.json
 Retrieval metrics are recomputed from each record's passage ids (kbgraph.query.metrics): ``R@k`` for each k
 over the first k distinct passages, ``sf_recall`` over all of them; none for a method that retrieves nothing
 (``NO_RETRIEVAL``: 'cot'). Answer metrics (EM, F1, precision, recall, judged accuracy) for answer methods.
+
+Per question class (``by_class``, :func:`summarize_by_class`): the same means over the questions that method
+'auto' put into each class (PIKE-RAG §3.2), for every method that ran, when 'auto' ran.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ BASELINES = ("dense", "bm25")
 NO_RETRIEVAL = ("cot",)
 DEFAULT_KS = (1, 2, 5, 10)
 ANSWER_METRICS = ("em", "f1", "precision", "recall", "accuracy")
+#: The method whose records give each question its class (kbgraph.query.classify): the per-class figures.
+CLASSIFIER = "auto"
 
 
 class MethodSummary(BaseModel):
@@ -44,6 +49,17 @@ class MethodSummary(BaseModel):
     tokens_per_question: dict[str, float] = Field(default_factory=dict)
     latency_ms: dict[str, float] = Field(default_factory=dict)
     judged: int = 0
+
+
+class ClassSummary(BaseModel):
+    """The questions of one class (PIKE-RAG §3.2) as method 'auto' (``CLASSIFIER``) classified them: how many,
+    the routes 'auto' took for them (``"L2:pike"`` -> count) and every method's means over those questions
+    alone (:func:`summarize` on their records)."""
+
+    question_class: str
+    questions: int = 0
+    routes: dict[str, int] = Field(default_factory=dict)
+    methods: dict[str, MethodSummary] = Field(default_factory=dict)
 
 
 class EvalSummary(BaseModel):
@@ -67,6 +83,8 @@ class EvalSummary(BaseModel):
     seconds: float = 0.0
     report: Path | None = None
     plots: list[str] = Field(default_factory=list)
+    # per question class, as method 'auto' classified each question (empty when 'auto' did not run)
+    by_class: dict[str, ClassSummary] = Field(default_factory=dict)
 
 
 def run_models(kb: KnowledgeBase, llm: Any, judge_model: str | None) -> dict[str, Any]:
@@ -149,4 +167,27 @@ def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: 
                           if ms.metrics.get(key) is not None and out[base].metrics.get(key) else None)
                     for key in rkeys
                 }  # fmt: skip
+    return out
+
+
+def summarize_by_class(records: Sequence[QuestionRecord], *, methods: Sequence[str],
+                       ks: Sequence[int]) -> dict[str, ClassSummary]:  # fmt: skip
+    """Per question class: the questions that method 'auto' (``CLASSIFIER``) finished, grouped by the
+    ``question_class`` it recorded (PIKE-RAG §3.2; 'unknown' when its classification failed), and every
+    method's :func:`summarize` over the records of those questions. Classes in the order factual,
+    linkable_reasoning, predictive, creative, unknown. Empty when 'auto' finished no question (questions it
+    failed on belong to no class)."""
+    classified = [r for r in records if r.method == CLASSIFIER and r.error is None]
+    class_of = {r.question_id: r.question_class or "unknown" for r in classified}
+    order = ("factual", "linkable_reasoning", "predictive", "creative", "unknown")
+    out: dict[str, ClassSummary] = {}
+    for name in sorted(set(class_of.values()), key=lambda c: (order.index(c) if c in order else len(order), c)):
+        ids = {qid for qid, c in class_of.items() if c == name}
+        recs = [r for r in records if r.question_id in ids]
+        routes: dict[str, int] = {}
+        for r in classified:
+            if r.question_id in ids and r.route:
+                routes[r.route] = routes.get(r.route, 0) + 1
+        out[name] = ClassSummary(question_class=name, questions=len(ids), routes=routes,
+                                 methods=summarize(recs, methods=methods, ks=ks))  # fmt: skip
     return out
