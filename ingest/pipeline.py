@@ -1,10 +1,11 @@
 """L0 ingestion: files -> the three-layer graph (PIKE-RAG §5.1, §5.2.1, §5.3.1; ARCHITECTURE.md).
 
 Stages: parse (``parse``) -> structure and chunk (``chunk``) -> distill (``distill``) -> embed
-(``kbgraph.embed``) -> write (``write``). Documents move through the stages in groups of at most
-``settings.ingest_group_size`` documents and ``settings.ingest_group_chars`` characters so that spaCy and the
-embedder work in large batches; each group is written in one unit of work, so a failure leaves none of its
-documents behind (and a failed group is retried one document at a time).
+(``kbgraph.embed``) -> write (``write``), then, with an LLM and ``auto_tagging`` on, tag (``autotag``: once per
+run, after every group is written, the chunks not tagged yet; PIKE-RAG §5.2.2). Documents move through the
+stages in groups of at most ``settings.ingest_group_size`` documents and ``settings.ingest_group_chars``
+characters so that spaCy and the embedder work in large batches; each group is written in one unit of work,
+so a failure leaves none of its documents behind (and a failed group is retried one document at a time).
 
 Incremental and cron-safe: a document's id comes from its source URI and its content is hashed (sha256);
 an unchanged file is recognised from the hash of its raw bytes before it is parsed, and an unchanged,
@@ -117,6 +118,8 @@ class Ingestor:
                 for group in self._groups(files, report, seen_uris, bar):
                     self._process(group, report, bar)
                 self._record_corpora(report)
+                if self.settings.auto_tagging and self.llm is not None:
+                    self._tag(report, bar)
                 bar.finish()
             if prune:
                 report.deleted = self._prune(files, seen_uris)
@@ -302,10 +305,11 @@ class Ingestor:
         return any("#" in d.uri for d in docs)
 
     def _embed(self, graphs: list[DocumentGraph]) -> int:
-        """Embed every layer of the group (``kbgraph.ingest.embed_layers``); the number of texts embedded."""
+        """Embed the layers of the group whose vectors are on (``kbgraph.ingest.embed_layers``, setting
+        ``vector_layers``); the number of texts embedded."""
         from kbgraph.ingest.embed_layers import embed_layers
 
-        return embed_layers(graphs, self.embedder)
+        return embed_layers(graphs, self.embedder, self.settings.vector_layers)
 
     def _write(self, graphs: list[DocumentGraph], docs: list, report: IngestReport, bar) -> None:
         from kbgraph.ingest.write import write_documents
@@ -330,6 +334,26 @@ class Ingestor:
             w["updated" if g.document.id in replace else "added"] += 1
             w["chunks"] += len(g.chunks)
             w["warnings"] += warnings.get(g.document.uri, [])
+
+    # --- tag (auto-tagging, PIKE-RAG §5.2.2) --------------------------------------------------------
+    def _tag(self, report: IngestReport, bar) -> None:
+        """Stage ``tag``, once after every group is written: the LLM tags the chunks not tagged yet (new and
+        rewritten chunks, and those whose request failed before; ``kbgraph.ingest.autotag``). A chunk whose
+        request fails is in ``report.tagging.errors`` and does not fail the run."""
+        from kbgraph.ingest.autotag import pending_chunks, tag_chunks
+
+        t0 = time.perf_counter()
+        ids = pending_chunks(self.store)
+        if ids:
+            with bar.stage("tag", f"{len(ids):,} chunks") as st:
+                report.tagging = tag_chunks(
+                    self.store, self.settings, self.llm, self.embedder, ids, before_write=self._lock.check,
+                    on_batch=lambda done, total: bar.line(f"tag: {done:,}/{total:,} chunks asked"),
+                )  # fmt: skip
+                t = report.tagging
+                st.done(t.tagged, "chunks", f"{t.tags:,} tags ({t.new_tags:,} new), {t.failed} failed"
+                        + (f"; {t.stopped}" if t.stopped else ""))  # fmt: skip
+        report.seconds["tag"] += time.perf_counter() - t0
 
     # --- prune ----------------------------------------------------------------------------------
     def _prune(self, files: list[Path], seen_uris: set[str]) -> int:

@@ -14,9 +14,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.autotag import TaggingReport
 from kbgraph.text import one_line
 
-STAGES = ("parse", "chunk", "distill", "embed", "write")
+STAGES = ("parse", "chunk", "distill", "embed", "write", "tag")
 #: Longest error line recorded against a document.
 ERROR_CHARS = 1000
 
@@ -44,7 +45,8 @@ class FileOutcome(BaseModel):
 
 
 class IngestReport(BaseModel):
-    """Summary of one run (also stored on its IngestionRun node). ``seconds``: wall time per stage."""
+    """Summary of one run (also stored on its IngestionRun node). ``seconds``: wall time per stage (``tag``:
+    auto-tagging, run once after the groups are written)."""
 
     run_id: str
     started_at: str
@@ -62,6 +64,9 @@ class IngestReport(BaseModel):
     #: every file found, in path order, with its outcome (filled when the run ends)
     files: list[FileOutcome] = Field(default_factory=list)
     seconds: dict[str, float] = Field(default_factory=lambda: dict.fromkeys((*STAGES, "total"), 0.0))
+    #: the ``tag`` stage (auto-tagging, PIKE-RAG §5.2.2; kbgraph.ingest.autotag) when it ran: chunks tagged,
+    #: chunks whose LLM request failed (left untagged, asked again by the next run; they do not fail the run)
+    tagging: TaggingReport | None = None
 
     @property
     def exit_code(self) -> int:

@@ -230,6 +230,11 @@ def reset_cmd(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> N
     console.print(f"knowledge base {s.name!r} is empty")
 
 
+if __name__ == "__main__":  # `python -m kbgraph.cli`: run the one importable module (the verb modules import it)
+    from kbgraph.cli import main as _module_main
+
+    sys.exit(_module_main())
+
 from kbgraph import cli_decomposer, cli_serve, cli_servers, cli_tags  # noqa: E402 - verbs in their own modules
 
 for _verbs in (cli_servers, cli_serve, cli_tags, cli_decomposer):
@@ -268,6 +273,3 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,12 +15,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-#: The node labels of the three-layer graph that carry a vector index on ``embedding``.
-VECTOR_LABELS: tuple[str, ...] = ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity")
+#: The node labels of the three-layer graph that carry a vector index on ``embedding`` (Tag: auto-tagging, §5.2.2).
+VECTOR_LABELS: tuple[str, ...] = ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity", "Tag")
 #: Labels of saved rationales (``kbgraph ask --save``, kbgraph.query.rationale).
 RATIONALE_LABELS: tuple[str, ...] = ("Question", "SubQuestion")
 #: Every node label kbgraph writes (each has a uniqueness constraint on ``id``).
-NODE_LABELS: tuple[str, ...] = VECTOR_LABELS + ("IngestionRun",) + RATIONALE_LABELS
+NODE_LABELS: tuple[str, ...] = VECTOR_LABELS + ("IngestionRun",) + RATIONALE_LABELS + ("TagClass",)
 #: Every relationship type kbgraph writes.
 RELATIONSHIP_TYPES: tuple[str, ...] = (
     "HAS_SECTION",
@@ -36,9 +36,12 @@ RELATIONSHIP_TYPES: tuple[str, ...] = (
     "USED",  # saved rationales: (:Question)-[:USED {round, score}]->(:Chunk)
     "PROPOSED",  # (:Question)-[:PROPOSED]->(:SubQuestion)
     "MATCHED",  # (:SubQuestion)-[:MATCHED {score}]->(:AtomicQuestion)
+    "TAGGED",  # auto-tagging (PIKE-RAG §5.2.2, kbgraph.ingest.autotag): (:Chunk)-[:TAGGED]->(:Tag {side: 'corpus'})
 )
 #: Full-text indexes: (label, property).
-FULLTEXT_INDEXES: tuple[tuple[str, str], ...] = (("Chunk", "text"), ("Entity", "name"), ("Document", "title"))
+FULLTEXT_INDEXES: tuple[tuple[str, str], ...] = (
+    ("Chunk", "text"), ("Entity", "name"), ("Document", "title"), ("Tag", "name"),
+)
 
 
 def stable_id(prefix: str, *parts: str) -> str:

@@ -450,7 +450,7 @@ def test_grass_styles_every_label_and_relationship():
     style = _grass()
     captions = {"Document": "{title}", "Section": "{title}", "Chunk": "{text}", "AtomicQuestion": "{text}",
                 "Triple": "{text}", "Entity": "{name}", "IngestionRun": "{status}", "Question": "{text}",
-                "SubQuestion": "{text}"}  # fmt: skip
+                "SubQuestion": "{text}", "Tag": "{name}", "TagClass": "{name}"}  # fmt: skip
     assert set(captions) == set(NODE_LABELS)
     colours = []
     for label in NODE_LABELS:

@@ -57,6 +57,19 @@ def fulltext_terms(text: str, max_terms: int = 32) -> list[str]:
     return list(seen)
 
 
+def delete_orphan_tags(tx: Transaction | GraphStore, tag_ids: Sequence[str]) -> int:
+    """Delete those of the corpus Tags ``tag_ids`` that no chunk is TAGGED with any more, then the query Tags
+    that mapped (MAPS_TO) only to deleted ones (auto-tagging, PIKE-RAG §5.2.2). Returns the Tags deleted."""
+    if not tag_ids:
+        return 0
+    rows = tx.run("tags/delete_orphan_corpus_tags", {"ids": list(tag_ids)})
+    query_ids = list(dict.fromkeys(q for r in rows for q in (r["query_ids"] or [])))
+    deleted = len(rows)
+    if query_ids:
+        deleted += int(tx.run("tags/delete_orphan_query_tags", {"ids": query_ids})[0]["deleted"])
+    return deleted
+
+
 def map_vectors(params: Row, convert: Callable[[np.ndarray], Any]) -> Row:
     """``params`` with every numpy array (a checked embedding, at the top level or in a row of ``$rows``)
     replaced by ``convert(array)``: each driver has its own fastest form of a vector."""
@@ -324,17 +337,20 @@ class GraphStore(ABC):
         self, document_id: str, tx: Transaction | None = None, entity_ids: Sequence[str] = ()
     ) -> dict[str, int]:
         """Remove a document's whole subgraph (sections, chunks, atomic questions, triples) and the entities
-        no other document uses; inside ``tx`` when given, else in a unit of work of its own. ``entity_ids``:
-        further entities to remove if nothing links them (those a failed write may have left). Idempotent.
-        Returns counts of what was deleted."""
+        no other document uses, and the corpus Tags no other chunk is TAGGED with (with the query Tags mapped only
+        to them: ``delete_orphan_tags``); inside ``tx`` when given, else in a unit of work of its own.
+        ``entity_ids``: further entities to remove if nothing links them (those a failed write may have left).
+        Idempotent. Returns counts of what was deleted."""
         if tx is None:
             with self.transaction() as own:
                 return self.delete_document(document_id, own, entity_ids)
         found = [r["id"] for r in tx.run("admin/document_entities", {"id": document_id})]
         entity_ids = list(dict.fromkeys([*found, *entity_ids]))
+        tag_ids = [r["id"] for r in tx.run("tags/document_tags", {"id": document_id})]
         knowledge = tx.run("admin/delete_document_knowledge", {"id": document_id})[0]
         corpus = tx.run("admin/delete_document_corpus", {"id": document_id})[0]
         orphans = tx.run("admin/delete_orphan_entities", {"ids": entity_ids}) if entity_ids else []
+        tags = delete_orphan_tags(tx, tag_ids)
         return {
             "documents": int(corpus["documents"]),
             "sections": int(corpus["sections"]),
@@ -342,6 +358,7 @@ class GraphStore(ABC):
             "questions": int(knowledge["questions"]),
             "triples": int(knowledge["triples"]),
             "entities": int(orphans[0]["deleted"]) if orphans else 0,
+            "tags": tags,
         }
 
     def orphans(self, limit: int = 100) -> list[Row]:
