@@ -39,6 +39,9 @@ whose docstring reads: "It's designed to use the `atom_queries` to retrieve atom
    selects nothing too does the loop end (lines 6-8). Trace: ``selection='atom'|'chunk'``.
    ``backup_selection=False`` gives the papers' loop without this step.
 
+Learned proposer (PIKE-RAG §5.3.3): with ``settings.decomposer_model`` set, lines 3-5 of each round are one
+request to that fine-tuned model (kbgraph.query.decomposer_learned); its rounds are ``selection='learned'``.
+
 A proposer answer with no sub-questions, or no valid JSON after the client's repair request, ends the loop
 as in the authors' code. The final context is at most N chunks (PIKE-RAG §6.1 "limits the context for the
 final answer to the five most useful knowledge chunks"); each becomes a citation with provenance from
@@ -156,16 +159,19 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         _finished(ctx, trace)  # round t - 1
         rnd = TraceRound(round=t)
         trace.append(rnd)
+        if settings.decomposer_model:  # §5.3.3: lines 3-5 are one call to the learned proposer
+            from kbgraph.query.decomposer_learned import learned_round
+
+            if not learned_round(ctx, question, context, focus, trace, rnd):
+                break
+            continue
         known = context_of(context)
         # line 3: proposals
-        try:
-            proposal = llm.complete_json(prompts.proposer_messages(question, known), Proposal)
-        except LLMError as exc:
-            rnd.note = f"stopped: the proposer gave no valid JSON ({exc})"
-            break
-        rnd.thinking, rnd.proposals = proposal.thinking, proposal.sub_questions
-        if not proposal.sub_questions:
-            rnd.note = "stopped: no sub-questions proposed"
+        proposal, stop = propose(llm, question, known)
+        if proposal is not None:
+            rnd.thinking, rnd.proposals = proposal.thinking, proposal.sub_questions
+        if stop:
+            rnd.note = stop
             break
         # line 4: atomic retrieval, known chunks excluded, then the backups
         exclude = {c.id for c in context}
@@ -204,6 +210,17 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
     )  # fmt: skip
     answer.usage = meter.report()
     return answer
+
+
+def propose(llm: LLM, question: str, known: str) -> tuple[Proposal | None, str]:
+    """Line 3 (also Algorithm 2's line 6, kbgraph.query.decomposer_data): the proposer's answer for ``question``
+    given the context text ``known``, and '' or the note of a stop: no valid JSON (no proposal) or no
+    sub-questions. Raises LLMError only for a failing server."""
+    try:
+        proposal = llm.complete_json(prompts.proposer_messages(question, known), Proposal)
+    except LLMError as exc:
+        return None, f"stopped: the proposer gave no valid JSON ({exc})"
+    return proposal, "" if proposal.sub_questions else "stopped: no sub-questions proposed"
 
 
 def _finished(ctx: QueryContext, trace: list[TraceRound]) -> None:
