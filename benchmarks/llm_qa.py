@@ -1,9 +1,10 @@
 """Question answering with a real LLM: PIKE-RAG's Algorithm 1 (``pike``) against the paper's baselines
-(``naive``, ``naive_hr``, ``self_ask``, ``cot``) on the same knowledge base, same embedder, same questions
+(``naive``, ``naive_hr``, ``self_ask``, ``cot``) and the companion systems MIGRES (``migres``, paper 002) and
+HiRAG (``hirag``, paper 004) on the same knowledge base, same embedder, same questions
 (PIKE-RAG §6.1's protocol; the paper ran 500 2WikiMultihopQA dev questions).
 
     .venv/bin/python benchmarks/llm_qa.py --base-url http://127.0.0.1:8088/v1 --model SmolLM2-135M-Instruct.Q4_1 \\
-        [--dataset examples/multihop/2wikimultihopqa/dev500] [--limit 50] [--methods pike,naive,...] \\
+        [--dataset examples/multihop/2wikimultihopqa/dev500] [--limit 50] [--methods pike,naive,...] [--max-tokens 256] \\
         [--home DIR] [--api-key KEY] [--judge-model M] [--llm-ingest]
 
 Prints, per method: EM, F1 and LLM-judged accuracy (%), tokens per question (prompt / completion, from the
@@ -42,7 +43,8 @@ def main() -> None:
     ap.add_argument("--api-key", default=os.environ.get("KBGRAPH_LLM_API_KEY", "none"))
     ap.add_argument("--dataset", default=str(DEFAULT_DATASET))
     ap.add_argument("--limit", type=int, default=50)
-    ap.add_argument("--methods", default=",".join(("pike", "naive", "naive_hr", "self_ask", "cot")))
+    ap.add_argument("--methods", default=",".join(("pike", "naive", "naive_hr", "self_ask", "cot", "migres", "hirag")))
+    ap.add_argument("--max-tokens", type=int, default=None, help="completion tokens per request (KBGRAPH_LLM_MAX_TOKENS)")
     ap.add_argument("--judge-model", default=None)
     ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
     ap.add_argument("--llm-ingest", action="store_true", help="ingest with the LLM (atomic questions, §5.3.1)")
@@ -57,6 +59,8 @@ def main() -> None:
     home = Path(args.home).expanduser()
     llm_settings = dict(llm_base_url=args.base_url, llm_model=args.model, llm_api_key=args.api_key,
                         llm_timeout=args.timeout, llm_cache_dir=home / "llm-qa" / "llm-cache")  # fmt: skip
+    if args.max_tokens:
+        llm_settings["llm_max_tokens"] = args.max_tokens
     kb_name = f"{ds.name}{'_llm' if args.llm_ingest else ''}_falkordb"
     settings = Settings(home=home, name=kb_name, falkor_idle_timeout=0, **(llm_settings if args.llm_ingest else {}))
     llm = OpenAIClient(Settings(home=home, **llm_settings))
@@ -103,7 +107,8 @@ def _print(summary, methods: list[str], args, llm) -> None:
     for prompt, s in llm.json_report().items():
         print(f"  {prompt:18} {s['answers']:5.0f} / {s['repaired']:4.0f} / {s['failed']:4.0f}   {100 * s['repair_share']:5.1f} %")
     print(f"\ncommand: .venv/bin/python benchmarks/llm_qa.py --base-url {args.base_url} --model {args.model} "
-          f"--dataset {args.dataset} --limit {args.limit} --methods {','.join(methods)}")  # fmt: skip
+          f"--dataset {args.dataset} --limit {args.limit} --methods {','.join(methods)}"
+          + (f" --max-tokens {args.max_tokens}" if args.max_tokens else ""))  # fmt: skip
 
 
 def _git(*argv: str) -> str:

@@ -65,6 +65,12 @@ class QueryContext:
         """The same knowledge base read with other ``settings`` (e.g. some propagation weights set to 0)."""
         return QueryContext(self.store, settings, self.embedder, self.llm, self.events)
 
+    def round_finished(self, trace: Sequence[Any]) -> None:
+        """A streamed ask: the last round of ``trace`` (Algorithm 1, MIGRES or HiRAG) has finished; send it as an
+        ``AskEvent(type="round")``. Nothing when the answer is not streamed or ``trace`` is empty."""
+        if self.events is not None and trace:
+            self.events(AskEvent(type="round", round=trace[-1]))
+
     def with_events(self, events: Callable[[AskEvent], None] | None) -> QueryContext:
         """The same context whose methods send their streamed events to ``events``."""
         return QueryContext(self.store, self.settings, self.embedder, self.llm, events)

@@ -65,7 +65,7 @@ from kbgraph.query.graph import (
     scored_chunk,
     text_of,
 )
-from kbgraph.query.models import Answer, AskEvent, Candidate, ScoredChunk, TraceRound
+from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
 from kbgraph.store import GraphStore
 
 
@@ -156,7 +156,7 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
     qvec = None
 
     for t in range(1, n_rounds + 1):
-        _finished(ctx, trace)  # round t - 1
+        ctx.round_finished(trace)  # round t - 1
         rnd = TraceRound(round=t)
         trace.append(rnd)
         if settings.decomposer_model:  # §5.3.3: lines 3-5 are one call to the learned proposer
@@ -201,7 +201,7 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         context.append(scored_chunk(row, chosen.score))
         focus.append(chosen.text or question)
 
-    _finished(ctx, trace)
+    ctx.round_finished(trace)
     # line 14
     out = final_answer(llm, question, context, ctx.events)
     answer = Answer(
@@ -222,11 +222,6 @@ def propose(llm: LLM, question: str, known: str) -> tuple[Proposal | None, str]:
         return None, f"stopped: the proposer gave no valid JSON ({exc})"
     return proposal, "" if proposal.sub_questions else "stopped: no sub-questions proposed"
 
-
-def _finished(ctx: QueryContext, trace: list[TraceRound]) -> None:
-    """A streamed ask (``ctx.events``): the last round of ``trace`` has finished; send it."""
-    if ctx.events is not None and trace:
-        ctx.events(AskEvent(type="round", round=trace[-1]))
 
 
 def _select(

@@ -54,7 +54,7 @@ from kbgraph.query.answering import UsageMeter, answer_json, citations_for
 from kbgraph.query.context import LLM, QueryContext
 from kbgraph.query.graph import chunk_details, scored_chunk
 from kbgraph.query.hirag_retrieve import DocumentMatch, document_candidates, document_chunks, tied
-from kbgraph.query.models import Answer, AskEvent, HiragRound, ScoredChunk
+from kbgraph.query.models import Answer, HiragRound, ScoredChunk
 from kbgraph.query.prompts import hirag as hp
 from kbgraph.query.retrieval import retrieve_propagation
 from kbgraph.text import chunk_body
@@ -120,7 +120,7 @@ def answer_hirag(question: str, ctx: QueryContext) -> Answer:
     focus: list[str] = []
 
     for w in range(1, settings.hirag_rounds + 1):
-        _finished(ctx, trace)
+        ctx.round_finished(trace)
         rnd = HiragRound(round=w)
         trace.append(rnd)
         output = llm.complete(hp.decomposer_messages(question, turns)).strip()
@@ -143,7 +143,7 @@ def answer_hirag(question: str, ctx: QueryContext) -> Answer:
     else:
         trace[-1].note = (trace[-1].note + "; " if trace[-1].note else "") + f"{settings.hirag_rounds} rounds: stop"
 
-    _finished(ctx, trace)
+    ctx.round_finished(trace)
     out = answer_json(llm, hp.summarizer_messages(question, [a for _, a in turns]), ctx.events)
     answer = Answer(
         question=question, answer=out.answer, rationale=out.rationale, method="hirag", trace=trace,
@@ -152,11 +152,6 @@ def answer_hirag(question: str, ctx: QueryContext) -> Answer:
     answer.usage = meter.report()
     return answer
 
-
-def _finished(ctx: QueryContext, trace: list[HiragRound]) -> None:
-    """A streamed ask (``ctx.events``): the last round of ``trace`` has finished; send it."""
-    if ctx.events is not None and trace:
-        ctx.events(AskEvent(type="round", round=trace[-1]))
 
 
 # --- Algorithm 1 ``Retrieval`` and ``RewriteAndAnswerQuestion`` ------------------------------------------------

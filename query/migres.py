@@ -47,7 +47,7 @@ from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations
 from kbgraph.query.context import LLM, QueryContext
 from kbgraph.query.graph import text_of
 from kbgraph.query.migres_retrieve import Retriever, retrieve_filtered, shown_keys
-from kbgraph.query.models import Answer, AskEvent, MigresRound, ScoredChunk
+from kbgraph.query.models import Answer, MigresRound, ScoredChunk
 from kbgraph.query.prompts import migres as mp
 from kbgraph.text import one_line
 
@@ -161,7 +161,7 @@ def answer_migres(question: str, ctx: QueryContext) -> Answer:
     missing, verdict = "", None
 
     for t in range(1, settings.migres_iterations + 1):
-        _finished(ctx, trace)
+        ctx.round_finished(trace)
         rnd = MigresRound(round=t, retriever=retriever.name, missing_information=missing)
         trace.append(rnd)
         if t == 1:
@@ -197,7 +197,7 @@ def answer_migres(question: str, ctx: QueryContext) -> Answer:
             break
         missing = verdict.missing_information if verdict else ""
 
-    _finished(ctx, trace)
+    ctx.round_finished(trace)
     chunks = [used[cid] for cid in focus if cid in used]
     if verdict is not None and verdict.answerable:
         out = QAOutput(answer=verdict.answer.text, rationale=verdict.explanation)
@@ -212,11 +212,6 @@ def answer_migres(question: str, ctx: QueryContext) -> Answer:
     answer.usage = meter.report()
     return answer
 
-
-def _finished(ctx: QueryContext, trace: list[MigresRound]) -> None:
-    """A streamed ask (``ctx.events``): the last iteration of ``trace`` has finished; send it."""
-    if ctx.events is not None and trace:
-        ctx.events(AskEvent(type="round", round=trace[-1]))
 
 
 def _new_queries(llm: LLM, question: str, history: list[str], known: list[Extraction], missing: str, limit: int,

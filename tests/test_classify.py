@@ -25,6 +25,7 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import METHODS
 from kbgraph.query.prompts import SYSTEM_JUDGE
 from kbgraph.query.render import render_answer
+from tests.graph_kb import loaded_store
 
 Q_IDS = ("2hop__150763_14904", "2hop__6584_6587", "2hop__205146_62031", "2hop__215852_404718")
 HOP1 = "What company published Journal of Psychotherapy Integration?"
@@ -85,17 +86,9 @@ def graphs(data, falkor_settings):
 @pytest.fixture(scope="module")
 def kb(falkor_settings, graphs):
     """(store, settings, embedder) over the 16-passage graph, on a FalkorDB graph of its own."""
-    from kbgraph.ingest.write import write_documents
-    from kbgraph.store import open_store
-
     settings = falkor_settings.model_copy(update={"name": f"cls{uuid.uuid4().hex[:8]}", "llm_model": None})
-    store = open_store(settings)
-    store.clear()
-    store.ensure_schema()
-    write_documents(store, graphs[0])
-    yield store, settings, graphs[1]
-    store.clear()
-    store.close()
+    with loaded_store(settings, graphs[0]) as store:
+        yield store, settings, graphs[1]
 
 
 # --- a scripted LLM that reads the prompts ------------------------------------------------------------------

@@ -15,10 +15,12 @@ import uuid
 import numpy as np
 import pytest
 
+from kbgraph.ingest.write import write_documents
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query import answering, baselines, decompose
 from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import answer_pike
+from tests.graph_kb import loaded_store
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> APA -> G. Stanley Hall
 EXTRA_QUESTIONS = ("2hop__205146_62031", "2hop__468258_495107")
@@ -77,26 +79,12 @@ def graphs(corpus, falkor_settings):
     return out, embedder
 
 
-def _load(store, graphs):
-    from kbgraph.ingest.write import write_documents
-
-    write_documents(store, graphs)
-    return store
-
-
 @pytest.fixture(scope="module")
 def kb(falkor_settings, graphs):
     """(store, settings, embedder) over the 30-passage graph, on a FalkorDB graph of its own."""
-    from kbgraph.store import open_store
-
     settings = falkor_settings.model_copy(update={"name": f"dec{uuid.uuid4().hex[:8]}"})
-    store = open_store(settings)
-    store.clear()
-    store.ensure_schema()
-    _load(store, graphs[0])
-    yield store, settings, graphs[1]
-    store.clear()
-    store.close()
+    with loaded_store(settings, graphs[0]) as store:
+        yield store, settings, graphs[1]
 
 
 # --- a scripted LLM that reads the prompts ---------------------------------------------------------------
@@ -436,7 +424,7 @@ def test_decompose_parsers():
 def test_pike_and_naive_on_neo4j(store, backend_settings, graphs, corpus):
     """The same statements on Neo4j 5: Algorithm 1's candidates match the independent recomputation, the
     exclusion holds, and citations resolve."""
-    _load(store, graphs[0])
+    write_documents(store, graphs[0])
     settings, embedder = backend_settings, graphs[1]
     script = Script([[HOP1], [HOP1, HOP2]])
     answer = answer_pike(corpus["question"]["question"],

@@ -16,6 +16,7 @@ import uuid
 import numpy as np
 import pytest
 
+from kbgraph.ingest.write import write_documents
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query import hirag
 from kbgraph.query.context import QueryContext
@@ -25,6 +26,7 @@ from kbgraph.query.models import Answer, AskEvent, HiragRound
 from kbgraph.query.prompts import hirag as hp
 from kbgraph.query.retrieval import retrieve_propagation
 from kbgraph.text import index_text
+from tests.graph_kb import loaded_store
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> American Psychological Association -> Hall
 HOP1 = "What company published Journal of Psychotherapy Integration?"
@@ -82,26 +84,12 @@ def graphs(corpus, falkor_settings):
     return out, embedder
 
 
-def _load(store, graphs):
-    from kbgraph.ingest.write import write_documents
-
-    write_documents(store, graphs)
-    return store
-
-
 @pytest.fixture(scope="module")
 def kb(falkor_settings, graphs):
     """(store, settings, embedder) on a FalkorDB graph of its own."""
-    from kbgraph.store import open_store
-
     settings = falkor_settings.model_copy(update={"name": f"hir{uuid.uuid4().hex[:8]}"})
-    store = open_store(settings)
-    store.clear()
-    store.ensure_schema()
-    _load(store, graphs[0])
-    yield store, settings, graphs[1]
-    store.clear()
-    store.close()
+    with loaded_store(settings, graphs[0]) as store:
+        yield store, settings, graphs[1]
 
 
 # --- a scripted LLM that reads the prompts -----------------------------------------------------------------
@@ -383,7 +371,7 @@ def test_ask_render_and_rationale(kb, corpus):
 def test_rethink_on_neo4j(store, backend_settings, graphs, corpus):
     """Chunk- then document-level rethink on Neo4j 5: the same documents, the same recomputed chunk ranking
     (Neo4j's similarity mapped back to a cosine), citations that resolve."""
-    _load(store, graphs[0])
+    write_documents(store, graphs[0])
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "no", "no", "yes"])
     answer = answer_hirag(corpus["question"], QueryContext(store, backend_settings, graphs[1], ScriptedLLM(script)))
     rnd = answer.trace[0]

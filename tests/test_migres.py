@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from kbgraph.ingest.write import write_documents
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query import migres
 from kbgraph.query.context import QueryContext
@@ -21,6 +22,7 @@ from kbgraph.query.evidence import sentences
 from kbgraph.query.migres import answer_migres
 from kbgraph.query.models import Answer, AskEvent, MigresRound
 from kbgraph.text import index_text
+from tests.graph_kb import loaded_store
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> American Psychological Association -> Hall
 HOP2 = "Who was the first president of the American Psychological Association?"
@@ -63,26 +65,12 @@ def graphs(corpus, falkor_settings):
     return out, embedder
 
 
-def _load(store, graphs):
-    from kbgraph.ingest.write import write_documents
-
-    write_documents(store, graphs)
-    return store
-
-
 @pytest.fixture(scope="module")
 def kb(falkor_settings, graphs):
     """(store, settings with θ = THETA, embedder) on a FalkorDB graph of its own."""
-    from kbgraph.store import open_store
-
     settings = falkor_settings.model_copy(update={"name": f"mig{uuid.uuid4().hex[:8]}", "migres_threshold": THETA})
-    store = open_store(settings)
-    store.clear()
-    store.ensure_schema()
-    _load(store, graphs[0])
-    yield store, settings, graphs[1]
-    store.clear()
-    store.close()
+    with loaded_store(settings, graphs[0]) as store:
+        yield store, settings, graphs[1]
 
 
 # --- a scripted LLM that reads the prompts -----------------------------------------------------------------
@@ -354,7 +342,7 @@ def test_ask_and_render(kb, corpus):
 def test_migres_on_neo4j(store, backend_settings, graphs, corpus):
     """The same two iterations on Neo4j 5: the kept chunks' cosines (Neo4j's similarity converted back to a
     cosine) match the recomputation, and the citations resolve."""
-    _load(store, graphs[0])
+    write_documents(store, graphs[0])
     settings, embedder = backend_settings.model_copy(update={"migres_threshold": THETA}), graphs[1]
     script = Script(
         leaf=[cite("Journal of Psychotherapy Integration", FACT1), cite("Adolescence", FACT2)],
