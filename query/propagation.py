@@ -14,6 +14,8 @@ with every weight a setting (``weight_*``):
           + w_E · max_{e : c -MENTIONS-> e} g(q, e)         entities (mentioned by <= max_entity_degree chunks)
           + w_F · ft(q, c)                                  full-text keyword match on Chunk.text
           + w_F · max_{e : c -MENTIONS-> e} ft(q, e)        full-text match on Entity.name
+          + w_G · max_{t : c -TAGGED-> t} m(q, t)           mapped corpus tags (auto-tagging, §5.2.2; tags on
+                                                            <= tag_max_chunks chunks)
           + w_S · g(q, s(c))   + w_D · g(q, d(c))           parent section and document, for chunks that
                                                             already have a score from the layers above
 
@@ -30,8 +32,14 @@ question), shared among the n(c', e) chunks it reaches, so a long document's man
 top; deg(e) is the number of chunks mentioning e. Maxima (not sums) inside a layer keep a chunk with many
 similar atomic questions from outscoring a chunk with one exact match.
 
+m(q, t) is the score of a corpus tag that the question's tags map to (kbgraph.query.tags: the MAPS_TO score of
+the tag pair collection, or the cosine of a question tag and the corpus tag on the Tag vector index); it is 0
+for every tag, and the term is absent, without an LLM or with ``auto_tagging`` off. The Tag layer's seeds are
+``Seeds.layers['Tag']``, set by the caller (kbgraph.query.retrieval); with ``tag_rewrite`` the full-text
+seeds ft(q, .) are those of the question followed by the mapped tags' names.
+
 Default weights (settings): w_C 1.0, w_Q 0.1, w_T 0.05, w_E 0.05, w_F 0.05, w_S 0.05, w_D 0.05, w_H 0.3,
-w_TH 0.5, w_N 0.05, hop_from 3, rescore_k 20, chosen on MuSiQue and 2WikiMultihopQA (README,
+w_TH 0.5, w_N 0.05, w_G 0.1, hop_from 3, rescore_k 20, chosen on MuSiQue and 2WikiMultihopQA (README,
 benchmarks/query.py).
 
 ``explain=True`` keeps every term: for each chunk the contributions by layer and node, whose sum is the
@@ -64,17 +72,22 @@ def seed_layers(
     store: GraphStore, settings: Settings, question: str, qvec: Sequence[float], layers: Sequence[str] | None = None
 ) -> Seeds:
     """Vector top-``seed_k`` on each layer's index (or on ``layers`` only), plus full-text top-``fulltext_k``
-    on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers."""
+    on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers. A layer whose
+    vectors are off (``settings.vector_layers``, issue 15) has no vector seeds: its nodes still reach chunks
+    through the full-text seeds and the hops, as in a knowledge base built without its vectors."""
     seeds = Seeds(query_vector=list(qvec))
+    off = settings.vector_layers_off
     if layers is not None:
         for label in layers:
-            hits = store.vector_search(label, qvec, k=settings.seed_k)
-            seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
+            if label not in off:
+                hits = store.vector_search(label, qvec, k=settings.seed_k)
+                seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
         return seeds
     fulltext = settings.fulltext_k if settings.weight_fulltext else 0
     found = store.seed_search(qvec, settings.seed_k, question, fulltext)
     for label in LAYER_WEIGHTS:
-        seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in found.get(label, [])}
+        if label not in off:
+            seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in found.get(label, [])}
     for key, layer in (("Chunk.text", "FullText"), ("Entity.name", "EntityText")):
         if key in found:
             hits = found[key]
@@ -134,6 +147,13 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
             else:
                 sim, text = layers[layer][row["via"]]
                 add(row["chunk_id"], layer, row["via"], text, sim, weights[layer])
+    # the Tag layer (auto-tagging, §5.2.2): chunks TAGGED with a mapped corpus tag; absent when there are none
+    tag_seeds = sims("Tag", settings.weight_tag)
+    if tag_seeds:
+        params = {"tag_seeds": tag_seeds, "max_degree": settings.tag_max_chunks}
+        for row in store.run("retrieve/seed_tags_chunks", params):
+            sim, text = layers["Tag"][row["via"]]
+            add(row["chunk_id"], "Tag", row["via"], text, sim, settings.weight_tag)
     # Section and Document priors, for chunks that already have a score from the layers above
     for row in priors:
         if row["chunk_id"] in terms:

@@ -2,7 +2,8 @@
 one question embedding (PIKE-RAG §5.2.3, Fig. 8 and Fig. 11):
 
 * ``propagation``: every layer's seeds (vector and full text) + multi-granularity score propagation with
-  the settings' weights; the default without an LLM (``retrieve_propagation``).
+  the settings' weights; the default without an LLM (``retrieve_propagation``). With an LLM and
+  ``auto_tagging`` on, also the question's mapped tags (PIKE-RAG §5.2.2: the Tag layer, full-text rewrite).
 * ``hierarchical``: hierarchical retrieval of Fig. 11, paths (a) question -> chunks and (b) question ->
   atomic questions -> chunks, aggregated by the same formula with every weight but ``weight_chunk`` and
   ``weight_question`` set to 0 (``hierarchical_settings``; ``retrieve_hierarchical``).
@@ -17,6 +18,7 @@ from __future__ import annotations
 from kbgraph.query.context import QueryContext
 from kbgraph.query.models import ScoredChunk
 from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.query.tags import question_tags
 from kbgraph.settings import Settings
 
 
@@ -40,8 +42,15 @@ def _question_vector(question: str, ctx: QueryContext) -> list[float]:
 
 
 def retrieve_propagation(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:
-    """Top-``k`` chunks by layer seeds + score propagation with ``ctx.settings``' weights."""
-    seeds = seed_layers(ctx.store, ctx.settings, question, _question_vector(question, ctx))
+    """Top-``k`` chunks by layer seeds + score propagation with ``ctx.settings``' weights; with an LLM and
+    ``auto_tagging`` on, the question's mapped tags seed the Tag layer and (``tag_rewrite``) extend the
+    full-text query (PIKE-RAG §5.2.2, kbgraph.query.tags)."""
+    qvec = _question_vector(question, ctx)
+    tagging = question_tags(question, ctx)
+    text = tagging.rewrite(question) if tagging is not None and ctx.settings.tag_rewrite else question
+    seeds = seed_layers(ctx.store, ctx.settings, text, qvec)
+    if tagging is not None:
+        seeds.layers["Tag"] = tagging.seed_layer()
     return propagate(ctx.store, ctx.settings, seeds, k=k, explain=explain)
 
 
