@@ -2,7 +2,7 @@
 
     export KBGRAPH_LLM_BASE_URL=... KBGRAPH_LLM_MODEL=...      # e.g. from `kbgraph llm start`
     .venv/bin/python benchmarks/tag_recall.py [--set musique] [--questions 10] [--learn 10] [--distractors 30]
-                                              [--home DIR] [--seed 0]
+                                              [--home DIR] [--seed 0] [--classes person,place]
 
 A slice of the data set: ``--learn`` questions teach the tag pair collection, the next ``--questions`` are
 evaluated; the slice's corpus is the gold passages of both plus ``--distractors`` other passages (drawn with
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from kbgraph.eval import evaluate, load_dataset
-from kbgraph.ingest.autotag import pending_chunks, tag_chunks
+from kbgraph.ingest.autotag import TagClass, pending_chunks, tag_chunks, write_tag_classes
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.tag_pairs import QASample, learn_tag_pairs
 from kbgraph.settings import Settings
@@ -64,6 +64,8 @@ def main() -> None:
     ap.add_argument("--learn", type=int, default=10, help="questions the tag pairs are learned from")
     ap.add_argument("--distractors", type=int, default=30, help="non-gold passages in the slice's corpus")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--classes", default="", help="comma-separated tag classes to use instead of the LLM's "
+                    "proposal (a small model may propose none)")
     ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
     args = ap.parse_args()
     home = Path(args.home)
@@ -80,6 +82,8 @@ def main() -> None:
         t0 = time.perf_counter()
         kb.ingest([f"{prefix}.corpus.jsonl"], progress=False)
         print(f"ingested {n_passages} passages offline in {time.perf_counter() - t0:.0f} s", flush=True)
+        if args.classes:
+            write_tag_classes(kb.store, [TagClass(name=c.strip()) for c in args.classes.split(",") if c.strip()])
         tagging = tag_chunks(kb.store, base, llm, kb.embedder, pending_chunks(kb.store))
         print(f"tagged {tagging.tagged}/{tagging.chunks} chunks: {tagging.tags} TAGGED edges, {tagging.new_tags} "
               f"tags, classes {tagging.classes}, {tagging.failed} failed, {tagging.seconds:.0f} s", flush=True)

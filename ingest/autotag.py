@@ -141,8 +141,20 @@ def propose_tag_classes(store: GraphStore, settings: Settings, llm: Any) -> list
     if not proposed:
         raise LLMError("the LLM proposed no tag class (the answer held no named class); try a stronger model "
                        "(KBGRAPH_LLM_MODEL)")  # fmt: skip
-    store.write_batches("tags/upsert_classes", list(proposed.values()), {"now": utc_now()})
-    return [TagClass(name=r["name"], description=r["description"]) for r in proposed.values()]
+    return write_tag_classes(store, [TagClass(name=r["name"], description=r["description"]) for r in proposed.values()])
+
+
+def write_tag_classes(store: GraphStore, classes: list[TagClass]) -> list[TagClass]:
+    """Write ``classes`` as (:TagClass) nodes, merged by normalised name (a class given twice is written once;
+    an existing one gets the new description): classes a user defines, or the LLM's proposal. Returns the
+    classes written."""
+    rows: dict[str, dict[str, str]] = {}
+    for c in classes:
+        if normalize_tag(c.name):
+            cid = tag_class_id(c.name)
+            rows.setdefault(cid, {"id": cid, "name": " ".join(c.name.split()), "description": c.description})
+    store.write_batches("tags/upsert_classes", list(rows.values()), {"now": utc_now()})
+    return [TagClass(name=r["name"], description=r["description"]) for r in rows.values()]
 
 
 def ensure_tag_classes(store: GraphStore, settings: Settings, llm: Any) -> tuple[list[TagClass], bool]:

@@ -140,7 +140,7 @@ class Settings(BaseSettings):
 
     # --- which layers get vectors (issue 15 direction 1; ingest/embed_layers.py, query/propagation.py) ------
     vector_layers: Annotated[list[str], NoDecode] = Field(
-        ["AtomicQuestion", "Triple", "Entity", "Section", "Document"],
+        ["AtomicQuestion", "Triple", "Entity", "Section", "Document"],  # all: docs/benchmarks.md, layer ablation
         description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
         "or comma-separated labels of " + ", ".join(VECTOR_LAYER_CHOICES) + ". A layer that is off keeps its "
         "nodes, edges and full-text; vectors it already has stay in the store unused. Turning a layer on for an "

@@ -72,10 +72,17 @@ def _crash_while_writing(kb: KnowledgeBase, path, monkeypatch) -> tuple[str, lis
     return run_ids[0], chunk_ids
 
 
+def _every_vector(settings):
+    """``settings`` with every layer's vectors on (setting ``vector_layers``): these tests check the indexes."""
+    from kbgraph.settings import VECTOR_LAYER_CHOICES
+
+    return settings.model_copy(update={"vector_layers": list(VECTOR_LAYER_CHOICES)})
+
+
 def test_writing_document_is_never_served_and_next_run_repairs(backend_settings, tmp_path, monkeypatch):
     (tmp_path / "hopper.txt").write_text(HOPPER, encoding="utf-8")
     (tmp_path / "lovelace.txt").write_text(LOVELACE, encoding="utf-8")
-    kb = KnowledgeBase(settings=backend_settings)
+    kb = KnowledgeBase(settings=_every_vector(backend_settings))
     kb.reset()
     try:
         first = kb.ingest([tmp_path / "hopper.txt"], progress=False)
@@ -172,7 +179,7 @@ def test_every_complete_document_is_in_the_document_vector_index(backend_setting
     indexed Documents left about half of them unfindable; a Document now enters the index when complete.)"""
     lines = (examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl").read_text(encoding="utf-8").splitlines()
     (tmp_path / "passages.jsonl").write_text("\n".join(lines[:40]) + "\n", encoding="utf-8")
-    kb = KnowledgeBase(settings=backend_settings)
+    kb = KnowledgeBase(settings=_every_vector(backend_settings))
     kb.reset()
     try:
         assert kb.ingest([tmp_path / "passages.jsonl"], progress=False).added == 40

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbgraph.embed import onnx_export, onnx_model
+from kbgraph.embed import onnx_export, onnx_model, onnx_quant
 from kbgraph.embed.base import BACKENDS, DEFAULT_MODEL, OPENAI_PREFIX, Embedder
 from kbgraph.embed.onnx_runtime import OnnxEmbedder
 from kbgraph.embed.openai_api import OpenAIEmbedder
@@ -109,6 +109,8 @@ def make_embedder(settings: Settings) -> Embedder:
         if backend == "onnx" and not path.is_file():
             onnx_export.export_onnx(spec.folder, path)
         if path.is_file():
+            if getattr(settings, "embedding_precision", "fp32") == "int8":  # issue 15: kbgraph.embed.onnx_quant
+                path, name = onnx_quant.quantize_int8(path), name + onnx_quant.INT8_SUFFIX
             return OnnxEmbedder(path, spec.folder, model_name=name, batch_size=settings.embedding_batch_size,
                                 spec=spec)
     return SentenceTransformerEmbedder(name, batch_size=settings.embedding_batch_size,
@@ -138,7 +140,8 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     if name.lower().startswith(OPENAI_PREFIX):
         key += (settings.llm_base_url, settings.embedding_dimension)
     else:
-        key += (getattr(settings, "embedding_backend", "auto"), str(settings.home))
+        key += (getattr(settings, "embedding_backend", "auto"), str(settings.home),
+                getattr(settings, "embedding_precision", "fp32"))
     with _CACHE_LOCK:
         embedder = _CACHE.get(key)
         if embedder is None:

@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from kbgraph.embed.onnx_model import ModelSpec, load_tokenizer, pad_batch, pool,
 from kbgraph.embed.onnx_runtime import open_session
 from kbgraph.errors import ConfigError
 
-__all__ = ["EXPORT_MIN_COSINE", "OPSET", "export_onnx"]
+__all__ = ["EXPORT_MIN_COSINE", "OPSET", "export_onnx", "write_once"]
 
 log = logging.getLogger("kbgraph.embed_onnx")  # the name it had before the kbgraph.embed package
 
@@ -44,22 +45,33 @@ def export_onnx(model_dir: str | Path, out_path: str | Path, *, lock_timeout: fl
         return out_path
     spec = read_model_spec(model_dir)
     out_path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(tmp: Path) -> None:
+        t0 = time.perf_counter()
+        _export(spec, tmp)
+        log.info("exported %s to %s in %.1f s", spec.folder, out_path, time.perf_counter() - t0)
+
+    return write_once(out_path, write, "exporting", lock_timeout)
+
+
+def write_once(out_path: Path, write: Callable[[Path], None], doing: str, lock_timeout: float) -> Path:
+    """Make ``out_path`` unless it exists: ``write(tmp)`` fills a temporary file in the same folder, which is
+    then renamed, under a file lock beside it (a second process waits and reuses the first's file).
+    ConfigError naming the lock after ``lock_timeout`` s; ``doing`` names the work in that message."""
     from filelock import FileLock, Timeout
 
     try:
         with FileLock(str(out_path) + ".lock", timeout=lock_timeout):
-            if out_path.is_file():  # another process exported it while we waited
+            if out_path.is_file():  # another process made it while we waited
                 return out_path
             tmp = out_path.with_name(f".{out_path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.onnx")
             try:
-                t0 = time.perf_counter()
-                _export(spec, tmp)
+                write(tmp)
                 os.replace(tmp, out_path)
-                log.info("exported %s to %s in %.1f s", spec.folder, out_path, time.perf_counter() - t0)
             finally:
                 tmp.unlink(missing_ok=True)
     except Timeout as exc:
-        raise ConfigError(f"another process has been exporting {out_path} for {lock_timeout:.0f} s; "
+        raise ConfigError(f"another process has been {doing} {out_path} for {lock_timeout:.0f} s; "
                           f"remove {out_path}.lock if no kbgraph process is running") from exc
     return out_path
 

@@ -58,7 +58,9 @@ class OnnxEmbedder:
     24 passages/s, one query 10 ms; 2 threads 850/s, 160/s, 46/s, 6.5 ms when the second core is free, and
     still no slower than 1 thread with a Neo4j server busy on 1.5 cores (torch with 2 threads collapses
     there, hence its 1-thread default). Dynamic int8 quantisation (onnxruntime.quantization) was 1.6x faster
-    but only cosine 0.95-0.99 to the torch vectors (per-channel: mean 0.992, worst 0.965), so it is not used."""
+    but only cosine 0.95-0.99 to the torch vectors (per-channel: mean 0.992, worst 0.965): an option, setting
+    ``embedding_precision='int8'`` (``kbgraph.embed.onnx_quant``; its activations are quantised per batch, so
+    a text's int8 vector also varies with the batch it is embedded in, cosine ~0.99)."""
 
     def __init__(self, onnx_path: str | Path, model_dir: str | Path, *, model_name: str | None = None,
                  batch_size: int = 64, threads: int | None = None, spec: ModelSpec | None = None):

@@ -1,0 +1,134 @@
+"""Setting ``vector_layers`` (issue 15, direction 1): a layer that is off is ingested without vectors (nodes,
+edges and full-text kept) and is not vector-seeded at query time; a knowledge base built with a layer off
+retrieves exactly what a knowledge base built with every vector retrieves once that layer is switched off
+(its vectors then stay in the store unused). Real stores, real embeddings, the offline pipeline, on 16
+MuSiQue passages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kbgraph.ingest.embed_layers import embed_layers
+from kbgraph.kb import KnowledgeBase
+from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord
+from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.settings import VECTOR_LAYER_CHOICES, Settings
+
+OFF = ["Entity", "Triple", "Section", "Document"]  # AtomicQuestion stays on: Algorithm 1 retrieves it by vector
+ON = ["AtomicQuestion"]
+
+
+@pytest.fixture(scope="module")
+def corpus(examples_dir, tmp_path_factory):
+    """16 passages (the gold passages of the first questions, then others) and those questions."""
+    base = examples_dir / "multihop" / "musique"
+    questions = [json.loads(x) for x in (base / "hipporag_train100.questions.jsonl").open()][:4]
+    passages = {p["id"]: p for p in map(json.loads, (base / "hipporag_train100.corpus.jsonl").open())}
+    chosen = list(dict.fromkeys(pid for q in questions for pid in q["gold_passage_ids"]))
+    chosen += [pid for pid in passages if pid not in chosen][: 16 - len(chosen)]
+    path = tmp_path_factory.mktemp("vlayers") / "musique16.jsonl"
+    path.write_text("".join(json.dumps(passages[pid]) + "\n" for pid in chosen), encoding="utf-8")
+    return path, [q["question"] for q in questions]
+
+
+def _fresh(settings: Settings, corpus, layers: list[str], suffix: str = "") -> KnowledgeBase:
+    """A knowledge base of ``corpus`` built with ``layers`` embedded (on FalkorDB a new graph per ``suffix``)."""
+    kb = KnowledgeBase(settings=settings.model_copy(update={"vector_layers": layers, "name": settings.name + suffix}))
+    kb.reset()
+    report = kb.ingest([corpus[0]], progress=False)
+    assert report.added == 16 and report.failed == 0
+    return kb
+
+
+def _top(kb: KnowledgeBase, settings: Settings, questions: list[str]) -> list[list[tuple[str, float]]]:
+    out = []
+    for q, vec in zip(questions, kb.embedder.embed(questions), strict=True):
+        chunks = propagate(kb.store, settings, seed_layers(kb.store, settings, q, vec.tolist()), k=10)
+        out.append([(c.id, round(c.score, 6)) for c in chunks])
+    return out
+
+
+def test_setting_parses_csv_and_rejects_unknown_labels(monkeypatch):
+    monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "Chunk, Entity,Entity")
+    s = Settings()
+    assert s.vector_layers == ["Entity"]  # Chunk is always on, not a choice
+    assert s.vector_layers_off == set(VECTOR_LAYER_CHOICES) - {"Entity"}
+    monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "")
+    assert Settings().vector_layers_off == set(VECTOR_LAYER_CHOICES)
+    monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "Entity,Tripel")
+    with pytest.raises(ValueError, match="unknown vector layer 'Tripel'"):
+        Settings()
+
+
+def test_embed_layers_skips_the_layers_that_are_off():
+    class Counting:
+        texts: list[str] = []
+
+        def embed(self, texts):
+            import numpy as np
+
+            self.texts += list(texts)
+            return np.ones((len(texts), 3), dtype="float32")
+
+    doc = DocumentRecord(id="d", uri="file:///x#1", title="T", mime="text/plain", sha256="s")
+    chunk = ChunkRecord(id="c", document_id="d", parent_id="d", text="Alice met Bob.", order=0, section_path="T")
+    ents = [EntityRecord(id="e", name="Alice", type="PERSON")]
+    g = DocumentGraph(document=doc, chunks=[chunk], entities=ents)
+    emb = Counting()
+    assert embed_layers([g], emb, ["Document"]) == 2
+    assert len(emb.texts) == 2 and emb.texts[0] == "T"  # the document's title, then the chunk's text
+    assert g.document.embedding is not None and g.chunks[0].embedding is not None
+    assert g.entities[0].embedding is None
+    assert embed_layers([g], emb, None) == 3 and g.entities[0].embedding == [1.0, 1.0, 1.0]
+
+
+def test_ingest_with_layers_off_keeps_nodes_edges_and_fulltext(backend_settings, corpus):
+    kb = _fresh(backend_settings, corpus, ON)
+    try:
+        stats = kb.stats()
+        for label in ("Document", "Chunk", "AtomicQuestion", "Triple", "Entity"):
+            assert stats.nodes.get(label, 0) > 0, label
+        for rel in ("MENTIONS", "EXTRACTED_FROM", "HAS_QUESTION"):
+            assert stats.relationships.get(rel, 0) > 0, rel
+        qvec = kb.embedder.embed([corpus[1][0]])[0].tolist()
+        for label in OFF:  # no vector written: the layer's vector index is empty
+            assert kb.store.vector_search(label, qvec, k=5) == [], label
+        for label in ("Chunk", "AtomicQuestion"):
+            assert kb.store.vector_search(label, qvec, k=5), label
+        name = kb.store.vector_search("Chunk", qvec, k=1)[0].properties.get("text", "").split()[0]
+        assert kb.store.fulltext_search("Chunk", name, 5)
+        seeds = seed_layers(kb.store, kb.settings, corpus[1][0], qvec)
+        assert seeds.layers.get("EntityText")  # Entity.name full-text still seeds
+    finally:
+        kb.close()
+
+
+def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(backend_settings, corpus):
+    """Compared in full on FalkorDB (each build a new graph). A Neo4j Community server has one database: the
+    second build follows a reset whose deleted documents still weigh in Lucene's term statistics, so there the
+    comparison leaves the full-text seeds out (the setting does not touch them)."""
+    questions = corpus[1]
+    if backend_settings.backend == "neo4j":
+        backend_settings = backend_settings.model_copy(update={"weight_fulltext": 0.0})
+    full = _fresh(backend_settings, corpus, list(VECTOR_LAYER_CHOICES))
+    try:
+        off = full.settings.model_copy(update={"vector_layers": ON})
+        qvec = full.embedder.embed([questions[0]])[0].tolist()
+        assert full.store.vector_search("Entity", qvec, k=5)  # the vectors are in the store ...
+        all_on = seed_layers(full.store, full.settings, questions[0], qvec)
+        assert all(all_on.layers.get(label) for label in OFF if label != "Section"), all_on.layers.keys()
+        seeds = seed_layers(full.store, off, questions[0], qvec)
+        assert not any(label in seeds.layers for label in OFF)  # ... and unused
+        assert not seed_layers(full.store, off, questions[0], qvec, layers=["Entity"]).layers
+        switched = _top(full, off, questions)
+        everything = _top(full, full.settings, questions)
+    finally:
+        full.close()
+    assert switched != everything  # the switch changes the ranking on this corpus
+    built = _fresh(backend_settings, corpus, ON, "b")
+    try:
+        assert _top(built, built.settings, questions) == switched
+    finally:
+        built.close()
