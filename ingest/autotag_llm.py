@@ -26,7 +26,10 @@ log = logging.getLogger("kbgraph.ingest.autotag")
 #: Most tag classes kept from a proposal.
 MAX_TAG_CLASSES = 12
 #: Most tags kept from one chunk's answer (a runaway answer is cut).
-MAX_TAGS_PER_CHUNK = 20
+MAX_TAGS_PER_CHUNK = 12
+#: Longest tag or class name, and description, kept (characters).
+MAX_NAME_CHARS = 80
+MAX_DESCRIPTION_CHARS = 300
 #: Characters of a chunk the tag prompt reads, and of each sampled chunk the class proposal reads.
 CHUNK_CHARS = 6000
 SAMPLE_CHARS = 1200
@@ -44,28 +47,37 @@ class _Texts(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _str(cls, v: Any) -> str:
-        return _text(v)
+    def _str(cls, v: Any, info: Any) -> str:
+        limit = MAX_DESCRIPTION_CHARS if info.field_name == "description" else MAX_NAME_CHARS
+        return _text(v)[:limit]
 
 
+def _bounded(limit: int) -> Any:
+    """A before-validator that cuts a list answer to ``limit`` items (a runaway answer is cut, not refused)."""
+    return field_validator("*", mode="before")(lambda cls, v: v[:limit] if isinstance(v, list) else v)
+
+
+# maxItems / maxLength in the schemas bound what a constrained decoder (response_format json_schema) writes: a
+# small model otherwise lists tags until its token limit cuts the JSON. Longer values are cut, not refused.
 class ProposedClass(_Texts):
     """One tag class of the proposal's answer."""
 
-    name: str = ""
-    description: str = ""
+    name: str = Field("", max_length=MAX_NAME_CHARS)
+    description: str = Field("", max_length=MAX_DESCRIPTION_CHARS)
 
 
 class TagClassProposal(BaseModel):
     """Answer of the tag class prompt: ``{"tag_classes": [{"name": ..., "description": ...}]}``."""
 
-    tag_classes: list[ProposedClass] = Field(default_factory=list)
+    tag_classes: list[ProposedClass] = Field(default_factory=list, max_length=MAX_TAG_CLASSES)
+    _cut = _bounded(MAX_TAG_CLASSES)
 
 
 class ExtractedChunkTag(_Texts):
     """One tag of the chunk tag prompt's answer."""
 
-    name: str = ""
-    class_: str = Field("", alias="class")
+    name: str = Field("", max_length=MAX_NAME_CHARS)
+    class_: str = Field("", alias="class", max_length=MAX_NAME_CHARS)
 
     model_config = {"populate_by_name": True}
 
@@ -73,7 +85,8 @@ class ExtractedChunkTag(_Texts):
 class ChunkTags(BaseModel):
     """Answer of the chunk tag prompt: ``{"tags": [{"name": ..., "class": ...}]}``."""
 
-    tags: list[ExtractedChunkTag] = Field(default_factory=list)
+    tags: list[ExtractedChunkTag] = Field(default_factory=list, max_length=MAX_TAGS_PER_CHUNK)
+    _cut = _bounded(MAX_TAGS_PER_CHUNK)
 
 
 def chunk_content(row: dict[str, Any]) -> str:

@@ -295,3 +295,18 @@ def test_tag_chunks_with_the_local_llm(falkor_settings, llm_server, passages, em
     finally:
         store.clear()
         store.close()
+
+
+def test_answer_schemas_bound_what_a_constrained_decoder_writes():
+    """The JSON schemas sent as response_format carry maxItems / maxLength, so a small model cannot list tags
+    until its token limit cuts the JSON; a longer answer (an unconstrained server) is cut, not refused."""
+    from kbgraph.ingest.autotag_llm import (
+        MAX_NAME_CHARS, MAX_TAG_CLASSES, MAX_TAGS_PER_CHUNK, ChunkTags, TagClassProposal,
+    )  # fmt: skip
+
+    tags = ChunkTags.model_json_schema()
+    assert tags["properties"]["tags"]["maxItems"] == MAX_TAGS_PER_CHUNK
+    assert tags["$defs"]["ExtractedChunkTag"]["properties"]["name"]["maxLength"] == MAX_NAME_CHARS
+    assert TagClassProposal.model_json_schema()["properties"]["tag_classes"]["maxItems"] == MAX_TAG_CLASSES
+    runaway = ChunkTags.model_validate({"tags": [{"name": "n" * 500, "class": "person"}] * (MAX_TAGS_PER_CHUNK + 5)})
+    assert len(runaway.tags) == MAX_TAGS_PER_CHUNK and len(runaway.tags[0].name) == MAX_NAME_CHARS
