@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import LLMError
 from kbgraph.ingest.autotag import normalize_tag, tag_classes, tag_id
+from kbgraph.ingest.autotag_llm import ChunkTags
 from kbgraph.llm.base import usable_json
 from kbgraph.query.context import LLM, QueryContext
 from kbgraph.query.graph import as_vector, text_of
@@ -42,24 +43,10 @@ log = logging.getLogger(__name__)
 #: Most tags kept from one extraction (a runaway answer is cut).
 MAX_TAGS = 12
 
-class ExtractedTag(BaseModel):
-    """One tag of the question-tag prompt's answer."""
-
-    name: str = ""
-    class_: str = Field("", alias="class")
-
-    model_config = {"populate_by_name": True}
-
-    @field_validator("name", "class_", mode="before")
-    @classmethod
-    def _str(cls, v: Any) -> str:
-        return text_of(v).strip()
-
-
-class TagExtraction(BaseModel):
-    """Answer of the question-tag prompt: ``{"tags": [{"name": ..., "class": ...}]}`` (bare strings accepted)."""
-
-    tags: list[ExtractedTag] = Field(default_factory=list)
+class TagExtraction(ChunkTags):
+    """Answer of the question-tag prompt: the shape of the chunk tag prompt's answer
+    (kbgraph.ingest.autotag_llm.ChunkTags, ``{"tags": [{"name": ..., "class": ...}]}``, with its bounds), bare
+    strings accepted as tags without a class."""
 
     @field_validator("tags", mode="before")
     @classmethod

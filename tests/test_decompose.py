@@ -20,7 +20,7 @@ from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query import answering, baselines, decompose
 from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import answer_pike
-from tests.graph_kb import loaded_store
+from tests.graph_kb import loaded_store, user_message
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> APA -> G. Stanley Hall
 EXTRA_QUESTIONS = ("2hop__205146_62031", "2hop__468258_495107")
@@ -88,12 +88,8 @@ def kb(falkor_settings, graphs):
 
 
 # --- a scripted LLM that reads the prompts ---------------------------------------------------------------
-def _user(messages) -> str:
-    return next(m["content"] for m in reversed(messages) if m["role"] == "user")
-
-
 def _kind(messages) -> str:
-    text = _user(messages)
+    text = user_message(messages)
     if "raise atomic sub-questions" in text:
         return "propose"
     if "# Sub-Questions You Can Choose From" in text:
@@ -122,7 +118,7 @@ class Script:
     def __call__(self, messages) -> str:
         kind = _kind(messages)
         self.kinds.append(kind)
-        self.prompts.append(_user(messages))
+        self.prompts.append(user_message(messages))
         if kind in self._n:
             i = self._n[kind]
             self._n[kind] += 1
@@ -370,7 +366,7 @@ def test_self_ask_with_retrieval(kb, corpus):
 
     def respond(messages):
         kind = _kind(messages)
-        seen.append((kind, _user(messages)))
+        seen.append((kind, user_message(messages)))
         if kind == "self_ask":
             return next(replies)
         return json.dumps({"answer": "American Psychological Association", "rationale": "from the context"})

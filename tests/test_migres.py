@@ -22,7 +22,7 @@ from kbgraph.query.evidence import sentences
 from kbgraph.query.migres import answer_migres
 from kbgraph.query.models import Answer, AskEvent, MigresRound
 from kbgraph.text import index_text
-from tests.graph_kb import loaded_store
+from tests.graph_kb import loaded_store, user_message
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> American Psychological Association -> Hall
 HOP2 = "Who was the first president of the American Psychological Association?"
@@ -74,12 +74,8 @@ def kb(falkor_settings, graphs):
 
 
 # --- a scripted LLM that reads the prompts -----------------------------------------------------------------
-def _user(messages) -> str:
-    return next(m["content"] for m in reversed(messages) if m["role"] == "user")
-
-
 def _kind(messages) -> str:
-    text = _user(messages)
+    text = user_message(messages)
     for marker, kind in (("Answer the Question based solely on the provided Information", "main"),
                          ("write no more than 3 queries", "query"), ("distillate useful information", "leaf"),
                          ("Generation relevant information", "knowledge"),
@@ -105,7 +101,7 @@ class Script:
         self._n: dict[str, int] = {}
 
     def __call__(self, messages) -> str:
-        kind, prompt = _kind(messages), _user(messages)
+        kind, prompt = _kind(messages), user_message(messages)
         self.kinds.append(kind)
         self.prompts.append(prompt)
         i = self._n.get(kind, 0)
