@@ -6,7 +6,8 @@ The texts embedded: a Document by its title, a Section by ``"title > path"``, a 
 triple by ``"subject predicate object"``, an entity by its name. One embedder call per layer for the whole
 group. A layer that is off keeps its nodes, edges and full-text index; its records keep ``embedding=None``
 and are written without a vector (issue 15: its vectors did not earn their embedding time,
-benchmarks/layer_ablation.py). The Chunk layer is always embedded.
+benchmarks/layer_ablation.py). The Chunk layer is always embedded. With ``late_chunking`` (issue 15 direction 2)
+the sentence tags come from the chunks' own forward pass (``kbgraph.ingest.embed_late``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from kbgraph.embed.late import can_embed_spans
+from kbgraph.ingest.embed_late import embed_chunks_late
 from kbgraph.models import DocumentGraph
 from kbgraph.text import index_text
 
@@ -42,20 +45,34 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, list, list[str]]
     ]  # fmt: skip
 
 
-def embed_layers(graphs: list[DocumentGraph], embedder: Any, layers: Collection[str] | None = None) -> int:
+def embed_layers(graphs: list[DocumentGraph], embedder: Any, layers: Collection[str] | None = None, *,
+                 late_chunking: bool = False) -> int:
     """Set ``embedding`` (a list of floats, the embedder's dimension) on every record of ``graphs`` whose
     layer is in ``layers`` (labels: Document, Section, AtomicQuestion, Triple, Entity; None = all; Chunk is
     always embedded); the other records keep ``embedding=None``. ``embedder``: anything with ``embed(texts)``
     returning one vector (numpy array) per text. An entity shared by documents of the group is embedded once
-    and every copy carries that vector. Returns the number of texts embedded."""
+    and every copy carries that vector. ``late_chunking`` (issue 15 direction 2): with an embedder that offers
+    ``embed_spans`` and AtomicQuestion on, sentence tags are pooled from their chunk's pass
+    (``kbgraph.ingest.embed_late``) and only the other questions are embedded. Returns the number of texts
+    embedded (a pooled tag counts as one)."""
     done = 0
+    late = late_chunking and can_embed_spans(embedder) and (layers is None or "AtomicQuestion" in layers)
+    pooled: set[str] = set()
     for label, records, texts in layer_texts(graphs):
         if not records or (layers is not None and label != "Chunk" and label not in layers):
+            continue
+        done += len(texts)
+        if late and label == "Chunk":
+            pooled = embed_chunks_late(records, texts, [q for g in graphs for q in g.questions], embedder)
+            continue
+        if pooled and label == "AtomicQuestion":
+            keep = [i for i, r in enumerate(records) if r.id not in pooled]  # the rest: embedded as before
+            records, texts = [records[i] for i in keep], [texts[i] for i in keep]
+        if not records:
             continue
         vectors = embedder.embed(texts)
         for rec, vec in zip(records, vectors, strict=True):
             rec.embedding = vec.tolist()
-        done += len(texts)
     by_id = {e.id: e.embedding for g in graphs for e in g.entities if e.embedding is not None}
     for g in graphs:  # entities shared between documents of the group carry the same vector
         for e in g.entities:

@@ -6,6 +6,8 @@ run, after every group is written, the chunks not tagged yet; PIKE-RAG §5.2.2).
 stages in groups of at most ``settings.ingest_group_size`` documents and ``settings.ingest_group_chars``
 characters so that spaCy and the embedder work in large batches; each group is written in one unit of work,
 so a failure leaves none of its documents behind (and a failed group is retried one document at a time).
+The database writes group k while this process embeds group k+1 (``groups``; setting ``ingest_overlap_writes``,
+issue 15 direction 5).
 
 Incremental and cron-safe: a document's id comes from its source URI and its content is hashed (sha256);
 an unchanged file is recognised from the hash of its raw bytes before it is parsed, and an unchanged,
@@ -17,9 +19,10 @@ the embedded FalkorDB store. Every run is recorded as an ``(:IngestionRun)`` nod
 that finds another still 'running' (killed) marks it 'interrupted'. Progress: ``kbgraph.ingest.progress``
 (a line per stage per group, and at least every 30 s, when stdout or stderr is not a terminal).
 
-This module runs the stages; the parts it uses live beside it: ``sources`` (finding the files),
-``report`` (``IngestReport`` and the per-file outcomes), ``distill`` (stage 3), ``embed_layers`` (stage 4),
-``write`` (stage 5), ``progress`` (what the run tells while it runs).
+This module reads the files and forms the groups; the parts it uses live beside it: ``sources`` (finding the
+files), ``groups`` (each group through chunk, distill, embed and write), ``report`` (``IngestReport`` and the
+per-file outcomes), ``distill`` (stage 3), ``embed_layers`` (stage 4), ``write`` (stage 5), ``progress`` (what
+the run tells while it runs).
 """
 
 from __future__ import annotations
@@ -30,31 +33,23 @@ import os
 import sys
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kbgraph.errors import ConfigError, IngestError, LockTimeout, SchemaMismatch, StoreUnavailable
+from kbgraph.errors import IngestError
+from kbgraph.ingest.groups import GroupRunner
 from kbgraph.ingest.progress import open_progress
-from kbgraph.ingest.report import STAGES, FileError, FileOutcome, IngestReport, error_line, file_outcomes
-from kbgraph.ingest.sources import discover, file_of, uri_to_path
-from kbgraph.models import DocumentGraph
+from kbgraph.ingest.report import STAGES, FileError, FileOutcome, IngestReport, file_outcomes
+from kbgraph.ingest.sources import discover, uri_to_path
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.text import utc_now
-
-if TYPE_CHECKING:
-    from kbgraph.ingest.distill import Distilled
 
 # unstructured (imported lazily by the parsers) sends usage analytics unless this is set; kbgraph runs offline
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 log = logging.getLogger("kbgraph.ingest")
-
-#: Errors that end the run at once instead of being recorded against a document.
-_FATAL = (ImportError, MemoryError, ConfigError, SchemaMismatch, StoreUnavailable, LockTimeout)
-
 
 # --- the run ------------------------------------------------------------------------------------
 class Ingestor:
@@ -115,8 +110,11 @@ class Ingestor:
         seen_uris: set[str] = set()
         try:
             with open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:
-                for group in self._groups(files, report, seen_uris, bar):
-                    self._process(group, report, bar)
+                runner = GroupRunner(
+                    self.store, self.settings, report, bar, llm=self.llm, embedder=lambda: self.embedder,
+                    lock=self._lock, titles=self._titles, existing=self._existing, written=self._written,
+                )  # fmt: skip
+                runner.run(self._groups(files, report, seen_uris, bar))
                 self._record_corpora(report)
                 if self.settings.auto_tagging and self.llm is not None:
                     self._tag(report, bar)
@@ -248,93 +246,6 @@ class Ingestor:
             fresh.append(doc)
         return fresh
 
-    # --- one group through chunk, distill, embed, write ------------------------------------------
-    def _process(self, docs: list, report: IngestReport, bar) -> None:
-        try:
-            graphs = self._build(docs, report, bar)
-            self._write(graphs, docs, report, bar)
-        except _FATAL:
-            raise  # the installation, configuration or store is broken: no document would succeed
-        except Exception as exc:
-            if len(docs) == 1:
-                report.errors.append(FileError(path=uri_to_path(docs[0].uri), error=error_line(exc)))
-                bar.document_failed(docs[0].uri)
-                return
-            log.warning("group of %d documents failed (%s); retrying one by one", len(docs), exc)
-            for doc in docs:  # isolate the failing document
-                self._process([doc], report, bar)
-
-    def _build(self, docs: list, report: IngestReport, bar) -> list[DocumentGraph]:
-        from kbgraph.ingest.chunk import build_structure
-        from kbgraph.ingest.distill import distill
-
-        t0 = time.perf_counter()
-        graphs: list[DocumentGraph] = []
-        with bar.stage("chunk", f"{len(docs):,} documents") as st:
-            for doc in docs:
-                document, sections, chunks = build_structure(
-                    doc, chunk_tokens=self.settings.chunk_tokens,
-                    overlap_sentences=self.settings.chunk_overlap_sentences, llm=self.llm,
-                    llm_split=self.settings.llm_chunking, llm_window_tokens=self.settings.llm_chunk_window_tokens,
-                )  # with an LLM: recurrent split (PIKE-RAG §5.2.1) and table summaries
-                document.ingested_at = utc_now()
-                graphs.append(DocumentGraph(document=document, sections=sections, chunks=chunks))
-            st.done(len(docs), "documents", f"{sum(len(g.chunks) for g in graphs):,} chunks")
-        report.seconds["chunk"] += time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        all_chunks = [c for g in graphs for c in g.chunks]
-        with bar.stage("distill", f"{len(all_chunks):,} chunks") as st:
-            # passage corpora: every passage title is an entity, and chunks naming another title link to it
-            titles = self._titles if self._titles and self._passages(docs) else None
-            distilled = distill(all_chunks, llm=self.llm, titles=titles)
-            _split(graphs, distilled)
-            st.done(len(all_chunks), "chunks", f"{len(distilled.questions):,} atomic questions, "
-                    f"{len(distilled.triples):,} triples, {len(distilled.entities):,} entities")  # fmt: skip
-        report.seconds["distill"] += time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        with bar.stage("embed", f"{len(all_chunks):,} chunks and their knowledge") as st:
-            st.done(self._embed(graphs), "texts")
-        report.seconds["embed"] += time.perf_counter() - t0
-        return graphs
-
-    @staticmethod
-    def _passages(docs: list) -> bool:
-        """Does the group hold passages of a corpus (titled, one per document)?"""
-        return any("#" in d.uri for d in docs)
-
-    def _embed(self, graphs: list[DocumentGraph]) -> int:
-        """Embed the layers of the group whose vectors are on (``kbgraph.ingest.embed_layers``, setting
-        ``vector_layers``); the number of texts embedded."""
-        from kbgraph.ingest.embed_layers import embed_layers
-
-        return embed_layers(graphs, self.embedder, self.settings.vector_layers)
-
-    def _write(self, graphs: list[DocumentGraph], docs: list, report: IngestReport, bar) -> None:
-        from kbgraph.ingest.write import write_documents
-
-        t0 = time.perf_counter()
-        replace = {g.document.id for g in graphs} & self._existing
-        chunks = sum(len(g.chunks) for g in graphs)
-        with bar.stage("write", f"{len(graphs):,} documents") as st:
-            self._lock.check()
-            write_documents(self.store, graphs, replace_ids=replace)
-            bar.written([g.document.uri for g in graphs], chunks)
-            st.done(len(graphs), "documents", f"{chunks:,} chunks")
-        report.seconds["write"] += time.perf_counter() - t0
-        report.updated += len(replace)
-        report.added += len(graphs) - len(replace)
-        report.documents += len(graphs)
-        report.chunks += sum(len(g.chunks) for g in graphs)
-        warnings = {d.uri: getattr(d, "warnings", []) for d in docs}
-        for g in graphs:  # per source file, for report.files
-            w = self._written.setdefault(file_of(g.document.uri), {"added": 0, "updated": 0, "chunks": 0})
-            w.setdefault("warnings", [])
-            w["updated" if g.document.id in replace else "added"] += 1
-            w["chunks"] += len(g.chunks)
-            w["warnings"] += warnings.get(g.document.uri, [])
-
     # --- tag (auto-tagging, PIKE-RAG §5.2.2) --------------------------------------------------------
     def _tag(self, report: IngestReport, bar) -> None:
         """Stage ``tag``, once after every group is written: the LLM tags the chunks not tagged yet (new and
@@ -372,29 +283,6 @@ class Ingestor:
                 self.store.delete_document(row["id"])
                 deleted += 1
         return deleted
-
-
-def _split(graphs: list[DocumentGraph], distilled: Distilled) -> None:
-    """Distribute distilled records to their documents (by chunk); an entity goes to every document that
-    mentions it or links it by a triple."""
-    owner = {c.id: g for g in graphs for c in g.chunks}
-    by_id = {e.id: e for e in distilled.entities}
-    needed: dict[int, dict[str, Any]] = defaultdict(dict)
-    for q in distilled.questions:
-        owner[q.chunk_id].questions.append(q)
-    for t in distilled.triples:
-        g = owner[t.chunk_id]
-        g.triples.append(t)
-        for eid in (t.subject_id, t.object_id):
-            if eid in by_id:
-                needed[id(g)][eid] = by_id[eid]
-    for m in distilled.mentions:
-        g = owner[m.chunk_id]
-        g.mentions.append(m)
-        if m.entity_id in by_id:
-            needed[id(g)][m.entity_id] = by_id[m.entity_id]
-    for g in graphs:
-        g.entities = [e.model_copy() for e in needed[id(g)].values()]
 
 
 def ingest(store: GraphStore, settings: Settings, paths: Sequence[str | Path], **kwargs: Any) -> IngestReport:

@@ -107,6 +107,12 @@ class Settings(BaseSettings):
         1_000_000, ge=1, description="A group also closes once its documents hold this many characters "
         "(bounds memory and the unit of work for large documents; ~1 min of embedding on 2 cores).",
     )
+    # --- overlapped graph writes (issue 15 direction 5; ingest/groups.py) ---------------------------
+    ingest_overlap_writes: bool = Field(
+        True, description="Write group k to the store in a background thread (the database does the work) while "
+        "group k+1 is embedded; documents are still written in order and a failed write is retried one document "
+        "at a time. False = each group's write runs in turn.",
+    )
     lock_timeout: float = Field(3600.0, description="Seconds `ingest --wait` waits for another run's lock.")
     lease_ttl: float = Field(
         60.0, ge=1.0, description="Neo4j: seconds the ingest lease in the database lasts unless renewed; a run "
@@ -147,6 +153,15 @@ class Settings(BaseSettings):
         "existing knowledge base gives vectors only to nodes created afterwards: rebuild it (reset, then ingest; "
         "the embedding cache keeps that cheap) for all of them. "
         "Algorithm 1 (pike) and H-R retrieve atomic questions by vector: keep AtomicQuestion for them.",
+    )
+
+    # --- late chunking (issue 15 direction 2; kbgraph/embed/late.py, ingest/embed_late.py) ------------------
+    late_chunking: bool = Field(
+        False,
+        description="Sentence-level atomic tags get the mean of their tokens' states in their chunk's own "
+        "forward pass (late chunking, Günther et al. 2024) instead of a second pass each: faster ingestion, "
+        "context-aware tag vectors. Needs the ONNX backend and a mean-pooling model (all-MiniLM-L6-v2); other "
+        "embedders, and tags not found in the chunk or cut by the model's token limit, are embedded as before.",
     )
 
     # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kbgraph.embed.base import cpu_count, normalise
+from kbgraph.embed.late import Span, pool_spans
 from kbgraph.embed.onnx_model import ModelSpec, load_tokenizer, pad_batch, pool, prepare_texts, read_model_spec
 from kbgraph.errors import ConfigError
 
@@ -93,19 +94,57 @@ class OnnxEmbedder:
                     self._session = session
         return self._session, self._tokenizer
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
+    @property
+    def can_embed_spans(self) -> bool:
+        """Whether ``embed_spans`` works: the model pools by mean alone (late chunking)."""
+        return tuple(self.spec.pooling) == ("mean",)
+
+    def _forward(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, list[Any]]]:
+        """Per batch: (indices into ``texts``, final token states (b, seq, h), attention mask (b, seq), the
+        encodings of all ``texts``). Texts are sorted by token count and cut into ``batch_size`` batches."""
         session, tok = self._load()
         encodings = tok.encode_batch(prepare_texts(self.spec, texts))
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        out = np.empty((len(encodings), self.dimension), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
             feeds = pad_batch([encodings[i] for i in idx], self.spec.pad_token_id)
             hidden = session.run(None, {k: feeds[k] for k in self._inputs})[0]
-            out[idx] = pool(hidden, feeds["attention_mask"], self.spec.pooling)
+            yield idx, hidden, feeds["attention_mask"], encodings
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for idx, hidden, mask, _ in self._forward(texts):
+            out[idx] = pool(hidden, mask, self.spec.pooling)
         return normalise(out, self.dimension)
+
+    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+                    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+        """Late chunking (Günther et al. 2024, arXiv 2409.04701 §3; ``kbgraph.embed.late``): the texts'
+        vectors, float32 (len(texts), dimension), equal to ``embed(texts)``, and from the same forward pass
+        one vector per character span ``(start, end)`` of each text (``spans[i]`` for ``texts[i]``): the
+        L2-normalised mean of the span's final token states, float32 (dimension,), or None for a span that
+        covers no token or runs past ``max_seq_length`` tokens (truncated). ConfigError unless
+        ``can_embed_spans`` (mean pooling); ValueError if ``spans`` and ``texts`` differ in length."""
+        if not self.can_embed_spans:
+            raise ConfigError(f"late chunking needs a mean-pooling model; {self._name!r} pools by "
+                              f"{'+'.join(self.spec.pooling)}: set KBGRAPH_LATE_CHUNKING=false")
+        if len(spans) != len(texts):
+            raise ValueError(f"embed_spans: {len(texts)} texts but {len(spans)} span lists")
+        late: list[list[np.ndarray | None]] = [[None] * len(s) for s in spans]
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32), late
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        shift = len(self.spec.prompt)
+        for idx, hidden, mask, encodings in self._forward(texts):
+            out[idx] = pool(hidden, mask, self.spec.pooling)
+            for row, i in enumerate(idx):
+                text = texts[i] if isinstance(texts[i], str) else str(texts[i])
+                if self.spec.do_lower_case and len(text.lower()) != len(text):
+                    continue  # lower-casing moved the characters: the offsets no longer match the spans
+                late[i] = pool_spans(hidden[row], encodings[i], text, spans[i], shift)
+        return normalise(out, self.dimension), late
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self._name!r}, {str(self.onnx_path)!r})"
