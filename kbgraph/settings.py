@@ -127,7 +127,12 @@ class Settings(BaseSettings):
         "OpenAI-compatible embeddings endpoint.",
     )
     embedding_dimension: int = Field(384, ge=1)
-    embedding_batch_size: int = Field(64, ge=1)
+    embedding_batch_size: int = Field(64, ge=1, description="Texts per embedding batch, at most.")
+    embedding_batch_tokens: int = Field(
+        2048, ge=1,
+        description="Padded tokens per embedding batch, at most (ONNX backend): long texts go in smaller batches, "
+        "which keeps the embedder's memory flat (docs/benchmarks.md, \"Ingestion\").",
+    )
     embedding_backend: str = Field(
         "auto",
         pattern=r"^(auto|torch|onnx)$",

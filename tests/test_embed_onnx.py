@@ -79,6 +79,8 @@ def test_onnx_matches_torch(torch_run, onnx_embedder, sentences):
 
     small = OnnxEmbedder(onnx_embedder.onnx_path, onnx_embedder.spec.folder, batch_size=7, threads=1)
     assert np.allclose(small.embed(sentences), got, atol=2e-5)
+    tight = OnnxEmbedder(onnx_embedder.onnx_path, onnx_embedder.spec.folder, batch_tokens=60, threads=1)
+    assert np.allclose(tight.embed(sentences), got, atol=2e-5)  # token-capped batches (the long one alone)
     assert np.allclose(onnx_embedder.embed([sentences[3]])[0], got[3], atol=2e-5)
 
 

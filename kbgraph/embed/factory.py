@@ -112,6 +112,7 @@ def make_embedder(settings: Settings) -> Embedder:
             if getattr(settings, "embedding_precision", "fp32") == "int8":  # issue 15: kbgraph.embed.onnx_quant
                 path, name = onnx_quant.quantize_int8(path), name + onnx_quant.INT8_SUFFIX
             return OnnxEmbedder(path, spec.folder, model_name=name, batch_size=settings.embedding_batch_size,
+                                batch_tokens=settings.embedding_batch_tokens,
                                 spec=spec)
     return SentenceTransformerEmbedder(name, batch_size=settings.embedding_batch_size,
                                        on_load=_export_after_load(settings))
@@ -136,7 +137,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
 
         settings = Settings()
     name = (settings.embedding_model or "").strip()
-    key: tuple[Any, ...] = (name, settings.embedding_batch_size)
+    key: tuple[Any, ...] = (name, settings.embedding_batch_size, settings.embedding_batch_tokens)
     if name.lower().startswith(OPENAI_PREFIX):
         key += (settings.llm_base_url, settings.embedding_dimension)
     else:
