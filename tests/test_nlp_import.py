@@ -1,0 +1,40 @@
+"""spaCy is loaded without torch (kbgraph.ingest.nlp.import_spacy: thinc would import it at import time), and
+torch stays importable afterwards. Each check runs in a fresh interpreter: the test process has torch loaded."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip()
+
+
+def test_spacy_pipeline_without_torch_then_torch_imports():
+    out = _run("""
+        import sys
+        from kbgraph.ingest.nlp import load_nlp, split_sentences
+        nlp = load_nlp()
+        doc = nlp("Angela Merkel visited Paris in 2015. She met the mayor.")
+        print("torch" in sys.modules, [e.label_ for e in doc.ents], list(split_sentences(["One. Two three."])))
+        import torch
+        print(torch.ones(3).sum().item())
+    """).splitlines()
+    assert out[0] == "False ['PERSON', 'GPE', 'DATE'] [['One.', 'Two three.']]"
+    assert out[1] == "3.0"
+
+
+def test_torch_already_imported_is_left_alone():
+    out = _run("""
+        import sys
+        import torch
+        from kbgraph.ingest.nlp import load_nlp
+        load_nlp()
+        import thinc.compat
+        print(sys.modules["torch"] is torch, thinc.compat.has_torch)
+    """)
+    assert out == "True True"
