@@ -32,6 +32,7 @@ import zipfile
 from typing import Any
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.nlp import import_spacy
 from kbgraph.ingest.parse import UNKNOWN_ERROR, warn
 from kbgraph.ingest.tables import html_table_to_markdown, rows_to_markdown
 from kbgraph.text import one_line
@@ -45,10 +46,16 @@ LINK_FARM_MIN_RUN = 5
 
 
 def quiet_unstructured() -> None:
-    """Keep ``unstructured`` offline and quiet: no usage analytics, no notice (call before importing it)."""
+    """Keep ``unstructured`` offline and quiet: no usage analytics, no notice (call before importing it).
+    Also imports spaCy first without torch (``kbgraph.ingest.nlp.import_spacy``): unstructured imports spaCy,
+    whose thinc would import torch (an HTML parse cost 0.66 GB resident and 2 s more with it)."""
     os.environ.setdefault("DO_NOT_TRACK", "1")
     os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
     os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
+    try:
+        import_spacy()
+    except ImportError:  # pragma: no cover - spaCy is a dependency of kbgraph[ingest]; unstructured says so
+        pass
 
 
 def _check_ooxml(data: bytes, name: str, kind: str) -> None:

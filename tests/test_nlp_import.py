@@ -38,3 +38,15 @@ def test_torch_already_imported_is_left_alone():
         print(sys.modules["torch"] is torch, thinc.compat.has_torch)
     """)
     assert out == "True True"
+
+
+def test_html_parse_does_not_import_torch(examples_dir):
+    html = next((examples_dir / "docs" / "html").glob("*.html"))
+    out = _run(f"""
+        import sys
+        from pathlib import Path
+        from kbgraph.ingest.parse import parse_file
+        doc = parse_file(Path({str(html)!r}), max_bytes=1 << 28)
+        print("torch" in sys.modules, "spacy" in sys.modules, len(doc.elements) > 10)
+    """)
+    assert out == "False True True"  # unstructured imports spaCy, which must not bring torch
