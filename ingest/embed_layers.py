@@ -7,7 +7,8 @@ triple by ``"subject predicate object"``, an entity by its name. One embedder ca
 group. A layer that is off keeps its nodes, edges and full-text index; its records keep ``embedding=None``
 and are written without a vector (issue 15: its vectors did not earn their embedding time,
 benchmarks/layer_ablation.py). The Chunk layer is always embedded. With ``late_chunking`` (issue 15 direction 2)
-the sentence tags come from the chunks' own forward pass (``kbgraph.ingest.embed_late``).
+the sentence tags come from the chunks' own forward pass (``kbgraph.ingest.embed_late``). The layers of setting
+``static_layers`` (issue 15 direction 3) are embedded by the static model (``kbgraph.embed.static_model``).
 """
 
 from __future__ import annotations
@@ -46,15 +47,16 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, list, list[str]]
 
 
 def embed_layers(graphs: list[DocumentGraph], embedder: Any, layers: Collection[str] | None = None, *,
-                 late_chunking: bool = False) -> int:
+                 late_chunking: bool = False, static: Any = None, static_layers: Collection[str] = ()) -> int:
     """Set ``embedding`` (a list of floats, the embedder's dimension) on every record of ``graphs`` whose
     layer is in ``layers`` (labels: Document, Section, AtomicQuestion, Triple, Entity; None = all; Chunk is
     always embedded); the other records keep ``embedding=None``. ``embedder``: anything with ``embed(texts)``
     returning one vector (numpy array) per text. An entity shared by documents of the group is embedded once
     and every copy carries that vector. ``late_chunking`` (issue 15 direction 2): with an embedder that offers
     ``embed_spans`` and AtomicQuestion on, sentence tags are pooled from their chunk's pass
-    (``kbgraph.ingest.embed_late``) and only the other questions are embedded. Returns the number of texts
-    embedded (a pooled tag counts as one)."""
+    (``kbgraph.ingest.embed_late``) and only the other questions are embedded. The layers in ``static_layers``
+    (not Chunk) are embedded by ``static`` (an embedder, the static model) instead. Returns the number of
+    texts embedded (a pooled tag counts as one)."""
     done = 0
     late = late_chunking and can_embed_spans(embedder) and (layers is None or "AtomicQuestion" in layers)
     pooled: set[str] = set()
@@ -70,7 +72,7 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Any, layers: Collection[
             records, texts = [records[i] for i in keep], [texts[i] for i in keep]
         if not records:
             continue
-        vectors = embedder.embed(texts)
+        vectors = (static if label in static_layers and label != "Chunk" else embedder).embed(texts)
         for rec, vec in zip(records, vectors, strict=True):
             rec.embedding = vec.tolist()
     by_id = {e.id: e.embedding for g in graphs for e in g.entities if e.embedding is not None}

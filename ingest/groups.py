@@ -197,15 +197,18 @@ class GroupRunner:
         return graphs
 
     def _embed(self, graphs: list[DocumentGraph], group: int) -> None:
-        """Embed the layers of the group whose vectors are on (``kbgraph.ingest.embed_layers``, setting
-        ``vector_layers``)."""
+        """Embed the layers of the group whose vectors are on (``kbgraph.ingest.embed_layers``, settings
+        ``vector_layers``, ``late_chunking``, ``static_layers``)."""
+        from kbgraph.embed.static_model import get_static_embedder
         from kbgraph.ingest.embed_layers import embed_layers
 
         t0 = time.perf_counter()
         chunks = sum(len(g.chunks) for g in graphs)
         with self.bar.stage("embed", f"{chunks:,} chunks and their knowledge", group=group) as st:
+            static = self.settings.static_vector_layers
             st.done(embed_layers(graphs, self.embedder(), self.settings.vector_layers,
-                                 late_chunking=self.settings.late_chunking), "texts")
+                                 late_chunking=self.settings.late_chunking, static_layers=static,
+                                 static=get_static_embedder(self.settings) if static else None), "texts")
         self.report.seconds["embed"] += time.perf_counter() - t0
 
     def _replace(self, built: Built) -> set[str]:

@@ -169,6 +169,16 @@ class Settings(BaseSettings):
         "embedders, and tags not found in the chunk or cut by the model's token limit, are embedded as before.",
     )
 
+    # --- static embeddings (issue 15 direction 3; kbgraph/embed/static_model.py) ---------------------------
+    static_layers: Annotated[list[str], NoDecode] = Field(
+        [],
+        description="Layers embedded by a static model distilled from embedding_model (model2vec: one vector per "
+        "token, a text = their mean; microseconds a text) instead of the model itself, at ingest and for the "
+        "question's vector on those layers' indexes: a list or comma-separated labels of "
+        + ", ".join(VECTOR_LAYER_CHOICES) + " (meant for the short texts: Entity, Triple). Needs a local "
+        "sentence-transformers model. Changing it for an existing knowledge base: rebuild it (reset, then ingest).",
+    )
+
     # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
     fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off).")
@@ -334,7 +344,7 @@ class Settings(BaseSettings):
     def _expand(cls, v: Path | None) -> Path | None:
         return v.expanduser() if v is not None else None
 
-    @field_validator("vector_layers", mode="before")
+    @field_validator("vector_layers", "static_layers", mode="before")
     @classmethod
     def _vector_layers(cls, v: Any) -> Any:
         """A comma-separated string (environment, CLI) or a list; labels checked, Chunk dropped (always on)."""
@@ -379,6 +389,11 @@ class Settings(BaseSettings):
     def vector_layers_off(self) -> frozenset[str]:
         """The labels of VECTOR_LAYER_CHOICES not in ``vector_layers``: no vectors written, no vector seeds."""
         return frozenset(VECTOR_LAYER_CHOICES) - set(self.vector_layers)
+
+    @property
+    def static_vector_layers(self) -> frozenset[str]:
+        """The layers whose vectors come from the static model (``static_layers`` that are also vector layers)."""
+        return frozenset(self.static_layers) & frozenset(self.vector_layers)
 
     @property
     def kb_dir(self) -> Path:

@@ -74,17 +74,20 @@ def seed_layers(
     """Vector top-``seed_k`` on each layer's index (or on ``layers`` only), plus full-text top-``fulltext_k``
     on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers. A layer whose
     vectors are off (``settings.vector_layers``, issue 15) has no vector seeds: its nodes still reach chunks
-    through the full-text seeds and the hops, as in a knowledge base built without its vectors."""
+    through the full-text seeds and the hops, as in a knowledge base built without its vectors. A layer of
+    ``settings.static_layers`` (issue 15 direction 3) is searched with the question's vector from the static
+    model its nodes were embedded with (``kbgraph.embed.static_model``), the others with ``qvec``."""
     seeds = Seeds(query_vector=list(qvec))
     off = settings.vector_layers_off
+    own = static_question_vectors(settings, question)
     if layers is not None:
         for label in layers:
             if label not in off:
-                hits = store.vector_search(label, qvec, k=settings.seed_k)
+                hits = store.vector_search(label, own.get(label, qvec), k=settings.seed_k)
                 seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
         return seeds
     fulltext = settings.fulltext_k if settings.weight_fulltext else 0
-    found = store.seed_search(qvec, settings.seed_k, question, fulltext)
+    found = store.seed_search(qvec, settings.seed_k, question, fulltext, layer_embeddings=own)
     for label in LAYER_WEIGHTS:
         if label not in off:
             seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in found.get(label, [])}
@@ -94,6 +97,18 @@ def seed_layers(
             top = max((h.score for h in hits), default=0.0)
             seeds.layers[layer] = {h.id: (h.score / top if top > 0 else 0.0, _text(h.properties)) for h in hits}
     return seeds
+
+
+def static_question_vectors(settings: Settings, question: str) -> dict[str, list[float]]:
+    """{label: the question's vector from the static model} for each layer of ``settings.static_layers`` whose
+    vectors are on; {} when there is none. ConfigError as ``kbgraph.embed.static_model.get_static_embedder``."""
+    layers = settings.static_vector_layers
+    if not layers:
+        return {}
+    from kbgraph.embed.static_model import get_static_embedder
+
+    vec = get_static_embedder(settings).embed([question])[0].tolist()
+    return {label: vec for label in layers}
 
 
 def _text(props: dict) -> str:

@@ -12,7 +12,7 @@ import contextlib
 import re
 from collections import Counter
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,8 @@ Row = dict[str, Any]
 
 #: Labels whose nodes carry ``document_id`` and get a range index on it.
 DOCUMENT_SCOPED_LABELS = ("Section", "Chunk", "AtomicQuestion", "Triple")
+#: The layers of retrieve/seed_vectors with a query vector of their own ($<snake label>_embedding; Chunk: $embedding).
+SEED_LAYERS = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
 
 
 def snake(label: str) -> str:
@@ -267,16 +269,23 @@ class GraphStore(ABC):
         return hits
 
     def seed_search(
-        self, embedding: Sequence[float], k: int, text: str = "", fulltext_k: int = 0
+        self, embedding: Sequence[float], k: int, text: str = "", fulltext_k: int = 0,
+        layer_embeddings: Mapping[str, Sequence[float]] | None = None,
     ) -> dict[str, list[VectorHit | FulltextHit]]:
         """The seeds of every layer in two round trips: vector top-``k`` on each vector index (keys: the labels of
         VECTOR_LABELS; score = cosine similarity) and, when ``text`` has words and ``fulltext_k`` > 0, full-text
         top-``fulltext_k`` on Chunk.text and Entity.name (keys 'Chunk.text', 'Entity.name'; raw engine score).
-        Each hit's properties hold only {'text': its text/name/title/path}. Hits best first. Chunks of
-        documents not complete (still or left 'writing') are left out, after each index's top-k."""
+        ``layer_embeddings``: the query vector of a layer searched with another one than ``embedding`` (the
+        static model's, setting ``static_layers``; not Chunk). Each hit's properties hold only {'text': its
+        text/name/title/path}. Hits best first. Chunks of documents not complete (still or left 'writing') are
+        left out, after each index's top-k."""
         vec = self.check_vector(embedding)
+        params: dict[str, Any] = {"embedding": vec, "k": k}
+        for label in SEED_LAYERS:
+            other = (layer_embeddings or {}).get(label)
+            params[f"{snake(label)}_embedding"] = vec if other is None else self.check_vector(other)
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
-        for r in self.run("retrieve/seed_vectors", {"embedding": vec, "k": k}):
+        for r in self.run("retrieve/seed_vectors", params):
             out[r["layer"]].append(VectorHit(
                 id=r["id"], label=r["layer"], score=self._vector_similarity(r["score"]), properties={"text": r["text"]}
             ))  # fmt: skip

@@ -1,0 +1,162 @@
+"""Static embeddings for short texts (issue 15, direction 3): a model2vec model distilled offline from the
+configured sentence-transformers model, used for the layers of setting ``static_layers`` (entity names and
+triples by default), both at ingestion and for the question's vector on those layers' indexes.
+
+A static model is one vector per vocabulary token (the teacher's output for that token alone, Zipf-weighted,
+no PCA: the teacher's dimension, so the same vector indexes serve); a text's vector is the mean of its
+tokens' vectors. It embeds tens of thousands of names a second on one core where the transformer does ~500
+(Tulkens & van Dongen 2024, model2vec; measured figures in docs/benchmarks.md, "Static embeddings"). It is
+built once per model, by the library ``model2vec`` (``model2vec.distill``, ~10 s on 2 cores for
+all-MiniLM-L6-v2), from the model's local folder (never the hub), into
+``<home>/models/<model>-static-<first 16 hex of the weights' sha256>/``, under a file lock so that two
+processes do not both build it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kbgraph.embed.base import normalise
+from kbgraph.embed.onnx_model import models_dir, read_model_spec, safe_model_name, weights_hash
+from kbgraph.embed.sentence import local_model_dir
+from kbgraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kbgraph.settings import Settings
+
+__all__ = ["STATIC_SUFFIX", "StaticEmbedder", "build_static_model", "get_static_embedder", "static_model_dir"]
+
+log = logging.getLogger("kbgraph.embed")
+
+#: Appended to the teacher's name in ``StaticEmbedder.model_name`` (and so in embedding-cache keys).
+STATIC_SUFFIX = "+static"
+_CACHE: dict[tuple[str, str], StaticEmbedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def static_model_dir(settings: Settings) -> tuple[Path, Path]:
+    """(the teacher model's local folder, where its static model lives) for ``settings.embedding_model``.
+    ConfigError if the model is not a local sentence-transformers folder (an ``openai:`` model, or a hub name
+    not in the cache), naming the fix."""
+    name = (settings.embedding_model or "").strip()
+    folder = local_model_dir(name)
+    if folder is None:
+        raise ConfigError(f"static_layers needs the embedding model {name!r} on disk to distil a static model "
+                          "from (a sentence-transformers folder or the packaged all-MiniLM-L6-v2): set "
+                          "KBGRAPH_STATIC_LAYERS= (empty) for this model")
+    try:
+        spec = read_model_spec(folder)
+    except Exception as exc:  # noqa: BLE001 - any unreadable model folder: one clear message
+        raise ConfigError(f"cannot read the embedding model folder {folder} to distil a static model ({exc}); "
+                          "set KBGRAPH_STATIC_LAYERS= (empty)") from exc
+    mdir = models_dir(settings.home)
+    return folder, mdir / f"{safe_model_name(name)}-static-{weights_hash(spec.weights, mdir)[:16]}"
+
+
+def build_static_model(teacher: Path, out: Path, *, lock_timeout: float = 600.0) -> Path:
+    """Distil ``teacher`` (a sentence-transformers folder) into a model2vec static model at ``out`` unless it
+    is there: built into a temporary folder beside it, then renamed, under ``out``.lock (a second process waits
+    and reuses the first's model). ConfigError if model2vec is missing, the distillation fails, or the lock is
+    held longer than ``lock_timeout`` s, each naming the fix."""
+    from filelock import FileLock, Timeout
+
+    if (out / "config.json").is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(out) + ".lock", timeout=lock_timeout):
+            if (out / "config.json").is_file():  # another process built it while we waited
+                return out
+            tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            try:
+                _distil(teacher, tmp)
+                if out.exists():  # a half-written folder from a killed run (no config.json)
+                    shutil.rmtree(out)
+                os.replace(tmp, out)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    except Timeout as exc:
+        raise ConfigError(f"another process has been distilling {out} for {lock_timeout:.0f} s; "
+                          f"remove {out}.lock if no kbgraph process is running") from exc
+    return out
+
+
+def _distil(teacher: Path, tmp: Path) -> None:
+    try:
+        from model2vec.distill import distill
+    except ImportError as exc:
+        raise ConfigError(f"static_layers needs model2vec and skeletoken: pip install 'model2vec>=0.10' "
+                          f"'skeletoken>=0.6' ({exc}), or set KBGRAPH_STATIC_LAYERS= (empty)") from exc
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    log.info("distilling a static embedding model from %s (once, ~10 s)", teacher)
+    try:
+        model = distill(model_name=str(teacher), pca_dims=None)
+        model.save_pretrained(str(tmp))
+    except Exception as exc:  # noqa: BLE001 - the library's failures vary; one message naming the fix
+        raise ConfigError(f"distilling a static model from {teacher} failed ({type(exc).__name__}: {exc}); "
+                          "set KBGRAPH_STATIC_LAYERS= (empty) to embed every layer with the model itself") from exc
+
+
+class StaticEmbedder:
+    """A model2vec static model; implements ``Embedder``: ``embed(texts)`` -> float32 (len(texts), dimension),
+    rows L2-normalised (a text with no known token gets the zero vector). ``model_name`` is the teacher's name +
+    ``STATIC_SUFFIX``. Loaded on first use from ``path`` (``build_static_model``'s folder)."""
+
+    def __init__(self, path: str | Path, *, teacher_name: str):
+        self.path = Path(path)
+        self._name = teacher_name + STATIC_SUFFIX
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    from model2vec import StaticModel
+
+                    self._model = StaticModel.from_pretrained(str(self.path))
+        return self._model
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return int(self._load().dim)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        vectors = model.encode([t if isinstance(t, str) else str(t) for t in texts], show_progress_bar=False)
+        return normalise(vectors, self.dimension)  # model2vec returns float16: back to unit float32
+
+    def __repr__(self) -> str:
+        return f"StaticEmbedder({self._name!r}, {str(self.path)!r})"
+
+
+def get_static_embedder(settings: Settings) -> StaticEmbedder:
+    """The static embedder of ``settings.embedding_model`` (one per model and home in the process), built on
+    first use (``build_static_model``) and checked against ``settings.embedding_dimension`` (ConfigError
+    naming both numbers). ConfigError as ``static_model_dir`` and ``build_static_model``."""
+    teacher, out = static_model_dir(settings)
+    key = (str(out), (settings.embedding_model or "").strip())
+    with _CACHE_LOCK:
+        embedder = _CACHE.get(key)
+        if embedder is None:
+            build_static_model(teacher, out)
+            embedder = StaticEmbedder(out, teacher_name=key[1])
+            _CACHE[key] = embedder
+    if embedder.dimension != settings.embedding_dimension:
+        raise ConfigError(f"the static model {out} gives {embedder.dimension}-dimensional vectors but "
+                          f"embedding_dimension is {settings.embedding_dimension}: set KBGRAPH_STATIC_LAYERS= (empty)")
+    return embedder

@@ -1,0 +1,123 @@
+"""Static embeddings for short texts (issue 15 direction 3, kbgraph.embed.static_model, setting static_layers):
+the model2vec model distilled from the packaged all-MiniLM-L6-v2, built once and reloaded from disk; a knowledge
+base whose Entity and Triple vectors come from it, on both stores, seeded at query time with the question's
+vector from the same static model (and the other layers with the transformer's)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from kbgraph.embed import static_model
+from kbgraph.embed.static_model import StaticEmbedder, build_static_model, get_static_embedder, static_model_dir
+from kbgraph.errors import ConfigError
+from kbgraph.kb import KnowledgeBase
+from kbgraph.query.propagation import seed_layers
+from kbgraph.settings import Settings
+
+STATIC = ["Entity", "Triple"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(settings of a home holding the static model, its folder): distilled once for the module."""
+    settings = Settings(home=tmp_path_factory.mktemp("static-home"))
+    teacher, out = static_model_dir(settings)
+    assert not out.exists()
+    build_static_model(teacher, out)
+    return settings, out
+
+
+def _install(settings: Settings, built) -> None:
+    """Copy the module's static model into ``settings.home`` (it would distil the same folder, ~10 s more)."""
+    _, out = static_model_dir(settings)
+    if not out.exists():
+        shutil.copytree(built[1], out)
+
+
+def test_static_embedder_shapes_determinism_and_built_once(built):
+    settings, out = built
+    static_model._CACHE.clear()
+    stamp = (out / "config.json").stat().st_mtime_ns
+    emb = get_static_embedder(settings)
+    assert isinstance(emb, StaticEmbedder) and emb.model_name == "all-MiniLM-L6-v2+static"
+    texts = ["Barack Obama", "Honolulu Hawaii birthplace", "photosynthesis in plants", "", "Barack Obama"]
+    v = emb.embed(texts)
+    assert v.shape == (5, 384) and v.dtype == np.float32 and v.flags.c_contiguous
+    np.testing.assert_allclose(np.linalg.norm(v[[0, 1, 2]], axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(v[0], v[4]) and np.array_equal(v, emb.embed(texts))  # deterministic
+    assert not v[3].any()  # no token: the zero vector, not NaN
+    assert emb.embed([]).shape == (0, 384)
+    assert float(v[0] @ emb.embed(["Obama"])[0]) > float(v[0] @ v[2])  # a static model, still semantic
+    static_model._CACHE.clear()
+    assert get_static_embedder(settings) is not emb  # a new load ...
+    assert (out / "config.json").stat().st_mtime_ns == stamp  # ... of the same folder: not distilled again
+
+
+def test_errors_name_the_fix(tmp_path):
+    with pytest.raises(ConfigError, match="KBGRAPH_STATIC_LAYERS"):
+        static_model_dir(Settings(home=tmp_path, embedding_model="openai:text-embedding-3-small"))
+    teacher = tmp_path / "broken-model"
+    teacher.mkdir()
+    (teacher / "config.json").write_text("{}", encoding="utf-8")
+    out = tmp_path / "models" / "broken-static"
+    with pytest.raises(ConfigError, match="distilling a static model .* failed.*KBGRAPH_STATIC_LAYERS"):
+        build_static_model(teacher, out)
+    assert not out.exists() and not [p for p in out.parent.iterdir() if p.name.endswith(".tmp")]  # nothing left
+
+
+def test_setting_parses_and_only_counts_vector_layers(monkeypatch):
+    monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity, Triple")
+    assert Settings().static_vector_layers == {"Entity", "Triple"}
+    assert Settings(vector_layers=["AtomicQuestion", "Entity"]).static_vector_layers == {"Entity"}
+    monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity,Enitty")
+    with pytest.raises(ValueError, match="unknown vector layer 'Enitty'"):
+        Settings()
+
+
+@pytest.fixture(scope="module")
+def corpus(examples_dir, tmp_path_factory):
+    """12 MuSiQue passages (the gold passages of the first questions first) and those questions."""
+    base = examples_dir / "multihop" / "musique"
+    questions = [json.loads(x) for x in (base / "hipporag_train100.questions.jsonl").open()][:3]
+    passages = {p["id"]: p for p in map(json.loads, (base / "hipporag_train100.corpus.jsonl").open())}
+    chosen = list(dict.fromkeys(pid for q in questions for pid in q["gold_passage_ids"]))
+    chosen += [pid for pid in passages if pid not in chosen][: 12 - len(chosen)]
+    path = tmp_path_factory.mktemp("static-corpus") / "musique12.jsonl"
+    path.write_text("".join(json.dumps(passages[pid]) + "\n" for pid in chosen), encoding="utf-8")
+    return path, [q["question"] for q in questions]
+
+
+def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings, corpus, built):
+    settings = backend_settings.model_copy(update={"static_layers": STATIC})
+    _install(settings, built)
+    kb = KnowledgeBase(settings=settings)
+    kb.reset()
+    try:
+        report = kb.ingest([corpus[0]], progress=False)
+        assert report.added == 12 and report.failed == 0
+        static = get_static_embedder(settings)
+        # Neo4j 5.26's vector indexes score on quantised vectors (vector.quantization.enabled, default on)
+        tol = 2e-3 if settings.backend == "falkordb" else 0.03
+        question = corpus[1][0]
+        q_static, q_model = static.embed([question])[0], kb.embedder.embed([question])[0]
+        seeds = seed_layers(kb.store, settings, question, q_model.tolist())
+        for label in STATIC:  # stored vectors = the static model's; seeded with the static question vector
+            hits = seeds.layers[label]
+            assert hits, label
+            ids, texts = list(hits), [text for _, text in hits.values()]
+            stored = static.embed(texts)
+            for node_id, vec in zip(ids, stored, strict=True):
+                assert hits[node_id][0] == pytest.approx(max(0.0, float(vec @ q_static)), abs=tol), label
+            exact = kb.store.vector_search(label, stored[0].tolist(), k=1)[0]
+            assert exact.score == pytest.approx(1.0, abs=tol)  # the node's own vector is the static one
+        qs = seeds.layers["AtomicQuestion"]  # the other layers: the transformer's vectors, as before
+        node_id, (score, text) = next(iter(qs.items()))
+        assert score == pytest.approx(float(kb.embedder.embed([text])[0] @ q_model), abs=tol)
+        plain = seed_layers(kb.store, settings.model_copy(update={"static_layers": []}), question, q_model.tolist())
+        assert plain.layers["Entity"] != seeds.layers["Entity"]  # the switch is what made the difference
+    finally:
+        kb.close()
