@@ -171,12 +171,17 @@ class Settings(BaseSettings):
 
     # --- static embeddings (issue 15 direction 3; kbgraph/embed/static_model.py) ---------------------------
     static_layers: Annotated[list[str], NoDecode] = Field(
-        [],
+        ["Entity"],  # Entity only: docs/benchmarks.md, "Static embeddings" (Entity+Triple lost MuSiQue R@5)
         description="Layers embedded by a static model distilled from embedding_model (model2vec: one vector per "
         "token, a text = their mean; microseconds a text) instead of the model itself, at ingest and for the "
         "question's vector on those layers' indexes: a list or comma-separated labels of "
-        + ", ".join(VECTOR_LAYER_CHOICES) + " (meant for the short texts: Entity, Triple). Needs a local "
-        "sentence-transformers model. Changing it for an existing knowledge base: rebuild it (reset, then ingest).",
+        + ", ".join(VECTOR_LAYER_CHOICES) + " (meant for short texts). Applies to sentence-transformers models "
+        "(not openai:). Changing it for an existing knowledge base: rebuild it (reset, then ingest; the embedding "
+        "cache keeps that cheap), or its layers are searched with the other model's question vector.",
+    )
+    static_models_dir: Path | None = Field(
+        None, description="Where distilled static models are kept (one per embedding model's weights, shared by "
+        "every knowledge base that points here); default <home>/models.",
     )
 
     # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------
@@ -338,6 +343,7 @@ class Settings(BaseSettings):
 
     @field_validator(
         "home", "data_dir", "neo4j_local_home", "embedding_cache_dir", "llm_server_dir", "llm_server_model",
+        "static_models_dir",
         mode="after",
     )
     @classmethod
@@ -392,7 +398,10 @@ class Settings(BaseSettings):
 
     @property
     def static_vector_layers(self) -> frozenset[str]:
-        """The layers whose vectors come from the static model (``static_layers`` that are also vector layers)."""
+        """The layers whose vectors come from the static model: ``static_layers`` that are also vector layers;
+        none for an ``openai:`` embedding model (no local weights to distil)."""
+        if (self.embedding_model or "").strip().lower().startswith("openai:"):
+            return frozenset()
         return frozenset(self.static_layers) & frozenset(self.vector_layers)
 
     @property

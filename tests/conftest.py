@@ -10,12 +10,17 @@ Set KBGRAPH_TEST_NEO4J_URI (+ NEO4J_USERNAME/NEO4J_PASSWORD) to use an existing 
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 
 from kbgraph.settings import Settings
+
+# Static models (setting static_layers) are distilled once per folder: one folder for the whole session, so that
+# every test's fresh home (and the CLI processes the tests start) reuses the first distillation (~10-20 s each).
+os.environ.setdefault("KBGRAPH_STATIC_MODELS_DIR", tempfile.mkdtemp(prefix="kbgraph-test-static-"))
 
 # the session's real llama.cpp server (`llm_server`): tests/llm_server_fixture.py
 pytest_plugins = ["tests.llm_server_fixture"]

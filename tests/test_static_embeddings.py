@@ -24,7 +24,8 @@ STATIC = ["Entity", "Triple"]
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """(settings of a home holding the static model, its folder): distilled once for the module."""
-    settings = Settings(home=tmp_path_factory.mktemp("static-home"))
+    home = tmp_path_factory.mktemp("static-home")
+    settings = Settings(home=home, static_models_dir=home / "models")
     teacher, out = static_model_dir(settings)
     assert not out.exists()
     build_static_model(teacher, out)
@@ -70,9 +71,14 @@ def test_errors_name_the_fix(tmp_path):
 
 
 def test_setting_parses_and_only_counts_vector_layers(monkeypatch):
+    monkeypatch.delenv("KBGRAPH_STATIC_LAYERS", raising=False)
+    assert Settings().static_vector_layers == {"Entity"}  # the default
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity, Triple")
     assert Settings().static_vector_layers == {"Entity", "Triple"}
     assert Settings(vector_layers=["AtomicQuestion", "Entity"]).static_vector_layers == {"Entity"}
+    assert not Settings(embedding_model="openai:text-embedding-3-small").static_vector_layers  # nothing to distil
+    monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "")
+    assert not Settings().static_vector_layers
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity,Enitty")
     with pytest.raises(ValueError, match="unknown vector layer 'Enitty'"):
         Settings()

@@ -8,7 +8,8 @@ tokens' vectors. It embeds tens of thousands of names a second on one core where
 (Tulkens & van Dongen 2024, model2vec; measured figures in docs/benchmarks.md, "Static embeddings"). It is
 built once per model, by the library ``model2vec`` (``model2vec.distill``, ~10 s on 2 cores for
 all-MiniLM-L6-v2), from the model's local folder (never the hub), into
-``<home>/models/<model>-static-<first 16 hex of the weights' sha256>/``, under a file lock so that two
+``<home>/models/<model>-static-<first 16 hex of the weights' sha256>/`` (setting ``static_models_dir`` moves
+it: one folder can serve every knowledge base on a machine), in a child process, under a file lock so that two
 processes do not both build it.
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,7 +60,7 @@ def static_model_dir(settings: Settings) -> tuple[Path, Path]:
     except Exception as exc:  # noqa: BLE001 - any unreadable model folder: one clear message
         raise ConfigError(f"cannot read the embedding model folder {folder} to distil a static model ({exc}); "
                           "set KBGRAPH_STATIC_LAYERS= (empty)") from exc
-    mdir = models_dir(settings.home)
+    mdir = settings.static_models_dir or models_dir(settings.home)
     return folder, mdir / f"{safe_model_name(name)}-static-{weights_hash(spec.weights, mdir)[:16]}"
 
 
@@ -90,19 +93,27 @@ def build_static_model(teacher: Path, out: Path, *, lock_timeout: float = 600.0)
 
 
 def _distil(teacher: Path, tmp: Path) -> None:
+    """Run ``distil_into`` in a child interpreter: distillation loads torch and transformers (~1 GB resident),
+    which the ingesting process otherwise never needs (it embeds with ONNX Runtime)."""
+    log.info("distilling a static embedding model from %s (once, ~10-20 s)", teacher)
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([sys.executable, "-m", "kbgraph.embed.static_model", str(teacher), str(tmp)],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0 or not (tmp / "config.json").is_file():
+        lines = [x for x in (proc.stderr or proc.stdout).strip().splitlines() if "it/s]" not in x]
+        raise ConfigError(f"distilling a static model from {teacher} failed ({lines[-1] if lines else 'no output'})"
+                          "; set KBGRAPH_STATIC_LAYERS= (empty) to embed every layer with the model itself")
+
+
+def distil_into(teacher: Path, out: Path) -> None:
+    """model2vec's ``distill`` of ``teacher`` (no PCA: the teacher's dimension), saved at ``out``. ConfigError if
+    model2vec (or skeletoken, which its distill imports) is missing."""
     try:
         from model2vec.distill import distill
     except ImportError as exc:
         raise ConfigError(f"static_layers needs model2vec and skeletoken: pip install 'model2vec>=0.10' "
                           f"'skeletoken>=0.6' ({exc}), or set KBGRAPH_STATIC_LAYERS= (empty)") from exc
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    log.info("distilling a static embedding model from %s (once, ~10 s)", teacher)
-    try:
-        model = distill(model_name=str(teacher), pca_dims=None)
-        model.save_pretrained(str(tmp))
-    except Exception as exc:  # noqa: BLE001 - the library's failures vary; one message naming the fix
-        raise ConfigError(f"distilling a static model from {teacher} failed ({type(exc).__name__}: {exc}); "
-                          "set KBGRAPH_STATIC_LAYERS= (empty) to embed every layer with the model itself") from exc
+    distill(model_name=str(teacher), pca_dims=None).save_pretrained(str(out))
 
 
 class StaticEmbedder:
@@ -160,3 +171,11 @@ def get_static_embedder(settings: Settings) -> StaticEmbedder:
         raise ConfigError(f"the static model {out} gives {embedder.dimension}-dimensional vectors but "
                           f"embedding_dimension is {settings.embedding_dimension}: set KBGRAPH_STATIC_LAYERS= (empty)")
     return embedder
+
+
+if __name__ == "__main__":  # python -m kbgraph.embed.static_model TEACHER OUT (what _distil runs)
+    try:
+        distil_into(Path(sys.argv[1]), Path(sys.argv[2]))
+    except Exception as exc:  # noqa: BLE001 - the parent reports the last line
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
