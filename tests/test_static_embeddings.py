@@ -5,7 +5,6 @@ vector from the same static model (and the other layers with the transformer's).
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
@@ -17,6 +16,8 @@ from kbgraph.errors import ConfigError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.propagation import seed_layers
 from kbgraph.settings import Settings
+
+from tests.musique_sample import musique_sample
 
 STATIC = ["Entity", "Triple"]
 
@@ -87,14 +88,7 @@ def test_setting_parses_and_only_counts_vector_layers(monkeypatch):
 @pytest.fixture(scope="module")
 def corpus(examples_dir, tmp_path_factory):
     """12 MuSiQue passages (the gold passages of the first questions first) and those questions."""
-    base = examples_dir / "multihop" / "musique"
-    questions = [json.loads(x) for x in (base / "hipporag_train100.questions.jsonl").open()][:3]
-    passages = {p["id"]: p for p in map(json.loads, (base / "hipporag_train100.corpus.jsonl").open())}
-    chosen = list(dict.fromkeys(pid for q in questions for pid in q["gold_passage_ids"]))
-    chosen += [pid for pid in passages if pid not in chosen][: 12 - len(chosen)]
-    path = tmp_path_factory.mktemp("static-corpus") / "musique12.jsonl"
-    path.write_text("".join(json.dumps(passages[pid]) + "\n" for pid in chosen), encoding="utf-8")
-    return path, [q["question"] for q in questions]
+    return musique_sample(examples_dir, tmp_path_factory.mktemp("static-corpus"), 12, 3)
 
 
 def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings, corpus, built):

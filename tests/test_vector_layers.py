@@ -6,8 +6,6 @@ MuSiQue passages."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from kbgraph.ingest.embed_layers import embed_layers
@@ -16,6 +14,8 @@ from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRec
 from kbgraph.query.propagation import propagate, seed_layers
 from kbgraph.settings import VECTOR_LAYER_CHOICES, Settings
 
+from tests.musique_sample import musique_sample
+
 OFF = ["Entity", "Triple", "Section", "Document"]  # AtomicQuestion stays on: Algorithm 1 retrieves it by vector
 ON = ["AtomicQuestion"]
 
@@ -23,14 +23,7 @@ ON = ["AtomicQuestion"]
 @pytest.fixture(scope="module")
 def corpus(examples_dir, tmp_path_factory):
     """16 passages (the gold passages of the first questions, then others) and those questions."""
-    base = examples_dir / "multihop" / "musique"
-    questions = [json.loads(x) for x in (base / "hipporag_train100.questions.jsonl").open()][:4]
-    passages = {p["id"]: p for p in map(json.loads, (base / "hipporag_train100.corpus.jsonl").open())}
-    chosen = list(dict.fromkeys(pid for q in questions for pid in q["gold_passage_ids"]))
-    chosen += [pid for pid in passages if pid not in chosen][: 16 - len(chosen)]
-    path = tmp_path_factory.mktemp("vlayers") / "musique16.jsonl"
-    path.write_text("".join(json.dumps(passages[pid]) + "\n" for pid in chosen), encoding="utf-8")
-    return path, [q["question"] for q in questions]
+    return musique_sample(examples_dir, tmp_path_factory.mktemp("vlayers"), 16, 4)
 
 
 def _fresh(settings: Settings, corpus, layers: list[str], suffix: str = "") -> KnowledgeBase:
