@@ -1,7 +1,8 @@
 """The ONNX Runtime embedding backend against the torch one, on the real all-MiniLM-L6-v2 and real 2Wiki text.
 
-One export per session, into a temporary home, made the way a first ingestion makes it: backend 'auto' with
-no export loads torch and writes the export after loading the model."""
+One export per session, into a temporary home, made the way a first ingestion with late chunking off makes it:
+backend 'auto' with no export loads torch and writes the export after loading the model (with late chunking on,
+the default, 'auto' exports before the first embedding: ``test_auto_with_late_chunking_exports_first``)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def torch_run(onnx_home, sentences):
     """(torch embedder, its vectors of ``sentences``, the export path): backend 'auto' before any export."""
     from kbgraph.embed import SentenceTransformerEmbedder, make_embedder, onnx_model_path
 
-    settings = Settings(home=onnx_home, embedding_backend="auto")
+    settings = Settings(home=onnx_home, embedding_backend="auto", late_chunking=False)
     path = onnx_model_path(settings)
     assert path is not None and path.parent == onnx_home / "models" and not path.exists()
     assert re.fullmatch(r"all-MiniLM-L6-v2-[0-9a-f]{16}\.onnx", path.name)
@@ -115,6 +116,51 @@ def _packaged():
     path = packaged_model_path()
     assert path is not None
     return path
+
+
+def test_auto_with_late_chunking_exports_first(torch_run, tmp_path, monkeypatch, caplog):
+    """Late chunking (the default) needs the ONNX embedder's token states: under 'auto' a fresh home exports
+    before the first embedding instead of after a torch load; a failed export is remembered and stays on torch;
+    late chunking off keeps torch-first. (The exporter itself is the session's real one in ``torch_run``; here it
+    copies that file, so only the decision is under test.)"""
+    import shutil
+
+    from kbgraph.embed import OnnxEmbedder, SentenceTransformerEmbedder, make_embedder, onnx_model_path
+    from kbgraph.embed import onnx_export
+
+    exported: list = []
+
+    def copy_export(folder, path):
+        exported.append(path)
+        shutil.copyfile(torch_run[2], path)
+        return path
+
+    monkeypatch.setattr(onnx_export, "export_onnx", copy_export)
+    off = tmp_path / "off"
+    assert isinstance(make_embedder(Settings(home=off, embedding_backend="auto", late_chunking=False)),
+                      SentenceTransformerEmbedder)
+    assert exported == [] and not onnx_model_path(Settings(home=off)).exists()
+
+    on = Settings(home=tmp_path / "on", embedding_backend="auto")
+    assert on.late_chunking is True  # the default
+    path = onnx_model_path(on)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    e = make_embedder(on)
+    assert isinstance(e, OnnxEmbedder) and e.onnx_path == path and exported == [path]
+    assert e.can_embed_spans
+
+    def broken(folder, path):
+        raise RuntimeError("exporter crashed")
+
+    monkeypatch.setattr(onnx_export, "export_onnx", broken)
+    bad = Settings(home=tmp_path / "bad", embedding_backend="auto")
+    onnx_model_path(bad).parent.mkdir(parents=True, exist_ok=True)
+    with caplog.at_level("WARNING", logger="kbgraph.embed"):
+        assert isinstance(make_embedder(bad), SentenceTransformerEmbedder)
+    failed = onnx_model_path(bad).with_name(onnx_model_path(bad).name + ".failed")
+    assert "exporter crashed" in failed.read_text() and "staying on torch" in caplog.text
+    monkeypatch.setattr(onnx_export, "export_onnx", copy_export)  # remembered: not tried again
+    assert isinstance(make_embedder(bad), SentenceTransformerEmbedder) and exported == [path]
 
 
 def test_torch_backend_ignores_export(torch_run, onnx_home):

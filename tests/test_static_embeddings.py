@@ -114,8 +114,10 @@ def test_static_layers_ingested_and_seeded_with_the_static_model(backend_setting
                 assert hits[node_id][0] == pytest.approx(max(0.0, float(vec @ q_static)), abs=tol), label
             exact = kb.store.vector_search(label, stored[0].tolist(), k=1)[0]
             assert exact.score == pytest.approx(1.0, abs=tol)  # the node's own vector is the static one
-        qs = seeds.layers["AtomicQuestion"]  # the other layers: the transformer's vectors, as before
-        node_id, (score, text) = next(iter(qs.items()))
+        # the other layers: the transformer's vectors, as before (Document: titles embedded on their own; the
+        # sentence tags are pooled from their chunk's pass, late_chunking: tests/test_late_chunking.py)
+        docs = seeds.layers["Document"]
+        node_id, (score, text) = next(iter(docs.items()))
         assert score == pytest.approx(float(kb.embedder.embed([text])[0] @ q_model), abs=tol)
         plain = seed_layers(kb.store, settings.model_copy(update={"static_layers": []}), question, q_model.tolist())
         assert plain.layers["Entity"] != seeds.layers["Entity"]  # the switch is what made the difference

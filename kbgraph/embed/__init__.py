@@ -8,7 +8,8 @@
 * the same model run by onnxruntime (``kbgraph.embed.onnx_runtime.OnnxEmbedder``) from a one-time ONNX export in
   ``<home>/models/``, chosen by ``settings.embedding_backend``: ``auto`` (default) uses the export when it
   exists (no torch import: a cold ``kbgraph ask`` is ~1 s instead of ~10 s) and otherwise loads torch and
-  writes the export right after loading the model, so the first ingestion pays it once; ``onnx`` exports
+  writes the export right after loading the model, so the first ingestion pays it once (with
+  ``late_chunking`` on, the default, it exports before the first embedding instead); ``onnx`` exports
   first if needed; ``torch`` never uses ONNX. Models that are not a plain encoder + Pooling (+ Normalize)
   stay on torch under ``auto``;
 * ``openai:<model>`` (``OpenAIEmbedder``): an OpenAI-compatible ``/embeddings`` endpoint at

@@ -85,9 +85,32 @@ def _export_after_load(settings: Settings) -> Callable[[Any], None]:
     return export
 
 
+def _export_first(settings: Settings, spec: Any, path: Path) -> None:
+    """Under ``embedding_backend='auto'`` with ``late_chunking`` on: write the ONNX export before the first
+    embedding instead of after torch's first load, so that a fresh home's first ingestion already pools its
+    sentence tags from the chunks' pass (only the ONNX embedder offers ``embed_spans``; issue 15). The first run
+    pays the same export either way. A failure is remembered in ``<file>.failed`` (as after a torch load) and
+    the embedder stays on torch; no ``onnx`` package: torch, nothing remembered."""
+    import importlib.util
+
+    failed = path.with_name(path.name + ".failed")
+    if failed.exists() or importlib.util.find_spec("onnx") is None:
+        return
+    try:
+        onnx_export.export_onnx(spec.folder, path)
+    except Exception as exc:
+        try:
+            failed.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
+        except OSError:
+            pass
+        log.warning("ONNX export of %s failed, staying on torch (delete %s to retry): %s: %s",
+                    settings.embedding_model, failed, type(exc).__name__, exc)
+
+
 def make_embedder(settings: Settings) -> Embedder:
     """A new embedder for ``settings.embedding_model`` and ``settings.embedding_backend`` (not cached; the
-    ONNX file is exported here only for backend 'onnx'; no model is loaded yet)."""
+    ONNX file is exported here for backend 'onnx', and for 'auto' with ``late_chunking`` on (``_export_first``);
+    no model is loaded yet)."""
     name = (settings.embedding_model or "").strip()
     if not name:
         raise ConfigError(f"embedding_model is empty: set KBGRAPH_EMBEDDING_MODEL (default {DEFAULT_MODEL!r})")
@@ -108,6 +131,8 @@ def make_embedder(settings: Settings) -> Embedder:
         spec, path = plan
         if backend == "onnx" and not path.is_file():
             onnx_export.export_onnx(spec.folder, path)
+        elif backend == "auto" and not path.is_file() and getattr(settings, "late_chunking", False):
+            _export_first(settings, spec, path)
         if path.is_file():
             if getattr(settings, "embedding_precision", "fp32") == "int8":  # issue 15: kbgraph.embed.onnx_quant
                 path, name = onnx_quant.quantize_int8(path), name + onnx_quant.INT8_SUFFIX

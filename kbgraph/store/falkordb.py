@@ -189,12 +189,20 @@ def _plain(value: Any) -> Any:
 class _VectorLiteral:
     """A vector as Cypher list text. The FalkorDB client inlines parameters into the query text and writes
     any value it does not know with ``str()``; rendering the float32 array once with 7 significant digits
-    (float32 precision) is ~10x faster than the client's per-element path and keeps the text short."""
+    (float32 precision) is ~10x faster than the client's per-element path and keeps the text short. One ``%``
+    with a format per dimension renders in C: 1.4x faster than a per-float f-string (5,000 vectors of 384:
+    0.31 s instead of 0.44 s), the same text; ingestion writes ~80k vectors per 3,300 passages in the thread
+    that overlaps the embedder."""
 
     __slots__ = ("text",)
+    _formats: dict[int, str] = {}
 
     def __init__(self, vector: np.ndarray):
-        self.text = "[" + ",".join([f"{x:.7g}" for x in vector.tolist()]) + "]"
+        values = vector.tolist()
+        fmt = self._formats.get(len(values))
+        if fmt is None:
+            fmt = self._formats[len(values)] = "[" + ",".join(["%.7g"] * len(values)) + "]"
+        self.text = fmt % tuple(values)
 
     def __str__(self) -> str:
         return self.text
