@@ -3,7 +3,7 @@ knowledge base, per store. Issue 15's goals (2 cores): 3,301 2Wiki passages <= 1
 time the same run's chunks take to embed alone; graph writes <= 15 % of the total; peak RSS <= 1.5 GB.
 
     .venv/bin/python benchmarks/ingest.py [--corpus 2wiki|musique|hotpotqa|docs] [--stores falkordb,neo4j]
-        [--limit N] [--no-cache] [--compare-overlap]
+        [--limit N] [--no-cache] [--compare-overlap] [--before KEY=VALUE[,KEY=VALUE...]]
 
 Printed per run: seconds end to end, items/s, seconds per stage (parse, chunk, distill, embed, write: the
 writes' own time wherever they ran), ``wait`` (the time the run's main thread spent on writes: its own writes
@@ -15,7 +15,9 @@ largest ru_maxrss of one, pages it shares with the parent included; '-' when non
 database server (VmHWM of the FalkorDB redis process, a fresh one per run, or of the Neo4j JVM, which lives on
 across the runs of one store). ``groups``: the units of work written (one per group of ``ingest_group_size``
 documents / ``ingest_group_chars`` characters; overlap needs several). ``--compare-overlap``: each store also
-runs with overlapped writes off (before) then on (after). A last line breaks the ingesting process's RSS down:
+runs with overlapped writes off (before) then on (after). ``--before``: each store also runs with these settings
+first (e.g. ``late_chunking=false``: the defaults before a change), then with the defaults, in the same
+invocation (the ``variant`` column names the settings of each row). A last line breaks the ingesting process's RSS down:
 the interpreter with kbgraph imported, + the embedder, + the spaCy pipeline (a separate small process).
 
 Each run ingests in its own process (``--child``, started by this script) so its RSS is its own; the store's
@@ -57,6 +59,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--no-cache", dest="cache", action="store_false", help="no embedding cache")
     ap.add_argument("--compare-overlap", action="store_true", help="also run with overlapped writes off (before)")
+    ap.add_argument("--before", default="", help="KEY=VALUE[,KEY=VALUE...]: also run with these settings (before)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: one run, settings as JSON; prints RESULT {...}
     ap.add_argument("--rss-probe", action="store_true", help=argparse.SUPPRESS)  # internal: RSS breakdown
     args = ap.parse_args()
@@ -89,10 +92,10 @@ def main() -> None:
           f"{os.cpu_count()} cores")  # fmt: skip
     print(HEADER)
     for row in rows:
-        print(_line(row, len(lines)))
+        print(_line(row, len(lines)) + f"  {row['variant']}")
     print("goals: <= 180 s for 3,301 passages; ratio <= 2.5x; write% <= 15 %; peak RSS <= 1.5 GB")
     print(f"RSS of an ingesting process before any data: {breakdown}")
-    by_store = {r["store"]: r for r in rows if r["overlap"]}
+    by_store = {r["store"]: r for r in rows if r["variant"] == "default"}
     if len(by_store) == 2:
         print(f"Neo4j/FalkorDB wall-time ratio: {by_store['neo4j']['wall'] / by_store['falkordb']['wall']:.2f}x")
 
@@ -118,7 +121,13 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
     from kbgraph.settings import Settings
 
     rows = []
-    overlaps = (False, True) if args.compare_overlap else (True,)
+    variants: list[tuple[str, dict[str, Any]]] = []
+    if args.compare_overlap:
+        variants.append(("ingest_overlap_writes=false", {"ingest_overlap_writes": False}))
+    if args.before:
+        pairs = [kv.split("=", 1) for kv in args.before.split(",") if kv.strip()]
+        variants.append((args.before, {k.strip(): v.strip() for k, v in pairs}))
+    variants.append(("default", {}))
     base = Settings(**_settings(store, tmp, args.cache, True, 0))
     local = None
     if store == "neo4j":
@@ -127,8 +136,8 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
         local = Neo4jLocal(base, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
         base = base.model_copy(update={"uri": local.start(timeout=180).bolt_uri})
     try:
-        for i, overlap in enumerate(overlaps):
-            over = {**_settings(store, tmp, args.cache, overlap, i), **({"uri": base.uri} if base.uri else {})}
+        for i, (variant, extra) in enumerate(variants):
+            over = {**_settings(store, tmp, args.cache, True, i), **extra, **({"uri": base.uri} if base.uri else {})}
             with KnowledgeBase(settings=Settings(**over)) as kb:
                 kb.reset()  # starts the embedded server if needed; an empty graph
             out = subprocess.run([sys.executable, __file__, "--child", json.dumps({
@@ -137,11 +146,12 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
             result = next((json.loads(x[7:]) for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
             if out.returncode != 0 or result is None:
                 sys.exit(f"the {store} run failed (exit {out.returncode}):\n{out.stderr[-4000:]}")
-            result.update(store=store, overlap=overlap, server_gb=_server_peak_gb(store, Settings(**over), local))
+            result.update(store=store, overlap=Settings(**over).ingest_overlap_writes, variant=variant,
+                          server_gb=_server_peak_gb(store, Settings(**over), local))
             rows.append(result)
             if i == 0:
                 print(HEADER)
-            print(_line(result, n_items), flush=True)
+            print(_line(result, n_items) + f"  {variant}", flush=True)
             print(f"          nodes {result['nodes']}", flush=True)
             with KnowledgeBase(settings=Settings(**over)) as kb:
                 kb.reset()
@@ -208,7 +218,7 @@ def _chunk_texts(corpus: Path, tmp: Path) -> list[str]:
 
 HEADER = (f"{'store':9} {'overlap':7} {'seconds':>7} {'items/s':>7} {'parse':>6} {'chunk':>6} {'distill':>7} "
           f"{'embed':>6} {'write':>6} {'wait':>6} {'write%':>6} {'chunks':>6} {'ratio':>6} {'rss':>5} {'fork':>5} "
-          f"{'server':>6} {'groups':>6} {'failed':>6}")  # fmt: skip
+          f"{'server':>6} {'groups':>6} {'failed':>6}  variant")  # fmt: skip
 
 
 def _line(r: dict, n: int) -> str:
