@@ -55,32 +55,40 @@ def _onnx_plan(settings: Settings, *, strict: bool = False) -> tuple[Any, Path] 
         return None
 
 
+def _try_export(settings: Settings, spec: Any, path: Path) -> ConfigError | None:
+    """Export the ONNX file of ``spec`` to ``path`` unless it exists or an earlier export failed (``<file>.failed``)
+    or the ``onnx`` package is missing (not remembered: installing it fixes it). Returns the failure as a
+    ConfigError naming the marker, after writing the marker so later runs do not retry it; None otherwise."""
+    import importlib.util
+
+    failed = path.with_name(path.name + ".failed")
+    if path.is_file() or failed.exists():
+        return None
+    if importlib.util.find_spec("onnx") is None:
+        log.info("not exporting %s to ONNX: the onnx package is not installed", settings.embedding_model)
+        return None
+    try:
+        onnx_export.export_onnx(spec.folder, path)
+    except Exception as exc:
+        try:
+            failed.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
+        except OSError:
+            pass
+        error = ConfigError(f"ONNX export failed, staying on torch (delete {failed} to retry): "
+                            f"{type(exc).__name__}: {exc}")
+        error.__cause__ = exc
+        return error
+    return None
+
+
 def _export_after_load(settings: Settings) -> Callable[[Any], None]:
     """The ``on_load`` hook of a torch embedder under ``embedding_backend='auto'``: export the ONNX file
-    (once; a failure is remembered in ``<file>.failed`` so later runs do not retry it)."""
+    (once; a failure is remembered in ``<file>.failed`` so later runs do not retry it, and raised)."""
 
     def export(_model: Any) -> None:
         plan = _onnx_plan(settings)  # again: a hub model is in the cache only now
-        if plan is None:
-            return
-        spec, path = plan
-        failed = path.with_name(path.name + ".failed")
-        if path.is_file() or failed.exists():
-            return
-        import importlib.util
-
-        if importlib.util.find_spec("onnx") is None:  # not a failure to remember: installing it fixes it
-            log.info("not exporting %s to ONNX: the onnx package is not installed", settings.embedding_model)
-            return
-        try:
-            onnx_export.export_onnx(spec.folder, path)
-        except Exception as exc:
-            try:
-                failed.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
-            except OSError:
-                pass
-            raise ConfigError(f"ONNX export failed, staying on torch (delete {failed} to retry): "
-                              f"{type(exc).__name__}: {exc}") from exc
+        if plan is not None and (error := _try_export(settings, *plan)) is not None:
+            raise error
 
     return export
 
@@ -90,21 +98,10 @@ def _export_first(settings: Settings, spec: Any, path: Path) -> None:
     embedding instead of after torch's first load, so that a fresh home's first ingestion already pools its
     sentence tags from the chunks' pass (only the ONNX embedder offers ``embed_spans``; issue 15). The first run
     pays the same export either way. A failure is remembered in ``<file>.failed`` (as after a torch load) and
-    the embedder stays on torch; no ``onnx`` package: torch, nothing remembered."""
-    import importlib.util
-
-    failed = path.with_name(path.name + ".failed")
-    if failed.exists() or importlib.util.find_spec("onnx") is None:
-        return
-    try:
-        onnx_export.export_onnx(spec.folder, path)
-    except Exception as exc:
-        try:
-            failed.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
-        except OSError:
-            pass
-        log.warning("ONNX export of %s failed, staying on torch (delete %s to retry): %s: %s",
-                    settings.embedding_model, failed, type(exc).__name__, exc)
+    logged, and the embedder stays on torch; no ``onnx`` package: torch, nothing remembered."""
+    error = _try_export(settings, spec, path)
+    if error is not None:
+        log.warning("%s", error)
 
 
 def make_embedder(settings: Settings) -> Embedder:
