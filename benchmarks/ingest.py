@@ -17,8 +17,8 @@ across the runs of one store). ``groups``: the units of work written (one per gr
 documents / ``ingest_group_chars`` characters; overlap needs several). ``--compare-overlap``: each store also
 runs with overlapped writes off (before) then on (after). ``--before``: each store also runs with these settings
 first (e.g. ``late_chunking=false``: the defaults before a change), then with the defaults, in the same
-invocation (the ``variant`` column names the settings of each row). A last line breaks the ingesting process's RSS down:
-the interpreter with kbgraph imported, + the embedder, + the spaCy pipeline (a separate small process).
+invocation (the ``variant`` column names the settings of each row). A last line breaks the ingesting process's
+RSS down: the interpreter with kbgraph imported, + the embedder, + the spaCy pipeline (a separate small process).
 
 Each run ingests in its own process (``--child``, started by this script) so its RSS is its own; the store's
 server is started by this script and reset before each run. Each run starts with its own empty embedding cache:
@@ -101,11 +101,12 @@ def main() -> None:
 
 
 # --- the parent: servers, runs, table ----------------------------------------------------------------
-def _settings(store: str, tmp: Path, cache: bool, overlap: bool, n: int) -> dict[str, Any]:
-    """The run's settings as JSON-able overrides (the child builds ``Settings(**overrides)``)."""
+def _settings(store: str, tmp: Path, cache: bool, n: int) -> dict[str, Any]:
+    """The run's settings as JSON-able overrides (the child builds ``Settings(**overrides)``); everything else,
+    overlapped writes included, is the default unless a variant (``--compare-overlap``, ``--before``) sets it."""
     over: dict[str, Any] = {
         "home": str(tmp), "name": f"bench_{store}", "falkor_idle_timeout": 0, "embedding_cache": cache,
-        "embedding_cache_dir": str(tmp / f"cache_{store}_{n}"), "ingest_overlap_writes": overlap,
+        "embedding_cache_dir": str(tmp / f"cache_{store}_{n}"),
     }  # fmt: skip
     if store == "neo4j":
         over.update({"neo4j_local_home": str(Path.home() / ".kbgraph-bench" / "neo4j-ingest"),
@@ -128,7 +129,7 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
         pairs = [kv.split("=", 1) for kv in args.before.split(",") if kv.strip()]
         variants.append((args.before, {k.strip(): v.strip() for k, v in pairs}))
     variants.append(("default", {}))
-    base = Settings(**_settings(store, tmp, args.cache, True, 0))
+    base = Settings(**_settings(store, tmp, args.cache, 0))
     local = None
     if store == "neo4j":
         from kbgraph.neo4j_local import Neo4jLocal
@@ -137,8 +138,9 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
         base = base.model_copy(update={"uri": local.start(timeout=180).bolt_uri})
     try:
         for i, (variant, extra) in enumerate(variants):
-            over = {**_settings(store, tmp, args.cache, True, i), **extra, **({"uri": base.uri} if base.uri else {})}
-            with KnowledgeBase(settings=Settings(**over)) as kb:
+            over = {**_settings(store, tmp, args.cache, i), **extra, **({"uri": base.uri} if base.uri else {})}
+            settings = Settings(**over)
+            with KnowledgeBase(settings=settings) as kb:
                 kb.reset()  # starts the embedded server if needed; an empty graph
             out = subprocess.run([sys.executable, __file__, "--child", json.dumps({
                 "settings": over, "corpus": str(corpus), "texts": str(texts)})],
@@ -146,19 +148,19 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
             result = next((json.loads(x[7:]) for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
             if out.returncode != 0 or result is None:
                 sys.exit(f"the {store} run failed (exit {out.returncode}):\n{out.stderr[-4000:]}")
-            result.update(store=store, overlap=Settings(**over).ingest_overlap_writes, variant=variant,
-                          server_gb=_server_peak_gb(store, Settings(**over), local))
+            result.update(store=store, overlap=settings.ingest_overlap_writes, variant=variant,
+                          server_gb=_server_peak_gb(store, settings, local))
             rows.append(result)
             if i == 0:
                 print(HEADER)
             print(_line(result, n_items) + f"  {variant}", flush=True)
             print(f"          nodes {result['nodes']}", flush=True)
-            with KnowledgeBase(settings=Settings(**over)) as kb:
+            with KnowledgeBase(settings=settings) as kb:
                 kb.reset()
             if store == "falkordb":  # a fresh server per run: its peak RSS is this run's
                 from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
-                EmbeddedFalkorDB(Settings(**over).kb_dir).stop()
+                EmbeddedFalkorDB(settings.kb_dir).stop()
     finally:
         if local is not None:
             local.stop()

@@ -1,3 +1,0 @@
-// Delete every node and relationship of the graph (kbgraph reset).
-MATCH (n)
-DETACH DELETE n
