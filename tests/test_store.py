@@ -253,8 +253,12 @@ def test_reset_empties_the_graph_and_a_new_ingest_works(falkor_settings, example
         assert (first.added, first.failed) == (1, 0)
         before = dict(kb.stats().nodes)
         assert before["Chunk"] > 100 and before["Section"] > 10
+        indexes = sorted((r["label"], str(r.get("properties"))) for r in kb.store.run("schema/list_indexes"))
+        assert {"Chunk", "Entity", "AtomicQuestion", "Document"} <= {label for label, _ in indexes}
         kb.reset()
         assert dict(kb.stats().nodes) == {}
+        # the same connection still has every index (a KnowledgeBase ensures the schema only when it connects)
+        assert sorted((r["label"], str(r.get("properties"))) for r in kb.store.run("schema/list_indexes")) == indexes
     with KnowledgeBase(settings=settings) as kb:  # a new connection, as the next `kbgraph ingest`
         again = kb.ingest([docx], progress=False)
         assert (again.added, again.unchanged, again.failed) == (1, 0, 0)

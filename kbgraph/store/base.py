@@ -375,7 +375,7 @@ class GraphStore(ABC):
         return self.run("admin/find_orphans", {"limit": limit})
 
     def clear(self) -> None:
-        """Delete every node and relationship (indexes stay)."""
+        """Delete every node and relationship (indexes stay). FalkorDB deletes the graph instead (FalkorDBStore)."""
         self.run("admin/clear_graph")
 
     def __enter__(self) -> GraphStore:

@@ -148,11 +148,12 @@ class FalkorDBStore(GraphStore):
             self._unique_constraint(label)
 
     def clear(self) -> None:
-        """As GraphStore.clear: every node and relationship deleted, the indexes and constraints in place. FalkorDB
-        4.16.3 breaks a label whose nodes ``MATCH (n) DETACH DELETE n`` deleted in some graphs: the next node of
-        that label cannot be read ("Attempted to access undefined attribute"), and the server then crashes
-        (measured after ingesting examples/docs/docx, 18k nodes; every later ingest of the knowledge base failed).
-        So the graph itself is deleted (GRAPH.DELETE, not Cypher) and its schema ensured anew."""
+        """As GraphStore.clear: every node and relationship deleted, the indexes and constraints in place.
+        FalkorDB 4.16.3 breaks a label whose nodes an unlabelled delete-all statement (``admin/clear_graph``, as
+        this store ran it before; Neo4j still does) emptied in some graphs: the next node of that label cannot be
+        read ("Attempted to access undefined attribute"), and the server then crashes (measured after ingesting
+        examples/docs/docx, 18k nodes; every later ingest of the knowledge base failed). So the graph itself is
+        deleted (the client's ``Graph.delete``, the GRAPH.DELETE command) and its schema ensured anew."""
         import redis
 
         try:
