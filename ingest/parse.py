@@ -79,6 +79,8 @@ MIME_TYPES: dict[str, str] = {
 }
 #: A passage corpus (``parse_passages_jsonl``).
 JSONL_MIME = "application/x-ndjson"
+#: Extensions of JSON Lines, read as passage corpora (``parse_passages_jsonl``).
+JSONL_EXTENSIONS: tuple[str, ...] = (".jsonl", ".ndjson")
 #: Headings longer than this are demoted to text (a mis-tagged paragraph would otherwise name a section).
 MAX_HEADING_CHARS = 200
 MAX_HEADING_WORDS = 30
@@ -87,6 +89,10 @@ MAX_HEADING_WORDS = 30
 WESTERN_ENCODINGS: tuple[str, ...] = ("cp1252", "latin_1", "iso8859_15")
 
 _WS = re.compile(r"\s+")
+#: C0 control characters but tab, newline and CR (a PDF's bullets as U+0007, escapes, NULs): removed from every
+#: parser's text; the separators among them (VT, FF, FS..US) become a space.
+_CONTROLS = {c: None for c in range(32) if chr(c) not in "\t\n\r"}
+_CONTROLS.update({c: " " for c in (0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0x1F)})
 _FRAGMENT_SAFE = "-._~:@!$&'()*+,;=/?"  # characters a URI fragment may hold unescaped (RFC 3986)
 
 
@@ -132,24 +138,30 @@ def warn(message: str) -> None:
 
 
 def supported_extensions() -> list[str]:
-    return sorted(MIME_TYPES) + [".jsonl"]
+    return sorted(MIME_TYPES) + list(JSONL_EXTENSIONS)
+
+
+def clean_text(text: str) -> str:
+    """``text`` without C0 control characters (tab, newline and CR kept; VT, FF and the separators FS..US
+    become a space). Every parser's output goes through it (``normalize_elements``, passages, titles)."""
+    return text.translate(_CONTROLS)
 
 
 
 
 def normalize_elements(raw: list[dict]) -> list[Element]:
-    """Clean parser output: collapse whitespace (tables keep their lines), drop empty elements, demote
-    over-long headings to text, clamp heading levels to 1..6."""
+    """Clean parser output: strip control characters (``clean_text``), collapse whitespace (tables keep their
+    lines), drop empty elements, demote over-long headings to text, clamp heading levels to 1..6."""
     out: list[Element] = []
     for r in raw:
         kind = r["kind"]
         if kind == "table":
-            md = (r.get("markdown") or r.get("text") or "").strip()
+            md = clean_text(r.get("markdown") or r.get("text") or "").strip()
             if not md or not re.search(r"\w", md):
                 continue
             out.append(Element(kind="table", text=md, markdown=md, page=r.get("page")))
             continue
-        text = _WS.sub(" ", r.get("text") or "").strip()
+        text = _WS.sub(" ", clean_text(r.get("text") or "")).strip()
         if not text or not re.search(r"\w", text):
             continue
         if kind == "heading":
@@ -174,8 +186,9 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 
 
 def decode_text(data: bytes, name: str) -> str:
-    """Bytes of a text file -> str. A byte-order mark decides (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); else UTF-8
-    when valid; else the encoding charset-normalizer finds most likely (cp1252, latin-1, BOM-less UTF-16…).
+    """Bytes of a text file -> str. A byte-order mark decides (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); else the NUL
+    pattern of mostly-ASCII UTF-16 without a BOM (``_bomless_utf16``); else UTF-8 when valid; else the encoding
+    charset-normalizer finds most likely (cp1252, latin-1, BOM-less UTF-16 of other scripts…).
     Raises IngestError naming ``name`` when the bytes are no text (binary data, NUL bytes) or do not
     match their byte-order mark."""
     for bom, encoding in _BOMS:
@@ -189,6 +202,11 @@ def decode_text(data: bytes, name: str) -> str:
                     f"({one_line(exc, 80)}); save it again as UTF-8"
                 ) from exc
             return _no_nul(text, name)
+    if b"\x00" in data and (utf16 := _bomless_utf16(data)):
+        try:
+            return _no_nul(data.decode(utf16), name)
+        except (UnicodeDecodeError, IngestError):
+            pass  # not UTF-16 after all: the checks below decide
     try:
         return _no_nul(data.decode("utf-8"), name)
     except UnicodeDecodeError:
@@ -216,6 +234,22 @@ def decode_text(data: bytes, name: str) -> str:
     return _no_nul(str(best), name)
 
 
+def _bomless_utf16(data: bytes) -> str | None:
+    """``utf-16-le`` or ``utf-16-be`` when ``data`` shows the NUL pattern of UTF-16 text without a byte-order
+    mark whose characters are mostly ASCII (a NUL high byte in at least 30% of the code units, on one side only:
+    'a' is ``61 00`` in LE, ``00 61`` in BE), else None. Binary data and UTF-32 have NULs on both sides."""
+    sample = data[:65536]
+    units = len(sample) // 2
+    if units < 2:
+        return None
+    even, odd = sample[0 : 2 * units : 2].count(0), sample[1 : 2 * units : 2].count(0)
+    if odd >= 0.3 * units and even <= 0.01 * units:
+        return "utf-16-le"
+    if even >= 0.3 * units and odd <= 0.01 * units:
+        return "utf-16-be"
+    return None
+
+
 def _no_nul(text: str, name: str) -> str:
     if "\x00" in text:
         raise IngestError(
@@ -241,9 +275,9 @@ def _check_file(path: Path, max_bytes: int) -> tuple[str, int]:
     if not path.is_file():
         raise IngestError(f"not a regular file: {path}")
     ext = path.suffix.lower()
-    if ext == ".jsonl":
+    if ext in JSONL_EXTENSIONS:
         raise IngestError(
-            f"unsupported file type '.jsonl': {path.name} (a JSONL passage corpus is read with "
+            f"unsupported file type '{ext}': {path.name} (a JSON Lines passage corpus is read with "
             "parse_passages_jsonl)"
         )
     reason = skip_reason(path)
@@ -296,7 +330,7 @@ def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
         top = [e for e in elements if e.kind == "heading" and e.level == 1]
         title = top[0].text if len(top) == 1 else _title_from_stem(path)
     return ParsedDocument(
-        uri=path.resolve().as_uri(), title=one_line(title, 300), mime=MIME_TYPES[ext], sha256=sha,
+        uri=path.resolve().as_uri(), title=one_line(clean_text(title), 300), mime=MIME_TYPES[ext], sha256=sha,
         elements=elements, warnings=warnings,
     )  # fmt: skip
 
@@ -345,8 +379,10 @@ def _parse_plain_text(text: str) -> list[dict]:
 
 def parse_passages_jsonl(path: Path) -> Iterator[ParsedDocument]:
     """One ParsedDocument per JSONL line ``{"id", "title", "text"}`` (``id`` defaults to the line number,
-    ``title`` to the id). uri = ``<file uri>#<id>``; sha256 of ``title + "\\n" + text``; one text element.
-    Blank lines are skipped; a line that is not a JSON object with a ``text`` raises IngestError."""
+    ``title`` to the id). uri = ``<file uri>#<id>``; sha256 of ``title + "\\n" + text``; one text element
+    (control characters stripped, ``clean_text``). Any name ending in ``JSONL_EXTENSIONS`` (``.jsonl``,
+    ``.ndjson``). Blank lines are skipped; a line that is not a JSON object with a ``text`` raises IngestError
+    naming the fields expected and those found."""
     path = Path(path)
     if not path.is_file():
         raise IngestError(f"file not found: {path}")
@@ -364,13 +400,13 @@ def parse_passages_jsonl(path: Path) -> Iterator[ParsedDocument]:
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise IngestError(f"{path.name} line {lineno}: not valid UTF-8 JSON ({one_line(exc, 120)})") from exc
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-                raise IngestError(f'{path.name} line {lineno}: expected an object with a "text" string')
+                raise IngestError(f"{path.name} line {lineno}: not a passage corpus: {_corpus_mismatch(obj)}")
             pid = str(obj.get("id") if obj.get("id") not in (None, "") else lineno)
             if pid in seen:
                 raise IngestError(f"{path.name} line {lineno}: duplicate passage id {pid!r}")
             seen.add(pid)
-            title = _WS.sub(" ", str(obj.get("title") or "")).strip() or pid
-            text = obj["text"]
+            title = _WS.sub(" ", clean_text(str(obj.get("title") or ""))).strip() or pid
+            text = clean_text(obj["text"])
             sha = hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()
             elements = [Element(kind="text", text=_WS.sub(" ", text).strip())] if text.strip() else []
             n += 1
@@ -378,3 +414,16 @@ def parse_passages_jsonl(path: Path) -> Iterator[ParsedDocument]:
             yield ParsedDocument(uri=uri, title=title, mime=JSONL_MIME, sha256=sha, elements=elements)
     if n == 0:
         raise IngestError(f"empty passage corpus (no JSON lines): {path}")
+
+
+def _corpus_mismatch(obj: object) -> str:
+    """What a JSON Lines line that is no passage should have held, and what it holds."""
+    want = 'each line must be a JSON object {"id", "title", "text"} with a "text" string ("id", "title" optional)'
+    if isinstance(obj, dict):
+        if "text" in obj:
+            return f'{want}; its "text" is a {type(obj["text"]).__name__}'
+        keys = ", ".join(sorted(str(k) for k in obj)[:20]) or "none"
+        return f"{want}; found the keys {keys} (save other JSON data as .txt, or rename its text field)"
+    kinds = {list: "a JSON array", str: "a JSON string", type(None): "null", bool: "a boolean"}
+    kind = kinds.get(type(obj), "a number")
+    return f"{want}; found {kind}"

@@ -24,8 +24,10 @@ from kbgraph.store import GraphStore
 
 
 def is_corpus(path: Path) -> bool:
-    """Is ``path`` a passage corpus (.jsonl: one document per line)?"""
-    return path.suffix.lower() == ".jsonl"
+    """Is ``path`` a passage corpus (JSON Lines, .jsonl or .ndjson: one document per line)?"""
+    from kbgraph.ingest.parse import JSONL_EXTENSIONS
+
+    return path.suffix.lower() in JSONL_EXTENSIONS
 
 
 def file_sha256(path: Path) -> str:

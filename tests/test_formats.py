@@ -527,3 +527,79 @@ def test_skipped_files_alone_exit_0_and_the_cli_lists_them(falkor_settings, tmp_
     assert "1 unchanged" in run.stdout and "2 skipped" in run.stdout
     lines = [line for line in run.stderr.splitlines() if line.startswith("skipped:")]
     assert len(lines) == 2 and any("scan.jpg: image: no OCR configured" in line for line in lines), run.stderr
+
+
+# --- issue 31: UTF-16 without a BOM, .ndjson, passage-corpus fields, control characters ------------------
+
+
+def test_utf16_without_bom_le_and_be_is_text(tmp_path: Path):
+    """ASCII text saved as UTF-16 without a byte-order mark (LE and BE; a .txt and an e-mail) is read as text
+    (NUL pattern of ASCII text), not refused as binary data."""
+    text = "Fake text for testing.\n\nThe ferry leaves Basel at nine o'clock."
+    mail = ("From: ada@example.com\r\nTo: bob@example.com\r\nSubject: Ferry times\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\n\r\nThe ferry leaves Basel at nine o'clock.\r\n")  # fmt: skip
+    for enc in ("utf-16-le", "utf-16-be"):
+        (tmp_path / f"{enc}.txt").write_bytes(text.encode(enc))
+        assert _texts(parse_file(tmp_path / f"{enc}.txt", max_bytes=MAX)) == text.split("\n\n"), enc
+        (tmp_path / f"{enc}.eml").write_bytes(mail.encode(enc))
+        doc = parse_file(tmp_path / f"{enc}.eml", max_bytes=MAX)
+        assert doc.title == "Ferry times" and "The ferry leaves Basel at nine o'clock." in _texts(doc), enc
+    assert decode_text("a\u00e9b".encode("utf-16-be"), "x") == "a\u00e9b"
+    (tmp_path / "nul.txt").write_bytes(b"header\x00\x01\x02 data " * 50)  # NULs, but not the pattern of UTF-16
+    _raises(tmp_path / "nul.txt", r"binary data \(NUL bytes\)")
+
+
+def test_ndjson_is_json_lines(tmp_path: Path):
+    from kbgraph.ingest.parse import parse_passages_jsonl
+    from kbgraph.ingest.report import FileError, FileOutcome
+    from kbgraph.ingest.sources import discover
+    from kbgraph.ingest.unchanged import is_corpus
+
+    d = tmp_path / "corpus"
+    d.mkdir()
+    lines = [{"id": "p1", "title": "Rhine", "text": "The Rhine flows through Basel."},
+             {"id": "p2", "title": "Aare", "text": "The Aare flows through Bern."}]  # fmt: skip
+    (d / "rivers.ndjson").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    errors: list[FileError] = []
+    skipped: list[FileOutcome] = []
+    assert [p.name for p in discover([d], errors, skipped)] == ["rivers.ndjson"] and not skipped and not errors
+    assert skip_reason(d / "rivers.ndjson") is None and is_corpus(d / "rivers.ndjson")
+    docs = list(parse_passages_jsonl(d / "rivers.ndjson"))
+    assert [x.title for x in docs] == ["Rhine", "Aare"] and docs[0].uri.endswith("rivers.ndjson#p1")
+
+
+def test_jsonl_that_is_no_passage_corpus_names_the_fields_it_expected(tmp_path: Path):
+    from kbgraph.ingest.parse import parse_passages_jsonl
+
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"ts": 1, "event": "login", "user": "ada"}\n', encoding="utf-8")
+    with pytest.raises(IngestError) as info:
+        list(parse_passages_jsonl(path))
+    msg = str(info.value)
+    assert "events.jsonl line 1" in msg and "not a passage corpus" in msg, msg
+    assert all(f'"{k}"' in msg for k in ("id", "title", "text")), msg
+    assert "event, ts, user" in msg, msg  # the keys it found
+    path.write_text('["a", "list"]\n', encoding="utf-8")
+    with pytest.raises(IngestError, match=r'line 1: not a passage corpus.*"text".*found a JSON array'):
+        list(parse_passages_jsonl(path))
+
+
+def test_control_characters_are_stripped_from_every_parser(tmp_path: Path):
+    """C0 control characters (a PDF's bullets as U+0007, form feeds, escapes) never reach a chunk; tab,
+    newline and CR stay whitespace."""
+    from kbgraph.ingest.parse import parse_passages_jsonl
+
+    bad = "\x07 First point\x01 of\x0cthe list\x1b.\tTabbed."
+    (tmp_path / "a.txt").write_text(f"{bad}\n\nSecond\x02 paragraph.", encoding="utf-8")
+    (tmp_path / "a.md").write_text(f"# Title\x07 here\n\n{bad}\n", encoding="utf-8")
+    (tmp_path / "a.csv").write_text("Name,Note\nAda,\x07bullet\x02\n", encoding="utf-8")
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "1", "title": "T\x07", "text": bad}) + "\n", encoding="utf-8")
+    docs = [parse_file(tmp_path / n, max_bytes=MAX) for n in ("a.txt", "a.md", "a.csv")]
+    docs += list(parse_passages_jsonl(tmp_path / "a.jsonl"))
+    for doc in docs:
+        for text in [doc.title, *_texts(doc)]:
+            assert not any(ord(c) < 32 and c not in "\t\n\r" for c in text), (doc.uri, text)
+    assert _texts(docs[0])[0] == "First point of the list. Tabbed."
+    assert docs[1].title == "Title here" and docs[3].title == "T"
+    assert "| Ada | bullet |" in docs[2].elements[0].text
+
