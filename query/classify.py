@@ -7,8 +7,12 @@
    ``predictive`` or ``creative`` (answers not present in the corpus), with the LLM's rationale
    (:class:`QuestionClass`). The LLM sees the question only: §3.2 notes that "the classification of a
    question may shift with changes in the knowledge base" (its Q1/Q2/Q3), which a classifier reading the
-   question alone cannot see. An answer that is no valid JSON of a known class even after the client's repair
-   request is kind ``unknown`` (not an error).
+   question alone cannot see. The class is parsed as the enum of the answer's JSON schema (``Kind``: the
+   schema sent as ``response_format`` constrains it to those four values), not by substring: a value is one of
+   them up to letter case and the separator between its words ('Linkable-Reasoning' is linkable_reasoning),
+   and anything else ('non-factual', 'predictive (not factual)', 'Linkable & Reasoning (multiple facts)') is
+   invalid, which gets the client's one repair request. An answer that is still no valid JSON of a known class
+   is kind ``unknown`` (not an error). A subtype that is not one of the four is dropped (None).
 2. **Route** (:func:`route`; §3.3 Table 1, §4.2): the lowest level whose system answers the class.
 
    ==================  =====  ==========================================================================
@@ -32,7 +36,7 @@ rationale prefixed with the classification, and the usage of both steps.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, field_validator
 
@@ -43,8 +47,12 @@ from kbgraph.query.graph import text_of
 from kbgraph.query.models import Answer
 from kbgraph.query.prompts.classify import classify_messages
 
-KINDS = ("factual", "linkable_reasoning", "predictive", "creative")
-SUBTYPES = ("bridging", "comparative", "quantitative", "summarizing")
+#: The four classes of §3.2 (Figure 1), the enum of the classification answer's JSON schema.
+Kind = Literal["factual", "linkable_reasoning", "predictive", "creative"]
+#: The four linkable-reasoning subtypes of §3.2.
+Subtype = Literal["bridging", "comparative", "quantitative", "summarizing"]
+KINDS: tuple[str, ...] = get_args(Kind)
+SUBTYPES: tuple[str, ...] = get_args(Subtype)
 #: Level of the system that answers each class (§3.3 Table 1, §4.2); L3/L4 are not built: L2 answers.
 LEVELS: dict[str, str] = {"factual": "L1", "linkable_reasoning": "L2", "predictive": "L2", "creative": "L2",
                           "unknown": "L2"}  # fmt: skip
@@ -55,19 +63,14 @@ _UNBUILT = {"predictive": ("L3", "knowledge structuring and induction and a fore
             "creative": ("L4", "multi-agent planning")}  # fmt: skip
 
 
-def _kind(v: Any) -> str:
-    """A class name as the LLM may spell it ('Linkable-Reasoning', 'linkable & reasoning', 'Factual question')."""
-    t = " ".join(text_of(v).lower().replace("-", " ").replace("_", " ").replace("&", " ").split())
-    if t.replace(" ", "_") in (*KINDS, "unknown"):
-        return t.replace(" ", "_")
-    keys = (("fact", "factual"), ("predict", "predictive"), ("creat", "creative"), ("link", "linkable_reasoning"),
-            ("reason", "linkable_reasoning"), ("unknown", "unknown"))
-    for key, kind in keys:
-        if key in t:
-            return kind
-    if any(sub[:5] in t for sub in SUBTYPES):  # a subtype given as the class
-        return "linkable_reasoning"
-    raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {text_of(v)!r}")
+def enum_value(v: Any, allowed: tuple[str, ...]) -> Any:
+    """``v`` as the member of ``allowed`` it spells, up to letter case, surrounding space and the separator
+    between words (space, '-', '_' or '&': 'Linkable-Reasoning', 'linkable & reasoning'); any other value is
+    returned unchanged, for the schema's enum to reject. Never a substring match: 'non-factual' is no class."""
+    if not isinstance(v, str):
+        return v
+    t = "_".join(v.strip().lower().replace("-", " ").replace("_", " ").replace("&", " ").split())
+    return t if t in allowed else v
 
 
 class ClassifyOutput(BaseModel):
@@ -75,8 +78,8 @@ class ClassifyOutput(BaseModel):
     linkable-reasoning questions, the ``subtype`` (None otherwise, or when it names no subtype)."""
 
     rationale: str = ""
-    kind: Literal["factual", "linkable_reasoning", "predictive", "creative"]
-    subtype: Literal["bridging", "comparative", "quantitative", "summarizing"] | None = None
+    kind: Kind
+    subtype: Subtype | None = None
 
     @field_validator("rationale", mode="before")
     @classmethod
@@ -85,14 +88,14 @@ class ClassifyOutput(BaseModel):
 
     @field_validator("kind", mode="before")
     @classmethod
-    def _normal_kind(cls, v: Any) -> str:
-        return _kind(v)
+    def _enum_kind(cls, v: Any) -> Any:
+        return enum_value(v, KINDS)
 
     @field_validator("subtype", mode="before")
     @classmethod
-    def _normal_subtype(cls, v: Any) -> str | None:
-        t = text_of(v).lower() if v is not None else ""
-        return next((s for s in SUBTYPES if s[:5] in t), None)
+    def _enum_subtype(cls, v: Any) -> str | None:
+        t = enum_value(v, SUBTYPES)
+        return t if t in SUBTYPES else None
 
     def model_post_init(self, _context: Any) -> None:
         if self.kind != "linkable_reasoning":
@@ -103,7 +106,7 @@ class QuestionClass(ClassifyOutput):
     """A question's class (§3.2): ``kind`` one of ``KINDS``, or ``unknown`` when the LLM gave no usable
     classification (``rationale`` then says why); ``subtype`` for ``linkable_reasoning`` only."""
 
-    kind: Literal["factual", "linkable_reasoning", "predictive", "creative", "unknown"]
+    kind: Literal[Kind, "unknown"]
 
 
 def classify_question(question: str, llm: LLM) -> QuestionClass:

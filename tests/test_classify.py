@@ -2,7 +2,9 @@
 L1 system, method 'l1' (kbgraph.query.l1; §5.2), on a real embedded FalkorDB graph of 16 MuSiQue passages (the
 gold passages of four 2-hop questions and others) with real embeddings, and a scripted LLM that reads the prompts.
 
-Checked: each class goes to its level (the prompts the LLM saw say which method ran), subtypes are kept, an
+Checked: the class is parsed as the schema's enum (every class and subtype name; names that merely contain a
+class, which a substring parse sent to L1, are invalid: issue 28 defect 1); each class, and each of Figure 1's
+eight examples, goes to its level (the prompts the LLM saw say which method ran), subtypes are kept, an
 unusable classification goes to L2 as 'unknown', predictive/creative answers state their class and the missing
 L3/L4 in the rationale; the L1 context is the score-propagation top l1_k; class and route reach the trace, the
 stream's final answer, the saved (:Question) (both stores) and ``kbgraph eval`` (records, summary.json per class,
@@ -20,10 +22,11 @@ from rich.console import Console
 
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query.ask import answer_question
-from kbgraph.query.classify import KINDS, answer_auto, classify_question, route
+from kbgraph.query.classify import KINDS, SUBTYPES, answer_auto, classify_question, route
 from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import METHODS
 from kbgraph.query.prompts import SYSTEM_JUDGE
+from kbgraph.query.prompts.classify import CLASSIFY
 from kbgraph.query.render import render_answer
 from tests.graph_kb import loaded_store
 
@@ -211,8 +214,85 @@ def test_unusable_classification_is_unknown_and_goes_to_l2(kb, data):
     assert script.kinds == ["classify", "classify+repair"] and qc.kind == "factual"
 
 
-def test_route_table():
-    assert [route(k) for k in (*KINDS, "unknown", "anything")] == ["L1", "L2", "L2", "L2", "L2", "L2"]
+# --- the class is the schema's enum (§3.2), not a substring ------------------------------------------------------
+@pytest.mark.parametrize("spell", [str, str.upper, str.title, lambda k: k.replace("_", "-"),
+                                   lambda k: f" {k.replace('_', ' ')} "], ids=["as is", "upper", "title", "-", " "])
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_class_name_parses_to_its_class(kind, spell):
+    """Each of the four classes, as the schema spells it or with another letter case or word separator, is that
+    class at the first answer (no repair); the enum the parse accepts is the one the schema sent declares."""
+    llm = ScriptedLLM([cls(spell(kind), "Comparative")], response_format="json_schema")
+    qc = classify_question("Is Abrilada an interchangeable biosimilar product?", llm)
+    assert (qc.kind, len(llm.calls)) == (kind, 1)
+    assert qc.subtype == ("comparative" if kind == "linkable_reasoning" else None)
+    schema = llm.requests[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["kind"]["enum"] == list(KINDS)
+
+
+@pytest.mark.parametrize("subtype", SUBTYPES)
+def test_every_subtype_name_parses_to_its_subtype(subtype):
+    qc = classify_question("q?", ScriptedLLM([cls("linkable_reasoning", subtype.upper())]))
+    assert (qc.kind, qc.subtype) == ("linkable_reasoning", subtype)
+    qc = classify_question("q?", ScriptedLLM([cls("linkable_reasoning", f"not {subtype}")]))
+    assert (qc.kind, qc.subtype) == ("linkable_reasoning", None)  # a name containing a subtype is none
+
+
+@pytest.mark.parametrize("name", ["Linkable & Reasoning (multiple facts)", "non-factual", "predictive (not factual)",
+                                  "not factual", "factual or creative", "Factual question", "facts", "creativity"])
+def test_a_name_containing_a_class_is_no_class(name):
+    """Issue 28 defect 1: a substring parse made each of these 'factual' (or another class) and sent it to L1.
+    Parsed as the enum, each is invalid: the repair request names the four classes, and a repeated invalid
+    answer is 'unknown', which goes to L2."""
+    llm = ScriptedLLM([cls(name), cls(name)])
+    qc = classify_question("How many interchangeable biosimilar products have been approved by the FDA?", llm)
+    assert (qc.kind, route(qc.kind)) == ("unknown", "L2") and len(llm.calls) == 2
+    repair = llm.calls[1][-1]["content"]
+    assert "kind" in repair and all(k in repair for k in KINDS)
+    llm = ScriptedLLM([cls(name), cls("linkable_reasoning", "quantitative")])  # a repair that works keeps it
+    assert classify_question("q?", llm).kind == "linkable_reasoning" and len(llm.calls) == 2
+
+
+#: PIKE-RAG Figure 1: its eight example questions and their classes (Q1, Q2, Q3 of §3.2 marked).
+FIGURE_1 = [
+    ("Is Abrilada an interchangeable biosimilar product?", "factual", None),
+    ("How many biosimilar products have been approved by the FDA?", "factual", None),  # Q1
+    ("What are the BLA IDs of the biosimilar product applications for HUMIRA that have been successfully approved?",
+     "linkable_reasoning", "bridging"),
+    ("How many interchangeable biosimilar products have been approved by the FDA?", "linkable_reasoning",
+     "quantitative"),  # Q2
+    ("Please provide the product name of the latest biosimilar product for HUMIRA that was successfully approved.",
+     "linkable_reasoning", "comparative"),
+    ("Please analyze the labels and see if you can find major differences in the clinical study approaches between "
+     "Idacio, Cyltezo, and Amjevita.", "linkable_reasoning", "summarizing"),
+    ("Please provide an approximate prediction: How many biosimilar products are expected to be approved in 2024?",
+     "predictive", None),  # Q3
+    ("Assuming a biosimilar candidate with Humira as the reference, how can one prepare for the BLA to minimize the "
+     "application time?", "creative", None),
+]  # fmt: skip
+
+
+def _definition(kind: str) -> str:
+    """The first sentence of the class's definition in the classification prompt (§3.2's own sentences)."""
+    return CLASSIFY.split(f"{KINDS.index(kind) + 1}. {kind}: ", 1)[1].split(". ", 1)[0]
+
+
+@pytest.mark.parametrize(("question", "kind", "subtype"), FIGURE_1, ids=[f"fig1-{i}" for i in range(1, 9)])
+def test_figure_1_examples_are_answered_by_their_level(kb, question, kind, subtype):
+    """Figure 1's questions through the real parse and the registry. The scripted model first echoes the class
+    with the prompt's definition of it ("predictive: ... may not be purely factual", "creative: ... the
+    availability of factual information ..."), which is no class, then answers the class in the repair. Factual
+    questions are answered by L1 (one QA prompt, no proposer), every other class by Algorithm 1 (the proposer
+    runs): what ran is checked, not the routing table."""
+    script = Script(cls(f"{kind}: {_definition(kind)}", subtype), cls(kind, subtype, rationale="Figure 1"))
+    answer = answer_auto(question, _ctx(kb, script))
+    assert question in script.prompts[0].split("# Question", 1)[1]
+    assert script.kinds[:2] == ["classify", "classify+repair"]
+    assert (answer.question_class, answer.question_subtype) == (kind, subtype)
+    if kind == "factual":
+        assert script.kinds[2:] == ["answer"] and answer.route == "L1:l1"
+    else:
+        assert script.kinds[2] == "propose" and script.kinds[-1] == "answer" and answer.route == "L2:pike"
+        assert answer.trace and answer.trace[0].proposals == [HOP1]
 
 
 def test_auto_is_the_default_with_an_llm_only(kb, data):
