@@ -189,7 +189,8 @@ class GroupRunner:
         with self.bar.stage("distill", f"{len(all_chunks):,} chunks", group=group) as st:
             # passage corpora: every passage title is an entity, and chunks naming another title link to it
             titles = self.titles if self.titles and any("#" in d.uri for d in docs) else None
-            distilled = distill(all_chunks, llm=self.llm, titles=titles)
+            distilled = distill(all_chunks, llm=self.llm, titles=titles,
+                                atomizing_temperature=self.settings.atomizing_temperature)
             _split(graphs, distilled)
             st.done(len(all_chunks), "chunks", f"{len(distilled.questions):,} atomic questions, "
                     f"{len(distilled.triples):,} triples, {len(distilled.entities):,} entities")  # fmt: skip

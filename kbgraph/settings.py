@@ -297,6 +297,11 @@ class Settings(BaseSettings):
     )
     llm_model: str | None = Field(None, description="Default chat model; empty = offline (no LLM).")
     llm_temperature: float = 0.0
+    atomizing_temperature: float = Field(
+        0.7, ge=0.0, description="Temperature of the atomic-question request of LLM knowledge atomizing (PIKE-RAG "
+        "§6.1, paper 003 A.3: 0.7 for knowledge atomizing, 0 for every other step); every other request, JSON "
+        "decisions included, runs at llm_temperature.",
+    )
     llm_timeout: float = Field(60.0, gt=0, description="Seconds to wait for one LLM answer.")
     llm_max_retries: int = Field(
         4, ge=0, description="Retries after a 429, 5xx, timeout or connection error (exponential backoff)."

@@ -288,7 +288,7 @@ class ScriptedLLM:
         self.answers = answers
         self.calls: list[tuple[list[dict[str, str]], type]] = []
 
-    def complete_json(self, messages, schema: type[BaseModel]):
+    def complete_json(self, messages, schema: type[BaseModel], *, temperature=None):
         self.calls.append((messages, schema))
         answer = self.answers[schema]
         if isinstance(answer, Exception):
@@ -351,6 +351,50 @@ def test_llm_failure_falls_back_to_offline(wiki, nlp):
     questions, entities, _t, _m = distill(chunks, llm=llm, nlp=nlp, titles=titles)
     assert [q.kind for q in questions] == ["sentence", "sentence"]
     assert title_entity("Emperor Daigo").id in {e.id for e in entities}
+
+
+def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor_settings, tmp_path):
+    """Issue 28 defect 4: knowledge atomizing at temperature 0.7 (PIKE-RAG §6.1, paper 003 A.3), the setting
+    ``atomizing_temperature``; the extraction request and every JSON decision at ``llm_temperature`` (0). Read
+    from the requests the scripted LLM client received in a real ingestion (embedded FalkorDB)."""
+    import uuid
+
+    from kbgraph.kb import KnowledgeBase
+    from kbgraph.llm.fake import ScriptedLLM as Client
+    from kbgraph.query.classify import classify_question
+
+    (tmp_path / "hopper.txt").write_text("Grace Hopper developed the first compiler at Remington Rand in 1952.",
+                                         encoding="utf-8")  # fmt: skip
+
+    def model(messages):
+        prompt = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+        if "extract as many questions" in prompt:
+            return json.dumps({"questions": ["Who developed the first compiler?"]})
+        if "Extract the knowledge graph" in prompt:
+            return json.dumps({"entities": [], "triples": []})
+        if "# Classes" in prompt:
+            return json.dumps({"rationale": "", "kind": "factual", "subtype": None})
+        raise AssertionError(prompt[:200])
+
+    def ingest(**update) -> dict[str, set[float]]:
+        settings = falkor_settings.model_copy(update={"name": f"atom{uuid.uuid4().hex[:8]}", **update})
+        with KnowledgeBase(settings=settings) as kb:
+            kb.reset()
+            kb.llm = client = Client(model)
+            report = kb.ingest([tmp_path / "hopper.txt"], progress=False)
+            assert report.added == 1 and kb.stats().nodes["AtomicQuestion"] == 1
+            kb.reset()
+        temperatures: dict[str, set[float]] = {}
+        for r in client.requests:
+            temperatures.setdefault(r["purpose"], set()).add(r["temperature"])
+        return temperatures
+
+    assert ingest() == {"AtomicQuestions": {0.7}, "ExtractedKnowledge": {0.0}}
+    assert ingest(atomizing_temperature=0.0) == {"AtomicQuestions": {0.0}, "ExtractedKnowledge": {0.0}}
+    assert Settings().atomizing_temperature == 0.7 and Settings().llm_temperature == 0.0
+    decision = Client(model)  # a JSON decision (the classification of 'auto') at the client's temperature, 0
+    classify_question("Who developed the first compiler?", decision)
+    assert [(r["purpose"], r["temperature"]) for r in decision.requests] == [("ClassifyOutput", 0.0)]
 
 
 def test_atomic_question_prompt_is_the_papers():

@@ -13,7 +13,7 @@ Two modes:
   ``KEPT_LABELS``); triples from dependency subject-verb-object patterns, their ends mapped to the NER (or
   title) spans they fall in, else to noun chunks that become ``CONCEPT`` entities.
 * **LLM** (``llm`` given, any object with ``complete_json(messages, schema)``): atomic questions with the
-  paper's tagging prompt, entities and triples with kbgraph's extraction prompt (``ingest/prompts.py``).
+  paper's tagging prompt at temperature 0.7 (PIKE-RAG §6.1; setting ``atomizing_temperature``), entities and triples with kbgraph's extraction prompt (``ingest/prompts.py``).
   A chunk whose LLM output is unusable falls back to the offline extraction.
 
 Titles. For passage corpora (Wikipedia-style: one titled passage per document) the title is the key entity:
@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kbgraph.ingest.distill.llm import distill_llm
+from kbgraph.ingest.distill.llm import ATOMIZING_TEMPERATURE, distill_llm
 from kbgraph.ingest.distill.names import (
     CONCEPT_TYPE,
     TITLE_TYPE,
@@ -70,11 +70,13 @@ def distill(
     batch_size: int = 64,
     n_process: int | None = None,
     llm_workers: int = 4,
+    atomizing_temperature: float = ATOMIZING_TEMPERATURE,
 ) -> Distilled:
     """Atomic tags, entities, triples and mentions of ``chunks``, as one ``Distilled`` record.
 
     ``llm``: None for the offline extraction (spaCy), or an object with ``complete_json`` for atomic
-    questions, entities and triples by LLM (``llm_workers`` chunks at a time). ``nlp``: a spaCy pipeline
+    questions, entities and triples by LLM (``llm_workers`` chunks at a time; the atomic questions at
+    ``atomizing_temperature``, 0.7 as in PIKE-RAG §6.1 and paper 003 A.3, the rest at the client's temperature). ``nlp``: a spaCy pipeline
     (default ``load_nlp()``). ``titles``: ``{document_id: title}`` for titled passages: each chunk MENTIONS
     its document's TITLE entity, and with ``link_titles`` also the TITLE entity of every given title its text
     names (pass the titles of the whole corpus to link across it). ``triples=False`` skips the dependency
@@ -97,7 +99,7 @@ def distill(
                         n_process=n_process)  # fmt: skip
     else:
         distill_llm(result, chunks, llm, nlp, titles, matcher, triples=triples, batch_size=batch_size,
-                    llm_workers=llm_workers)  # fmt: skip
+                    llm_workers=llm_workers, atomizing_temperature=atomizing_temperature)  # fmt: skip
     return result.distilled()
 
 

@@ -3,7 +3,11 @@
 
 For each chunk two prompts (``kbgraph.ingest.prompts``): the paper's atomic-question tagging prompt
 (``schemas.AtomicQuestions``) and kbgraph's entity and triple extraction prompt
-(``schemas.ExtractedKnowledge``), run for several chunks at once on a thread pool. A chunk whose answer is
+(``schemas.ExtractedKnowledge``), run for several chunks at once on a thread pool. The atomic-question request is sent at
+``atomizing_temperature`` (default 0.7: PIKE-RAG §6.1 and paper 003 A.3 use "a temperature setting of 0.7
+specifically for the Knowledge Atomizing process"), the extraction request at the client's temperature
+(``llm_temperature``, 0, as every JSON decision). At most ``schemas.MAX_ITEMS`` (16) questions are kept per
+chunk: kbgraph's cap; the papers ask for "as many as possible". A chunk whose answer is
 unusable (invalid JSON or schema) falls back to the offline extraction (``pool.distill_offline``); a failure
 of the server itself (unreachable, 401, prompt over its context) raises ``LLMError``. Title mentions are
 found by text match, as offline (``titles``).
@@ -29,6 +33,9 @@ from kbgraph.models import ChunkRecord, EntityRecord
 
 log = logging.getLogger("kbgraph.ingest.distill")
 
+#: Temperature of the atomic-question request (knowledge atomizing): PIKE-RAG §6.1, paper 003 A.3.
+ATOMIZING_TEMPERATURE = 0.7
+
 
 def _validated(obj: Any, schema: type[M]) -> M:
     if isinstance(obj, schema):
@@ -38,14 +45,17 @@ def _validated(obj: Any, schema: type[M]) -> M:
     return schema.model_validate(obj)
 
 
-def llm_chunk(llm: JSONCompleter, chunk: ChunkRecord, title: str | None) -> tuple[AtomicQuestions, ExtractedKnowledge]:
-    """The model's atomic questions and extracted knowledge of one chunk (a table as its summary and
-    Markdown, a figure without text as its summary). Raises ``ValidationError`` or ``LLMError``."""
+def llm_chunk(
+    llm: JSONCompleter, chunk: ChunkRecord, title: str | None, *, atomizing_temperature: float = ATOMIZING_TEMPERATURE,
+) -> tuple[AtomicQuestions, ExtractedKnowledge]:  # fmt: skip
+    """The model's atomic questions (asked at ``atomizing_temperature``) and extracted knowledge (at the client's
+    temperature) of one chunk (a table as its summary and Markdown, a figure without text as its summary).
+    Raises ``ValidationError`` or ``LLMError``."""
     content = chunk.text if chunk.kind != "table" else f"{chunk.summary or ''}\n\n{chunk.text}".strip()
     if chunk.kind == "figure" and not chunk.text.strip():
         content = chunk.summary or ""
-    questions = _validated(llm.complete_json(prompts.atomic_question_messages(content, title), AtomicQuestions),
-                           AtomicQuestions)  # fmt: skip
+    questions = _validated(llm.complete_json(prompts.atomic_question_messages(content, title), AtomicQuestions,
+                                             temperature=atomizing_temperature), AtomicQuestions)  # fmt: skip
     knowledge = _validated(
         llm.complete_json(prompts.triple_extraction_messages(content, title), ExtractedKnowledge),
         ExtractedKnowledge,
@@ -105,15 +115,16 @@ def distill_llm(
     triples: bool,
     batch_size: int,
     llm_workers: int,
+    atomizing_temperature: float = ATOMIZING_TEMPERATURE,
 ) -> None:
-    """LLM extraction of ``chunks`` into ``result`` with ``llm_workers`` concurrent chunks; chunks whose
-    answers are unusable go to the offline extraction (``nlp`` loaded then if None). Raises ``LLMError``
-    when the server fails."""
+    """LLM extraction of ``chunks`` into ``result`` with ``llm_workers`` concurrent chunks, the atomic questions
+    at ``atomizing_temperature``; chunks whose answers are unusable go to the offline extraction (``nlp``
+    loaded then if None). Raises ``LLMError`` when the server fails."""
 
     def work(chunk: ChunkRecord) -> tuple[AtomicQuestions, ExtractedKnowledge] | None:
         title = titles.get(chunk.document_id) if titles else None
         try:
-            return llm_chunk(llm, chunk, title)
+            return llm_chunk(llm, chunk, title, atomizing_temperature=atomizing_temperature)
         except (ValidationError, ValueError, TypeError, LLMError) as exc:
             if isinstance(exc, LLMError) and not isinstance(exc.__cause__, ValueError):
                 raise  # the server failed (unreachable, 401, prompt over its context): not this answer
@@ -142,4 +153,4 @@ def distill_llm(
         distill_offline(result, failed, nlp, titles, matcher, triples=triples, batch_size=batch_size, n_process=1)
 
 
-__all__ = ["distill_llm", "llm_chunk", "map_llm_chunk"]
+__all__ = ["ATOMIZING_TEMPERATURE", "distill_llm", "llm_chunk", "map_llm_chunk"]

@@ -20,7 +20,9 @@ from kbgraph.ingest.distill.names import CONCEPT_TYPE, SPACE, TITLE_TYPE
 
 #: An atomic question longer than this is not atomic (paper 003: one fact a question).
 MAX_QUESTION_CHARS = 300
-#: Most atomic questions, entities or triples kept from one chunk's LLM answer.
+#: Most atomic questions, entities or triples kept from one chunk's LLM answer. kbgraph's cap, not the papers':
+#: PIKE-RAG §5.3.1 and paper 003 A.7 ask for questions "as many as possible", unbounded; 16 bounds what a small
+#: model that repeats list items writes (docs/methods.md, "Departures").
 MAX_ITEMS = 16
 
 _ITEM_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,3}[.)]|Q\d*[:.])\s*")
