@@ -231,9 +231,16 @@ class Settings(BaseSettings):
     decompose_threshold: float = Field(0.5, description="δ: minimum cosine of an atomic question to a proposal.")
     naive_k: int = Field(16, ge=1, description="Naive RAG: chunks retrieved from the Chunk vector index.")
     naive_threshold: float = Field(0.2, description="Naive RAG (and Self-Ask): minimum chunk cosine.")
-    hr_k: int = Field(8, ge=1, description="Naive RAG w/ H-R: chunks by path (a), Chunk vector index.")
-    hr_threshold: float = Field(0.5, description="Naive RAG w/ H-R: minimum cosine on both paths.")
-    hr_question_k: int = Field(4, ge=1, description="Naive RAG w/ H-R: atomic questions by path (b).")
+    # hierarchical retrieval, Fig. 11 (methods 'hierarchical' and 'naive_hr'; kbgraph.query.hierarchical): PIKE-RAG
+    # §6.1 "a maximum of 8 chunks with a more stringent threshold of 0.5", 003 A.3 "4 relevant atomic tags for
+    # each atomic query but with a higher threshold 0.5"
+    hr_k: int = Field(8, ge=1, description="Hierarchical retrieval (hierarchical, naive_hr): chunks by path (a), "
+                      "Chunk vector index.")  # fmt: skip
+    hr_threshold: float = Field(0.5, description="Hierarchical retrieval: minimum cosine of a path (a) chunk.")
+    hr_question_k: int = Field(4, ge=1, description="Hierarchical retrieval: atomic questions by path (b), each "
+                               "leading to its chunk.")  # fmt: skip
+    hr_question_threshold: float = Field(0.5, description="Hierarchical retrieval: minimum cosine of a path (b) "
+                                         "atomic question.")  # fmt: skip
     self_ask_rounds: int = Field(4, ge=1, description="Self-Ask: follow-up questions before the final answer.")
 
     # --- MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.migres) ------

@@ -6,9 +6,10 @@ and with the same embedder as method 'pike' (kbgraph.query.decompose):
              ``naive_threshold`` (0.2) (003 A.3: "fetch up to 16 knowledge chunks, applying a retrieval score
              threshold of 0.2"), then the QA prompt (prompts.ANSWER).
 * 'naive_hr' Naive RAG w/ H-R: Fig. 11 paths (a) and (b) with the original question: up to ``hr_k`` (8)
-             chunks from the Chunk index plus the chunks of up to ``hr_question_k`` (4) atomic questions, both
-             at cosine >= ``hr_threshold`` (0.5), path (a) chunks first, then the new path (b) chunks
-             (authors' ``ChunkAtomRetriever.retrieve_contents_by_query``).
+             chunks from the Chunk index at cosine >= ``hr_threshold`` (0.5) plus the chunks of up to
+             ``hr_question_k`` (4) atomic questions at cosine >= ``hr_question_threshold`` (0.5), path (a)
+             chunks first, then the new path (b) chunks (authors' ``ChunkAtomRetriever.
+             retrieve_contents_by_query``; kbgraph.query.hierarchical, also method 'hierarchical').
 * 'self_ask' Self-Ask w/ R (Press et al. 2023; prompts.SELF_ASK): the LLM continues "Are follow up questions
              needed here:"; each "Follow up:" retrieves SELF_ASK_CHUNKS (4) chunks from the Chunk index at
              cosine >= ``naive_threshold`` (003 A.3: "retrieves 4 relevant chunks per request, maintaining
@@ -29,7 +30,8 @@ import re
 from kbgraph.query import prompts
 from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations_for, final_answer
 from kbgraph.query.context import Embedder, QueryContext
-from kbgraph.query.graph import chunk_details, chunks_by_vector, retrieve_atomic, scored_chunk
+from kbgraph.query.graph import chunks_by_vector
+from kbgraph.query.hierarchical import hierarchical_chunks
 from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
 
 #: Chunks retrieved per Self-Ask follow-up question (003 Appendix A.3).
@@ -67,28 +69,22 @@ def answer_naive(question: str, ctx: QueryContext) -> Answer:
 
 
 def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
-    """Naive RAG with hierarchical retrieval: path (a) ``hr_k`` chunks + path (b) the chunks of
-    ``hr_question_k`` atomic questions, both at cosine >= ``hr_threshold``."""
+    """Naive RAG with hierarchical retrieval: Fig. 11's union of path (a) ``hr_k`` chunks at cosine >=
+    ``hr_threshold`` and path (b) the chunks of ``hr_question_k`` atomic questions at cosine >=
+    ``hr_question_threshold`` (kbgraph.query.hierarchical, the retrieval of method 'hierarchical')."""
     store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
-    chunks = chunks_by_vector(store, qvec, k=settings.hr_k, threshold=settings.hr_threshold)
-    focus = [question] * len(chunks)
-    via_questions = retrieve_atomic(store, [question], [qvec], k=settings.hr_question_k, threshold=settings.hr_threshold)
-    best: dict[str, Candidate] = {}
-    for c in via_questions:
-        if c.chunk_id not in {x.id for x in chunks} and (c.chunk_id not in best or c.score > best[c.chunk_id].score):
-            best[c.chunk_id] = c
-    details = chunk_details(store, list(best))
-    for cid, cand in best.items():
-        if cid in details:
-            chunks.append(scored_chunk(details[cid], cand.score))
-            focus.append(cand.text or question)
+    chunks, via_questions, from_a = hierarchical_chunks(store, settings, question, qvec)
+    best = {c.chunk_id: c for c in reversed(via_questions)}  # each chunk's best atomic question
+    focus = [question] * from_a + [best[c.id].text or question for c in chunks[from_a:]]
+    for c in chunks:
+        c.breakdown = []
     trace = [
         TraceRound(
             round=1, proposals=[question], candidates=via_questions,
-            note=f"path (a): {len(chunks) - len(best)} chunks; path (b): {len(via_questions)} atomic questions, "
-            f"{len(best)} new chunks",
+            note=f"path (a): {from_a} chunks; path (b): {len(via_questions)} atomic questions, "
+            f"{len(chunks) - from_a} new chunks",
         )
     ]  # fmt: skip
     out = final_answer(llm, question, chunks, ctx.events)

@@ -14,8 +14,9 @@ Two kinds (``Method.kind``):
   HiRAG, hierarchical retrieval with rethink (paper 004 §4; kbgraph.query.hirag).
 * ``"retrieval"``: ``run(question, ctx, *, k, explain=False) -> list[ScoredChunk]``, best first, no LLM:
   'dense' (Chunk vector top-k), 'bm25' (the lexical baseline, kbgraph.eval.bm25; ``index=`` reuses an open
-  ``BM25Index``), 'hierarchical' (Fig. 11 paths (a) + (b)) and 'propagation' (every layer's seeds + score
-  propagation, §5.2.3; the default without an LLM) (kbgraph.query.retrieval).
+  ``BM25Index``), 'hierarchical' (Fig. 11's union of paths (a) and (b) at the §6.1 thresholds,
+  kbgraph.query.hierarchical) and 'propagation' (every layer's seeds + score propagation, §5.2.3; the default
+  without an LLM) (kbgraph.query.retrieval).
 
 The question given to ``run`` is already clean (``ask.clean_question``). Modules are imported when a method
 runs, so reading the table is cheap.
@@ -71,8 +72,8 @@ _ROWS = [
            "hierarchical retrieval with rethink (HiRAG, paper 004 §4)"),
     Method("dense", "retrieval", False, "query.retrieval:retrieve_dense", "Chunk vector top-k"),
     Method("bm25", "retrieval", False, "eval.bm25:retrieve_bm25", "BM25 over the chunks' text"),
-    Method("hierarchical", "retrieval", False, "query.retrieval:retrieve_hierarchical",
-           "hierarchical retrieval, Fig. 11 paths a+b"),
+    Method("hierarchical", "retrieval", False, "query.hierarchical:retrieve_hierarchical",
+           "hierarchical retrieval, Fig. 11's union of paths a and b (PIKE-RAG §6.1 thresholds)"),
     Method("propagation", "retrieval", False, "query.retrieval:retrieve_propagation",
            "layer seeds + score propagation (§5.2.3)"),
 ]  # fmt: skip

@@ -1,16 +1,14 @@
-"""The retrieval methods on the graph, all through the propagation formula of kbgraph.query.propagation with
-one question embedding (PIKE-RAG §5.2.3, Fig. 8 and Fig. 11):
+"""The retrieval methods on the graph through the propagation formula of kbgraph.query.propagation with one
+question embedding (PIKE-RAG §5.2.3, Fig. 8):
 
 * ``propagation``: every layer's seeds (vector and full text) + multi-granularity score propagation with
   the settings' weights; the default without an LLM (``retrieve_propagation``). With an LLM and
   ``auto_tagging`` on, also the question's mapped tags (PIKE-RAG §5.2.2: the Tag layer, full-text rewrite).
-* ``hierarchical``: hierarchical retrieval of Fig. 11, paths (a) question -> chunks and (b) question ->
-  atomic questions -> chunks, aggregated by the same formula with every weight but ``weight_chunk`` and
-  ``weight_question`` set to 0 (``hierarchical_settings``; ``retrieve_hierarchical``).
 * ``dense``: the Chunk vector index alone, the flat baseline (``dense_settings``; ``retrieve_dense``).
 
 Each returns the top ``k`` chunks, best first, as :class:`ScoredChunk` (``explain``: with every score term).
-The question must already be clean (kbgraph.query.ask.clean_question).
+The question must already be clean (kbgraph.query.ask.clean_question). Method ``hierarchical`` (Fig. 11's
+union of paths (a) and (b), no propagation) is kbgraph.query.hierarchical.
 """
 
 from __future__ import annotations
@@ -29,14 +27,6 @@ def dense_settings(settings: Settings) -> Settings:
     )
 
 
-def hierarchical_settings(settings: Settings) -> Settings:
-    """``settings`` with every propagation weight except the chunk's own (path a) and its atomic questions'
-    (path b) set to 0: hierarchical retrieval without score propagation (Fig. 11)."""
-    zero = {f: 0.0 for f in type(settings).model_fields if f.startswith("weight_") and f not in
-            ("weight_chunk", "weight_question")}  # fmt: skip
-    return settings.model_copy(update=zero)
-
-
 def _question_vector(question: str, ctx: QueryContext) -> list[float]:
     return ctx.embedder.embed([question])[0].tolist()
 
@@ -52,11 +42,6 @@ def retrieve_propagation(question: str, ctx: QueryContext, *, k: int, explain: b
     if tagging is not None:
         seeds.layers["Tag"] = tagging.seed_layer()
     return propagate(ctx.store, ctx.settings, seeds, k=k, explain=explain)
-
-
-def retrieve_hierarchical(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:
-    """Top-``k`` chunks by Fig. 11 paths (a) + (b) only (``hierarchical_settings``)."""
-    return retrieve_propagation(question, ctx.with_settings(hierarchical_settings(ctx.settings)), k=k, explain=explain)
 
 
 def retrieve_dense(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:

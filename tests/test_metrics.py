@@ -19,8 +19,6 @@ from kbgraph.eval import (
     select_questions,
     summarize,
 )
-from kbgraph.query.retrieval import hierarchical_settings
-from kbgraph.settings import Settings
 
 
 # --- SQuAD normalisation ---------------------------------------------------------------------------------
@@ -178,10 +176,3 @@ def test_summary_recomputes_recall_from_passage_ids_not_stored_figures():
     assert out["propagation"].metrics["R@2"] == pytest.approx(1.0)
     assert out["propagation"].ratios["dense"]["R@2"] == pytest.approx(1.0 / 0.75)
     assert "bm25" not in out["propagation"].ratios and not out["dense"].ratios
-
-
-def test_hierarchical_settings_keep_only_paths_a_and_b():
-    s = hierarchical_settings(Settings(weight_hop=0.3, weight_title_hop=0.7, weight_question=0.4))
-    weights = {k: v for k, v in s.model_dump().items() if k.startswith("weight_")}
-    assert weights.pop("weight_chunk") == 1.0 and weights.pop("weight_question") == 0.4
-    assert weights and set(weights.values()) == {0.0}
