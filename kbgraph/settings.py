@@ -88,6 +88,13 @@ class Settings(BaseSettings):
 
     # --- ingestion ------------------------------------------------------------------------
     max_file_bytes: int = Field(200 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
+    ocr: Literal["auto", "off"] = Field(
+        "auto", description="OCR of scanned PDF pages and images (kbgraph.ingest.ocr): auto = on when the "
+        "`tesseract` binary is found (apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd); off.",
+    )
+    ocr_languages: str = Field("eng", description="Tesseract languages, e.g. eng+kor+chi_sim (their tesseract-ocr-* "
+                               "packages installed).")  # fmt: skip
+    ocr_dpi: int = Field(300, ge=72, le=1200, description="Resolution scanned PDF pages are rendered at for OCR.")
     chunk_tokens: int = Field(256, ge=16, description="Target chunk size in words.")
     chunk_overlap_sentences: int = Field(1, ge=0, description="Sentences repeated between chunks.")
     llm_chunking: bool = Field(
@@ -209,8 +216,17 @@ class Settings(BaseSettings):
     weight_next: float = 0.05
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
+    # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
+    ranker: Literal["learned", "weights"] = Field(
+        "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
+        "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings.")
+    ranker_model: Path | None = Field(
+        None, description="A ranker model written by `kbgraph rank train` (default: the shipped one, fitted on "
+        "the repo's 2Wiki, MuSiQue and HotpotQA sets).")
+    ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker "
+                             "re-orders.")  # fmt: skip
 
-    # --- auto-tagging (PIKE-RAG §5.2.2), query side: kbgraph.query.tags, kbgraph.query.tag_pairs ----------
+    # --- auto-tagging (PIKE-RAG §5.2.2), query side: kbgraph.query.tags, kbgraph.eval.tag_pairs ----------
     auto_tagging: bool = Field(False, description="Tag chunks at ingest and questions at query time (needs an LLM). "
                                "Off by default: it costs an LLM call per chunk at ingest and one per question.")
     weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "

@@ -22,6 +22,16 @@ class Contribution(BaseModel):
     score: float
 
 
+class RankerTerm(BaseModel):
+    """One feature's part in the learned ranker's score of a chunk (kbgraph.query.ranking): the feature's
+    ``value`` and its ``contribution`` w·(value - μ)/σ; a chunk's contributions plus the model's intercept
+    are its score."""
+
+    feature: str
+    value: float
+    contribution: float
+
+
 class ScoredChunk(BaseModel):
     """A retrieved chunk with its provenance (for citations) and, with explain, its score breakdown. ``score``
     is the method's own: a propagated score, a cosine similarity in [-1, 1] or a BM25 score."""
@@ -37,6 +47,7 @@ class ScoredChunk(BaseModel):
     document_title: str = ""
     document_uri: str = ""
     breakdown: list[Contribution] = Field(default_factory=list)
+    ranking: list[RankerTerm] = Field(default_factory=list)  # with explain and ranker=learned
 
 
 class Seeds(BaseModel):
@@ -45,6 +56,7 @@ class Seeds(BaseModel):
 
     layers: dict[str, dict[str, tuple[float, str]]] = Field(default_factory=dict)
     query_vector: list[float] | None = None
+    question: str = ""  # the text the seeds were searched with (the learned ranker's title feature)
 
 
 class Citation(BaseModel):

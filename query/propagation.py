@@ -53,7 +53,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from kbgraph.query.graph import chunk_details, scored_chunk
-from kbgraph.query.models import Contribution, ScoredChunk, Seeds
+from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
+from kbgraph.query.ranking import Candidate as RankCandidate
+from kbgraph.query.ranking import feature_rows, load_model, score_rows
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 
@@ -77,7 +79,7 @@ def seed_layers(
     through the full-text seeds and the hops, as in a knowledge base built without its vectors. A layer of
     ``settings.static_layers`` (issue 15 direction 3) is searched with the question's vector from the static
     model its nodes were embedded with (``kbgraph.embed.static_model``), the others with ``qvec``."""
-    seeds = Seeds(query_vector=list(qvec))
+    seeds = Seeds(query_vector=list(qvec), question=question)
     off = settings.vector_layers_off
     own = static_question_vectors(settings, question)
     if layers is not None:
@@ -213,8 +215,14 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
 
     exact_chunk_terms()  # the chunks the hops reached
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
-    top = sorted(scores, key=lambda c: (-scores[c], c))[:k]
-    details = chunk_details(store, top)
+    ranked = sorted(scores, key=lambda c: (-scores[c], c))
+    ranking: dict[str, list[RankerTerm]] = {}
+    if settings.ranker == "learned" and ranked:
+        top, details, scores, ranking = _learned_order(store, settings, seeds.question, ranked, terms, scores, k,
+                                                       explain)  # fmt: skip
+    else:
+        top = ranked[:k]
+        details = chunk_details(store, top)
     out = []
     for cid in top:
         breakdown = []
@@ -225,8 +233,35 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
                 for layer, (score, node_id, text, sim, weight, factor) in terms[cid].items()
             ]  # fmt: skip
             breakdown.sort(key=lambda t: -t.score)
-        out.append(scored_chunk(details.get(cid, {"id": cid}), scores[cid], breakdown))
+        chunk = scored_chunk(details.get(cid, {"id": cid}), scores[cid], breakdown)
+        chunk.ranking = ranking.get(cid, [])
+        out.append(chunk)
     return out
+
+
+def _learned_order(
+    store: GraphStore, settings: Settings, question: str, ranked: list[str], terms: dict[str, dict[str, _Term]],
+    scores: dict[str, float], k: int, explain: bool,
+) -> tuple[list[str], dict[str, dict], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+    """The learned ranker (kbgraph.query.ranking) over the best ``ranker_pool`` chunks of the weighted sum
+    ``ranked``: (its top ``k`` chunk ids, their provenance rows, {chunk id: learned score}, {chunk id: feature
+    contributions} when ``explain``). Chunks of incomplete documents (absent from the provenance) leave the
+    pool before ranks are taken."""
+    model = load_model(settings.ranker_model)
+    details = chunk_details(store, ranked[: max(settings.ranker_pool, k)])
+    pool_ids = [c for c in ranked[: max(settings.ranker_pool, k)] if c in details]
+    pool = [RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()},
+                          title=str(details[c].get("document_title") or ""), weighted=scores[c])
+            for c in pool_ids]  # fmt: skip
+    rows = feature_rows(question, pool)
+    learned = score_rows(model, rows)
+    order = sorted(range(len(pool_ids)), key=lambda i: (-learned[i], pool_ids[i]))[:k]
+    top = [pool_ids[i] for i in order]
+    ranking = {}
+    if explain:
+        ranking = {pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c)
+                                 for f, v, c in model.contributions(rows[i])] for i in order}  # fmt: skip
+    return top, details, {pool_ids[i]: float(learned[i]) for i in order}, ranking
 
 
 #: One term of a chunk's score: (score, node_id, text, similarity, weight, factor).

@@ -23,7 +23,8 @@ from kbgraph.settings import Settings
 def dense_settings(settings: Settings) -> Settings:
     """``settings`` with every propagation term but the chunk's own similarity switched off."""
     return settings.model_copy(
-        update={"weight_hop": 0.0, "weight_title_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0}
+        update={"weight_hop": 0.0, "weight_title_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0,
+                "ranker": "weights"}
     )
 
 

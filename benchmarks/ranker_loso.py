@@ -1,0 +1,64 @@
+"""The learned ranker on the repo's multi-hop sets: in-set and leave-one-set-out passage recall beside the
+weighted sum, from the same candidate pools; ``--write`` saves the model fitted on every set as the shipped
+default (kbgraph/resources/ranker/default.json).
+
+    .venv/bin/python benchmarks/ranker_loso.py [--sets 2wiki,musique,hotpotqa] [--pool 50] [--c 1.0] \
+        [--home DIR] [--write]
+
+The knowledge bases are benchmarks/retrieval_recall.py's (``<home>/<set>_falkordb``, default home
+~/.kbgraph-bench), built on first use. The same fit runs as ``kbgraph rank train --dataset ...`` on any data
+set (kbgraph.eval.rank_train).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from kbgraph.eval.dataset import load_dataset
+from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out
+from kbgraph.kb import KnowledgeBase
+from kbgraph.query.ranking import default_model_path
+from kbgraph.settings import Settings
+
+MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
+SETS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default="2wiki,musique,hotpotqa")
+    ap.add_argument("--pool", type=int, default=50)
+    ap.add_argument("--c", type=float, default=1.0)
+    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--write", action="store_true", help="save the model fitted on every set as the default")
+    args = ap.parse_args()
+    by_set = {}
+    for name in args.sets.split(","):
+        ds = load_dataset(MULTIHOP / SETS[name])
+        settings = Settings(home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None)
+        t0 = time.perf_counter()
+        with KnowledgeBase(settings=settings) as kb:
+            if ds.corpus_path is not None:
+                kb.ingest([ds.corpus_path], progress=False)
+            by_set[ds.name] = collect_pools(kb, ds, pool=args.pool)
+        print(f"{ds.name}: {len(by_set[ds.name])} pools in {time.perf_counter() - t0:.0f} s", flush=True)
+    table = leave_one_out(by_set, pool=args.pool, c=args.c)
+    print(f"\nPassage recall (%), pool {args.pool}, C {args.c}: weights | learned in-set | learned leave-one-set-out")
+    print(f"{'set':34} {'ranker':14} {'R@1':>6} {'R@2':>6} {'R@5':>6} {'R@10':>6}")
+    for name, row in table.items():
+        for variant, r in row.items():
+            print(f"{name:34} {variant:14} " + " ".join(f"{r[f'R@{k}']:6.1f}" for k in (1, 2, 5, 10)))
+    if args.write:
+        model = fit(by_set, pool=args.pool, c=args.c)
+        model.note = f"benchmarks/ranker_loso.py --sets {args.sets} --pool {args.pool} --c {args.c}"
+        path = default_model_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
+        print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

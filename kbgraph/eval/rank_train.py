@@ -1,0 +1,136 @@
+"""Fitting the learned ranker (kbgraph.query.ranking) on labelled questions: ``kbgraph rank train``.
+
+For each question of a data set (kbgraph.eval.dataset: questions with ``gold_passage_ids`` and a passage
+corpus), score propagation with the ``weights`` ranker gives the best ``pool`` chunks with their explain terms
+(kbgraph.query.propagation); a chunk is labelled 1 when its passage is gold. The pools of every data set
+together fit a logistic regression (scikit-learn, the ``eval`` extra) on standardised feature rows
+(``kbgraph.query.ranking.feature_rows``); the model is written as JSON (:class:`RankerModel`) and used at query
+time with ``KBGRAPH_RANKER_MODEL=<file>``.
+
+``leave_one_out`` scores each data set with a model fitted on the others: the figure that says how a model
+generalises to a corpus it has not seen (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kbgraph.errors import ConfigError
+from kbgraph.eval.dataset import Dataset
+from kbgraph.eval.metrics import passage_id, recall_at_k
+from kbgraph.query.models import ScoredChunk
+from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.query.ranking import FEATURES, Candidate, RankerModel, feature_rows, score_rows
+
+if TYPE_CHECKING:
+    from kbgraph.kb import KnowledgeBase
+
+#: Regularisation of the logistic regression (inverse strength, scikit-learn's C).
+DEFAULT_C = 1.0
+
+
+@dataclass
+class LabelledPool:
+    """One question's candidate pool: feature rows float64 (n, len(FEATURES)), labels int (n,) (1 = the chunk's
+    passage is gold), the chunks' passage ids in pool order, and the gold passage ids."""
+
+    rows: np.ndarray
+    labels: np.ndarray
+    passages: list[str]
+    gold: list[str]
+
+
+def candidates(chunks: Sequence[ScoredChunk]) -> list[Candidate]:
+    """The ranker's view of propagation's chunks returned with ``explain`` under ``ranker=weights``, best first:
+    each chunk's terms {layer: (similarity, factor)}, its document title and its weighted sum."""
+    return [Candidate(terms={t.layer: (t.similarity, t.factor) for t in c.breakdown}, title=c.document_title,
+                      weighted=c.score) for c in chunks]  # fmt: skip
+
+
+def collect_pools(kb: KnowledgeBase, ds: Dataset, *, pool: int, limit: int | None = None,
+                  log: Callable[[str], None] | None = None) -> list[LabelledPool]:  # fmt: skip
+    """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested),
+    with the ``weights`` ranker and ``kb``'s other settings. Questions without gold passages are left out."""
+    settings = kb.settings.model_copy(update={"ranker": "weights"})
+    out = []
+    questions = [q for q in ds.questions if q.gold_passage_ids][:limit]
+    for i, q in enumerate(questions):
+        qvec = kb.embedder.embed([q.question])[0].tolist()
+        seeds = seed_layers(kb.store, settings, q.question, qvec)
+        chunks = propagate(kb.store, settings, seeds, k=pool, explain=True)
+        passages = [passage_id(c.document_uri) if c.document_uri else "" for c in chunks]
+        gold = set(q.gold_passage_ids)
+        out.append(LabelledPool(rows=feature_rows(q.question, candidates(chunks)),
+                                labels=np.array([1 if p in gold else 0 for p in passages]),
+                                passages=passages, gold=list(q.gold_passage_ids)))  # fmt: skip
+        if log and (i + 1) % 100 == 0:
+            log(f"{ds.name}: {i + 1}/{len(questions)} questions")
+    return out
+
+
+def fit(by_set: dict[str, Sequence[LabelledPool]], *, pool: int, c: float = DEFAULT_C,
+        features: Sequence[str] = FEATURES) -> RankerModel:  # fmt: skip
+    """A :class:`RankerModel` fitted on the pools of every data set of ``by_set`` ({name: pools}; logistic
+    regression, L2 with inverse strength ``c``, on the ``features`` standardised). Each data set weighs the
+    same in the fit, whatever its number of questions (a 500-question set does not drown a 100-question one).
+    Raises ConfigError without scikit-learn or without both labels."""
+    try:
+        from sklearn.linear_model import LogisticRegression
+    except ImportError:
+        raise ConfigError("fitting a ranker needs scikit-learn: pip install 'kbgraph[eval]'") from None
+    cols = [FEATURES.index(f) for f in features]
+    xs, ys, ws = [], [], []
+    for pools in by_set.values():
+        pools = [p for p in pools if len(p.rows)]
+        for p in pools:
+            xs.append(p.rows[:, cols])
+            ys.append(p.labels)
+            ws.append(np.full(len(p.labels), 1.0 / len(pools)))
+    if not xs or len(set(np.concatenate(ys).tolist())) < 2:
+        raise ConfigError("the training pools need both gold and non-gold chunks: are the data sets' corpora "
+                          "ingested, and do their gold_passage_ids name corpus passages?")  # fmt: skip
+    x, y, w = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
+    w = w * len(w) / w.sum()
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    model = LogisticRegression(C=c, max_iter=5000).fit((x - mean) / scale, y, sample_weight=w)
+    return RankerModel(features=list(features), mean=mean.tolist(), scale=scale.tolist(),
+                       coef=model.coef_[0].tolist(), intercept=float(model.intercept_[0]), pool=pool,
+                       trained_on=list(by_set))  # fmt: skip
+
+
+def recall(pools: Sequence[LabelledPool], model: RankerModel | None, ks: Sequence[int] = (1, 2, 5, 10)) -> dict[str, float]:
+    """{"R@k": mean passage recall in %} of ``pools`` ordered by ``model`` (None: the weighted sum's order,
+    i.e. pool order), over distinct passages as kbgraph.eval counts them."""
+    got: dict[int, list[float]] = {k: [] for k in ks}
+    for p in pools:
+        if model is None:
+            order = list(range(len(p.passages)))
+        else:
+            s = score_rows(model, p.rows)
+            order = sorted(range(len(p.passages)), key=lambda i: (-s[i], i))
+        ranked = [p.passages[i] for i in order if p.passages[i]]
+        for k in ks:
+            r = recall_at_k(ranked, p.gold, k)
+            if r is not None:
+                got[k].append(r)
+    return {f"R@{k}": 100.0 * float(np.mean(v)) if v else 0.0 for k, v in got.items()}
+
+
+def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int, c: float = DEFAULT_C) -> dict[str, dict]:
+    """For each data set: recall with the weighted sum ("weights"), with a model fitted on every set ("in_set")
+    and with a model fitted on the other sets only ("leave_one_out"; absent with one set)."""
+    out: dict[str, dict] = {}
+    every = fit(by_set, pool=pool, c=c)
+    for name, pools in by_set.items():
+        row = {"weights": recall(pools, None), "in_set": recall(pools, every)}
+        others = {other: ps for other, ps in by_set.items() if other != name}
+        if others:
+            row["leave_one_out"] = recall(pools, fit(others, pool=pool, c=c))
+        out[name] = row
+    return out

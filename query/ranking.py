@@ -1,0 +1,183 @@
+"""Learned ranking over the score terms of propagation (setting ``ranker=learned``, the default).
+
+Score propagation (kbgraph.query.propagation, PIKE-RAG §5.2.3) gives every candidate chunk one term per layer
+(Chunk, AtomicQuestion, Triple, Entity, EntityText, FullText, Section, Document, Tag, Hop, TitleHop, Next). The
+``weights`` ranker adds them with the hand-set ``weight_*`` settings. The ``learned`` ranker re-orders the best
+``ranker_pool`` chunks of that sum by a linear model fitted on labelled questions (``kbgraph rank train``,
+kbgraph.eval.rank_train): a logistic regression of "this chunk's passage is gold" over the features below,
+standardised. Its score is
+
+    r(c) = b + Σ_i w_i · (x_i(c) - μ_i) / σ_i
+
+so every feature's contribution w_i · (x_i - μ_i) / σ_i is exact and ``--explain`` prints it
+(``ScoredChunk.ranking``). The features of a chunk c in a pool P of candidates for question q:
+
+=================  ============================================================================================
+``<Layer>``        the layer's unweighted term: similarity × factor (0 without one), for each of ``LAYERS``
+``has_chunk``      1 if c has its exact question similarity (a Chunk seed or rescored), else 0
+``title_in_q``     1 if the title of c's document (without a trailing "(...)" disambiguator) appears in q
+                   on word boundaries, case-insensitive, else 0 (the passage the question names outright)
+``rank_weighted``  1 / (1 + rank of c in P by the weighted sum), rank 0 = best
+``rank_chunk``     1 / (1 + rank of c in P by its Chunk similarity)
+``weighted``       the weighted sum itself (the ``weights`` ranker's score)
+``gap_chunk``      Chunk similarity of c minus the best Chunk similarity in P (<= 0)
+``gap_weighted``   weighted sum of c minus the best weighted sum in P (<= 0)
+=================  ============================================================================================
+
+Relative features (ranks and gaps) make the model indifferent to a corpus's similarity scale, which is what
+lets a model fitted on two data sets rank the third (leave-one-set-out figures in docs/benchmarks.md).
+
+The model is a JSON file (:class:`RankerModel`): the shipped one is package data
+(``kbgraph/resources/ranker/default.json``), a user's own is named by the setting ``ranker_model``.
+Scoring needs only numpy; fitting needs scikit-learn (the ``eval`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from kbgraph.errors import ConfigError
+
+#: Score terms of propagation, in feature order (kbgraph.query.propagation's layer names).
+LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
+          "Hop", "TitleHop", "Next")  # fmt: skip
+#: Every feature, in the order of a feature row.
+FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted")
+
+#: One candidate as the ranker reads it: its terms {layer: (similarity, factor)}, its document's title and
+#: its weighted sum.
+Terms = Mapping[str, tuple[float, float]]
+
+
+class Candidate(BaseModel):
+    """A candidate chunk of the pool: ``terms`` {layer: (similarity, factor)} of propagation, the title of its
+    document, and its weighted sum (``weights`` ranker score)."""
+
+    terms: dict[str, tuple[float, float]]
+    title: str = ""
+    weighted: float
+
+
+class RankerModel(BaseModel):
+    """A fitted linear ranker: ``features`` (names, a subset of :data:`FEATURES` in any order), their means
+    ``mean`` and scales ``scale`` (> 0) and coefficients ``coef`` (one per feature), the ``intercept``, and
+    what it was fitted on (``trained_on``: data set names; ``pool``: the pool size it saw)."""
+
+    features: list[str]
+    mean: list[float]
+    scale: list[float]
+    coef: list[float]
+    intercept: float = 0.0
+    pool: int = Field(50, ge=1)
+    trained_on: list[str] = Field(default_factory=list)
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> RankerModel:
+        n = len(self.features)
+        if not (len(self.mean) == len(self.scale) == len(self.coef) == n) or n == 0:
+            raise ValueError(f"features, mean, scale and coef must have the same length (> 0), got "
+                             f"{n}, {len(self.mean)}, {len(self.scale)}, {len(self.coef)}")  # fmt: skip
+        unknown = [f for f in self.features if f not in FEATURES]
+        if unknown:
+            raise ValueError(f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}")
+        if any(s <= 0 for s in self.scale):
+            raise ValueError("every scale must be > 0")
+        return self
+
+    def weights(self) -> tuple[np.ndarray, float]:
+        """(w / σ over :data:`FEATURES`, 0 for a feature the model does not use; intercept b - Σ w μ / σ): the
+        same linear function on raw feature rows."""
+        full = np.zeros(len(FEATURES))
+        bias = self.intercept
+        for name, m, s, w in zip(self.features, self.mean, self.scale, self.coef, strict=True):
+            full[FEATURES.index(name)] += w / s
+            bias -= w * m / s
+        return full, bias
+
+    def contributions(self, row: np.ndarray) -> list[tuple[str, float, float]]:
+        """[(feature, value, w·(x-μ)/σ)] of one feature row (len(FEATURES) floats), in the model's order; their
+        sum plus ``intercept`` is the ranker's score."""
+        return [(name, float(row[FEATURES.index(name)]), w * (float(row[FEATURES.index(name)]) - m) / s)
+                for name, m, s, w in zip(self.features, self.mean, self.scale, self.coef, strict=True)]  # fmt: skip
+
+
+def _strip_disambiguator(title: str) -> str:
+    return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip()
+
+
+def title_in_question(title: str, question: str) -> bool:
+    """True if ``title`` (without a trailing '(...)' disambiguator, at least 2 characters) appears in
+    ``question`` on word boundaries, case-insensitive."""
+    t = _strip_disambiguator(title or "").lower()
+    if len(t) < 2:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", question.lower()) is not None
+
+
+def feature_rows(question: str, pool: Sequence[Candidate]) -> np.ndarray:
+    """float64 (len(pool), len(FEATURES)): the feature rows of the pool's candidates, in pool order (the pool
+    must be sorted best first by the weighted sum; ranks are positions in it)."""
+    n = len(pool)
+    out = np.zeros((n, len(FEATURES)))
+    if n == 0:
+        return out
+    chunk = np.array([c.terms["Chunk"][0] * c.terms["Chunk"][1] if "Chunk" in c.terms else 0.0 for c in pool])
+    weighted = np.array([c.weighted for c in pool])
+    chunk_rank = np.empty(n)
+    chunk_rank[np.argsort(-chunk, kind="stable")] = np.arange(n)
+    weighted_rank = np.empty(n)
+    weighted_rank[np.argsort(-weighted, kind="stable")] = np.arange(n)
+    col = {name: i for i, name in enumerate(FEATURES)}
+    for i, c in enumerate(pool):
+        for layer, (sim, factor) in c.terms.items():
+            if layer in col:
+                out[i, col[layer]] = sim * factor
+        out[i, col["has_chunk"]] = 1.0 if "Chunk" in c.terms else 0.0
+        out[i, col["title_in_q"]] = 1.0 if title_in_question(c.title, question) else 0.0
+    out[:, col["rank_weighted"]] = 1.0 / (1.0 + weighted_rank)
+    out[:, col["rank_chunk"]] = 1.0 / (1.0 + chunk_rank)
+    out[:, col["weighted"]] = weighted
+    out[:, col["gap_chunk"]] = chunk - chunk.max()
+    out[:, col["gap_weighted"]] = weighted - weighted.max()
+    return out
+
+
+def score_rows(model: RankerModel, rows: np.ndarray) -> np.ndarray:
+    """float64 (n,): the model's score of each feature row of ``rows`` (n, len(FEATURES))."""
+    w, b = model.weights()
+    return rows @ w + b if len(rows) else np.zeros(0)
+
+
+def default_model_path() -> Path:
+    """The shipped model, ``kbgraph/resources/ranker/default.json`` (package data)."""
+    from kbgraph.resources import resource
+
+    return Path(str(resource("ranker", "default.json")))
+
+
+def load_model(path: str | Path | None = None) -> RankerModel:
+    """The ranker model at ``path`` (default: the shipped one). Raises ConfigError naming the file and the
+    setting ``ranker_model`` when it is missing or not a valid model."""
+    p = Path(path) if path else default_model_path()
+    return _load(str(p))
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> RankerModel:
+    try:
+        return RankerModel.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ConfigError(f"no ranker model at {path}: set KBGRAPH_RANKER_MODEL to a file written by "
+                          "`kbgraph rank train`, or KBGRAPH_RANKER=weights") from None  # fmt: skip
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()[0]
+        raise ConfigError(f"{path} is not a ranker model ({first}): retrain it with `kbgraph rank train` "
+                          "(KBGRAPH_RANKER_MODEL), or set KBGRAPH_RANKER=weights") from None  # fmt: skip
