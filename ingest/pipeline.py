@@ -87,17 +87,23 @@ class Ingestor:
             self._embedder = self._embedder()
         return self._embedder
 
-    def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False) -> IngestReport:
-        """Ingest ``paths`` (files, directories, .jsonl passage corpora). Raises LockTimeout if another run
+    def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False,
+            exclude: Sequence[str] = ()) -> IngestReport:  # fmt: skip
+        """Ingest ``paths`` (files, directories, .jsonl passage corpora). ``exclude``: gitignore-style patterns
+        of files to leave out (``kbgraph.ingest.sources``: besides the default rules and ``.kbgraphignore``
+        files); each file left out is reported as skipped with its rule. Raises ValueError for a bad pattern,
+        before the run starts. Raises LockTimeout if another run
         holds the knowledge base's lock: at once without ``wait``; with ``wait`` after logging "waiting up to N s
         for the lock held by <pid, host, since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock). Raises
         LeaseLost (a LockTimeout) before a write once a Neo4j run's lease is lost (kbgraph.ingest.lease)."""
         from kbgraph.ingest.lock import open_run_lock
+        from kbgraph.ingest.sources import Exclusions
 
+        Exclusions(exclude)  # a bad pattern fails before the run
         with open_run_lock(self.store, self.settings, wait=wait) as self._lock:
-            return self._run(paths, prune)
+            return self._run(paths, prune, exclude)
 
-    def _run(self, paths: Sequence[str | Path], prune: bool) -> IngestReport:
+    def _run(self, paths: Sequence[str | Path], prune: bool, exclude: Sequence[str] = ()) -> IngestReport:
         t_start = time.perf_counter()
         report = IngestReport(run_id=f"run:{uuid.uuid4().hex[:16]}", started_at=utc_now())
         self.store.run(
@@ -106,7 +112,7 @@ class Ingestor:
         )
         self._repair(report)
         skipped: list[FileOutcome] = []
-        files = discover(paths, report.errors, skipped)
+        files = discover(paths, report.errors, skipped, exclude=exclude)
         seen_uris: set[str] = set()
         try:
             with open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:

@@ -3,37 +3,136 @@
 ``discover`` walks the paths given into the files to parse (and those to skip, with the reason);
 ``uri_to_path`` and ``file_of`` turn a document's ``file://`` URI (a passage's ``#id`` included) back into
 the path the report names.
+
+Exclusions (``Exclusions``), in gitignore syntax through ``pathspec``: the default rules (``DEFAULT_EXCLUDES``:
+Office owner files, ``.DS_Store``, ``Thumbs.db``, editor backups), the ``--exclude`` patterns of the run
+(matched below each path given), and a ``.kbgraphignore`` file in any folder walked (its patterns relative
+to that folder, for everything below it). As in git, the last rule that matches decides and ``!pattern``
+takes a file back. An excluded file or folder is reported as skipped with the rule that excluded it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from kbgraph.ingest.report import FileError, FileOutcome
 
+#: The file in a folder whose lines (gitignore syntax) exclude files below it.
+IGNORE_FILE = ".kbgraphignore"
+#: Rules every walk applies first: pattern -> what such a file is.
+DEFAULT_EXCLUDES: dict[str, str] = {
+    "~$*": "Office owner file (its document is open in Office)",
+    ".DS_Store": "macOS folder settings",
+    "Thumbs.db": "Windows thumbnail cache",
+    "*~": "editor backup",
+}
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """One group of rules: its patterns compiled by pathspec (``GitIgnoreSpec``), relative to ``base``, and
+    where each line comes from (``origins``: "the default rules (…)", "--exclude", "<folder>/.kbgraphignore
+    line 3")."""
+
+    spec: object
+    base: Path
+    lines: tuple[str, ...]
+    origins: tuple[str, ...]
+
+
+class Exclusions:
+    """The exclusion rules of one walk (see the module docstring). ``exclude``: the run's ``--exclude``
+    patterns. Raises ValueError naming a bad pattern."""
+
+    def __init__(self, exclude: Iterable[str] = ()):
+        self.exclude = [p.strip() for p in exclude if p and p.strip()]
+        for p in self.exclude:
+            try:
+                _spec([p])
+            except Exception as exc:  # pathspec's pattern error: a usage error
+                raise ValueError(f"bad --exclude pattern {p!r}: {exc}") from exc
+
+    def root_rules(self, root: Path, *, defaults: bool = True) -> list[_Rules]:
+        """The default rules (unless not ``defaults``) and the ``--exclude`` patterns, relative to ``root``."""
+        lines = [(p, f"the default rules ({what})") for p, what in DEFAULT_EXCLUDES.items()] if defaults else []
+        lines += [(p, "--exclude") for p in self.exclude]
+        return [_rules(root, lines)] if lines else []
+
+    def folder_rules(self, folder: Path, errors: list[FileError]) -> list[_Rules]:
+        """The rules of ``folder``'s ``.kbgraphignore`` (none when it has none; a bad file is an error of the run
+        and excludes nothing)."""
+        path = folder / IGNORE_FILE
+        if not path.is_file():
+            return []
+        try:
+            text = path.read_text(encoding="utf-8-sig", errors="replace")
+        except OSError as exc:
+            errors.append(FileError(path=str(path), error=f"cannot read {IGNORE_FILE}: {exc.strerror}"))
+            return []
+        lines = [(line.rstrip("\r"), f"{path} line {n}") for n, line in enumerate(text.split("\n"), start=1)]
+        try:
+            return [_rules(folder, lines)]
+        except Exception as exc:
+            errors.append(FileError(path=str(path), error=f"bad pattern, nothing excluded by it: {exc}"))
+            return []
+
+    @staticmethod
+    def match(rules: list[_Rules], entry: Path, is_dir: bool) -> str | None:
+        """Why ``entry`` is excluded by ``rules`` ("excluded by <origin>: <pattern>"), or None. Within a group
+        and across groups (outer folders first) the last rule that matches decides; a negated one
+        (``!pattern``) takes the entry back."""
+        verdict: str | None = None
+        for group in rules:
+            try:
+                rel = entry.relative_to(group.base).as_posix()
+            except ValueError:
+                continue
+            result = group.spec.check_file(rel + ("/" if is_dir else ""))
+            if result.include is None:
+                continue
+            i = result.index
+            verdict = f"excluded by {group.origins[i]}: {group.lines[i].strip()}" if result.include else None
+        return verdict
+
+
+def _spec(lines: list[str]):
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _rules(base: Path, lines: list[tuple[str, str]]) -> _Rules:
+    return _Rules(spec=_spec([t for t, _ in lines]), base=base, lines=tuple(t for t, _ in lines),
+                  origins=tuple(o for _, o in lines))  # fmt: skip
+
 
 def discover(
-    paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None
+    paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None,
+    *, exclude: Iterable[str] = (),
 ) -> list[Path]:
     """Every file under ``paths`` (directories walked, symlinks followed once, loops reported in ``errors``),
-    resolved and de-duplicated. Returned: the files to parse. A file found in a directory that no parser
-    reads (``parse.skip_reason``: an image, an archive, an unknown type, legacy Office without LibreOffice,
-    a broken link) is not returned but appended to ``skipped`` as a ``skipped`` outcome with the reason and
-    fix. A file named explicitly is always returned (tried), so it fails with that reason instead.
-    Hidden files and directories (name starting with '.', e.g. ``.git``, ``.DS_Store``) are ignored
-    silently: they are tool state, not documents."""
+    resolved and de-duplicated. Returned: the files to parse. A file found in a directory that an exclusion
+    rule leaves out (``Exclusions``: the defaults, ``exclude``, ``.kbgraphignore``) or that no parser reads
+    (``parse.skip_reason``: an image without OCR, an archive, an unknown type, legacy Office without
+    LibreOffice, a broken link) is not returned but appended to ``skipped`` as a ``skipped`` outcome with the
+    reason and fix; an excluded folder is one such outcome. A file named explicitly is always returned (tried),
+    so it fails with that reason instead, unless an ``exclude`` pattern matches its name. Other hidden files and
+    directories (name starting with '.', e.g. ``.git``) are ignored silently: they are tool state, not
+    documents."""
     from kbgraph.ingest.parse import skip_reason
 
     found: list[Path] = []
     seen_dirs: set[tuple[int, int]] = set()
+    exclusions = Exclusions(exclude)
 
     def skip(entry: Path, reason: str) -> None:
         if skipped is not None:
             path = entry.resolve() if entry.exists() else entry.parent.resolve() / entry.name  # (a broken link)
             skipped.append(FileOutcome(path=str(path), outcome="skipped", reason=reason))
 
-    def walk(directory: Path) -> None:
+    def walk(directory: Path, rules: list[_Rules]) -> None:
         try:
             st = directory.stat()
         except OSError as exc:
@@ -49,11 +148,18 @@ def discover(
         except OSError as exc:
             errors.append(FileError(path=str(directory), error=f"cannot list directory: {exc.strerror}"))
             return
+        rules = rules + exclusions.folder_rules(directory, errors)
         for entry in entries:
+            is_dir = entry.is_dir()
+            excluded = exclusions.match(rules, entry, is_dir)
             if entry.name.startswith("."):
+                if excluded:  # .DS_Store: reported; .git, .kbgraphignore: tool state, silent
+                    skip(entry, excluded)
                 continue
-            if entry.is_dir():
-                walk(entry)
+            if excluded:
+                skip(entry, excluded)
+            elif is_dir:
+                walk(entry, rules)
             elif not entry.is_file():
                 broken = entry.is_symlink() and not entry.exists()
                 skip(entry, "broken symbolic link: its target is gone" if broken else
@@ -66,9 +172,12 @@ def discover(
     for raw in paths:
         path = Path(raw).expanduser()
         if path.is_dir():
-            walk(path)
+            walk(path, exclusions.root_rules(path))
         elif path.is_file():
-            found.append(path)
+            if excluded := exclusions.match(exclusions.root_rules(path.parent, defaults=False), path, False):
+                skip(path, excluded)
+            else:
+                found.append(path)
         else:
             errors.append(FileError(path=str(path), error="no such file or directory"))
     unique: dict[Path, None] = {}
@@ -92,4 +201,4 @@ def uri_to_path(uri: str) -> str:
     return uri
 
 
-__all__ = ["discover", "file_of", "uri_to_path"]
+__all__ = ["DEFAULT_EXCLUDES", "IGNORE_FILE", "Exclusions", "discover", "file_of", "uri_to_path"]

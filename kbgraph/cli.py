@@ -100,21 +100,31 @@ def ingest_cmd(
     prune: bool = typer.Option(False, "--prune", help="Delete documents whose source vanished."),
     wait: bool = typer.Option(False, "--wait", help="Wait for another run's lock instead of exiting 75."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    exclude: list[str] = typer.Option([], "--exclude", metavar="GLOB", help="Leave out files matching GLOB "
+                                      "(gitignore syntax; repeatable), besides .kbgraphignore files and the defaults."),
 ) -> None:
     """Ingest documents into the knowledge base (incremental; safe to run from cron).
 
     Every file found is reported: ingested, updated, unchanged, failed (with why) or skipped (a kind of file
     kbgraph does not read, found in a directory: with why and the fix); --json lists them under "files".
+    Left out, and reported as skipped with the rule: Office owner files (~$*), .DS_Store, Thumbs.db, editor
+    backups (*~), files matching --exclude, and those a .kbgraphignore (gitignore syntax) in a folder excludes.
     Exit 0 when no file failed (skipped files do not fail a run), 1 when some failed, 2 on a usage or
     configuration error, 75 when another run holds the lock."""
     import logging
 
+    from kbgraph.ingest.sources import Exclusions
     from kbgraph.kb import KnowledgeBase
+
+    try:
+        Exclusions(exclude)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--exclude") from exc
 
     if not (sys.stderr.isatty() and sys.stdout.isatty()):  # cron, CI, `| tee`: progress as log lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     with KnowledgeBase(settings=settings()) as kb:
-        report = kb.ingest(paths, prune=prune, wait=wait)
+        report = kb.ingest(paths, prune=prune, wait=wait, exclude=exclude)
     if as_json:
         _print_json(report.model_dump())
     else:

@@ -64,20 +64,22 @@ class KnowledgeBase:
         return self._store
 
     def ingest(self, paths: Sequence[str | Path] | str | Path, *, prune: bool = False, wait: bool = False,
-               progress: bool | None = None) -> IngestReport:  # fmt: skip
+               progress: bool | None = None, exclude: Sequence[str] = ()) -> IngestReport:  # fmt: skip
         """Ingest files, directories and .jsonl passage corpora (L0: parse, chunk, distill, embed, write).
 
         Incremental: unchanged documents are skipped, changed ones replaced; ``prune`` deletes documents
         whose source vanished; an unchanged file is hashed, not parsed. Raises LockTimeout if another run holds
         this knowledge base (``wait`` logs whose lock it waits for and waits up to ``lock_timeout`` s). Per-file
         failures are in the report, not raised. ``progress``: None = bars when stdout and stderr are terminals,
-        else log lines on ``kbgraph.ingest`` (a line per stage per group, at least every 30 s)."""
+        else log lines on ``kbgraph.ingest`` (a line per stage per group, at least every 30 s). ``exclude``:
+        gitignore-style patterns of files to leave out, besides the default rules (Office owner files,
+        .DS_Store, Thumbs.db, ``*~``) and any ``.kbgraphignore``; each is reported as skipped with its rule."""
         from kbgraph.ingest.pipeline import Ingestor
 
         if isinstance(paths, (str, Path)):
             paths = [paths]
         ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
-        return ingestor.run(paths, prune=prune, wait=wait)
+        return ingestor.run(paths, prune=prune, wait=wait, exclude=exclude)
 
     @overload
     def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,

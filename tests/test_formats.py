@@ -462,7 +462,7 @@ def _office_dir(root: Path) -> dict[str, str]:
         "people.tsv", "notes.rtf", "lab.rst", "lab.org", "catalog.xml", "memo.eml", "digest.eml", "utf16.txt",
         "utf32.txt", "budget.docx")}  # fmt: skip
     expected.update({"photo.png": "skipped", "backup.zip": "skipped", "config.json": "skipped", "gone.txt": "skipped",
-                     "broken.xlsx": "failed"})  # fmt: skip
+                     ".DS_Store": "skipped", "broken.xlsx": "failed"})  # fmt: skip
     expected["old.doc"] = "failed" if (shutil.which("soffice") or shutil.which("libreoffice")) else "skipped"
     return expected
 
@@ -476,12 +476,13 @@ def test_directory_ingest_accounts_for_every_file(backend_settings, tmp_path):
         report = kb.ingest([share], progress=False)
         got = {Path(f.path).name: f for f in report.files}
         assert {n: f.outcome for n, f in got.items()} == expected
-        assert len(report.files) == len(expected)  # hidden files (.git, .DS_Store) are not files of the share
+        assert len(report.files) == len(expected)  # .git is not a file of the share; .DS_Store is excluded
         assert report.skipped == sum(1 for o in expected.values() if o == "skipped")
         failed = sum(1 for o in expected.values() if o == "failed")
         assert (report.added, report.failed, report.exit_code) == (17, failed, 1)
         assert "no OCR configured" in got["photo.png"].reason and "extract it" in got["backup.zip"].reason
         assert "broken symbolic link" in got["gone.txt"].reason
+        assert got[".DS_Store"].reason == "excluded by the default rules (macOS folder settings): .DS_Store"
         assert got["broken.xlsx"].reason.startswith("corrupt or unreadable .xlsx broken.xlsx")
         assert all(f.documents == 1 and f.chunks >= 1 for f in got.values() if f.outcome == "ingested")
         assert [w.split("'")[1] for w in got["memo.eml"].warnings] == ["memo.wav", "logo.png", "broken.docx"]
@@ -603,3 +604,73 @@ def test_control_characters_are_stripped_from_every_parser(tmp_path: Path):
     assert docs[1].title == "Title here" and docs[3].title == "T"
     assert "| Ada | bullet |" in docs[2].elements[0].text
 
+
+# --- issue 31: exclusions -------------------------------------------------------------------------------
+
+
+def _excluded_tree(root: Path) -> Path:
+    d = root / "share"
+    (d / "drafts").mkdir(parents=True)
+    (d / "keep").mkdir()
+    for name in ("report.txt", "~$report.docx", "Thumbs.db", "notes.txt~", "scratch.md", "keep/a.md",
+                 "keep/b.log.md", "drafts/plan.txt", "keep/secret.txt", "keep/public.txt"):  # fmt: skip
+        (d / name).write_text("The harbour opens at nine.", encoding="utf-8")
+    (d / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
+    (d / ".git").mkdir()
+    (d / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    (d / ".kbgraphignore").write_text("# drafts stay out\ndrafts/\n*.log.md\n", encoding="utf-8")
+    (d / "keep" / ".kbgraphignore").write_text("*.txt\n!public.txt\n", encoding="utf-8")
+    return d
+
+
+def test_exclusions_defaults_kbgraphignore_and_exclude_globs(tmp_path: Path):
+    from kbgraph.ingest.report import FileError, FileOutcome
+    from kbgraph.ingest.sources import discover
+
+    d = _excluded_tree(tmp_path)
+    errors: list[FileError] = []
+    skipped: list[FileOutcome] = []
+    found = discover([d], errors, skipped, exclude=["scratch.*"])
+    assert not errors, errors
+    names = sorted(p.relative_to(d.resolve()).as_posix() for p in found)
+    assert names == ["keep/a.md", "keep/public.txt", "report.txt"], names
+    why = {Path(s.path).relative_to(d.resolve()).as_posix(): s.reason for s in skipped}
+    assert why == {
+        "~$report.docx": "excluded by the default rules (Office owner file (its document is open in Office)): ~$*",
+        ".DS_Store": "excluded by the default rules (macOS folder settings): .DS_Store",
+        "Thumbs.db": "excluded by the default rules (Windows thumbnail cache): Thumbs.db",
+        "notes.txt~": "excluded by the default rules (editor backup): *~",
+        "scratch.md": "excluded by --exclude: scratch.*",
+        "drafts": f"excluded by {d / '.kbgraphignore'} line 2: drafts/",
+        "keep/b.log.md": f"excluded by {d / '.kbgraphignore'} line 3: *.log.md",
+        "keep/secret.txt": f"excluded by {d / 'keep' / '.kbgraphignore'} line 1: *.txt",
+    }, why
+    # a file named explicitly is tried unless an --exclude pattern matches it
+    skipped = []
+    named = discover([d / "Thumbs.db", d / "scratch.md"], errors, skipped, exclude=["scratch.*"])
+    assert named == [(d / "Thumbs.db").resolve()]
+    assert [s.reason for s in skipped] == ["excluded by --exclude: scratch.*"]
+
+
+def test_cli_exclude_option_reports_the_rule(falkor_settings, tmp_path):
+    """`kbgraph ingest --exclude GLOB` (repeatable) leaves files out and lists them as skipped with the rule."""
+    settings = falkor_settings.model_copy(update={"name": "formats_exclude"})
+    d = tmp_path / "inbox"
+    d.mkdir()
+    (d / "note.txt").write_text("The Basel ferry runs on the current of the Rhine.", encoding="utf-8")
+    (d / "draft.txt").write_text("Not ready yet.", encoding="utf-8")
+    (d / "old.md").write_text("# Old\n\nOutdated.", encoding="utf-8")
+    (d / "~$note.docx").write_bytes(b"\x00" * 162)
+    env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name,
+           "KBGRAPH_DATA_DIR": str(settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+           "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding_cache_dir)}  # fmt: skip
+    KnowledgeBase(settings=settings).reset()
+    run = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", "--exclude", "draft*",
+                          "--exclude", "*.md", str(d)], env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads(run.stdout)
+    outcomes = {Path(f["path"]).name: (f["outcome"], f["reason"]) for f in report["files"]}
+    assert outcomes == {"note.txt": ("ingested", None), "draft.txt": ("skipped", "excluded by --exclude: draft*"),
+                        "old.md": ("skipped", "excluded by --exclude: *.md"),
+                        "~$note.docx": ("skipped", "excluded by the default rules (Office owner file (its document "
+                                        "is open in Office)): ~$*")}, outcomes  # fmt: skip

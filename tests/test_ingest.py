@@ -44,12 +44,14 @@ def test_shared_documents_build_three_layers(backend_settings, examples_dir):
     try:
         report = kb.ingest([examples_dir / "docs"], progress=False)
         assert report.errors == [], report.errors
-        docs = sorted(p for p in (examples_dir / "docs").rglob("*") if p.is_file())
-        assert report.added == len(docs) == 9  # 6 PDFs, the DOCX handbook, the HTML page, SOURCES.md
+        docs = sorted(p for p in (examples_dir / "docs").rglob("*") if p.is_file() and not p.name.startswith("."))
+        assert report.added == len(docs) - 1 == 8  # 6 PDFs, the DOCX handbook, the HTML page (not SOURCES.md)
+        assert [(Path(f.path).name, f.reason) for f in report.files if f.outcome == "skipped"] == [
+            ("SOURCES.md", f"excluded by {examples_dir / 'docs' / '.kbgraphignore'} line 2: SOURCES.md")]
         stats = kb.stats()
         for label in ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity", "IngestionRun"):
             assert stats.nodes.get(label, 0) > 0, label
-        assert stats.nodes["Document"] == 9
+        assert stats.nodes["Document"] == 8
         assert kb.store.orphans() == []
         # a real figure from the NICS table: one row per state with its numbers
         rows = kb.store.fulltext_search("Chunk", "Kentucky Alabama", k=10)
