@@ -132,7 +132,10 @@ def build_structure(
         raise ValueError("chunk_tokens must be >= 1")
     overlap_sentences = max(0, overlap_sentences)
     document_id = stable_id("doc", doc.uri)
-    document = DocumentRecord(id=document_id, uri=doc.uri, title=doc.title, mime=doc.mime, sha256=doc.sha256)
+    ocr_pages = list(getattr(doc, "ocr_pages", []) or [])
+    ocr_confidence = dict(getattr(doc, "ocr_confidence", {}) or {})
+    document = DocumentRecord(id=document_id, uri=doc.uri, title=doc.title, mime=doc.mime, sha256=doc.sha256,
+                              ocr=bool(ocr_pages), ocr_pages=ocr_pages)  # fmt: skip
 
     # 1. Sections and blocks.
     sections: list[SectionRecord] = []
@@ -223,6 +226,7 @@ def build_structure(
                 page=page,
                 order=order,
                 section_path=path,
+                ocr_confidence=ocr_confidence.get(page) if page is not None else None,
             )
         )
 

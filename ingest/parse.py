@@ -16,6 +16,8 @@ Formats (``MIME_TYPES``):
   ``unstructured``, LibreOffice when installed).
 - E-mail .eml and Outlook .msg with their attachments (``parse_email``).
 - Plain text read directly, its encoding found from a byte-order mark (UTF-8/16/32) or by charset-normalizer.
+- Images (.png, .jpg, .tif, .bmp, .webp) and PDF pages without a text layer by OCR through Tesseract
+  (``kbgraph.ingest.ocr``; setting ``ocr``), when Tesseract is installed.
 
 ``skip_reason(path)`` says why a file is not read at all (images without OCR, archives, audio, unknown
 types, legacy Office without LibreOffice) and how to fix it; a directory ingest reports such files as
@@ -120,6 +122,9 @@ class ParsedDocument(BaseModel):
     sha256: str
     elements: list[Element] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    #: pages read by OCR (an image file: its frames), and Tesseract's mean word confidence (0..100) per page
+    ocr_pages: list[int] = Field(default_factory=list)
+    ocr_confidence: dict[int, float] = Field(default_factory=dict)
 
 
 #: Warnings of the document being parsed (``warn``); None outside ``parse_file``.
@@ -137,8 +142,11 @@ def warn(message: str) -> None:
         sink.append(message)
 
 
-def supported_extensions() -> list[str]:
-    return sorted(MIME_TYPES) + list(JSONL_EXTENSIONS)
+def supported_extensions(ocr: bool = False) -> list[str]:
+    """Extensions read (image files too when ``ocr``: OCR is on and Tesseract installed)."""
+    from kbgraph.ingest.ocr import OCR_IMAGES
+
+    return sorted(MIME_TYPES) + list(JSONL_EXTENSIONS) + (sorted(OCR_IMAGES) if ocr else [])
 
 
 def clean_text(text: str) -> str:
@@ -259,14 +267,17 @@ def _no_nul(text: str, name: str) -> str:
     return text
 
 
-def skip_reason(path: Path) -> str | None:
+def skip_reason(path: Path, ocr=None) -> str | None:
     """Why ``parse_file`` would not read ``path`` at all, as one line with the fix (e.g. "image: no OCR
     configured; …"), or None when it reads that kind of file (``.jsonl`` included). Decided by the name
-    alone (and, for legacy .doc/.ppt, whether LibreOffice is installed), so a directory walk can report it
-    without opening the file."""
+    alone (and, for legacy .doc/.ppt, whether LibreOffice is installed; for images, whether OCR runs:
+    ``ocr``, the run's ``OcrOptions``, default the parse's own), so a directory walk can report it without
+    opening the file."""
+    from kbgraph.ingest import ocr as ocr_mod
     from kbgraph.ingest.parse_office import unread_reason
 
-    return unread_reason(Path(path).name, supported_extensions())
+    options = ocr or ocr_mod.current()
+    return unread_reason(Path(path).name, supported_extensions(options.enabled), ocr=options)
 
 
 def _check_file(path: Path, max_bytes: int) -> tuple[str, int]:
@@ -281,7 +292,7 @@ def _check_file(path: Path, max_bytes: int) -> tuple[str, int]:
             "parse_passages_jsonl)"
         )
     reason = skip_reason(path)
-    if ext not in MIME_TYPES or reason:
+    if (ext not in MIME_TYPES and ext not in _ocr_images()) or reason:
         raise IngestError(f"cannot ingest {path.name}: {reason or 'unsupported file type'}")
     size = path.stat().st_size
     if size == 0:
@@ -298,11 +309,31 @@ def _title_from_stem(path: Path) -> str:
     return path.stem
 
 
-def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
-    """Parse one file into a ParsedDocument (its ``warnings`` list the elements skipped on the way). Raises
-    IngestError for empty (0 bytes or only whitespace), too large, unsupported, corrupt, password-protected
-    or text-less files."""
-    path = Path(path)
+def _ocr_images() -> dict[str, str]:
+    from kbgraph.ingest.ocr import OCR_IMAGES
+
+    return OCR_IMAGES
+
+
+def parse_file(path: Path, *, max_bytes: int, ocr=None) -> ParsedDocument:
+    """Parse one file into a ParsedDocument (its ``warnings`` list the elements skipped on the way). ``ocr``:
+    ``kbgraph.ingest.ocr.OcrOptions`` (default: ``auto``, English, 300 dpi); the pages it read are in
+    ``ocr_pages``. Raises IngestError for empty (0 bytes or only whitespace), too large, unsupported, corrupt,
+    password-protected or text-less files."""
+    from kbgraph.ingest import ocr as ocr_mod
+
+    with ocr_mod.using(ocr) as record:
+        doc = _parse_file(Path(path), max_bytes)
+    if record.pages:
+        options = ocr_mod.current() if ocr is None else ocr
+        pages = ", ".join(map(str, sorted(record.pages)))
+        doc.warnings.append(f"read by OCR: page{'s' if len(record.pages) > 1 else ''} {pages} (no text layer; "
+                            f"Tesseract, {options.languages})")  # fmt: skip
+        doc.ocr_pages, doc.ocr_confidence = sorted(record.pages), dict(record.confidence)
+    return doc
+
+
+def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
     ext, _ = _check_file(path, max_bytes)
     try:
         data = path.read_bytes()
@@ -323,14 +354,23 @@ def parse_file(path: Path, *, max_bytes: int) -> ParsedDocument:
 
     elements = normalize_elements(raw)
     if not elements:
-        hint = " (a scanned PDF needs OCR first)" if ext == ".pdf" else ""
+        from kbgraph.ingest import ocr as ocr_mod
+
+        options = ocr_mod.current()
+        hint = ""
+        if ext == ".pdf":
+            hint = (" (OCR found none either)" if options.enabled
+                    else f" (a scanned PDF needs OCR first: {options.why_not()})")  # fmt: skip
+        elif ext in _ocr_images():
+            hint = " (OCR found none)"
         raise IngestError(f"no extractable text in {name}{hint}")
     if not title:
         # The one top-level heading names the document; several (chapters) do not: then the file name.
         top = [e for e in elements if e.kind == "heading" and e.level == 1]
         title = top[0].text if len(top) == 1 else _title_from_stem(path)
     return ParsedDocument(
-        uri=path.resolve().as_uri(), title=one_line(clean_text(title), 300), mime=MIME_TYPES[ext], sha256=sha,
+        uri=path.resolve().as_uri(), title=one_line(clean_text(title), 300),
+        mime=MIME_TYPES.get(ext) or _ocr_images()[ext], sha256=sha,
         elements=elements, warnings=warnings,
     )  # fmt: skip
 
@@ -367,6 +407,10 @@ def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict
         return pu.parse_html(decode_text(data, name), name)
     if ext in (".md", ".markdown"):
         return pu.parse_markdown(decode_text(data, name), name)
+    if ext in _ocr_images():
+        from kbgraph.ingest.ocr import parse_image
+
+        return parse_image(data, ext, name)
     raise IngestError(f"unsupported file type '{ext}': {name}")
 
 

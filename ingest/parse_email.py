@@ -74,6 +74,7 @@ def _body(html: str | None, text: str | None, where: str) -> list[dict]:
 
 def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> list[dict]:
     """Elements of one attached file under an "Attachment: name" heading; [] (and a warning) when skipped."""
+    from kbgraph.ingest.ocr import OCR_IMAGES
     from kbgraph.ingest.parse import MIME_TYPES, parse_bytes, skip_reason, warn
 
     label = f"attachment '{filename}' ({ctype})"
@@ -82,7 +83,7 @@ def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> li
     probe = {"image": "x.png", "audio": "x.wav", "video": "x.mp4"}.get(ctype.split("/")[0])
     probe = probe if ext not in MIME_TYPES else None
     reason = skip_reason(Path(probe or f"x{ext}")) if (probe or ext) else "unknown type (no file extension)"
-    if reason or ext not in MIME_TYPES:
+    if reason or (ext not in MIME_TYPES and ext not in OCR_IMAGES):  # (an image: read by OCR when it is on)
         warn(f"{label} skipped: {reason or 'unsupported type'}")
         return []
     if not data or not data.strip():

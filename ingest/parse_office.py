@@ -59,9 +59,10 @@ def office_binary() -> str | None:
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
-def unread_reason(name: str, supported: list[str]) -> str | None:
+def unread_reason(name: str, supported: list[str], ocr: Any = None) -> str | None:
     """Why a file called ``name`` is not read, with the fix, in one line; None when some parser reads it.
-    ``supported``: the extensions read (``parse.supported_extensions()``)."""
+    ``supported``: the extensions read (``parse.supported_extensions()``); ``ocr``: the ``OcrOptions`` of the
+    run (why an image is not read)."""
     ext = Path(name).suffix.lower()
     if name.startswith("~$"):
         return "Office lock file (its document is open in Office): nothing to ingest; it goes when the document is closed"
@@ -74,8 +75,13 @@ def unread_reason(name: str, supported: list[str]) -> str | None:
     if not ext:
         return "no file extension, so its type is unknown: rename it with its format's extension (e.g. notes.txt)"
     if ext in IMAGES:
-        return ("image: no OCR configured (kbgraph reads text, not pictures): run OCR on it (e.g. tesseract) and "
-                "ingest the text, or make a PDF with a text layer")  # fmt: skip
+        from kbgraph.ingest.ocr import OCR_IMAGES, OcrOptions
+
+        ocr = ocr or OcrOptions()
+        if ocr.enabled:  # OCR runs, but not on this format
+            read = ", ".join(sorted(OCR_IMAGES))
+            return f"image format {ext} is not read by OCR: save it as PNG or JPEG (OCR reads {read})"
+        return f"image: {ocr.why_not()}, or make a PDF with a text layer"
     if ext in AUDIO_VIDEO:
         return "audio/video: no speech-to-text model configured: transcribe it and ingest the transcript as .txt"
     if ext in ARCHIVES:

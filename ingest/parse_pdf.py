@@ -17,6 +17,9 @@ What it does, page by page:
   full-width items; inside a band, narrow items are grouped into columns by horizontal overlap and read
   column by column, top to bottom.
 - A paragraph broken by a page break (no final punctuation, next page starts lower-case) is re-joined.
+- **Scanned pages** (no text, an image): read by OCR when it is on (``kbgraph.ingest.ocr``: Tesseract through
+  PyMuPDF's ``get_textpage_ocr``, the page turned upright first), then laid out like any other page. A page
+  with text is never OCR'd.
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
     for page in doc:
         try:
             pages.append((page.number + 1, page.rect, _page_items(page, flags)))
+        except IngestError:  # OCR cannot run at all (a language missing): the fix is the user's
+            raise
         except Exception as exc:  # one broken page must not lose the document
             bad_pages += 1
             log.warning("%s: page %d skipped: %s", name, page.number + 1, one_line(exc, 200, empty="unknown error"))
@@ -210,11 +215,21 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
 
 
 def _page_items(page, flags: int) -> list[Item]:
+    from kbgraph.ingest import ocr
+
     items: list[Item] = []
     tables: list[dict] = []
     rects: list[tuple] = []
+    d = page.get_text("dict", flags=flags)
+    textpage = None
+    if (options := ocr.current()).enabled and ocr.needs_ocr(page, d.get("blocks", [])):
+        textpage = ocr.pdf_page_textpage(page, options)  # (turns a sideways scan upright)
+        if textpage is None:
+            return items
+        d = page.get_text("dict", flags=flags, textpage=textpage)
     try:
-        candidates = list(page.find_tables(use_layout=False).tables) if may_have_table(page) else []
+        scan = textpage is not None  # (ruling lines of a scan are pixels: no table found)
+        candidates = list(page.find_tables(use_layout=False).tables) if not scan and may_have_table(page) else []
     except Exception as exc:  # table detection is best effort; the text is still read
         log.warning("page %d: table detection failed: %s", page.number + 1, one_line(exc, 200, empty="unknown error"))
         candidates = []
@@ -232,7 +247,6 @@ def _page_items(page, flags: int) -> list[Item]:
             tables.append(t)
             rects.append(tuple(tb.bbox))
             items.append(Item(bbox=tuple(tb.bbox), table=t))
-    d = page.get_text("dict", flags=flags)
     for b in d.get("blocks", []):
         if b.get("type") != 0:
             continue

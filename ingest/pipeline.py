@@ -112,7 +112,7 @@ class Ingestor:
         )
         self._repair(report)
         skipped: list[FileOutcome] = []
-        files = discover(paths, report.errors, skipped, exclude=exclude)
+        files = discover(paths, report.errors, skipped, exclude=exclude, ocr=self._ocr())
         seen_uris: set[str] = set()
         try:
             with open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:
@@ -185,7 +185,7 @@ class Ingestor:
                             self._titles.update((stable_id("doc", d.uri), d.title) for d in docs)
                             self._corpora[key] = len(docs)
                         else:
-                            docs = [parse_file(path, max_bytes=self.settings.max_file_bytes)]
+                            docs = [parse_file(path, max_bytes=self.settings.max_file_bytes, ocr=self._ocr())]
             except IngestError as exc:
                 report.errors.append(FileError(path=str(path), error=str(exc)))
                 bar.file_read(key, fresh=0, failed=True)
@@ -218,6 +218,12 @@ class Ingestor:
                     pending, chars = [], 0
         if pending:
             yield self._close_group(pending, chars, bar)
+
+    def _ocr(self):
+        """The run's OCR options (settings ``ocr``, ``ocr_languages``, ``ocr_dpi``; kbgraph.ingest.ocr)."""
+        from kbgraph.ingest.ocr import OcrOptions
+
+        return OcrOptions.from_settings(self.settings)
 
     def _close_group(self, docs: list, chars: int, bar) -> list:
         self._group += 1

@@ -110,7 +110,7 @@ def _rules(base: Path, lines: list[tuple[str, str]]) -> _Rules:
 
 def discover(
     paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None,
-    *, exclude: Iterable[str] = (),
+    *, exclude: Iterable[str] = (), ocr=None,
 ) -> list[Path]:
     """Every file under ``paths`` (directories walked, symlinks followed once, loops reported in ``errors``),
     resolved and de-duplicated. Returned: the files to parse. A file found in a directory that an exclusion
@@ -120,7 +120,8 @@ def discover(
     reason and fix; an excluded folder is one such outcome. A file named explicitly is always returned (tried),
     so it fails with that reason instead, unless an ``exclude`` pattern matches its name. Other hidden files and
     directories (name starting with '.', e.g. ``.git``) are ignored silently: they are tool state, not
-    documents."""
+    documents. ``ocr``: the run's ``kbgraph.ingest.ocr.OcrOptions`` (whether images are read; default
+    ``auto``)."""
     from kbgraph.ingest.parse import skip_reason
 
     found: list[Path] = []
@@ -164,7 +165,7 @@ def discover(
                 broken = entry.is_symlink() and not entry.exists()
                 skip(entry, "broken symbolic link: its target is gone" if broken else
                      "not a regular file (a device, socket or pipe)")  # fmt: skip
-            elif reason := skip_reason(entry):
+            elif reason := skip_reason(entry, ocr):
                 skip(entry, reason)
             else:
                 found.append(entry)

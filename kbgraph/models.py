@@ -51,6 +51,8 @@ def stable_id(prefix: str, *parts: str) -> str:
 
 
 class DocumentRecord(BaseModel):
+    """A source document. ``ocr``: some of its text was read by OCR (a scan, an image), on ``ocr_pages``."""
+
     id: str
     uri: str
     title: str
@@ -58,6 +60,8 @@ class DocumentRecord(BaseModel):
     sha256: str
     ingested_at: str | None = None
     summary: str | None = None
+    ocr: bool = False
+    ocr_pages: list[int] = Field(default_factory=list)
     embedding: list[float] | None = None
 
 
@@ -79,7 +83,8 @@ class ChunkRecord(BaseModel):
     """A retrievable piece of text. ``parent_id``: the Section (or Document) that HAS_CHUNK it.
     ``order``: position in the document's reading order (NEXT edges follow it). ``page``: 1-based page
     number for paged formats, else None. For ``kind='table'``, ``text`` is a Markdown table and
-    ``summary`` describes it."""
+    ``summary`` describes it. ``ocr_confidence``: Tesseract's mean word confidence (0..100) on the chunk's page
+    when that page was read by OCR and Tesseract gave one, else None."""
 
     id: str
     document_id: str
@@ -90,6 +95,7 @@ class ChunkRecord(BaseModel):
     page: int | None = None
     order: int
     section_path: str = ""
+    ocr_confidence: float | None = None
     embedding: list[float] | None = None
 
 

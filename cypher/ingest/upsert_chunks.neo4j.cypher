@@ -3,6 +3,7 @@ UNWIND $rows AS row
 MERGE (c:Chunk {id: row.id})
 SET c.text = row.text, c.kind = row.kind, c.summary = row.summary, c.page = row.page,
     c.order = row.order, c.section_path = row.section_path, c.document_id = row.document_id,
+    c.ocr_confidence = row.ocr_confidence,
     c.embedding = row.embedding
 WITH c, row
 OPTIONAL MATCH (d:Document {id: row.parent_id})

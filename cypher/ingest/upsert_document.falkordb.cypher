@@ -6,5 +6,6 @@
 UNWIND $rows AS row
 MERGE (d:Document {id: row.id})
 SET d.uri = row.uri, d.title = row.title, d.mime = row.mime, d.sha256 = row.sha256,
-    d.ingested_at = row.ingested_at, d.summary = row.summary, d.status = 'writing',
+    d.ingested_at = row.ingested_at, d.summary = row.summary, d.ocr = row.ocr, d.ocr_pages = row.ocr_pages,
+    d.status = 'writing',
     d.pending_embedding = vecf32(row.embedding)

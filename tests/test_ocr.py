@@ -1,0 +1,140 @@
+"""OCR through Tesseract (issue 31): real scans made here. A page of text is rendered with PyMuPDF to an image,
+put alone into a PDF (no text layer) or saved as a PNG, and read back through the parsers.
+
+Tesseract is a system package (`.ci/run` installs tesseract-ocr, -eng, -osd): under CI a missing one fails,
+elsewhere these tests are skipped.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kbgraph.errors import IngestError
+from kbgraph.ingest.ocr import OcrOptions
+from kbgraph.ingest.parse import parse_file, skip_reason
+
+MAX = 50_000_000
+TEXT = [
+    "Harbour report",
+    "",
+    "The ferry to Basel leaves the harbour every morning at nine o'clock.",
+    "Passengers buy their tickets at the kiosk beside the old crane.",
+]
+ROWS = [["City", "Population", "Country"], ["Basel", "173000", "Switzerland"], ["Lyon", "522000", "France"],
+        ["Porto", "232000", "Portugal"]]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _tesseract():
+    if not shutil.which("tesseract"):
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("Tesseract is not installed; .ci/run installs tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd")
+        pytest.skip("Tesseract not installed")
+
+
+def page_image(lines: list[str] | None = None, *, table: bool = False, rotate: int = 0, dpi: int = 200):
+    """A PIL image of an A4 page of ``lines`` (or of a small table without rulings), rendered by PyMuPDF;
+    turned ``rotate`` degrees counter-clockwise."""
+    import pymupdf
+    from PIL import Image
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    if table:
+        for r, row in enumerate(ROWS):
+            for c, cell in enumerate(row):
+                page.insert_text((78 + c * 150, 119 + r * 28), cell, fontsize=14)
+        page.draw_line((72, 126), (522, 126))  # a rule under the header
+    else:
+        page.insert_textbox(pymupdf.Rect(72, 72, 523, 770), "\n".join(lines or TEXT), fontsize=13)
+    pix = page.get_pixmap(dpi=dpi)
+    img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    return img.rotate(rotate, expand=True) if rotate else img
+
+
+def scanned_pdf(path: Path, images, dpi: int = 200, text_page: str | None = None) -> Path:
+    """A PDF whose pages are ``images`` alone (no text layer), plus a page with a real text layer first when
+    ``text_page`` is given."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    if text_page:
+        doc.new_page(width=595, height=842).insert_text((72, 100), text_page, fontsize=12)
+    for img in images:
+        buf = io.BytesIO()
+        img.save(buf, "PNG")
+        page = doc.new_page(width=img.width * 72 / dpi, height=img.height * 72 / dpi)
+        page.insert_image(page.rect, stream=buf.getvalue())
+    doc.save(path)
+    return path
+
+
+def _text(doc) -> str:
+    return "\n".join(e.text for e in doc.elements)
+
+
+def test_scanned_pdf_is_read_by_ocr_page_by_page(tmp_path: Path):
+    """A half-scanned PDF: the page with text keeps its text layer (never OCR'd), the scanned one is OCR'd;
+    the document says which pages OCR read."""
+    path = scanned_pdf(tmp_path / "scan.pdf", [page_image()], text_page="The text layer says the lock opens at six.")
+    doc = parse_file(path, max_bytes=MAX, ocr=OcrOptions())
+    text = _text(doc)
+    assert "The text layer says the lock opens at six." in text
+    assert "The ferry to Basel leaves the harbour every morning at nine o'clock." in text, text
+    assert "kiosk beside the old crane" in text
+    assert doc.ocr_pages == [2], doc.ocr_pages
+    assert any(w.startswith("read by OCR: page 2") for w in doc.warnings), doc.warnings
+    assert [e.page for e in doc.elements if "ferry" in e.text] == [2]
+
+
+def test_rotated_scan_is_turned_upright(tmp_path: Path):
+    path = scanned_pdf(tmp_path / "sideways.pdf", [page_image(rotate=90)])
+    doc = parse_file(path, max_bytes=MAX, ocr=OcrOptions())
+    assert "The ferry to Basel leaves the harbour every morning at nine o'clock." in _text(doc), _text(doc)
+    assert doc.ocr_pages == [1]
+
+
+def test_png_image_file_is_read_with_its_confidence(tmp_path: Path):
+    path = tmp_path / "notice.png"
+    page_image(rotate=270).save(path)
+    assert skip_reason(path, OcrOptions()) is None
+    doc = parse_file(path, max_bytes=MAX, ocr=OcrOptions())
+    assert doc.mime == "image/png" and doc.ocr_pages == [1]
+    assert "The ferry to Basel leaves the harbour every morning at nine o'clock." in _text(doc), _text(doc)
+    assert doc.ocr_confidence[1] > 80, doc.ocr_confidence
+
+
+def test_table_image_comes_out_as_rows(tmp_path: Path):
+    path = tmp_path / "cities.jpg"
+    page_image(table=True).save(path, quality=90)
+    doc = parse_file(path, max_bytes=MAX, ocr=OcrOptions())
+    texts = [e.text for e in doc.elements]
+    for row in ROWS:
+        assert " ".join(row) in texts, texts
+
+
+def test_ocr_off_or_missing_keeps_the_skip_message(tmp_path: Path, monkeypatch):
+    path = tmp_path / "notice.png"
+    page_image().save(path)
+    scan = scanned_pdf(tmp_path / "scan.pdf", [page_image()])
+    off = OcrOptions(mode="off")
+    assert "OCR is off (setting ocr=off)" in skip_reason(path, off)
+    with pytest.raises(IngestError, match=r"a scanned PDF needs OCR first: OCR is off"):
+        parse_file(scan, max_bytes=MAX, ocr=off)
+    with monkeypatch.context() as m:  # no tesseract on PATH
+        m.setenv("PATH", str(tmp_path / "no-bin"))
+        reason = skip_reason(path, OcrOptions())
+        assert reason.startswith("image: no OCR configured") and "apt-get install tesseract-ocr" in reason, reason
+        with pytest.raises(IngestError, match=r"scan\.pdf \(a scanned PDF needs OCR first: no OCR configured.*"
+                                              r"apt-get install tesseract-ocr"):  # fmt: skip
+            parse_file(scan, max_bytes=MAX)
+    with pytest.raises(IngestError, match=r"Tesseract has no language data for xyz.*apt-get install tesseract-ocr-xyz"):
+        parse_file(path, max_bytes=MAX, ocr=OcrOptions(languages="eng+xyz"))
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x01" * 100)
+    with pytest.raises(IngestError, match=r"corrupt or unreadable image broken\.png"):
+        parse_file(tmp_path / "broken.png", max_bytes=MAX, ocr=OcrOptions())
