@@ -37,7 +37,8 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
     elif show_route:
         console.print("\n" + route_line(answer), highlight=False, markup=False)
     if explain and answer.chunks:
-        console.print("\n[bold]Score breakdown[/] (score = sum of the best term of each layer)")
+        console.print("\n[bold]Score breakdown[/] (the weighted sum = sum of the best term of each layer; with the "
+                      "learned ranker, the chunk's score is the ranker's)")
         for chunk in answer.chunks:
             table = Table(title=f"{chunk.score:.4f}  {chunk.document_title} {chunk.section_path}".strip(),
                           title_justify="left")  # fmt: skip
@@ -47,6 +48,15 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
                 label = (t.text or t.node_id)[:60]
                 table.add_row(t.layer, label, f"{t.similarity:.4f}", f"{t.weight:g}", f"{t.factor:.3f}", f"{t.score:.4f}")
             console.print(table)
+            if chunk.ranking:
+                ranked = Table(title="learned ranker (score = intercept + sum of contributions; docs/scoring.md)",
+                               title_justify="left")  # fmt: skip
+                for col in ("feature", "value", "contribution"):
+                    ranked.add_column(col)
+                for r in sorted(chunk.ranking, key=lambda r: -abs(r.contribution)):
+                    if r.value or r.contribution:
+                        ranked.add_row(r.feature, f"{r.value:.4f}", f"{r.contribution:+.4f}")
+                console.print(ranked)
     u = answer.usage
     if u.calls:
         console.print(f"\n[dim]{u.calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f} s[/]")

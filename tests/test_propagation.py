@@ -1,5 +1,6 @@
 """Multi-granularity score propagation on a hand-built graph with known seed scores: the exact scores of
-the formula in kbgraph.query.propagation, on both stores; and hostile questions against ask."""
+the formula in kbgraph.query.propagation with ``ranker=weights`` (today's weighted sum, unchanged by the learned
+ranker; that ranker's own test is tests/test_ranking.py), on both stores; and hostile questions against ask."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
     s = backend_settings.model_copy(update={
         "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
         "weight_fulltext": 0.2, "weight_section": 0.1, "weight_document": 0.2, "weight_hop": 0.5,
-        "weight_next": 0.1, "hop_from": 10, "max_entity_degree": 50,
+        "weight_next": 0.1, "hop_from": 10, "max_entity_degree": 50, "ranker": "weights",
     })  # fmt: skip
     s1 = {
         "c1": 1.0 * 0.9 + 0.8 * 0.8 + 0.3 * 0.5 + 0.2 * 0.3,  # chunk, atomic question, entity e1, document
@@ -105,7 +106,7 @@ def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store, backe
     s = backend_settings.model_copy(update={
         "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
         "weight_fulltext": 0.2, "weight_section": 0.1, "weight_document": 0.2, "weight_hop": 0.0,
-        "weight_title_hop": 0.0, "weight_next": 0.0, "max_entity_degree": 50, "rescore_k": 10,
+        "weight_title_hop": 0.0, "weight_next": 0.0, "max_entity_degree": 50, "rescore_k": 10, "ranker": "weights",
     })  # fmt: skip
     seeds = SEEDS.model_copy(update={"query_vector": _vec(12)})
     got = {c.id: c for c in propagate(store, s, seeds, k=10, explain=True)}
@@ -137,7 +138,7 @@ def test_title_hop_is_shared_among_the_chunks_it_reaches(store, backend_settings
     ])  # fmt: skip
     s = backend_settings.model_copy(update={
         "weight_chunk": 1.0, "weight_hop": 0.0, "weight_title_hop": 0.6, "weight_next": 0.0, "hop_from": 1,
-        "rescore_k": 0,
+        "rescore_k": 0, "ranker": "weights",
     })  # fmt: skip
     seeds = Seeds(layers={"Chunk": {"a1": (0.9, "")}})
     got = {c.id: c for c in propagate(store, s, seeds, k=10, explain=True)}

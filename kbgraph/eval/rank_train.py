@@ -13,8 +13,10 @@ generalises to a corpus it has not seen (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -134,3 +136,12 @@ def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int, c: float 
             row["leave_one_out"] = recall(pools, fit(others, pool=pool, c=c))
         out[name] = row
     return out
+
+
+def write_model(model: RankerModel, path: str | Path) -> Path:
+    """Write ``model`` as JSON to ``path`` (parent folders made); the path written. Use it with
+    ``KBGRAPH_RANKER_MODEL=<path>``."""
+    p = Path(path).expanduser()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
+    return p

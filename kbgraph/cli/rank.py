@@ -1,0 +1,89 @@
+"""``kbgraph rank``: the learned ranker of score propagation (kbgraph.query.ranking); ``register(app)`` adds it
+to the ``kbgraph`` command.
+
+* ``train``: fit the ranker on one or more labelled data sets (kbgraph.eval.rank_train) and write the model;
+  prints passage recall with the weighted sum, the fitted model (in-set) and, with two sets or more, each set
+  scored by a model fitted on the others (leave-one-set-out).
+* ``show``: the model in use (the shipped one, or ``KBGRAPH_RANKER_MODEL``): its features and weights.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kbgraph.cli import common
+
+rank_app = typer.Typer(no_args_is_help=True, help="The learned ranker of score propagation (train it, show it).")
+
+
+@rank_app.command("train")
+def train_cmd(
+    dataset: list[str] = typer.Option(..., "--dataset", "-d", help="Data set (repeatable): <prefix> of "
+                                      "<prefix>.questions.jsonl/.corpus.jsonl, or its folder."),  # fmt: skip
+    out: str = typer.Option(..., "--out", help="Where to write the model (JSON); use it with KBGRAPH_RANKER_MODEL."),
+    pool: int | None = typer.Option(None, "--pool", help="Candidate chunks per question (default KBGRAPH_RANKER_POOL)."),
+    c: float = typer.Option(1.0, "--c", help="Inverse regularisation strength of the logistic regression."),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N questions of each data set."),
+    no_ingest: bool = typer.Option(False, "--no-ingest", help="Do not ingest the data sets' corpora first."),
+    as_json: bool = typer.Option(False, "--json", help="Print the recall table as JSON."),
+) -> None:
+    """Fit the learned ranker on labelled questions (questions.jsonl with gold_passage_ids and a passage corpus,
+    the format of `kbgraph eval`). Each data set's knowledge base is named after it (as `kbgraph eval` names
+    it), built from its corpus on first use; each set weighs the same in the fit."""
+    import json
+
+    from kbgraph.eval.dataset import load_dataset
+    from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out, write_model
+    from kbgraph.kb import KnowledgeBase
+
+    settings = common.settings()
+    size = pool or settings.ranker_pool
+    err = common.err_console
+    say = (lambda m: None) if as_json else (lambda m: err.print(m, highlight=False))
+    by_set = {}
+    for path in dataset:
+        ds = load_dataset(path)
+        with KnowledgeBase(settings=settings.model_copy(update={"name": ds.name})) as kb:
+            if ds.corpus_path is not None and not no_ingest:
+                say(f"ingesting {ds.corpus_path.name} into knowledge base {ds.name!r} (incremental)")
+                kb.ingest([ds.corpus_path], progress=None if not as_json else False)
+            say(f"{ds.name}: candidate pools of {len(ds.questions)} questions")
+            by_set[ds.name] = collect_pools(kb, ds, pool=size, limit=limit, log=say)
+    table = leave_one_out(by_set, pool=size, c=c)
+    model = fit(by_set, pool=size, c=c)
+    model.note = f"kbgraph rank train --pool {size} --c {c}" + (f" --limit {limit}" if limit else "")
+    written = write_model(model, out)
+    if as_json:
+        sys.stdout.write(json.dumps({"model": str(written), "recall": table}, indent=2) + "\n")
+        return
+    from rich.table import Table
+
+    t = Table(title="Passage recall (%): weighted sum | learned (in-set) | learned (fitted on the other sets)")
+    for col in ("data set", "ranker", "R@1", "R@2", "R@5", "R@10"):
+        t.add_column(col)
+    for name, row in table.items():
+        for variant, r in row.items():
+            t.add_row(name, variant, *(f"{r[f'R@{k}']:.1f}" for k in (1, 2, 5, 10)))
+    common.console.print(t)
+    common.console.print(f"model written to {written}; use it with KBGRAPH_RANKER_MODEL={written}")
+
+
+@rank_app.command("show")
+def show_cmd() -> None:
+    """The ranker model in use: where it comes from, what it was fitted on, and each feature's weight."""
+    from kbgraph.query.ranking import default_model_path, load_model
+
+    settings = common.settings()
+    path = settings.ranker_model or default_model_path()
+    model = load_model(path)
+    common.console.print(f"ranker: {settings.ranker}; model {path}; fitted on {', '.join(model.trained_on) or '?'}; "
+                         f"pool {model.pool}", highlight=False)  # fmt: skip
+    for name, w, s in zip(model.features, model.coef, model.scale, strict=True):
+        common.console.print(f"  {name:14} {w:+.3f} (per unit {w / s:+.3f})", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``kbgraph rank`` to ``app``."""
+    app.add_typer(rank_app, name="rank")
