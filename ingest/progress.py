@@ -22,7 +22,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 log = logging.getLogger("kbgraph.ingest")
@@ -166,32 +166,45 @@ def _rate(n: int, seconds: float, unit: str) -> str:
 
 class LogProgress(Progress):
     """Lines on the ``kbgraph.ingest`` logger; a heartbeat thread writes one whenever ``interval`` seconds
-    passed without a line."""
+    passed without a line (:meth:`beat`, checked every ``min(1, interval / 4)`` s). ``clock``: seconds, monotonic
+    (tests pass their own); ``heartbeats=False``: no thread (a test calls :meth:`beat` itself)."""
 
-    def __init__(self, files_total: int, *, interval: float = HEARTBEAT_SECONDS):
+    def __init__(self, files_total: int, *, interval: float = HEARTBEAT_SECONDS,
+                 clock: Callable[[], float] = time.monotonic, heartbeats: bool = True):  # fmt: skip
         super().__init__(files_total)
         self.interval = interval
-        self._last = time.monotonic()
+        self._clock = clock
+        self._last = clock()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._beat, name="kbgraph-ingest-heartbeat", daemon=True)
         self.line(f"{files_total:,} files to read")
-        self._thread.start()
+        if heartbeats:
+            self._thread.start()
 
     def line(self, text: str) -> None:
         with self._lock:
             log.info("%s | %s", text, self.totals())
-            self._last = time.monotonic()
+            self._last = self._clock()
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def beat(self) -> bool:
+        """Write a heartbeat line if ``interval`` seconds of ``clock`` passed since the last line (a heartbeat is
+        a line too); True when it wrote one."""
+        with self._lock:
+            due = self._clock() - self._last >= self.interval
+        if due:
+            self.line(self._heartbeat())
+        return due
 
     def _beat(self) -> None:
         tick = min(1.0, self.interval / 4)
         while not self._stop.wait(tick):
-            if time.monotonic() - self._last >= self.interval:
-                self.line(self._heartbeat())
+            self.beat()
 
     def _heartbeat(self) -> str:
         st = self.current
