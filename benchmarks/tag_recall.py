@@ -11,7 +11,7 @@ evaluated; the slice's corpus is the gold passages of both plus ``--distractors`
 1. ingest the slice's corpus offline (spaCy distillation; no LLM, so both runs share every node);
 2. tag every chunk with the LLM (tag classes, corpus tag collection: ``kbgraph.ingest.autotag.tag_chunks``);
 3. learn the tag pair collection from the learning questions and their gold passages
-   (``kbgraph.query.tag_pairs.learn_tag_pairs``, i.e. ``kbgraph tags learn``);
+   (``kbgraph.eval.tag_pairs.learn_tag_pairs``, i.e. ``kbgraph tags learn``);
 4. ``kbgraph.eval.evaluate`` the method 'propagation' on the evaluated questions twice, ``auto_tagging`` off
    and on (the LLM is given to both; with tagging off it is never asked), run folders ``<home>/eval/off|on``.
 
@@ -29,9 +29,10 @@ import time
 from pathlib import Path
 
 from kbgraph.eval import evaluate, load_dataset
-from kbgraph.ingest.autotag import TagClass, pending_chunks, tag_chunks, write_tag_classes
+from kbgraph.ingest.autotag import pending_chunks, tag_chunks, write_tag_classes
+from kbgraph.tagging import TagClass
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.tag_pairs import QASample, learn_tag_pairs
+from kbgraph.eval.tag_pairs import QASample, learn_tag_pairs
 from kbgraph.settings import Settings
 
 MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"

@@ -31,49 +31,16 @@ Statements: ``cypher/tags/*``.
 from __future__ import annotations
 
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import ConfigError, LLMError
-from kbgraph.models import stable_id
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
+from kbgraph.tagging import MAX_TAG_CHARS, TagClass, normalize_tag, tag_class_id, tag_classes, tag_id
 from kbgraph.text import one_line, utc_now
-
-#: Longest tag name kept (characters); a longer "tag" is a sentence, not a tag.
-MAX_TAG_CHARS = 80
-#: Characters stripped from both ends of a tag name by ``normalize_tag``.
-_END_PUNCTUATION = ".,;:!?\"'`()[]{}<>«»“”‘’-–—_*~/\\|#"
-
-
-def normalize_tag(name: str) -> str:
-    """The normalised form of a tag name, shared by both sides of a tag pair: Unicode NFKC, case-folded,
-    white space collapsed to one space, punctuation stripped at both ends ('  The  U.S. ' -> 'the u.s').
-    May be '' (the name was punctuation only)."""
-    text = " ".join(unicodedata.normalize("NFKC", name or "").casefold().split())
-    return text.strip(_END_PUNCTUATION + " ")
-
-
-def tag_id(norm: str, side: str = "corpus") -> str:
-    """Id of the Tag of normalised name ``norm`` on ``side`` ('corpus' or 'query')."""
-    return stable_id("tag", side, norm)
-
-
-def tag_class_id(name: str) -> str:
-    """Id of the TagClass named ``name`` (its normalised name: classes differing in case are one)."""
-    return stable_id("tagclass", normalize_tag(name))
-
-
-class TagClass(BaseModel):
-    """A tag class of the knowledge base (§5.2.2): ``tags`` = corpus Tags of the class."""
-
-    name: str
-    description: str = ""
-    tags: int = 0
-    created_at: str | None = None
 
 
 class ChunkTagError(BaseModel):
@@ -103,15 +70,6 @@ class TaggingReport(BaseModel):
     @property
     def failed(self) -> int:
         return len(self.errors)
-
-
-def tag_classes(store: GraphStore) -> list[TagClass]:
-    """The knowledge base's tag classes, by name (empty before the first ingest with ``auto_tagging``)."""
-    return [
-        TagClass(name=r["name"], description=r["description"] or "", tags=int(r["tags"] or 0),
-                 created_at=r["created_at"])
-        for r in store.run("tags/classes") if r["name"]
-    ]  # fmt: skip
 
 
 def sample_chunk_ids(store: GraphStore, n: int) -> list[str]:
@@ -269,6 +227,6 @@ def _write(store: GraphStore, embedder: Any, answers: dict[str, list[tuple[str, 
 
 
 __all__ = [
-    "ChunkTagError", "TagClass", "TaggingReport", "ensure_tag_classes", "normalize_tag", "pending_chunks",
-    "propose_tag_classes", "sample_chunk_ids", "tag_chunks", "tag_class_id", "tag_classes", "tag_id",
+    "ChunkTagError", "TaggingReport", "ensure_tag_classes", "pending_chunks", "propose_tag_classes",
+    "sample_chunk_ids", "tag_chunks",
 ]

@@ -1,11 +1,10 @@
-"""The LLM half of auto-tagging, corpus side (PIKE-RAG §5.2.2): the answers' schemas and the calls.
+"""The LLM half of auto-tagging, corpus side (PIKE-RAG §5.2.2): the calls.
 
 ``propose_classes`` asks for the tag classes of a sample of chunks (prompt ``TAG_CLASSES``, JSON
 ``{"tag_classes": [{"name", "description"}]}``); ``extract_tags`` asks for one chunk's tags of those classes
 (prompt ``CHUNK_TAGS``, JSON ``{"tags": [{"name", "class"}]}``); ``ask_chunks`` runs ``extract_tags`` over many
-chunks, ``workers`` requests in flight, and stops early when the server keeps failing. Prompts:
-``kbgraph.query.prompts.tagging``. The graph side (normalisation, Tag nodes, TAGGED edges) is
-``kbgraph.ingest.autotag``.
+chunks, ``workers`` requests in flight, and stops early when the server keeps failing. Prompts and answer
+schemas: ``kbgraph.tagging``. The graph side (Tag nodes, TAGGED edges) is ``kbgraph.ingest.autotag``.
 """
 
 from __future__ import annotations
@@ -15,21 +14,22 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from kbgraph.errors import LLMError
-from kbgraph.query.prompts.tagging import chunk_tags_messages, tag_classes_messages
+from kbgraph.tagging import (
+    MAX_TAG_CLASSES,
+    MAX_TAGS_PER_CHUNK,
+    ChunkTags,
+    TagClassProposal,
+    chunk_tags_messages,
+    clean_text,
+    tag_classes_messages,
+)
 from kbgraph.text import one_line
 
 log = logging.getLogger("kbgraph.ingest.autotag")
 
-#: Most tag classes kept from a proposal.
-MAX_TAG_CLASSES = 12
-#: Most tags kept from one chunk's answer (a runaway answer is cut).
-MAX_TAGS_PER_CHUNK = 12
-#: Longest tag or class name, and description, kept (characters).
-MAX_NAME_CHARS = 80
-MAX_DESCRIPTION_CHARS = 300
 #: Characters of a chunk the tag prompt reads, and of each sampled chunk the class proposal reads.
 CHUNK_CHARS = 6000
 SAMPLE_CHARS = 1200
@@ -38,68 +38,17 @@ SAMPLE_CHARS = 1200
 MAX_FAILURES_IN_A_ROW = 8
 
 
-def _text(v: Any) -> str:
-    return "" if v is None else (v if isinstance(v, str) else str(v)).strip()
-
-
-class _Texts(BaseModel):
-    """A model whose fields are texts: a number or null in the answer becomes text, stripped."""
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _str(cls, v: Any, info: Any) -> str:
-        limit = MAX_DESCRIPTION_CHARS if info.field_name == "description" else MAX_NAME_CHARS
-        return _text(v)[:limit]
-
-
-def _bounded(limit: int) -> Any:
-    """A before-validator that cuts a list answer to ``limit`` items (a runaway answer is cut, not refused)."""
-    return field_validator("*", mode="before")(lambda cls, v: v[:limit] if isinstance(v, list) else v)
-
-
-# maxItems / maxLength in the schemas bound what a constrained decoder (response_format json_schema) writes: a
-# small model otherwise lists tags until its token limit cuts the JSON. Longer values are cut, not refused.
-class ProposedClass(_Texts):
-    """One tag class of the proposal's answer."""
-
-    name: str = Field("", max_length=MAX_NAME_CHARS)
-    description: str = Field("", max_length=MAX_DESCRIPTION_CHARS)
-
-
-class TagClassProposal(BaseModel):
-    """Answer of the tag class prompt: ``{"tag_classes": [{"name": ..., "description": ...}]}``."""
-
-    tag_classes: list[ProposedClass] = Field(default_factory=list, max_length=MAX_TAG_CLASSES)
-    _cut = _bounded(MAX_TAG_CLASSES)
-
-
-class ExtractedChunkTag(_Texts):
-    """One tag of the chunk tag prompt's answer."""
-
-    name: str = Field("", max_length=MAX_NAME_CHARS)
-    class_: str = Field("", alias="class", max_length=MAX_NAME_CHARS)
-
-    model_config = {"populate_by_name": True}
-
-
-class ChunkTags(BaseModel):
-    """Answer of the chunk tag prompt: ``{"tags": [{"name": ..., "class": ...}]}``."""
-
-    tags: list[ExtractedChunkTag] = Field(default_factory=list, max_length=MAX_TAGS_PER_CHUNK)
-    _cut = _bounded(MAX_TAGS_PER_CHUNK)
-
-
 def chunk_content(row: dict[str, Any]) -> str:
     """What the tag prompt reads of a chunk row (``tags/chunk_contents``): ``Title: ...`` then its text (a table
     after its summary, a figure without text as its summary), at most ``CHUNK_CHARS`` characters."""
-    text = _text(row.get("text"))
-    summary = _text(row.get("summary"))
+    text = clean_text(row.get("text"))
+    summary = clean_text(row.get("summary"))
     kind = row.get("kind")
     if kind == "table" and summary:
         text = f"{summary}\n\n{text}".strip()
     elif not text:
         text = summary
-    title = _text(row.get("title"))
+    title = clean_text(row.get("title"))
     content = f"Title: {title}\nContent: {text}" if title else text
     return content[:CHUNK_CHARS]
 
@@ -170,6 +119,5 @@ def ask_chunks(
 
 
 __all__ = [
-    "CHUNK_CHARS", "MAX_FAILURES_IN_A_ROW", "MAX_TAGS_PER_CHUNK", "MAX_TAG_CLASSES", "Asked", "ChunkTags",
-    "TagClassProposal", "ask_chunks", "chunk_content", "extract_tags", "propose_classes",
+    "CHUNK_CHARS", "MAX_FAILURES_IN_A_ROW", "Asked", "ask_chunks", "chunk_content", "extract_tags", "propose_classes",
 ]

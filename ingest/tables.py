@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
+from kbgraph.text import parse_markdown_table
 
 log = logging.getLogger(__name__)
 
@@ -190,33 +191,6 @@ def html_table_to_markdown(html: str) -> str:
     from kbgraph.ingest.tables_html import html_table_to_markdown as convert
 
     return convert(html)
-
-
-def parse_markdown_table(markdown: str) -> tuple[str | None, list[str], list[list[str]]]:
-    """(caption, header, rows) of a Markdown pipe table as written by ``rows_to_markdown`` (the first
-    non-table line, bold markers removed, is the caption)."""
-    caption = None
-    table_lines: list[str] = []
-    for line in markdown.splitlines():
-        s = line.strip()
-        if s.startswith("|"):
-            table_lines.append(s)
-        elif s and caption is None and not table_lines:
-            caption = s.strip("*").strip()
-    rows = [_split_row(line) for line in table_lines if not re.fullmatch(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*", line)]
-    if not rows:
-        return caption, [], []
-    return caption, rows[0], rows[1:]
-
-
-def _split_row(line: str) -> list[str]:
-    body = line.strip()
-    if body.startswith("|"):
-        body = body[1:]
-    if body.endswith("|") and not body.endswith("\\|"):
-        body = body[:-1]
-    cells = re.split(r"(?<!\\)\|", body)
-    return [c.strip().replace("\\|", "|") for c in cells]
 
 
 def _short(text: str, limit: int = MAX_CELL_CHARS) -> str:

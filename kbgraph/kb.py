@@ -11,13 +11,13 @@ from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, open_store
 
 if TYPE_CHECKING:
-    from kbgraph.ingest.autotag import TagClass
     from kbgraph.ingest.pipeline import IngestReport
     from kbgraph.eval import EvalSummary
     from kbgraph.query.context import QueryContext
     from kbgraph.query.models import Answer, ScoredChunk
     from kbgraph.query.rationale import SavedRationale
     from kbgraph.query.streaming import AnswerStream
+    from kbgraph.tagging import TagClass
 
 _UNSET: Any = object()
 
@@ -170,7 +170,7 @@ class KnowledgeBase:
 
             embedder = get_embedder(self.settings)
             if self.settings.embedding_cache:
-                from kbgraph.ingest.embed_cache import CachedEmbedder
+                from kbgraph.embed.cache import CachedEmbedder
 
                 folder = self.settings.embedding_cache_dir or self.settings.home / "embed-cache"
                 embedder = CachedEmbedder(embedder, folder / "embeddings.sqlite3")
@@ -206,9 +206,9 @@ class KnowledgeBase:
         return self.store.stats()
 
     def tag_classes(self) -> list[TagClass]:
-        """The tag classes of auto-tagging (PIKE-RAG §5.2.2; ``kbgraph.ingest.autotag.tag_classes``): proposed by
+        """The tag classes of auto-tagging (PIKE-RAG §5.2.2; ``kbgraph.tagging.tag_classes``): proposed by
         the LLM at the first ingest with ``auto_tagging`` on; empty before."""
-        from kbgraph.ingest.autotag import tag_classes
+        from kbgraph.tagging import tag_classes
 
         return tag_classes(self.store)
 
@@ -267,3 +267,16 @@ def _without_embeddings(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_without_embeddings(v) for v in value]
     return value
+
+
+def evaluate_dataset(dataset: str | Path, *, settings: Settings | None = None, kb_name: str | None = None,
+                     **options: Any) -> EvalSummary:  # fmt: skip
+    """:func:`kbgraph.eval.evaluate` on the knowledge base named after the data set (``kb_name`` overrides), with
+    ``settings`` (default: the environment's). Builds the KB from the data set's corpus on first use and
+    reuses it afterwards (incremental ingestion). ``options``: those of :func:`kbgraph.eval.evaluate`."""
+    from kbgraph.eval import evaluate, load_dataset
+
+    ds = load_dataset(dataset)
+    settings = settings or Settings()
+    with KnowledgeBase(settings=settings.model_copy(update={"name": kb_name or ds.name})) as kb:
+        return evaluate(kb, ds, **options)

@@ -6,10 +6,12 @@ A chunk is read in three forms, and every place that needs one imports it from h
 * ``chunk_body(kind, text, summary)`` — what the chunk says: a table's summary line before its Markdown,
   any other chunk's text (PIKE-RAG §5.2.2: a table is represented by its summary and its content);
 * ``index_text(...)`` — heading, newline, body: the text a chunk's vector is embedded from at ingestion
-  (``kbgraph.ingest.embed_layers``) and the document the BM25 baseline indexes (``kbgraph.eval.bm25``),
+  (``kbgraph.ingest.embed_layers``) and the document the BM25 baseline indexes (``kbgraph.query.bm25``),
   so sparse and dense retrieval see the same text.
 
-The prompts' context uses ``chunk_body`` under the document title (``kbgraph.query.prompts``).
+The prompts' context uses ``chunk_body`` under the document title (``kbgraph.query.prompts``). A table chunk's
+text is a Markdown pipe table, read back by ``parse_markdown_table`` (ingestion's table summaries and the
+evidence of an offline answer).
 """
 
 from __future__ import annotations
@@ -55,3 +57,32 @@ def index_text(
 ) -> str:
     """The text a chunk is embedded from and BM25-indexed as: ``chunk_heading``, a newline, ``chunk_body``."""
     return f"{chunk_heading(title, section_path)}\n{chunk_body(kind, text, summary)}"
+
+
+def parse_markdown_table(markdown: str) -> tuple[str | None, list[str], list[list[str]]]:
+    """(caption, header, rows) of a Markdown pipe table as ingestion writes a table chunk's text
+    (``kbgraph.ingest.tables.rows_to_markdown``; the first non-table line, bold markers removed, is the caption)."""
+    caption = None
+    table_lines: list[str] = []
+    for line in markdown.splitlines():
+        s = line.strip()
+        if s.startswith("|"):
+            table_lines.append(s)
+        elif s and caption is None and not table_lines:
+            caption = s.strip("*").strip()
+    rule = re.compile(r"\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*")
+    rows = [split_table_row(line) for line in table_lines if not rule.fullmatch(line)]
+    if not rows:
+        return caption, [], []
+    return caption, rows[0], rows[1:]
+
+
+def split_table_row(line: str) -> list[str]:
+    """The cells of one line of a Markdown pipe table, stripped, ``\\|`` unescaped."""
+    body = line.strip()
+    if body.startswith("|"):
+        body = body[1:]
+    if body.endswith("|") and not body.endswith("\\|"):
+        body = body[:-1]
+    cells = re.split(r"(?<!\\)\|", body)
+    return [c.strip().replace("\\|", "|") for c in cells]

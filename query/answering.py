@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, field_validator
 
+from kbgraph.embed.base import Embedder
 from kbgraph.errors import LLMError
+from kbgraph.llm.base import LLM
 from kbgraph.llm.json_stream import JSONFieldStream
 from kbgraph.query import prompts
-from kbgraph.query.context import LLM, Embedder
 from kbgraph.query.evidence import sentences
 from kbgraph.query.graph import text_of
 from kbgraph.query.models import AskEvent, Citation, ScoredChunk, UsageReport

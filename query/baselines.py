@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import re
 
+from kbgraph.embed.base import Embedder
 from kbgraph.query import prompts
 from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations_for, final_answer
-from kbgraph.query.context import Embedder, QueryContext
+from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import chunks_by_vector
 from kbgraph.query.hierarchical import hierarchical_chunks
 from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound

@@ -40,9 +40,9 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, field_validator
 
-from kbgraph.llm.base import usable_json
+from kbgraph.llm.base import LLM, usable_json
 from kbgraph.query.answering import UsageMeter
-from kbgraph.query.context import LLM, QueryContext
+from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import text_of
 from kbgraph.query.models import Answer
 from kbgraph.query.prompts.classify import classify_messages

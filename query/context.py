@@ -1,50 +1,23 @@
 """What every query method runs against: ``QueryContext`` (the store, the settings, the embedder and the LLM,
-or None offline), and the two protocols that say what the query code calls on an embedder and an LLM.
+or None offline).
 
 Every method of the registry (kbgraph.query.methods) is ``run(question, ctx, **options)``; the graph store and
-the settings are the project's own classes, the embedder and the LLM anything with these methods (the real
-clients of ``kbgraph.embed`` / ``kbgraph.llm``, the embedding cache, the scripted test LLM).
+the settings are the project's own classes, the embedder and the LLM anything with the methods of their
+protocols (``kbgraph.embed.base.Embedder``, ``kbgraph.llm.base.LLM``: the real clients of ``kbgraph.embed`` /
+``kbgraph.llm``, the embedding cache, the scripted test LLM).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-import numpy as np
-from pydantic import BaseModel
-
+from kbgraph.embed.base import Embedder
+from kbgraph.llm.base import LLM
 from kbgraph.query.models import AskEvent
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
-
-M = TypeVar("M", bound=BaseModel)
-
-
-class Embedder(Protocol):
-    """Turns texts into vectors: the question, proposals, sentences of the evidence."""
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """float32 array (len(texts), dimension), rows L2-normalised (cosine = dot product)."""
-        ...
-
-
-class LLM(Protocol):
-    """A chat model: plain completions (Self-Ask, the judge) and schema-validated JSON answers (the prompts of
-    PIKE-RAG Algorithm 1 and the QA prompt). ``usage`` has ``calls``, ``prompt_tokens``,
-    ``completion_tokens``, ``seconds`` and ``cached_calls``, read as deltas by ``answering.UsageMeter``.
-    ``sink`` (a ``kbgraph.llm.json_stream.TextSink``) streams a JSON answer's text as it is generated; it is
-    passed only when an answer is streamed. Errors: ``kbgraph.errors.LLMError``."""
-
-    usage: Any
-
-    def complete(self, messages: list[dict[str, str]], *, model: str | None = None,
-                 temperature: float | None = None, max_tokens: int | None = None) -> str: ...  # fmt: skip
-
-    def complete_json(self, messages: list[dict[str, str]], schema: type[M], *, model: str | None = None,
-                      temperature: float | None = None, max_tokens: int | None = None,
-                      sink: Any = None) -> M: ...  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -55,9 +55,10 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import LLMError
+from kbgraph.llm.base import LLM
 from kbgraph.query import prompts
 from kbgraph.query.answering import UsageMeter, citations_for, context_of, final_answer
-from kbgraph.query.context import LLM, QueryContext
+from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import (
     chunk_details,
     retrieve_atomic,
@@ -213,7 +214,7 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
 
 
 def propose(llm: LLM, question: str, known: str) -> tuple[Proposal | None, str]:
-    """Line 3 (also Algorithm 2's line 6, kbgraph.query.decomposer_data): the proposer's answer for ``question``
+    """Line 3 (also Algorithm 2's line 6, kbgraph.eval.decomposer_data): the proposer's answer for ``question``
     given the context text ``known``, and '' or the note of a stop: no valid JSON (no proposal) or no
     sub-questions. Raises LLMError only for a failing server."""
     try:

@@ -12,8 +12,9 @@ import re
 
 import numpy as np
 
-from kbgraph.query.context import Embedder
+from kbgraph.embed.base import Embedder
 from kbgraph.query.models import Citation, ScoredChunk
+from kbgraph.text import parse_markdown_table
 
 #: Evidence units in an offline answer (at most), and how far below the best unit's score another unit may
 #: score and still be shown (the second unit is shown down to twice the margin).
@@ -94,8 +95,6 @@ def _named(phrase: str, question: str) -> bool:
 
 
 def _row_units(chunk: ScoredChunk, index: int, question: str, limit: int) -> list[_Unit]:
-    from kbgraph.ingest.tables import parse_markdown_table
-
     _caption, header, rows = parse_markdown_table(chunk.text)
     header = ["" if _PLACEHOLDER_HEADER.match(h) else h for h in header]
     named_columns = sum(1 for h in dict.fromkeys(header) if _named(h, question))

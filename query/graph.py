@@ -6,7 +6,7 @@ paper 003 §3.4).
 Every statement is in ``cypher/retrieve/`` (``chunks_of_questions``, ``questions_of_chunks``,
 ``chunk_details``); the vector indexes are read with ``store.vector_search`` (cosine similarity in [-1, 1]).
 Algorithm 1 (kbgraph.query.decompose), the baselines (kbgraph.query.baselines), score propagation
-(kbgraph.query.propagation) and BM25 (kbgraph.eval.bm25) import from here, never from each other.
+(kbgraph.query.propagation) and BM25 (kbgraph.query.bm25) import from here, never from each other.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kbgraph.query.context import Embedder
+from kbgraph.embed.base import Embedder
 from kbgraph.query.models import Candidate, Contribution, ScoredChunk
 from kbgraph.store import GraphStore
 

@@ -49,9 +49,10 @@ from __future__ import annotations
 
 import re
 
+from kbgraph.llm.base import LLM
 from kbgraph.query import prompts
 from kbgraph.query.answering import UsageMeter, answer_json, citations_for
-from kbgraph.query.context import LLM, QueryContext
+from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import chunk_details, scored_chunk
 from kbgraph.query.hirag_retrieve import DocumentMatch, document_candidates, document_chunks, tied
 from kbgraph.query.models import Answer, HiragRound, ScoredChunk

@@ -13,23 +13,31 @@ Two kinds (``Method.kind``):
   MIGRES, missing-information guided retrieve-extract-solve (paper 002 §3; kbgraph.query.migres); 'hirag' is
   HiRAG, hierarchical retrieval with rethink (paper 004 §4; kbgraph.query.hirag).
 * ``"retrieval"``: ``run(question, ctx, *, k, explain=False) -> list[ScoredChunk]``, best first, no LLM:
-  'dense' (Chunk vector top-k), 'bm25' (the lexical baseline, kbgraph.eval.bm25; ``index=`` reuses an open
+  'dense' (Chunk vector top-k), 'bm25' (the lexical baseline, kbgraph.query.bm25; ``index=`` reuses an open
   ``BM25Index``), 'hierarchical' (Fig. 11's union of paths (a) and (b) at the §6.1 thresholds,
   kbgraph.query.hierarchical) and 'propagation' (every layer's seeds + score propagation, §5.2.3; the default
   without an LLM) (kbgraph.query.retrieval).
 
-The question given to ``run`` is already clean (``ask.clean_question``). Modules are imported when a method
-runs, so reading the table is cheap.
+The question given to ``run`` is already clean (``ask.clean_question``). ``run`` is the function itself, so a
+reader (or a tool) follows a method from its row to its code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import import_module
 from typing import Any, Literal
 
 from kbgraph.errors import QueryError
+from kbgraph.query.baselines import answer_cot, answer_naive, answer_naive_hr, answer_self_ask
+from kbgraph.query.bm25 import retrieve_bm25
+from kbgraph.query.classify import answer_auto
+from kbgraph.query.decompose import answer_pike
+from kbgraph.query.hierarchical import retrieve_hierarchical
+from kbgraph.query.hirag import answer_hirag
+from kbgraph.query.l1 import answer_l1
+from kbgraph.query.migres import answer_migres
+from kbgraph.query.retrieval import retrieve_dense, retrieve_propagation
 
 #: The method used when none is named: with an LLM, and without one (also the fallback of an answer method
 #: when no LLM is configured).
@@ -39,42 +47,37 @@ DEFAULT_RETRIEVAL_METHOD = "propagation"
 
 @dataclass(frozen=True)
 class Method:
-    """One row of the registry: ``run`` is ``"module:function"`` under kbgraph, imported on first call."""
+    """One row of the registry: ``run`` is the method's function (see the module doc for its signature by
+    kind)."""
 
     name: str
     kind: Literal["retrieval", "answer"]
     needs_llm: bool
-    target: str
+    run: Callable[..., Any]
     summary: str
-
-    @property
-    def run(self) -> Callable[..., Any]:
-        """The method's function (see the module doc for its signature by kind)."""
-        module, function = self.target.split(":")
-        return getattr(import_module(f"kbgraph.{module}"), function)
 
 
 _ROWS = [
-    Method("auto", "answer", True, "query.classify:answer_auto",
+    Method("auto", "answer", True, answer_auto,
            "classify the question (PIKE-RAG §3.2), then factual -> l1, others -> pike (§4.2)"),
-    Method("pike", "answer", True, "query.decompose:answer_pike",
+    Method("pike", "answer", True, answer_pike,
            "knowledge-aware task decomposition (PIKE-RAG Algorithm 1)"),
-    Method("l1", "answer", True, "query.l1:answer_l1",
+    Method("l1", "answer", True, answer_l1,
            "PIKE-RAG's L1 system: score-propagation retrieval (§5.2.3) + one QA prompt"),
-    Method("naive", "answer", True, "query.baselines:answer_naive", "naive RAG over the Chunk vector index"),
-    Method("naive_hr", "answer", True, "query.baselines:answer_naive_hr",
+    Method("naive", "answer", True, answer_naive, "naive RAG over the Chunk vector index"),
+    Method("naive_hr", "answer", True, answer_naive_hr,
            "naive RAG over hierarchical retrieval (Fig. 11 paths a+b)"),
-    Method("cot", "answer", True, "query.baselines:answer_cot", "zero-shot chain of thought, no retrieval"),
-    Method("self_ask", "answer", True, "query.baselines:answer_self_ask", "Self-Ask with retrieval"),
-    Method("migres", "answer", True, "query.migres:answer_migres",
+    Method("cot", "answer", True, answer_cot, "zero-shot chain of thought, no retrieval"),
+    Method("self_ask", "answer", True, answer_self_ask, "Self-Ask with retrieval"),
+    Method("migres", "answer", True, answer_migres,
            "missing-information guided retrieve-extract-solve (MIGRES, paper 002 §3)"),
-    Method("hirag", "answer", True, "query.hirag:answer_hirag",
+    Method("hirag", "answer", True, answer_hirag,
            "hierarchical retrieval with rethink (HiRAG, paper 004 §4)"),
-    Method("dense", "retrieval", False, "query.retrieval:retrieve_dense", "Chunk vector top-k"),
-    Method("bm25", "retrieval", False, "eval.bm25:retrieve_bm25", "BM25 over the chunks' text"),
-    Method("hierarchical", "retrieval", False, "query.hierarchical:retrieve_hierarchical",
+    Method("dense", "retrieval", False, retrieve_dense, "Chunk vector top-k"),
+    Method("bm25", "retrieval", False, retrieve_bm25, "BM25 over the chunks' text"),
+    Method("hierarchical", "retrieval", False, retrieve_hierarchical,
            "hierarchical retrieval, Fig. 11's union of paths a and b (PIKE-RAG §6.1 thresholds)"),
-    Method("propagation", "retrieval", False, "query.retrieval:retrieve_propagation",
+    Method("propagation", "retrieval", False, retrieve_propagation,
            "layer seeds + score propagation (§5.2.3)"),
 ]  # fmt: skip
 METHODS: dict[str, Method] = {m.name: m for m in _ROWS}

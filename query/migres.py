@@ -41,10 +41,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
-from kbgraph.llm.base import usable_json
+from kbgraph.llm.base import LLM, usable_json
 from kbgraph.query import prompts
 from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations_for
-from kbgraph.query.context import LLM, QueryContext
+from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import text_of
 from kbgraph.query.migres_retrieve import Retriever, retrieve_filtered, shown_keys
 from kbgraph.query.models import Answer, MigresRound, ScoredChunk

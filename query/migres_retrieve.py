@@ -9,7 +9,7 @@ Per iteration, for each query ``q`` (``retrieve_filtered``):
 
 1. Retriever: the top ``migres_retrieve_k`` (50, Table 12) chunks for ``q`` by ``migres_retriever``:
    ``'graph'`` (default) = the graph's layer seeds + score propagation (kbgraph.query.retrieval, PIKE-RAG
-   §5.2.3); ``'bm25'`` = BM25 over the chunks (kbgraph.eval.bm25; the paper's retriever, §4.1, there with
+   §5.2.3); ``'bm25'`` = BM25 over the chunks (kbgraph.query.bm25; the paper's retriever, §4.1, there with
    k1 = 0.9, b = 0.4, here the index's own k1 = 1.5, b = 0.75). Chunks shown to the Leaf Module in an earlier
    iteration (whole) are left out; a chunk found by several queries counts once, for its best query.
 2. Passage filter: the re-rank score of a chunk is the cosine between the embedding of ``q`` and the chunk's
@@ -69,7 +69,7 @@ class Retriever:
     def chunks(self, query: str, k: int) -> list[ScoredChunk]:
         """Top-``k`` chunks for ``query``, best first, with provenance."""
         if self.name == "bm25":
-            from kbgraph.eval.bm25 import BM25Index
+            from kbgraph.query.bm25 import BM25Index
 
             if self._bm25 is None:
                 self._bm25 = BM25Index.open(self.ctx.store, self.ctx.settings)

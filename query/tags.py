@@ -4,9 +4,9 @@ the query and then mapped to corpus domain using the preprocessed tag collection
 With an LLM and ``settings.auto_tagging`` on, :func:`question_tags` does, for one question:
 
 1. extraction: the LLM names the question's tags (JSON ``{"tags": [{"name", "class"}]}``, prompt
-   ``prompts.tagging.QUESTION_TAGS``), offered the tag classes of the graph's ``(:TagClass)`` nodes;
+   ``kbgraph.tagging.QUESTION_TAGS``), offered the tag classes of the graph's ``(:TagClass)`` nodes;
 2. mapping through the tag pair collection: the query Tag of each tag (id ``stable_id('tag', 'query', norm)``,
-   written by kbgraph.query.tag_pairs) ``-[:MAPS_TO {score}]->`` corpus Tags, score = the edge's score;
+   written by kbgraph.eval.tag_pairs) ``-[:MAPS_TO {score}]->`` corpus Tags, score = the edge's score;
 3. mapping through the corpus tag collection: the ``tag_vector_k`` nearest corpus Tags of each tag's
    embedding on the Tag vector index with cosine >= ``tag_threshold``, score = that cosine.
 
@@ -29,14 +29,12 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import LLMError
-from kbgraph.ingest.autotag import normalize_tag, tag_classes, tag_id
-from kbgraph.ingest.autotag_llm import ChunkTags
-from kbgraph.llm.base import usable_json
-from kbgraph.query.context import LLM, QueryContext
+from kbgraph.llm.base import LLM, usable_json
+from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import as_vector, text_of
-from kbgraph.query.prompts.tagging import question_tags_messages
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
+from kbgraph.tagging import ChunkTags, normalize_tag, question_tags_messages, tag_classes, tag_id
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +43,7 @@ MAX_TAGS = 12
 
 class TagExtraction(ChunkTags):
     """Answer of the question-tag prompt: the shape of the chunk tag prompt's answer
-    (kbgraph.ingest.autotag_llm.ChunkTags, ``{"tags": [{"name": ..., "class": ...}]}``, with its bounds), bare
+    (kbgraph.tagging.ChunkTags, ``{"tags": [{"name": ..., "class": ...}]}``, with its bounds), bare
     strings accepted as tags without a class."""
 
     @field_validator("tags", mode="before")

@@ -16,7 +16,8 @@ import pytest
 from pydantic import SecretStr
 
 from kbgraph.errors import LLMError
-from kbgraph.ingest.autotag import normalize_tag, pending_chunks, tag_chunks, tag_classes, tag_id
+from kbgraph.ingest.autotag import pending_chunks, tag_chunks
+from kbgraph.tagging import normalize_tag, tag_classes, tag_id
 from kbgraph.ingest.pipeline import Ingestor
 from kbgraph.llm.fake import ScriptedLLM
 
@@ -165,8 +166,9 @@ def test_ingest_tags_chunks_incrementally(store, tag_settings, passages, embedde
     assert not [o for o in store.orphans() if o["label"] == "Tag"]
     # kbgraph tags classes
     from kbgraph import cli
+    from kbgraph.cli import common
 
-    monkeypatch.setattr(cli, "settings", lambda: tag_settings)
+    monkeypatch.setattr(common, "settings", lambda: tag_settings)
     assert cli.main(["tags", "classes", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [(c["name"], c["tags"]) for c in listed] == [("Person", PASSAGES), ("Place", PASSAGES), ("Topic", 1)]
@@ -256,7 +258,7 @@ def test_tag_chunks_with_the_local_llm(falkor_settings, llm_server, passages, em
     report and the graph agree, whatever tags (maybe none) the tiny model gives. The tag classes are written
     first: the tiny model gives no usable class proposal (the same complete_json path as the chunk requests,
     under test with the scripted LLM above), and chunks are tagged only once classes exist."""
-    from kbgraph.ingest.autotag import tag_class_id
+    from kbgraph.tagging import tag_class_id
     from kbgraph.ingest.write import write_documents
     from kbgraph.llm.client import get_llm
     from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, stable_id
@@ -300,7 +302,7 @@ def test_tag_chunks_with_the_local_llm(falkor_settings, llm_server, passages, em
 def test_answer_schemas_bound_what_a_constrained_decoder_writes():
     """The JSON schemas sent as response_format carry maxItems / maxLength, so a small model cannot list tags
     until its token limit cuts the JSON; a longer answer (an unconstrained server) is cut, not refused."""
-    from kbgraph.ingest.autotag_llm import (
+    from kbgraph.tagging import (
         MAX_NAME_CHARS, MAX_TAG_CLASSES, MAX_TAGS_PER_CHUNK, ChunkTags, TagClassProposal,
     )  # fmt: skip
 

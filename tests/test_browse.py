@@ -19,6 +19,7 @@ from kbgraph import browse, cypher
 from kbgraph.errors import ConfigError, StoreError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import NODE_LABELS, RELATIONSHIP_TYPES
+from kbgraph.neo4j_local import browser_style
 
 REPO = Path(__file__).resolve().parents[1]
 FEDERAL_REGISTER = "docs/pdf/us_federal_register_2020-17221.pdf"  # 53 chunks under 31 sections
@@ -318,8 +319,9 @@ def answer_pike_cached(corpus):
 
 def test_cli_ask_save_and_browse(corpus, monkeypatch, capsys):
     from kbgraph import cli
+    from kbgraph.cli import common
 
-    monkeypatch.setattr(cli, "settings", lambda: corpus.settings)
+    monkeypatch.setattr(common, "settings", lambda: corpus.settings)
     assert cli.main(["ask", "What are the costs of compliance?", "--save", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     qid = out["saved"]["question_id"]
@@ -443,7 +445,7 @@ def test_cli_browse_prints_params_query_and_url(capsys, monkeypatch):
 
 
 def _grass() -> dict[str, dict[str, str]]:
-    return browse.parse_grass(browse.grass_path().read_text(encoding="utf-8"))
+    return browser_style.parse_grass(browser_style.grass_path().read_text(encoding="utf-8"))
 
 
 def test_grass_styles_every_label_and_relationship():
@@ -466,7 +468,7 @@ def test_grass_styles_every_label_and_relationship():
 
 def test_grass_file_is_what_browsers_parser_reads():
     """Neo4j Browser 5.24 parses GraSS character by character: no comments, one ':' per declaration."""
-    text = browse.grass_path().read_text(encoding="utf-8")
+    text = browser_style.grass_path().read_text(encoding="utf-8")
     assert "/*" not in text and "//" not in text
     for body in re.findall(r"\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}", text):
         for decl in filter(str.strip, body.split(";")):
@@ -479,7 +481,7 @@ def test_post_connect_cmd_in_compose_and_local_neo4j(tmp_path):
     from kbgraph.neo4j_local import Neo4jLocal
     from kbgraph.settings import Settings
 
-    cmd = browse.post_connect_cmd()
+    cmd = browser_style.post_connect_cmd()
     assert cmd.startswith("style {") and ";" not in cmd and "\n" not in cmd
     assert json.loads(cmd[len("style "):]) == _grass()
     compose = yaml.safe_load((REPO / "docker" / "docker-compose.yml").read_text(encoding="utf-8"))

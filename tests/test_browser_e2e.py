@@ -21,6 +21,7 @@ import pytest
 
 from kbgraph import browse
 from kbgraph.kb import KnowledgeBase
+from kbgraph.neo4j_local import browser_style
 
 try:
     from playwright.sync_api import expect
@@ -143,7 +144,7 @@ def test_document_query_in_neo4j_browser(playwright_api, neo4j_kb, tmp_path):
                                                      *r["triples"], *r["entities"]]}  # fmt: skip
     section_titles = {s["title"] for r in rows for s in r["sections"]}
     assert len(section_titles) >= 3
-    style = browse.parse_grass(browse.grass_path().read_text(encoding="utf-8"))
+    style = browser_style.parse_grass(browser_style.grass_path().read_text(encoding="utf-8"))
 
     context = playwright_api.chromium.launch_persistent_context(
         str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,

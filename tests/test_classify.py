@@ -364,7 +364,7 @@ def test_saved_question_has_class_and_route(store, backend_settings, graphs, dat
 def test_eval_records_class_and_reports_metrics_per_class(kb, data, tmp_path):
     from kbgraph.kb import KnowledgeBase
     from kbgraph.eval import evaluate
-    from kbgraph.query import metrics as M
+    from kbgraph.eval import metrics as M
 
     questions = data["questions"]
     kinds = {questions[0]["question"]: cls("linkable_reasoning", "bridging"), questions[1]["question"]: cls("factual"),

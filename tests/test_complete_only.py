@@ -148,7 +148,7 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
     seeds = store.seed_search(qvec, 50, "Lovelace Analytical Engine Babbage", 50)
     assert not {h.id for key in ("Chunk", "Chunk.text") for h in seeds[key]} & chunk_ids
     # Algorithm 1's path (b) and backup retrieval, and the BM25 baseline's corpus
-    from kbgraph.eval.bm25 import BM25Index, corpus_fingerprint
+    from kbgraph.query.bm25 import BM25Index, corpus_fingerprint
     from kbgraph.query.graph import retrieve_atomic, retrieve_chunks_as_candidates
 
     candidates = retrieve_atomic(store, [QUESTION], [qvec], k=50, threshold=-1.0)

@@ -1,5 +1,5 @@
 """Training data for a knowledge-aware decomposer (PIKE-RAG §5.3.3, §6.4): Algorithm 2's bookkeeping
-(kbgraph.query.decomposer_data), Algorithm 3's SFT pairs (kbgraph.query.decomposer_sft), the learned proposer in
+(kbgraph.eval.decomposer_data), Algorithm 3's SFT pairs (kbgraph.eval.decomposer_sft), the learned proposer in
 Algorithm 1 (kbgraph.query.decomposer_learned) and ``kbgraph decomposer collect | sft``.
 
 The graph is test_decompose.py's: 30 MuSiQue passages with one atomic tag per sentence and real embeddings, on an
@@ -23,8 +23,8 @@ from kbgraph.eval.dataset import EvalQuestion
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import answer_pike
-from kbgraph.query.decomposer_data import Trajectory, collect_trajectories
-from kbgraph.query.decomposer_sft import read_trajectories, sft_pairs, write_sft
+from kbgraph.eval.decomposer_data import Trajectory, collect_trajectories
+from kbgraph.eval.decomposer_sft import read_trajectories, sft_pairs, write_sft
 from tests.test_decompose import EXTRA_QUESTIONS, HOP1, HOP2, Q_ID, corpus, graphs, kb
 
 FIXTURES = (corpus, graphs, kb)  # test_decompose.py's graph, built again for this module
@@ -252,7 +252,7 @@ def test_learned_proposer_is_one_call_per_round(kb, corpus):
     assert [c.chunk_id for c in answer.citations] == context
     # each request is the SFT x_i of the same decomposition, so a model trained on the pairs sees its format
     traj = Trajectory(question_id="q", question=question, steps=[], context=[])
-    from kbgraph.query.decomposer_data import ContextChunk, TrajectoryStep
+    from kbgraph.eval.decomposer_data import ContextChunk, TrajectoryStep
 
     for rnd, c in zip(answer.trace[:2], answer.chunks, strict=True):
         traj.steps.append(TrajectoryStep(round=rnd.round, selected=rnd.selected, chunk_id=rnd.chunk_id))
@@ -264,7 +264,7 @@ def test_collect_verb_resumes_and_refuses_another_run(kb, corpus, tmp_path, monk
     """``kbgraph decomposer collect`` with the scripted LLM (the real server's run is below): written, resumed,
     refused for another configuration or a foreign folder."""
     from kbgraph.kb import KnowledgeBase
-    from kbgraph.query.decomposer_run import collect_dataset
+    from kbgraph.eval.decomposer_run import collect_dataset
 
     store, settings, embedder = kb
     data = tmp_path / "mq.questions.jsonl"

@@ -10,7 +10,7 @@ import numpy as np
 
 from kbgraph.embed import get_embedder, make_embedder, onnx_model_path
 from kbgraph.embed.onnx_quant import quantized_path
-from kbgraph.ingest.embed_cache import CachedEmbedder
+from kbgraph.embed.cache import CachedEmbedder
 
 
 def test_int8_embedder_quantises_once_and_stays_close_to_fp32(falkor_settings, examples_dir, tmp_path):

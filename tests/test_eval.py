@@ -22,7 +22,7 @@ import pytest
 from kbgraph.errors import ConfigError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.llm.fake import ScriptedLLM
-from kbgraph.query import metrics as M
+from kbgraph.eval import metrics as M
 from kbgraph.eval import NO_LLM, evaluate, load_dataset
 from kbgraph.query.prompts import SYSTEM_JUDGE
 
@@ -101,7 +101,7 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
             assert r["metrics"]["sf_recall"] == pytest.approx(len(set(gold) & set(r["retrieved_passage_ids"])) / len(set(gold)))
 
         # the same rankings come back from the KB now (not a stored figure)
-        from kbgraph.eval.bm25 import BM25Index
+        from kbgraph.query.bm25 import BM25Index
 
         index = BM25Index.open(kb.store, kb.settings)
         assert not index.built  # the eval's index, loaded from disk: the KB did not change
@@ -231,7 +231,7 @@ def _passage_graph(pid: str, title: str, texts: list[str]):
 def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(store, backend_settings, tmp_path,
                                                                             monkeypatch):  # fmt: skip
     from kbgraph.ingest.write import write_documents
-    from kbgraph.eval import bm25
+    from kbgraph.query import bm25
 
     monkeypatch.setattr(bm25, "PAGE", 2)  # several pages of chunk keys and texts
     write_documents(store, [

@@ -12,7 +12,7 @@ import pytest
 from kbgraph.embed import make_embedder
 from kbgraph.embed.late import can_embed_spans
 from kbgraph.embed.onnx_runtime import OnnxEmbedder
-from kbgraph.ingest.embed_cache import CachedEmbedder
+from kbgraph.embed.cache import CachedEmbedder
 from kbgraph.ingest.embed_layers import embed_layers
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import AtomicQuestionRecord, ChunkRecord, DocumentGraph, DocumentRecord

@@ -1,4 +1,4 @@
-"""Evaluation metrics against hand-computed cases (kbgraph.query.metrics; PIKE-RAG §6.1, paper 003 Table 8),
+"""Evaluation metrics against hand-computed cases (kbgraph.eval.metrics; PIKE-RAG §6.1, paper 003 Table 8),
 the judge's reply parsing, question selection, data set loading, and the summary's recomputation of
 Recall@k from stored passage ids. No store needed."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from kbgraph.errors import ConfigError
 from kbgraph.ingest.parse import parse_passages_jsonl
-from kbgraph.query import metrics as M
+from kbgraph.eval import metrics as M
 from kbgraph.eval import (
     QuestionRecord,
     load_dataset,

@@ -289,7 +289,7 @@ def test_iteration_cap_then_solve_streamed(kb, corpus):
 
 
 def test_bm25_retriever(kb, corpus):
-    from kbgraph.eval.bm25 import BM25Index
+    from kbgraph.query.bm25 import BM25Index
 
     store, settings, embedder = kb
     script = Script(leaf=[cite("Journal of Psychotherapy Integration", FACT1)], main=[main("G. Stanley Hall")])

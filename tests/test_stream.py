@@ -165,8 +165,9 @@ def test_save_with_stream(kb):
 # --- the command line -----------------------------------------------------------------------------------
 def test_cli_ask_stream(settings, monkeypatch, capsys):
     from kbgraph import cli
+    from kbgraph.cli import common
 
-    monkeypatch.setattr(cli, "settings", lambda: settings)
+    monkeypatch.setattr(common, "settings", lambda: settings)
     monkeypatch.setattr("kbgraph.llm.get_llm", lambda _settings: scripted())
     assert cli.main(["ask", QUESTION, "--stream", "--trace"]) == 0
     out = capsys.readouterr().out

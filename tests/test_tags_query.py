@@ -1,4 +1,4 @@
-"""Auto-tagging, query side (PIKE-RAG §5.2.2): tag-pair learning (kbgraph.query.tag_pairs), question tags
+"""Auto-tagging, query side (PIKE-RAG §5.2.2): tag-pair learning (kbgraph.eval.tag_pairs), question tags
 mapped through MAPS_TO and the Tag vector index (kbgraph.query.tags), the Tag layer of score propagation
 (kbgraph.query.propagation), on both real stores with real embeddings: a hand-built five-passage graph with
 corpus tags, a scripted LLM that reads the prompts, and one run against the real local LLM server.
@@ -16,8 +16,8 @@ from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, stable_id
 from kbgraph.query.context import QueryContext
 from kbgraph.query.retrieval import retrieve_propagation
-from kbgraph.query.tag_pairs import learn_tag_pairs, load_qa_samples
-from kbgraph.ingest.autotag import normalize_tag, tag_class_id, tag_id
+from kbgraph.eval.tag_pairs import learn_tag_pairs, load_qa_samples
+from kbgraph.tagging import normalize_tag, tag_class_id, tag_id
 from kbgraph.query.tags import question_tags
 
 HOSTILE = "x\"}) MATCH (n) DETACH DELETE n // {braces} 'quote'"

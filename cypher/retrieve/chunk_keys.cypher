@@ -1,5 +1,5 @@
 // One page of (chunk id, content hash of its document) in chunk id order, after $after, at most $limit rows:
-// the fingerprint of the chunk corpus (kbgraph.eval.bm25 rebuilds its BM25 index when it changes).
+// the fingerprint of the chunk corpus (kbgraph.query.bm25 rebuilds its BM25 index when it changes).
 // Served chunks only: a chunk is left out when its Document is not 'complete' (still being written, or left
 // 'writing' by a killed run; see ingest/mark_documents_complete).
 MATCH (c:Chunk)

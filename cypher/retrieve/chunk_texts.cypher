@@ -1,4 +1,4 @@
-// One page of chunks with the text kbgraph.eval.bm25 indexes (document title, section path, table summary,
+// One page of chunks with the text kbgraph.query.bm25 indexes (document title, section path, table summary,
 // text) in chunk id order, after $after, at most $limit rows.
 // Served chunks only: a chunk is left out when its Document is not 'complete' (still being written, or left
 // 'writing' by a killed run; see ingest/mark_documents_complete).

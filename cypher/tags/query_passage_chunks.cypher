@@ -1,5 +1,5 @@
 // Tag-pair collection (PIKE-RAG §5.2.2): the chunks of every document of a passage corpus (its URI has a
-// '#fragment': the passage id, kbgraph.query.metrics.passage_id), so that a QA sample's gold passage ids can be
+// '#fragment': the passage id, kbgraph.eval.metrics.passage_id), so that a QA sample's gold passage ids can be
 // mapped to their chunks. Only complete documents.
 MATCH (d:Document)
 WHERE d.uri CONTAINS '#' AND coalesce(d.status, 'complete') = 'complete'

@@ -51,18 +51,18 @@ from kbgraph.ingest.distill.schemas import (
     ExtractedEntity,
     ExtractedKnowledge,
     ExtractedTriple,
-    JSONCompleter,
 )
 from kbgraph.ingest.distill.svo import KEPT_LABELS
 from kbgraph.ingest.distill.tags import MIN_SENTENCE_WORDS, chunk_text
 from kbgraph.ingest.distill.titles import TitleMatcher, link_title_mentions, title_matcher
+from kbgraph.llm.base import LLM
 from kbgraph.models import ChunkRecord
 
 
 def distill(
     chunks: list[ChunkRecord],
     *,
-    llm: JSONCompleter | None = None,
+    llm: LLM | None = None,
     nlp: Any = None,
     titles: Mapping[str, str] | None = None,
     link_titles: bool = True,
@@ -110,7 +110,6 @@ __all__ = [
     "ExtractedEntity",
     "ExtractedKnowledge",
     "ExtractedTriple",
-    "JSONCompleter",
     "KEPT_LABELS",
     "MIN_SENTENCE_WORDS",
     "MULTIPROCESS_MIN_CHUNKS",

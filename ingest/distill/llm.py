@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,14 +27,17 @@ from kbgraph.ingest import prompts
 from kbgraph.ingest.distill.names import CONCEPT_TYPE, TITLE_TYPE, entity_id, normalize_name
 from kbgraph.ingest.distill.pool import distill_offline
 from kbgraph.ingest.distill.result import Accumulator
-from kbgraph.ingest.distill.schemas import M, AtomicQuestions, ExtractedKnowledge, JSONCompleter
+from kbgraph.ingest.distill.schemas import AtomicQuestions, ExtractedKnowledge
 from kbgraph.ingest.distill.titles import TitleMatcher, title_mentions
+from kbgraph.llm.base import LLM
 from kbgraph.models import ChunkRecord, EntityRecord
 
 log = logging.getLogger("kbgraph.ingest.distill")
 
 #: Temperature of the atomic-question request (knowledge atomizing): PIKE-RAG §6.1, paper 003 A.3.
 ATOMIZING_TEMPERATURE = 0.7
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def _validated(obj: Any, schema: type[M]) -> M:
@@ -46,7 +49,7 @@ def _validated(obj: Any, schema: type[M]) -> M:
 
 
 def llm_chunk(
-    llm: JSONCompleter, chunk: ChunkRecord, title: str | None, *, atomizing_temperature: float = ATOMIZING_TEMPERATURE,
+    llm: LLM, chunk: ChunkRecord, title: str | None, *, atomizing_temperature: float = ATOMIZING_TEMPERATURE,
 ) -> tuple[AtomicQuestions, ExtractedKnowledge]:  # fmt: skip
     """The model's atomic questions (asked at ``atomizing_temperature``) and extracted knowledge (at the client's
     temperature) of one chunk (a table as its summary and Markdown, a figure without text as its summary).
@@ -107,7 +110,7 @@ def map_llm_chunk(
 def distill_llm(
     result: Accumulator,
     chunks: Sequence[ChunkRecord],
-    llm: JSONCompleter,
+    llm: LLM,
     nlp: Any,
     titles: Mapping[str, str] | None,
     matcher: TitleMatcher | None,

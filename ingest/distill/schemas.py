@@ -1,7 +1,7 @@
 """What distill asks an LLM for and accepts back (paper 003 A.7; PIKE-RAG §5.3.1).
 
-``JSONCompleter`` is the one method distill needs of an LLM client. ``AtomicQuestions`` is the answer to the
-atomic-question tagging prompt (paper 003 Appendix A.7: one fact a question), ``ExtractedKnowledge`` the
+Distill calls ``complete_json`` of an LLM client (``kbgraph.llm.base.LLM``). ``AtomicQuestions`` is the answer
+to the atomic-question tagging prompt (paper 003 Appendix A.7: one fact a question), ``ExtractedKnowledge`` the
 answer to kbgraph's entity and triple extraction prompt (``kbgraph.ingest.prompts``). Each schema is sent as
 the response format, so a constrained decoder writes within its bounds; validators repair what models
 commonly get slightly wrong (a line-per-question string, an unknown entity type, an over-long list) rather
@@ -11,7 +11,7 @@ than failing the whole answer.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Protocol, TypeVar, runtime_checkable
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -26,16 +26,6 @@ MAX_QUESTION_CHARS = 300
 MAX_ITEMS = 16
 
 _ITEM_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,3}[.)]|Q\d*[:.])\s*")
-
-M = TypeVar("M", bound=BaseModel)
-
-
-@runtime_checkable
-class JSONCompleter(Protocol):
-    """What distill needs from an LLM client: chat messages in, an instance of ``schema`` out."""
-
-    def complete_json(self, messages: list[dict[str, str]], schema: type[M]) -> M: ...
-
 
 class AtomicQuestions(BaseModel):
     """LLM answer to the atomic question tagging prompt."""
@@ -118,5 +108,4 @@ __all__ = [
     "ExtractedEntity",
     "ExtractedKnowledge",
     "ExtractedTriple",
-    "JSONCompleter",
 ]

@@ -24,8 +24,9 @@ sentence-transformers model is first used, onnxruntime only when an ONNX model i
 
 Modules, one job each: ``base`` (the protocol, names, normalisation), ``sentence`` (torch), ``openai_api``,
 ``onnx_model`` (reading a model folder, naming the export, tokenising and pooling), ``onnx_export``,
-``onnx_runtime`` and ``factory`` (choosing and caching). Everything public is importable from
-``kbgraph.embed``. The vectors feed every layer's vector index (PIKE-RAG §5.1.2, §5.2.3).
+``onnx_runtime`` and ``factory`` (choosing and caching instances): everything public of these is importable from
+``kbgraph.embed``. ``late`` (late chunking) and ``cache`` (``CachedEmbedder``, the on-disk embedding cache) are
+imported by their module names. The vectors feed every layer's vector index (PIKE-RAG §5.1.2, §5.2.3).
 """
 
 from kbgraph.embed.base import BACKENDS, DEFAULT_MODEL, OPENAI_PREFIX, Embedder

@@ -29,7 +29,7 @@ from kbgraph.query.propagation import propagate, seed_layers
 from kbgraph.query.ranking import FEATURES, Candidate, RankerModel, feature_rows, score_rows
 
 if TYPE_CHECKING:
-    from kbgraph.kb import KnowledgeBase
+    from kbgraph.eval.target import EvalTarget
 
 #: Regularisation of the logistic regression (inverse strength, scikit-learn's C).
 DEFAULT_C = 1.0
@@ -53,7 +53,7 @@ def candidates(chunks: Sequence[ScoredChunk]) -> list[Candidate]:
                       weighted=c.score) for c in chunks]  # fmt: skip
 
 
-def collect_pools(kb: KnowledgeBase, ds: Dataset, *, pool: int, limit: int | None = None,
+def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None = None,
                   log: Callable[[str], None] | None = None) -> list[LabelledPool]:  # fmt: skip
     """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested),
     with the ``weights`` ranker and ``kb``'s other settings. Questions without gold passages are left out."""

@@ -23,7 +23,7 @@ from kbgraph.errors import ConfigError
 
 if TYPE_CHECKING:
     from kbgraph.eval.dataset import Dataset
-    from kbgraph.kb import KnowledgeBase
+    from kbgraph.eval.target import EvalTarget
 
 RESULTS, RUN, SUMMARY, REPORT = "results.jsonl", "run.json", "summary.json", "report.md"
 
@@ -70,7 +70,7 @@ class QuestionRecord(BaseModel):
     route: str | None = None
 
 
-def run_identity(kb: KnowledgeBase, dataset: Dataset, *, seed: int, sample: int | None, depth: int,
+def run_identity(kb: EvalTarget, dataset: Dataset, *, seed: int, sample: int | None, depth: int,
                  judge_model: str | None) -> dict[str, Any]:  # fmt: skip
     """What ``run.json`` holds: the configuration that defines a run (data set, seed, sample, depth, KB,
     models, retrieval and decomposition settings). Results of another identity are never mixed in."""

@@ -9,7 +9,7 @@ route, and the summary groups every method's figures by that class (``by_class``
 Retrieval methods ('dense', 'bm25', 'hierarchical' = Fig. 11 paths a+b, 'propagation' = layer seeds + score
 propagation, §5.2.3) return their top ``depth`` (10) chunks.
 
-Metrics per question (kbgraph.query.metrics): EM, F1, precision, recall (answer tokens; answer methods),
+Metrics per question (kbgraph.eval.metrics): EM, F1, precision, recall (answer tokens; answer methods),
 Accuracy by the LLM judge with the authors' prompt (``prompts.JUDGE``; yes = 1, no = 0, anything else = not
 judged) when an LLM is configured; ``R@k`` for k in ``ks`` (1, 2, 5, 10) over the distinct passages of the
 chunks a method returned, in rank order (for answer methods, their context chunks in the order they joined
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbgraph.errors import ConfigError, StoreError
-from kbgraph.eval.bm25 import BM25Index
+from kbgraph.query.bm25 import BM25Index
 from kbgraph.eval.dataset import Dataset, EvalQuestion, load_dataset, select_questions
 from kbgraph.eval.report import write_plots, write_report
 from kbgraph.eval.runfolder import (
@@ -51,7 +51,7 @@ from kbgraph.eval.summary import (
     summarize,
     summarize_by_class,
 )
-from kbgraph.query import metrics as M
+from kbgraph.eval import metrics as M
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.ask import answer_question, clean_question
 from kbgraph.query.context import QueryContext
@@ -59,8 +59,7 @@ from kbgraph.query.methods import ALL_METHODS, METHODS
 from kbgraph.text import utc_now
 
 if TYPE_CHECKING:
-    from kbgraph.kb import KnowledgeBase
-    from kbgraph.settings import Settings
+    from kbgraph.eval.target import EvalTarget
 
 NO_LLM = "no LLM configured: set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL (and KBGRAPH_LLM_API_KEY if needed)"
 _UNSET: Any = object()
@@ -78,7 +77,7 @@ class MethodRunner:
     """Runs one method on one question against ``kb`` (with ``llm``) and returns its record; a failing
     question is recorded with its error (retried on resume), a failing store raises."""
 
-    def __init__(self, kb: KnowledgeBase, llm: Any, *, depth: int, ks: Sequence[int], judge: bool,
+    def __init__(self, kb: EvalTarget, llm: Any, *, depth: int, ks: Sequence[int], judge: bool,
                  judge_model: str | None):  # fmt: skip
         self.kb, self.llm, self.depth, self.ks = kb, llm, depth, list(ks)
         self.judge, self.judge_model = judge, judge_model
@@ -173,7 +172,7 @@ def _check_options(methods: Sequence[str] | None, ks: Sequence[int], depth: int,
     return methods, ks
 
 
-def _ingest_corpus(kb: KnowledgeBase, ds: Dataset, progress: bool | None, say: Callable[[str], None]) -> dict | None:
+def _ingest_corpus(kb: EvalTarget, ds: Dataset, progress: bool | None, say: Callable[[str], None]) -> dict | None:
     """Ingest the data set's corpus (incremental); the report's counts, or None without a corpus."""
     if ds.corpus_path is None:
         return None
@@ -205,7 +204,7 @@ def _run_pending(runner: MethodRunner, results: Results, questions: Sequence[Eva
     return new, reused
 
 
-def evaluate(kb: KnowledgeBase, dataset: str | Path | Dataset, *, methods: Sequence[str] | None = None,
+def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence[str] | None = None,
              limit: int | None = None, sample: int | None = None, seed: int = 0,
              ks: Sequence[int] = DEFAULT_KS, depth: int = 10, judge: bool | None = None,
              judge_model: str | None = None, out: str | Path | None = None, fresh: bool = False,
@@ -292,17 +291,3 @@ class _progress:
     def __exit__(self, *exc: object) -> None:
         if self._p is not None:
             self._p.stop()
-
-
-def evaluate_dataset(dataset: str | Path, *, settings: Settings | None = None, kb_name: str | None = None,
-                     **options: Any) -> EvalSummary:  # fmt: skip
-    """:func:`evaluate` on the knowledge base named after the data set (``kb_name`` overrides), with
-    ``settings`` (default: the environment's). Builds the KB from the data set's corpus on first use and
-    reuses it afterwards (incremental ingestion). ``options``: those of :func:`evaluate`."""
-    from kbgraph.kb import KnowledgeBase
-    from kbgraph.settings import Settings
-
-    ds = load_dataset(dataset)
-    settings = settings or Settings()
-    with KnowledgeBase(settings=settings.model_copy(update={"name": kb_name or ds.name})) as kb:
-        return evaluate(kb, ds, **options)

@@ -2,7 +2,7 @@
 records, ratios of every graph method's retrieval means to the ``dense`` and ``bm25`` baselines, tokens per
 question and latency, with the run's models and package versions (``summary.json``, :class:`EvalSummary`).
 
-Retrieval metrics are recomputed from each record's passage ids (kbgraph.query.metrics): ``R@k`` for each k
+Retrieval metrics are recomputed from each record's passage ids (kbgraph.eval.metrics): ``R@k`` for each k
 over the first k distinct passages, ``sf_recall`` over all of them; none for a method that retrieves nothing
 (``NO_RETRIEVAL``: 'cot'). Answer metrics (EM, F1, precision, recall, judged accuracy) for answer methods.
 
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from kbgraph.eval.runfolder import QuestionRecord
-from kbgraph.query import metrics as M
+from kbgraph.eval import metrics as M
 from kbgraph.query.methods import METHODS
 
 if TYPE_CHECKING:
-    from kbgraph.kb import KnowledgeBase
+    from kbgraph.eval.target import EvalTarget
 
 BASELINES = ("dense", "bm25")
 #: Methods that retrieve nothing (no retrieval metrics): zero-shot CoT.
@@ -87,7 +87,7 @@ class EvalSummary(BaseModel):
     by_class: dict[str, ClassSummary] = Field(default_factory=dict)
 
 
-def run_models(kb: KnowledgeBase, llm: Any, judge_model: str | None) -> dict[str, Any]:
+def run_models(kb: EvalTarget, llm: Any, judge_model: str | None) -> dict[str, Any]:
     """The models of a run: embedder (name, backend, dimension), LLM, judge and the LLM response cache."""
     cache = getattr(llm, "cache", None)
     return {
@@ -113,7 +113,7 @@ def package_versions() -> dict[str, str | None]:
 
 
 def retrieval_metrics(passages: Sequence[str], gold: Sequence[str], ks: Sequence[int]) -> dict[str, float | None]:
-    """``R@k`` for each k and ``sf_recall`` over all ``passages`` (kbgraph.query.metrics: passage ids in rank order, gold ids)."""
+    """``R@k`` for each k and ``sf_recall`` over all ``passages`` (kbgraph.eval.metrics: passage ids in rank order, gold ids)."""
     out: dict[str, float | None] = {f"R@{k}": M.recall_at_k(passages, gold, k) for k in ks}
     out["sf_recall"] = M.supporting_fact_recall(passages, gold)
     return out

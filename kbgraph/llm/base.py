@@ -50,6 +50,12 @@ class Usage(BaseModel):
 
 @runtime_checkable
 class LLM(Protocol):
+    """A chat model, the one protocol every caller of an LLM imports: plain completions (Self-Ask, the judge) and
+    schema-validated JSON answers (the prompts of PIKE-RAG Algorithm 1, the QA prompt, distillation, tagging).
+    ``usage`` has ``calls``, ``prompt_tokens``, ``completion_tokens``, ``seconds`` and ``cached_calls``, read as
+    deltas by ``kbgraph.query.answering.UsageMeter``. ``sink`` streams a JSON answer's text as it is generated;
+    it is passed only when an answer is streamed. Errors: ``kbgraph.errors.LLMError``."""
+
     usage: Usage
 
     def complete(

@@ -15,6 +15,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 from kbgraph.errors import Neo4jLocalError
+from kbgraph.neo4j_local.browser_style import post_connect_cmd
 from kbgraph.neo4j_local.build import MAVEN_TIMEOUT, build_jars, check_tools, is_built
 from kbgraph.neo4j_local.logs import last_meaningful_line, meaningful, startup_failure
 from kbgraph.process import pid_alive, terminate, wait_ready
@@ -150,9 +151,7 @@ class Neo4jLocal:
             "server.memory.pagecache.size": s.neo4j_pagecache,
             "dbms.usage_report.enabled": "false",
         }
-        with contextlib.suppress(OSError, ValueError):  # the kbgraph Browser style on connect (kbgraph.browse)
-            from kbgraph.browse import post_connect_cmd
-
+        with contextlib.suppress(OSError, ValueError):  # the kbgraph Browser style on connect
             conf["browser.post_connect_cmd"] = post_connect_cmd()
         text = "# Written by kbgraph.neo4j_local on every start; edit kbgraph settings instead.\n"
         text += "".join(f"{k}={v}\n" for k, v in conf.items())

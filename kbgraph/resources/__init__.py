@@ -4,7 +4,7 @@
 ``neo4j-local/pom.xml``        the Maven project that assembles the local Neo4j 5 server from Maven Central
                                (``kbgraph.neo4j_local``; ``neo4j-local/README.md`` describes it)
 ``neo4j-browser/kbgraph.grass``  the Neo4j Browser style of the three layers (PIKE-RAG §3.1, Fig. 3) that
-                               ``kbgraph.browse`` turns into ``browser.post_connect_cmd``
+                               ``kbgraph.neo4j_local.browser_style`` turns into ``browser.post_connect_cmd``
 =============================  ==========================================================================
 
 Every file is found one way, :func:`resource` (``importlib.resources`` on the installed package), in a source

@@ -1,19 +1,7 @@
-"""The FastAPI application of ``kbgraph serve`` (issue 16 §1): the ``/v1`` routes, the MCP tools at ``/mcp``
-(streamable HTTP), the guard (API key, request size, knowledge-base names) and the mapping of library errors
-to HTTP statuses, each response carrying the error's one-line message as ``detail``:
-
-=====================================================  ======
-QueryError (empty/over-long question, unknown method)   400
-ConfigError (unknown browse query or parameter, ...)    400
-invalid settings (pydantic ValidationError)             400
-IngestError                                             422
-KnowledgeBaseNotHosted (no Neo4j database for the KB)   404
-LockTimeout (another ingestion holds the lock)          409
-SchemaMismatch (index dimension of another embedder)    409
-LLMError (the LLM server failed or refused)             502
-StoreUnavailable / other StoreError                     503
-any other KBGraphError                                  500
-=====================================================  ======
+"""The FastAPI application of ``kbgraph serve`` (issue 16 §1): the ``/v1`` routes (kbgraph.serve.routes), the MCP
+tools at ``/mcp`` (streamable HTTP), the guard (API key, request size, knowledge-base names) and the mapping of
+library errors to HTTP statuses (kbgraph.serve.errors), each response carrying the error's one-line message as
+``detail``.
 """
 
 from __future__ import annotations
@@ -25,40 +13,15 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from kbgraph import __version__
-from kbgraph.errors import (
-    ConfigError,
-    IngestError,
-    KBGraphError,
-    LLMError,
-    LockTimeout,
-    QueryError,
-    SchemaMismatch,
-    StoreError,
-)
+from kbgraph.errors import KBGraphError
+from kbgraph.serve.errors import status_of
 from kbgraph.serve.guard import Guard
 from kbgraph.serve.jobs import JobManager
-from kbgraph.serve.kbs import KBPool, KnowledgeBaseNotHosted
+from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.mcp import build_mcp
 from kbgraph.serve.routes import router
 from kbgraph.settings import Settings
 from kbgraph.text import one_line
-
-#: Library error -> HTTP status; the first class the error is an instance of wins (subclasses first).
-STATUS: tuple[tuple[type[KBGraphError], int], ...] = (
-    (QueryError, 400),
-    (KnowledgeBaseNotHosted, 404),
-    (ConfigError, 400),
-    (IngestError, 422),
-    (LockTimeout, 409),
-    (SchemaMismatch, 409),
-    (LLMError, 502),
-    (StoreError, 503),
-)
-
-
-def status_of(exc: KBGraphError) -> int:
-    """The HTTP status of a library error (table in the module docstring; 500 for others)."""
-    return next((code for cls, code in STATUS if isinstance(exc, cls)), 500)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

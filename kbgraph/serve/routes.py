@@ -38,6 +38,7 @@ from kbgraph.query.methods import get_method
 from kbgraph.text import one_line
 
 from kbgraph.models import StoreStats
+from kbgraph.serve.errors import status_of
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.models import (
@@ -117,8 +118,6 @@ def _sse(event: str, data: object) -> str:
 
 def _sse_events(pool: KBPool, name: str, body: AskRequest) -> Iterator[str]:
     """The SSE messages of a streamed ask (module doc), holding knowledge base ``name`` until the end."""
-    from kbgraph.serve.app import status_of  # (app imports this module)
-
     try:
         with pool.use(name) as kb:
             ask = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save,

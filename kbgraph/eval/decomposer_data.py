@@ -37,7 +37,7 @@ Readings of the paper where its lines leave a choice (each named where it is cod
   deterministic LLM, trajectories differ only through the sampled context); lines 1 and 4-27 run per trajectory.
   One trajectory per question (``samples=1``) is Algorithm 2 exactly.
 
-Score (§6.4, Fig. 12 d): token F1 against the gold labels (kbgraph.query.metrics) and, with ``judge``, the LLM
+Score (§6.4, Fig. 12 d): token F1 against the gold labels (kbgraph.eval.metrics) and, with ``judge``, the LLM
 judge's accuracy (prompts.JUDGE, as ``kbgraph eval``); ``Trajectory.score`` is the accuracy when judged, else F1.
 """
 
@@ -57,7 +57,7 @@ from kbgraph.query.answering import UsageMeter, context_of, final_answer
 from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import Selection, propose
 from kbgraph.query.graph import chunk_details, retrieve_atomic, scored_chunk
-from kbgraph.query.metrics import AnswerScores, answer_scores
+from kbgraph.eval.metrics import AnswerScores, answer_scores
 from kbgraph.query.models import Candidate, ScoredChunk, UsageReport
 from kbgraph.text import chunk_body
 

@@ -1,4 +1,4 @@
-"""``kbgraph decomposer collect``: Algorithm 2 (PIKE-RAG §5.3.3; kbgraph.query.decomposer_data) over the
+"""``kbgraph decomposer collect``: Algorithm 2 (PIKE-RAG §5.3.3; kbgraph.eval.decomposer_data) over the
 questions of a multi-hop data set (kbgraph.eval.dataset, as ``kbgraph eval`` takes it), written to a folder:
 
 * ``collect.json``: what defines the run (data set, knowledge base, models, α, K, K', δ, δ', N, trajectories per
@@ -25,12 +25,12 @@ from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import load_dataset, select_questions
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
-from kbgraph.query.decomposer_data import Trajectory, collect_trajectories, resolve_params
-from kbgraph.query.decomposer_sft import TRAJECTORIES, read_trajectories
+from kbgraph.eval.decomposer_data import Trajectory, collect_trajectories, resolve_params
+from kbgraph.eval.decomposer_sft import TRAJECTORIES, read_trajectories
 from kbgraph.text import utc_now
 
 if TYPE_CHECKING:
-    from kbgraph.kb import KnowledgeBase
+    from kbgraph.eval.target import EvalTarget
 
 CONFIG, SUMMARY = "collect.json", "summary.json"
 #: Bins of the score distribution: [low, high) except the last, which is exactly 1.0.
@@ -108,7 +108,7 @@ def _open_folder(out: Path, identity: dict[str, Any]) -> None:
 
 def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> dict[str, Any]:
     """The counts and distributions of :class:`CollectSummary` over ``trajectories``."""
-    from kbgraph.query.decomposer_sft import sft_pairs
+    from kbgraph.eval.decomposer_sft import sft_pairs
 
     best: dict[str, float] = {}
     for t in trajectories:
@@ -127,7 +127,7 @@ def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> di
 
 
 def collect_dataset(
-    kb: KnowledgeBase, dataset: str | Path, out: str | Path, *, limit: int | None = None, sample: int | None = None,
+    kb: EvalTarget, dataset: str | Path, out: str | Path, *, limit: int | None = None, sample: int | None = None,
     seed: int = 0, judge: bool | None = None, judge_model: str | None = None, ingest: bool = True,
     llm: Any = None, log: Callable[[str], None] | None = None, **params: Any,
 ) -> CollectSummary:  # fmt: skip

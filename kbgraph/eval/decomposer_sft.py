@@ -1,6 +1,6 @@
 """Supervised fine-tuning data for a knowledge-aware decomposer: PIKE-RAG §6.4 Algorithm 3 "Transform each
 decomposition trajectory into data pairs for SFT" (paper 000), over the trajectories of Algorithm 2
-(kbgraph.query.decomposer_data).
+(kbgraph.eval.decomposer_data).
 
 A trajectory (q, [(q^1, a^1), ..., (q^t, a^t)], a) gives t + 1 pairs (lines 4-14):
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import ConfigError
-from kbgraph.query.decomposer_data import Trajectory
+from kbgraph.eval.decomposer_data import Trajectory
 from kbgraph.query.prompts import context_string
 from kbgraph.query.prompts.decomposer import SYSTEM, prompt_x, prompt_y
 

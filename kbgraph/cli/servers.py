@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from kbgraph.cli import _print_json, _State, console, settings
+from kbgraph.cli import common
+from kbgraph.cli.common import State, console, print_json
 
 store_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server of a knowledge base.")
 neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5 server assembled from Maven Central.")
@@ -20,7 +21,7 @@ def _embedded():
     from kbgraph.errors import ConfigError
     from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
-    s = settings()
+    s = common.settings()
     if s.uri:
         raise ConfigError(f"the knowledge base uses {s.uri}, not the embedded store; unset KBGRAPH_URI")
     return EmbeddedFalkorDB(s.kb_dir, idle_timeout=s.falkor_idle_timeout, start_timeout=s.falkor_start_timeout)
@@ -46,7 +47,7 @@ def store_status(as_json: bool = typer.Option(False, "--json")) -> None:
     """Is the embedded server running, and where is its data."""
     status = _embedded().status()
     if as_json:
-        _print_json(status.model_dump())
+        print_json(status.model_dump())
     else:
         console.print(status.model_dump())
 
@@ -55,7 +56,7 @@ def store_status(as_json: bool = typer.Option(False, "--json")) -> None:
 def _neo4j_local():
     from kbgraph.neo4j_local import Neo4jLocal
 
-    return Neo4jLocal(settings())
+    return Neo4jLocal(common.settings())
 
 
 @neo4j_app.command("build")
@@ -84,7 +85,7 @@ def neo4j_status(as_json: bool = typer.Option(False, "--json")) -> None:
     """Is the local Neo4j running."""
     status = _neo4j_local().status()
     if as_json:
-        _print_json(status.model_dump())
+        print_json(status.model_dump())
     else:
         console.print(status.model_dump())
 
@@ -96,12 +97,12 @@ def _llm_server(**update: Any):
     from kbgraph.llm.server import LocalLLMServer
     from kbgraph.settings import Settings
 
-    return LocalLLMServer(Settings(**{**_State.overrides, **{k: v for k, v in update.items() if v is not None}}))
+    return LocalLLMServer(Settings(**{**State.overrides, **{k: v for k, v in update.items() if v is not None}}))
 
 
 def _print_llm_status(status, as_json: bool) -> None:
     if as_json:
-        _print_json(status.model_dump(mode="json"))
+        print_json(status.model_dump(mode="json"))
         return
     lines = [f"{k}: {'' if v is None else v}" for k, v in status.model_dump(mode="json").items() if k != "exports"]
     if status.running:

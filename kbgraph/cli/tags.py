@@ -2,14 +2,16 @@
 command; each verb is one library call.
 
 * ``kbgraph tags classes``: the tag classes of the knowledge base (``KnowledgeBase.tag_classes``, i.e.
-  ``kbgraph.ingest.autotag.tag_classes``), proposed by the LLM at the first ingest with ``auto_tagging`` on.
+  ``kbgraph.tagging.tag_classes``), proposed by the LLM at the first ingest with ``auto_tagging`` on.
 * ``kbgraph tags learn --qa FILE.jsonl | --dataset PREFIX``: the tag pair collection from QA samples
-  (``kbgraph.query.tag_pairs.learn_tag_pairs``); ``kbgraph tags pairs`` lists it (``list_tag_pairs``).
+  (``kbgraph.eval.tag_pairs.learn_tag_pairs``); ``kbgraph tags pairs`` lists it (``list_tag_pairs``).
 """
 
 from __future__ import annotations
 
 import typer
+
+from kbgraph.cli import common
 
 tags_app = typer.Typer(
     no_args_is_help=True, help="Auto-tagging (PIKE-RAG §5.2.2): tag classes, corpus and query tags."
@@ -22,21 +24,20 @@ def classes_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     with the number of corpus tags of each."""
     from rich.table import Table
 
-    from kbgraph import cli
     from kbgraph.kb import KnowledgeBase
 
-    with KnowledgeBase(settings=cli.settings()) as kb:
+    with KnowledgeBase(settings=common.settings()) as kb:
         classes = kb.tag_classes()
     if as_json:
-        cli._print_json([c.model_dump() for c in classes])
+        common.print_json([c.model_dump() for c in classes])
         return
     if not classes:
-        cli.console.print("no tag classes yet: ingest with an LLM configured and KBGRAPH_AUTO_TAGGING=true")
+        common.console.print("no tag classes yet: ingest with an LLM configured and KBGRAPH_AUTO_TAGGING=true")
         return
     table = Table("tag class", "description", "tags", title=f"tag classes of {kb.name}")
     for c in classes:
         table.add_row(c.name, c.description, f"{c.tags:,}")
-    cli.console.print(table)
+    common.console.print(table)
 
 
 @tags_app.command("learn")
@@ -53,18 +54,17 @@ def learn_cmd(
     """Learn the tag pair collection (PIKE-RAG §5.2.2) from QA samples: the LLM maps each question's tags to
     its gold chunks' corpus tags -> (:Tag {side: 'query'})-[:MAPS_TO {score}]->(:Tag). Re-learning updates the
     scores. Needs an LLM and a corpus tagged at ingest (KBGRAPH_AUTO_TAGGING=true)."""
-    from kbgraph import cli
     from kbgraph.errors import ConfigError
     from kbgraph.kb import KnowledgeBase
-    from kbgraph.query.tag_pairs import dataset_samples, learn_tag_pairs, load_qa_samples
+    from kbgraph.eval.tag_pairs import dataset_samples, learn_tag_pairs, load_qa_samples
 
     if (qa is None) == (dataset is None):
         raise ConfigError("give one of --qa FILE.jsonl or --dataset PREFIX")
-    settings = cli.settings()
+    settings = common.settings()
     if dataset is not None:
         from kbgraph.eval.dataset import load_dataset
 
-        name = cli._State.overrides.get("name") or load_dataset(dataset).name
+        name = common.State.overrides.get("name") or load_dataset(dataset).name
         settings = settings.model_copy(update={"name": name})
         samples = dataset_samples(dataset, limit=limit, sample=sample, seed=seed)
     else:
@@ -72,17 +72,17 @@ def learn_cmd(
     with KnowledgeBase(settings=settings) as kb:
         report = learn_tag_pairs(kb, samples)
     if as_json:
-        cli._print_json(report.model_dump())
+        common.print_json(report.model_dump())
         return
     u = report.usage
-    cli.console.print(
+    common.console.print(
         f"{report.learned}/{report.samples} samples gave tag pairs: {len(report.pairs)} pairs from "
         f"{report.query_tags} query tags ({report.edges} MAPS_TO edges written); LLM: {u.calls} calls "
         f"({u.cached_calls} cached), {u.prompt_tokens + u.completion_tokens:,} tokens, {u.seconds:.1f} s",
         highlight=False,
     )  # fmt: skip
     for why, n in report.skipped.items():
-        cli.err_console.print(f"[yellow]skipped[/] {n}: {why}", highlight=False)
+        common.err_console.print(f"[yellow]skipped[/] {n}: {why}", highlight=False)
 
 
 @tags_app.command("pairs")
@@ -90,19 +90,18 @@ def pairs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     """The tag pair collection: query tag -> corpus tag, score and samples (kbgraph tags learn)."""
     from rich.table import Table
 
-    from kbgraph import cli
     from kbgraph.kb import KnowledgeBase
-    from kbgraph.query.tag_pairs import list_tag_pairs
+    from kbgraph.eval.tag_pairs import list_tag_pairs
 
-    with KnowledgeBase(settings=cli.settings()) as kb:
+    with KnowledgeBase(settings=common.settings()) as kb:
         pairs = list_tag_pairs(kb.store)
     if as_json:
-        cli._print_json([p.model_dump() for p in pairs])
+        common.print_json([p.model_dump() for p in pairs])
         return
     table = Table("query tag", "corpus tag", "score", "samples", title=f"tag pairs of {kb.name}")
     for p in pairs:
         table.add_row(p.query_tag, p.corpus_tag, f"{p.score:.2f}", str(p.samples))
-    cli.console.print(table)
+    common.console.print(table)
 
 
 def register(app: typer.Typer) -> None:

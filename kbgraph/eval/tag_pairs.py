@@ -9,7 +9,7 @@ ids of a passage corpus: ``{"question", "chunk_ids"}`` or ``{"question", "gold_p
 
 1. reads the gold chunks' corpus tags (``(:Chunk)-[:TAGGED]->(:Tag {side: 'corpus'})``, written at ingest);
 2. extracts the question's tags with the LLM (the query-time prompt, kbgraph.query.tags);
-3. asks the LLM to map question tags to those corpus tags (``prompts.tagging.TAG_PAIRS``, JSON
+3. asks the LLM to map question tags to those corpus tags (``kbgraph.tagging.TAG_PAIRS``, JSON
    ``{"pairs": [{"question_tag", "corpus_tag", "score"}]}``); a pair naming a tag not offered is dropped,
    scores are clipped to [0, 1] (a 0-100 score is read as a percentage).
 
@@ -35,11 +35,10 @@ from kbgraph.llm.base import usable_json
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import text_of
-from kbgraph.query.metrics import passage_id
+from kbgraph.eval.metrics import passage_id
 from kbgraph.query.models import UsageReport
-from kbgraph.query.prompts.tagging import tag_pairs_messages
-from kbgraph.ingest.autotag import normalize_tag
 from kbgraph.query.tags import class_pairs, extract_question_tags
+from kbgraph.tagging import normalize_tag, tag_pairs_messages
 from kbgraph.text import utc_now
 
 

@@ -2,9 +2,9 @@
 
 Registered on the ``kbgraph`` app by :func:`register`. The method names in their help come from the registry
 (kbgraph.query.methods), so the help lists exactly the methods that run. Settings, consoles and the JSON
-printer are the main module's (kbgraph.cli), read when a command runs. ``ask --stream`` prints the answer as
-the LLM writes it (``KnowledgeBase.ask(..., stream=True)``, issue 16 §3); ``--stream --json`` prints one
-``AskEvent`` JSON object per line (not a usage error: the same events as the HTTP API's SSE).
+printer are kbgraph.cli.common's. ``ask --stream`` prints the answer as the LLM writes it
+(``KnowledgeBase.ask(..., stream=True)``, issue 16 §3); ``--stream --json`` prints one ``AskEvent`` JSON object
+per line (not a usage error: the same events as the HTTP API's SSE).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from kbgraph.cli import common
 from kbgraph.errors import KBGraphError
 from kbgraph.query.methods import ALL_METHODS, methods_help
 
@@ -41,11 +42,10 @@ def ask_cmd(
     ),
 ) -> None:
     """Answer a question from the knowledge base, with citations."""
-    from kbgraph import cli
     from kbgraph.kb import KnowledgeBase
     from kbgraph.query.render import render_answer
 
-    with KnowledgeBase(settings=cli.settings()) as kb:
+    with KnowledgeBase(settings=common.settings()) as kb:
         if stream:
             with kb.ask(question, method=method, k=k, explain=explain, save=save, stream=True) as events:
                 answer = _print_stream(events, trace=trace, as_json=as_json, saved=lambda: kb.last_saved)
@@ -54,12 +54,12 @@ def ask_cmd(
     if as_json:
         if not stream:
             extra = {"saved": kb.last_saved.model_dump()} if kb.last_saved else {}
-            cli._print_json({**answer.model_dump(), **extra})
+            common.print_json({**answer.model_dump(), **extra})
         return
-    render_answer(cli.console, answer, trace=trace and not stream, explain=explain, body=not stream, route=trace)
+    render_answer(common.console, answer, trace=trace and not stream, explain=explain, body=not stream, route=trace)
     if kb.last_saved:
         saved = kb.last_saved
-        cli.err_console.print(
+        common.err_console.print(
             f"saved as {saved.question_id}: {saved.used} USED, {saved.sub_questions} sub-questions, "
             f"{saved.matched} MATCHED; see it with `kbgraph browse question --param question={saved.question_id}`",
             highlight=False, markup=False, soft_wrap=True,
@@ -70,7 +70,6 @@ def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool, sav
     """Print a streamed ask as it comes: with ``as_json`` one ``AskEvent`` JSON object per line (the ``answer``
     line also has ``saved``), else the answer text piece by piece (stdout, flushed) and, with ``trace``,
     Algorithm 1's rounds as they finish. Returns the final Answer."""
-    from kbgraph import cli
     from kbgraph.query.render import render_round
 
     out, started = sys.stdout, False
@@ -85,14 +84,14 @@ def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool, sav
             if started:
                 out.write("\n")
                 started = False
-            render_round(cli.console, event.round)
+            render_round(common.console, event.round)
         elif event.type in ("delta", "reset"):
             if not started:
-                cli.console.print("[bold]Answer[/]")
+                common.console.print("[bold]Answer[/]")
                 started = True
             if event.type == "reset":
                 out.write("\n")
-                cli.err_console.print("[dim](the answer so far is void: the LLM is asked again)[/]")
+                common.err_console.print("[dim](the answer so far is void: the LLM is asked again)[/]")
             out.write(event.text)
             out.flush()
         if event.type == "answer" and event.answer is not None:
@@ -126,12 +125,11 @@ def eval_cmd(
     The knowledge base is named after the data set unless --kb is given; an interrupted run resumes."""
     from rich.table import Table
 
-    from kbgraph import cli
-    from kbgraph.eval import evaluate_dataset
+    from kbgraph.kb import evaluate_dataset
 
-    err = cli.err_console
+    err = common.err_console
     summary = evaluate_dataset(
-        dataset, settings=cli.settings(), kb_name=cli._State.overrides.get("name"),
+        dataset, settings=common.settings(), kb_name=common.State.overrides.get("name"),
         methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None, limit=limit,
         sample=sample, seed=seed, out=out, fresh=fresh, judge=judge, judge_model=judge_model, depth=depth,
         ingest=not no_ingest, log=None if as_json else lambda msg: err.print(msg, highlight=False),
@@ -152,11 +150,11 @@ def eval_cmd(
         table.add_row(name, str(m.questions), pct(m.metrics.get("em")), pct(m.metrics.get("f1")),
                       pct(m.metrics.get("accuracy")), *[pct(m.metrics.get(f"R@{k}")) for k in summary.ks],
                       pct(m.metrics.get("sf_recall")), "–" if ratio is None else f"{ratio:.2f}x")  # fmt: skip
-    cli.console.print(table)
+    common.console.print(table)
     for why in dict.fromkeys(summary.skipped.values()):
         names = ", ".join(n for n, w in summary.skipped.items() if w == why)
         err.print(f"[yellow]skipped[/] {names}: {why}", highlight=False)
-    cli.console.print(f"report: {summary.report}")
+    common.console.print(f"report: {summary.report}")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,8 +2,8 @@
 per verb; ``register(app)`` adds them to the ``kbgraph`` command.
 
 * ``collect``: Algorithm 2 on a data set's questions -> DIR/trajectories.jsonl + summary.json
-  (``kbgraph.query.decomposer_run.collect_dataset``);
-* ``sft``: Algorithm 3's (x_i, y_i) pairs as chat fine-tuning JSONL (``kbgraph.query.decomposer_sft.write_sft``).
+  (``kbgraph.eval.decomposer_run.collect_dataset``);
+* ``sft``: Algorithm 3's (x_i, y_i) pairs as chat fine-tuning JSONL (``kbgraph.eval.decomposer_sft.write_sft``).
 
 A model trained on that file is used by setting ``KBGRAPH_DECOMPOSER_MODEL`` (kbgraph.query.decomposer_learned).
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 import sys
 
 import typer
+
+from kbgraph.cli import common
 
 decomposer_app = typer.Typer(
     no_args_is_help=True, help="Training data for a knowledge-aware decomposer (PIKE-RAG Algorithms 2 and 3)."
@@ -37,14 +39,13 @@ def collect_cmd(
     """Run Algorithm 2 (UCB context sampling, K' > K at δ' < δ) on a data set's questions and write every
     trajectory, scored against the gold answers. The knowledge base is named after the data set unless --kb is
     given."""
-    from kbgraph import cli
     from kbgraph.eval.dataset import load_dataset
     from kbgraph.kb import KnowledgeBase
-    from kbgraph.query.decomposer_run import collect_dataset
+    from kbgraph.eval.decomposer_run import collect_dataset
 
-    settings = cli.settings()
-    name = cli._State.overrides.get("name") or load_dataset(dataset).name
-    err = cli.err_console
+    settings = common.settings()
+    name = common.State.overrides.get("name") or load_dataset(dataset).name
+    err = common.err_console
     with KnowledgeBase(settings=settings.model_copy(update={"name": name})) as kb:
         summary = collect_dataset(
             kb, dataset, out, limit=limit, sample=sample, seed=seed, judge=judge, ingest=not no_ingest,
@@ -54,15 +55,15 @@ def collect_cmd(
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
         return
     s = summary.scores
-    cli.console.print(
+    common.console.print(
         f"{summary.questions_done}/{summary.questions} questions, {summary.trajectories} trajectories, "
         f"{summary.sub_questions} sub-questions; correct: {summary.correct_trajectories} trajectories, "
         f"{summary.correct_questions} questions ({summary.sft_pairs_correct} SFT pairs)", highlight=False,
     )  # fmt: skip
     mean = "–" if s.mean is None else f"{s.mean:.3f}"
     hist = ", ".join(f"{k}: {v}" for k, v in s.histogram.items())
-    cli.console.print(f"score: mean {mean}; {hist}", highlight=False)
-    cli.console.print(f"written: {summary.out}", highlight=False)
+    common.console.print(f"score: mean {mean}; {hist}", highlight=False)
+    common.console.print(f"written: {summary.out}", highlight=False)
 
 
 @decomposer_app.command("sft")
@@ -76,15 +77,14 @@ def sft_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Turn trajectories into Algorithm 3's (x_i, y_i) pairs, one chat record (system, user, assistant) a line."""
-    from kbgraph import cli
-    from kbgraph.query.decomposer_sft import write_sft
+    from kbgraph.eval.decomposer_sft import write_sft
 
-    threshold = cli.settings().decomposer_correct_score if min_score is None else min_score
+    threshold = common.settings().decomposer_correct_score if min_score is None else min_score
     report = write_sft(source, out, min_score=threshold)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
-    cli.console.print(
+    common.console.print(
         f"{report.pairs} pairs from {report.kept}/{report.trajectories} trajectories with score >= "
         f"{report.min_score:g} ({report.questions} questions; {report.duplicates} duplicate pairs skipped) -> "
         f"{report.out}", highlight=False,

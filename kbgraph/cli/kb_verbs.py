@@ -1,73 +1,23 @@
-"""The ``kbgraph`` command: a thin layer over the library, one library call per verb.
-
-Errors a user can fix print as one line naming the fix and exit non-zero (2 for configuration and usage,
-including an empty or over-long question, 75 when another run holds the lock, 1 otherwise); ``--debug`` shows the traceback.
-"""
+"""The verbs of the ``kbgraph`` command on one knowledge base: ``config``, ``stats``, ``ingest``, ``browse``,
+``delete``, ``reset``; ``register(app)`` adds them. Each is one library call (kbgraph.kb)."""
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="kbgraph: a PIKE-RAG knowledge base on a graph database (embedded FalkorDB or Neo4j 5).",
-)
-
-# Not a terminal (cron, a pipe, a log file): no wrapping at 80 columns, so each result stays one line.
-console = Console(soft_wrap=not sys.stdout.isatty())
-err_console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
-
-
-class _State:
-    overrides: dict[str, Any] = {}
-    debug: bool = False
-
-
-def settings():
-    """Effective Settings: CLI flags over environment over kbgraph.toml over defaults."""
-    from kbgraph.settings import Settings
-
-    return Settings(**_State.overrides)
-
-
-@app.callback()
-def _main(
-    kb: str | None = typer.Option(None, "--kb", help="Knowledge-base name (env KBGRAPH_NAME)."),
-    uri: str | None = typer.Option(None, "--uri", help="Store URI (bolt://, neo4j://, neo4j+s://, falkor://)."),
-    home: str | None = typer.Option(None, "--home", help="kbgraph data folder (env KBGRAPH_HOME)."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
-) -> None:
-    overrides: dict[str, Any] = {}
-    if kb:
-        overrides["name"] = kb
-    if uri:
-        overrides["uri"] = uri
-    if home:
-        overrides["home"] = home
-    _State.overrides = overrides
-    _State.debug = debug
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
+from kbgraph.cli import common
+from kbgraph.cli.common import console, err_console, print_json
 
 # --- knowledge base -----------------------------------------------------------------------------
-@app.command("config")
 def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Print the effective settings (secrets masked)."""
-    s = settings()
+    s = common.settings()
     data = {**s.masked(), "backend": s.backend, "kb_dir": str(s.kb_dir)}
     if as_json:
-        _print_json(data)
+        print_json(data)
         return
     table = Table("setting", "value", title="kbgraph settings")
     for key, value in data.items():
@@ -75,15 +25,14 @@ def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
     console.print(table)
 
 
-@app.command("stats")
 def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Node counts per label and relationship counts per type."""
     from kbgraph.kb import KnowledgeBase
 
-    with KnowledgeBase(settings=settings()) as kb:
+    with KnowledgeBase(settings=common.settings()) as kb:
         st = kb.stats()
     if as_json:
-        _print_json(st.model_dump())
+        print_json(st.model_dump())
         return
     console.print(f"[bold]{kb.name}[/] on {st.backend} at {st.location}")
     table = Table("label / relationship type", "count")
@@ -94,7 +43,6 @@ def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     console.print(table if st.nodes else "the graph is empty")
 
 
-@app.command("ingest")
 def ingest_cmd(
     paths: list[str] = typer.Argument(..., help="Files, directories, or .jsonl passage corpora."),
     prune: bool = typer.Option(False, "--prune", help="Delete documents whose source vanished."),
@@ -123,10 +71,10 @@ def ingest_cmd(
 
     if not (sys.stderr.isatty() and sys.stdout.isatty()):  # cron, CI, `| tee`: progress as log lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    with KnowledgeBase(settings=settings()) as kb:
+    with KnowledgeBase(settings=common.settings()) as kb:
         report = kb.ingest(paths, prune=prune, wait=wait, exclude=exclude)
     if as_json:
-        _print_json(report.model_dump())
+        print_json(report.model_dump())
     else:
         console.print(
             f"[bold]{report.status}[/]: {report.added} added, {report.updated} updated, "
@@ -171,12 +119,6 @@ def _print_ingest_files(report) -> None:
             out(f"skipped {len(paths)} files", "yellow", f"{more}: {reason}")
 
 
-from kbgraph import cli_query  # noqa: E402 - `kbgraph ask` and `kbgraph eval` (kbgraph/cli_query.py)
-
-cli_query.register(app)
-
-
-@app.command("browse")
 def browse_cmd(
     name: str | None = typer.Argument(None, help="A ready query (omit to list them)."),
     param: list[str] | None = typer.Option(None, "--param", "-p", help="name=value, repeatable."),
@@ -188,16 +130,16 @@ def browse_cmd(
 
     if name is None:
         if as_json:
-            _print_json([q.model_dump() for q in CATALOGUE.values()])
+            print_json([q.model_dump() for q in CATALOGUE.values()])
             return
         table = Table("query", "shows", "parameters (default)", title="kbgraph browse QUERY [--param k=v]")
         for q in CATALOGUE.values():
             table.add_row(q.name, q.title, ", ".join(f"{p.name}={p.default!r}" for p in q.params))
         console.print(table)
         return
-    out = render(name, parse_param_args(param), settings())
+    out = render(name, parse_param_args(param), common.settings())
     if as_json:
-        _print_json(out.model_dump())
+        print_json(out.model_dump())
     else:
         sys.stdout.write(
             f"// {out.title}\n{out.script}\n// Neo4j Browser, this script in the editor: {out.url}\n"
@@ -214,12 +156,11 @@ def browse_cmd(
             err_console.print("no desktop browser here: open the URL above yourself", highlight=False, markup=False)
 
 
-@app.command("delete")
 def delete_cmd(document: str = typer.Argument(..., help="Document id (doc:…) or its source path/URI.")) -> None:
     """Remove one document's whole subgraph and the entities no other document uses."""
     from kbgraph.kb import KnowledgeBase
 
-    with KnowledgeBase(settings=settings()) as kb:
+    with KnowledgeBase(settings=common.settings()) as kb:
         counts = kb.delete(document)
     if not counts["documents"]:
         err_console.print(f"no document {document!r} in knowledge base {kb.name!r}")
@@ -227,12 +168,11 @@ def delete_cmd(document: str = typer.Argument(..., help="Document id (doc:…) o
     console.print(", ".join(f"{v} {k}" for k, v in counts.items()) + " deleted")
 
 
-@app.command("reset")
 def reset_cmd(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> None:
     """Delete every node and relationship of the knowledge base."""
     from kbgraph.kb import KnowledgeBase
 
-    s = settings()
+    s = common.settings()
     if not yes and not typer.confirm(f"Delete everything in knowledge base {s.name!r} ({s.backend})?"):
         raise typer.Exit(1)
     with KnowledgeBase(settings=s) as kb:
@@ -240,46 +180,11 @@ def reset_cmd(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> N
     console.print(f"knowledge base {s.name!r} is empty")
 
 
-if __name__ == "__main__":  # `python -m kbgraph.cli`: run the one importable module (the verb modules import it)
-    from kbgraph.cli import main as _module_main
-
-    sys.exit(_module_main())
-
-from kbgraph import cli_decomposer, cli_serve, cli_servers, cli_tags  # noqa: E402 - verbs in their own modules
-
-for _verbs in (cli_servers, cli_serve, cli_tags, cli_decomposer):
-    _verbs.register(app)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script. Returns the exit code."""
-    from pydantic import ValidationError
-
-    from kbgraph.errors import ConfigError, KBGraphError, QueryError
-
-    try:
-        app(args=argv, prog_name="kbgraph")
-    except SystemExit as exc:  # click's standalone mode: usage errors, --help, normal exit
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except KBGraphError as exc:
-        if _State.debug:
-            raise
-        err_console.print(f"[red]error:[/] {exc}", highlight=False, soft_wrap=True)
-        return ConfigError.exit_code if isinstance(exc, QueryError) else exc.exit_code  # a bad question: usage
-    except ValidationError as exc:
-        if _State.debug:
-            raise
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "settings"
-        err_console.print(f"[red]error:[/] invalid setting {where}: {first['msg']}", highlight=False, soft_wrap=True)
-        return ConfigError.exit_code
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        return 130
-    except Exception as exc:
-        if _State.debug:
-            raise
-        err_console.print(f"[red]error:[/] {type(exc).__name__}: {exc} (run with --debug for details)", soft_wrap=True)
-        return 1
-    return 0
-
+def register(app: typer.Typer) -> None:
+    """Add ``config``, ``stats``, ``ingest``, ``browse``, ``delete``, ``reset`` to ``app``."""
+    app.command("config")(config_cmd)
+    app.command("stats")(stats_cmd)
+    app.command("ingest")(ingest_cmd)
+    app.command("browse")(browse_cmd)
+    app.command("delete")(delete_cmd)
+    app.command("reset")(reset_cmd)

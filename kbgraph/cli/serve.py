@@ -9,11 +9,11 @@ import sys
 
 import typer
 
+from kbgraph.cli import common
+
 
 def _settings(**update):
-    from kbgraph.cli import settings
-
-    s = settings()
+    s = common.settings()
     return s.model_copy(update={k: v for k, v in update.items() if v is not None}) if update else s
 
 

@@ -1,18 +1,134 @@
-"""Prompts of auto-tagging, corpus side (PIKE-RAG §5.2.2; used by kbgraph.ingest.autotag_llm).
+"""The vocabulary of auto-tagging (PIKE-RAG §5.2.2), shared by its corpus side (kbgraph.ingest.autotag,
+kbgraph.ingest.autotag_llm) and its query side (kbgraph.query.tags, kbgraph.eval.tag_pairs), which do not import
+each other: what a tag is (``normalize_tag``, ``tag_id``, ``tag_class_id``, ``TagClass``, ``tag_classes``), the
+schemas of the LLM's tagging answers and the tagging prompts.
 
-The paper prints no tagging prompt; these follow its words. TAG_CLASSES: "we leverage the capabilities of the
-LLMs to identify key factors within the corpus chunks, summarize these factors, and generalize them into
+Prompts: the paper prints no tagging prompt; these follow its words. TAG_CLASSES: "we leverage the capabilities
+of the LLMs to identify key factors within the corpus chunks, summarize these factors, and generalize them into
 category names, which we refer to as 'tag classes'". CHUNK_TAGS: "We generate semantic tag extraction prompts
 based on these tag classes to facilitate accurate tag extraction ... to extract semantic tags from the corpus,
 thereby forming a comprehensive corpus tag collection". Chunk texts and class names are values of
 ``str.format``, so braces or quotes in them are text, never template syntax. The query side's prompts
-(question tags, tag pairs; kbgraph.query.tags, kbgraph.query.tag_pairs) are in their own section at the end.
+(question tags, tag pairs) are in their own section at the end.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
+from typing import Any
 
+from pydantic import BaseModel, Field, field_validator
+
+from kbgraph.models import stable_id
+from kbgraph.store import GraphStore
+
+
+# --- what a tag is ----------------------------------------------------------------------------------------
+#: Longest tag name kept (characters); a longer "tag" is a sentence, not a tag.
+MAX_TAG_CHARS = 80
+#: Characters stripped from both ends of a tag name by ``normalize_tag``.
+_END_PUNCTUATION = ".,;:!?\"'`()[]{}<>«»“”‘’-–—_*~/\\|#"
+
+
+def normalize_tag(name: str) -> str:
+    """The normalised form of a tag name, shared by both sides of a tag pair: Unicode NFKC, case-folded,
+    white space collapsed to one space, punctuation stripped at both ends ('  The  U.S. ' -> 'the u.s').
+    May be '' (the name was punctuation only)."""
+    text = " ".join(unicodedata.normalize("NFKC", name or "").casefold().split())
+    return text.strip(_END_PUNCTUATION + " ")
+
+
+def tag_id(norm: str, side: str = "corpus") -> str:
+    """Id of the Tag of normalised name ``norm`` on ``side`` ('corpus' or 'query')."""
+    return stable_id("tag", side, norm)
+
+
+def tag_class_id(name: str) -> str:
+    """Id of the TagClass named ``name`` (its normalised name: classes differing in case are one)."""
+    return stable_id("tagclass", normalize_tag(name))
+
+
+class TagClass(BaseModel):
+    """A tag class of the knowledge base (§5.2.2): ``tags`` = corpus Tags of the class."""
+
+    name: str
+    description: str = ""
+    tags: int = 0
+    created_at: str | None = None
+
+
+def tag_classes(store: GraphStore) -> list[TagClass]:
+    """The knowledge base's tag classes, by name (empty before the first ingest with ``auto_tagging``)."""
+    return [
+        TagClass(name=r["name"], description=r["description"] or "", tags=int(r["tags"] or 0),
+                 created_at=r["created_at"])
+        for r in store.run("tags/classes") if r["name"]
+    ]  # fmt: skip
+
+
+# --- the LLM's tagging answers ---------------------------------------------------------------------------
+#: Most tag classes kept from a proposal.
+MAX_TAG_CLASSES = 12
+#: Most tags kept from one chunk's answer (a runaway answer is cut).
+MAX_TAGS_PER_CHUNK = 12
+#: Longest tag or class name, and description, kept (characters).
+MAX_NAME_CHARS = 80
+MAX_DESCRIPTION_CHARS = 300
+
+def clean_text(v: Any) -> str:
+    """An answer's value as stripped text ('' for None; a number as its digits)."""
+    return "" if v is None else (v if isinstance(v, str) else str(v)).strip()
+
+
+class _Texts(BaseModel):
+    """A model whose fields are texts: a number or null in the answer becomes text, stripped."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _str(cls, v: Any, info: Any) -> str:
+        limit = MAX_DESCRIPTION_CHARS if info.field_name == "description" else MAX_NAME_CHARS
+        return clean_text(v)[:limit]
+
+
+def _bounded(limit: int) -> Any:
+    """A before-validator that cuts a list answer to ``limit`` items (a runaway answer is cut, not refused)."""
+    return field_validator("*", mode="before")(lambda cls, v: v[:limit] if isinstance(v, list) else v)
+
+
+# maxItems / maxLength in the schemas bound what a constrained decoder (response_format json_schema) writes: a
+# small model otherwise lists tags until its token limit cuts the JSON. Longer values are cut, not refused.
+class ProposedClass(_Texts):
+    """One tag class of the proposal's answer."""
+
+    name: str = Field("", max_length=MAX_NAME_CHARS)
+    description: str = Field("", max_length=MAX_DESCRIPTION_CHARS)
+
+
+class TagClassProposal(BaseModel):
+    """Answer of the tag class prompt: ``{"tag_classes": [{"name": ..., "description": ...}]}``."""
+
+    tag_classes: list[ProposedClass] = Field(default_factory=list, max_length=MAX_TAG_CLASSES)
+    _cut = _bounded(MAX_TAG_CLASSES)
+
+
+class ExtractedChunkTag(_Texts):
+    """One tag of the chunk tag prompt's answer."""
+
+    name: str = Field("", max_length=MAX_NAME_CHARS)
+    class_: str = Field("", alias="class", max_length=MAX_NAME_CHARS)
+
+    model_config = {"populate_by_name": True}
+
+
+class ChunkTags(BaseModel):
+    """Answer of the chunk tag prompt: ``{"tags": [{"name": ..., "class": ...}]}``."""
+
+    tags: list[ExtractedChunkTag] = Field(default_factory=list, max_length=MAX_TAGS_PER_CHUNK)
+    _cut = _bounded(MAX_TAGS_PER_CHUNK)
+
+
+# --- auto-tagging, corpus side: prompts ---------------------------------------------------------------------
 #: System prompt of both corpus-side tagging prompts.
 SYSTEM_CORPUS_TAGGING = "You are a helpful AI assistant good at content understanding and semantic tagging."
 
@@ -66,10 +182,7 @@ def chunk_tags_messages(content: str, classes: Sequence[tuple[str, str]], max_ta
     ]
 
 
-__all__ = ["CHUNK_TAGS", "SYSTEM_CORPUS_TAGGING", "TAG_CLASSES", "chunk_tags_messages", "tag_classes_messages"]
-
-
-# --- auto-tagging, query side (PIKE-RAG §5.2.2; kbgraph.query.tags, kbgraph.query.tag_pairs) ------------
+# --- auto-tagging, query side (PIKE-RAG §5.2.2; kbgraph.query.tags, kbgraph.eval.tag_pairs) ------------
 # The paper prints no tagging prompt; these follow its words. QUESTION_TAGS: "Prior to the retrieval process,
 # tags are extracted from the query" with "semantic tag extraction prompts based on these tag classes";
 # TAG_PAIRS: "semantic tag extraction is performed on both the queries and the corresponding retrieved answer

@@ -119,8 +119,8 @@ class BM25Index:
         install hint when bm25s is missing."""
         try:
             import bm25s  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - bm25s is in the eval extra
-            raise ImportError("the BM25 baseline needs bm25s: pip install 'kbgraph[eval]'") from exc
+        except ImportError as exc:  # pragma: no cover - bm25s is a dependency of kbgraph
+            raise ImportError("method 'bm25' needs bm25s: pip install bm25s PyStemmer") from exc
         stem, stem_name = _stemmer()
         salt = f"bm25s {bm25s.__version__} {METHOD} k1={K1} b={B} stemmer={stem_name} stopwords=en\n"
         fingerprint, n = corpus_fingerprint(store, salt)

@@ -1,0 +1,59 @@
+"""What every verb module of the ``kbgraph`` command shares: the one Typer ``app`` they register on (kbgraph.cli
+assembles it), the consoles, the global options (``State``) and the effective ``settings()``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="kbgraph: a PIKE-RAG knowledge base on a graph database (embedded FalkorDB or Neo4j 5).",
+)
+
+# Not a terminal (cron, a pipe, a log file): no wrapping at 80 columns, so each result stays one line.
+console = Console(soft_wrap=not sys.stdout.isatty())
+err_console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
+
+
+class State:
+    """The global options of this run (``--kb``, ``--uri``, ``--home`` as settings overrides; ``--debug``)."""
+
+    overrides: dict[str, Any] = {}
+    debug: bool = False
+
+
+def settings():
+    """Effective Settings: CLI flags over environment over kbgraph.toml over defaults."""
+    from kbgraph.settings import Settings
+
+    return Settings(**State.overrides)
+
+
+@app.callback()
+def _main(
+    kb: str | None = typer.Option(None, "--kb", help="Knowledge-base name (env KBGRAPH_NAME)."),
+    uri: str | None = typer.Option(None, "--uri", help="Store URI (bolt://, neo4j://, neo4j+s://, falkor://)."),
+    home: str | None = typer.Option(None, "--home", help="kbgraph data folder (env KBGRAPH_HOME)."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks."),
+) -> None:
+    overrides: dict[str, Any] = {}
+    if kb:
+        overrides["name"] = kb
+    if uri:
+        overrides["uri"] = uri
+    if home:
+        overrides["home"] = home
+    State.overrides = overrides
+    State.debug = debug
+
+
+def print_json(data: Any) -> None:
+    """``data`` as indented JSON on stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
