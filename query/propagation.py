@@ -246,17 +246,19 @@ def _learned_order(
     """The learned ranker (kbgraph.query.ranking) over the best ``ranker_pool`` chunks of the weighted sum
     ``ranked``: (its top ``k`` chunk ids, their provenance rows, {chunk id: learned score}, {chunk id: feature
     contributions} when ``explain``). Chunks of incomplete documents (absent from the provenance) leave the
-    pool before ranks are taken."""
+    pool before ranks are taken. Two statements: the pool's titles (``retrieve/chunk_titles``), the top k's
+    provenance (``retrieve/chunk_details``)."""
     model = load_model(settings.ranker_model)
-    details = chunk_details(store, ranked[: max(settings.ranker_pool, k)])
-    pool_ids = [c for c in ranked[: max(settings.ranker_pool, k)] if c in details]
-    pool = [RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()},
-                          title=str(details[c].get("document_title") or ""), weighted=scores[c])
-            for c in pool_ids]  # fmt: skip
+    head = ranked[: max(settings.ranker_pool, k)]
+    titles = {row["id"]: str(row["document_title"] or "") for row in store.run("retrieve/chunk_titles", {"ids": head})}
+    pool_ids = [c for c in head if c in titles]
+    pool = [RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c],
+                          weighted=scores[c]) for c in pool_ids]  # fmt: skip
     rows = feature_rows(question, pool)
     learned = score_rows(model, rows)
     order = sorted(range(len(pool_ids)), key=lambda i: (-learned[i], pool_ids[i]))[:k]
     top = [pool_ids[i] for i in order]
+    details = chunk_details(store, top)
     ranking = {}
     if explain:
         ranking = {pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c)
