@@ -34,11 +34,14 @@ def main() -> None:
     ap.add_argument("--c", type=float, default=1.0)
     ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
     ap.add_argument("--write", action="store_true", help="save the model fitted on every set as the default")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the pools")
     args = ap.parse_args()
+    overrides = dict(kv.split("=", 1) for kv in args.set)
     by_set = {}
     for name in args.sets.split(","):
         ds = load_dataset(MULTIHOP / SETS[name])
-        settings = Settings(home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None)
+        settings = Settings(home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None,
+                            **overrides)  # fmt: skip
         t0 = time.perf_counter()
         with KnowledgeBase(settings=settings) as kb:
             if ds.corpus_path is not None:
@@ -46,7 +49,8 @@ def main() -> None:
             by_set[ds.name] = collect_pools(kb, ds, pool=args.pool)
         print(f"{ds.name}: {len(by_set[ds.name])} pools in {time.perf_counter() - t0:.0f} s", flush=True)
     table = leave_one_out(by_set, pool=args.pool, c=args.c)
-    print(f"\nPassage recall (%), pool {args.pool}, C {args.c}: weights | learned in-set | learned leave-one-set-out")
+    print(f"\nPassage recall (%), pool {args.pool}, C {args.c} {' '.join(args.set)}: weights | learned in-set | "
+          "learned leave-one-set-out")
     print(f"{'set':34} {'ranker':14} {'R@1':>6} {'R@2':>6} {'R@5':>6} {'R@10':>6}")
     for name, row in table.items():
         for variant, r in row.items():
