@@ -8,7 +8,7 @@ variants exist only where the Neo4j and FalkorDB dialects differ. Statements tak
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
@@ -23,7 +23,7 @@ def cypher_root() -> Path:
     return Path(str(files(__name__)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str, backend: str) -> str:
     """Return the text of statement ``name`` for ``backend`` ('neo4j' or 'falkordb'), comments removed."""
     if backend not in BACKENDS:

@@ -17,7 +17,7 @@ evidence of an offline answer).
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 _WS = re.compile(r"\s+")
@@ -35,7 +35,7 @@ def one_line(message: Any, limit: int = 300, *, empty: str = "") -> str:
 
 def utc_now() -> str:
     """The current UTC time as ISO 8601 to the second, e.g. ``"2026-11-23T10:04:05+00:00"``."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def chunk_heading(title: str | None, section_path: str | None) -> str:

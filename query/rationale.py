@@ -39,7 +39,7 @@ SubQuestions stay, with the answer text, as the record of what was asked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -70,7 +70,7 @@ class RationaleRows(BaseModel):
 
 def now_iso() -> str:
     """The current UTC time, ISO 8601 with microseconds."""
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def question_id(text: str, method: str, asked_at: str) -> str:

@@ -196,7 +196,6 @@ def test_title_matcher_disambiguator_and_case(nlp):
 
 def test_triples_map_to_entities(wiki_distilled, wiki):
     chunks, _titles, (_q, entities, triples, mentions) = wiki_distilled
-    by_id = {e.id: e for e in entities}
     sleep = _by_text(chunks, wiki, "2wiki500:10")
     t = next(t for t in triples if t.chunk_id == sleep.id and t.predicate == "directed by")
     assert (t.subject, t.object) == ("Sleep, My Love", "Douglas Sirk")

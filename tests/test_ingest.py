@@ -4,7 +4,6 @@ the lock, and a kill -9 in the middle of a run."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys

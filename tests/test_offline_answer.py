@@ -114,7 +114,7 @@ def test_handbook_question_answers_with_sentences(sample_kb):
     assert len(lines) >= 2
     assert "Summary of Standing Trustee Duties" not in answer.answer
     sections = {p.strip().lower() for c in answer.citations for p in c.section.split(" > ")}
-    for text, chunk, citation in lines:
+    for text, _chunk, citation in lines:
         assert citation.document_uri.endswith("us_doj_chapter13_standing_trustee_handbook.docx"), citation
         assert _is_sentence(text), f"not a sentence: {text!r}"
         assert text.lower() not in sections

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Callable, NoReturn
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from kbgraph.errors import LLMContextError, LLMError
 from kbgraph.llm.base import (  # noqa: F401 - re-exported: kbgraph.llm.client was their home

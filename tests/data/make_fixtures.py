@@ -24,7 +24,7 @@ def make_msg(path: Path) -> None:
     m = msg.MapiMessage.create("Basel office move", body)
     m.set_property(msg.PropertyId.SENDER_NAME, "Ada Lovelace")
     m.set_property(msg.PropertyId.SENDER_EMAIL_ADDRESS, "ada@example.com")
-    m.set_property(msg.PropertyId.MESSAGE_DELIVERY_TIME, dt.datetime(2025, 2, 10, 9, 30, tzinfo=dt.timezone.utc))
+    m.set_property(msg.PropertyId.MESSAGE_DELIVERY_TIME, dt.datetime(2025, 2, 10, 9, 30, tzinfo=dt.UTC))
     m.add_recipient("grace@example.com", display_name="Grace Hopper")
     plan = b"Floor plan: the archive room is on level 2, next to the kitchen.\n"
     m.add_attachment("floor-plan.txt", plan, mime_type="text/plain")
