@@ -193,6 +193,8 @@ def test_question_tags_map_through_maps_to_and_vector_index(store, backend_setti
 
 
 def test_tag_layer_in_explain_and_off_is_identical(store, backend_settings, embedder, graph):
+    # the Tag term of the weighted sum (the learned ranker re-orders the same terms: tests/test_ranking.py)
+    backend_settings = backend_settings.model_copy(update={"ranker": "weights"})
     _learn(store, backend_settings, embedder, graph, score=0.8)
     tags = {QUESTION: [("heart attack", "Disease")]}
     base = QueryContext(store, backend_settings, embedder, None)
