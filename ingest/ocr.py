@@ -1,9 +1,10 @@
 """OCR through Tesseract (issue 31): scanned PDF pages and image files become text.
 
-- **PDF pages without a text layer** (``parse_pdf``): PyMuPDF's ``page.get_textpage_ocr(full=True)`` renders
-  the page at ``ocr_dpi`` and reads it with Tesseract; the text page then goes through the same layout
-  analysis as any other page. Page by page: a page with text is never OCR'd, so a half-scanned PDF keeps its
-  text layer where it has one and a PDF with a text layer costs what it did before.
+- **PDF pages without a text layer** (``parse_pdf``): the page is rendered at ``ocr_dpi`` and read by Tesseract
+  through PyMuPDF (``Pixmap.pdfocr_tobytes``, as ``page.get_textpage_ocr(full=True)`` does, without its clipping
+  of a rotated page); the text page then goes through the same layout analysis as any other page. Page by
+  page: a page with text is never OCR'd, so a half-scanned PDF keeps its text layer where it has one and a PDF
+  with a text layer costs what it did before.
 - **Image files** (``OCR_IMAGES``: PNG, JPEG, TIFF with all its frames, BMP, WebP): ``pytesseract`` on the
   image (Pillow; EXIF orientation applied); words are grouped into Tesseract's lines and paragraphs and each
   page carries the mean word confidence.
@@ -186,10 +187,10 @@ def needs_ocr(page, blocks: list[dict]) -> bool:
 
 
 def pdf_page_textpage(page, options: OcrOptions):
-    """An OCR text page of a PDF page without text (PyMuPDF ``get_textpage_ocr``, the whole page at
-    ``options.dpi``), the page first turned upright (OSD) when it was scanned sideways; None (and a parse
-    warning) when Tesseract fails on it. Raises IngestError when OCR cannot run at all (a language missing)."""
-    import pymupdf
+    """An OCR text page of a PDF page without text (the whole page rendered at ``options.dpi`` and read by
+    Tesseract through PyMuPDF, ``_full_page_ocr``), the page first turned upright (OSD) when it was scanned
+    sideways, its words in the upright page's coordinates; None (and a parse warning) when Tesseract fails on
+    it. Raises IngestError when OCR cannot run at all (a language missing)."""
     from PIL import Image
 
     check_languages(options)
@@ -198,14 +199,38 @@ def pdf_page_textpage(page, options: OcrOptions):
     if rotate:
         page.set_rotation((page.rotation + rotate) % 360)  # the in-memory document only
     try:
-        flags = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
-        textpage = page.get_textpage_ocr(language=options.languages, dpi=options.dpi, full=True, flags=flags)
+        textpage = _full_page_ocr(page, options)
     except Exception as exc:  # one page's failure keeps the others
         from kbgraph.ingest.parse import warn
 
         warn(f"page {page.number + 1}: OCR failed: {one_line(exc, 200, empty='unknown error')}")
         return None
     note(page.number + 1)
+    return textpage
+
+
+def _full_page_ocr(page, options: OcrOptions):
+    """PyMuPDF's ``get_textpage_ocr(full=True)`` without its derotation: that maps the OCR'd words of a rotated
+    page back to the unrotated page and then clips them to the rotated one, so that a sideways scan lost its
+    lines outside the overlap of the two (the first line of a landscape page, the last ones of a portrait
+    page). Here the words stay in the upright page's coordinates (``page.rect`` after ``set_rotation``), the
+    space the layout analysis reads top to bottom."""
+    import weakref
+
+    import pymupdf
+
+    pix = page.get_pixmap(dpi=options.dpi)  # (rendered as rotated)
+    tessdata = pymupdf.get_tessdata()
+    ocr_pdf = pymupdf.Document(stream=pix.pdfocr_tobytes(compress=False, language=options.languages,
+                                                          tessdata=tessdata))  # fmt: skip
+    try:
+        ocr_page = ocr_pdf.load_page(0)
+        unzoom = page.rect.width / ocr_page.rect.width
+        flags = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+        textpage = ocr_page.get_textpage(flags=flags, matrix=pymupdf.Matrix(unzoom, unzoom))
+    finally:
+        ocr_pdf.close()
+    textpage.parent = weakref.proxy(page)
     return textpage
 
 

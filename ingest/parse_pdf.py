@@ -18,7 +18,7 @@ What it does, page by page:
   column by column, top to bottom.
 - A paragraph broken by a page break (no final punctuation, next page starts lower-case) is re-joined.
 - **Scanned pages** (no text, an image): read by OCR when it is on (``kbgraph.ingest.ocr``: Tesseract through
-  PyMuPDF's ``get_textpage_ocr``, the page turned upright first), then laid out like any other page. A page
+  PyMuPDF's OCR of the rendered page, the page turned upright first), then laid out like any other page. A page
   with text is never OCR'd.
 """
 
@@ -89,7 +89,8 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
     bad_pages = 0
     for page in doc:
         try:
-            pages.append((page.number + 1, page.rect, _page_items(page, flags)))
+            items = _page_items(page, flags)  # (first: OCR may turn a sideways scan upright, changing its rect)
+            pages.append((page.number + 1, page.rect, items))
         except IngestError:  # OCR cannot run at all (a language missing): the fix is the user's
             raise
         except Exception as exc:  # one broken page must not lose the document
@@ -233,7 +234,8 @@ def _page_items(page, flags: int) -> list[Item]:
     except Exception as exc:  # table detection is best effort; the text is still read
         log.warning("page %d: table detection failed: %s", page.number + 1, one_line(exc, 200, empty="unknown error"))
         candidates = []
-    rot = page.rotation_matrix if page.rotation % 360 else None
+    # MuPDF reports a page's text in unrotated coordinates; OCR's words are in display ones already
+    rot = page.rotation_matrix if page.rotation % 360 and textpage is None else None
     if candidates:
         words = page.get_text("words", flags=flags)
         if rot is not None:  # tables come in display coordinates, words in unrotated ones

@@ -99,6 +99,17 @@ def test_rotated_scan_is_turned_upright(tmp_path: Path):
     assert doc.ocr_pages == [1]
 
 
+def test_rotated_scan_keeps_every_line(tmp_path: Path):
+    """A full portrait page scanned sideways: its lines near the bottom are read too (PyMuPDF's own full-page
+    OCR mapped the words back to the unrotated page and clipped them to the rotated one, losing every line
+    below the landscape page's height: here lines 27 to 29)."""
+    lines = ["Tide table for the outer harbour", ""] + [f"Entry {i} says the tide turns at berth {i}." for i in range(2, 30)]
+    path = scanned_pdf(tmp_path / "sideways.pdf", [page_image(lines, rotate=90, dpi=150)], dpi=150)
+    text = _text(parse_file(path, max_bytes=MAX, ocr=OcrOptions(dpi=150)))
+    for i in (2, 15, 29):
+        assert f"Entry {i} says the tide turns at berth {i}." in text, text
+
+
 def test_png_image_file_is_read_with_its_confidence(tmp_path: Path):
     path = tmp_path / "notice.png"
     page_image(rotate=270).save(path)
@@ -138,3 +149,86 @@ def test_ocr_off_or_missing_keeps_the_skip_message(tmp_path: Path, monkeypatch):
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x01" * 100)
     with pytest.raises(IngestError, match=r"corrupt or unreadable image broken\.png"):
         parse_file(tmp_path / "broken.png", max_bytes=MAX, ocr=OcrOptions())
+
+
+# --- end to end: a folder of scans, ingested and asked offline ----------------------------------------------
+#: file -> (its one sentence, a question only that sentence answers, the words the answer must quote)
+SCANS = {
+    "scanned.pdf": ("The lighthouse keeper on Skerry Island paints the lamp room blue every April.",
+                    "What colour does the lighthouse keeper on Skerry Island paint the lamp room?", "lamp room blue"),
+    "sideways.pdf": ("The bakery in Hammerfest sells cardamom buns to the fishermen before dawn.",
+                     "What does the bakery in Hammerfest sell to the fishermen?", "cardamom buns"),
+    "poster.png": ("The orchestra in Leipzig rehearses the cello concerto on Thursday evenings.",
+                   "When does the orchestra in Leipzig rehearse the cello concerto?", "Thursday evenings"),
+    "photo.jpg": ("The glacier above Zermatt retreated forty metres during the hot summer.",
+                  "How far did the glacier above Zermatt retreat during the hot summer?", "forty metres"),
+}  # fmt: skip
+
+
+def scans_folder(folder: Path) -> Path:
+    """``SCANS`` made for real: an image-only PDF, the same turned 90 degrees, a PNG and a JPEG, each a small
+    page (a third of A4, 150 dpi: quick to OCR) holding its sentence; plus a text file, so that the store
+    holds a document whatever OCR does."""
+    import pymupdf
+    from PIL import Image
+
+    folder.mkdir()
+    for name, (sentence, _, _) in SCANS.items():
+        doc = pymupdf.open()
+        page = doc.new_page(width=595, height=280)
+        page.insert_textbox(pymupdf.Rect(48, 48, 547, 250), sentence, fontsize=14)
+        pix = page.get_pixmap(dpi=150)
+        img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+        if name.endswith(".pdf"):
+            scanned_pdf(folder / name, [img.rotate(90, expand=True) if name == "sideways.pdf" else img], dpi=150)
+        else:
+            img.save(folder / name, quality=90)
+    (folder / "harbour.txt").write_text("The harbour office opens at eight and closes at noon on Saturdays.\n",
+                                        encoding="utf-8")  # fmt: skip
+    return folder
+
+
+@pytest.mark.slow  # ~20-30 s on 2 busy cores: 4 OCR'd pages, 2 ingests and 8 questions
+def test_folder_of_scans_is_ingested_and_asked_offline(falkor_settings, tmp_path: Path):
+    """Issue 31's "done when": a folder holding a scanned PDF, a rotated scan, a PNG and a JPEG of text is
+    ingested into the embedded FalkorDB store; each sentence is found by ``ask`` without an LLM, its answer
+    quoting it and citing the right file first; the report lists each as read by OCR. The same folder with
+    ``ocr=off``: the scans are not documents (images skipped, PDFs failed naming OCR) and no answer cites them."""
+    from kbgraph.kb import KnowledgeBase
+
+    folder = scans_folder(tmp_path / "scans")
+    settings = falkor_settings.model_copy(update={"name": "ocr_e2e", "ocr_dpi": 200})
+    kb = KnowledgeBase(settings=settings)
+    try:
+        kb.reset()
+        report = kb.ingest([folder], progress=False)
+        outcomes = {Path(f.path).name: f for f in report.files}
+        assert report.failed == 0 and report.added == 5, report.model_dump_json(indent=1)
+        for name in SCANS:
+            assert outcomes[name].outcome == "ingested", outcomes[name]
+            assert any(w.startswith("read by OCR: page 1") for w in outcomes[name].warnings), outcomes[name]
+        assert not any("OCR" in w for w in outcomes["harbour.txt"].warnings)
+        for name, (_, question, words) in SCANS.items():
+            answer = kb.ask(question)
+            assert answer.retrieval_only and answer.citations, answer
+            top = answer.citations[0]
+            assert Path(top.document_uri).name == name, (question, [c.document_uri for c in answer.citations])
+            assert words in answer.answer, (question, answer.answer)
+    finally:
+        kb.close()
+
+    off = KnowledgeBase(settings=settings.model_copy(update={"name": "ocr_e2e_off", "ocr": "off"}))
+    try:
+        off.reset()
+        report = off.ingest([folder], progress=False)
+        outcomes = {Path(f.path).name: f for f in report.files}
+        assert report.added == 1 and outcomes["harbour.txt"].outcome == "ingested"
+        for name in SCANS:
+            want = "failed" if name.endswith(".pdf") else "skipped"
+            assert outcomes[name].outcome == want and "OCR is off" in outcomes[name].reason, outcomes[name]
+        for name, (_, question, words) in SCANS.items():
+            answer = off.ask(question)
+            assert all(Path(c.document_uri).name == "harbour.txt" for c in answer.citations), answer.citations
+            assert words not in answer.answer
+    finally:
+        off.close()
