@@ -55,9 +55,11 @@ def main() -> None:
                 cands = []
                 for c in chunks:
                     terms = {t.layer: (t.similarity, t.factor, t.score) for t in c.breakdown}
+                    weighted = sum(t.score for t in c.breakdown)  # the weighted sum, whichever ranker ordered them
                     cands.append({"chunk_id": c.id, "passage_id": M.passage_ids([c.document_uri])[0] if c.document_uri
-                                  else "", "title": c.document_title, "score": c.score, "terms": terms,
+                                  else "", "title": c.document_title, "score": weighted, "terms": terms,
                                   "text": c.text[:300]})  # fmt: skip
+                cands.sort(key=lambda c: (-c["score"], c["chunk_id"]))
                 dense_ids = [cid for cid, _ in dense]
                 rows.append({"question": q.question, "gold": list(q.gold_passage_ids), "candidates": cands,
                              "dense_chunks": dense_ids})  # fmt: skip
