@@ -225,9 +225,6 @@ class Settings(BaseSettings):
         "the repo's 2Wiki, MuSiQue and HotpotQA sets).")
     ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker "
                              "re-orders.")  # fmt: skip
-    second_hop_from: int = Field(0, ge=0, description="With the learned ranker: its top chunks that spread score "
-                                 "again (entity and title hops) when they were no hop source, then the pool is "
-                                 "ranked again (0 = off).")  # fmt: skip
 
     # --- auto-tagging (PIKE-RAG §5.2.2), query side: kbgraph.query.tags, kbgraph.eval.tag_pairs ----------
     auto_tagging: bool = Field(False, description="Tag chunks at ingest and questions at query time (needs an LLM). "

@@ -193,50 +193,33 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     sources = sorted(s1, key=lambda c: (-s1[c], c))
 
     # second hop through shared entities, along title links, and along NEXT: one statement
-    def hop(source_score: dict[str, float], hop_ids: list[str], next_ids: list[str]) -> None:
-        """The Hop, TitleHop and Next terms of the chunks reached from ``hop_ids`` (entities, title links) and
-        ``next_ids`` (NEXT), each source carrying ``source_score``."""
-        params = {
-            "entity_hop_sources": [{"id": c, "score": source_score[c]} for c in hop_ids] if settings.weight_hop else [],
-            "title_hop_ids": hop_ids if settings.weight_title_hop else [],
-            "next_ids": next_ids if settings.weight_next else [],
-            "max_degree": settings.max_entity_degree,
-        }
-        rows = store.run("retrieve/hop_neighbours", params) if any(params[x] for x in list(params)[:3]) else []
-        fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
-        for row in rows:
-            kind, source = row["kind"], row["from_id"]
-            if kind == "Hop":
-                factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
-                add(row["chunk_id"], "Hop", source, row["text"], source_score[source], settings.weight_hop, factor)
-            elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
-                factor = 1.0 / fanout[(source, row["via"])]
-                add(row["chunk_id"], "TitleHop", source, row["text"], source_score[source], settings.weight_title_hop,
-                    factor)  # fmt: skip
-            else:
-                add(row["chunk_id"], "Next", source, "", source_score[source], settings.weight_next)
-
     hop_sources = sources[: settings.hop_from]
-    if s1:
-        hop(s1, hop_sources, sources[: max(settings.hop_from, k)])
+    params = {
+        "entity_hop_sources": [{"id": c, "score": s1[c]} for c in hop_sources] if settings.weight_hop else [],
+        "title_hop_ids": hop_sources if settings.weight_title_hop else [],
+        "next_ids": sources[: max(settings.hop_from, k)] if settings.weight_next else [],
+        "max_degree": settings.max_entity_degree,
+    }
+    rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in list(params)[:3]) else []
+    fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
+    for row in rows:
+        kind, source = row["kind"], row["from_id"]
+        if kind == "Hop":
+            factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
+            add(row["chunk_id"], "Hop", source, row["text"], s1[source], settings.weight_hop, factor)
+        elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
+            factor = 1.0 / fanout[(source, row["via"])]
+            add(row["chunk_id"], "TitleHop", source, row["text"], s1[source], settings.weight_title_hop, factor)
+        else:
+            add(row["chunk_id"], "Next", source, "", s1[source], settings.weight_next)
 
     exact_chunk_terms()  # the chunks the hops reached
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     ranked = sorted(scores, key=lambda c: (-scores[c], c))
     ranking: dict[str, list[RankerTerm]] = {}
     if settings.ranker == "learned" and ranked:
-        top, details, learned, ranking = _learned_order(store, settings, seeds.question, ranked, terms, scores, k,
-                                                        explain)  # fmt: skip
-        # the second hop reads the first: hop again from the learned top chunks that were no hop source
-        again = [c for c in top[: settings.second_hop_from] if c not in hop_sources]
-        if again:
-            hop(scores, again, [])
-            exact_chunk_terms()
-            scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
-            ranked = sorted(scores, key=lambda c: (-scores[c], c))
-            top, details, learned, ranking = _learned_order(store, settings, seeds.question, ranked, terms, scores,
-                                                            k, explain)  # fmt: skip
-        scores = learned
+        top, details, scores, ranking = _learned_order(store, settings, seeds.question, ranked, terms, scores, k,
+                                                       explain)  # fmt: skip
     else:
         top = ranked[:k]
         details = chunk_details(store, top)
