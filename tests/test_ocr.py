@@ -208,6 +208,12 @@ def test_folder_of_scans_is_ingested_and_asked_offline(falkor_settings, tmp_path
             assert outcomes[name].outcome == "ingested", outcomes[name]
             assert any(w.startswith("read by OCR: page 1") for w in outcomes[name].warnings), outcomes[name]
         assert not any("OCR" in w for w in outcomes["harbour.txt"].warnings)
+        for name in [*SCANS, "harbour.txt"]:  # the store says so too: Document.ocr, its pages, the confidence
+            (row,) = kb.browse("document", document=Path(name).stem)
+            scan = name in SCANS
+            assert row["document"]["ocr"] is scan and (row["document"]["ocr_pages"] or []) == ([1] if scan else [])
+            image = name.endswith((".png", ".jpg"))  # (Tesseract's confidence of an image file's words)
+            assert (row["chunk"].get("ocr_confidence") or 0) > (50 if image else -1), (name, row["chunk"])
         for name, (_, question, words) in SCANS.items():
             answer = kb.ask(question)
             assert answer.retrieval_only and answer.citations, answer
