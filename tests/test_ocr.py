@@ -232,7 +232,7 @@ def test_folder_of_scans_is_ingested_and_asked_offline(falkor_settings, tmp_path
         for name in SCANS:
             want = "failed" if name.endswith(".pdf") else "skipped"
             assert outcomes[name].outcome == want and "OCR is off" in outcomes[name].reason, outcomes[name]
-        for name, (_, question, words) in SCANS.items():
+        for _, question, words in SCANS.values():
             answer = off.ask(question)
             assert all(Path(c.document_uri).name == "harbour.txt" for c in answer.citations), answer.citations
             assert words not in answer.answer
