@@ -1,4 +1,4 @@
-"""L0 ingestion: files -> the three-layer graph (PIKE-RAG §5.1, §5.2.1, §5.3.1; ARCHITECTURE.md).
+"""L0 ingestion: files -> the three-layer graph (PIKE-RAG §5.1, §5.2.1, §5.3.1; docs/architecture.md).
 
 Stages: parse (``parse``) -> structure and chunk (``chunk``) -> distill (``distill``) -> embed
 (``kbgraph.embed``) -> write (``write``), then, with an LLM and ``auto_tagging`` on, tag (``autotag``: once per

@@ -1,5 +1,5 @@
 """Pydantic records that cross a boundary: parser -> chunker -> distiller -> embedder -> graph writer,
-and the store's answers. Node records mirror the graph schema of ARCHITECTURE.md (PIKE-RAG §3.1, §5.1.2,
+and the store's answers. Node records mirror the graph schema of docs/architecture.md (PIKE-RAG §3.1, §5.1.2,
 Fig. 3): information-resource layer (Document, Section), corpus layer (Chunk), distilled-knowledge layer
 (AtomicQuestion, Triple, Entity).
 
