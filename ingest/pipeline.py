@@ -40,7 +40,7 @@ from typing import Any
 from kbgraph.errors import IngestError
 from kbgraph.ingest.groups import GroupRunner
 from kbgraph.ingest.progress import open_progress
-from kbgraph.ingest.report import STAGES, FileError, FileOutcome, IngestReport, file_outcomes
+from kbgraph.ingest.report import FileError, FileOutcome, IngestReport, file_outcomes
 from kbgraph.ingest.sources import discover, uri_to_path
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
@@ -296,12 +296,3 @@ class Ingestor:
                 deleted += 1
         return deleted
 
-
-def ingest(store: GraphStore, settings: Settings, paths: Sequence[str | Path], **kwargs: Any) -> IngestReport:
-    """Convenience: ``Ingestor(store, settings).run(paths, prune=..., wait=...)``."""
-    llm = kwargs.pop("llm", None)
-    progress = kwargs.pop("progress", None)
-    return Ingestor(store, settings, llm=llm, progress=progress).run(paths, **kwargs)
-
-
-__all__ = ["STAGES", "FileError", "FileOutcome", "IngestReport", "Ingestor", "discover", "file_outcomes", "ingest"]

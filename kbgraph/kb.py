@@ -11,7 +11,7 @@ from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, open_store
 
 if TYPE_CHECKING:
-    from kbgraph.ingest.pipeline import IngestReport
+    from kbgraph.ingest.report import IngestReport
     from kbgraph.eval import EvalSummary
     from kbgraph.query.context import QueryContext
     from kbgraph.query.models import Answer, ScoredChunk

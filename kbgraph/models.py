@@ -182,7 +182,3 @@ class StoreStats(BaseModel):
     @property
     def total_nodes(self) -> int:
         return sum(self.nodes.values())
-
-    @property
-    def total_relationships(self) -> int:
-        return sum(self.relationships.values())

@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import KBGraphError
-from kbgraph.ingest.pipeline import IngestReport
+from kbgraph.ingest.report import IngestReport
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.text import one_line, utc_now
 
