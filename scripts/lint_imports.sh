@@ -7,6 +7,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 py="${1:-$repo/.venv/bin/python}"
+py="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"  # absolute: lint-imports runs in another folder
 tree="$(mktemp -d)"
 trap 'rm -rf "$tree"' EXIT
 mkdir "$tree/kbgraph"
