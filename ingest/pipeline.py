@@ -88,10 +88,12 @@ class Ingestor:
         return self._embedder
 
     def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False,
-            exclude: Sequence[str] = ()) -> IngestReport:  # fmt: skip
+            exclude: Sequence[str] = (), within: Sequence[Path] | None = None) -> IngestReport:  # fmt: skip
         """Ingest ``paths`` (files, directories, .jsonl passage corpora). ``exclude``: gitignore-style patterns
         of files to leave out (``kbgraph.ingest.sources``: besides the default rules and ``.kbgraphignore``
-        files); each file left out is reported as skipped with its rule. Raises ValueError for a bad pattern,
+        files); each file left out is reported as skipped with its rule. ``within``: resolved folders no file
+        outside of which is read (``discover``; ``kbgraph serve``'s serve_ingest_roots). Raises ValueError for a
+        bad pattern,
         before the run starts. Raises LockTimeout if another run
         holds the knowledge base's lock: at once without ``wait``; with ``wait`` after logging "waiting up to N s
         for the lock held by <pid, host, since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock). Raises
@@ -101,9 +103,10 @@ class Ingestor:
 
         Exclusions(exclude)  # a bad pattern fails before the run
         with open_run_lock(self.store, self.settings, wait=wait) as self._lock:
-            return self._run(paths, prune, exclude)
+            return self._run(paths, prune, exclude, within)
 
-    def _run(self, paths: Sequence[str | Path], prune: bool, exclude: Sequence[str] = ()) -> IngestReport:
+    def _run(self, paths: Sequence[str | Path], prune: bool, exclude: Sequence[str] = (),
+             within: Sequence[Path] | None = None) -> IngestReport:  # fmt: skip
         t_start = time.perf_counter()
         report = IngestReport(run_id=f"run:{uuid.uuid4().hex[:16]}", started_at=utc_now())
         self.store.run(
@@ -112,7 +115,7 @@ class Ingestor:
         )
         self._repair(report)
         skipped: list[FileOutcome] = []
-        files = discover(paths, report.errors, skipped, exclude=exclude, ocr=self._ocr())
+        files = discover(paths, report.errors, skipped, exclude=exclude, ocr=self._ocr(), within=within)
         seen_uris: set[str] = set()
         try:
             with open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:

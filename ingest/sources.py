@@ -110,7 +110,7 @@ def _rules(base: Path, lines: list[tuple[str, str]]) -> _Rules:
 
 def discover(
     paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None,
-    *, exclude: Iterable[str] = (), ocr=None,
+    *, exclude: Iterable[str] = (), ocr=None, within: Iterable[Path] | None = None,
 ) -> list[Path]:
     """Every file under ``paths`` (directories walked, symlinks followed once, loops reported in ``errors``),
     resolved and de-duplicated. Returned: the files to parse. A file found in a directory that an exclusion
@@ -121,7 +121,9 @@ def discover(
     so it fails with that reason instead, unless an ``exclude`` pattern matches its name. Other hidden files and
     directories (name starting with '.', e.g. ``.git``) are ignored silently: they are tool state, not
     documents. ``ocr``: the run's ``kbgraph.ingest.ocr.OcrOptions`` (whether images are read; default
-    ``auto``)."""
+    ``auto``). ``within``: resolved folders that fence the run (``kbgraph serve``'s ``serve_ingest_roots``): a
+    path given or found whose resolved target (symbolic links, ``..``) is outside all of them is skipped
+    unread, with the reason."""
     from kbgraph.ingest.parse import skip_reason
 
     found: list[Path] = []
@@ -132,6 +134,20 @@ def discover(
         if skipped is not None:
             path = entry.resolve() if entry.exists() else entry.parent.resolve() / entry.name  # (a broken link)
             skipped.append(FileOutcome(path=str(path), outcome="skipped", reason=reason))
+
+    fence = [Path(w) for w in within] if within is not None else None
+
+    def outside(entry: Path) -> bool:
+        """True (and reported skipped) when ``entry`` leads outside the ``within`` fence."""
+        if fence is None:
+            return False
+        target = entry.resolve()
+        if any(target == root or target.is_relative_to(root) for root in fence):
+            return False
+        if skipped is not None:
+            skipped.append(FileOutcome(path=str(entry), outcome="skipped", reason=(
+                f"outside the allowed folders (serve_ingest_roots): it leads to {target}, not read")))
+        return True
 
     def walk(directory: Path, rules: list[_Rules]) -> None:
         try:
@@ -151,6 +167,8 @@ def discover(
             return
         rules = rules + exclusions.folder_rules(directory, errors)
         for entry in entries:
+            if outside(entry):
+                continue
             is_dir = entry.is_dir()
             excluded = exclusions.match(rules, entry, is_dir)
             if entry.name.startswith("."):
@@ -172,6 +190,8 @@ def discover(
 
     for raw in paths:
         path = Path(raw).expanduser()
+        if outside(path):
+            continue
         if path.is_dir():
             walk(path, exclusions.root_rules(path))
         elif path.is_file():

@@ -64,7 +64,8 @@ class KnowledgeBase:
         return self._store
 
     def ingest(self, paths: Sequence[str | Path] | str | Path, *, prune: bool = False, wait: bool = False,
-               progress: bool | None = None, exclude: Sequence[str] = ()) -> IngestReport:  # fmt: skip
+               progress: bool | None = None, exclude: Sequence[str] = (),
+               within: Sequence[str | Path] | None = None) -> IngestReport:  # fmt: skip
         """Ingest files, directories and .jsonl passage corpora (L0: parse, chunk, distill, embed, write).
 
         Incremental: unchanged documents are skipped, changed ones replaced; ``prune`` deletes documents
@@ -73,13 +74,16 @@ class KnowledgeBase:
         failures are in the report, not raised. ``progress``: None = bars when stdout and stderr are terminals,
         else log lines on ``kbgraph.ingest`` (a line per stage per group, at least every 30 s). ``exclude``:
         gitignore-style patterns of files to leave out, besides the default rules (Office owner files,
-        .DS_Store, Thumbs.db, ``*~``) and any ``.kbgraphignore``; each is reported as skipped with its rule."""
+        .DS_Store, Thumbs.db, ``*~``) and any ``.kbgraphignore``; each is reported as skipped with its rule.
+        ``within``: folders that fence the run (``kbgraph serve``'s serve_ingest_roots): a file or symbolic link
+        that resolves outside all of them is reported as skipped, never read; None = no fence."""
         from kbgraph.ingest.pipeline import Ingestor
 
         if isinstance(paths, (str, Path)):
             paths = [paths]
         ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
-        return ingestor.run(paths, prune=prune, wait=wait, exclude=exclude)
+        fence = [Path(w).expanduser().resolve() for w in within] if within is not None else None
+        return ingestor.run(paths, prune=prune, wait=wait, exclude=exclude, within=fence)
 
     @overload
     def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,

@@ -367,6 +367,13 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(1_048_576, ge=1024, description="Largest request body `kbgraph serve` reads.")
     max_upload_bytes: int = Field(100 * 1_048_576, ge=1024, description="Largest multipart upload `kbgraph serve` "
                                   "reads on POST /v1/kb/{name}/ingest (all files of one request).")  # fmt: skip
+    serve_ingest_roots: Annotated[list[Path], NoDecode] = Field(
+        [], description="Folders `kbgraph serve` may ingest from (POST /v1/kb/{name}/ingest {\"paths\"}, the MCP "
+        "tool `ingest`): a list, or comma-separated folders (KBGRAPH_SERVE_INGEST_ROOTS). A path outside every "
+        "root, once symbolic links and '..' are resolved, is refused with 403 and nothing read; a symbolic link "
+        "inside a root that leads outside is skipped. Empty = ingesting server paths is off (uploads still "
+        "work). The CLI is not limited (kbgraph.serve.access).",
+    )
 
     # --- misc -----------------------------------------------------------------------------
     debug: bool = False
@@ -392,6 +399,13 @@ class Settings(BaseSettings):
                     raise ValueError(f"unknown vector layer {item!r}: choose from {', '.join(VECTOR_LAYER_CHOICES)}")
                 out.append(item)
         return out
+
+    @field_validator("serve_ingest_roots", mode="before")
+    @classmethod
+    def _ingest_roots(cls, v: Any) -> Any:
+        """A comma-separated string (environment) or a list of folders; blanks dropped, ``~`` expanded."""
+        items = v.split(",") if isinstance(v, str) else list(v or [])
+        return [Path(str(x).strip()).expanduser() for x in items if str(x).strip()]
 
     @field_validator("uri", mode="before")
     @classmethod

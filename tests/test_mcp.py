@@ -23,7 +23,7 @@ READ_ONLY = {"ask", "search", "get_chunk", "browse", "list_documents"}
 
 @pytest.fixture(scope="module")
 def kb_settings(falkor_settings, examples_dir):
-    settings = offline(falkor_settings, name=f"mcp{uuid.uuid4().hex[:8]}")
+    settings = offline(falkor_settings, name=f"mcp{uuid.uuid4().hex[:8]}", serve_ingest_roots=[examples_dir])
     build_kb(settings, examples_dir)
     return settings
 

@@ -34,10 +34,10 @@ def served(request, falkor_settings, examples_dir):
     """(base URL, settings, backend) of a server over a KB holding the NICS report."""
     if request.param == "falkordb":
         settings = offline(falkor_settings, name=f"srv{uuid.uuid4().hex[:8]}", max_request_bytes=65536,
-                           max_upload_bytes=UPLOAD_LIMIT)  # fmt: skip
+                           max_upload_bytes=UPLOAD_LIMIT, serve_ingest_roots=[examples_dir])  # fmt: skip
     else:
         settings = offline(request.getfixturevalue("neo4j_settings"), max_request_bytes=65536,
-                           max_upload_bytes=UPLOAD_LIMIT)  # fmt: skip
+                           max_upload_bytes=UPLOAD_LIMIT, serve_ingest_roots=[examples_dir])  # fmt: skip
     build_kb(settings, examples_dir)
     with running(create_app(settings)) as url:
         yield url, settings, request.param

@@ -6,6 +6,7 @@ QueryError (empty/over-long question, unknown method)   400
 ConfigError (unknown browse query or parameter, ...)    400
 invalid settings (pydantic ValidationError)             400
 IngestError                                             422
+Forbidden (outside serve_ingest_roots or the key scope) 403
 KnowledgeBaseNotHosted (no Neo4j database for the KB)   404
 LockTimeout (another ingestion holds the lock)          409
 SchemaMismatch (index dimension of another embedder)    409
@@ -27,11 +28,13 @@ from kbgraph.errors import (
     SchemaMismatch,
     StoreError,
 )
+from kbgraph.serve.access import Forbidden
 from kbgraph.serve.kbs import KnowledgeBaseNotHosted
 
 #: Library error -> HTTP status; the first class the error is an instance of wins (subclasses first).
 STATUS: tuple[tuple[type[KBGraphError], int], ...] = (
     (QueryError, 400),
+    (Forbidden, 403),
     (KnowledgeBaseNotHosted, 404),
     (ConfigError, 400),
     (IngestError, 422),

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from kbgraph.errors import KBGraphError
 from kbgraph.ingest.report import IngestReport
+from kbgraph.serve.access import check_ingest_paths, resolved_roots
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.text import one_line, utc_now
 
@@ -59,10 +60,19 @@ class JobManager:
         self._kb_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def submit(self, kb: str, paths: list[str], *, prune: bool = False, wait: bool = False) -> Job:
-        """Queue ``kb.ingest(paths, prune=prune, wait=wait)``; returns the queued Job at once. Raises InvalidName
-        for a bad knowledge-base name (nothing queued)."""
+    def submit(self, kb: str, paths: list[str], *, prune: bool = False, wait: bool = False,
+               uploaded: bool = False) -> Job:  # fmt: skip
+        """Queue ``kb.ingest(paths, prune=prune, wait=wait)``; returns the queued Job at once. Paths a client
+        named (``uploaded`` False) must lie inside the setting ``serve_ingest_roots`` once resolved, and the job
+        walks their folders fenced by those roots (kbgraph.serve.access); ``uploaded``: the server's own upload
+        files. Raises InvalidName for a bad knowledge-base name, Forbidden (HTTP 403) for a path outside the
+        roots or for any path when there are none; nothing is queued or read then."""
         check_name(kb)
+        within = None
+        if not uploaded:
+            roots = self.pool.settings.serve_ingest_roots
+            paths = check_ingest_paths(paths, roots)
+            within = resolved_roots(roots)
         self.pool.settings_for(kb)  # a knowledge base the store cannot host fails now, not in the job
         job = Job(id=uuid.uuid4().hex, kb=kb, paths=[str(p) for p in paths], prune=prune, wait=wait)
         with self._guard:
@@ -70,7 +80,8 @@ class JobManager:
             while len(self._jobs) > KEEP:
                 self._jobs.popitem(last=False)
             lock = self._kb_locks.setdefault(kb, threading.Lock())
-        threading.Thread(target=self._run, args=(job, lock), name=f"kbgraph-ingest-{job.id[:8]}", daemon=True).start()
+        threading.Thread(target=self._run, args=(job, lock, within), name=f"kbgraph-ingest-{job.id[:8]}",
+                         daemon=True).start()  # fmt: skip
         return job
 
     def get(self, job_id: str) -> Job | None:
@@ -79,13 +90,14 @@ class JobManager:
             job = self._jobs.get(job_id)
             return job.model_copy(deep=True) if job is not None else None
 
-    def _run(self, job: Job, lock: threading.Lock) -> None:
+    def _run(self, job: Job, lock: threading.Lock, within: list | None = None) -> None:
         with lock:
             job.status, job.started_at = "running", utc_now()
             try:
                 kb = self.pool.fresh(job.kb)
                 try:
-                    job.report = kb.ingest(job.paths, prune=job.prune, wait=job.wait, progress=False)
+                    job.report = kb.ingest(job.paths, prune=job.prune, wait=job.wait, progress=False,
+                                           within=within)
                 finally:
                     kb.close()
                 job.exit_code = job.report.exit_code

@@ -211,7 +211,7 @@ async def ingest(name: str, request: Request) -> Job:
         except OSError as exc:
             raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE,
                                 f"cannot store the uploaded files in {folder}: {exc.strerror or exc}") from exc
-    return jobs.submit(name, paths, wait=wait)
+    return jobs.submit(name, paths, wait=wait, uploaded=True)
 
 
 @router.get("/v1/jobs/{job_id}", response_model=Job, tags=["ingest"])
