@@ -212,6 +212,46 @@ def test_cli_eval_is_the_library_call(kb_settings, dataset, tmp_path, monkeypatc
     assert "unknown method" in capsys.readouterr().err
 
 
+def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings, dataset, tmp_path, monkeypatch, capsys):
+    """`kbgraph rank train` on the data set's knowledge base: the table has the weighted sum and the fitted model
+    on the same pools, the model file loads and names its data set, and propagation ranks with it."""
+    from kbgraph.cli import main
+    from kbgraph.query.context import QueryContext
+    from kbgraph.query.ranking import load_model
+    from kbgraph.query.retrieval import retrieve_propagation
+
+    for var in ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_NAME", "KBGRAPH_URI", "NEO4J_URI"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KBGRAPH_DATA_DIR", str(kb_settings.kb_dir))
+    monkeypatch.setenv("KBGRAPH_EMBEDDING_CACHE_DIR", str(kb_settings.embedding_cache_dir))
+    monkeypatch.setenv("KBGRAPH_FALKOR_IDLE_TIMEOUT", "0")
+    out = tmp_path / "ranker.json"
+    argv = ["--home", str(kb_settings.home), "--kb", kb_settings.name, "rank", "train", "-d", str(dataset),
+            "--out", str(out), "--no-ingest", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    (name,) = report["recall"]
+    row = report["recall"][name]
+    assert set(row) == {"weights", "in_set"}  # one data set: no leave-one-set-out
+    model = load_model(out)
+    assert model.trained_on == [name] and model.pool == kb_settings.ranker_pool
+    # the weights row is the weighted sum's own ranking, as kbgraph eval's propagation with ranker=weights gives it
+    questions = load_dataset(dataset).questions
+    with KnowledgeBase(settings=kb_settings.model_copy(update={"ranker": "weights"})) as kb:
+        ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
+        r5 = [M.recall_at_k(M.passage_ids(c.document_uri for c in retrieve_propagation(q.question, ctx, k=10)),
+                            q.gold_passage_ids, 5) for q in questions]  # fmt: skip
+    assert row["weights"]["R@5"] == pytest.approx(100 * sum(r5) / len(r5), abs=1e-6)
+    # propagation with that model: the scores are the model's (not the weighted sums)
+    with KnowledgeBase(settings=kb_settings.model_copy(update={"ranker_model": out})) as kb:
+        ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
+        chunks = retrieve_propagation(questions[0].question, ctx, k=5, explain=True)
+        assert chunks and all(c.ranking for c in chunks)
+        assert chunks[0].score == pytest.approx(model.intercept + sum(r.contribution for r in chunks[0].ranking))
+    assert main([*argv[:-1], "-d", str(dataset)]) == 2  # --kb with two data sets: a usage error
+    assert "--kb" in capsys.readouterr().err
+
+
 # --- BM25 over the store's chunks, on both backends --------------------------------------------------------
 def _passage_graph(pid: str, title: str, texts: list[str]):
     import numpy as np

@@ -31,9 +31,11 @@ def train_cmd(
 ) -> None:
     """Fit the learned ranker on labelled questions (questions.jsonl with gold_passage_ids and a passage corpus,
     the format of `kbgraph eval`). Each data set's knowledge base is named after it (as `kbgraph eval` names
-    it), built from its corpus on first use; each set weighs the same in the fit."""
+    it; --kb names it for one data set), built from its corpus on first use; each set weighs the same in the
+    fit."""
     import json
 
+    from kbgraph.errors import ConfigError
     from kbgraph.eval.dataset import load_dataset
     from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out, write_model
     from kbgraph.kb import KnowledgeBase
@@ -43,9 +45,12 @@ def train_cmd(
     err = common.err_console
     say = (lambda m: None) if as_json else (lambda m: err.print(m, highlight=False))
     by_set = {}
+    kb_name = common.State.overrides.get("name")
+    if kb_name and len(dataset) > 1:
+        raise ConfigError("--kb names the knowledge base of one data set; with several, each has its own (drop --kb)")
     for path in dataset:
         ds = load_dataset(path)
-        with KnowledgeBase(settings=settings.model_copy(update={"name": ds.name})) as kb:
+        with KnowledgeBase(settings=settings.model_copy(update={"name": kb_name or ds.name})) as kb:
             if ds.corpus_path is not None and not no_ingest:
                 say(f"ingesting {ds.corpus_path.name} into knowledge base {ds.name!r} (incremental)")
                 kb.ingest([ds.corpus_path], progress=None if not as_json else False)
