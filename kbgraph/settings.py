@@ -374,13 +374,19 @@ class Settings(BaseSettings):
         "inside a root that leads outside is skipped. Empty = ingesting server paths is off (uploads still "
         "work). The CLI is not limited (kbgraph.serve.access).",
     )
+    api_keys_file: Path | None = Field(
+        None, description="Scoped API keys of `kbgraph serve` (KBGRAPH_API_KEYS_FILE; TOML, or JSON by its .json "
+        "suffix): each key's sha256, the knowledge bases it may use (names or globs) and its rights (read, write); "
+        "managed by `kbgraph serve keys add|list|revoke`, read again when it changes. Besides api_key "
+        "(kbgraph.serve.access).",
+    )
 
     # --- misc -----------------------------------------------------------------------------
     debug: bool = False
 
     @field_validator(
         "home", "data_dir", "neo4j_local_home", "embedding_cache_dir", "llm_server_dir", "llm_server_model",
-        "static_models_dir",
+        "static_models_dir", "api_keys_file",
         mode="after",
     )
     @classmethod

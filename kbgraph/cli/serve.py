@@ -1,7 +1,8 @@
 """``kbgraph serve`` (the HTTP API with MCP at /mcp) and ``kbgraph mcp`` (MCP over stdio): issue 16 §1-§2.
 
 Registered on the ``kbgraph`` app by :func:`register`. Both need the ``serve`` extra; ``serve`` refuses to bind
-off loopback without ``KBGRAPH_API_KEY`` (exit 2)."""
+off loopback without ``KBGRAPH_API_KEY`` or ``KBGRAPH_API_KEYS_FILE`` (exit 2). ``kbgraph serve keys add|list|
+revoke`` manage the scoped keys of ``KBGRAPH_API_KEYS_FILE`` (kbgraph.serve.access; no extra needed)."""
 
 from __future__ import annotations
 
@@ -27,17 +28,27 @@ def _need_extra() -> None:
         raise ConfigError(f"{', '.join(missing)} not installed: pip install -e \".[serve]\"")
 
 
+serve_app = typer.Typer(invoke_without_command=True, help="Serve the HTTP API (OpenAPI at /docs) and the MCP tools "
+                        "at /mcp; knowledge base per request (/v1/kb/NAME). `serve keys`: the scoped API keys.")
+keys_app = typer.Typer(no_args_is_help=True, help="Scoped API keys of `kbgraph serve` (KBGRAPH_API_KEYS_FILE).")
+serve_app.add_typer(keys_app, name="keys")
+
+
+@serve_app.callback()
 def serve_cmd(
+    ctx: typer.Context,
     host: str | None = typer.Option(None, "--host", help="Address to bind (KBGRAPH_SERVE_HOST; default 127.0.0.1; "
-                                    "any other needs KBGRAPH_API_KEY)."),
+                                    "any other needs KBGRAPH_API_KEY or KBGRAPH_API_KEYS_FILE)."),
     port: int | None = typer.Option(None, "--port", help="Port (KBGRAPH_SERVE_PORT; default 8080)."),
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the MCP tools at /mcp; knowledge base per request (/v1/kb/NAME)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from kbgraph.serve.guard import check_bind
 
     _need_extra()
     s = _settings(serve_host=host, serve_port=port)
-    check_bind(s.serve_host, s.api_key.get_secret_value() if s.api_key else None)
+    check_bind(s.serve_host, s.api_key.get_secret_value() if s.api_key else None, s.api_keys_file)
     import uvicorn
 
     from kbgraph.serve.app import create_app
@@ -46,6 +57,61 @@ def serve_cmd(
     sys.stderr.write(f"kbgraph serve: http://{where}:{s.serve_port}/docs (MCP at /mcp; default knowledge base "
                      f"{s.name!r} on {s.backend})\n")  # fmt: skip
     uvicorn.run(create_app(s), host=s.serve_host, port=s.serve_port, log_level="info")
+
+
+def _keys_file():
+    from kbgraph.errors import ConfigError
+
+    path = common.settings().api_keys_file
+    if path is None:
+        raise ConfigError("no keys file: set KBGRAPH_API_KEYS_FILE (e.g. ~/.kbgraph/api-keys.toml; .json for JSON) "
+                          "for `kbgraph serve` and for `kbgraph serve keys`")  # fmt: skip
+    return path
+
+
+@keys_app.command("add")
+def keys_add_cmd(
+    kb: list[str] = typer.Option(..., "--kb", help="Knowledge base the key may use: a name or a glob such as "
+                                 "'team-a-*' ('*' = all); repeatable."),
+    rights: str = typer.Option("read", "--rights", help="read (ask, search, browse, chunks, documents), write "
+                               "(ingest, delete) or read,write."),
+    name: str | None = typer.Option(None, "--name", help="A name for the key (list, revoke); default key-<random>."),
+) -> None:
+    """Make a key with that scope and store its sha256 in KBGRAPH_API_KEYS_FILE; prints the key once (it is not
+    kept anywhere: give it to its user now)."""
+    from kbgraph.serve.access import add_key
+
+    path = _keys_file()
+    key, scope = add_key(path, kbs=kb, rights=rights.split(","), name=name)
+    sys.stderr.write(f"key {scope.name!r}: knowledge bases {', '.join(scope.kbs)}; rights "
+                     f"{','.join(sorted(scope.rights))}; its hash is in {path}. The key (shown once):\n")  # fmt: skip
+    sys.stdout.write(key + "\n")
+
+
+@keys_app.command("list")
+def keys_list_cmd() -> None:
+    """The keys of KBGRAPH_API_KEYS_FILE: name, knowledge bases, rights, hash prefix, created, revoked (never the
+    keys: only their hashes are kept)."""
+    from kbgraph.serve.access import load_keys
+
+    path = _keys_file()
+    keys = load_keys(path)
+    if not keys:
+        sys.stdout.write(f"no keys in {path}: kbgraph serve keys add --kb NAME --rights read\n")
+    for k in keys:
+        state = f"revoked {k.revoked}" if k.revoked else "active"
+        sys.stdout.write(f"{k.name}\tkb={','.join(k.kbs)}\trights={','.join(sorted(k.rights))}\t"
+                         f"sha256={k.sha256[:12]}…\tcreated={k.created or '-'}\t{state}\n")  # fmt: skip
+
+
+@keys_app.command("revoke")
+def keys_revoke_cmd(name: str = typer.Argument(..., help="The key's name (kbgraph serve keys list).")) -> None:
+    """Revoke a key: from the next request on it is refused (401); a running server reads the file again when it
+    changes."""
+    from kbgraph.serve.access import revoke_key
+
+    scope = revoke_key(_keys_file(), name)
+    sys.stderr.write(f"key {scope.name!r} revoked at {scope.revoked}\n")
 
 
 def mcp_cmd() -> None:
@@ -64,6 +130,6 @@ def mcp_cmd() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``serve`` and ``mcp`` to the ``kbgraph`` command."""
-    app.command("serve")(serve_cmd)
+    """Add ``serve`` (with ``serve keys``) and ``mcp`` to the ``kbgraph`` command."""
+    app.add_typer(serve_app, name="serve")
     app.command("mcp")(mcp_cmd)

@@ -8,7 +8,10 @@ Modules, one job each:
   knowledge bases (one store connection per name; on the embedded store one FalkorDB server per KB folder,
   kept up while the service holds its connection; on Neo4j one database per knowledge base);
 * ``jobs`` — ingestion jobs run in the background, one at a time per knowledge base;
-* ``guard`` — the ASGI guard in front of every route: bearer token, request size, knowledge-base name;
+* ``guard`` — the ASGI guard in front of every route: bearer token and its scope, request size, knowledge-base
+  name;
+* ``access`` — what a request may do: the folders ingestion may read (``serve_ingest_roots``) and the scoped
+  API keys (``KBGRAPH_API_KEYS_FILE``: knowledge bases and rights per key, stored as hashes);
 * ``uploads`` — files uploaded to ``POST /v1/kb/{name}/ingest``: names checked, kept per knowledge base and
   file name under ``<home>/<kb>/uploads/`` (a re-upload updates its document), written atomically;
 * ``models`` — the request and response models (the library's ``Answer``, ``IngestReport``, ``StoreStats``

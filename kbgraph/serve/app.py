@@ -1,5 +1,5 @@
 """The FastAPI application of ``kbgraph serve`` (issue 16 §1): the ``/v1`` routes (kbgraph.serve.routes), the MCP
-tools at ``/mcp`` (streamable HTTP), the guard (API key, request size, knowledge-base names) and the mapping of
+tools at ``/mcp`` (streamable HTTP), the guard (API keys and their scopes, request size, knowledge-base names) and the mapping of
 library errors to HTTP statuses (kbgraph.serve.errors), each response carrying the error's one-line message as
 ``detail``.
 """
@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from kbgraph import __version__
 from kbgraph.errors import KBGraphError
+from kbgraph.serve.access import KeyRing
 from kbgraph.serve.errors import status_of
 from kbgraph.serve.guard import Guard
 from kbgraph.serve.jobs import JobManager
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                             status_code=400)  # fmt: skip
 
     key = settings.api_key.get_secret_value() if settings.api_key else None
-    app.add_middleware(Guard, api_key=key, max_bytes=settings.max_request_bytes,
+    keys = KeyRing(master=key or None, path=settings.api_keys_file)
+    app.add_middleware(Guard, keys=keys, max_bytes=settings.max_request_bytes,
                        max_upload_bytes=settings.max_upload_bytes)  # fmt: skip
     return app

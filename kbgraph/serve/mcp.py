@@ -5,6 +5,11 @@ Tools, one library call each, on the knowledge base ``kb`` (default: the configu
 ``get_chunk``, ``browse``, ``list_documents``; read-only unless ``mcp_allow_ingest`` (KBGRAPH_MCP_ALLOW_INGEST)
 adds ``ingest``. Each description says what the tool returns and what it costs, so an agent can choose.
 A library error becomes the tool's error result with the library's one-line message.
+
+Scopes (issue 29): over HTTP (``/mcp``) each call is checked against the request's API key
+(kbgraph.serve.access: ``read`` for the read tools, ``write`` for ``ingest``; a knowledge base outside the key's
+globs is refused), and ``ingest`` paths against ``serve_ingest_roots``. Over stdio (``kbgraph mcp``) there is no
+key: the client is a local process of the same user, unscoped (the roots still apply to ``ingest``).
 """
 
 from __future__ import annotations
@@ -13,12 +18,13 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kbgraph import __version__
 from kbgraph.errors import KBGraphError
 from kbgraph.query.models import Answer, ScoredChunk
+from kbgraph.serve.guard import SCOPE_KEY
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.models import BrowseRows, ChunkInfo, DocumentInfo
@@ -84,40 +90,58 @@ def _tool(server: MCPServer, description: str) -> Callable[[Callable[..., Any]],
     return register
 
 
+def _scoped(ctx: Context | None, pool: KBPool, kb: str | None, right: str = "read") -> str:
+    """The knowledge base a tool call uses (``kb`` or the default), checked against the API key of the HTTP
+    request that carries the call (none over stdio). Raises Forbidden (the tool's error result)."""
+    name = kb or pool.default
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # no request context (a direct call)
+        request = None
+    key = getattr(request, "scope", {}).get(SCOPE_KEY) if request is not None else None
+    if key is not None:
+        key.check(name, right)
+    return name
+
+
 def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
     """The MCP server over ``pool``: read-only tools, plus ``ingest`` when ``pool.settings.mcp_allow_ingest`` (a
     JobManager over the same pool is made if none is given)."""
     server = MCPServer("kbgraph", instructions=INSTRUCTIONS, version=__version__)
 
     @_tool(server, ASK)
-    def ask(question: str, kb: str | None = None, method: str | None = None, k: int = 5) -> Answer:
-        with pool.use(kb or pool.default) as base:
+    def ask(question: str, kb: str | None = None, method: str | None = None, k: int = 5,
+            ctx: Context | None = None) -> Answer:  # fmt: skip
+        with pool.use(_scoped(ctx, pool, kb)) as base:
             return base.ask(question, method=method, k=k)
 
     @_tool(server, SEARCH)
-    def search(question: str, kb: str | None = None, k: int = 5, method: str | None = None) -> list[ScoredChunk]:
+    def search(question: str, kb: str | None = None, k: int = 5, method: str | None = None,
+               ctx: Context | None = None) -> list[ScoredChunk]:  # fmt: skip
         options = {"method": method} if method else {}
-        with pool.use(kb or pool.default) as base:
+        with pool.use(_scoped(ctx, pool, kb)) as base:
             return base.retrieve(question, k=k, **options)
 
     @_tool(server, GET_CHUNK)
-    def get_chunk(chunk_id: str, kb: str | None = None) -> ChunkInfo:
-        with pool.use(kb or pool.default) as base:
+    def get_chunk(chunk_id: str, kb: str | None = None, ctx: Context | None = None) -> ChunkInfo:
+        with pool.use(_scoped(ctx, pool, kb)) as base:
             row = base.chunk(chunk_id)
         if row is None:
             raise ValueError(f"no chunk {chunk_id!r} in knowledge base {kb or pool.default!r}")
         return ChunkInfo(**row)
 
     @_tool(server, BROWSE)
-    def browse(query: str, kb: str | None = None, params: dict[str, Any] | None = None) -> BrowseRows:
-        name = kb or pool.default
+    def browse(query: str, kb: str | None = None, params: dict[str, Any] | None = None,
+               ctx: Context | None = None) -> BrowseRows:  # fmt: skip
+        name = _scoped(ctx, pool, kb)
         with pool.use(name) as base:
             rows = base.browse(query, **(params or {}))
         return BrowseRows(kb=name, query=query, rows=rows)
 
     @_tool(server, LIST_DOCUMENTS)
-    def list_documents(kb: str | None = None, limit: int = 100, skip: int = 0) -> list[DocumentInfo]:
-        with pool.use(kb or pool.default) as base:
+    def list_documents(kb: str | None = None, limit: int = 100, skip: int = 0,
+                       ctx: Context | None = None) -> list[DocumentInfo]:  # fmt: skip
+        with pool.use(_scoped(ctx, pool, kb)) as base:
             return [DocumentInfo(**row) for row in base.documents(limit=max(1, min(limit, 10_000)), skip=max(0, skip))]
 
     if pool.settings.mcp_allow_ingest:
@@ -125,14 +149,15 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
 
         @_tool(server, INGEST)
         def ingest(paths: list[str] | None = None, kb: str | None = None, prune: bool = False,
-                   job_id: str | None = None) -> Job:  # fmt: skip
+                   job_id: str | None = None, ctx: Context | None = None) -> Job:  # fmt: skip
             if job_id:
                 found = manager.get(job_id)
                 if found is None:
                     raise ValueError(f"no job {job_id!r}")
+                _scoped(ctx, pool, found.kb, "write")
                 return found
             if not paths:
                 raise ValueError("give `paths` to ingest, or `job_id` to see a job")
-            return manager.submit(kb or pool.default, paths, prune=prune)
+            return manager.submit(_scoped(ctx, pool, kb, "write"), paths, prune=prune)
 
     return server

@@ -39,6 +39,7 @@ from kbgraph.text import one_line
 
 from kbgraph.models import StoreStats
 from kbgraph.serve.errors import status_of
+from kbgraph.serve.guard import SCOPE_KEY
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.models import (
@@ -216,8 +217,12 @@ async def ingest(name: str, request: Request) -> Job:
 
 @router.get("/v1/jobs/{job_id}", response_model=Job, tags=["ingest"])
 def job(job_id: str, request: Request) -> Job:
-    """An ingestion job: queued, running, done (with the IngestReport) or failed (with the error)."""
+    """An ingestion job: queued, running, done (with the IngestReport) or failed (with the error). 404 for an
+    unknown job or one of a knowledge base outside the API key's scope."""
     found = _jobs(request).get(job_id)
+    key = request.scope.get(SCOPE_KEY)
+    if found is not None and key is not None and not key.allows_kb(found.kb):
+        found = None  # a job of a knowledge base outside the key's scope: as if unknown
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job {job_id!r} (jobs live in the server's memory)")
     return found
