@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.settings import Settings
+from tests.backends import BACKENDS
 
 # Static models (setting static_layers) are distilled once per folder: one folder for the whole session, so that
 # every test's fresh home (and the CLI processes the tests start) reuses the first distillation (~10-20 s each).
@@ -67,6 +68,22 @@ def pytest_sessionfinish(session, exitstatus):
     if real:
         print(f"\nFAILED: the suite read {len(real)} file(s) outside the repository, e.g. {real[0]}")
         session.exitstatus = 1
+
+#: Fixtures that start a server outside Python: a test using one (directly or through another fixture) belongs to
+#: the slow tier, excluded by `pytest -m "not slow"` (the fast tier, README.md). Backend-parametrized tests get the
+#: marks from tests/backends.py instead (their Neo4j parameter), since they reach the server via getfixturevalue.
+SLOW_FIXTURES = {
+    "neo4j_settings": (pytest.mark.neo4j, pytest.mark.slow),  # the local Neo4j JVM (~40 s to start)
+    "llm_server": (pytest.mark.slow,),  # llama.cpp's llama-server with SmolLM2 (tests/llm_server_fixture.py)
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys():
+            for mark in SLOW_FIXTURES[name]:
+                item.add_marker(mark)
+
 
 TEST_BOLT_PORT = int(os.environ.get("KBGRAPH_TEST_BOLT_PORT", "17687"))
 TEST_HTTP_PORT = int(os.environ.get("KBGRAPH_TEST_HTTP_PORT", "17474"))
@@ -143,7 +160,7 @@ def neo4j_settings(tmp_path_factory, embed_cache_dir):
     local.stop()
 
 
-@pytest.fixture(params=["falkordb", "neo4j"])
+@pytest.fixture(params=BACKENDS)
 def backend_settings(request, falkor_settings):
     """Settings for one test on one backend: a fresh graph each time."""
     if request.param == "falkordb":

@@ -20,6 +20,7 @@ from kbgraph.errors import ConfigError, StoreError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import NODE_LABELS, RELATIONSHIP_TYPES
 from kbgraph.neo4j_local import browser_style
+from tests.backends import BACKENDS
 
 REPO = Path(__file__).resolve().parents[1]
 FEDERAL_REGISTER = "docs/pdf/us_federal_register_2020-17221.pdf"  # 53 chunks under 31 sections
@@ -28,7 +29,7 @@ FR_TITLE, FAA_TITLE = "Proposed Rules", "AMT General Handbook"
 QUESTION = "Which airplanes does the FAA's proposed airworthiness directive apply to?"
 
 
-@pytest.fixture(scope="module", params=["falkordb", "neo4j"])
+@pytest.fixture(scope="module", params=BACKENDS)
 def corpus(request, falkor_settings, examples_dir):
     """A knowledge base holding the two PDFs, ingested in one run, on each store."""
     if request.param == "falkordb":

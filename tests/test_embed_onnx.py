@@ -19,6 +19,9 @@ import pytest
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
 
+# torch loads the model and exports it to ONNX in a home of this module's own (~100 s of CPU on 2 cores)
+pytestmark = pytest.mark.slow
+
 QUESTION = "Who directed the film Sleep, My Love?"
 
 

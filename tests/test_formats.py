@@ -393,6 +393,7 @@ def test_unread_kinds_say_why_and_the_fix(tmp_path: Path, monkeypatch):
         assert skip_reason(tmp_path / name) is None, name
 
 
+@pytest.mark.slow  # LibreOffice (soffice) writes and converts the files
 def test_legacy_doc_and_ppt_are_converted_with_libreoffice(tmp_path: Path):
     """With LibreOffice on PATH a legacy .doc/.ppt is converted and read (made here by LibreOffice from a
     .docx/.pptx that python-docx/python-pptx wrote). CI installs LibreOffice: there a missing one fails."""

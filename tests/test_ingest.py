@@ -37,6 +37,7 @@ def _writes(store) -> int:
     return sum(n for name, n in store.sent.items() if name.startswith(WRITE_STATEMENTS))
 
 
+@pytest.mark.slow  # every file of examples/docs (8 documents, ~800 chunks)
 def test_shared_documents_build_three_layers(backend_settings, examples_dir):
     """Every file in examples/docs ingests; each layer is present and linked to its document."""
     kb = _kb(backend_settings)

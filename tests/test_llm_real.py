@@ -18,6 +18,7 @@ from pydantic import SecretStr
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import stable_id
+from tests.backends import BACKENDS
 
 FAA = "docs/pdf/faa_amt_general_handbook_sample.pdf"  # one page of prose: 3 chunks at 256 words
 SENATE = "docs/pdf/us_senate_expenditures.pdf"  # one ledger table: a table chunk
@@ -29,7 +30,7 @@ METHODS = ("pike", "naive", "naive_hr", "self_ask", "cot")
 ROUNDS = 2  # Algorithm 1's N for these tests (the loop's machinery is the same at 5)
 
 
-@pytest.fixture(scope="module", params=["falkordb", "neo4j"])
+@pytest.fixture(scope="module", params=BACKENDS)
 def llm_kb(request, falkor_settings, llm_server, tmp_path_factory, examples_dir):
     """A knowledge base on each store whose LLM is the real local server, with the two documents ingested by
     it once per module (a fresh response cache: every answer is a real request)."""

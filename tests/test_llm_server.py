@@ -64,6 +64,7 @@ def assert_not_started(server: LocalLLMServer) -> None:
 # --- the real server ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # starts llama.cpp's llama-server
 def test_start_chat_idempotent_stop(installed, server_settings, tmp_path):
     from openai import OpenAI
 
@@ -164,6 +165,7 @@ def test_port_taken(installed, server_settings):
     assert_not_started(server)
 
 
+@pytest.mark.slow  # starts llama.cpp's llama-server
 def test_server_dies_during_startup(installed, server_settings, tmp_path):
     bad = truncated_gguf(tmp_path / "broken.gguf")
     server = LocalLLMServer(server_settings)
@@ -181,6 +183,7 @@ def test_server_dies_during_startup(installed, server_settings, tmp_path):
     assert port_free(server_settings.llm_server_port)
 
 
+@pytest.mark.slow  # starts llama.cpp's llama-server
 def test_startup_timeout_stops_the_server(installed, server_settings):
     server = LocalLLMServer(server_settings)
     with pytest.raises(LLMServerError) as exc:

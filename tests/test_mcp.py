@@ -61,6 +61,8 @@ def test_stdio(kb_settings, tmp_path):
     env = {
         "KBGRAPH_HOME": str(s.home), "KBGRAPH_DATA_DIR": str(s.data_dir), "KBGRAPH_NAME": s.name,
         "KBGRAPH_EMBEDDING_CACHE_DIR": str(s.embedding_cache_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        # the session's static model (tests/conftest.py): distilling another would outlast the read timeout
+        "KBGRAPH_STATIC_MODELS_DIR": os.environ["KBGRAPH_STATIC_MODELS_DIR"],
         "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
     }  # fmt: skip
     exe = os.path.join(os.path.dirname(sys.executable), "kbgraph")

@@ -96,6 +96,7 @@ def _is_sentence(text: str) -> bool:
     return len(text.split()) >= 5 and text.rstrip("…")[-1] in ".!?;:)\"”’" and text[0].isalnum()
 
 
+@pytest.mark.slow  # sample_kb ingests three sample documents
 def test_table_cell_question_answers_with_the_row(sample_kb):
     answer = sample_kb.ask(TABLE_Q)
     lines = evidence_lines(sample_kb, answer)
@@ -108,6 +109,7 @@ def test_table_cell_question_answers_with_the_row(sample_kb):
     assert sample_kb.ask(TABLE_Q).answer == answer.answer  # deterministic
 
 
+@pytest.mark.slow  # sample_kb ingests three sample documents
 def test_handbook_question_answers_with_sentences(sample_kb):
     answer = sample_kb.ask(PROSE_Q)
     lines = evidence_lines(sample_kb, answer)
@@ -121,6 +123,7 @@ def test_handbook_question_answers_with_sentences(sample_kb):
     assert any("trustee" in text.lower() and "dut" in text.lower() for text, _, _ in lines), answer.answer
 
 
+@pytest.mark.slow  # sample_kb ingests three sample documents
 def test_html_question_answers_from_the_page(sample_kb):
     answer = sample_kb.ask(HTML_Q)
     lines = evidence_lines(sample_kb, answer)

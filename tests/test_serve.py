@@ -23,13 +23,14 @@ httpx = pytest.importorskip("httpx")
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
 from kbgraph.serve.uploads import uploads_dir  # noqa: E402
+from tests.backends import BACKENDS  # noqa: E402
 from tests.serve_fixture import NICS, QUESTION, SENATE, build_kb, free_port, offline, running  # noqa: E402
 
 
 UPLOAD_LIMIT = 262_144
 
 
-@pytest.fixture(scope="module", params=["falkordb", "neo4j"])
+@pytest.fixture(scope="module", params=BACKENDS)
 def served(request, falkor_settings, examples_dir):
     """(base URL, settings, backend) of a server over a KB holding the NICS report."""
     if request.param == "falkordb":

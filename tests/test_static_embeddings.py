@@ -40,6 +40,7 @@ def _install(settings: Settings, built) -> None:
         shutil.copytree(built[1], out)
 
 
+@pytest.mark.slow  # `built` distils a static model of its own (~10 s quiet, minutes on 2 busy cores)
 def test_static_embedder_shapes_determinism_and_built_once(built):
     settings, out = built
     static_model._CACHE.clear()
@@ -91,6 +92,7 @@ def corpus(examples_dir, tmp_path_factory):
     return musique_sample(examples_dir, tmp_path_factory.mktemp("static-corpus"), 12, 3)
 
 
+@pytest.mark.slow  # `built`: a static model of its own
 def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings, corpus, built):
     settings = backend_settings.model_copy(update={"static_layers": STATIC})
     _install(settings, built)

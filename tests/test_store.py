@@ -237,6 +237,7 @@ def test_data_persists_across_store_restart(backend_settings, store, request, tm
             EmbeddedFalkorDB(backend_settings.kb_dir).stop()
 
 
+@pytest.mark.slow  # ingests the sample DOCX (100+ chunks) twice
 def test_reset_empties_the_graph_and_a_new_ingest_works(falkor_settings, examples_dir):
     """`kbgraph reset` then `kbgraph ingest` (the rebuild the docs recommend): every node gone, the indexes in place,
     and the next ingest reads and writes normally. On FalkorDB 4.16.3 `MATCH (n) DETACH DELETE n` after ingesting
