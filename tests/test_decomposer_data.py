@@ -92,9 +92,10 @@ def expected_round(store, embedder, proposals, *, known=()):
     for lst in hits:  # line 10 with the top-K of each proposal
         relevant += [q for q, _c, s in lst[:K] if s >= DELTA and q not in relevant]
     updates: dict[str, float] = {}
+    index = [{h.id: h.score for h in store.vector_search("AtomicQuestion", vec.tolist(), k=1000)} for vec in pvecs]
     for q in dict.fromkeys(q for lst in hits for q, _, _ in lst):
-        if q not in relevant:  # line 13: the max over all proposals, from the embedder's vectors
-            best = float(max(np.asarray(embedder.embed([text_of[q]]))[0] @ pvecs.T))
+        if q not in relevant:  # line 13: the max over all proposals of the index's cosine (line 10's space)
+            best = max(scores[q] for scores in index)
             updates[chunk[q]] = updates.get(chunk[q], 0.0) + best
     rap = [q for q in relevant if chunk[q] not in set(known)]
     return [x for lst in hits for x in lst], rap, updates
@@ -164,6 +165,45 @@ def test_algorithm2_bookkeeping(kb, corpus):
                             "rounds": 3}  # fmt: skip
     assert [k for k, _ in responder.seen].count("judge") == 2
     assert Trajectory.model_validate_json(trajs[0].model_dump_json()) == trajs[0]
+
+
+@pytest.mark.slow  # ingests 30 passages with the real pipeline
+def test_line_13_reads_line_10s_vectors_on_a_late_chunked_kb(falkor_settings, examples_dir, tmp_path):
+    """Late chunking (the default) stores each sentence tag's in-context vector: line 13's S increment must be the
+    cosine with that stored vector (what line 10 compares through the index), not with a fresh embedding of the
+    tag's text alone, which differs on such a knowledge base."""
+    import uuid
+
+    from kbgraph.eval.decomposer_data import split_candidates
+    from kbgraph.kb import KnowledgeBase
+    from kbgraph.query.graph import retrieve_atomic
+    from tests.musique_sample import musique_sample
+
+    path, questions = musique_sample(examples_dir, tmp_path, passages=30, questions=3)
+    settings = falkor_settings.model_copy(update={"name": f"late{uuid.uuid4().hex[:8]}"})
+    assert settings.late_chunking
+    with KnowledgeBase(settings=settings) as kb:
+        assert kb.ingest([path], progress=False).failed == 0
+        ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
+        proposals = questions[:2]
+        vectors = np.asarray(kb.embedder.embed(proposals))
+        hits = retrieve_atomic(kb.store, proposals, vectors, k=8, threshold=0.0)
+        relevant, updates = split_candidates(ctx, proposals, vectors, hits, k=1, delta=0.99)  # line 10 keeps none
+        assert relevant == [] and updates
+        index = [{h.id: h.score for h in kb.store.vector_search("AtomicQuestion", v.tolist(), k=1000)} for v in vectors]
+        expected: dict[str, float] = {}
+        fresh: dict[str, float] = {}
+        texts = {c.question_id: c.text for c in hits}
+        for qid, cid in {c.question_id: c.chunk_id for c in hits}.items():
+            expected[cid] = expected.get(cid, 0.0) + max(scores[qid] for scores in index)
+            own = float(max(np.asarray(kb.embedder.embed([texts[qid]]))[0] @ vectors.T))
+            fresh[cid] = fresh.get(cid, 0.0) + own
+        assert updates.keys() == expected.keys()
+        for cid, value in updates.items():
+            assert value == pytest.approx(expected[cid], abs=1e-4)
+        # the knowledge base is late-chunked: the text's own embedding is another space
+        assert max(abs(fresh[c] - expected[c]) for c in expected) > 1e-2
+        kb.reset()
 
 
 def test_until_correct_and_the_parameter_checks(kb, corpus):

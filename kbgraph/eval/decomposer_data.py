@@ -26,8 +26,10 @@ Readings of the paper where its lines leave a choice (each named where it is cod
   pair is relevant when it is among the first K of some proposal's K' list with similarity >= δ, i.e. exactly
   Algorithm 1's candidates (kbgraph.query.decompose); every other pair of AC_t updates S (line 13).
 * Line 7 and line 10 read the vector index's cosine (as Algorithm 1); line 13's max over all proposals (most of
-  which did not retrieve q) is the exact cosine of the embedder's vectors of the two texts (the index holds the
-  same embedder's vector of q's text; Neo4j's index scores are quantized, ~1e-2 off).
+  which did not retrieve q) is the exact cosine of each proposal's vector and q's *stored* vector, computed in
+  the database (``retrieve/atomic_question_similarity``): the vector the index holds, so lines 10 and 13 compare
+  in one space. With late chunking (the default) a sentence tag's stored vector is its in-context vector, which
+  an embedding of its text alone is not. Neo4j's index scores are quantized, ~1e-2 off the exact cosine.
 * As in Algorithm 1 (authors' code), RAP_t never offers a chunk already in C_{t-1} to the selector; S's
   bookkeeping (lines 9-15) is as written, for every pair. An empty RAP_t is q^t = None without asking the LLM;
   Algorithm 1's backup retrievals and backup selection are not part of Algorithm 2.
@@ -174,8 +176,9 @@ def split_candidates(ctx: QueryContext, proposals: Sequence[str], vectors: Any, 
                      k: int, delta: float) -> tuple[list[Candidate], dict[str, float]]:  # fmt: skip
     """Lines 8-15 over AC_t = ``hits`` (``retrieve_atomic`` of the proposals at K', δ'): (RAP_t, the S increment
     per chunk). A distinct (question, chunk) pair is relevant when some proposal has it among its first ``k`` hits
-    with similarity >= ``delta``; every other pair adds the max over all proposals of its cosine (the embedder's
-    vectors) to its chunk's S (module docstring). RAP_t keeps the pairs' first hits, in AC_t's order."""
+    with similarity >= ``delta``; every other pair adds the max over all proposals of its cosine (with the
+    question's stored vector, as line 10) to its chunk's S (module docstring). RAP_t keeps the pairs' first hits,
+    in AC_t's order."""
     rank: dict[str, int] = {}
     first: dict[str, Candidate] = {}
     relevant: dict[str, Candidate] = {}
@@ -187,10 +190,16 @@ def split_candidates(ctx: QueryContext, proposals: Sequence[str], vectors: Any, 
     rest = [c for qid, c in first.items() if qid not in relevant]
     updates: dict[str, float] = {}
     if rest:
-        texts = np.asarray(ctx.embedder.embed([c.text for c in rest]), dtype=np.float32)
+        # line 13: the same vector space as line 10, the atomic question's stored vector (the index's)
         pvecs = np.asarray(vectors, dtype=np.float32).reshape(len(proposals), -1)
-        for c, best in zip(rest, (texts @ pvecs.T).max(axis=1), strict=True):
-            updates[c.chunk_id] = updates.get(c.chunk_id, 0.0) + float(best)  # line 13
+        ids = [c.question_id for c in rest]
+        best: dict[str, float] = {}
+        for pvec in pvecs:
+            for qid, sim in ctx.store.atomic_question_similarities(ids, pvec.tolist()).items():
+                best[qid] = max(best.get(qid, -1.0), sim)
+        for c in rest:
+            if c.question_id in best:
+                updates[c.chunk_id] = updates.get(c.chunk_id, 0.0) + best[c.question_id]  # line 13
     return list(relevant.values()), updates
 
 

@@ -314,6 +314,17 @@ class GraphStore(ABC):
         rows = self.run("retrieve/chunk_similarity", {"ids": list(ids), "embedding": vec})
         return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
 
+    def atomic_question_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
+        """Exact cosine similarity between ``embedding`` (``dimension`` floats) and the stored vector of each
+        AtomicQuestion of ``ids`` (the vector its index holds: with late chunking, the sentence's in-context
+        vector, not an embedding of its text alone). Returns {question id: cosine in [-1, 1]}; unknown ids,
+        questions without an embedding and those of documents not complete are left out."""
+        if not ids:
+            return {}
+        vec = self.check_vector(embedding)
+        rows = self.run("retrieve/atomic_question_similarity", {"ids": list(ids), "embedding": vec})
+        return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
+
     def fulltext_search(self, label: str, text: str, k: int, prop: str | None = None) -> list[FulltextHit]:
         """Top-``k`` nodes of ``label`` whose full-text-indexed property matches any word of ``text``.
         User text is reduced to words first, so quotes, operators and brackets are harmless. A document that
