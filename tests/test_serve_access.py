@@ -107,7 +107,8 @@ def test_paths_outside_the_roots_are_403_and_never_read(kb_settings, tree):
         mixed = c.post(f"{kb}/ingest", json={"paths": [str(root / "lighthouse.md"), str(outside / "secret.md")]})
         assert mixed.status_code == 403
         # an upload named with ../ : 400, nothing written or read
-        up = c.post(f"{kb}/ingest", files=[("files", ("../kbg29-outside/secret.md", b"overwrite"))])
+        up_and_out = os.path.join(os.pardir, outside.name, "secret.md")  # (os.pardir: see tests/test_repo_only.py)
+        up = c.post(f"{kb}/ingest", files=[("files", (up_and_out, b"overwrite"))])
         assert up.status_code == 400, up.text
         assert (outside / "secret.md").read_text() == SECRET
         OPENED.clear()  # (the line above is the test's own read)
