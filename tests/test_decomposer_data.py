@@ -92,10 +92,10 @@ def expected_round(store, embedder, proposals, *, known=()):
     for lst in hits:  # line 10 with the top-K of each proposal
         relevant += [q for q, _c, s in lst[:K] if s >= DELTA and q not in relevant]
     updates: dict[str, float] = {}
-    index = [{h.id: h.score for h in store.vector_search("AtomicQuestion", vec.tolist(), k=1000)} for vec in pvecs]
     for q in dict.fromkeys(q for lst in hits for q, _, _ in lst):
-        if q not in relevant:  # line 13: the max over all proposals of the index's cosine (line 10's space)
-            best = max(scores[q] for scores in index)
+        if q not in relevant:  # line 13: the max over all proposals of the cosine with q's stored vector, which on
+            # this hand-built graph is the embedding of q's text (late chunking: test_line_13_reads_line_10s_vectors)
+            best = float(max(np.asarray(embedder.embed([text_of[q]]))[0] @ pvecs.T))
             updates[chunk[q]] = updates.get(chunk[q], 0.0) + best
     rap = [q for q in relevant if chunk[q] not in set(known)]
     return [x for lst in hits for x in lst], rap, updates

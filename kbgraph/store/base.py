@@ -308,21 +308,21 @@ class GraphStore(ABC):
         """Exact cosine similarity between ``embedding`` (``dimension`` floats) and each Chunk of ``ids``
         (computed in the database; no index involved). Returns {chunk id: cosine in [-1, 1]}; unknown ids,
         chunks without an embedding and chunks of documents not complete are left out."""
-        if not ids:
-            return {}
-        vec = self.check_vector(embedding)
-        rows = self.run("retrieve/chunk_similarity", {"ids": list(ids), "embedding": vec})
-        return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
+        return self._similarities("retrieve/chunk_similarity", ids, embedding)
 
     def atomic_question_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
         """Exact cosine similarity between ``embedding`` (``dimension`` floats) and the stored vector of each
         AtomicQuestion of ``ids`` (the vector its index holds: with late chunking, the sentence's in-context
         vector, not an embedding of its text alone). Returns {question id: cosine in [-1, 1]}; unknown ids,
         questions without an embedding and those of documents not complete are left out."""
+        return self._similarities("retrieve/atomic_question_similarity", ids, embedding)
+
+    def _similarities(self, statement: str, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
+        """{id: cosine in [-1, 1]} of the rows (id, backend vector score) of ``statement`` over ``ids``."""
         if not ids:
             return {}
         vec = self.check_vector(embedding)
-        rows = self.run("retrieve/atomic_question_similarity", {"ids": list(ids), "embedding": vec})
+        rows = self.run(statement, {"ids": list(ids), "embedding": vec})
         return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
 
     def fulltext_search(self, label: str, text: str, k: int, prop: str | None = None) -> list[FulltextHit]:
