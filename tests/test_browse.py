@@ -3,7 +3,9 @@ corpus (two PDFs of examples/docs), saved rationales (kbgraph ask --save) and wh
 to them, the `kbgraph browse` command, and the Browser style with the server setting that applies it.
 
 The tests of one store share one ingested corpus (module scope) and run in file order: read-only queries
-first, then the tests that save questions, then the one that deletes a document.
+first, then the tests that save questions, then the one that deletes a document (it needs a saved Algorithm 1
+rationale, from test_save_pike_rationale_rounds_subquestions_matches). Counts are read from the store, never
+copied from an earlier run's output.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def test_document_query_returns_the_three_layers(corpus):
     fr = corpus.browse("document", document=FR_TITLE, limit=1000, per_chunk=1000)
     faa = corpus.browse("document", document="amt general", limit=1000, per_chunk=1000)
     # every chunk of both documents, once, in reading order
-    assert len(fr) + len(faa) == stats.nodes["Chunk"] and len(fr) == 53 and len(faa) == 3
+    assert len(fr) + len(faa) == stats.nodes["Chunk"] and len(fr) > len(faa) > 0  # (a 60-page PDF, a 2-page one)
     assert len({r["chunk"]["id"] for r in fr + faa}) == stats.nodes["Chunk"]
     for rows, title in ((fr, FR_TITLE), (faa, FAA_TITLE)):
         doc_id = rows[0]["document"]["id"]
@@ -335,8 +337,11 @@ def test_cli_ask_save_and_browse(corpus, monkeypatch, capsys):
 
 
 def test_questions_lists_saved_questions(corpus):
+    before = corpus.stats().nodes.get("Question", 0)
+    saved = [corpus.ask(q, save=True) for q in ("What does the rule require?", "Who inspects the aircraft?")]
     rows = corpus.browse("questions")
-    assert len(rows) == corpus.stats().nodes["Question"] >= 4
+    assert len(rows) == corpus.stats().nodes["Question"] == before + len(saved)  # whatever earlier tests saved
+    assert {r["text"] for r in rows} >= {"What does the rule require?", "Who inspects the aircraft?"}
     assert [r["asked_at"] for r in rows] == sorted((r["asked_at"] for r in rows), reverse=True)
     for r in rows:
         assert r["used"] == len(_question_row(corpus, r["question"]["id"])["used"]) > 0
@@ -347,11 +352,12 @@ def test_deleting_a_document_removes_rationale_edges(corpus):
     """Deleting the Federal Register detaches its chunks and atomic questions: no USED or MATCHED edge is left
     pointing at them, the others stay, and so do the Questions and SubQuestions (with their answers)."""
     before = {q["question"]["id"]: _question_row(corpus, q["question"]["id"]) for q in corpus.browse("questions")}
-    fr_id = corpus.browse("document", document=FR_TITLE, limit=1)[0]["document"]["id"]
+    fr_rows = corpus.browse("document", document=FR_TITLE, limit=1000, per_chunk=1000)
+    fr_id = fr_rows[0]["document"]["id"]
     assert all(any(c["document_id"] == fr_id for c in r["chunks"]) for r in before.values())
     assert any(r["matched"] for r in before.values())
     counts = corpus.delete(str(corpus.examples_dir / FEDERAL_REGISTER))
-    assert counts["documents"] == 1 and counts["chunks"] == 53
+    assert counts["documents"] == 1 and counts["chunks"] == len({r["chunk"]["id"] for r in fr_rows})
     kept_used = kept_matched = 0
     for qid, old in before.items():
         row = _question_row(corpus, qid)
