@@ -359,6 +359,9 @@ class Settings(BaseSettings):
     serve_host: str = Field("127.0.0.1", description="Address `kbgraph serve` binds; any other than loopback "
                             "needs api_key.")  # fmt: skip
     serve_port: int = Field(8080, ge=1, le=65535, description="Port of `kbgraph serve`.")
+    serve_store_connections: int = Field(
+        4, ge=1, description="Requests of one knowledge base that `kbgraph serve` answers at once, each on a store "
+        "connection of its own; one more waits for a free connection (kbgraph.serve.kbs).")
     api_key: SecretStr | None = Field(
         None, description="Bearer token every request to `kbgraph serve` must carry (KBGRAPH_API_KEY); "
         "required to bind off loopback."

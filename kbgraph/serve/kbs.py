@@ -5,13 +5,15 @@ under ``<home>`` on the embedded store and a database name on Neo4j, so :func:`c
 that is not a plain name before any file or connection is made: empty, over 64 characters, a path (``/``,
 ``\\``, ``..``), NUL or other control characters.
 
-:class:`KBPool` keeps one :class:`~kbgraph.kb.KnowledgeBase` per name open for the life of the process: one
-store connection each (the embedded FalkorDB server of the KB folder stays up while a client is connected; its
-idle timer counts from when the service closes the connection), and the embedder, which ``kbgraph.embed``
-already shares process-wide between knowledge bases of the same model. A store connection is used by one
-request at a time (the Neo4j driver's session is not thread-safe): :meth:`KBPool.use` holds a per-name lock
-around one library call. Ingestion opens a connection of its own (:meth:`KBPool.fresh`) so that reads go on
-while a job writes (PIKE-RAG §5.1: only complete documents are read).
+:class:`KBPool` keeps up to ``serve_store_connections`` :class:`~kbgraph.kb.KnowledgeBase` instances per name
+open for the life of the process, each with a store connection of its own (the embedded FalkorDB server of the
+KB folder stays up while a client is connected; its idle timer counts from when the service closes the
+connection), all sharing the embedder, which ``kbgraph.embed`` shares process-wide between knowledge bases of
+the same model. A store connection is used by one request at a time (the Neo4j driver's session is not
+thread-safe), so :meth:`KBPool.use` hands each concurrent request an instance of its own and makes the one past
+the bound wait; no lock is held across a request, so an ask waiting for its LLM does not hold up the others
+(issue 29). Ingestion opens a connection of its own (:meth:`KBPool.fresh`) so that reads go on while a job
+writes (PIKE-RAG §5.1: only complete documents are read).
 
 On Neo4j one knowledge base is one database: the configured knowledge base (``settings.name``) uses
 ``NEO4J_DATABASE``; any other name needs a database of that name on the server (Neo4j Enterprise; Community
@@ -65,8 +67,10 @@ class KBPool:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self._kbs: dict[str, KnowledgeBase] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        self._idle: dict[str, list[KnowledgeBase]] = {}  # open, not in use
+        self._slots: dict[str, threading.BoundedSemaphore] = {}  # serve_store_connections per name
+        self._busy: dict[str, int] = {}
+        self._opening: dict[str, threading.Lock] = {}  # one connection opened at a time per name
         self._guard = threading.Lock()
 
     @property
@@ -98,6 +102,12 @@ class KBPool:
         """A new, connected knowledge base ``name`` outside the pool (the caller closes it). Raises
         InvalidName, KnowledgeBaseNotHosted, StoreUnavailable."""
         settings = self.settings_for(name)
+        with self._guard:
+            opening = self._opening.setdefault(name, threading.Lock())
+        with opening:  # one connection opened at a time per name: the embedded server of a folder starts once
+            return self._open(name, settings)
+
+    def _open(self, name: str, settings: Settings) -> KnowledgeBase:
         kb = KnowledgeBase(settings=settings)
         try:
             kb.store  # noqa: B018 - connect now: a missing Neo4j database is found here
@@ -114,33 +124,44 @@ class KBPool:
 
     @contextmanager
     def use(self, name: str) -> Iterator[KnowledgeBase]:
-        """``with pool.use(name) as kb:`` the pooled knowledge base ``name``, opened on first use, held by this
-        caller alone until the block ends (one library call)."""
+        """``with pool.use(name) as kb:`` a pooled knowledge base ``name`` held by this caller alone until the
+        block ends (one library call). Up to ``serve_store_connections`` callers of one name run at once, each
+        on a connection of its own (opened on first need, kept for the next caller); one more waits for a free
+        one. No lock is held across a call, so an answer that waits for an LLM does not hold up the others."""
         check_name(name)
         with self._guard:
-            lock = self._locks.setdefault(name, threading.Lock())
-        with lock:
-            kb = self._kbs.get(name)
-            if kb is None:
-                kb = self._kbs[name] = self.fresh(name)
+            slots = self._slots.setdefault(name, threading.BoundedSemaphore(self.settings.serve_store_connections))
+        with slots:
+            with self._guard:
+                idle = self._idle.setdefault(name, [])
+                kb = idle.pop() if idle else None
+                self._busy[name] = self._busy.get(name, 0) + 1
             try:
+                if kb is None:
+                    kb = self.fresh(name)
                 yield kb
             except Exception as exc:
-                if isinstance(exc, StoreError) or not isinstance(exc, KBGraphError):
-                    # the connection may be unusable (lost, half-read): reconnect on the next call
-                    self._kbs.pop(name, None)
+                if kb is not None and (isinstance(exc, StoreError) or not isinstance(exc, KBGraphError)):
+                    # the connection may be unusable (lost, half-read): a new one for the next caller
                     kb.close()
+                    kb = None
                 raise
+            finally:
+                with self._guard:
+                    self._busy[name] -= 1
+                    if kb is not None:
+                        self._idle[name].append(kb)
 
     def names(self) -> list[str]:
-        """The knowledge bases open now."""
+        """The knowledge bases open now (with a connection idle or in use)."""
         with self._guard:
-            return sorted(self._kbs)
+            return sorted(n for n in self._slots if self._idle.get(n) or self._busy.get(n))
 
     def close(self) -> None:
         """Close every open knowledge base (the embedded servers then stop after their idle timeout)."""
         with self._guard:
-            kbs, self._kbs = list(self._kbs.values()), {}
+            kbs = [kb for idle in self._idle.values() for kb in idle]
+            self._idle = {}
         for kb in kbs:
             try:
                 kb.close()
