@@ -3,7 +3,7 @@
 the overhead ratio. No LLM: retrieval-only answers (PIKE-RAG §5.2.3 propagation plus evidence picking).
 
     .venv/bin/python benchmarks/serve.py [--corpus docs|2wiki] [--requests 96] [--levels 1,8,32]
-        [--home DIR] [--uri bolt://...]
+        [--home DIR] [--uri bolt://...] [--llm-latency SECONDS]
 
 The knowledge base is built (incrementally) under --home (default ~/.kbgraph-bench): ``serve-docs`` from
 examples/docs, or ``serve-2wiki`` from the 2WikiMultiHopQA dev500 corpus. The in-process side goes through the
@@ -94,6 +94,9 @@ def main() -> None:
     ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
     ap.add_argument("--uri", default=None, help="A Neo4j bolt:// URI instead of the embedded store.")
     ap.add_argument("--port", type=int, default=18080)
+    ap.add_argument("--llm-latency", type=float, default=None, metavar="SECONDS",
+                    help="Instead: method l1 with a scripted LLM answering after SECONDS, in-process through the "
+                    "server's KBPool; wall time of 4 and of 16 concurrent asks on one knowledge base.")
     args = ap.parse_args()
 
     settings = Settings(home=Path(args.home), name=f"serve-{args.corpus}", uri=args.uri, llm_model=None,
@@ -103,6 +106,9 @@ def main() -> None:
         report = kb.ingest([source], progress=False)
         print(f"knowledge base {settings.name}: {report.added} added, {report.unchanged} unchanged", file=sys.stderr)
 
+    if args.llm_latency is not None:
+        llm_concurrency(settings, args.corpus, args.llm_latency)
+        return
     pool = KBPool(settings)
     proc = start_server(settings, args.port)
     url = f"http://127.0.0.1:{args.port}/v1/kb/{settings.name}/ask"
@@ -138,6 +144,46 @@ def main() -> None:
     for level, a, b in rows:
         print(f"| {level} | {a['asks_s']:.1f} | {a['p50']:.0f} | {a['p95']:.0f} | {b['asks_s']:.1f} | {b['p50']:.0f} "
               f"| {b['p95']:.0f} | {b['p50'] / a['p50']:.2f} |")
+
+
+def llm_concurrency(settings: Settings, corpus: str, latency: float) -> None:
+    """Issue 29: N asks with an LLM of fixed latency on one knowledge base at once, through ``KBPool`` as the
+    server runs them (``serve_store_connections``, default 4): their wall time for N = 4 and N = 16. Under a
+    lock per knowledge base 16 take 4x the time of 4; with one connection per request, 16 take
+    ceil(16 / connections) rounds of the LLM's latency."""
+    import json as _json
+
+    from kbgraph.llm.fake import ScriptedLLM
+
+    def respond(messages):
+        time.sleep(latency)
+        return _json.dumps({"answer": "scripted", "rationale": "scripted"})
+
+    rows = []
+    for connections in (1, settings.serve_store_connections):  # 1 = one request at a time, as the old lock
+        pool = KBPool(settings.model_copy(update={"serve_store_connections": connections}))
+        try:
+            def ask(q: str, pool: KBPool = pool) -> None:
+                with pool.use(settings.name) as kb:
+                    kb.llm = ScriptedLLM(respond)
+                    kb.ask(q, method="l1")
+
+            ask(questions(corpus, 1)[0])  # warm-up: embedder, query plans, one connection
+            walls = {}
+            for n in (4, 16):
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(max_workers=n) as ex:
+                    list(ex.map(ask, questions(corpus, n)))
+                walls[n] = time.perf_counter() - t0
+                print(f"connections {connections}, {n} concurrent asks: {walls[n]:.2f} s", file=sys.stderr)
+            rows.append((connections, walls))
+        finally:
+            pool.close()
+    print(f"\n{settings.name} on {settings.backend}, method l1, scripted LLM latency {latency} s\n")
+    print("| serve_store_connections | 4 asks wall s | 16 asks wall s | 16 ÷ 4 |")
+    print("|---:|---:|---:|---:|")
+    for connections, walls in rows:
+        print(f"| {connections} | {walls[4]:.2f} | {walls[16]:.2f} | {walls[16] / walls[4]:.2f} |")
 
 
 if __name__ == "__main__":
