@@ -59,6 +59,11 @@ def index_text(
     return f"{chunk_heading(title, section_path)}\n{chunk_body(kind, text, summary)}"
 
 
+def strip_disambiguator(title: str) -> str:
+    """'Anthony Robinson (Unitarian)' -> 'Anthony Robinson' (Wikipedia's parenthetical disambiguator)."""
+    return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip()
+
+
 def parse_markdown_table(markdown: str) -> tuple[str | None, list[str], list[list[str]]]:
     """(caption, header, rows) of a Markdown pipe table as ingestion writes a table chunk's text
     (``kbgraph.ingest.tables.rows_to_markdown``; the first non-table line, bold markers removed, is the caption)."""

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -44,17 +44,13 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from kbgraph.errors import ConfigError
+from kbgraph.text import strip_disambiguator
 
 #: Score terms of propagation, in feature order (kbgraph.query.propagation's layer names).
 LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
           "Hop", "TitleHop", "Next")  # fmt: skip
 #: Every feature, in the order of a feature row.
 FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted")
-
-#: One candidate as the ranker reads it: its terms {layer: (similarity, factor)}, its document's title and
-#: its weighted sum.
-Terms = Mapping[str, tuple[float, float]]
-
 
 class Candidate(BaseModel):
     """A candidate chunk of the pool: ``terms`` {layer: (similarity, factor)} of propagation, the title of its
@@ -109,14 +105,10 @@ class RankerModel(BaseModel):
                 for name, m, s, w in zip(self.features, self.mean, self.scale, self.coef, strict=True)]  # fmt: skip
 
 
-def _strip_disambiguator(title: str) -> str:
-    return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip()
-
-
 def title_in_question(title: str, question: str) -> bool:
     """True if ``title`` (without a trailing '(...)' disambiguator, at least 2 characters) appears in
     ``question`` on word boundaries, case-insensitive."""
-    t = _strip_disambiguator(title or "").lower()
+    t = strip_disambiguator(title or "").lower()
     if len(t) < 2:
         return False
     return re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", question.lower()) is not None

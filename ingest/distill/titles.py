@@ -10,18 +10,13 @@ alone, for titles that arrive after a chunk was distilled.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kbgraph.ingest.distill.names import normalize_name, title_entity
 from kbgraph.ingest.distill.tags import chunk_text
 from kbgraph.models import ChunkRecord, EntityRecord, MentionRecord
-
-
-def strip_disambiguator(title: str) -> str:
-    """'Anthony Robinson (Unitarian)' -> 'Anthony Robinson' (Wikipedia's parenthetical disambiguator)."""
-    return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip()
+from kbgraph.text import strip_disambiguator
 
 
 class TitleMatcher:
