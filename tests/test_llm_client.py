@@ -434,3 +434,25 @@ def test_get_llm_offline(tmp_path, monkeypatch):
 def test_import_does_not_load_openai():
     code = "import sys, kbgraph.llm; assert 'openai' not in sys.modules, 'openai imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+
+
+def test_an_answer_the_server_could_not_parse_counts_as_failed():
+    """llama-server's own parse failure of a constrained answer (an LLMError caused by a JSONAnswerError) is a
+    failed answer of that schema in json_report, as an answer that fails validation after its repair is."""
+    from pydantic import BaseModel
+
+    from kbgraph.errors import LLMError
+    from kbgraph.llm.fake import ScriptedLLM
+    from kbgraph.llm.json_answers import JSONAnswerError
+
+    class Probe(BaseModel):
+        answer: str
+
+    unusable = LLMError("the LLM server could not use the model's answer to the Probe prompt")
+    unusable.__cause__ = JSONAnswerError("The model produced output that does not match the expected format")
+    llm = ScriptedLLM([unusable, LLMError("connection refused")])
+    for _ in range(2):
+        with pytest.raises(LLMError):
+            llm.complete_json([{"role": "user", "content": "q"}], Probe)
+    report = llm.json_report()["Probe"]
+    assert report["failed"] == 1 and report["answers"] == 0  # the server error is not an answer of the model

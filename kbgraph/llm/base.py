@@ -13,13 +13,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
 from kbgraph.errors import LLMError
-from kbgraph.llm.json_answers import REPAIR_PROMPT, describe_error, parse_json_answer, with_json_instructions
+from kbgraph.llm.json_answers import (
+    REPAIR_PROMPT,
+    JSONAnswerError,
+    describe_error,
+    parse_json_answer,
+    with_json_instructions,
+)
 from kbgraph.llm.json_stream import TextSink
 from kbgraph.llm.structured import MODES, FormatMemory, JSONStats, Mode, next_mode, response_format
 from kbgraph.text import one_line
@@ -155,7 +161,8 @@ class BaseLLM:
         params: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": self._max(max_tokens)}
         stats = self._stats(schema)
         first = with_json_instructions(messages, schema)
-        text, fmt = self._send_json(first, schema, params, sink)
+        with self._unusable_counted(stats):
+            text, fmt = self._send_json(first, schema, params, sink)
         try:
             answer = parse_json_answer(text, schema)
             self._tally(stats, "answers")
@@ -169,7 +176,8 @@ class BaseLLM:
         ]
         if sink is not None:
             sink.restart()
-        text = self._request(repair, params, fmt, f"{schema.__name__} repair", sink)
+        with self._unusable_counted(stats):
+            text = self._request(repair, params, fmt, f"{schema.__name__} repair", sink)
         try:
             answer = parse_json_answer(text, schema)
             self._tally(stats, "answers", "repaired")
@@ -240,6 +248,17 @@ class BaseLLM:
     def _stats(self, schema: type[BaseModel]) -> JSONStats:
         with self._usage_lock:
             return self.json_stats.setdefault(schema.__name__, JSONStats())
+
+    @contextmanager
+    def _unusable_counted(self, stats: JSONStats) -> Iterator[None]:
+        """A request whose answer the server itself could not parse (an LLMError caused by a JSONAnswerError,
+        e.g. llama-server's grammar output it rejects) is a failed answer of the schema, counted as such."""
+        try:
+            yield
+        except LLMError as exc:
+            if isinstance(exc.__cause__, JSONAnswerError):
+                self._tally(stats, "failed")
+            raise
 
     def _tally(self, stats: JSONStats, *fields: str) -> None:
         with self._usage_lock:
