@@ -336,6 +336,11 @@ class Settings(BaseSettings):
         1024, ge=16, description="Most tokens one LLM answer may have (None = the server's limit); bounds a "
         "small model that does not stop."
     )
+    llm_max_concurrency: int | None = Field(
+        None, ge=1, description="LLM requests in flight at once per endpoint (base URL), over every client of the "
+        "process; one more waits in the client (kbgraph.llm.limit). None = the server's slots (kbgraph llm start "
+        "--parallel N, or llama-server's /props), else 8.",
+    )
     llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = Field(
         "auto",
         description="How JSON answers are constrained: 'auto' tries the schema as response_format (json_schema, "
@@ -354,6 +359,10 @@ class Settings(BaseSettings):
     )
     llm_server_ctx: int = Field(4096, ge=256, description="Context window of the local LLM server, in tokens.")
     llm_server_threads: int = Field(2, ge=1, description="CPU threads of the local LLM server.")
+    llm_server_parallel: int = Field(
+        1, ge=1, description="Slots of the local LLM server (llama-server --parallel): requests it answers at once, "
+        "each with a context of llm_server_ctx tokens (the server gets parallel x llm_server_ctx).",
+    )
 
     # --- kbgraph serve (HTTP API) and kbgraph mcp (kbgraph.serve) ---------------------------------
     serve_host: str = Field("127.0.0.1", description="Address `kbgraph serve` binds; any other than loopback "

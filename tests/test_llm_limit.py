@@ -1,0 +1,151 @@
+"""llm_max_concurrency (kbgraph.llm.limit, issue 29): the real OpenAIClient against a slow OpenAI-compatible HTTP
+server on 127.0.0.1 that counts the requests it is answering at once; the bound is per endpoint, shared by every
+client of the process, and defaults to the server's slots."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from kbgraph.llm import OpenAIClient
+from kbgraph.llm.limit import DEFAULT_BOUND, endpoint_limit, forget
+from kbgraph.llm.llama import server_args
+from kbgraph.settings import Settings
+
+MESSAGES = [{"role": "user", "content": "What is 6 x 7?"}]
+
+
+class SlowServer:
+    """Answers every chat completion after ``latency`` seconds (streamed or not); ``most`` is the highest number
+    of requests it was answering at once. ``GET /props`` reports ``slots`` as llama-server does (404 if None)."""
+
+    def __init__(self, latency: float, slots: int | None = None):
+        self.latency, self.slots = latency, slots
+        self.in_flight = self.most = self.answered = 0
+        lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path == "/props" and fake.slots is not None:
+                    return self._send(200, "application/json", json.dumps({"total_slots": fake.slots}).encode())
+                self._send(404, "application/json", b"{}")
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with lock:
+                    fake.in_flight += 1
+                    fake.most = max(fake.most, fake.in_flight)
+                try:
+                    time.sleep(fake.latency)
+                finally:
+                    with lock:
+                        fake.in_flight -= 1
+                        fake.answered += 1
+                message = {"role": "assistant", "content": "42"}
+                if body.get("stream"):
+                    events = [{"choices": [{"index": 0, "delta": message}]}, {"choices": [], "usage": None}]
+                    data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+                    return self._send(200, "text/event-stream", data.encode())
+                answer = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                          "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
+                self._send(200, "application/json", json.dumps(answer).encode())
+
+            def _send(self, status: int, kind: str, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def slow_server(monkeypatch):
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    made: list[SlowServer] = []
+
+    def make(latency: float = 0.4, slots: int | None = None) -> SlowServer:
+        made.append(SlowServer(latency, slots))
+        return made[-1]
+
+    yield make
+    for s in made:
+        forget(s.base_url)
+        s.close()
+
+
+def settings(tmp_path, base_url: str, **overrides) -> Settings:
+    return Settings(home=tmp_path, llm_base_url=base_url, llm_model="m", llm_api_key="k", llm_response_format="none",
+                    llm_timeout=30, llm_max_retries=0, **overrides)  # fmt: skip
+
+
+def test_a_bound_of_two_keeps_two_requests_in_flight(slow_server, tmp_path):
+    """Six requests from three clients of one endpoint at once: the server never answers more than two together
+    (six at once without the bound), and every request is answered."""
+    server = slow_server(latency=0.4)
+    clients = [OpenAIClient(settings(tmp_path, server.base_url, llm_max_concurrency=2), cache=False) for _ in range(3)]
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda i: clients[i % 3].complete(MESSAGES), range(6)))
+    assert answers == ["42"] * 6
+    assert server.answered == 6
+    assert server.most == 2
+    assert clients[0].limit is clients[1].limit and clients[0].limit.bound == 2
+
+
+def test_a_streamed_answer_holds_its_slot_until_read(slow_server, tmp_path):
+    server = slow_server(latency=0.3)
+    client = OpenAIClient(settings(tmp_path, server.base_url, llm_max_concurrency=1), cache=False)
+
+    def streamed(_: int) -> str:
+        return "".join(client._stream(MESSAGES, model="m", temperature=0.0, max_tokens=None, response_format=None,
+                                      purpose="test"))  # fmt: skip
+
+    with ThreadPoolExecutor(3) as pool:
+        assert list(pool.map(streamed, range(3))) == ["42"] * 3
+    assert server.most == 1 and client.limit.in_flight == 0
+
+
+def test_the_default_bound_is_the_servers_slots(slow_server, tmp_path):
+    """No llm_max_concurrency: llama-server's /props total_slots; a server that reports none gets DEFAULT_BOUND."""
+    llama = slow_server(latency=0.0, slots=3)
+    other = slow_server(latency=0.0, slots=None)
+    limit = endpoint_limit(settings(tmp_path, llama.base_url))
+    assert (limit.bound, limit.source) == (3, "server")
+    assert endpoint_limit(settings(tmp_path, other.base_url)).bound == DEFAULT_BOUND
+
+
+def test_bad_bound_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="llm_max_concurrency"):
+        Settings(home=tmp_path, llm_max_concurrency=0)
+
+
+def test_llama_server_gets_a_context_per_slot():
+    """--parallel N: N slots, each with the whole context (-c N x ctx, no unified KV cache)."""
+    args = server_args("llama-server", Path("m.gguf"), "m", 8099, 4096, 2, parallel=4)
+    assert args[args.index("--parallel") + 1] == "4"
+    assert args[args.index("-c") + 1] == str(4 * 4096)
+    assert "--no-kv-unified" in args
+    one = server_args("llama-server", Path("m.gguf"), "m", 8099, 4096, 2)
+    assert one[one.index("--parallel") + 1] == "1" and one[one.index("-c") + 1] == "4096"
