@@ -225,6 +225,8 @@ class Settings(BaseSettings):
         "the repo's 2Wiki, MuSiQue and HotpotQA sets).")
     ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker "
                              "re-orders.")  # fmt: skip
+    ranker_bm25_k: int = Field(50, ge=0, description="BM25's top chunks that the learned ranker scores (its bm25 "
+                               "features) and adds to its pool; 0 = no BM25 (kbgraph.query.bm25).")  # fmt: skip
 
     # --- auto-tagging (PIKE-RAG §5.2.2), query side: kbgraph.query.tags, kbgraph.eval.tag_pairs ----------
     auto_tagging: bool = Field(False, description="Tag chunks at ingest and questions at query time (needs an LLM). "

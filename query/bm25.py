@@ -24,6 +24,7 @@ import logging
 import re
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,15 @@ def _fingerprint_of(folder: Path) -> str | None:
         return None
 
 
+def corpus_generation(store: GraphStore) -> list[Any]:
+    """[number of Document nodes, latest ingestion run id, its finish time, its status]
+    (``cypher/retrieve/corpus_generation``): one light statement whose value changes with every ingestion run
+    and deletion, so a cached index is re-checked only then."""
+    rows = store.run("retrieve/corpus_generation")
+    row = rows[0] if rows else {}
+    return [row.get("documents") or 0, row.get("run"), row.get("finished_at"), row.get("status")]
+
+
 class BM25Index:
     """A bm25s index over the chunks of one knowledge base. Open it with :meth:`open`; ``ids[i]`` is the
     chunk id of document i of the index."""
@@ -113,18 +123,28 @@ class BM25Index:
         return len(self.ids)
 
     @classmethod
-    def open(cls, store: GraphStore, settings: Settings, *, root: Path | None = None, rebuild: bool = False) -> BM25Index:
+    def open(cls, store: GraphStore, settings: Settings, *, root: Path | None = None, rebuild: bool = False,
+             generation: list[Any] | None = None, k1: float = K1, b: float = B) -> BM25Index:  # fmt: skip
         """The index of the KB's current chunks: loaded from disk when the corpus fingerprint matches, else
-        built from the store and saved. ``root`` overrides :func:`index_root`. Raises ImportError with an
-        install hint when bm25s is missing."""
+        built from the store and saved. ``root`` overrides :func:`index_root`. ``generation``
+        (:func:`corpus_generation`): an index saved under the same generation is loaded without computing the
+        fingerprint (one pass over every chunk key), and a saved index records it. Raises ImportError with
+        an install hint when bm25s is missing. ``k1``, ``b``: BM25's parameters (MIGRES, paper 002 §4.1: 0.9 and
+        0.4); other values than K1, B are kept under ``<root>-k1_<k1>-b_<b>``."""
         try:
             import bm25s  # noqa: F401
         except ImportError as exc:  # pragma: no cover - bm25s is a dependency of kbgraph
             raise ImportError("method 'bm25' needs bm25s: pip install bm25s PyStemmer") from exc
         stem, stem_name = _stemmer()
-        salt = f"bm25s {bm25s.__version__} {METHOD} k1={K1} b={B} stemmer={stem_name} stopwords=en\n"
-        fingerprint, n = corpus_fingerprint(store, salt)
+        salt = f"bm25s {bm25s.__version__} {METHOD} k1={k1} b={b} stemmer={stem_name} stopwords=en\n"
         root = Path(root) if root is not None else index_root(settings)
+        if (k1, b) != (K1, B):
+            root = root.with_name(f"{root.name}-k1_{k1:g}-b_{b:g}")
+        if generation is not None and not rebuild:
+            known = _load_generation(root, generation, salt)
+            if known is not None:
+                return cls(known[0], known[1], fingerprint=known[2], folder=known[3], stemmer=stem_name, built=False)
+        fingerprint, n = corpus_fingerprint(store, salt)
         folder = root / fingerprint[:16]
         if rebuild:
             shutil.rmtree(folder, ignore_errors=True)
@@ -132,6 +152,10 @@ class BM25Index:
             try:
                 meta = json.loads((folder / "kbgraph.json").read_text())
                 if meta.get("fingerprint") == fingerprint:
+                    if generation is not None and meta.get("generation") != generation:
+                        meta["generation"] = generation
+                        meta["salt"] = salt
+                        _write_meta(folder, meta)
                     retriever = bm25s.BM25.load(str(folder), show_progress=False) if meta["ids"] else None
                     return cls(retriever, meta["ids"], fingerprint=fingerprint, folder=folder, stemmer=stem_name,
                                built=False)  # fmt: skip
@@ -145,21 +169,22 @@ class BM25Index:
         retriever = None
         if texts:
             tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stem, return_ids=False, show_progress=False)
-            retriever = bm25s.BM25(k1=K1, b=B, method=METHOD)
+            retriever = bm25s.BM25(k1=k1, b=b, method=METHOD)
             retriever.index(tokens, show_progress=False)
         log.info("BM25 index of %d chunks built in %.1f s", len(ids), time.perf_counter() - t0)
         index = cls(retriever, ids, fingerprint=fingerprint, folder=folder, stemmer=stem_name, built=True)
-        index._save(root, folder, n)
+        index._save(root, folder, n, {"k1": k1, "b": b, **({"generation": generation, "salt": salt}
+                                                             if generation is not None else {})})  # fmt: skip
         return index
 
-    def _save(self, root: Path, folder: Path, n: int) -> None:
+    def _save(self, root: Path, folder: Path, n: int, extra: dict[str, Any]) -> None:
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
         try:
             if self.retriever is not None:
                 self.retriever.save(str(tmp), show_progress=False)
             meta = {"fingerprint": self.fingerprint, "chunks": n, "ids": self.ids, "stemmer": self.stemmer,
-                    "k1": K1, "b": B, "method": METHOD, "built_at": time.time()}  # fmt: skip
+                    "k1": K1, "b": B, "method": METHOD, "built_at": time.time(), **extra}  # fmt: skip
             (tmp / "kbgraph.json").write_text(json.dumps(meta))
             if folder.exists() and _fingerprint_of(folder) != self.fingerprint:
                 shutil.rmtree(folder, ignore_errors=True)  # unreadable or half-deleted
@@ -191,6 +216,57 @@ class BM25Index:
         hits = self.search(question, k)
         details = chunk_details(store, [cid for cid, _ in hits])
         return [scored_chunk(details[cid], score) for cid, score in hits if cid in details]
+
+
+def _write_meta(folder: Path, meta: dict[str, Any]) -> None:
+    """Replace ``folder``'s kbgraph.json atomically (write to a temporary file, rename)."""
+    tmp = folder / f".kbgraph.json.{threading.get_ident()}"
+    try:
+        tmp.write_text(json.dumps(meta))
+        tmp.replace(folder / "kbgraph.json")
+    except OSError as exc:  # a read-only home: the next open computes the fingerprint again
+        log.debug("BM25 index meta not updated at %s: %s", folder, exc)
+
+
+def _load_generation(root: Path, generation: list[Any], salt: str) -> tuple[Any, list[str], str, Path] | None:
+    """(retriever, ids, fingerprint, folder) of the index under ``root`` saved at ``generation`` with the
+    same ``salt`` (bm25s version, parameters, stemmer), or None."""
+    import bm25s
+
+    if not root.is_dir():
+        return None
+    for folder in root.iterdir():
+        if folder.name.startswith(".") or not (folder / "kbgraph.json").is_file():
+            continue
+        try:
+            meta = json.loads((folder / "kbgraph.json").read_text())
+            if meta.get("generation") != generation or meta.get("salt") != salt:
+                continue
+            retriever = bm25s.BM25.load(str(folder), show_progress=False) if meta["ids"] else None
+            return retriever, meta["ids"], meta["fingerprint"], folder
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("BM25 index at %s unreadable (%s)", folder, exc)
+    return None
+
+
+_SHARED: dict[str, tuple[list[Any], BM25Index]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_index(store: GraphStore, settings: Settings) -> BM25Index:
+    """This process's BM25 index of the knowledge base ``settings`` name, for the learned ranker's BM25
+    features (kbgraph.query.propagation): kept in memory and re-checked only when :func:`corpus_generation`
+    changes (one light statement per call, ~1 ms); then loaded from disk or rebuilt (:meth:`BM25Index.open`).
+    Thread-safe; a first call on a new corpus builds the index (a few seconds per 100k chunks)."""
+    key = str(index_root(settings))
+    generation = corpus_generation(store)
+    with _SHARED_LOCK:
+        hit = _SHARED.get(key)
+        if hit is not None and hit[0] == generation:
+            return hit[1]
+        index = BM25Index.open(store, settings, generation=generation)
+        _SHARED[key] = (generation, index)
+        return index
 
 
 def retrieve_bm25(question: str, ctx: QueryContext, *, k: int, explain: bool = False,

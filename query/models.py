@@ -57,6 +57,9 @@ class Seeds(BaseModel):
     layers: dict[str, dict[str, tuple[float, str]]] = Field(default_factory=dict)
     query_vector: list[float] | None = None
     question: str = ""  # the text the seeds were searched with (the learned ranker's title feature)
+    #: BM25's top ``ranker_bm25_k`` chunks for ``question``, (chunk id, BM25 score) best first: the learned
+    #: ranker's bm25 features and pool additions (empty with ranker=weights).
+    bm25: list[tuple[str, float]] = Field(default_factory=list)
 
 
 class Citation(BaseModel):

@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from kbgraph.query.graph import chunk_details, scored_chunk
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
@@ -74,7 +75,9 @@ def seed_layers(
     store: GraphStore, settings: Settings, question: str, qvec: Sequence[float], layers: Sequence[str] | None = None
 ) -> Seeds:
     """Vector top-``seed_k`` on each layer's index (or on ``layers`` only), plus full-text top-``fulltext_k``
-    on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers. A layer whose
+    on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers. With the
+    learned ranker, also BM25's top ``ranker_bm25_k`` chunks (``Seeds.bm25``; kbgraph.query.bm25's index of
+    this knowledge base, kept in memory). A layer whose
     vectors are off (``settings.vector_layers``, issue 15) has no vector seeds: its nodes still reach chunks
     through the full-text seeds and the hops, as in a knowledge base built without its vectors. A layer of
     ``settings.static_layers`` (issue 15 direction 3) is searched with the question's vector from the static
@@ -88,6 +91,10 @@ def seed_layers(
                 hits = store.vector_search(label, own.get(label, qvec), k=settings.seed_k)
                 seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
         return seeds
+    if settings.ranker == "learned" and settings.ranker_bm25_k:
+        from kbgraph.query.bm25 import shared_index
+
+        seeds.bm25 = shared_index(store, settings).search(question, settings.ranker_bm25_k)
     fulltext = settings.fulltext_k if settings.weight_fulltext else 0
     found = store.seed_search(qvec, settings.seed_k, question, fulltext, layer_embeddings=own)
     for label in LAYER_WEIGHTS:
@@ -118,18 +125,46 @@ def _text(props: dict) -> str:
 
 
 def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
-    """Aggregate layer seeds into chunk scores by the module's formula; return the top ``k`` chunks, best
-    first, with provenance (and the full breakdown when ``explain``)."""
+    """Aggregate layer seeds into chunk scores by the module's formula (:func:`score_terms`), order them by
+    the settings' ranker (``weights``: the weighted sum; ``learned``: kbgraph.query.ranking over
+    :func:`learned_pool`) and return the top ``k`` chunks, best first, with provenance (and the full breakdown
+    when ``explain``)."""
+    terms, scores, ranked = score_terms(store, settings, seeds, k=k)
+    ranking: dict[str, list[RankerTerm]] = {}
+    if settings.ranker == "learned" and ranked:
+        pool = learned_pool(store, settings, seeds, ranked, terms, scores, k)
+        top, details, scores, ranking = _learned_order(store, settings, seeds.question, pool, k, explain)
+    else:
+        top = ranked[:k]
+        details = chunk_details(store, top)
+    out = []
+    for cid in top:
+        breakdown = []
+        if explain:
+            breakdown = [
+                Contribution(layer=layer, node_id=node_id, text=text, similarity=sim, weight=weight, factor=factor,
+                             score=score)
+                for layer, (score, node_id, text, sim, weight, factor) in terms[cid].items()
+            ]  # fmt: skip
+            breakdown.sort(key=lambda t: -t.score)
+        chunk = scored_chunk(details.get(cid, {"id": cid}), scores[cid], breakdown)
+        chunk.ranking = ranking.get(cid, [])
+        out.append(chunk)
+    return out
+
+
+def score_terms(
+    store: GraphStore, settings: Settings, seeds: Seeds, *, k: int
+) -> tuple[dict[str, dict[str, _Term]], dict[str, float], list[str]]:
+    """The module's formula: ({chunk id: {layer: its best term}}, {chunk id: weighted sum S(c)}, chunk ids by
+    S(c) best first, ties by id). ``k`` widens the NEXT hop's sources to the top ``k``. Three to five
+    statements (layer chunks, tags, exact similarities twice, hops)."""
     # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
     # term of a layer counts (the maxima of the formula), so the others are never kept.
     terms: dict[str, dict[str, _Term]] = defaultdict(dict)
 
     def add(chunk_id: str, layer: str, node_id: str, text: str, sim: float, weight: float, factor: float = 1.0):
-        if weight and sim > 0:
-            score = weight * sim * factor
-            best = terms[chunk_id].get(layer)
-            if best is None or score > best[0]:
-                terms[chunk_id][layer] = (score, node_id, text, sim, weight, factor)
+        _add(terms, chunk_id, layer, node_id, text, sim, weight, factor)
 
     layers = seeds.layers
     for cid, (sim, _) in layers.get("Chunk", {}).items():
@@ -216,45 +251,58 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     exact_chunk_terms()  # the chunks the hops reached
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     ranked = sorted(scores, key=lambda c: (-scores[c], c))
-    ranking: dict[str, list[RankerTerm]] = {}
-    if settings.ranker == "learned" and ranked:
-        top, details, scores, ranking = _learned_order(store, settings, seeds.question, ranked, terms, scores, k,
-                                                       explain)  # fmt: skip
-    else:
-        top = ranked[:k]
-        details = chunk_details(store, top)
-    out = []
-    for cid in top:
-        breakdown = []
-        if explain:
-            breakdown = [
-                Contribution(layer=layer, node_id=node_id, text=text, similarity=sim, weight=weight, factor=factor,
-                             score=score)
-                for layer, (score, node_id, text, sim, weight, factor) in terms[cid].items()
-            ]  # fmt: skip
-            breakdown.sort(key=lambda t: -t.score)
-        chunk = scored_chunk(details.get(cid, {"id": cid}), scores[cid], breakdown)
-        chunk.ranking = ranking.get(cid, [])
-        out.append(chunk)
-    return out
+    return terms, scores, ranked
+
+
+class LearnedPool(NamedTuple):
+    """The learned ranker's candidates: chunk ids and their :class:`~kbgraph.query.ranking.Candidate` views, in
+    the same order (best first by the weighted sum; BM25 additions after, by weighted sum too)."""
+
+    ids: list[str]
+    candidates: list[RankCandidate]
+
+
+def learned_pool(
+    store: GraphStore, settings: Settings, seeds: Seeds, ranked: list[str], terms: dict[str, dict[str, _Term]],
+    scores: dict[str, float], k: int,
+) -> LearnedPool:  # fmt: skip
+    """The pool the learned ranker re-orders: the best ``ranker_pool`` (at least ``k``) chunks of the weighted
+    sum ``ranked``, plus BM25's top chunks (``seeds.bm25``) not among them. A BM25 addition without a Chunk
+    term gets its exact similarity (``store.chunk_similarities``) as one, added to ``terms`` and ``scores``
+    (so ``--explain`` shows it). Chunks of incomplete documents (no title row) leave the pool. Two or three
+    statements: the similarities of BM25 additions (when any lack one), the pool's titles
+    (``retrieve/chunk_titles``)."""
+    head = ranked[: max(settings.ranker_pool, k)]
+    extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
+    missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]
+    if missing and seeds.query_vector is not None and settings.weight_chunk:
+        for cid, sim in store.chunk_similarities(missing, seeds.query_vector).items():
+            _add(terms, cid, "Chunk", cid, "", max(0.0, sim), settings.weight_chunk)
+    for cid in extra:
+        if cid in terms:
+            scores[cid] = _layer_sum(terms[cid])
+    extra = sorted((cid for cid in extra if cid in terms), key=lambda c: (-scores[c], c))
+    ids = head + extra
+    titles = {row["id"]: str(row["document_title"] or "") for row in store.run("retrieve/chunk_titles", {"ids": ids})}
+    bm25 = dict(seeds.bm25)
+    best = seeds.bm25[0][1] if seeds.bm25 else 0.0
+    bm25_rank = {cid: i for i, (cid, _) in enumerate(seeds.bm25)}
+    pool_ids = [c for c in ids if c in titles]
+    return LearnedPool(pool_ids, [
+        RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
+                      bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
+        for c in pool_ids])  # fmt: skip
 
 
 def _learned_order(
-    store: GraphStore, settings: Settings, question: str, ranked: list[str], terms: dict[str, dict[str, _Term]],
-    scores: dict[str, float], k: int, explain: bool,
+    store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool,
 ) -> tuple[list[str], dict[str, dict], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
-    """The learned ranker (kbgraph.query.ranking) over the best ``ranker_pool`` chunks of the weighted sum
-    ``ranked``: (its top ``k`` chunk ids, their provenance rows, {chunk id: learned score}, {chunk id: feature
-    contributions} when ``explain``). Chunks of incomplete documents (absent from the provenance) leave the
-    pool before ranks are taken. Two statements: the pool's titles (``retrieve/chunk_titles``), the top k's
-    provenance (``retrieve/chunk_details``)."""
+    """The learned ranker (kbgraph.query.ranking) over ``pool`` (:func:`learned_pool`): (its top ``k`` chunk
+    ids, their provenance rows, {chunk id: learned score}, {chunk id: feature contributions} when
+    ``explain``). One statement: the top k's provenance (``retrieve/chunk_details``)."""
     model = load_model(settings.ranker_model)
-    head = ranked[: max(settings.ranker_pool, k)]
-    titles = {row["id"]: str(row["document_title"] or "") for row in store.run("retrieve/chunk_titles", {"ids": head})}
-    pool_ids = [c for c in head if c in titles]
-    pool = [RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c],
-                          weighted=scores[c]) for c in pool_ids]  # fmt: skip
-    rows = feature_rows(question, pool)
+    pool_ids = pool.ids
+    rows = feature_rows(question, pool.candidates)
     learned = score_rows(model, rows)
     order = sorted(range(len(pool_ids)), key=lambda i: (-learned[i], pool_ids[i]))[:k]
     top = [pool_ids[i] for i in order]
@@ -264,6 +312,17 @@ def _learned_order(
         ranking = {pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c)
                                  for f, v, c in model.contributions(rows[i])] for i in order}  # fmt: skip
     return top, details, {pool_ids[i]: float(learned[i]) for i in order}, ranking
+
+
+def _add(terms: dict[str, dict[str, _Term]], chunk_id: str, layer: str, node_id: str, text: str, sim: float,
+         weight: float, factor: float = 1.0) -> None:  # fmt: skip
+    """Record a term weight · sim · factor of ``layer`` for ``chunk_id`` when it beats the layer's best so far
+    (the maxima of the formula); weight 0 or sim <= 0 records nothing."""
+    if weight and sim > 0:
+        score = weight * sim * factor
+        best = terms[chunk_id].get(layer)
+        if best is None or score > best[0]:
+            terms[chunk_id][layer] = (score, node_id, text, sim, weight, factor)
 
 
 #: One term of a chunk's score: (score, node_id, text, similarity, weight, factor).

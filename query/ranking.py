@@ -22,7 +22,14 @@ so every feature's contribution w_i · (x_i - μ_i) / σ_i is exact and ``--expl
 ``weighted``       the weighted sum itself (the ``weights`` ranker's score)
 ``gap_chunk``      Chunk similarity of c minus the best Chunk similarity in P (<= 0)
 ``gap_weighted``   weighted sum of c minus the best weighted sum in P (<= 0)
+``bm25``           BM25 score of c for q over the best BM25 score of q (in [0, 1]; 0 outside BM25's top
+                   ``ranker_bm25_k``), from the knowledge base's BM25 index (kbgraph.query.bm25)
+``rank_bm25``      1 / (1 + rank of c in BM25's top ``ranker_bm25_k``), 0 outside it
 =================  ============================================================================================
+
+BM25's top ``ranker_bm25_k`` chunks join the pool when the weighted sum left them out (with their exact
+Chunk similarity): a lexical match, such as a passage that repeats the question's dates and places, is ranked
+by the model even when no layer of propagation reached it.
 
 Relative features (ranks and gaps) make the model indifferent to a corpus's similarity scale, which is what
 lets a model fitted on two data sets rank the third (leave-one-set-out figures in docs/benchmarks.md).
@@ -50,15 +57,19 @@ from kbgraph.text import strip_disambiguator
 LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
           "Hop", "TitleHop", "Next")  # fmt: skip
 #: Every feature, in the order of a feature row.
-FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted")
+FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted",
+            "bm25", "rank_bm25")  # fmt: skip
 
 class Candidate(BaseModel):
     """A candidate chunk of the pool: ``terms`` {layer: (similarity, factor)} of propagation, the title of its
-    document, and its weighted sum (``weights`` ranker score)."""
+    document, its weighted sum (``weights`` ranker score), and its BM25 score over the question's best
+    (``bm25``, in [0, 1]) and rank (``bm25_rank``, 0 = best) when it is among BM25's top hits (else 0 / None)."""
 
     terms: dict[str, tuple[float, float]]
     title: str = ""
     weighted: float
+    bm25: float = 0.0
+    bm25_rank: int | None = None
 
 
 class RankerModel(BaseModel):
@@ -134,6 +145,8 @@ def feature_rows(question: str, pool: Sequence[Candidate]) -> np.ndarray:
                 out[i, col[layer]] = sim * factor
         out[i, col["has_chunk"]] = 1.0 if "Chunk" in c.terms else 0.0
         out[i, col["title_in_q"]] = 1.0 if title_in_question(c.title, question) else 0.0
+        out[i, col["bm25"]] = c.bm25
+        out[i, col["rank_bm25"]] = 0.0 if c.bm25_rank is None else 1.0 / (1.0 + c.bm25_rank)
     out[:, col["rank_weighted"]] = 1.0 / (1.0 + weighted_rank)
     out[:, col["rank_chunk"]] = 1.0 / (1.0 + chunk_rank)
     out[:, col["weighted"]] = weighted

@@ -305,3 +305,28 @@ def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(store
     assert [p.name for p in root.iterdir()] == [changed.fingerprint[:16]]  # the stale index was removed
     store.delete_document("doc:p4")
     assert bm25.BM25Index.open(store, backend_settings, root=root).fingerprint == index.fingerprint
+
+
+def test_shared_bm25_index_is_reused_until_the_corpus_changes(store, backend_settings, tmp_path, monkeypatch):
+    """The learned ranker's BM25 index (kbgraph.query.bm25.shared_index): one object per knowledge base while
+    the corpus generation holds; a new document or a deletion is searched at once; a new process loads the
+    saved index by its generation without the fingerprint pass over every chunk."""
+    from kbgraph.ingest.write import write_documents
+    from kbgraph.query import bm25
+
+    settings = backend_settings.model_copy(update={"home": tmp_path})
+    write_documents(store, [_passage_graph("p1", "Adolescence", ["G. Stanley Hall wrote Adolescence in 1904."]),
+                            _passage_graph("p2", "Cork", ["Cork is a city in Ireland on the River Lee."])])  # fmt: skip
+    first = bm25.shared_index(store, settings)
+    assert bm25.shared_index(store, settings) is first
+    assert first.search("zanzibar spices", 5) == []
+    write_documents(store, [_passage_graph("p3", "Zanzibar", ["Zanzibar exports cloves and other spices."])])
+    second = bm25.shared_index(store, settings)
+    assert second is not first and [cid for cid, _ in second.search("zanzibar spices", 5)] == ["chunk:p3:0"]
+    store.delete_document("doc:p3")
+    assert bm25.shared_index(store, settings).search("zanzibar spices", 5) == []
+
+    bm25._SHARED.clear()  # as a new process: the saved index of this generation, no fingerprint
+    monkeypatch.setattr(bm25, "corpus_fingerprint", lambda *a, **k: pytest.fail("fingerprint computed"))
+    again = bm25.shared_index(store, settings)
+    assert sorted(again.ids) == ["chunk:p1:0", "chunk:p2:0"] and not again.built

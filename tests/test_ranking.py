@@ -33,27 +33,46 @@ def _model(tmp_path, coef: dict[str, float], intercept: float = 0.25):
     return path
 
 
-def _recompute(question: str, weighted, model: dict) -> dict[str, float]:
-    """The learned score of each chunk, computed here from the weighted run's explain terms alone."""
-    chunk = {c.id: next((t.similarity for t in c.breakdown if t.layer == "Chunk"), 0.0) for c in weighted}
-    by_weight = [c.id for c in weighted]  # best first, as the pool is
-    by_chunk = sorted(by_weight, key=lambda cid: -chunk[cid])  # stable: ties keep pool order
+def _recompute(question: str, weighted, model: dict, extra=(), bm25=()) -> dict[str, float]:
+    """The learned score of each chunk, computed here from the weighted run's explain terms alone (and, for
+    ``extra`` BM25 additions the weighted run did not return, (chunk id, its cosine, its title) from the planted
+    vectors); ``bm25``: the seeds' (chunk id, BM25 score) list, best first."""
+    entries = [(c.id, {t.layer: t.similarity * t.factor for t in c.breakdown}, c.document_title, c.score)
+               for c in weighted]  # fmt: skip
+    entries += sorted([(cid, {"Chunk": sim}, title, sim) for cid, sim, title in extra], key=lambda e: (-e[3], e[0]))
+    chunk = {cid: terms.get("Chunk", 0.0) for cid, terms, _, _ in entries}
+    weight = {cid: w for cid, _, _, w in entries}
+    order = [cid for cid, _, _, _ in entries]  # pool order: ties keep it
+    by_weight = sorted(order, key=lambda cid: -weight[cid])
+    by_chunk = sorted(order, key=lambda cid: -chunk[cid])
+    top_bm25 = bm25[0][1] if bm25 else 0.0
+    bm25_rank = {cid: i for i, (cid, _) in enumerate(bm25)}
     out = {}
-    for c in weighted:
-        terms = {t.layer: t.similarity * t.factor for t in c.breakdown}
-        title = re.sub(r"\s*\([^()]*\)\s*$", "", c.document_title).lower()
+    for cid, terms, doc_title, w_sum in entries:
+        title = re.sub(r"\s*\([^()]*\)\s*$", "", doc_title).lower()
         x = {layer: terms.get(layer, 0.0) for layer in LAYERS}
         x["has_chunk"] = 1.0 if "Chunk" in terms else 0.0
         x["title_in_q"] = 1.0 if len(title) >= 2 and re.search(rf"\b{re.escape(title)}\b", question.lower()) else 0.0
-        x["rank_weighted"] = 1.0 / (1 + by_weight.index(c.id))
-        x["rank_chunk"] = 1.0 / (1 + by_chunk.index(c.id))
-        x["weighted"] = c.score
-        x["gap_chunk"] = chunk[c.id] - max(chunk.values())
-        x["gap_weighted"] = c.score - weighted[0].score
-        out[c.id] = model["intercept"] + sum(
+        x["rank_weighted"] = 1.0 / (1 + by_weight.index(cid))
+        x["rank_chunk"] = 1.0 / (1 + by_chunk.index(cid))
+        x["weighted"] = w_sum
+        x["gap_chunk"] = chunk[cid] - max(chunk.values())
+        x["gap_weighted"] = w_sum - max(weight.values())
+        x["bm25"] = dict(bm25).get(cid, 0.0) / top_bm25 if top_bm25 else 0.0
+        x["rank_bm25"] = 1.0 / (1 + bm25_rank[cid]) if cid in bm25_rank else 0.0
+        out[cid] = model["intercept"] + sum(
             w * (x[n] - m) / s for n, m, s, w in zip(model["features"], model["mean"], model["scale"], model["coef"])
         )
     return out
+
+
+def _lone_document() -> DocumentGraph:
+    """Document 'Lone' with one chunk z9 that shares nothing with the hand graph."""
+    return DocumentGraph(
+        document=DocumentRecord(id="doc:Z", uri="file:///z.txt", title="Lone", mime="text/plain", sha256="z",
+                                embedding=_vec(98)),
+        chunks=[ChunkRecord(id="z9", document_id="doc:Z", parent_id="doc:Z", text="z9", order=0, embedding=_vec(99))],
+    )  # fmt: skip
 
 
 def _title_graph() -> list[DocumentGraph]:
@@ -72,22 +91,29 @@ def _title_graph() -> list[DocumentGraph]:
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("graph", ["hand", "title"])
+@pytest.mark.parametrize("graph", ["hand", "title", "bm25"])
 def test_learned_order_equals_a_recomputation_from_the_explain_terms(store, backend_settings, tmp_path, graph):
+    extra, bm25 = [], []
     if graph == "hand":
         write_documents(store, [_hand_graph()])
         seeds = SEEDS.model_copy(update={"question": "what does chunk one say?"})
+    elif graph == "bm25":  # BM25 ranks c2 (in the pool) and z9, which no layer reaches: z9 joins the pool
+        write_documents(store, [_hand_graph(), _lone_document()])
+        bm25 = [("z9", 7.0), ("c2", 3.5), ("nope", 1.0)]
+        qvec = _vec(77)
+        seeds = SEEDS.model_copy(update={"question": "what does chunk one say?", "bm25": bm25, "query_vector": qvec})
+        extra = [("z9", float(np.dot(qvec, _vec(99))), "Lone")]
     else:
         write_documents(store, _title_graph())
         seeds = Seeds(layers={"Chunk": {"a1": (0.9, ""), "c1": (0.8, "")}}, question="Who is Bee (the insect)?")
     coef = {"Chunk": -0.7, "Hop": 1.3, "TitleHop": 0.9, "Entity": 0.4, "title_in_q": 2.0, "rank_weighted": 0.5,
             "rank_chunk": -0.3, "weighted": 0.2, "gap_chunk": 0.6, "gap_weighted": -0.8, "has_chunk": 0.1,
-            "FullText": -1.1, "AtomicQuestion": 0.35}  # fmt: skip
+            "FullText": -1.1, "AtomicQuestion": 0.35, "bm25": 0.9, "rank_bm25": -0.45}  # fmt: skip
     path = _model(tmp_path, coef)
     base = backend_settings.model_copy(update={"hop_from": 10, "weight_title_hop": 0.6, "rescore_k": 0})
     weighted = propagate(store, base.model_copy(update={"ranker": "weights"}), seeds, k=50, explain=True)
     assert len(weighted) >= 3
-    expected = _recompute(seeds.question, weighted, json.loads(path.read_text()))
+    expected = _recompute(seeds.question, weighted, json.loads(path.read_text()), extra, bm25)
     want = sorted(expected, key=lambda cid: (-expected[cid], cid))
 
     learned_settings = base.model_copy(update={"ranker": "learned", "ranker_model": path})
@@ -95,11 +121,18 @@ def test_learned_order_equals_a_recomputation_from_the_explain_terms(store, back
     assert [c.id for c in got] == want
     assert want != [c.id for c in weighted]  # the model re-orders: a test that the ranker ran at all
     for c in got:
-        assert c.score == pytest.approx(expected[c.id], abs=1e-9)
+        # (1e-6: a BM25 addition's cosine comes from the store's float32 vectors)
+        assert c.score == pytest.approx(expected[c.id], abs=1e-6 if graph == "bm25" else 1e-9)
         assert 0.25 + sum(r.contribution for r in c.ranking) == pytest.approx(c.score, abs=1e-9)
         assert {r.feature for r in c.ranking} == set(FEATURES)
-        # the propagation terms stay in the breakdown, as the weights ranker gives them
-        assert {t.layer for t in c.breakdown} == {t.layer for t in next(w for w in weighted if w.id == c.id).breakdown}
+        # the propagation terms stay in the breakdown, as the weights ranker gives them (a BM25 addition: its
+        # exact Chunk similarity alone)
+        before = next((w for w in weighted if w.id == c.id), None)
+        assert {t.layer for t in c.breakdown} == ({t.layer for t in before.breakdown} if before else {"Chunk"})
+    if graph == "bm25":
+        assert "z9" in expected and "z9" not in {c.id for c in weighted} and "z9" in {c.id for c in got}
+        row = {r.feature: r.value for r in next(c for c in got if c.id == "c2").ranking}
+        assert (row["bm25"], row["rank_bm25"]) == (0.5, 0.5)
     if graph == "title":
         assert {r.feature: r.value for r in got[0].ranking}["title_in_q"] in (0.0, 1.0)
         assert any({r.feature: r.value for r in c.ranking}["title_in_q"] == 1.0 for c in got if c.id.startswith("b"))

@@ -1,8 +1,9 @@
 """Fitting the learned ranker (kbgraph.query.ranking) on labelled questions: ``kbgraph rank train``.
 
 For each question of a data set (kbgraph.eval.dataset: questions with ``gold_passage_ids`` and a passage
-corpus), score propagation with the ``weights`` ranker gives the best ``pool`` chunks with their explain terms
-(kbgraph.query.propagation); a chunk is labelled 1 when its passage is gold. The pools of every data set
+corpus), the learned ranker's pool is built exactly as at query time (kbgraph.query.propagation
+``learned_pool``: the best ``pool`` chunks of the weighted sum plus BM25's top ``ranker_bm25_k``, with their
+terms); a chunk is labelled 1 when its passage is gold. The pools of every data set
 together fit a logistic regression (scikit-learn, the ``eval`` extra) on standardised feature rows
 (``kbgraph.query.ranking.feature_rows``); the model is written as JSON (:class:`RankerModel`) and used at query
 time with ``KBGRAPH_RANKER_MODEL=<file>``.
@@ -24,9 +25,9 @@ import numpy as np
 from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import Dataset
 from kbgraph.eval.metrics import passage_id, recall_at_k
-from kbgraph.query.models import ScoredChunk
-from kbgraph.query.propagation import propagate, seed_layers
-from kbgraph.query.ranking import FEATURES, Candidate, RankerModel, feature_rows, score_rows
+from kbgraph.query.graph import chunk_details
+from kbgraph.query.propagation import learned_pool, score_terms, seed_layers
+from kbgraph.query.ranking import FEATURES, RankerModel, feature_rows, score_rows
 
 if TYPE_CHECKING:
     from kbgraph.eval.target import EvalTarget
@@ -46,27 +47,24 @@ class LabelledPool:
     gold: list[str]
 
 
-def candidates(chunks: Sequence[ScoredChunk]) -> list[Candidate]:
-    """The ranker's view of propagation's chunks returned with ``explain`` under ``ranker=weights``, best first:
-    each chunk's terms {layer: (similarity, factor)}, its document title and its weighted sum."""
-    return [Candidate(terms={t.layer: (t.similarity, t.factor) for t in c.breakdown}, title=c.document_title,
-                      weighted=c.score) for c in chunks]  # fmt: skip
-
-
 def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None = None,
                   log: Callable[[str], None] | None = None) -> list[LabelledPool]:  # fmt: skip
-    """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested),
-    with the ``weights`` ranker and ``kb``'s other settings. Questions without gold passages are left out."""
-    settings = kb.settings.model_copy(update={"ranker": "weights"})
+    """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested):
+    the query-time pool of the learned ranker with ``ranker_pool`` = ``pool`` and ``kb``'s other settings
+    (BM25 additions with ``ranker_bm25_k``). Questions without gold passages are left out."""
+    settings = kb.settings.model_copy(update={"ranker": "learned", "ranker_pool": pool})
     out = []
     questions = [q for q in ds.questions if q.gold_passage_ids][:limit]
     for i, q in enumerate(questions):
         qvec = kb.embedder.embed([q.question])[0].tolist()
         seeds = seed_layers(kb.store, settings, q.question, qvec)
-        chunks = propagate(kb.store, settings, seeds, k=pool, explain=True)
-        passages = [passage_id(c.document_uri) if c.document_uri else "" for c in chunks]
+        terms, scores, ranked = score_terms(kb.store, settings, seeds, k=pool)
+        found = learned_pool(kb.store, settings, seeds, ranked, terms, scores, pool) if ranked else None
+        ids, cands = (found.ids, found.candidates) if found else ([], [])
+        uris = {cid: row.get("document_uri") or "" for cid, row in chunk_details(kb.store, ids).items()}
+        passages = [passage_id(uris[c]) if uris.get(c) else "" for c in ids]
         gold = set(q.gold_passage_ids)
-        out.append(LabelledPool(rows=feature_rows(q.question, candidates(chunks)),
+        out.append(LabelledPool(rows=feature_rows(q.question, cands),
                                 labels=np.array([1 if p in gold else 0 for p in passages]),
                                 passages=passages, gold=list(q.gold_passage_ids)))  # fmt: skip
         if log and (i + 1) % 100 == 0:
