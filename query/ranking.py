@@ -120,9 +120,10 @@ def title_in_question(title: str, question: str) -> bool:
     """True if ``title`` (without a trailing '(...)' disambiguator, at least 2 characters) appears in
     ``question`` on word boundaries, case-insensitive."""
     t = strip_disambiguator(title or "").lower()
-    if len(t) < 2:
+    q = question.lower()
+    if len(t) < 2 or t not in q:  # most titles: no regex to compile
         return False
-    return re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", question.lower()) is not None
+    return re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", q) is not None
 
 
 def feature_rows(question: str, pool: Sequence[Candidate]) -> np.ndarray:

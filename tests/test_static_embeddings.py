@@ -5,6 +5,7 @@ vector from the same static model (and the other layers with the transformer's).
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import numpy as np
@@ -125,3 +126,30 @@ def test_static_layers_ingested_and_seeded_with_the_static_model(backend_setting
         assert plain.layers["Entity"] != seeds.layers["Entity"]  # the switch is what made the difference
     finally:
         kb.close()
+
+
+def test_static_model_dir_is_remembered_until_the_weights_change(tmp_path, monkeypatch):
+    """Every question with static layers asks for the static model's folder: the model's spec is read once
+    per process, and again when the teacher's weights file changes (size or modification time)."""
+    from kbgraph.embed.sentence import packaged_model_path
+
+    teacher = tmp_path / "teacher"
+    teacher.mkdir()
+    for item in packaged_model_path().iterdir():
+        if item.name != "model.safetensors":
+            (teacher / item.name).symlink_to(item)
+    shutil.copyfile(packaged_model_path() / "model.safetensors", teacher / "model.safetensors")
+    reads = []
+    real = static_model.read_model_spec
+    monkeypatch.setattr(static_model, "read_model_spec", lambda folder: reads.append(folder) or real(folder))
+    settings = Settings(home=tmp_path, embedding_model=str(teacher))
+    first = static_model_dir(settings)
+    assert static_model_dir(settings) == first and len(reads) == 1
+    with open(teacher / "model.safetensors", "r+b") as f:  # new weights: one byte differs
+        f.seek(1000)
+        b = f.read(1)
+        f.seek(1000)
+        f.write(bytes([b[0] ^ 1]))
+    os.utime(teacher / "model.safetensors", ns=(1, 1))
+    second = static_model_dir(settings)
+    assert len(reads) == 2 and second[1] != first[1]  # another hash, another static model folder

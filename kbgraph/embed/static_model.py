@@ -45,12 +45,39 @@ _CACHE: dict[tuple[str, str], StaticEmbedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+#: (model name, teacher folder, models folder) -> ((teacher, static model folder), weights file, its stamp)
+_DIRS: dict[tuple[str, str, str], tuple[tuple[Path, Path], Path, tuple[int, int]]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 def static_model_dir(settings: Settings) -> tuple[Path, Path]:
     """(the teacher model's local folder, where its static model lives) for ``settings.embedding_model``.
     ConfigError if the model is not a local sentence-transformers folder (an ``openai:`` model, or a hub name
-    not in the cache), naming the fix."""
+    not in the cache), naming the fix. Remembered per process while the weights file's size and modification
+    time hold (every question with static layers asks: reading the model's spec is not per-question work)."""
     name = (settings.embedding_model or "").strip()
     folder = local_model_dir(name)
+    mdir = settings.static_models_dir or models_dir(settings.home)
+    key = (name, str(folder), str(mdir))
+    hit = _DIRS.get(key)
+    if hit is not None and _stamp(hit[1]) == hit[2]:
+        return hit[0]
+    found, weights = _static_model_dir(name, folder, mdir)
+    stamp = _stamp(weights)
+    if stamp is not None:
+        _DIRS[key] = (found, weights, stamp)
+    return found
+
+
+def _static_model_dir(name: str, folder: Path | None, mdir: Path) -> tuple[tuple[Path, Path], Path]:
+    """((teacher, static model folder), the teacher's weights file); ConfigError as static_model_dir."""
     if folder is None:
         raise ConfigError(f"static_layers needs the embedding model {name!r} on disk to distil a static model "
                           "from (a sentence-transformers folder or the packaged all-MiniLM-L6-v2): set "
@@ -60,8 +87,7 @@ def static_model_dir(settings: Settings) -> tuple[Path, Path]:
     except Exception as exc:  # noqa: BLE001 - any unreadable model folder: one clear message
         raise ConfigError(f"cannot read the embedding model folder {folder} to distil a static model ({exc}); "
                           "set KBGRAPH_STATIC_LAYERS= (empty)") from exc
-    mdir = settings.static_models_dir or models_dir(settings.home)
-    return folder, mdir / f"{safe_model_name(name)}-static-{weights_hash(spec.weights, mdir)[:16]}"
+    return (folder, mdir / f"{safe_model_name(name)}-static-{weights_hash(spec.weights, mdir)[:16]}"), spec.weights
 
 
 def build_static_model(teacher: Path, out: Path, *, lock_timeout: float = 600.0) -> Path:
