@@ -46,6 +46,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.ingest import prompts
 from kbgraph.ingest.chunk import _render, _Unit
+from kbgraph.llm.bounds import answer_schema, bounded_list, bounded_str
 from kbgraph.llm.client import usable_json
 
 log = logging.getLogger(__name__)
@@ -57,11 +58,18 @@ _WS = re.compile(r"\s+")
 # --- the LLM's answer ----------------------------------------------------------------------------------
 
 
+#: Bounds of a window's answer (kbgraph.llm.bounds sizes the token budget from them): chunks cut from one
+#: window, characters of a chunk's summary and of the forward summary.
+MAX_CUTS = 8
+SUMMARY_CHARS = 240
+FORWARD_SUMMARY_CHARS = 400
+
+
 class ChunkCut(BaseModel):
     """One chunk cut from the start of the window: the number of its last sentence and its summary."""
 
     end: int = Field(description="number of the chunk's last sentence")
-    summary: str = ""
+    summary: bounded_str(SUMMARY_CHARS) = ""
 
     @field_validator("end", mode="before")
     @classmethod
@@ -77,11 +85,13 @@ class ChunkCut(BaseModel):
         return "" if v is None else _WS.sub(" ", str(v)).strip()
 
 
+@answer_schema
 class WindowSplit(BaseModel):
-    """The LLM's answer for one window (``prompts.RECURRENT_SPLIT_PROMPT``)."""
+    """The LLM's answer for one window (``prompts.RECURRENT_SPLIT_PROMPT``), at most ``MAX_CUTS`` chunks (a
+    window's later sentences start the next window)."""
 
-    chunks: list[ChunkCut] = Field(default_factory=list)
-    forward_summary: str = ""
+    chunks: bounded_list(ChunkCut, MAX_CUTS) = Field(default_factory=list)
+    forward_summary: bounded_str(FORWARD_SUMMARY_CHARS) = ""
 
     @field_validator("forward_summary", mode="before")
     @classmethod

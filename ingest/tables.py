@@ -21,8 +21,9 @@ import logging
 import re
 from typing import Any
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, Field, field_validator
 
+from kbgraph.llm.bounds import answer_schema
 from kbgraph.text import parse_markdown_table
 
 log = logging.getLogger(__name__)
@@ -232,10 +233,17 @@ LLM_SUMMARY_ROWS = 8
 MAX_LLM_SUMMARY_CHARS = 1000
 
 
+@answer_schema
 class TableSummary(BaseModel):
-    """The LLM's answer to ``kbgraph.ingest.prompts.TABLE_SUMMARY_PROMPT``."""
+    """The LLM's answer to ``kbgraph.ingest.prompts.TABLE_SUMMARY_PROMPT``: at most ``MAX_LLM_SUMMARY_CHARS``
+    (a longer answer is cut at a sentence end)."""
 
-    summary: str
+    summary: str = Field(max_length=MAX_LLM_SUMMARY_CHARS)
+
+    @field_validator("summary", mode="before")
+    @classmethod
+    def _capped(cls, v: Any) -> Any:
+        return _cap(_WS.sub(" ", v).strip(), MAX_LLM_SUMMARY_CHARS) if isinstance(v, str) else v
 
     @field_validator("summary")
     @classmethod

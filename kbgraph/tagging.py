@@ -20,6 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from kbgraph.llm.bounds import answer_schema
+
 from kbgraph.models import stable_id
 from kbgraph.store import GraphStore
 
@@ -105,6 +107,7 @@ class ProposedClass(_Texts):
     description: str = Field("", max_length=MAX_DESCRIPTION_CHARS)
 
 
+@answer_schema
 class TagClassProposal(BaseModel):
     """Answer of the tag class prompt: ``{"tag_classes": [{"name": ..., "description": ...}]}``."""
 
@@ -121,6 +124,7 @@ class ExtractedChunkTag(_Texts):
     model_config = {"populate_by_name": True}
 
 
+@answer_schema
 class ChunkTags(BaseModel):
     """Answer of the chunk tag prompt: ``{"tags": [{"name": ..., "class": ...}]}``."""
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, field_validator
 from kbgraph.embed.base import Embedder
 from kbgraph.errors import LLMError
 from kbgraph.llm.base import LLM
+from kbgraph.llm.bounds import answer_schema, bounded_str
 from kbgraph.llm.json_stream import JSONFieldStream
 from kbgraph.query import prompts
 from kbgraph.query.evidence import sentences
@@ -26,13 +27,17 @@ from kbgraph.text import chunk_body
 
 #: Characters of a citation's quote in an LLM answer.
 QUOTE_CHARS = 300
+#: Longest answer and rationale of the QA prompt (characters; kbgraph.llm.bounds sizes the token budget).
+ANSWER_CHARS = 200
+RATIONALE_CHARS = 400
 
 
+@answer_schema
 class QAOutput(BaseModel):
-    """Answer of the question-answering prompt (003 A.7)."""
+    """Answer of the question-answering prompt (003 A.7): at most ``ANSWER_CHARS`` and ``RATIONALE_CHARS``."""
 
-    answer: str = ""
-    rationale: str = ""
+    answer: bounded_str(ANSWER_CHARS) = ""
+    rationale: bounded_str(RATIONALE_CHARS) = ""
 
     @field_validator("answer", "rationale", mode="before")
     @classmethod

@@ -41,6 +41,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, field_validator
 
 from kbgraph.llm.base import LLM, usable_json
+from kbgraph.llm.bounds import answer_schema, bounded_str
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import text_of
@@ -73,11 +74,12 @@ def enum_value(v: Any, allowed: tuple[str, ...]) -> Any:
     return t if t in allowed else v
 
 
+@answer_schema
 class ClassifyOutput(BaseModel):
     """The JSON answer of the classification prompt (§3.2): the LLM's ``rationale``, the ``kind`` and, for
     linkable-reasoning questions, the ``subtype`` (None otherwise, or when it names no subtype)."""
 
-    rationale: str = ""
+    rationale: bounded_str(400) = ""
     kind: Kind
     subtype: Subtype | None = None
 

@@ -56,6 +56,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import LLMError
 from kbgraph.llm.base import LLM
+from kbgraph.llm.bounds import answer_schema, bounded_list, bounded_str
 from kbgraph.query import prompts
 from kbgraph.query.answering import UsageMeter, citations_for, context_of, final_answer
 from kbgraph.query.context import QueryContext
@@ -73,11 +74,18 @@ from kbgraph.store import GraphStore
 # --- JSON answers of the prompts ------------------------------------------------------------------------
 
 
-class Proposal(BaseModel):
-    """Answer of the atomic query proposer (003 A.7)."""
+#: Bounds of the proposer's and selectors' answers (characters, items; kbgraph.llm.bounds sizes the budget).
+THINKING_CHARS = 300
+SUB_QUESTIONS = 4
+SUB_QUESTION_CHARS = 160
 
-    thinking: str = ""
-    sub_questions: list[str] = Field(default_factory=list)
+
+@answer_schema
+class Proposal(BaseModel):
+    """Answer of the atomic query proposer (003 A.7): at most ``SUB_QUESTIONS`` sub-questions."""
+
+    thinking: bounded_str(THINKING_CHARS) = ""
+    sub_questions: bounded_list(bounded_str(SUB_QUESTION_CHARS), SUB_QUESTIONS) = Field(default_factory=list)
 
     @field_validator("thinking", mode="before")
     @classmethod
@@ -93,10 +101,11 @@ class Proposal(BaseModel):
         return [s for s in (" ".join(text_of(x).split()) for x in items) if s]
 
 
+@answer_schema
 class Selection(BaseModel):
     """Answer of the atomic tag selector (003 A.7): a 1-based index, or none."""
 
-    thinking: str = ""
+    thinking: bounded_str(THINKING_CHARS) = ""
     question_idx: int | None = None
 
     @field_validator("thinking", mode="before")
@@ -110,10 +119,11 @@ class Selection(BaseModel):
         return _index(v)
 
 
+@answer_schema
 class ChunkSelection(BaseModel):
     """Answer of the backup chunk selector (authors' code)."""
 
-    thinking: str = ""
+    thinking: bounded_str(THINKING_CHARS) = ""
     paragraph_idx: int | None = None
 
     @field_validator("thinking", mode="before")

@@ -42,6 +42,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
 from kbgraph.llm.base import LLM, usable_json
+from kbgraph.llm.bounds import answer_schema, bounded_list, bounded_str
 from kbgraph.query import prompts
 from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations_for
 from kbgraph.query.context import QueryContext
@@ -66,10 +67,24 @@ def _words(v: Any) -> str:
 Words = Annotated[str, BeforeValidator(_words)]
 
 
+def words(max_chars: int) -> Any:
+    """``Words`` of at most ``max_chars`` characters (``maxLength`` in the schema, a longer value cut)."""
+    return Annotated[bounded_str(max_chars), BeforeValidator(_words)]
+
+
+#: Bounds of the modules' answers (characters, items; kbgraph.llm.bounds sizes the token budget).
+ANSWER_CHARS = 200
+EXPLANATION_CHARS = 300
+QUERY_CHARS = 160
+MAX_QUERIES = 5
+STATEMENT_CHARS = 200
+MAX_STATEMENTS = 5
+
+
 class MainVerdict(BaseModel):
     """The ``answer`` object of the Main Module: its text ("unanswerable" or the answer) and confidence 1-5."""
 
-    text: Words = ""
+    text: words(ANSWER_CHARS) = ""
     confidence: int | None = None
 
     @field_validator("confidence", mode="before")
@@ -79,12 +94,13 @@ class MainVerdict(BaseModel):
         return int(m.group()) if m else None
 
 
+@answer_schema
 class MainOutput(BaseModel):
     """Answer of the Main Module (002 Appendix F)."""
 
     answer: MainVerdict = Field(default_factory=MainVerdict)
-    explanation: Words = ""
-    missing_information: Words = ""
+    explanation: words(EXPLANATION_CHARS) = ""
+    missing_information: words(EXPLANATION_CHARS) = ""
 
     @field_validator("answer", mode="before")
     @classmethod
@@ -98,10 +114,12 @@ class MainOutput(BaseModel):
         return bool(text) and "unanswerable" not in text
 
 
+@answer_schema
 class NewQueries(BaseModel):
-    """Answer of the Query Generator (our JSON form of its one-query-a-line output)."""
+    """Answer of the Query Generator (our JSON form of its one-query-a-line output), at most ``MAX_QUERIES``
+    (the loop keeps ``migres_queries``)."""
 
-    queries: list[str] = Field(default_factory=list)
+    queries: bounded_list(bounded_str(QUERY_CHARS), MAX_QUERIES) = Field(default_factory=list)
 
     @field_validator("queries", mode="before")
     @classmethod
@@ -113,8 +131,8 @@ class NewQueries(BaseModel):
 class Statement(BaseModel):
     """One statement of the Leaf Module and the 0-based indexes of the passages it cites."""
 
-    info: Words = ""
-    support_passages: list[int] = Field(default_factory=list)
+    info: words(STATEMENT_CHARS) = ""
+    support_passages: bounded_list(int, MAX_STATEMENTS) = Field(default_factory=list)
 
     @field_validator("support_passages", mode="before")
     @classmethod
@@ -131,10 +149,11 @@ class Statement(BaseModel):
         return out
 
 
+@answer_schema
 class LeafOutput(BaseModel):
-    """Answer of the Leaf Module (002 Appendix F)."""
+    """Answer of the Leaf Module (002 Appendix F), at most ``MAX_STATEMENTS`` statements."""
 
-    useful_information: list[Statement] = Field(default_factory=list)
+    useful_information: bounded_list(Statement, MAX_STATEMENTS) = Field(default_factory=list)
 
     @field_validator("useful_information", mode="before")
     @classmethod

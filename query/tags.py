@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import LLMError
 from kbgraph.llm.base import LLM, usable_json
+from kbgraph.llm.bounds import answer_schema
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import as_vector, text_of
 from kbgraph.settings import Settings
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 #: Most tags kept from one extraction (a runaway answer is cut).
 MAX_TAGS = 12
 
+@answer_schema
 class TagExtraction(ChunkTags):
     """Answer of the question-tag prompt: the shape of the chunk tag prompt's answer
     (kbgraph.tagging.ChunkTags, ``{"tags": [{"name": ..., "class": ...}]}``, with its bounds), bare

@@ -29,8 +29,8 @@ class Answer(BaseModel):
 # --- the fake server ---------------------------------------------------------------------------------
 
 
-def ok(text: str, prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:
-    return {"status": 200, "text": text, "usage": (prompt_tokens, completion_tokens)}
+def ok(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, finish: str = "stop") -> dict:
+    return {"status": 200, "text": text, "usage": (prompt_tokens, completion_tokens), "finish": finish}
 
 
 def error(status: int, message: str = "boom", code: str | None = None, **extra) -> dict:
@@ -68,6 +68,8 @@ class FakeOpenAI:
                 if behaviour["status"] != 200:
                     return self._send(behaviour["status"], {"error": behaviour["error"]})
                 prompt, completion = behaviour["usage"]
+                if body.get("stream"):
+                    return self._stream(body, behaviour["text"], behaviour.get("finish", "stop"))
                 self._send(
                     200,
                     {
@@ -79,7 +81,7 @@ class FakeOpenAI:
                             {
                                 "index": 0,
                                 "message": {"role": "assistant", "content": behaviour["text"]},
-                                "finish_reason": "stop",
+                                "finish_reason": behaviour.get("finish", "stop"),
                             }
                         ],
                         "usage": {
@@ -89,6 +91,19 @@ class FakeOpenAI:
                         },
                     },
                 )
+
+            def _stream(self, body: dict, text: str, finish: str) -> None:
+                """Server-sent events: the text in 5-character deltas, then the finish reason, then [DONE]."""
+                chunk = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 0, "model": body.get("model")}
+                events = [{**chunk, "choices": [{"index": 0, "delta": {"content": text[i : i + 5]}, "finish_reason": None}]}
+                          for i in range(0, len(text), 5)]  # fmt: skip
+                events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+                data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _send(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()
@@ -456,3 +471,65 @@ def test_an_answer_the_server_could_not_parse_counts_as_failed():
             llm.complete_json([{"role": "user", "content": "q"}], Probe)
     report = llm.json_report()["Probe"]
     assert report["failed"] == 1 and report["answers"] == 0  # the server error is not an answer of the model
+
+
+# --- answers cut by the token limit (finish_reason "length"; issue 28) ------------------------------------
+
+
+def test_cut_answer_names_the_token_limit(server, make_client):
+    """Both answers stop at max_tokens inside a string: the error says the answer was cut by the token limit,
+    names max_tokens and the setting, not "the answer contains no JSON object"; the repair request tells the
+    model why; the cuts are counted for the schema."""
+    from kbgraph.query.answering import QAOutput
+
+    server.queue(ok('{"answer": "Paris", "rationale": "The capital of France is Paris, which', finish="length"),
+                 ok('{"answer": "Paris", "rationale": "Paris is', finish="length"))  # fmt: skip
+    llm = make_client(llm_max_tokens=64)
+    budget = llm.json_max_tokens(QAOutput)
+    with pytest.raises(LLMError) as err:
+        llm.complete_json(MESSAGES, QAOutput)
+    msg = str(err.value)
+    assert "cut by the token limit" in msg and f"max_tokens {budget}" in msg and "KBGRAPH_LLM_MAX_TOKENS" in msg
+    assert "no JSON object" not in msg
+    assert [r["max_tokens"] for r in server.requests] == [budget, budget]
+    assert "cut by the token limit" in server.requests[1]["messages"][-1]["content"]
+    assert llm.json_report()["QAOutput"]["cut"] == 2 and llm.json_report()["QAOutput"]["failed"] == 1
+
+
+def test_cut_answer_streamed(server, make_client):
+    """The same through a streamed answer: the finish reason comes in the last event."""
+    from kbgraph.llm.json_stream import TextSink
+    from kbgraph.query.answering import QAOutput
+
+    class Sink(TextSink):
+        def __init__(self) -> None:
+            self.pieces: list[str] = []
+
+        def text(self, piece: str) -> None:
+            self.pieces.append(piece)
+
+        def restart(self) -> None:
+            self.pieces.clear()
+
+    server.queue(ok('{"answer": "Par', finish="length"), ok('{"answer": "Paris", "rationale": ""}'))
+    llm = make_client()
+    sink = Sink()
+    out = llm.complete_json(MESSAGES, QAOutput, sink=sink)
+    assert out.answer == "Paris" and "".join(sink.pieces) == '{"answer": "Paris", "rationale": ""}'
+    assert all(r.get("stream") for r in server.requests)
+    assert "cut by the token limit" in server.requests[1]["messages"][-1]["content"]
+    assert llm.json_report()["QAOutput"] == {"answers": 1, "repaired": 1, "failed": 0, "cut": 1, "repair_share": 1.0}
+
+
+def test_json_budget_from_the_schema(server, make_client):
+    """A JSON request asks for max(llm_max_tokens, the schema's budget); a plain completion for the setting."""
+    from kbgraph.llm.bounds import token_budget
+    from kbgraph.query.migres import LeafOutput
+
+    server.queue(ok('{"useful_information": []}'), ok('{"useful_information": []}'), ok("fine"))
+    need = token_budget(LeafOutput)
+    small, large = make_client(llm_max_tokens=16), make_client(llm_max_tokens=need + 100)
+    small.complete_json(MESSAGES, LeafOutput)
+    large.complete_json(MESSAGES, LeafOutput)
+    small.complete(MESSAGES)
+    assert [r["max_tokens"] for r in server.requests] == [need, need + 100, 16]

@@ -15,11 +15,17 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from kbgraph.llm.bounds import answer_schema, bounded_str
+
 from kbgraph.ingest import prompts
 from kbgraph.ingest.distill.names import CONCEPT_TYPE, SPACE, TITLE_TYPE
 
 #: An atomic question longer than this is not atomic (paper 003: one fact a question).
-MAX_QUESTION_CHARS = 300
+MAX_QUESTION_CHARS = 160
+#: Longest entity name, entity type, and triple end or predicate kept (characters; a longer one is cut).
+MAX_NAME_CHARS = 60
+MAX_TYPE_CHARS = 24
+MAX_PREDICATE_CHARS = 40
 #: Most atomic questions, entities or triples kept from one chunk's LLM answer. kbgraph's cap, not the papers':
 #: PIKE-RAG §5.3.1 and paper 003 A.7 ask for questions "as many as possible", unbounded; 16 bounds what a small
 #: model that repeats list items writes (docs/methods.md, "Departures").
@@ -27,15 +33,18 @@ MAX_ITEMS = 16
 
 _ITEM_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,3}[.)]|Q\d*[:.])\s*")
 
+@answer_schema
 class AtomicQuestions(BaseModel):
     """LLM answer to the atomic question tagging prompt."""
 
     # Each item is a question (paper 003 A.7): the schema sent as response_format says so (a constrained
     # decoder cannot then write a statement); items without the final '?' or over MAX_QUESTION_CHARS are
-    # dropped by _clean rather than failing the whole answer.
-    questions: list[Annotated[str, Field(pattern=r"^[^\n]*\?$", max_length=MAX_QUESTION_CHARS)]] = Field(
+    # dropped by _clean rather than failing the whole answer. The pattern bounds the length itself: llama.cpp's
+    # grammar follows a pattern and ignores maxLength beside it.
+    questions: list[Annotated[str, Field(pattern=rf"^[^\n]{{1,{MAX_QUESTION_CHARS - 1}}}\?$",
+                                         max_length=MAX_QUESTION_CHARS)]] = Field(
         default_factory=list, max_length=MAX_ITEMS
-    )
+    )  # fmt: skip
 
     @field_validator("questions", mode="before")
     @classmethod
@@ -60,8 +69,8 @@ class ExtractedEntity(BaseModel):
     """One entity of an extraction answer: its name (whitespace collapsed) and one of
     ``prompts.ENTITY_TYPES`` or TITLE (anything else becomes CONCEPT)."""
 
-    name: str
-    type: str = CONCEPT_TYPE
+    name: bounded_str(MAX_NAME_CHARS)
+    type: bounded_str(MAX_TYPE_CHARS) = CONCEPT_TYPE
 
     @field_validator("name")
     @classmethod
@@ -78,9 +87,9 @@ class ExtractedEntity(BaseModel):
 class ExtractedTriple(BaseModel):
     """One subject-predicate-object triple of an extraction answer (whitespace collapsed)."""
 
-    subject: str
-    predicate: str
-    object: str
+    subject: bounded_str(MAX_NAME_CHARS)
+    predicate: bounded_str(MAX_PREDICATE_CHARS)
+    object: bounded_str(MAX_NAME_CHARS)
 
     @field_validator("subject", "predicate", "object")
     @classmethod
@@ -88,6 +97,7 @@ class ExtractedTriple(BaseModel):
         return SPACE.sub(" ", v).strip()
 
 
+@answer_schema
 class ExtractedKnowledge(BaseModel):
     """LLM answer to the triple extraction prompt."""
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import ConfigError, QueryError
 from kbgraph.llm.base import usable_json
+from kbgraph.llm.bounds import answer_schema, bounded_list, bounded_str
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import text_of
@@ -53,8 +54,8 @@ class QASample(BaseModel):
 class PairAnswer(BaseModel):
     """One pair of the tag-pair prompt's answer."""
 
-    question_tag: str = ""
-    corpus_tag: str = ""
+    question_tag: bounded_str(80) = ""
+    corpus_tag: bounded_str(80) = ""
     score: float = 0.0
 
     @field_validator("question_tag", "corpus_tag", mode="before")
@@ -73,10 +74,11 @@ class PairAnswer(BaseModel):
         return min(1.0, max(0.0, x))
 
 
+@answer_schema
 class PairsAnswer(BaseModel):
-    """Answer of the tag-pair prompt."""
+    """Answer of the tag-pair prompt (at most 16 pairs)."""
 
-    pairs: list[PairAnswer] = Field(default_factory=list)
+    pairs: bounded_list(PairAnswer, 16) = Field(default_factory=list)
 
     @field_validator("pairs", mode="before")
     @classmethod

@@ -19,9 +19,14 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel
 
 from kbgraph.errors import LLMError
+from kbgraph.llm.bounds import UnboundedSchema, token_budget
 from kbgraph.llm.json_answers import (
     REPAIR_PROMPT,
+    CutAnswer,
+    CutAnswerError,
     JSONAnswerError,
+    cut_answer,
+    cut_message,
     describe_error,
     parse_json_answer,
     with_json_instructions,
@@ -158,26 +163,33 @@ class BaseLLM:
         fails (also mid-stream); LLMContextError when the prompt does not fit the server's context. An
         exception raised by ``sink`` ends the request and propagates."""
         model, temperature = self._resolve(model, temperature)
-        params: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": self._max(max_tokens)}
+        budget = self.json_max_tokens(schema, max_tokens)
+        params: dict[str, Any] = {"model": model, "temperature": temperature, "max_tokens": budget}
         stats = self._stats(schema)
         first = with_json_instructions(messages, schema)
         with self._unusable_counted(stats):
             text, fmt = self._send_json(first, schema, params, sink)
+        cut = isinstance(text, CutAnswer)
+        if cut:
+            self._tally(stats, "cut")
         try:
             answer = parse_json_answer(text, schema)
             self._tally(stats, "answers")
             return answer
         except ValueError as exc:
-            error = describe_error(exc)
+            error = cut_message(budget) + "; write a shorter answer" if cut else describe_error(exc)
         log.info("LLM answer is not a valid %s (%s); asking for a repair", schema.__name__, error)
         repair = first + [
-            {"role": "assistant", "content": text},
+            {"role": "assistant", "content": str(text)},
             {"role": "user", "content": REPAIR_PROMPT.format(error=error)},
         ]
         if sink is not None:
             sink.restart()
         with self._unusable_counted(stats):
             text = self._request(repair, params, fmt, f"{schema.__name__} repair", sink)
+        if isinstance(text, CutAnswer):
+            self._tally(stats, "cut")
+            cut = True
         try:
             answer = parse_json_answer(text, schema)
             self._tally(stats, "answers", "repaired")
@@ -187,10 +199,29 @@ class BaseLLM:
             # Keep neither bad answer: the next run asks the server again instead of replaying the failure.
             self._forget(first, **params, response_format=fmt)
             self._forget(repair, **params, response_format=fmt)
+            if cut:
+                raise LLMError(
+                    f"the LLM ({model}) gave no valid {schema.__name__} JSON: {cut_message(budget)}, even after a "
+                    f"repair request; raise KBGRAPH_LLM_MAX_TOKENS (JSON answers get the larger of it and the "
+                    f"schema's bound, here {budget} tokens) or try a stronger model (KBGRAPH_LLM_MODEL)"
+                ) from CutAnswerError(cut_message(budget))
             raise LLMError(
                 f"the LLM ({model}) gave no valid {schema.__name__} JSON even after a repair request "
                 f"({one_line(describe_error(exc), 200)}); try a stronger model (KBGRAPH_LLM_MODEL)"
             ) from exc
+
+    def json_max_tokens(self, schema: type[BaseModel], max_tokens: int | None = None) -> int | None:
+        """The token budget of a ``schema`` answer: ``max_tokens`` when given, else the larger of the client's
+        default (``llm_max_tokens``) and ``kbgraph.llm.bounds.token_budget(schema)``, so any answer the bounded
+        schema allows fits; the default alone for an unbounded schema (None: the server's limit)."""
+        if max_tokens is not None:
+            return max_tokens
+        try:
+            need = token_budget(schema)
+        except UnboundedSchema:
+            log.debug("%s is not bounded; its answers get max_tokens %s", schema.__name__, self.default_max_tokens)
+            return self.default_max_tokens
+        return max(need, self.default_max_tokens or 0)
 
     def json_report(self) -> dict[str, dict[str, float]]:
         """Per prompt (schema name): answers, repaired, failed and the share that needed a repair."""
@@ -235,12 +266,16 @@ class BaseLLM:
         if sink is None:
             return self._complete(messages, **params, response_format=fmt, purpose=purpose)
         parts: list[str] = []
+        cut: CutAnswer | None = None
         with closing(self._stream(messages, **params, response_format=fmt, purpose=purpose)) as pieces:
             for piece in pieces:
+                if isinstance(piece, CutAnswer):  # the stream ended at the token limit
+                    cut = piece
                 if piece:
                     parts.append(piece)
                     sink.text(piece)
-        return "".join(parts)
+        text = "".join(parts)
+        return cut_answer(text, cut.max_tokens) if cut is not None else text
 
     def _memory_key(self, model: str) -> str:
         return f"{self.endpoint}|{model}"
@@ -270,8 +305,9 @@ class BaseLLM:
         self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
         response_format: dict[str, Any] | None, purpose: str,
     ) -> str:  # fmt: skip
-        """One request. ``purpose`` names the prompt in errors (the schema's name for JSON prompts). Raises
-        FormatRejected when the server refuses ``response_format``."""
+        """One request. ``purpose`` names the prompt in errors (the schema's name for JSON prompts). Returns the
+        answer text, a ``CutAnswer`` when the server stopped at the token limit. Raises FormatRejected when the
+        server refuses ``response_format``."""
         raise NotImplementedError
 
     def _stream(
@@ -279,7 +315,8 @@ class BaseLLM:
         response_format: dict[str, Any] | None, purpose: str,
     ) -> Iterator[str]:  # fmt: skip
         """One request whose answer text comes in pieces as the server produces it (same errors as
-        :meth:`_complete`). This default sends one :meth:`_complete` request and yields its answer whole."""
+        :meth:`_complete`); an answer cut at the token limit ends with a ``CutAnswer`` piece. This default sends
+        one :meth:`_complete` request and yields its answer whole (a ``CutAnswer`` when cut)."""
         yield self._complete(
             messages, model=model, temperature=temperature, max_tokens=max_tokens, response_format=response_format,
             purpose=purpose,

@@ -32,7 +32,9 @@ from kbgraph.llm.limit import EndpointLimit, endpoint_limit
 from kbgraph.llm.json_answers import (  # noqa: F401 - re-exported: kbgraph.llm.client was their home
     JSON_INSTRUCTIONS,
     REPAIR_PROMPT,
+    CutAnswer,
     JSONAnswerError,
+    cut_answer,
     describe_error,
     extract_json,
     parse_json_answer,
@@ -128,6 +130,9 @@ class OpenAIClient(BaseLLM):
         if not response.choices:
             raise LLMError(f"the LLM server at {self.where} returned no choices for model {model!r}")
         text = response.choices[0].message.content or ""
+        if getattr(response.choices[0], "finish_reason", None) == "length":
+            log.info("the %s answer was cut at max_tokens %s", purpose, max_tokens)
+            text = cut_answer(text, max_tokens)
         usage = response.usage
         self._count(
             calls=1,
@@ -156,7 +161,7 @@ class OpenAIClient(BaseLLM):
         if self._stream_usage:
             request["stream_options"] = {"include_usage": True}
         parts: list[str] = []
-        usage, choices = None, False
+        usage, choices, finish = None, False, None
         start = time.perf_counter()
         try:
             with self.limit.slot():  # held while the answer is read
@@ -166,6 +171,7 @@ class OpenAIClient(BaseLLM):
                         usage = getattr(chunk, "usage", None) or usage
                         for choice in chunk.choices[:1]:
                             choices = True
+                            finish = getattr(choice, "finish_reason", None) or finish
                             piece = getattr(choice.delta, "content", None)
                             if piece:
                                 parts.append(piece)
@@ -188,6 +194,9 @@ class OpenAIClient(BaseLLM):
         )
         if key is not None:
             self.cache.put(key, model, "".join(parts))  # type: ignore[union-attr]
+        if finish == "length":
+            log.info("the %s answer was cut at max_tokens %s", purpose, max_tokens)
+            yield cut_answer("", max_tokens)
 
     def _open_stream(
         self, request: dict[str, Any], messages: Messages, purpose: str, model: str,

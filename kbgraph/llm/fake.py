@@ -9,7 +9,8 @@ handling, repairs included::
     assert len(llm.calls) == 2
 
 Streamed requests (``complete_json(..., sink=...)``) answer the same script, in pieces of ``chunk_chars``
-characters (``requests[i]["stream"]`` is then True).
+characters (``requests[i]["stream"]`` is then True). A scripted ``kbgraph.llm.json_answers.CutAnswer`` is an
+answer the server stopped at the token limit (``finish_reason`` "length"), at the request's ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kbgraph.llm.base import BaseLLM, Messages
+from kbgraph.llm.json_answers import CutAnswer, cut_answer
 
 Script = Iterable["str | BaseException"] | Callable[[Messages], str]
 
@@ -72,6 +74,8 @@ class ScriptedLLM(BaseLLM):
             if isinstance(item, BaseException):
                 raise item
             text = item
+        if isinstance(text, CutAnswer) and text.max_tokens is None:
+            text = cut_answer(text, max_tokens)  # a scripted cut happens at the request's limit
         # Rough token counts (words) so token accounting code paths see non-zero numbers.
         self._count(
             calls=1,
@@ -91,3 +95,5 @@ class ScriptedLLM(BaseLLM):
         self.requests[-1]["stream"] = True
         for i in range(0, len(text), self.chunk_chars):
             yield text[i : i + self.chunk_chars]
+        if isinstance(text, CutAnswer):
+            yield cut_answer("", text.max_tokens)

@@ -31,6 +31,32 @@ class JSONAnswerError(ValueError):
     """The answer text holds no JSON object."""
 
 
+class CutAnswerError(JSONAnswerError):
+    """The answer was cut by the token limit (the server's ``finish_reason`` "length") before its JSON was
+    complete."""
+
+
+class CutAnswer(str):
+    """An answer text the server stopped at the token limit (``finish_reason`` "length"); ``max_tokens`` is the
+    limit the request asked for (None: the server's own). The client returns it in place of a plain ``str``
+    (a streamed answer ends with an empty ``CutAnswer`` piece); scripted tests return one to simulate a cut."""
+
+    max_tokens: int | None = None
+
+
+def cut_answer(text: str, max_tokens: int | None) -> CutAnswer:
+    """``text`` marked as cut at ``max_tokens``."""
+    out = CutAnswer(text)
+    out.max_tokens = max_tokens
+    return out
+
+
+def cut_message(max_tokens: int | None) -> str:
+    """Why a cut answer is unusable, for the repair request and the error."""
+    limit = f"max_tokens {max_tokens}" if max_tokens is not None else "the server's token limit"
+    return f"the answer was cut by the token limit ({limit}) before its JSON object was complete"
+
+
 def extract_json(text: str) -> str:
     """The JSON object in an answer: drops <think>...</think> blocks, prefers the content of a ```json
     fence, and takes the outermost {...}. Raises JSONAnswerError when there is no object."""

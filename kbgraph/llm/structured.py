@@ -115,11 +115,13 @@ class FormatMemory:
 
 class JSONStats(BaseModel):
     """JSON answers of one prompt (by schema name): ``answers`` validated, of which ``repaired`` needed the
-    repair request, and ``failed`` that were unusable even after it."""
+    repair request, and ``failed`` that were unusable even after it; ``cut``: requests (first or repair) the
+    server stopped at the token limit (``finish_reason`` "length")."""
 
     answers: int = 0
     repaired: int = 0
     failed: int = 0
+    cut: int = 0
 
     @property
     def repair_share(self) -> float:

@@ -1,0 +1,126 @@
+"""Every answer schema sent to an LLM is bounded (issue 28): no string without maxLength, no array without
+maxItems (kbgraph.llm.bounds), every schema the code sends is registered, and the token budget a request asks
+for is sized from the schema's bounds."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+from kbgraph.llm import ScriptedLLM
+from kbgraph.llm.bounds import (
+    ANSWER_SCHEMAS,
+    CHARS_PER_TOKEN,
+    UnboundedSchema,
+    bounded_list,
+    bounded_str,
+    max_chars,
+    token_budget,
+    unbounded_paths,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ("kbgraph", "query", "ingest")
+
+
+def _import_everything() -> None:
+    """Import every module of the package, so every @answer_schema class is registered."""
+    import kbgraph.ingest
+    import kbgraph.query
+
+    for pkg in (kbgraph, kbgraph.query, kbgraph.ingest):
+        for info in pkgutil.walk_packages(pkg.__path__, f"{pkg.__name__}."):
+            if not info.name.startswith(("kbgraph.cli", "kbgraph.serve", "kbgraph.neo4j_local")):
+                importlib.import_module(info.name)
+
+
+def _schemas_sent() -> dict[str, str]:
+    """{schema name: where} of every ``complete_json(messages, Schema)`` and ``usable_json(llm, messages,
+    Schema)`` call in the sources."""
+    found: dict[str, str] = {}
+    for top in SOURCES:
+        for path in (REPO / top).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                position = {"complete_json": 1, "usable_json": 2}.get(name)
+                if position is None or len(node.args) <= position:
+                    continue
+                arg = node.args[position]
+                if isinstance(arg, ast.Name) and arg.id[:1].isupper():
+                    found[arg.id] = f"{path.relative_to(REPO)}:{node.lineno}"
+    return found
+
+
+def test_every_answer_schema_is_bounded():
+    _import_everything()
+    assert len(ANSWER_SCHEMAS) >= 15
+    problems = {name: unbounded_paths(schema) for name, schema in ANSWER_SCHEMAS.items()}
+    assert {k: v for k, v in problems.items() if v} == {}
+
+
+def test_every_schema_sent_is_registered():
+    _import_everything()
+    sent = _schemas_sent()
+    # the calls that send schemas (a rename of the helpers would make this test vacuous)
+    assert {"QAOutput", "Proposal", "NewQueries", "LeafOutput", "MainOutput", "AtomicQuestions"} <= set(sent)
+    registered = {schema.__name__ for schema in ANSWER_SCHEMAS.values()}
+    assert {name: where for name, where in sent.items() if name not in registered} == {}
+
+
+class Loose(BaseModel):
+    text: str = ""
+    items: list[str] = Field(default_factory=list)
+    table: dict[str, int] = Field(default_factory=dict)
+    pattern: str = Field("", pattern=r"^a+$", max_length=10)
+
+
+class Tight(BaseModel):
+    text: bounded_str(30) = ""
+    items: bounded_list(bounded_str(10), 3) = Field(default_factory=list)
+    pattern: str = Field("", pattern=r"^a{1,9}$", max_length=10)
+    n: int = 0
+
+
+def test_unbounded_places_are_named():
+    problems = unbounded_paths(Loose)
+    assert any(p.startswith("text:") for p in problems)
+    assert any(p.startswith("items:") and "maxItems" in p for p in problems)
+    assert any(p.startswith("items[]:") and "maxLength" in p for p in problems)
+    assert any(p.startswith("table:") for p in problems)
+    assert any(p.startswith("pattern:") and "unbounded repetition" in p for p in problems)
+    with pytest.raises(UnboundedSchema, match="Loose is not bounded"):
+        token_budget(Loose)
+    assert unbounded_paths(Tight) == []
+
+
+def test_budget_covers_the_longest_answer():
+    """The longest answer Tight allows, written out, has max_chars characters or fewer, and the budget holds
+    it at CHARS_PER_TOKEN characters a token."""
+    longest = Tight(text="x" * 30, items=["y" * 10] * 3, pattern="a" * 9, n=-10**19).model_dump_json()
+    assert len(longest) <= max_chars(Tight)
+    assert token_budget(Tight) * CHARS_PER_TOKEN >= max_chars(Tight)
+
+
+def test_longer_values_are_cut_not_refused():
+    """An endpoint without a grammar may write more: the value is cut to the bound, the answer still valid."""
+    t = Tight.model_validate({"text": "x" * 100, "items": ["y" * 50] * 9})
+    assert t.text == "x" * 30 and t.items == ["y" * 10] * 3
+
+
+def test_requests_ask_for_the_schema_budget():
+    """Through the scripted LLM: each JSON request's max_tokens is the schema's budget (default None)."""
+    from kbgraph.ingest.distill.schemas import AtomicQuestions
+    from kbgraph.query.decompose import Proposal
+
+    llm = ScriptedLLM(['{"thinking": "", "sub_questions": []}', '{"questions": ["Who?"]}'])
+    llm.complete_json([{"role": "user", "content": "q"}], Proposal)
+    llm.complete_json([{"role": "user", "content": "c"}], AtomicQuestions)
+    assert [r["max_tokens"] for r in llm.requests] == [token_budget(Proposal), token_budget(AtomicQuestions)]
