@@ -264,7 +264,12 @@ class Settings(BaseSettings):
     # --- MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.migres) ------
     migres_iterations: int = Field(5, ge=1, description="T: max iteration steps (002 Table 12, multi-hop QA).")
     migres_retriever: Literal["graph", "bm25"] = Field(
-        "graph", description="Retriever per query: 'graph' (layer seeds + score propagation) or 'bm25' (§4.1).")
+        "bm25", description="Retriever per query: 'bm25' (the paper's, §4.1, with migres_bm25_k1 and "
+        "migres_bm25_b) or 'graph' (layer seeds + score propagation, kbgraph's).")
+    migres_bm25_k1: float = Field(0.9, ge=0.0, description="k1 of MIGRES' BM25 retriever (002 §4.1: 0.9); the "
+                                  "'bm25' method of /search keeps bm25s' 1.5.")  # fmt: skip
+    migres_bm25_b: float = Field(0.4, ge=0.0, le=1.0, description="b of MIGRES' BM25 retriever (002 §4.1: 0.4); "
+                                 "the 'bm25' method of /search keeps 0.75.")  # fmt: skip
     migres_retrieve_k: int = Field(50, ge=1, description="Chunks retrieved per query (002 Table 12).")
     migres_passages: int = Field(5, ge=1, description="k: most chunks shown to the Leaf Module per iteration.")
     # θ chosen by the paper's rule (Table 12: > 80% of questions find a passage above θ), measured with the

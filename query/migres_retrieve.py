@@ -8,9 +8,10 @@ not shown again, so a chunk can come back with other sentences for another query
 Per iteration, for each query ``q`` (``retrieve_filtered``):
 
 1. Retriever: the top ``migres_retrieve_k`` (50, Table 12) chunks for ``q`` by ``migres_retriever``:
-   ``'graph'`` (default) = the graph's layer seeds + score propagation (kbgraph.query.retrieval, PIKE-RAG
-   §5.2.3); ``'bm25'`` = BM25 over the chunks (kbgraph.query.bm25; the paper's retriever, §4.1, there with
-   k1 = 0.9, b = 0.4, here the index's own k1 = 1.5, b = 0.75). Chunks shown to the Leaf Module in an earlier
+   ``'bm25'`` (default) = BM25 over the chunks (kbgraph.query.bm25), the paper's retriever (§4.1) with its
+   parameters k1 = ``migres_bm25_k1`` (0.9) and b = ``migres_bm25_b`` (0.4), an index of its own beside the
+   'bm25' method's (k1 1.5, b 0.75); ``'graph'`` = the graph's layer seeds + score propagation
+   (kbgraph.query.retrieval, PIKE-RAG §5.2.3), kbgraph's. Chunks shown to the Leaf Module in an earlier
    iteration (whole) are left out; a chunk found by several queries counts once, for its best query.
 2. Passage filter: the re-rank score of a chunk is the cosine between the embedding of ``q`` and the chunk's
    stored embedding (``GraphStore.chunk_similarities``: the embedder that built the graph, on the chunk's
@@ -72,7 +73,8 @@ class Retriever:
             from kbgraph.query.bm25 import BM25Index
 
             if self._bm25 is None:
-                self._bm25 = BM25Index.open(self.ctx.store, self.ctx.settings)
+                s = self.ctx.settings
+                self._bm25 = BM25Index.open(self.ctx.store, s, k1=s.migres_bm25_k1, b=s.migres_bm25_b)
             return self._bm25.retrieve(self.ctx.store, query, k)
         from kbgraph.query.retrieval import retrieve_propagation
 

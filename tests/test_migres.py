@@ -127,7 +127,9 @@ def main(text: str, missing: str = "", confidence: int = 5):
 
 
 def ctx_of(kb, script, **update) -> QueryContext:
+    """The loop's tests run on the graph retriever (their passages were chosen with it); ``update`` overrides."""
     store, settings, embedder = kb
+    update = {"migres_retriever": "graph", **update}
     return QueryContext(store, settings.model_copy(update=update), embedder, ScriptedLLM(script))
 
 
@@ -295,10 +297,43 @@ def test_bm25_retriever(kb, corpus):
     script = Script(leaf=[cite("Journal of Psychotherapy Integration", FACT1)], main=[main("G. Stanley Hall")])
     answer = answer_migres(corpus["question"], ctx_of(kb, script, migres_retriever="bm25", migres_retrieve_k=5))
     (rnd,) = answer.trace
-    hits = [cid for cid, _ in BM25Index.open(store, settings).search(corpus["question"], 5)]
+    paper = {"k1": settings.migres_bm25_k1, "b": settings.migres_bm25_b}
+    hits = [cid for cid, _ in BM25Index.open(store, settings, **paper).search(corpus["question"], 5)]
     assert rnd.retriever == "bm25" and rnd.retrieved == len(hits) and {p.chunk_id for p in rnd.passages} <= set(hits)
     assert_kept(rnd, store, embedder, THETA)
     assert_citations_in_graph(answer, store)
+
+
+def test_bm25_retriever_has_the_papers_k1_and_b(kb):
+    """MIGRES' default retriever is BM25 at the paper's k1 0.9, b 0.4 (002 §4.1): its scores equal bm25s' at
+    those parameters over the same chunk texts, computed here, and differ from bm25s' defaults 1.5 / 0.75 (red
+    if the retriever or the index ignored the MIGRES settings)."""
+    import bm25s
+
+    from kbgraph.query.bm25 import _stemmer, row_text
+    from kbgraph.query.migres_retrieve import Retriever
+
+    store, settings, embedder = kb
+    ctx = QueryContext(store, settings, embedder, ScriptedLLM([]))
+    assert settings.migres_retriever == "bm25"  # the default
+    query = "Who founded the publisher of the Journal of Psychotherapy Integration?"
+    got = {c.id: c.score for c in Retriever(ctx).chunks(query, 8)}
+    rows = store.run("retrieve/chunk_texts", {"after": "", "limit": 1000})
+    stem, _ = _stemmer()
+    tokens = bm25s.tokenize([row_text(r) for r in rows], stopwords="en", stemmer=stem, return_ids=False,
+                            show_progress=False)  # fmt: skip
+    q = bm25s.tokenize([query], stopwords="en", stemmer=stem, return_ids=False, show_progress=False)
+
+    def scores(k1: float, b: float) -> dict[str, float]:
+        index = bm25s.BM25(k1=k1, b=b, method="lucene")
+        index.index(tokens, show_progress=False)
+        docs, vals = index.retrieve(q, k=8, show_progress=False)
+        return {rows[int(d)]["id"]: float(v) for d, v in zip(docs[0], vals[0], strict=True) if v > 0}
+
+    paper, defaults = scores(0.9, 0.4), scores(1.5, 0.75)
+    assert len(got) == 8 and got.keys() == paper.keys()
+    assert all(got[c] == pytest.approx(paper[c], rel=1e-5) for c in got)
+    assert any(got[c] != pytest.approx(defaults.get(c, 0.0), rel=1e-3) for c in got)
 
 
 def test_parsers_take_near_misses():
