@@ -3,9 +3,9 @@ corpus (two PDFs of examples/docs), saved rationales (kbgraph ask --save) and wh
 to them, the `kbgraph browse` command, and the Browser style with the server setting that applies it.
 
 The tests of one store share one ingested corpus (module scope) and run in file order: read-only queries
-first, then the tests that save questions, then the one that deletes a document (it needs a saved Algorithm 1
-rationale, from test_save_pike_rationale_rounds_subquestions_matches). Counts are read from the store, never
-copied from an earlier run's output.
+first, then the tests that save questions, then the one that deletes a document (last: it changes the corpus;
+it saves the Algorithm 1 rationale and the question it checks itself, so it also runs alone). Counts are read
+from the store, never copied from an earlier run's output.
 """
 
 from __future__ import annotations
@@ -350,7 +350,13 @@ def test_questions_lists_saved_questions(corpus):
 
 def test_deleting_a_document_removes_rationale_edges(corpus):
     """Deleting the Federal Register detaches its chunks and atomic questions: no USED or MATCHED edge is left
-    pointing at them, the others stay, and so do the Questions and SubQuestions (with their answers)."""
+    pointing at them, the others stay, and so do the Questions and SubQuestions (with their answers). Its own
+    saves: an Algorithm 1 rationale (MATCHED edges) and a score-propagation answer, both citing the Register
+    (whatever earlier tests saved is checked too)."""
+    from kbgraph.query.rationale import save_answer
+
+    save_answer(corpus.store, answer_pike_cached(corpus))
+    corpus.ask(QUESTION, save=True)
     before = {q["question"]["id"]: _question_row(corpus, q["question"]["id"]) for q in corpus.browse("questions")}
     fr_rows = corpus.browse("document", document=FR_TITLE, limit=1000, per_chunk=1000)
     fr_id = fr_rows[0]["document"]["id"]
