@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Type-checks kbgraph with mypy under pyproject.toml [tool.mypy] (strict on kbgraph.query, kbgraph.store and
+# kbgraph.llm; every other module checked without the strict flags). kbgraph.ingest, kbgraph.query and
+# kbgraph.cypher live in the folders ingest/, query/ and cypher/ (package-dir in pyproject.toml), which mypy cannot
+# map to their import names: so, as scripts/lint_imports.sh does, the package is laid out as installed in a folder
+# of symbolic links (.mypy_cache/tree, kept so that mypy's cache stays valid between runs) and mypy runs there.
+# Errors name paths as installed (kbgraph/query/x.py is query/x.py). Usage: scripts/mypy.sh [PY] [MYPY ARGS...]
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+py="${1:-$repo/.venv/bin/python}"
+py="$(cd "$(dirname "$py")" && pwd)/$(basename "$py")"  # absolute: mypy runs in another folder
+shift || true
+tree="$repo/.mypy_cache/tree"
+rm -rf "$tree"
+mkdir -p "$tree/kbgraph"
+for entry in "$repo"/kbgraph/*; do ln -s "$entry" "$tree/kbgraph/"; done
+for sub in ingest query cypher; do ln -s "$repo/$sub" "$tree/kbgraph/$sub"; done
+cd "$tree"
+"$py" -m mypy --config-file "$repo/pyproject.toml" --cache-dir "$repo/.mypy_cache" "$@" -p kbgraph
