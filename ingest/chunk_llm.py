@@ -40,13 +40,13 @@ import logging
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.ingest import prompts
 from kbgraph.ingest.chunk import _render, _Unit
-from kbgraph.llm.bounds import answer_schema, bounded_list, bounded_str
+from kbgraph.llm.bounds import MaxChars, MaxItems, answer_schema
 from kbgraph.llm.client import usable_json
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class ChunkCut(BaseModel):
     """One chunk cut from the start of the window: the number of its last sentence and its summary."""
 
     end: int = Field(description="number of the chunk's last sentence")
-    summary: bounded_str(SUMMARY_CHARS) = ""
+    summary: Annotated[str, MaxChars(SUMMARY_CHARS)] = ""
 
     @field_validator("end", mode="before")
     @classmethod
@@ -90,8 +90,8 @@ class WindowSplit(BaseModel):
     """The LLM's answer for one window (``prompts.RECURRENT_SPLIT_PROMPT``), at most ``MAX_CUTS`` chunks (a
     window's later sentences start the next window)."""
 
-    chunks: bounded_list(ChunkCut, MAX_CUTS) = Field(default_factory=list)
-    forward_summary: bounded_str(FORWARD_SUMMARY_CHARS) = ""
+    chunks: Annotated[list[ChunkCut], MaxItems(MAX_CUTS)] = Field(default_factory=list)
+    forward_summary: Annotated[str, MaxChars(FORWARD_SUMMARY_CHARS)] = ""
 
     @field_validator("forward_summary", mode="before")
     @classmethod

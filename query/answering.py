@@ -9,7 +9,7 @@ from each other.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, field_validator
@@ -17,7 +17,7 @@ from pydantic import BaseModel, field_validator
 from kbgraph.embed.base import Embedder
 from kbgraph.errors import LLMError
 from kbgraph.llm.base import LLM
-from kbgraph.llm.bounds import answer_schema, bounded_str
+from kbgraph.llm.bounds import MaxChars, answer_schema
 from kbgraph.llm.json_stream import JSONFieldStream
 from kbgraph.query import prompts
 from kbgraph.query.evidence import sentences
@@ -36,8 +36,8 @@ RATIONALE_CHARS = 400
 class QAOutput(BaseModel):
     """Answer of the question-answering prompt (003 A.7): at most ``ANSWER_CHARS`` and ``RATIONALE_CHARS``."""
 
-    answer: bounded_str(ANSWER_CHARS) = ""
-    rationale: bounded_str(RATIONALE_CHARS) = ""
+    answer: Annotated[str, MaxChars(ANSWER_CHARS)] = ""
+    rationale: Annotated[str, MaxChars(RATIONALE_CHARS)] = ""
 
     @field_validator("answer", "rationale", mode="before")
     @classmethod

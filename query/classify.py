@@ -36,12 +36,12 @@ rationale prefixed with the classification, and the usage of both steps.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, field_validator
 
 from kbgraph.llm.base import LLM, usable_json
-from kbgraph.llm.bounds import answer_schema, bounded_str
+from kbgraph.llm.bounds import MaxChars, answer_schema
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import text_of
@@ -79,7 +79,7 @@ class ClassifyOutput(BaseModel):
     """The JSON answer of the classification prompt (§3.2): the LLM's ``rationale``, the ``kind`` and, for
     linkable-reasoning questions, the ``subtype`` (None otherwise, or when it names no subtype)."""
 
-    rationale: bounded_str(400) = ""
+    rationale: Annotated[str, MaxChars(400)] = ""
     kind: Kind
     subtype: Subtype | None = None
 

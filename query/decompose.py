@@ -50,13 +50,13 @@ final answer to the five most useful knowledge chunks"); each becomes a citation
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import LLMError
 from kbgraph.llm.base import LLM
-from kbgraph.llm.bounds import answer_schema, bounded_list, bounded_str
+from kbgraph.llm.bounds import MaxChars, MaxItems, answer_schema
 from kbgraph.query import prompts
 from kbgraph.query.answering import UsageMeter, citations_for, context_of, final_answer
 from kbgraph.query.context import QueryContext
@@ -84,8 +84,8 @@ SUB_QUESTION_CHARS = 160
 class Proposal(BaseModel):
     """Answer of the atomic query proposer (003 A.7): at most ``SUB_QUESTIONS`` sub-questions."""
 
-    thinking: bounded_str(THINKING_CHARS) = ""
-    sub_questions: bounded_list(bounded_str(SUB_QUESTION_CHARS), SUB_QUESTIONS) = Field(default_factory=list)
+    thinking: Annotated[str, MaxChars(THINKING_CHARS)] = ""
+    sub_questions: Annotated[list[Annotated[str, MaxChars(SUB_QUESTION_CHARS)]], MaxItems(SUB_QUESTIONS)] = Field(default_factory=list)
 
     @field_validator("thinking", mode="before")
     @classmethod
@@ -105,7 +105,7 @@ class Proposal(BaseModel):
 class Selection(BaseModel):
     """Answer of the atomic tag selector (003 A.7): a 1-based index, or none."""
 
-    thinking: bounded_str(THINKING_CHARS) = ""
+    thinking: Annotated[str, MaxChars(THINKING_CHARS)] = ""
     question_idx: int | None = None
 
     @field_validator("thinking", mode="before")
@@ -123,7 +123,7 @@ class Selection(BaseModel):
 class ChunkSelection(BaseModel):
     """Answer of the backup chunk selector (authors' code)."""
 
-    thinking: bounded_str(THINKING_CHARS) = ""
+    thinking: Annotated[str, MaxChars(THINKING_CHARS)] = ""
     paragraph_idx: int | None = None
 
     @field_validator("thinking", mode="before")

@@ -42,7 +42,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
 from kbgraph.llm.base import LLM, usable_json
-from kbgraph.llm.bounds import answer_schema, bounded_list, bounded_str
+from kbgraph.llm.bounds import MaxChars, MaxItems, answer_schema
 from kbgraph.query import prompts
 from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations_for
 from kbgraph.query.context import QueryContext
@@ -64,14 +64,6 @@ def _words(v: Any) -> str:
     return "; ".join(map(_words, v)) if isinstance(v, list) else " ".join(text_of(v).split())
 
 
-Words = Annotated[str, BeforeValidator(_words)]
-
-
-def words(max_chars: int) -> Any:
-    """``Words`` of at most ``max_chars`` characters (``maxLength`` in the schema, a longer value cut)."""
-    return Annotated[bounded_str(max_chars), BeforeValidator(_words)]
-
-
 #: Bounds of the modules' answers (characters, items; kbgraph.llm.bounds sizes the token budget).
 ANSWER_CHARS = 200
 EXPLANATION_CHARS = 300
@@ -80,11 +72,17 @@ MAX_QUERIES = 5
 STATEMENT_CHARS = 200
 MAX_STATEMENTS = 5
 
+# Text fields of the answers: spacing collapsed (a list's items joined, _words), then cut to their bound. (Of two
+# before-validators in one Annotated the last runs first.)
+AnswerText = Annotated[str, MaxChars(ANSWER_CHARS), BeforeValidator(_words)]
+ExplanationText = Annotated[str, MaxChars(EXPLANATION_CHARS), BeforeValidator(_words)]
+StatementText = Annotated[str, MaxChars(STATEMENT_CHARS), BeforeValidator(_words)]
+
 
 class MainVerdict(BaseModel):
     """The ``answer`` object of the Main Module: its text ("unanswerable" or the answer) and confidence 1-5."""
 
-    text: words(ANSWER_CHARS) = ""
+    text: AnswerText = ""
     confidence: int | None = None
 
     @field_validator("confidence", mode="before")
@@ -99,8 +97,8 @@ class MainOutput(BaseModel):
     """Answer of the Main Module (002 Appendix F)."""
 
     answer: MainVerdict = Field(default_factory=MainVerdict)
-    explanation: words(EXPLANATION_CHARS) = ""
-    missing_information: words(EXPLANATION_CHARS) = ""
+    explanation: ExplanationText = ""
+    missing_information: ExplanationText = ""
 
     @field_validator("answer", mode="before")
     @classmethod
@@ -119,7 +117,7 @@ class NewQueries(BaseModel):
     """Answer of the Query Generator (our JSON form of its one-query-a-line output), at most ``MAX_QUERIES``
     (the loop keeps ``migres_queries``)."""
 
-    queries: bounded_list(bounded_str(QUERY_CHARS), MAX_QUERIES) = Field(default_factory=list)
+    queries: Annotated[list[Annotated[str, MaxChars(QUERY_CHARS)]], MaxItems(MAX_QUERIES)] = Field(default_factory=list)
 
     @field_validator("queries", mode="before")
     @classmethod
@@ -131,8 +129,8 @@ class NewQueries(BaseModel):
 class Statement(BaseModel):
     """One statement of the Leaf Module and the 0-based indexes of the passages it cites."""
 
-    info: words(STATEMENT_CHARS) = ""
-    support_passages: bounded_list(int, MAX_STATEMENTS) = Field(default_factory=list)
+    info: StatementText = ""
+    support_passages: Annotated[list[int], MaxItems(MAX_STATEMENTS)] = Field(default_factory=list)
 
     @field_validator("support_passages", mode="before")
     @classmethod
@@ -153,7 +151,7 @@ class Statement(BaseModel):
 class LeafOutput(BaseModel):
     """Answer of the Leaf Module (002 Appendix F), at most ``MAX_STATEMENTS`` statements."""
 
-    useful_information: bounded_list(Statement, MAX_STATEMENTS) = Field(default_factory=list)
+    useful_information: Annotated[list[Statement], MaxItems(MAX_STATEMENTS)] = Field(default_factory=list)
 
     @field_validator("useful_information", mode="before")
     @classmethod

@@ -8,6 +8,7 @@ import ast
 import importlib
 import pkgutil
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from pydantic import BaseModel, Field
@@ -16,9 +17,9 @@ from kbgraph.llm import ScriptedLLM
 from kbgraph.llm.bounds import (
     ANSWER_SCHEMAS,
     CHARS_PER_TOKEN,
+    MaxChars,
+    MaxItems,
     UnboundedSchema,
-    bounded_list,
-    bounded_str,
     max_chars,
     token_budget,
     unbounded_paths,
@@ -83,8 +84,8 @@ class Loose(BaseModel):
 
 
 class Tight(BaseModel):
-    text: bounded_str(30) = ""
-    items: bounded_list(bounded_str(10), 3) = Field(default_factory=list)
+    text: Annotated[str, MaxChars(30)] = ""
+    items: Annotated[list[Annotated[str, MaxChars(10)]], MaxItems(3)] = Field(default_factory=list)
     pattern: str = Field("", pattern=r"^a{1,9}$", max_length=10)
     n: int = 0
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from kbgraph.llm.bounds import answer_schema, bounded_str
+from kbgraph.llm.bounds import MaxChars, answer_schema
 
 from kbgraph.ingest import prompts
 from kbgraph.ingest.distill.names import CONCEPT_TYPE, SPACE, TITLE_TYPE
@@ -69,8 +69,8 @@ class ExtractedEntity(BaseModel):
     """One entity of an extraction answer: its name (whitespace collapsed) and one of
     ``prompts.ENTITY_TYPES`` or TITLE (anything else becomes CONCEPT)."""
 
-    name: bounded_str(MAX_NAME_CHARS)
-    type: bounded_str(MAX_TYPE_CHARS) = CONCEPT_TYPE
+    name: Annotated[str, MaxChars(MAX_NAME_CHARS)]
+    type: Annotated[str, MaxChars(MAX_TYPE_CHARS)] = CONCEPT_TYPE
 
     @field_validator("name")
     @classmethod
@@ -87,9 +87,9 @@ class ExtractedEntity(BaseModel):
 class ExtractedTriple(BaseModel):
     """One subject-predicate-object triple of an extraction answer (whitespace collapsed)."""
 
-    subject: bounded_str(MAX_NAME_CHARS)
-    predicate: bounded_str(MAX_PREDICATE_CHARS)
-    object: bounded_str(MAX_NAME_CHARS)
+    subject: Annotated[str, MaxChars(MAX_NAME_CHARS)]
+    predicate: Annotated[str, MaxChars(MAX_PREDICATE_CHARS)]
+    object: Annotated[str, MaxChars(MAX_NAME_CHARS)]
 
     @field_validator("subject", "predicate", "object")
     @classmethod

@@ -26,13 +26,13 @@ import json
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.errors import ConfigError, QueryError
 from kbgraph.llm.base import usable_json
-from kbgraph.llm.bounds import answer_schema, bounded_list, bounded_str
+from kbgraph.llm.bounds import MaxChars, MaxItems, answer_schema
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import text_of
@@ -54,8 +54,8 @@ class QASample(BaseModel):
 class PairAnswer(BaseModel):
     """One pair of the tag-pair prompt's answer."""
 
-    question_tag: bounded_str(80) = ""
-    corpus_tag: bounded_str(80) = ""
+    question_tag: Annotated[str, MaxChars(80)] = ""
+    corpus_tag: Annotated[str, MaxChars(80)] = ""
     score: float = 0.0
 
     @field_validator("question_tag", "corpus_tag", mode="before")
@@ -78,7 +78,7 @@ class PairAnswer(BaseModel):
 class PairsAnswer(BaseModel):
     """Answer of the tag-pair prompt (at most 16 pairs)."""
 
-    pairs: bounded_list(PairAnswer, 16) = Field(default_factory=list)
+    pairs: Annotated[list[PairAnswer], MaxItems(16)] = Field(default_factory=list)
 
     @field_validator("pairs", mode="before")
     @classmethod

@@ -8,8 +8,8 @@ string and list bounded, the longest answer the grammar allows has a known size 
 ``CHARS_PER_TOKEN`` characters a token (at most; BPE tokenizers give ~4 for English) plus the structure's
 tokens, :func:`token_budget` is a ``max_tokens`` the answer fits in.
 
-* :func:`bounded_str` / :func:`bounded_list`: the field types (pydantic ``max_length`` in the JSON schema, and
-  a longer value from an endpoint without a grammar is cut, not refused).
+* :class:`MaxChars` / :class:`MaxItems`: the field metadata (``Annotated[str, MaxChars(80)]``: ``maxLength``
+  in the JSON schema, and a longer value from an endpoint without a grammar is cut, not refused).
 * :func:`answer_schema`: the class decorator registering an answer schema (``ANSWER_SCHEMAS``); the test
   suite walks the registry and fails on any unbounded string or array (:func:`unbounded_paths`).
 * :func:`max_chars`, :func:`token_budget`: the longest answer in characters and the request's token budget
@@ -22,17 +22,20 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any, TypeVar
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field
+from annotated_types import GroupedMetadata, MaxLen
+from pydantic import BaseModel, BeforeValidator
 
 __all__ = [
     "ANSWER_SCHEMAS",
     "CHARS_PER_TOKEN",
+    "MaxChars",
+    "MaxItems",
     "UnboundedSchema",
     "answer_schema",
-    "bounded_list",
-    "bounded_str",
     "max_chars",
     "token_budget",
     "unbounded_paths",
@@ -64,29 +67,35 @@ def answer_schema(cls: S) -> S:
     return cls
 
 
-def _cut_str(limit: int) -> Any:
-    def cut(v: Any) -> Any:
-        return v[:limit].rstrip() if isinstance(v, str) and len(v) > limit else v
+@dataclass(frozen=True)
+class MaxChars(GroupedMetadata):
+    """Field metadata of a ``str`` of at most ``limit`` characters: ``Annotated[str, MaxChars(80)]`` has
+    ``maxLength`` 80 in the schema, and a longer value (an endpoint that does not constrain decoding) is cut to
+    ``limit`` characters (trailing whitespace dropped), not refused."""
 
-    return cut
+    limit: int
 
+    def __iter__(self) -> Iterator[object]:
+        yield BeforeValidator(self._cut)
+        yield MaxLen(self.limit)
 
-def _cut_list(limit: int) -> Any:
-    def cut(v: Any) -> Any:
-        return v[:limit] if isinstance(v, list) else v
-
-    return cut
-
-
-def bounded_str(max_length: int) -> Any:
-    """A ``str`` field type of at most ``max_length`` characters (``maxLength`` in the schema); a longer
-    value (an endpoint that does not constrain decoding) is cut to ``max_length``."""
-    return Annotated[str, BeforeValidator(_cut_str(max_length)), Field(max_length=max_length)]
+    def _cut(self, v: Any) -> Any:
+        return v[: self.limit].rstrip() if isinstance(v, str) and len(v) > self.limit else v
 
 
-def bounded_list(item: Any, max_items: int) -> Any:
-    """A ``list[item]`` field type of at most ``max_items`` items (``maxItems``); a longer list is cut."""
-    return Annotated[list[item], BeforeValidator(_cut_list(max_items)), Field(max_length=max_items)]
+@dataclass(frozen=True)
+class MaxItems(GroupedMetadata):
+    """Field metadata of a ``list`` of at most ``limit`` items: ``Annotated[list[X], MaxItems(16)]`` has
+    ``maxItems`` 16 in the schema, and a longer list is cut to its first ``limit`` items."""
+
+    limit: int
+
+    def __iter__(self) -> Iterator[object]:
+        yield BeforeValidator(self._cut)
+        yield MaxLen(self.limit)
+
+    def _cut(self, v: Any) -> Any:
+        return v[: self.limit] if isinstance(v, list) else v
 
 
 # --- walking a JSON schema --------------------------------------------------------------------------------
