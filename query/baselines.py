@@ -55,14 +55,14 @@ def _answer(question: str, method: str, out: QAOutput, chunks: list[ScoredChunk]
 
 def answer_cot(question: str, ctx: QueryContext) -> Answer:
     """Zero-Shot CoT: no retrieval, no citations."""
-    embedder, llm = ctx.embedder, ctx.llm
+    embedder, llm = ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     return _answer(question, "cot", answer_json(llm, prompts.cot_messages(question), ctx.events), [], embedder, meter)
 
 
 def answer_naive(question: str, ctx: QueryContext) -> Answer:
     """Naive RAG over flat chunks: ``naive_k`` chunks at cosine >= ``naive_threshold``."""
-    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
+    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
     chunks = chunks_by_vector(store, qvec, k=settings.naive_k, threshold=settings.naive_threshold)
@@ -73,7 +73,7 @@ def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
     """Naive RAG with hierarchical retrieval: Fig. 11's union of path (a) ``hr_k`` chunks at cosine >=
     ``hr_threshold`` and path (b) the chunks of ``hr_question_k`` atomic questions at cosine >=
     ``hr_question_threshold`` (kbgraph.query.hierarchical, the retrieval of method 'hierarchical')."""
-    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
+    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
     chunks, via_questions, from_a = hierarchical_chunks(store, settings, question, qvec)
@@ -107,7 +107,7 @@ def parse_self_ask(text: str) -> tuple[str | None, str | None]:
 
 def answer_self_ask(question: str, ctx: QueryContext) -> Answer:
     """Self-Ask with retrieval: each follow-up question is answered from its retrieved chunks."""
-    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
+    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     followups: list[tuple[str, str]] = []
     trace: list[TraceRound] = []

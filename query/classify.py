@@ -153,8 +153,9 @@ def answer_auto(question: str, ctx: QueryContext) -> Answer:
     for a failing server."""
     from kbgraph.query.methods import get_method
 
-    meter = UsageMeter(ctx.llm)
-    qc = classify_question(question, ctx.llm)
+    llm = ctx.need_llm()
+    meter = UsageMeter(llm)
+    qc = classify_question(question, llm)
     level = route(qc.kind)
     method = LEVEL_METHODS[level]
     answer = get_method(method, "answer").run(question, ctx)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbgraph.embed.base import Embedder
+from kbgraph.errors import QueryError
 from kbgraph.llm.base import LLM
 from kbgraph.query.models import AskEvent
 from kbgraph.settings import Settings
@@ -33,6 +34,13 @@ class QueryContext:
     embedder: Embedder
     llm: LLM | None = None
     events: Callable[[AskEvent], None] | None = None
+
+    def need_llm(self) -> LLM:
+        """``llm`` for a method that needs one (an answer method: kbgraph.query.ask runs one only when an LLM is
+        configured). Raises QueryError naming the settings when ``llm`` is None."""
+        if self.llm is None:
+            raise QueryError("this method needs an LLM: set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL")
+        return self.llm
 
     def with_settings(self, settings: Settings) -> QueryContext:
         """The same knowledge base read with other ``settings`` (e.g. some propagation weights set to 0)."""

@@ -158,7 +158,7 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
     LLM usage. Raises LLMError only for a failing server (invalid JSON ends a round instead). With
     ``ctx.events`` (a streamed ask) each round is sent as it finishes and the final answer's text as the LLM
     writes it (``AskEvent``)."""
-    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.llm
+    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     n_rounds, k, delta = settings.decompose_rounds, settings.decompose_candidates, settings.decompose_threshold
     context: list[ScoredChunk] = []

@@ -40,7 +40,7 @@ def learned_round(ctx: QueryContext, question: str, context: list[ScoredChunk], 
     reaches δ). Raises LLMError for a failing server."""
     settings, store = ctx.settings, ctx.store
     model = settings.decomposer_model
-    reply = ctx.llm.complete(messages_x(question, learned_steps(context, trace)), model=model)
+    reply = ctx.need_llm().complete(messages_x(question, learned_steps(context, trace)), model=model)
     rnd.selection, rnd.thinking = "learned", reply.strip()[:1000]
     decompose, sub = parse_y(reply)
     if decompose is None:

@@ -113,7 +113,7 @@ def answer_hirag(question: str, ctx: QueryContext) -> Answer:
     """Answer ``question`` with HiRAG (module docstring) on ``ctx`` (its LLM is required). Returns the answer
     with one :class:`HiragRound` per Decomposer call, citations of the verified chunks and the LLM usage of
     every call. Raises LLMError for a failing server, StoreError from the store."""
-    settings, llm = ctx.settings, ctx.llm
+    settings, llm = ctx.settings, ctx.need_llm()
     meter = UsageMeter(llm)
     trace: list[HiragRound] = []
     turns: list[tuple[str, str]] = []  # (sub-question, sub-answer), the Decomposer's conversation
@@ -159,7 +159,7 @@ def answer_hirag(question: str, ctx: QueryContext) -> Answer:
 def _retrieve(ctx: QueryContext, question: str, rnd: HiragRound, answers: list[str]) -> ScoredChunk | None:
     """The Retriever and the Filter for ``rnd.sub_question``: fills ``rnd`` and returns the verified chunk (its
     response is ``rnd.answer``), or None."""
-    settings, llm, q = ctx.settings, ctx.llm, rnd.sub_question
+    settings, llm, q = ctx.settings, ctx.need_llm(), rnd.sub_question
     rnd.entity = entity_of(llm.complete(hp.entity_messages(q))) or q
     docs = document_candidates(ctx.store, rnd.entity, min_match=settings.hirag_min_match)
     rnd.documents = [HiragRound.HiragDocument(document_id=d.document_id, title=d.title, match=round(d.match, 4),
@@ -209,7 +209,7 @@ def _rethink_loop(ctx: QueryContext, rnd: HiragRound, docs: list[DocumentMatch])
 def _try(ctx: QueryContext, rnd: HiragRound, attempt: Attempt, row: dict | None = None) -> ScoredChunk | None:
     """One try of the Filter: r = LLM(q, c) (eq. 6), then Verify(q, r). Appends ``attempt`` to ``rnd``; on yes
     sets ``rnd.answer`` / ``rnd.chunk_id`` and returns the chunk."""
-    llm = ctx.llm
+    llm = ctx.need_llm()
     if row is None:
         row = chunk_details(ctx.store, [attempt.chunk_id]).get(attempt.chunk_id, {"id": attempt.chunk_id})
     chunk = scored_chunk(row, attempt.score)

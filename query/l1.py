@@ -23,9 +23,10 @@ def answer_l1(question: str, ctx: QueryContext) -> Answer:
     rank order, each with its propagated score) and the LLM usage; no trace rounds. In a streamed ask the
     answer text is streamed as the LLM writes it. An unusable answer JSON gives an empty answer whose
     rationale says why (kbgraph.query.answering.answer_json); LLMError only for a failing server."""
-    meter = UsageMeter(ctx.llm)
+    llm = ctx.need_llm()
+    meter = UsageMeter(llm)
     chunks = retrieve_propagation(question, ctx, k=ctx.settings.l1_k)
-    out = final_answer(ctx.llm, question, chunks, ctx.events)
+    out = final_answer(llm, question, chunks, ctx.events)
     answer = Answer(
         question=question, answer=out.answer, rationale=out.rationale, method="l1", chunks=chunks,
         citations=citations_for(chunks, [question] * len(chunks), ctx.embedder),

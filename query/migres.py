@@ -166,7 +166,7 @@ def answer_migres(question: str, ctx: QueryContext) -> Answer:
     and the LLM usage of every call. Raises LLMError only for a failing server (an unusable JSON answer is
     recorded in the iteration's ``note``); StoreError from the store; ImportError naming the extra when
     ``migres_retriever='bm25'`` and bm25s is missing."""
-    settings, embedder, llm = ctx.settings, ctx.embedder, ctx.llm
+    settings, embedder, llm = ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     retriever = Retriever(ctx)
     known: list[Extraction] = []

@@ -155,10 +155,11 @@ def map_tags(ctx: QueryContext, tags: list[QuestionTag]) -> list[MappedTag]:
 def question_tags(question: str, ctx: QueryContext) -> TagMapping | None:
     """The question's tags and their mapped corpus tags, or None when tagging is off (:func:`tags_wanted`) or
     the LLM server fails (logged; retrieval then runs without tags)."""
-    if not tags_wanted(ctx.settings, ctx.llm):
+    llm = ctx.llm
+    if llm is None or not tags_wanted(ctx.settings, llm):
         return None
     try:
-        tags = extract_question_tags(ctx.llm, question, class_pairs(ctx.store))
+        tags = extract_question_tags(llm, question, class_pairs(ctx.store))
     except LLMError as exc:
         log.warning("auto-tagging skipped: %s", exc)
         return None

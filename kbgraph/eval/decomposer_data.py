@@ -219,7 +219,7 @@ def run_trajectory(ctx: QueryContext, question: str, pool: ContextPool, p: Param
     """Lines 1 and 4-27 of Algorithm 2 for ``question`` on ``ctx`` (its LLM is required), with the question's
     shared ``pool`` (lines 2-3; updated in place). Returns the unscored trajectory. Raises LLMError only for a
     failing server (an unusable JSON answer ends the loop, its note says so)."""
-    store, embedder, llm = ctx.store, ctx.embedder, ctx.llm
+    store, embedder, llm = ctx.store, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     context: list[ScoredChunk] = []  # line 1
     traj = Trajectory(question_id="", question=question, params=p.model_dump())
@@ -282,7 +282,7 @@ def score_trajectory(ctx: QueryContext, traj: Trajectory, *, judge: bool = False
 
     traj.scores = answer_scores(traj.answer, traj.answers)
     if judge and traj.answers:
-        reply = ctx.llm.complete(prompts.judge_messages(traj.question, traj.answers, traj.answer), model=judge_model,
+        reply = ctx.need_llm().complete(prompts.judge_messages(traj.question, traj.answers, traj.answer), model=judge_model,
                                  temperature=0.0)  # fmt: skip
         traj.judgement, traj.accuracy = reply.strip()[:200], parse_judgement(reply)
     traj.score = traj.accuracy if traj.accuracy is not None else traj.scores.f1
