@@ -43,6 +43,7 @@ class KnowledgeBase:
         self._store: GraphStore | None = None
         self._embedder = None
         self._llm: Any = _UNSET
+        self._lender: KnowledgeBase | None = None  # share(): the knowledge base whose store, embedder, LLM these are
         #: What the last ``ask(..., save=True)`` wrote (its Question id), or None.
         self.last_saved: SavedRationale | None = None
 
@@ -169,6 +170,8 @@ class KnowledgeBase:
     @property
     def embedder(self):
         """The configured embedder (loaded on first use; importing torch takes seconds)."""
+        if self._embedder is None and self._lender is not None:
+            self._embedder = self._lender.embedder
         if self._embedder is None:
             from kbgraph.embed import get_embedder
 
@@ -185,6 +188,8 @@ class KnowledgeBase:
     def llm(self):
         """The configured LLM client, or None (offline: retrieval-only answers). Assignable: any object with
         the ``kbgraph.llm.LLM`` methods (e.g. ``kbgraph.llm.ScriptedLLM`` in tests), or None for offline."""
+        if self._llm is _UNSET and self._lender is not None:
+            self._llm = self._lender.llm
         if self._llm is _UNSET:
             from kbgraph.llm import get_llm
 
@@ -249,15 +254,25 @@ class KnowledgeBase:
         self.store.clear()
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and self._lender is None:
             self._store.close()
-            self._store = None
+        self._store, self._lender = None, None  # a shared one lets go of the lender's store, closing nothing
 
     def __enter__(self) -> KnowledgeBase:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def share(self) -> KnowledgeBase:
+        """A knowledge base over this one's store, embedder and LLM, opened here first (for several threads at
+        once: the stores and the embedder are thread-safe, each store call borrows a connection of the store's
+        pool; kbgraph.serve.kbs hands one to each request), with state of its own: ``last_saved``, an ``llm``
+        assigned to it. Closing it closes nothing shared. Raises what ``store`` raises."""
+        shared = KnowledgeBase(settings=self.settings)
+        shared._store = self.store
+        shared._lender = self
+        return shared
 
     def __repr__(self) -> str:
         return f"KnowledgeBase(name={self.name!r}, backend={self.settings.backend!r})"

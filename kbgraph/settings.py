@@ -376,8 +376,9 @@ class Settings(BaseSettings):
                             "needs api_key.")  # fmt: skip
     serve_port: int = Field(8080, ge=1, le=65535, description="Port of `kbgraph serve`.")
     serve_store_connections: int = Field(
-        4, ge=1, description="Requests of one knowledge base that `kbgraph serve` answers at once, each on a store "
-        "connection of its own; one more waits for a free connection (kbgraph.serve.kbs).")
+        4, ge=1, description="Connections of a store's pool (FalkorDB connections, Neo4j sessions): store calls "
+        "of one knowledge base running at once; each call borrows one for its round trip (or unit of work), one "
+        "more waits. A request holds none while it waits for an LLM (kbgraph.store, kbgraph.serve.kbs).")
     api_key: SecretStr | None = Field(
         None, description="Bearer token every request to `kbgraph serve` must carry (KBGRAPH_API_KEY); "
         "required to bind off loopback."

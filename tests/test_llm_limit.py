@@ -149,3 +149,36 @@ def test_llama_server_gets_a_context_per_slot():
     assert "--no-kv-unified" in args
     one = server_args("llama-server", Path("m.gguf"), "m", 8099, 4096, 2)
     assert one[one.index("--parallel") + 1] == "1" and one[one.index("-c") + 1] == "4096"
+
+
+@pytest.mark.slow  # starts llama.cpp's llama-server
+def test_llm_start_parallel_sets_the_bound(tmp_path):
+    """kbgraph llm start --parallel 2: llama-server has two slots of the asked context each, the launch record and
+    the exports line say 2, and a client of that server is bounded by 2 without llm_max_concurrency."""
+    import subprocess
+    import sys
+
+    from kbgraph.llm.llama import http_get
+    from kbgraph.llm.server import LocalLLMServer
+    from tests.llm_server_fixture import free_port, require_llm_server
+
+    require_llm_server()
+    port = free_port()
+    home = tmp_path / "home"
+    cli = [sys.executable, "-m", "kbgraph.cli", "--home", str(home), "llm"]
+    out = subprocess.run([*cli, "start", "--port", str(port), "--ctx", "1024", "--parallel", "2", "--json"],
+                         capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    try:
+        assert out.returncode == 0, out.stderr
+        status = json.loads(out.stdout)
+        assert status["parallel"] == 2 and status["exports"].endswith("KBGRAPH_LLM_MAX_CONCURRENCY=2")
+        code, props = http_get(f"http://127.0.0.1:{port}/props")
+        assert code == 200 and json.loads(props)["total_slots"] == 2
+        assert json.loads(props)["default_generation_settings"]["n_ctx"] == 1024  # the whole context per slot
+        s = Settings(home=home, llm_server_port=port, llm_base_url=status["base_url"], llm_model=status["alias"])
+        limit = endpoint_limit(s)
+        assert (limit.bound, limit.source) == (2, "server")
+        assert LocalLLMServer(s).status().parallel == 2
+    finally:
+        forget(f"http://127.0.0.1:{port}/v1")
+        subprocess.run([*cli, "stop"], capture_output=True, text=True, timeout=120, check=False)

@@ -1,85 +1,203 @@
-"""The pool of open knowledge bases of `kbgraph serve` (kbgraph.serve.kbs.KBPool) on the embedded FalkorDB:
-requests of one knowledge base run at once, each on a connection of its own, up to serve_store_connections;
-one more waits; a connection a failed request may have broken is not handed out again (issue 29)."""
+"""The pool of open knowledge bases of `kbgraph serve` (kbgraph.serve.kbs.KBPool) on both stores (issue 29): no
+store connection is held across a request, so with serve_store_connections 1 two asks on one knowledge base with
+a slow scripted LLM still wait for their LLM at the same time; the store never has more connections in use than
+serve_store_connections; a lost connection retires the shared store."""
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 
 import pytest
 
-from kbgraph.errors import StoreError
+from kbgraph.errors import StoreUnavailable
+from kbgraph.kb import KnowledgeBase
+from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.serve.kbs import KBPool
+
+TEXT = (
+    "Kentucky had 12,155 handgun checks in November 2015. The standing trustee administers chapter 13 cases. "
+    "Ducks eat seeds, insects and aquatic plants."
+)
 
 
 @pytest.fixture
-def pool(falkor_settings):
-    p = KBPool(falkor_settings.model_copy(update={"name": f"pool{uuid.uuid4().hex[:8]}", "serve_store_connections": 2}))
-    yield p
-    p.close()
+def served_settings(backend_settings, tmp_path):
+    """One small document ingested (offline) into a fresh knowledge base of the backend."""
+    settings = backend_settings.model_copy(update={"llm_model": None, "llm_base_url": None, "ranker": "weights"})
+    if settings.backend == "falkordb":
+        settings = settings.model_copy(update={"name": f"pool{uuid.uuid4().hex[:8]}"})
+    doc = tmp_path / "facts.txt"
+    doc.write_text(TEXT, encoding="utf-8")
+    with KnowledgeBase(settings=settings) as kb:
+        kb.reset()
+        assert kb.ingest([doc], progress=False).added == 1
+    yield settings
+    if settings.backend == "neo4j":
+        with KnowledgeBase(settings=settings) as kb:
+            kb.reset()
 
 
-def test_two_requests_of_one_kb_overlap_each_on_its_own_connection(pool):
-    """Both holders meet inside ``use`` (a barrier of two): with one lock per knowledge base, as before, the
-    second could not enter until the first left and the barrier breaks."""
-    name = pool.default
+def pool_of(settings, connections: int) -> KBPool:
+    return KBPool(settings.model_copy(update={"serve_store_connections": connections}))
+
+
+def test_two_asks_wait_for_their_llm_at_once_with_one_connection(served_settings):
+    """Both asks' LLM calls meet (a barrier of two) while serve_store_connections is 1: a request that held its
+    store connection, or a lock, until it ended would keep the second ask out and the barrier would break
+    (red against the pool that lent each request a connection of its own for its whole duration)."""
+    pool = pool_of(served_settings, 1)
     meet = threading.Barrier(2, timeout=20)
-    held, errors = [], []
+    answers, errors = [], []
 
-    def request():
+    def respond(messages):
+        meet.wait()  # both asks are waiting for the LLM now
+        return json.dumps({"answer": "12,155", "rationale": "scripted"})
+
+    def ask(question: str) -> None:
         try:
-            with pool.use(name) as kb:
-                held.append(kb)
-                meet.wait()  # both inside at once
-                assert kb.store.run("retrieve/chunk_titles", {"ids": []}) == []
+            with pool.use(pool.default) as kb:
+                kb.llm = ScriptedLLM(respond)
+                answers.append(kb.ask(question, method="l1"))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=request) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert errors == [] and len(held) == 2
-    assert held[0] is not held[1] and held[0].store is not held[1].store
-    # both connections are kept for the next requests
-    with pool.use(name) as a, pool.use(name) as b:
-        assert {id(a), id(b)} == {id(k) for k in held}
+    try:
+        threads = [threading.Thread(target=ask, args=(q,)) for q in ("handgun checks in Kentucky?", "What do ducks eat?")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+        assert [a.answer for a in answers] == ["12,155", "12,155"]
+        assert all(a.citations for a in answers)  # retrieval ran on the store before each LLM call
+    finally:
+        pool.close()
 
 
-def test_the_request_past_the_bound_waits(pool):
-    name = pool.default
-    inside, most = 0, 0
+def _count_connections(store) -> dict[str, int]:
+    """Instruments the real store: ``most`` = the most connections (FalkorDB) or sessions (Neo4j) in use at once."""
+    seen = {"now": 0, "most": 0}
     lock = threading.Lock()
-    go = threading.Event()
 
-    def request():
-        nonlocal inside, most
-        with pool.use(name):
-            with lock:
-                inside += 1
-                most = max(most, inside)
-            go.wait(5)
-            with lock:
-                inside -= 1
+    def opened() -> None:
+        with lock:
+            seen["now"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
 
-    threads = [threading.Thread(target=request) for _ in range(4)]
-    for t in threads:
-        t.start()
-    threading.Event().wait(1.0)  # let every thread reach the pool
-    with lock:
-        assert inside == 2  # serve_store_connections: two in, two waiting
-    go.set()
-    for t in threads:
-        t.join(30)
-    assert most == 2 and inside == 0
+    def closed() -> None:
+        with lock:
+            seen["now"] -= 1
+
+    if store.backend == "falkordb":
+        pool = store._pool
+        get, release = pool.get_connection, pool.release
+
+        def get_connection(*args, **kwargs):
+            conn = get(*args, **kwargs)
+            opened()
+            return conn
+
+        def give_back(conn):
+            closed()
+            release(conn)
+
+        pool.get_connection, pool.release = get_connection, give_back
+    else:
+        driver = store._driver
+        session = driver.session
+
+        def counted_session(*args, **kwargs):
+            s = session(*args, **kwargs)
+            opened()
+            close = s.close
+
+            def close_once():
+                closed()
+                s.close = close
+                close()
+
+            s.close = close_once
+            return s
+
+        driver.session = counted_session
+    return seen
 
 
-def test_a_store_error_drops_that_connection(pool):
-    name = pool.default
-    with pytest.raises(StoreError):
-        with pool.use(name) as broken:
-            raise StoreError("connection lost")
-    with pool.use(name) as kb:
-        assert kb is not broken
+def test_the_store_uses_at_most_serve_store_connections(served_settings):
+    """Eight requests of one knowledge base at once, each with store calls: never more than two connections in
+    use with serve_store_connections 2, and every request answered."""
+    pool = pool_of(served_settings, 2)
+    try:
+        with pool.use(pool.default) as kb:
+            seen = _count_connections(kb.store)
+        go = threading.Barrier(8, timeout=30)
+        results, errors = [], []
+
+        def request() -> None:
+            try:
+                go.wait()
+                with pool.use(pool.default) as kb:
+                    for _ in range(5):
+                        results.append(kb.retrieve("handgun checks in Kentucky", k=2, method="dense"))
+                        results.append(kb.documents())
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=request) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert errors == [] and len(results) == 80
+        assert all(r for r in results)
+        assert 1 <= seen["most"] <= 2 and seen["now"] == 0
+    finally:
+        pool.close()
+
+
+def test_a_lost_connection_retires_the_shared_store(served_settings):
+    pool = pool_of(served_settings, 2)
+    try:
+        with pool.use(pool.default) as kb:
+            first = kb.store
+        with pytest.raises(StoreUnavailable):
+            with pool.use(pool.default) as kb:
+                assert kb.store is first
+                raise StoreUnavailable("lost the connection")
+        with pool.use(pool.default) as kb:
+            assert kb.store is not first
+            assert kb.documents()  # the new store answers
+    finally:
+        pool.close()
+
+
+def test_a_request_kb_is_its_own(served_settings):
+    """What one request sets on its knowledge base (an LLM, last_saved) is not another's; closing it closes
+    nothing shared."""
+    pool = pool_of(served_settings, 1)
+    try:
+        with pool.use(pool.default) as a, pool.use(pool.default) as b:
+            assert a is not b and a.store is b.store
+            a.llm = ScriptedLLM(["x"])
+            assert b.llm is None  # offline settings
+            a.close()
+            assert b.documents()
+        assert pool.names() == [pool.default]
+    finally:
+        pool.close()
+
+
+def test_bad_names_are_refused(served_settings):
+    from kbgraph.serve.kbs import InvalidName
+
+    pool = pool_of(served_settings, 1)
+    try:
+        for bad in ("", "../x", "a/b", "x" * 65):
+            with pytest.raises(InvalidName):
+                with pool.use(bad):
+                    pass
+        assert pool.names() == []
+    finally:
+        pool.close()

@@ -200,11 +200,9 @@ def test_sse_ask(settings):
     app = create_app(settings)
     with running(app) as url, httpx.Client(base_url=url, timeout=120) as c:
         ask = f"/v1/kb/{settings.name}/ask"
-        with app.state.pool.use(settings.name) as kb:
-            kb.llm = scripted()
+        app.state.pool.shared(settings.name).llm = scripted()
         plain = c.post(ask, json={"question": QUESTION, "method": "pike"}).json()
-        with app.state.pool.use(settings.name) as kb:
-            kb.llm = scripted()
+        app.state.pool.shared(settings.name).llm = scripted()
         with c.stream("POST", ask, json={"question": QUESTION, "method": "pike"},
                       headers={"Accept": "text/event-stream"}) as r:  # fmt: skip
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
@@ -217,8 +215,7 @@ def test_sse_ask(settings):
         assert answer == plain and [d for k, d in messages if k == "round"] == answer["trace"]
 
         # "stream": true; an error after the stream began is an event with the library's status
-        with app.state.pool.use(settings.name) as kb:
-            kb.llm = ScriptedLLM([LLMError("the LLM server at x is unreachable")])
+        app.state.pool.shared(settings.name).llm = ScriptedLLM([LLMError("the LLM server at x is unreachable")])
         r = c.post(ask, json={"question": QUESTION, "method": "self_ask", "stream": True})
         messages = parse_sse(r.text)
         assert [k for k, _ in messages] == ["error", "done"]
@@ -227,8 +224,7 @@ def test_sse_ask(settings):
         bad = c.post(ask, json={"question": QUESTION, "method": "no-such", "stream": True})
         assert bad.status_code == 400 and "no-such" in bad.json()["detail"]
         # offline: one delta
-        with app.state.pool.use(settings.name) as kb:
-            kb.llm = None
+        app.state.pool.shared(settings.name).llm = None
         messages = parse_sse(c.post(ask, json={"question": QUESTION, "stream": True}).text)
         assert [k for k, _ in messages] == ["delta", "answer", "done"]
         assert messages[0][1]["text"] == messages[1][1]["answer"] and messages[1][1]["retrieval_only"]

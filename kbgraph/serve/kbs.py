@@ -5,15 +5,16 @@ under ``<home>`` on the embedded store and a database name on Neo4j, so :func:`c
 that is not a plain name before any file or connection is made: empty, over 64 characters, a path (``/``,
 ``\\``, ``..``), NUL or other control characters.
 
-:class:`KBPool` keeps up to ``serve_store_connections`` :class:`~kbgraph.kb.KnowledgeBase` instances per name
-open for the life of the process, each with a store connection of its own (the embedded FalkorDB server of the
-KB folder stays up while a client is connected; its idle timer counts from when the service closes the
-connection), all sharing the embedder, which ``kbgraph.embed`` shares process-wide between knowledge bases of
-the same model. A store connection is used by one request at a time (the Neo4j driver's session is not
-thread-safe), so :meth:`KBPool.use` hands each concurrent request an instance of its own and makes the one past
-the bound wait; no lock is held across a request, so an ask waiting for its LLM does not hold up the others
-(issue 29). Ingestion opens a connection of its own (:meth:`KBPool.fresh`) so that reads go on while a job
-writes (PIKE-RAG §5.1: only complete documents are read).
+:class:`KBPool` keeps one :class:`~kbgraph.kb.KnowledgeBase` per name open for the life of the process and
+shares it between the requests of that name (issue 29): the store is safe to share between threads and holds a
+pool of ``serve_store_connections`` connections (FalkorDB: a bounded ``BlockingConnectionPool``; Neo4j: a
+driver session per statement or unit of work), each store call borrowing one for its round trip, so no connection
+or lock is held across a request and an ask waiting for its LLM holds up no other; the embedder (an ONNX session,
+thread-safe) is shared too, and ``kbgraph.embed`` shares it between knowledge bases of the same model; the LLM
+requests are bounded per endpoint by ``llm_max_concurrency`` (kbgraph.llm.limit), not here. The embedded
+FalkorDB server of a KB folder stays up while the pool's connections are open; its idle timer counts from when
+the service closes them. Ingestion opens a store of its own (:meth:`KBPool.fresh`) so that reads go on while a
+job writes (PIKE-RAG §5.1: only complete documents are read).
 
 On Neo4j one knowledge base is one database: the configured knowledge base (``settings.name``) uses
 ``NEO4J_DATABASE``; any other name needs a database of that name on the server (Neo4j Enterprise; Community
@@ -27,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from kbgraph.errors import ConfigError, KBGraphError, StoreError
+from kbgraph.errors import ConfigError, KBGraphError, StoreError, StoreUnavailable
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 
@@ -67,9 +68,7 @@ class KBPool:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self._idle: dict[str, list[KnowledgeBase]] = {}  # open, not in use
-        self._slots: dict[str, threading.BoundedSemaphore] = {}  # serve_store_connections per name
-        self._busy: dict[str, int] = {}
+        self._open: dict[str, _Open] = {}  # name -> its shared knowledge base
         self._opening: dict[str, threading.Lock] = {}  # one connection opened at a time per name
         self._guard = threading.Lock()
 
@@ -105,9 +104,9 @@ class KBPool:
         with self._guard:
             opening = self._opening.setdefault(name, threading.Lock())
         with opening:  # one connection opened at a time per name: the embedded server of a folder starts once
-            return self._open(name, settings)
+            return self._open_kb(name, settings)
 
-    def _open(self, name: str, settings: Settings) -> KnowledgeBase:
+    def _open_kb(self, name: str, settings: Settings) -> KnowledgeBase:
         kb = KnowledgeBase(settings=settings)
         try:
             kb.store  # noqa: B018 - connect now: a missing Neo4j database is found here
@@ -124,46 +123,79 @@ class KBPool:
 
     @contextmanager
     def use(self, name: str) -> Iterator[KnowledgeBase]:
-        """``with pool.use(name) as kb:`` a pooled knowledge base ``name`` held by this caller alone until the
-        block ends (one library call). Up to ``serve_store_connections`` callers of one name run at once, each
-        on a connection of its own (opened on first need, kept for the next caller); one more waits for a free
-        one. No lock is held across a call, so an answer that waits for an LLM does not hold up the others."""
+        """``with pool.use(name) as kb:`` knowledge base ``name`` for one library call (a request), any number of
+        callers at once. The store is opened on first need and shared (``KnowledgeBase.share``): each store call
+        borrows one of its ``serve_store_connections`` connections and gives it back, so nothing is held across
+        the call and an answer that waits for its LLM holds up no other; the ``kb`` itself (``last_saved``, an
+        ``llm`` assigned to it) is this caller's. A lost connection (StoreUnavailable) retires the shared store:
+        the next caller opens a new one (starting the embedded server again if it stopped), the old one is closed
+        when its last caller leaves."""
         check_name(name)
-        with self._guard:
-            slots = self._slots.setdefault(name, threading.BoundedSemaphore(self.settings.serve_store_connections))
-        with slots:
+        entry = self._checkout(name)
+        try:
+            yield entry.kb.share()
+        except StoreUnavailable:
             with self._guard:
-                idle = self._idle.setdefault(name, [])
-                kb = idle.pop() if idle else None
-                self._busy[name] = self._busy.get(name, 0) + 1
-            try:
-                if kb is None:
-                    kb = self.fresh(name)
-                yield kb
-            except Exception as exc:
-                if kb is not None and (isinstance(exc, StoreError) or not isinstance(exc, KBGraphError)):
-                    # the connection may be unusable (lost, half-read): a new one for the next caller
-                    kb.close()
-                    kb = None
-                raise
-            finally:
-                with self._guard:
-                    self._busy[name] -= 1
-                    if kb is not None:
-                        self._idle[name].append(kb)
+                entry.retired = True
+                if self._open.get(name) is entry:
+                    del self._open[name]
+            raise
+        finally:
+            with self._guard:
+                entry.users -= 1
+                last = entry.retired and entry.users == 0
+            if last:
+                entry.kb.close()
+
+    def shared(self, name: str) -> KnowledgeBase:
+        """The open knowledge base ``name`` (opened now if none) whose store, embedder and LLM every request's
+        ``kb`` shares: an LLM assigned to it serves the requests that follow (e.g. a scripted LLM in tests)."""
+        entry = self._checkout(check_name(name))
+        with self._guard:
+            entry.users -= 1
+        return entry.kb
+
+    def _checkout(self, name: str) -> _Open:
+        """The open entry of ``name`` (opened now if none), counted as used by one more caller."""
+        with self._guard:
+            entry = self._open.get(name)
+            if entry is not None:
+                entry.users += 1
+                return entry
+            opening = self._opening.setdefault(name, threading.Lock())
+        with opening:  # the first callers of a name: one opens, the others wait for it
+            with self._guard:
+                entry = self._open.get(name)
+                if entry is not None:
+                    entry.users += 1
+                    return entry
+            kb = self._open_kb(name, self.settings_for(name))
+            with self._guard:
+                entry = self._open[name] = _Open(kb)
+                entry.users += 1
+                return entry
 
     def names(self) -> list[str]:
-        """The knowledge bases open now (with a connection idle or in use)."""
+        """The knowledge bases open now."""
         with self._guard:
-            return sorted(n for n in self._slots if self._idle.get(n) or self._busy.get(n))
+            return sorted(self._open)
 
     def close(self) -> None:
         """Close every open knowledge base (the embedded servers then stop after their idle timeout)."""
         with self._guard:
-            kbs = [kb for idle in self._idle.values() for kb in idle]
-            self._idle = {}
-        for kb in kbs:
+            entries = list(self._open.values())
+            self._open = {}
+        for entry in entries:
             try:
-                kb.close()
+                entry.kb.close()
             except Exception:  # noqa: BLE001 - closing on shutdown: nothing left to tell
                 pass
+
+
+class _Open:
+    """One open knowledge base of the pool and how many callers use it now."""
+
+    __slots__ = ("kb", "users", "retired")
+
+    def __init__(self, kb: KnowledgeBase):
+        self.kb, self.users, self.retired = kb, 0, False

@@ -1,7 +1,7 @@
 """The endpoints of ``kbgraph serve`` (issue 16 §1): one library call each, on the knowledge base the path
-names. Handlers are plain functions, run on FastAPI's thread pool; a knowledge base's connection serves one
-call at a time (:class:`kbgraph.serve.kbs.KBPool`). Library errors become HTTP statuses in
-``kbgraph.serve.app``.
+names. Handlers are plain functions, run on FastAPI's thread pool; the requests of a knowledge base share its
+store, each store call borrowing a connection of the store's pool, none held across a request
+(:class:`kbgraph.serve.kbs.KBPool`). Library errors become HTTP statuses in ``kbgraph.serve.app``.
 
 A streamed ask (issue 16 §3: ``"stream": true`` or ``Accept: text/event-stream``) answers with Server-Sent
 Events, one per ``KnowledgeBase.ask(..., stream=True)`` event (kbgraph.query.streaming), each ``data`` one line
@@ -16,8 +16,8 @@ of JSON:
   has without streaming: 502 LLM, 503 store, ...);
 * ``event: done``   ``{}``, always last.
 
-A bad question, method or knowledge-base name is refused before the stream begins (400, as without it). The
-knowledge base is held for the stream's duration; a client that goes away stops the ask at its next event.
+A bad question, method or knowledge-base name is refused before the stream begins (400, as without it). A
+client that goes away stops the ask at its next event.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _sse(event: str, data: object) -> str:
 
 
 def _sse_events(pool: KBPool, name: str, body: AskRequest) -> Iterator[str]:
-    """The SSE messages of a streamed ask (module doc), holding knowledge base ``name`` until the end."""
+    """The SSE messages of a streamed ask (module doc) on knowledge base ``name``."""
     try:
         with pool.use(name) as kb:
             ask = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save,
@@ -144,8 +144,8 @@ def _sse_events(pool: KBPool, name: str, body: AskRequest) -> Iterator[str]:
 
 
 async def _sse_body(messages: Iterator[str]) -> AsyncIterator[str]:
-    """``messages`` read on the thread pool; closed (stopping the ask, freeing the knowledge base) however the
-    response ends, a client that went away included."""
+    """``messages`` read on the thread pool; closed (stopping the ask) however the response ends, a client that
+    went away included."""
     try:
         while True:
             message = await run_in_threadpool(next, messages, None)

@@ -119,6 +119,10 @@ class GraphStore(ABC):
     batch_size: rows per UNWIND batch.
     Errors: StoreUnavailable (cannot connect), SchemaMismatch (existing index conflicts), StoreError (a
     statement failed; the message names the statement).
+
+    Safe to share between threads: the store keeps a pool of at most ``serve_store_connections`` connections and
+    each ``run`` or unit of work (``transaction``) borrows one for its duration only, the next one past the bound
+    waiting for a free one; nothing is held between calls (issue 29).
     """
 
     backend: str = ""

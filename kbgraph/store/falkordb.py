@@ -3,6 +3,11 @@
 FalkorDB runs every query atomically but has no multi-statement transactions; a unit of work therefore
 runs its statements one by one and relies on the compensations given to ``GraphStore.transaction``
 (and on ingestion marking a document complete only at its end) to leave nothing half-written.
+
+Safe to share between threads (issue 29): the client holds a bounded ``redis.BlockingConnectionPool`` of
+``serve_store_connections`` connections; every statement borrows one for its round trip and gives it back, so no
+connection is held between calls (an ask holds none while it waits for its LLM), and a statement past the bound
+waits for a free connection. A connection the server dropped is discarded by the pool and made anew.
 """
 
 from __future__ import annotations
@@ -31,14 +36,18 @@ class FalkorDBStore(GraphStore):
 
         self.graph_name = settings.name
         self.server: EmbeddedFalkorDB | None = None
+        # decode_responses as FalkorDB() sets it; timeout None: a statement waits for a connection (each is held for
+        # one round trip only)
+        pooled = {"max_connections": settings.serve_store_connections, "timeout": None, "decode_responses": True}
+        self._pool: redis.BlockingConnectionPool | None = None
         try:
             if settings.uri:
                 url = urlparse(settings.uri)
                 self.location = settings.uri
-                self._db = FalkorDB(
+                self._pool = redis.BlockingConnectionPool(
                     host=url.hostname or "127.0.0.1", port=url.port or 6379,
                     password=url.password or None, username=url.username or None,
-                    socket_timeout=settings.connect_timeout * 30,
+                    socket_timeout=settings.connect_timeout * 30, **pooled,
                 )  # fmt: skip
             else:
                 self.server = EmbeddedFalkorDB(
@@ -47,7 +56,10 @@ class FalkorDBStore(GraphStore):
                 )  # fmt: skip
                 sock = self.server.ensure_running()
                 self.location = str(self.server.data_dir)
-                self._db = FalkorDB(unix_socket_path=str(sock))
+                self._pool = redis.BlockingConnectionPool(
+                    connection_class=redis.UnixDomainSocketConnection, path=str(sock), **pooled
+                )
+            self._db = FalkorDB(connection_pool=self._pool)
             self._db.connection.ping()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             raise StoreUnavailable(
@@ -82,7 +94,8 @@ class FalkorDBStore(GraphStore):
 
     def close(self) -> None:
         try:
-            self._db.connection.close()
+            if self._pool is not None:
+                self._pool.disconnect()
         except Exception:
             pass
 

@@ -1,6 +1,13 @@
 """Neo4j 5 backend through the official ``neo4j`` driver (bolt://, neo4j://, neo4j+s://, database
 selectable). Units of work are real transactions.
 
+Safe to share between threads (issue 29): the driver is thread-safe and keeps the connection pool; a driver
+session is not, so every statement run on its own (``run``) and every unit of work (``transaction``) has a session
+of its own, taken from the pool for that call and given back at its end, never held between calls (an ask holds
+none while it waits for its LLM). At most ``serve_store_connections`` sessions are open at once; one more waits
+(without the driver's acquisition timeout) for one to end. A call made inside a unit of work by the thread that
+holds it, and the ingest lease's renewal (``run_apart``), do not wait: the driver's pool keeps room for them.
+
 Connecting is bounded by ``connect_timeout``: the driver's connection timeout (TCP connect) and its
 connection-acquisition timeout (which bounds the Bolt handshake, routing and authentication of
 ``verify_connectivity``) are both ``connect_timeout``, so an endpoint that accepts the connection and never
@@ -12,6 +19,7 @@ one-line error) is dropped: the StoreUnavailable raised says the same with the f
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import numpy as np
@@ -19,6 +27,10 @@ import numpy as np
 from kbgraph.errors import ConfigError, StoreError, StoreUnavailable
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row, map_vectors
+
+
+#: Driver connections beyond ``serve_store_connections``: for ``run_apart`` and calls nested in a unit of work.
+_ROOM = 2
 
 
 class _DropRoutingNoise(logging.Filter):
@@ -68,10 +80,13 @@ class Neo4jStore(GraphStore):
                 # the server's notifications (e.g. "property key does not exist" on an empty graph) are
                 # lint-level hints for people typing queries, not for a library's users
                 notifications_min_severity="OFF",
+                # sessions are bounded by self._slots; the room above it serves run_apart and nested calls
+                max_connection_pool_size=settings.serve_store_connections + _ROOM,
             )  # fmt: skip
+            self._slots = threading.BoundedSemaphore(settings.serve_store_connections)
+            self._held = threading.local()  # .depth: sessions this thread holds
             self._driver.verify_connectivity()
-            self._session = self._driver.session(database=self.database)
-            self._session.run("RETURN 1").consume()
+            self.run_apart_text("RETURN 1")
         except nx.AuthError as exc:
             self._close_quietly()
             raise StoreUnavailable(
@@ -106,12 +121,49 @@ class Neo4jStore(GraphStore):
         except Exception:
             pass
 
+    # --- sessions -----------------------------------------------------------------------------
+    def _acquire(self) -> Any:
+        """A session of its own for one call (module doc): waits for one of the ``serve_store_connections`` slots,
+        unless this thread already holds one (a call inside its unit of work)."""
+        depth = getattr(self._held, "depth", 0)
+        if depth == 0:
+            self._slots.acquire()
+        self._held.depth = depth + 1
+        try:
+            return self._driver.session(database=self.database)
+        except BaseException:
+            self._release(None)
+            raise
+
+    def _release(self, session: Any) -> None:
+        try:
+            if session is not None:
+                session.close()
+        finally:
+            self._held.depth -= 1
+            if self._held.depth == 0:
+                self._slots.release()
+
+    def run_apart_text(self, query: str) -> list[Row]:
+        """Run ``query`` (a statement text) in a session of its own outside the bound (connection checks)."""
+        with self._driver.session(database=self.database) as session:
+            return [record.data() for record in session.run(query)]
+
     # --- execution ----------------------------------------------------------------------------
     def _execute(self, query: str, params: Row, tx: Any = None) -> list[Row]:
+        if tx is not None:
+            return self._send(tx, query, params)
+        session = self._acquire()
+        try:
+            return self._send(session, query, params)
+        finally:
+            self._release(session)
+
+    def _send(self, runner: Any, query: str, params: Row) -> list[Row]:
+        """Run one statement on ``runner`` (a session or a transaction) and read all its rows."""
         from neo4j import exceptions as nx
 
         try:
-            runner = tx if tx is not None else self._session
             result = runner.run(query, map_vectors(params, _Vector.of))
             return [record.data() for record in result]
         except nx.ServiceUnavailable as exc:
@@ -121,27 +173,35 @@ class Neo4jStore(GraphStore):
             raise StoreError(f"Neo4j rejected a statement: {exc.message} [{first}]") from exc
 
     def run_apart(self, name: str, params: Row | None = None) -> list[Row]:
-        """As ``run``, in a session of its own (a driver session is not thread-safe; the driver is)."""
+        """As ``run``, in a session of its own that does not wait for a slot (the ingest lease's renewal)."""
         from kbgraph import cypher
 
         self.sent[name] += 1
         with self._driver.session(database=self.database) as session:
-            return self._execute(cypher.load(name, self.backend), params or {}, session)
+            return self._send(session, cypher.load(name, self.backend), params or {})
 
     def _begin(self) -> Any:
-        return self._session.begin_transaction()
+        session = self._acquire()
+        try:
+            return _Unit(session, session.begin_transaction())
+        except BaseException:
+            self._release(session)
+            raise
 
-    def _commit(self, handle: Any) -> None:
-        handle.commit()
+    def _commit(self, handle: _Unit) -> None:
+        try:
+            handle.tx.commit()
+        finally:
+            self._release(handle.session)
 
-    def _rollback(self, handle: Any) -> None:
-        handle.rollback()
+    def _rollback(self, handle: _Unit) -> None:
+        try:
+            handle.tx.rollback()
+        finally:
+            self._release(handle.session)
 
     def close(self) -> None:
-        try:
-            self._session.close()
-        finally:
-            self._driver.close()
+        self._driver.close()
 
     # --- dialect ------------------------------------------------------------------------------
     def _vector_params(self, label: str, embedding: list[float], k: int) -> Row:
@@ -177,6 +237,18 @@ class Neo4jStore(GraphStore):
     def lease_key(self) -> str:
         """The database's name: every machine whose runs write to this database shares its one ingest lease."""
         return self.database
+
+
+class _Unit:
+    """A unit of work: the driver transaction and the session it holds until commit or rollback."""
+
+    __slots__ = ("session", "tx")
+
+    def __init__(self, session: Any, tx: Any):
+        self.session, self.tx = session, tx
+
+    def run(self, query: str, params: Row) -> Any:
+        return self.tx.run(query, params)
 
 
 class _Vector(list):
