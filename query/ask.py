@@ -44,7 +44,8 @@ def retrieve(question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_
     """Top-``k`` chunks for the (clean) ``question`` by the retrieval method ``method`` (kbgraph.query.methods),
     best first; ``explain``: with every score term (propagation-based methods). Raises QueryError for an
     unknown or non-retrieval method."""
-    return get_method(method, "retrieval").run(question, ctx, k=k, explain=explain)
+    chunks: list[ScoredChunk] = get_method(method, "retrieval").run(question, ctx, k=k, explain=explain)
+    return chunks
 
 
 def answer_question(question: str, ctx: QueryContext, *, method: str | None = None, k: int = 5,
@@ -56,7 +57,7 @@ def answer_question(question: str, ctx: QueryContext, *, method: str | None = No
     question = clean_question(question)
     chosen = get_method(method or (DEFAULT_ANSWER_METHOD if ctx.llm is not None else DEFAULT_RETRIEVAL_METHOD))
     if chosen.kind == "answer" and ctx.llm is not None:
-        answer = chosen.run(question, ctx)
+        answer: Answer = chosen.run(question, ctx)
         if explain and not answer.chunks:
             answer.chunks = retrieve(question, ctx, k=k, explain=True)
         return answer

@@ -26,6 +26,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ K1, B, METHOD = 1.5, 0.75, "lucene"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def _stemmer() -> tuple[Any, str]:
+def _stemmer() -> tuple[Callable[[list[str]], list[str]] | None, str]:
     """(stem function or None, its name for the fingerprint)."""
     try:
         import Stemmer  # PyStemmer
@@ -82,7 +83,7 @@ def corpus_fingerprint(store: GraphStore, salt: str = "") -> tuple[str, int]:
     return h.hexdigest(), n
 
 
-def row_text(row: dict) -> str:
+def row_text(row: dict[str, Any]) -> str:
     """The text of a ``chunk_texts`` row as indexed: ``kbgraph.text.index_text``, the dense baseline's
     embedding text (kbgraph.ingest.pipeline)."""
     return index_text(row.get("document_title"), row.get("section_path"), row.get("kind"), row.get("text"),
@@ -91,7 +92,8 @@ def row_text(row: dict) -> str:
 
 def _fingerprint_of(folder: Path) -> str | None:
     try:
-        return json.loads((folder / "kbgraph.json").read_text()).get("fingerprint")
+        fingerprint: str | None = json.loads((folder / "kbgraph.json").read_text()).get("fingerprint")
+        return fingerprint
     except (OSError, ValueError):
         return None
 
@@ -117,7 +119,7 @@ class BM25Index:
         self.folder = folder
         self.stemmer = stemmer
         self.built = built  # True when this open built the index (cache miss)
-        self._stem, _ = _stemmer() if stemmer != "none" else (None, "none")
+        self._stem = _stemmer()[0] if stemmer != "none" else None
 
     def __len__(self) -> int:
         return len(self.ids)

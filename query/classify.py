@@ -108,7 +108,9 @@ class QuestionClass(ClassifyOutput):
     """A question's class (§3.2): ``kind`` one of ``KINDS``, or ``unknown`` when the LLM gave no usable
     classification (``rationale`` then says why); ``subtype`` for ``linkable_reasoning`` only."""
 
-    kind: Literal[Kind, "unknown"]
+    # a question's class adds "unknown" (no usable classification) to the kinds of the LLM's answer: pydantic
+    # lets a subclass redeclare a field, mypy reads it as an incompatible override
+    kind: Literal[Kind, "unknown"]  # type: ignore[assignment]
 
 
 def classify_question(question: str, llm: LLM) -> QuestionClass:
@@ -158,7 +160,7 @@ def answer_auto(question: str, ctx: QueryContext) -> Answer:
     qc = classify_question(question, llm)
     level = route(qc.kind)
     method = LEVEL_METHODS[level]
-    answer = get_method(method, "answer").run(question, ctx)
+    answer: Answer = get_method(method, "answer").run(question, ctx)
     statement = class_statement(qc, level)
     answer.rationale = f"{statement}\n\n{answer.rationale}" if answer.rationale else statement
     answer.method, answer.question_class, answer.question_subtype = "auto", qc.kind, qc.subtype

@@ -181,7 +181,7 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         proposal, stop = propose(llm, question, known)
         if proposal is not None:
             rnd.thinking, rnd.proposals = proposal.thinking, proposal.sub_questions
-        if stop:
+        if stop or proposal is None:  # (no proposal comes with a stop note)
             rnd.note = stop
             break
         # line 4: atomic retrieval, known chunks excluded, then the backups
@@ -257,11 +257,11 @@ def _select(
     if not paragraphs:
         return None, ""
     try:
-        sel = llm.complete_json(prompts.chunk_selector_messages(question, known, paragraphs), ChunkSelection)
+        chosen = llm.complete_json(prompts.chunk_selector_messages(question, known, paragraphs), ChunkSelection)
     except LLMError as exc:
         rnd.selector_thinking += f"\n(backup chunk selection: no valid JSON: {exc})"
         return None, ""
-    rnd.selector_thinking = (rnd.selector_thinking + "\n" + sel.thinking).strip()
-    if sel.paragraph_idx is not None and 1 <= sel.paragraph_idx <= len(order):
-        return first_of[order[sel.paragraph_idx - 1]], "chunk"
+    rnd.selector_thinking = (rnd.selector_thinking + "\n" + chosen.thinking).strip()
+    if chosen.paragraph_idx is not None and 1 <= chosen.paragraph_idx <= len(order):
+        return first_of[order[chosen.paragraph_idx - 1]], "chunk"
     return None, ""

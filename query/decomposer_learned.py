@@ -28,8 +28,8 @@ from kbgraph.query.prompts.decomposer import messages_x, parse_y
 def learned_steps(context: list[ScoredChunk], trace: list[TraceRound]) -> list[tuple[str, str]]:
     """The (q^i, a^i) pairs so far: each earlier round's selected atomic question with its chunk as the prompts
     show it (``Title: ... Content: ...``), as ``decomposer_sft.sft_pairs`` writes them."""
-    chosen = [r for r in trace if r.chunk_id and r.selected is not None]
-    return [(r.selected.text, context_of([c])) for r, c in zip(chosen, context, strict=False)]
+    chosen = [r.selected for r in trace if r.chunk_id and r.selected is not None]
+    return [(s.text, context_of([c])) for s, c in zip(chosen, context, strict=False)]
 
 
 def learned_round(ctx: QueryContext, question: str, context: list[ScoredChunk], focus: list[str],
@@ -46,7 +46,7 @@ def learned_round(ctx: QueryContext, question: str, context: list[ScoredChunk], 
     if decompose is None:
         rnd.note = f"stopped: the learned proposer {model} gave no <decompose> answer"
         return False
-    if not decompose:
+    if not decompose or sub is None:  # (a sub-question comes with decompose True)
         rnd.note = f"stopped: the learned proposer {model} needs no further sub-question"
         return False
     rnd.proposals = [sub]

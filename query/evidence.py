@@ -9,6 +9,7 @@ whose label the question names comes first. Nothing in the answer is absent from
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -139,7 +140,7 @@ def _norm(text: str) -> str:
     return " ".join(w.lower() for w in _WORD.findall(text))
 
 
-def quotable(text: str, headings: set[str] = frozenset()) -> bool:
+def quotable(text: str, headings: AbstractSet[str] = frozenset()) -> bool:
     """Whether a sentence can stand alone as evidence: not a caption ('Figure 3: …', 'Table 2 …'), not a
     heading (no final punctuation and mostly capitalised words, or one of ``headings`` — normalised section
     path parts and the document title), and long enough to be a sentence (at least 3 words; under 5 words
@@ -213,7 +214,7 @@ def evidence_answer(question: str, chunks: list[ScoredChunk], embedder: Embedder
     good = [u for u in flat if u.row or quotable(u.text, _headings(chunks[u.chunk]))]
     good_ids = {id(u) for u in good}
     picked = _pick(good or flat)
-    chosen = {}
+    chosen: dict[int, _Unit] = {}  # chunk index -> its first picked unit
     for u in picked:
         chosen.setdefault(u.chunk, u)
     citations: list[Citation] = []

@@ -12,6 +12,7 @@ Algorithm 1 (kbgraph.query.decompose), the baselines (kbgraph.query.baselines), 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from kbgraph.embed.base import Embedder
 from kbgraph.query.models import Candidate, Contribution, ScoredChunk
 from kbgraph.store import GraphStore
+from kbgraph.store.base import Row
 
 
 def text_of(v: Any) -> str:
@@ -31,7 +33,7 @@ def as_vector(v: Any) -> list[float]:
     return np.asarray(v, dtype=np.float32).ravel().tolist()
 
 
-def chunk_details(store: GraphStore, ids: Sequence[str]) -> dict[str, dict]:
+def chunk_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
     """Provenance rows of ``cypher/retrieve/chunk_details`` (id, text, summary, kind, page, section_path,
     document_id, document_title, document_uri) by chunk id; chunks of incomplete documents are absent."""
     ids = list(dict.fromkeys(ids))
@@ -40,7 +42,7 @@ def chunk_details(store: GraphStore, ids: Sequence[str]) -> dict[str, dict]:
     return {row["id"]: row for row in store.run("retrieve/chunk_details", {"ids": ids})}
 
 
-def scored_chunk(row: dict, score: float, breakdown: Sequence[Contribution] = ()) -> ScoredChunk:
+def scored_chunk(row: Row, score: float, breakdown: Sequence[Contribution] = ()) -> ScoredChunk:
     """A provenance row of :func:`chunk_details` as a :class:`ScoredChunk` with ``score`` (and ``breakdown``);
     missing fields get their defaults."""
     return ScoredChunk(
@@ -61,7 +63,7 @@ def chunks_by_vector(store: GraphStore, qvec: Any, *, k: int, threshold: float) 
 
 def retrieve_atomic(
     store: GraphStore, queries: Sequence[str], vectors: Any, *, k: int, threshold: float,
-    exclude: set[str] = frozenset(),
+    exclude: AbstractSet[str] = frozenset(),
 ) -> list[Candidate]:  # fmt: skip
     """Fig. 11 path (b), Algorithm 1 line 4: for each query (in order, with its vector), its top-``k``
     atomic questions by cosine similarity with similarity >= ``threshold``, best first, each with its chunk
@@ -87,7 +89,7 @@ def retrieve_atomic(
 
 def retrieve_chunks_as_candidates(
     store: GraphStore, embedder: Embedder, question: str, qvec: Any, *, k: int, threshold: float,
-    exclude: set[str] = frozenset(),
+    exclude: AbstractSet[str] = frozenset(),
 ) -> list[Candidate]:  # fmt: skip
     """Backup retrieval 2 of Algorithm 1 (authors' ``retrieve_atom_info_through_chunk``): top-``k`` chunks
     of the Chunk vector index with similarity >= ``threshold``, not in ``exclude``, each represented by its
@@ -97,7 +99,7 @@ def retrieve_chunks_as_candidates(
     if not hits:
         return []
     rows = store.run("retrieve/questions_of_chunks", {"ids": [h.id for h in hits]})
-    by_chunk: dict[str, list[dict]] = {}
+    by_chunk: dict[str, list[Row]] = {}
     for row in rows:
         by_chunk.setdefault(row["chunk_id"], []).append(row)
     texts = list(dict.fromkeys(text_of(r["text"]) for r in rows))

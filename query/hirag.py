@@ -58,6 +58,7 @@ from kbgraph.query.hirag_retrieve import DocumentMatch, document_candidates, doc
 from kbgraph.query.models import Answer, HiragRound, ScoredChunk
 from kbgraph.query.prompts import hirag as hp
 from kbgraph.query.retrieval import retrieve_propagation
+from kbgraph.store.base import Row
 from kbgraph.text import chunk_body
 
 Attempt = HiragRound.HiragAttempt
@@ -88,7 +89,7 @@ def entity_of(output: str) -> str:
     return _first_line(output, _OUTPUT_LABEL, " \"'`.")
 
 
-def _first_line(output: str, prefix: re.Pattern, chars: str) -> str:
+def _first_line(output: str, prefix: re.Pattern[str], chars: str) -> str:
     for line in output.splitlines():
         line = " ".join(prefix.sub("", line).split()).strip(chars)
         if line:
@@ -206,7 +207,7 @@ def _rethink_loop(ctx: QueryContext, rnd: HiragRound, docs: list[DocumentMatch])
             rnd.rethink = rnd.rethink or "chunk"
 
 
-def _try(ctx: QueryContext, rnd: HiragRound, attempt: Attempt, row: dict | None = None) -> ScoredChunk | None:
+def _try(ctx: QueryContext, rnd: HiragRound, attempt: Attempt, row: Row | None = None) -> ScoredChunk | None:
     """One try of the Filter: r = LLM(q, c) (eq. 6), then Verify(q, r). Appends ``attempt`` to ``rnd``; on yes
     sets ``rnd.answer`` / ``rnd.chunk_id`` and returns the chunk."""
     llm = ctx.need_llm()

@@ -106,7 +106,7 @@ def document_candidates(store: GraphStore, entity: str, *, min_match: float,
     return sorted((m for m in best.values() if m.match >= min_match), key=_rank)
 
 
-def _rank(m: DocumentMatch) -> tuple:
+def _rank(m: DocumentMatch) -> tuple[float, bool, float, int, str, str]:
     return (-m.match, m.via != "title", -m.engine, -m.mentions, m.title, m.document_id)
 
 

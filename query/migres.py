@@ -265,7 +265,7 @@ def _extract(llm: LLM, rnd: MigresRound, passages: list[tuple[str, str]], chunks
         if not cited:
             rnd.dropped.append(s.info)
             continue
-        ids = list(dict.fromkeys(chunks[i].id for i in cited if chunks[i] is not None))
+        ids = list(dict.fromkeys(c.id for c in (chunks[i] for i in cited) if c is not None))
         rnd.extractions.append(Extraction(info=s.info, chunk_ids=ids, knowledge=not ids))
 
 

@@ -30,7 +30,7 @@ An empty result is the paper's "no remaining passage": the caller then prompts t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_units
 from kbgraph.query.models import MigresRound, ScoredChunk
 from kbgraph.text import chunk_body, index_text
+
+if TYPE_CHECKING:
+    from kbgraph.query.bm25 import BM25Index
 
 Passage = MigresRound.MigresPassage
 Sentence = MigresRound.MigresSentence
@@ -61,7 +64,7 @@ class Retriever:
     """The retriever of one MIGRES run on ``ctx`` (the BM25 index is opened on first use, once per run)."""
 
     ctx: QueryContext
-    _bm25: Any = field(default=None, repr=False)
+    _bm25: BM25Index | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:

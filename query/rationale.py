@@ -93,17 +93,18 @@ def _used_rows(answer: Answer) -> list[dict[str, Any]]:
         ids = [c.chunk_id for c in answer.citations]  # the evidence the answer cites
     else:
         ids = [c.id for c in answer.chunks]  # the LLM's context
-    rows, seen = [], set()
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for cid in ids:
         if not cid or cid in seen:
             continue
         seen.add(cid)
         if answer.retrieval_only:
-            rnd = 0
+            round_no = 0
         else:
             ran = answer.route.partition(":")[2] if answer.route else answer.method  # 'auto': the routed method
-            rnd = joined.get(cid, retrieved.get(cid, 0)) if ran in ("pike", "self_ask") else 0
-        rows.append({"chunk_id": cid, "round": rnd, "score": round(scores.get(cid, 0.0), 6), "rank": len(rows)})
+            round_no = joined.get(cid, retrieved.get(cid, 0)) if ran in ("pike", "self_ask") else 0
+        rows.append({"chunk_id": cid, "round": round_no, "score": round(scores.get(cid, 0.0), 6), "rank": len(rows)})
     return rows
 
 

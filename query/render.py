@@ -53,9 +53,9 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
                                title_justify="left")  # fmt: skip
                 for col in ("feature", "value", "contribution"):
                     ranked.add_column(col)
-                for r in sorted(chunk.ranking, key=lambda r: -abs(r.contribution)):
-                    if r.value or r.contribution:
-                        ranked.add_row(r.feature, f"{r.value:.4f}", f"{r.contribution:+.4f}")
+                for term in sorted(chunk.ranking, key=lambda t: -abs(t.contribution)):
+                    if term.value or term.contribution:
+                        ranked.add_row(term.feature, f"{term.value:.4f}", f"{term.contribution:+.4f}")
                 console.print(ranked)
     u = answer.usage
     if u.calls:

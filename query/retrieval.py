@@ -29,7 +29,8 @@ def dense_settings(settings: Settings) -> Settings:
 
 
 def _question_vector(question: str, ctx: QueryContext) -> list[float]:
-    return ctx.embedder.embed([question])[0].tolist()
+    vector: list[float] = ctx.embedder.embed([question])[0].tolist()
+    return vector
 
 
 def retrieve_propagation(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:

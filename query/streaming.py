@@ -25,7 +25,6 @@ from kbgraph.query.models import Answer, AskEvent
 
 __all__ = ["AnswerStream", "StreamClosed", "stream_answer"]
 
-_END = object()
 
 
 class StreamClosed(Exception):
@@ -41,7 +40,8 @@ class AnswerStream(Iterator[AskEvent]):
 
     def __init__(self, run: Callable[[Callable[[AskEvent], None]], Answer]):
         self._run = run
-        self._queue: queue.Queue = queue.Queue()
+        # events, then the Answer or the exception of run, then None (the end)
+        self._queue: queue.Queue[AskEvent | Answer | BaseException | None] = queue.Queue()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
         self._streamed = ""  # delta text since the last reset
@@ -56,13 +56,13 @@ class AnswerStream(Iterator[AskEvent]):
 
     def _work(self) -> None:
         try:
-            self._queue.put(("answer", self._run(self._event)))
+            self._queue.put(self._run(self._event))
         except StreamClosed:
             pass
         except BaseException as exc:  # noqa: BLE001 - handed to the reader, who raises it
-            self._queue.put(("error", exc))
+            self._queue.put(exc)
         finally:
-            self._queue.put(_END)
+            self._queue.put(None)
 
     # --- the reader --------------------------------------------------------------------------------
     def __iter__(self) -> AnswerStream:
@@ -84,11 +84,11 @@ class AnswerStream(Iterator[AskEvent]):
                 self._streamed = ""
             return item
         self._finished = True
-        if item is _END:
+        if item is None:
             raise StopIteration
-        kind, value = item
-        if kind == "error":
-            raise value
+        if isinstance(item, BaseException):
+            raise item
+        value = item
         self._pending = [*self._reconcile(value.answer), AskEvent(type="answer", answer=value)]
         return self._pending.pop(0)
 

@@ -50,7 +50,7 @@ class TagExtraction(ChunkTags):
 
     @field_validator("tags", mode="before")
     @classmethod
-    def _tags(cls, v: Any) -> list:
+    def _tags(cls, v: Any) -> list[Any]:
         items = v if isinstance(v, list) else [] if v is None else [v]
         return [{"name": x} if not isinstance(x, dict) else x for x in items]
 

@@ -236,7 +236,7 @@ def run_trajectory(ctx: QueryContext, question: str, pool: ContextPool, p: Param
         proposal, stop = propose(llm, question, context_of(shown))  # line 6
         if proposal is not None:
             step.thinking, step.proposals = proposal.thinking, proposal.sub_questions
-        if stop:
+        if stop or proposal is None:  # (no proposal comes with a stop note)
             step.note = stop
             break
         vectors = embedder.embed(proposal.sub_questions)  # line 7
