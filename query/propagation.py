@@ -59,6 +59,7 @@ from kbgraph.query.ranking import Candidate as RankCandidate
 from kbgraph.query.ranking import feature_rows, load_model, score_rows
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
+from kbgraph.store.base import Row
 
 #: Vector-seeded layers and the weight setting of each.
 LAYER_WEIGHTS = {
@@ -120,7 +121,7 @@ def static_question_vectors(settings: Settings, question: str) -> dict[str, list
     return {label: vec for label in layers}
 
 
-def _text(props: dict) -> str:
+def _text(props: Row) -> str:
     return str(props.get("text") or props.get("name") or props.get("title") or props.get("path") or "")
 
 
@@ -163,7 +164,7 @@ def score_terms(
     # term of a layer counts (the maxima of the formula), so the others are never kept.
     terms: dict[str, dict[str, _Term]] = defaultdict(dict)
 
-    def add(chunk_id: str, layer: str, node_id: str, text: str, sim: float, weight: float, factor: float = 1.0):
+    def add(chunk_id: str, layer: str, node_id: str, text: str, sim: float, weight: float, factor: float = 1.0) -> None:
         _add(terms, chunk_id, layer, node_id, text, sim, weight, factor)
 
     layers = seeds.layers
@@ -175,7 +176,7 @@ def score_terms(
     def ids(layer: str, weight: float) -> list[str]:
         return list(layers.get(layer, {})) if weight else []
 
-    def sims(layer: str, weight: float) -> list[dict]:
+    def sims(layer: str, weight: float) -> list[Row]:
         return [{"id": node, "sim": sim} for node, (sim, _) in layers.get(layer, {}).items()] if weight else []
 
     params = {
@@ -296,7 +297,7 @@ def learned_pool(
 
 def _learned_order(
     store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool,
-) -> tuple[list[str], dict[str, dict], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+) -> tuple[list[str], dict[str, Row], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
     """The learned ranker (kbgraph.query.ranking) over ``pool`` (:func:`learned_pool`): (its top ``k`` chunk
     ids, their provenance rows, {chunk id: learned score}, {chunk id: feature contributions} when
     ``explain``). One statement: the top k's provenance (``retrieve/chunk_details``)."""
