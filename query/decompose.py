@@ -82,10 +82,15 @@ SUB_QUESTION_CHARS = 160
 
 @answer_schema
 class Proposal(BaseModel):
-    """Answer of the atomic query proposer (003 A.7): at most ``SUB_QUESTIONS`` sub-questions."""
+    """Answer of the atomic query proposer (003 A.7): at most ``SUB_QUESTIONS`` sub-questions. The schema sent
+    asks for at least one (``minItems`` 1: the prompt asks for "as many diverse questions as possible"; the loop
+    stops at the selector), so a constrained decoder cannot close the list at once; an empty list from an
+    endpoint without a grammar is still accepted and stops the loop."""
 
     thinking: Annotated[str, MaxChars(THINKING_CHARS)] = ""
-    sub_questions: Annotated[list[Annotated[str, MaxChars(SUB_QUESTION_CHARS)]], MaxItems(SUB_QUESTIONS)] = Field(default_factory=list)
+    sub_questions: Annotated[list[Annotated[str, MaxChars(SUB_QUESTION_CHARS)]], MaxItems(SUB_QUESTIONS)] = Field(
+        default_factory=list, json_schema_extra={"minItems": 1}
+    )
 
     @field_validator("thinking", mode="before")
     @classmethod
