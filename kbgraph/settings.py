@@ -341,7 +341,8 @@ class Settings(BaseSettings):
     )
     llm_max_tokens: int | None = Field(
         1024, ge=16, description="Most tokens one LLM answer may have (None = the server's limit); bounds a "
-        "small model that does not stop."
+        "small model that does not stop. A JSON answer gets the larger of this and its schema's budget "
+        "(kbgraph.llm.bounds: every answer schema is bounded, so the answer fits)."
     )
     llm_max_concurrency: int | None = Field(
         None, ge=1, description="LLM requests in flight at once per endpoint (base URL), over every client of the "
