@@ -60,6 +60,7 @@ from kbgraph.query.ranking import feature_rows, load_model, score_rows
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
+from kbgraph.store.base import gather
 
 #: Vector-seeded layers and the weight setting of each.
 LAYER_WEIGHTS = {
@@ -78,7 +79,8 @@ def seed_layers(
     """Vector top-``seed_k`` on each layer's index (or on ``layers`` only), plus full-text top-``fulltext_k``
     on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers. With the
     learned ranker, also BM25's top ``ranker_bm25_k`` chunks (``Seeds.bm25``; kbgraph.query.bm25's index of
-    this knowledge base, kept in memory). A layer whose
+    this knowledge base, kept in memory). The three run at once on a store with ``parallel_reads``
+    (kbgraph.store.base.gather). A layer whose
     vectors are off (``settings.vector_layers``, issue 15) has no vector seeds: its nodes still reach chunks
     through the full-text seeds and the hops, as in a knowledge base built without its vectors. A layer of
     ``settings.static_layers`` (issue 15 direction 3) is searched with the question's vector from the static
@@ -92,12 +94,14 @@ def seed_layers(
                 hits = store.vector_search(label, own.get(label, qvec), k=settings.seed_k)
                 seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
         return seeds
-    if settings.ranker == "learned" and settings.ranker_bm25_k:
-        from kbgraph.query.bm25 import shared_index
-
-        seeds.bm25 = shared_index(store, settings).search(question, settings.ranker_bm25_k)
     fulltext = settings.fulltext_k if settings.weight_fulltext else 0
-    found = store.seed_search(qvec, settings.seed_k, question, fulltext, layer_embeddings=own)
+    vectors, found, seeds.bm25 = gather(
+        store,
+        lambda: store.seed_vectors(qvec, settings.seed_k, layer_embeddings=own),
+        lambda: store.seed_fulltext(question, fulltext),
+        lambda: _bm25_hits(store, settings, question),
+    )
+    found.update(vectors)
     for label in LAYER_WEIGHTS:
         if label not in off:
             seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in found.get(label, [])}
@@ -107,6 +111,16 @@ def seed_layers(
             top = max((h.score for h in hits), default=0.0)
             seeds.layers[layer] = {h.id: (h.score / top if top > 0 else 0.0, _text(h.properties)) for h in hits}
     return seeds
+
+
+def _bm25_hits(store: GraphStore, settings: Settings, question: str) -> list[tuple[str, float]]:
+    """BM25's top ``ranker_bm25_k`` (chunk id, score) for ``question``, best first, with the learned ranker
+    (kbgraph.query.bm25's shared index of this knowledge base); [] otherwise."""
+    if settings.ranker != "learned" or not settings.ranker_bm25_k:
+        return []
+    from kbgraph.query.bm25 import shared_index
+
+    return shared_index(store, settings).search(question, settings.ranker_bm25_k)
 
 
 def static_question_vectors(settings: Settings, question: str) -> dict[str, list[float]]:
