@@ -186,7 +186,7 @@ def _print(records: list[QuestionRecord], methods: list[str], args: Any, report:
           f"{args.model} at {args.base_url}; {questions} questions every method finished"
           + (f"; settings {overrides}" if overrides else ""))  # fmt: skip
     summary = summarize(records, methods=methods, ks=DEFAULT_KS)
-    head = f"{'method':9} {'EM':>6} {'F1':>6} {'Acc':>6} {'prompt tok/q':>13} {'compl tok/q':>12} {'calls/q':>8} {'s/q':>7}"
+    head = f"{'method':9} {'EM':>6} {'F1':>6} {'Acc':>6} {'judged':>6} {'prompt tok/q':>13} {'compl tok/q':>12} {'calls/q':>8} {'s/q':>7}"
     print(head)
     rows = {}
     for name in methods:
@@ -202,7 +202,7 @@ def _print(records: list[QuestionRecord], methods: list[str], args: Any, report:
             "calls": tok.get("calls", 0.0), "s": m.latency_ms.get("mean", 0.0) / 1000,
         }  # fmt: skip
         r = rows[name]
-        print(f"{name:9} {r['EM']:6.1f} {r['F1']:6.1f} {r['Acc']:6.1f} {r['prompt']:13.0f} {r['completion']:12.0f} "
+        print(f"{name:9} {r['EM']:6.1f} {r['F1']:6.1f} {r['Acc']:6.1f} {m.judged:6d} {r['prompt']:13.0f} {r['completion']:12.0f} "
               f"{r['calls']:8.1f} {r['s']:7.1f}  {_rounds(records, name)}")  # fmt: skip
     if "pike" in rows and "naive" in rows:
         p, n = rows["pike"], rows["naive"]
