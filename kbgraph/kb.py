@@ -36,7 +36,7 @@ class KnowledgeBase:
 
     def __init__(self, name: str | None = None, settings: Settings | None = None, **overrides: Any):
         if settings is None:
-            settings = Settings(**({"name": name} if name else {}), **overrides)
+            settings = Settings(name=name, **overrides) if name else Settings(**overrides)
         elif name or overrides:
             settings = settings.model_copy(update={**({"name": name} if name else {}), **overrides})
         self.settings = settings

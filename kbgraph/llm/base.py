@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import closing, contextmanager
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -239,7 +239,7 @@ class BaseLLM:
         the first one answered. Returns (answer text, the response_format used)."""
         auto = self.response_format_mode == "auto"
         mode: Mode = (self._formats.get(self._memory_key(params["model"])) or MODES[0]) if auto else (
-            self.response_format_mode if self.response_format_mode in MODES else "none")  # type: ignore[assignment]
+            self.response_format_mode if self.response_format_mode in MODES else "none")
         while True:
             fmt = response_format(mode, schema)
             try:
@@ -313,7 +313,7 @@ class BaseLLM:
     def _stream(
         self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
         response_format: dict[str, Any] | None, purpose: str,
-    ) -> Iterator[str]:  # fmt: skip
+    ) -> Generator[str, None, None]:  # fmt: skip
         """One request whose answer text comes in pieces as the server produces it (same errors as
         :meth:`_complete`); an answer cut at the token limit ends with a ``CutAnswer`` piece. This default sends
         one :meth:`_complete` request and yields its answer whole (a ``CutAnswer`` when cut)."""

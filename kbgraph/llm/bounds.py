@@ -106,7 +106,8 @@ _UNBOUNDED_QUANTIFIER = re.compile(r"(?<!\\)(?:[*+]|\{\d*,\})")
 def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        return defs.get(ref.rsplit("/", 1)[-1], {})
+        resolved: dict[str, Any] = defs.get(ref.rsplit("/", 1)[-1], {})
+        return resolved
     return node
 
 

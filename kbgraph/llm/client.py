@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kbgraph.errors import LLMContextError, LLMError
@@ -146,7 +146,7 @@ class OpenAIClient(BaseLLM):
     def _stream(
         self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
         response_format: dict[str, Any] | None, purpose: str,
-    ) -> Iterator[str]:  # fmt: skip
+    ) -> Generator[str, None, None]:  # fmt: skip
         """The answer in pieces as the server sends them (``stream=True``; ``stream_options.include_usage`` for
         the token counts, dropped for a server that refuses it). A cached answer comes as one piece; the whole
         answer is cached once complete. The request is retried as :meth:`_complete`'s until the stream starts;

@@ -15,7 +15,7 @@ answer the server stopped at the token limit (``finish_reason`` "length"), at th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 from kbgraph.llm.base import BaseLLM, Messages
@@ -87,7 +87,7 @@ class ScriptedLLM(BaseLLM):
     def _stream(
         self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
         response_format: dict[str, Any] | None, purpose: str,
-    ) -> Iterator[str]:  # fmt: skip
+    ) -> Generator[str, None, None]:  # fmt: skip
         text = self._complete(
             messages, model=model, temperature=temperature, max_tokens=max_tokens, response_format=response_format,
             purpose=purpose,

@@ -137,6 +137,7 @@ def _hex(digits: str) -> int:
 def _decode(raw: str) -> str:
     """The text of a JSON string's inside (escapes decoded); as written when it does not decode."""
     try:
-        return json.loads(f'"{raw}"')
+        text: str = json.loads(f'"{raw}"')
+        return text
     except ValueError:
         return raw

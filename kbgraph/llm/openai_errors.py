@@ -17,7 +17,8 @@ def error_detail(exc: BaseException) -> str:
     """The server's error message: the body's ``message`` (or ``error.message``), else the exception text."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        error = body.get("error")
+        inner = error if isinstance(error, dict) else body
         msg = inner.get("message") or inner.get("detail")
         if msg:
             return str(msg)

@@ -24,6 +24,7 @@ import contextlib
 import json
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -129,7 +130,7 @@ class LocalLLMServer:
         return check_gguf(chosen) if chosen is not None else check_gguf(default_model())
 
     @contextlib.contextmanager
-    def _locked(self, timeout: float):
+    def _locked(self, timeout: float) -> Iterator[None]:
         self.home.mkdir(parents=True, exist_ok=True)
         try:
             with FileLock(str(self._lock_path), timeout=timeout):

@@ -95,7 +95,7 @@ class FormatMemory:
 
     def get(self, endpoint: str) -> Mode | None:
         mode = self._memory.get(endpoint)
-        return mode if mode in MODES else None  # type: ignore[return-value]
+        return mode if mode in MODES else None
 
     def put(self, endpoint: str, mode: Mode) -> None:
         with self._lock:

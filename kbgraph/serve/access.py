@@ -70,14 +70,14 @@ def check_ingest_paths(paths: Iterable[str | Path], roots: Iterable[Path | str])
     Raises Forbidden naming ``serve_ingest_roots`` for the first path outside every root, or for any path when
     there are no roots (path ingestion off). Nothing is opened or read: only the path names are resolved."""
     fence = resolved_roots(roots)
-    paths = [str(p) for p in paths]
+    names = [str(p) for p in paths]
     if not fence:
         raise Forbidden(
             "ingesting server paths is off: set serve_ingest_roots (KBGRAPH_SERVE_INGEST_ROOTS, comma-separated "
             "folders) to the folders the server may read, or upload the files (multipart `files` parts)"
         )
     out: list[str] = []
-    for raw in paths:
+    for raw in names:
         if "\x00" in raw:
             raise Forbidden("a path with a NUL character is outside serve_ingest_roots")
         target = Path(raw).expanduser().resolve()

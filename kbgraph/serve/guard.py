@@ -145,7 +145,8 @@ class Guard:
 
     async def _read_body(self, receive) -> bytes | None:
         """The whole body, or None once it exceeds max_bytes."""
-        parts, size = [], 0
+        parts: list[bytes] = []
+        size = 0
         while True:
             message = await receive()
             if message["type"] != "http.request":

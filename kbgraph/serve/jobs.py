@@ -16,6 +16,8 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -60,7 +62,7 @@ class JobManager:
         self._kb_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def submit(self, kb: str, paths: list[str], *, prune: bool = False, wait: bool = False,
+    def submit(self, kb: str, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False,
                uploaded: bool = False) -> Job:  # fmt: skip
         """Queue ``kb.ingest(paths, prune=prune, wait=wait)``; returns the queued Job at once. Paths a client
         named (``uploaded`` False) must lie inside the setting ``serve_ingest_roots`` once resolved, and the job

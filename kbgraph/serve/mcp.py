@@ -118,7 +118,7 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
     @_tool(server, SEARCH)
     def search(question: str, kb: str | None = None, k: int = 5, method: str | None = None,
                ctx: Context | None = None) -> list[ScoredChunk]:  # fmt: skip
-        options = {"method": method} if method else {}
+        options: dict[str, Any] = {"method": method} if method else {}
         with pool.use(_scoped(ctx, pool, kb)) as base:
             return base.retrieve(question, k=k, **options)
 

@@ -20,12 +20,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 from kbgraph.errors import LockTimeout, StoreUnavailable
 from kbgraph.process import pid_alive, terminate
+
+if TYPE_CHECKING:
+    import redis
 
 _SOCKET_MAX = 100  # sun_path is 108 bytes on Linux, keep a margin
 
@@ -122,7 +126,7 @@ class EmbeddedFalkorDB:
         except (OSError, ValueError):
             return None
 
-    def _client(self):
+    def _client(self) -> redis.Redis:
         import redis
 
         return redis.Redis(unix_socket_path=str(self.socket), socket_timeout=5)
@@ -199,7 +203,7 @@ class EmbeddedFalkorDB:
         if self.idle_timeout > 0:
             self._spawn_watchdog(proc.pid)
 
-    def _wait_ready(self, proc: subprocess.Popen | None, pid: int) -> bool:
+    def _wait_ready(self, proc: subprocess.Popen[bytes] | None, pid: int) -> bool:
         import redis
 
         deadline = time.monotonic() + self.start_timeout

@@ -27,7 +27,6 @@ _ALREADY = ("already indexed", "already exists", "already created", "constraint 
 
 class FalkorDBStore(GraphStore):
     backend = "falkordb"
-    parallel_reads = True  # every statement takes a connection of the client's pool for its round trip
     rolls_back = False  # no multi-statement transactions: a failed unit runs its compensations
 
     def __init__(self, settings: Settings):
@@ -101,7 +100,7 @@ class FalkorDBStore(GraphStore):
             pass
 
     # --- dialect ------------------------------------------------------------------------------
-    def _vector_params(self, label: str, embedding: list[float], k: int) -> Row:
+    def _vector_params(self, label: str, embedding: np.ndarray, k: int) -> Row:
         return {"label": label, "k": k, "embedding": embedding}
 
     def _vector_similarity(self, score: float) -> float:

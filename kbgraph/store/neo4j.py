@@ -61,7 +61,6 @@ def _no_answer(exc: BaseException) -> bool:
 
 class Neo4jStore(GraphStore):
     backend = "neo4j"
-    parallel_reads = True  # every statement outside a unit of work runs in a driver session of its own
     rolls_back = True  # a unit of work is one driver transaction
 
     def __init__(self, settings: Settings):
@@ -69,6 +68,8 @@ class Neo4jStore(GraphStore):
         import neo4j
         from neo4j import exceptions as nx
 
+        if settings.uri is None:  # (open_store picks this store for a bolt:// or neo4j:// uri only)
+            raise ConfigError("a Neo4j store needs settings.uri (KBGRAPH_URI=bolt://host:7687 or neo4j://...)")
         self.location = f"{settings.uri} (database {settings.neo4j_database})"
         self.database = settings.neo4j_database
         auth = (settings.neo4j_username, settings.neo4j_password.get_secret_value())
@@ -205,7 +206,7 @@ class Neo4jStore(GraphStore):
         self._driver.close()
 
     # --- dialect ------------------------------------------------------------------------------
-    def _vector_params(self, label: str, embedding: list[float], k: int) -> Row:
+    def _vector_params(self, label: str, embedding: np.ndarray, k: int) -> Row:
         from kbgraph.store.base import snake
 
         return {"index": f"{snake(label)}_embedding", "k": k, "embedding": embedding}
@@ -252,7 +253,7 @@ class _Unit:
         return self.tx.run(query, params)
 
 
-class _Vector(list):
+class _Vector(list[float]):
     """A vector as the driver's list of floats (packed exactly like a list), with a short ``repr``: the
     driver formats every RUN message's parameters with ``repr`` for its debug log even when that log is off
     (neo4j 6.4 ``Bolt5x5.run``), which took 4 s of 26 s writing 600 passages."""
