@@ -13,13 +13,16 @@ import re
 from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 import numpy as np
 
 from kbgraph import cypher
 from kbgraph.errors import SchemaMismatch, StoreError
 from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
+
+T = TypeVar("T")
 
 Row = dict[str, Any]
 
@@ -111,6 +114,23 @@ class Transaction:
         return total
 
 
+_GATHER = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kbgraph-read")
+
+
+def gather(store: GraphStore, *calls: Callable[[], T]) -> list[T]:
+    """The results of ``calls`` (independent reads of ``store``), in order: the first runs in this thread and
+    the others at once on a shared pool of 8 threads when ``store.parallel_reads``, else one after the other.
+    A call's exception is raised here (after every call has finished). Calls must not gather themselves."""
+    if not store.parallel_reads or len(calls) < 2:
+        return [call() for call in calls]
+    futures = [_GATHER.submit(call) for call in calls[1:]]
+    try:
+        first = calls[0]()
+    finally:
+        wait(futures)
+    return [first, *(f.result() for f in futures)]
+
+
 class GraphStore(ABC):
     """A graph database behind kbgraph.
 
@@ -126,6 +146,9 @@ class GraphStore(ABC):
     """
 
     backend: str = ""
+    #: True when independent read statements may run at once from several threads, each on a connection or
+    #: session of its own from the store's pool (:func:`gather`); False runs them one after the other.
+    parallel_reads: bool = False
     location: str = ""
     #: True when a unit of work is one database transaction that a failure rolls back as a whole (Neo4j);
     #: False when each statement commits on its own (FalkorDB) and a failed unit is undone by the
@@ -276,13 +299,21 @@ class GraphStore(ABC):
         self, embedding: Sequence[float], k: int, text: str = "", fulltext_k: int = 0,
         layer_embeddings: Mapping[str, Sequence[float]] | None = None,
     ) -> dict[str, list[VectorHit | FulltextHit]]:
-        """The seeds of every layer in two round trips: vector top-``k`` on each vector index (keys: the labels of
-        VECTOR_LABELS; score = cosine similarity) and, when ``text`` has words and ``fulltext_k`` > 0, full-text
-        top-``fulltext_k`` on Chunk.text and Entity.name (keys 'Chunk.text', 'Entity.name'; raw engine score).
-        ``layer_embeddings``: the query vector of a layer searched with another one than ``embedding`` (the
-        static model's, setting ``static_layers``; not Chunk). Each hit's properties hold only {'text': its
-        text/name/title/path}. Hits best first. Chunks of documents not complete (still or left 'writing') are
-        left out, after each index's top-k."""
+        """The seeds of every layer in two round trips: :meth:`seed_vectors` and :meth:`seed_fulltext` (when
+        ``text`` has words and ``fulltext_k`` > 0), at once on a store with ``parallel_reads``."""
+        vectors, fulltext = gather(
+            self, lambda: self.seed_vectors(embedding, k, layer_embeddings), lambda: self.seed_fulltext(text, fulltext_k)
+        )
+        return {**vectors, **fulltext}
+
+    def seed_vectors(
+        self, embedding: Sequence[float], k: int, layer_embeddings: Mapping[str, Sequence[float]] | None = None
+    ) -> dict[str, list[VectorHit | FulltextHit]]:
+        """Vector top-``k`` on each vector index in one round trip (keys: the labels of VECTOR_LABELS; score =
+        cosine similarity). ``layer_embeddings``: the query vector of a layer searched with another one than
+        ``embedding`` (the static model's, setting ``static_layers``; not Chunk). Each hit's properties hold
+        only {'text': its text/name/title/path}. Hits best first. Chunks of documents not complete (still or
+        left 'writing') are left out, after each index's top-k."""
         vec = self.check_vector(embedding)
         params: dict[str, Any] = {"embedding": vec, "k": k}
         for label in SEED_LAYERS:
@@ -295,17 +326,23 @@ class GraphStore(ABC):
             ))  # fmt: skip
         for hits in out.values():
             hits.sort(key=lambda h: h.score, reverse=True)
+        return out
+
+    def seed_fulltext(self, text: str, k: int) -> dict[str, list[VectorHit | FulltextHit]]:
+        """Full-text top-``k`` on Chunk.text and Entity.name in one round trip (keys 'Chunk.text',
+        'Entity.name'; raw engine score; properties {'text': ...}; best first); {} when ``text`` has no words or
+        ``k`` is 0. Chunks of documents not complete are left out."""
         terms = fulltext_terms(text)
-        if terms and fulltext_k:
-            keys = {"Chunk": "Chunk.text", "Entity": "Entity.name"}
-            out.update({key: [] for key in keys.values()})
-            params = {"query": self._fulltext_query(terms), "k": fulltext_k}
-            for r in self.run("retrieve/seed_fulltext", params):
-                out[keys[r["layer"]]].append(FulltextHit(
-                    id=r["id"], label=r["layer"], score=float(r["score"]), properties={"text": r["text"] or ""}
-                ))  # fmt: skip
-            for key in keys.values():
-                out[key].sort(key=lambda h: h.score, reverse=True)
+        if not (terms and k):
+            return {}
+        keys = {"Chunk": "Chunk.text", "Entity": "Entity.name"}
+        out: dict[str, list[VectorHit | FulltextHit]] = {key: [] for key in keys.values()}
+        for r in self.run("retrieve/seed_fulltext", {"query": self._fulltext_query(terms), "k": k}):
+            out[keys[r["layer"]]].append(FulltextHit(
+                id=r["id"], label=r["layer"], score=float(r["score"]), properties={"text": r["text"] or ""}
+            ))  # fmt: skip
+        for key in keys.values():
+            out[key].sort(key=lambda h: h.score, reverse=True)
         return out
 
     def chunk_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:

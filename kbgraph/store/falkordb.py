@@ -27,6 +27,7 @@ _ALREADY = ("already indexed", "already exists", "already created", "constraint 
 
 class FalkorDBStore(GraphStore):
     backend = "falkordb"
+    parallel_reads = True  # every statement takes a connection of the client's pool for its round trip
     rolls_back = False  # no multi-statement transactions: a failed unit runs its compensations
 
     def __init__(self, settings: Settings):

@@ -61,6 +61,7 @@ def _no_answer(exc: BaseException) -> bool:
 
 class Neo4jStore(GraphStore):
     backend = "neo4j"
+    parallel_reads = True  # every statement outside a unit of work runs in a driver session of its own
     rolls_back = True  # a unit of work is one driver transaction
 
     def __init__(self, settings: Settings):
