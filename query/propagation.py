@@ -148,7 +148,7 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     ranking: dict[str, list[RankerTerm]] = {}
     if settings.ranker == "learned" and ranked:
         pool = learned_pool(store, settings, seeds, ranked, terms, scores, k)
-        top, details, scores, ranking = _learned_order(store, settings, seeds.question, pool, k, explain)
+        top, details, scores, ranking = _learned_order(settings, seeds.question, pool, k, explain)
     else:
         top = ranked[:k]
         details = chunk_details(store, top)
@@ -271,10 +271,12 @@ def score_terms(
 
 class LearnedPool(NamedTuple):
     """The learned ranker's candidates: chunk ids and their :class:`~kbgraph.query.ranking.Candidate` views, in
-    the same order (best first by the weighted sum; BM25 additions after, by weighted sum too)."""
+    the same order (best first by the weighted sum; BM25 additions after, by weighted sum too), and the
+    provenance row of each (``retrieve/chunk_details``)."""
 
     ids: list[str]
     candidates: list[RankCandidate]
+    details: dict[str, dict]
 
 
 def learned_pool(
@@ -284,9 +286,9 @@ def learned_pool(
     """The pool the learned ranker re-orders: the best ``ranker_pool`` (at least ``k``) chunks of the weighted
     sum ``ranked``, plus BM25's top chunks (``seeds.bm25``) not among them. A BM25 addition without a Chunk
     term gets its exact similarity (``store.chunk_similarities``) as one, added to ``terms`` and ``scores``
-    (so ``--explain`` shows it). Chunks of incomplete documents (no title row) leave the pool. Two or three
-    statements: the similarities of BM25 additions (when any lack one), the pool's titles
-    (``retrieve/chunk_titles``)."""
+    (so ``--explain`` shows it). Chunks of incomplete documents (no provenance row) leave the pool. One or two
+    statements: the similarities of BM25 additions (when any lack one), the pool's provenance
+    (``retrieve/chunk_details``: the titles of the title feature, and the rows of the top k, in one round trip)."""
     head = ranked[: max(settings.ranker_pool, k)]
     extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
     missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]
@@ -298,7 +300,8 @@ def learned_pool(
             scores[cid] = _layer_sum(terms[cid])
     extra = sorted((cid for cid in extra if cid in terms), key=lambda c: (-scores[c], c))
     ids = head + extra
-    titles = {row["id"]: str(row["document_title"] or "") for row in store.run("retrieve/chunk_titles", {"ids": ids})}
+    details = chunk_details(store, ids)
+    titles = {cid: str(row.get("document_title") or "") for cid, row in details.items()}
     bm25 = dict(seeds.bm25)
     best = seeds.bm25[0][1] if seeds.bm25 else 0.0
     bm25_rank = {cid: i for i, (cid, _) in enumerate(seeds.bm25)}
@@ -306,22 +309,22 @@ def learned_pool(
     return LearnedPool(pool_ids, [
         RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
                       bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
-        for c in pool_ids])  # fmt: skip
+        for c in pool_ids], details)  # fmt: skip
 
 
 def _learned_order(
-    store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool,
+    settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool,
 ) -> tuple[list[str], dict[str, Row], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
     """The learned ranker (kbgraph.query.ranking) over ``pool`` (:func:`learned_pool`): (its top ``k`` chunk
     ids, their provenance rows, {chunk id: learned score}, {chunk id: feature contributions} when
-    ``explain``). One statement: the top k's provenance (``retrieve/chunk_details``)."""
+    ``explain``). No statement: the pool carries the provenance rows."""
     model = load_model(settings.ranker_model)
     pool_ids = pool.ids
     rows = feature_rows(question, pool.candidates)
     learned = score_rows(model, rows)
     order = sorted(range(len(pool_ids)), key=lambda i: (-learned[i], pool_ids[i]))[:k]
     top = [pool_ids[i] for i in order]
-    details = chunk_details(store, top)
+    details = {cid: pool.details[cid] for cid in top}
     ranking = {}
     if explain:
         ranking = {pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c)
