@@ -22,7 +22,7 @@ def test_parallel_reads_run_at_once_and_keep_their_order():
     def call(i: int):
         return lambda: (barrier.wait(), i)[1]
 
-    assert gather(_Store(True), call(0), call(1), call(2)) == [0, 1, 2]
+    assert gather(_Store(True), call(0), call(1), call(2)) == (0, 1, 2)
 
 
 def test_without_parallel_reads_calls_run_one_after_the_other():

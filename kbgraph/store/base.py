@@ -14,7 +14,7 @@ from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from kbgraph.errors import SchemaMismatch, StoreError
 from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
+C = TypeVar("C")
 
 Row = dict[str, Any]
 
@@ -117,18 +120,25 @@ class Transaction:
 _GATHER = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kbgraph-read")
 
 
-def gather(store: GraphStore, *calls: Callable[[], T]) -> list[T]:
-    """The results of ``calls`` (independent reads of ``store``), in order: the first runs in this thread and
-    the others at once on a shared pool of 8 threads when ``store.parallel_reads``, else one after the other.
-    A call's exception is raised here (after every call has finished). Calls must not gather themselves."""
+@overload
+def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], /) -> tuple[A, B]: ...
+@overload
+def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], c: Callable[[], C], /) -> tuple[A, B, C]: ...
+@overload
+def gather(store: GraphStore, *calls: Callable[[], T]) -> tuple[T, ...]: ...
+def gather(store: GraphStore, *calls: Callable[[], Any]) -> tuple[Any, ...]:
+    """The results of ``calls`` (independent reads of ``store``), as a tuple in their order (typed per call for
+    two or three): the first runs in this thread and the others at once on a shared pool of 8 threads when
+    ``store.parallel_reads``, else one after the other. A call's exception is raised here (after every call has
+    finished). Calls must not gather themselves."""
     if not store.parallel_reads or len(calls) < 2:
-        return [call() for call in calls]
+        return tuple(call() for call in calls)
     futures = [_GATHER.submit(call) for call in calls[1:]]
     try:
         first = calls[0]()
     finally:
         wait(futures)
-    return [first, *(f.result() for f in futures)]
+    return (first, *(f.result() for f in futures))
 
 
 class GraphStore(ABC):
