@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbgraph.ingest.parse import ParsedDocument
 from kbgraph.ingest.tables import summarize_table
 from kbgraph.models import ChunkRecord, DocumentRecord, SectionRecord, stable_id
+
+if TYPE_CHECKING:
+    from kbgraph.ingest.chunk_llm import SplitChunk
 
 PATH_SEP = " > "
 
@@ -185,15 +188,16 @@ def build_structure(
     if long_blocks:
         from kbgraph.ingest.nlp import split_sentences
 
-        texts = [t for b in long_blocks for t, _ in b.paragraphs]
+        texts = [t for b in long_blocks for t, _ in b.paragraphs or ()]  # (long blocks have paragraphs)
         split = list(split_sentences(texts))
         k = 0
         for b in long_blocks:
-            sentences[id(b)] = split[k : k + len(b.paragraphs)]
-            k += len(b.paragraphs)
+            n = len(b.paragraphs or ())
+            sentences[id(b)] = split[k : k + n]
+            k += n
 
     # 2b. With an LLM: recurrent split of the long blocks and table summaries (PIKE-RAG §5.2.1, §5.1.2).
-    llm_chunks: dict[int, list] = {}
+    llm_chunks: dict[int, list[SplitChunk]] = {}
     table_summaries: dict[int, str] = {}
     if llm is not None:
         from kbgraph.ingest.chunk_llm import llm_chunk_stage

@@ -40,16 +40,19 @@ import logging
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.ingest import prompts
 from kbgraph.ingest.chunk import _render, _Unit
 from kbgraph.llm.bounds import MaxChars, MaxItems, answer_schema
-from kbgraph.llm.client import usable_json
+from kbgraph.llm.base import usable_json
 
 log = logging.getLogger(__name__)
+
+#: The caller's keys of the blocks and tables of one document (kbgraph.ingest.chunk: id() of the block).
+K = TypeVar("K", bound=Hashable)
 
 _NUMBER = re.compile(r"^\s*\[?\s*[A-Za-z]?\s*(\d+)\s*\]?\s*$")
 _WS = re.compile(r"\s+")
@@ -231,26 +234,26 @@ def recurrent_split(
 
 def llm_chunk_stage(
     llm: Any,
-    splits: Mapping[Hashable, tuple[Sequence[_Unit], str]],
-    tables: Mapping[Hashable, tuple[str, str]],
+    splits: Mapping[K, tuple[Sequence[_Unit], str]],
+    tables: Mapping[K, tuple[str, str]],
     *,
     title: str,
     chunk_tokens: int,
     window_tokens: int,
     workers: int = 4,
-) -> tuple[dict[Hashable, list[SplitChunk]], dict[Hashable, str]]:
+) -> tuple[dict[K, list[SplitChunk]], dict[K, str]]:
     """Run the recurrent split of every block in ``splits`` ({key: (units, section path)}) and the LLM
     summary of every table in ``tables`` ({key: (markdown, section path)}) with up to ``workers`` requests
     in flight (the steps of one block are sequential: each needs the previous forward summary).
     Returns ({key: chunks}, {key: table summary}). Raises LLMError when the LLM server fails."""
     from kbgraph.ingest.tables import llm_summarize_table
 
-    def split(key: Hashable) -> list[SplitChunk]:
+    def split(key: K) -> list[SplitChunk]:
         units, path = splits[key]
         return recurrent_split(units, llm, chunk_tokens=chunk_tokens, window_tokens=window_tokens, title=title,
                                section=path)  # fmt: skip
 
-    def table(key: Hashable) -> str:
+    def table(key: K) -> str:
         markdown, path = tables[key]
         context = f"{title} > {path}" if path else title
         return llm_summarize_table(markdown, llm, context=context)

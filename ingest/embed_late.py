@@ -52,9 +52,9 @@ def embed_chunks_late(chunks: Sequence[ChunkRecord], texts: Sequence[str],
         body = chunk_body(chunk.kind, chunk.text, chunk.summary)
         start = len(text) - len(body) if text.endswith(body) else 0  # not in the heading
         pairs = [(q, find_span(text, q.text, start)) for q in by_chunk.get(chunk.id, [])]
-        pairs = [(q, sp) for q, sp in pairs if sp is not None]
-        spans.append([sp for _, sp in pairs])
-        owners.append([q for q, _ in pairs])
+        found = [(q, sp) for q, sp in pairs if sp is not None]
+        spans.append([sp for _, sp in found])
+        owners.append([q for q, _ in found])
     vectors, pooled = embedder.embed_spans(list(texts), spans)
     done: set[str] = set()
     for chunk, vec, qs, vecs in zip(chunks, vectors, owners, pooled, strict=True):

@@ -129,7 +129,7 @@ class GroupRunner:
                 except BaseException as exc:
                     isolate = isinstance(exc, Exception) and not isinstance(exc, FATAL)
                     self._finish(retry=isolate)
-                    if not isolate:
+                    if not isolate or not isinstance(exc, Exception):  # (isolate implies an Exception)
                         raise
                     self._isolate(docs, group, exc)
                     continue

@@ -117,7 +117,8 @@ def split_sentences(texts: Iterable[str], *, batch_size: int = 256) -> Iterator[
             owners.append(i)
             pieces.append(piece)
     result: list[list[str]] = [[] for _ in range(count)]
-    docs = senter.pipe(nlp.tokenizer.pipe(pieces, batch_size=batch_size), batch_size=batch_size)
+    # spaCy types get_pipe() and the tokenizer as plain callables; both are pipes with .pipe()
+    docs = senter.pipe(nlp.tokenizer.pipe(pieces, batch_size=batch_size), batch_size=batch_size)  # type: ignore[attr-defined, union-attr]
     for owner, doc in zip(owners, docs):
         for sent in doc.sents:
             s = _WS.sub(" ", sent.text).strip()

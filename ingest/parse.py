@@ -93,7 +93,7 @@ WESTERN_ENCODINGS: tuple[str, ...] = ("cp1252", "latin_1", "iso8859_15")
 _WS = re.compile(r"\s+")
 #: C0 control characters but tab, newline and CR (a PDF's bullets as U+0007, escapes, NULs): removed from every
 #: parser's text; the separators among them (VT, FF, FS..US) become a space.
-_CONTROLS = {c: None for c in range(32) if chr(c) not in "\t\n\r"}
+_CONTROLS: dict[int, str | None] = {c: None for c in range(32) if chr(c) not in "\t\n\r"}
 _CONTROLS.update({c: " " for c in (0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0x1F)})
 _FRAGMENT_SAFE = "-._~:@!$&'()*+,;=/?"  # characters a URI fragment may hold unescaped (RFC 3986)
 

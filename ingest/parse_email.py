@@ -25,7 +25,7 @@ import email.policy
 import io
 import mimetypes
 import re
-from email.message import EmailMessage
+from email.message import EmailMessage, MIMEPart
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,7 @@ def _message(msg: EmailMessage, where: str, depth: int) -> tuple[str | None, lis
     return subject, raw
 
 
-def _attached_parts(msg: EmailMessage) -> list[EmailMessage]:
+def _attached_parts(msg: EmailMessage) -> list[MIMEPart]:
     """Attachments and digested messages, in order (``iter_attachments`` skips the body and, in a
     ``multipart/alternative`` or ``related``, its other renderings and inline images)."""
     if not msg.is_multipart():
@@ -177,7 +177,7 @@ def _attached_parts(msg: EmailMessage) -> list[EmailMessage]:
         return [p for p in msg.iter_parts() if p.get_content_type() == "message/rfc822"]
 
 
-def _inner_message(part: EmailMessage) -> EmailMessage | None:
+def _inner_message(part: MIMEPart) -> EmailMessage | None:
     try:
         inner = part.get_content()
     except Exception:
@@ -190,7 +190,7 @@ def _inner_message(part: EmailMessage) -> EmailMessage | None:
     return None
 
 
-def _part_text(part: EmailMessage) -> str | None:
+def _part_text(part: MIMEPart) -> str | None:
     """Text of a text/* part: its declared charset, else detected (a wrong or unknown charset is common)."""
     try:
         content = part.get_content()

@@ -52,10 +52,10 @@ def parse_sheet_file(data: bytes, ext: str, name: str) -> tuple[str | None, list
         from kbgraph.ingest.parse import decode_text
 
         rows = read_delimited(decode_text(data, name), tab=ext == ".tsv", name=name)
-        raw = table_elements(rows, label=Path(name).stem)
-        if not raw:
+        elements = table_elements(rows, label=Path(name).stem)
+        if not elements:
             raise IngestError(f"no data in {name}: every row is empty")
-        return Path(name).stem, raw
+        return Path(name).stem, elements
     raw: list[dict] = []
     for sheet, rows in read_workbook(data, ext, name):
         tables = table_elements(rows, label=sheet)

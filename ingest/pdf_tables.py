@@ -166,8 +166,8 @@ def extract_table(tb, page_words: list[tuple]) -> dict | None:
                 for col, a, b, p in pl["phrases"]:
                     by_cell[(a, b)].append((col, p))
                 for (a, b), phr in by_cell.items():
-                    cols = [c for c, _ in phr]
-                    if b > a and (len(phr) == 1 or len(set(cols)) < len(cols)):
+                    col_ids = [c for c, _ in phr]
+                    if b > a and (len(phr) == 1 or len(set(col_ids)) < len(col_ids)):
                         for j in range(a, b + 1):  # a group label over the whole span
                             labels[j].append(" ".join(_text(p) for _, p in phr))
                     else:

@@ -16,8 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbgraph.ingest.report import FileError, FileOutcome
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 #: The file in a folder whose lines (gitignore syntax) exclude files below it.
 IGNORE_FILE = ".kbgraphignore"
@@ -36,7 +40,7 @@ class _Rules:
     where each line comes from (``origins``: "the default rules (…)", "--exclude", "<folder>/.kbgraphignore
     line 3")."""
 
-    spec: object
+    spec: GitIgnoreSpec
     base: Path
     lines: tuple[str, ...]
     origins: tuple[str, ...]
@@ -90,14 +94,14 @@ class Exclusions:
             except ValueError:
                 continue
             result = group.spec.check_file(rel + ("/" if is_dir else ""))
-            if result.include is None:
-                continue
             i = result.index
+            if result.include is None or i is None:  # (no pattern matched: both None)
+                continue
             verdict = f"excluded by {group.origins[i]}: {group.lines[i].strip()}" if result.include else None
         return verdict
 
 
-def _spec(lines: list[str]):
+def _spec(lines: list[str]) -> GitIgnoreSpec:
     import pathspec
 
     return pathspec.GitIgnoreSpec.from_lines(lines)

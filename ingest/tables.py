@@ -273,7 +273,7 @@ def llm_summarize_table(markdown: str, llm: Any, *, context: str | None = None, 
     repair; errors of the LLM server itself (LLMError not caused by the answer) propagate.
     """
     from kbgraph.ingest.prompts import table_summary_messages
-    from kbgraph.llm.client import usable_json
+    from kbgraph.llm.base import usable_json
 
     caption, header, body = parse_markdown_table(markdown)
     if not header:

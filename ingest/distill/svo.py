@@ -310,8 +310,8 @@ class ChunkExtractor:
         name = clean_surface(self.doc[words[0].i : words[-1].i + 1].text)
         if not name:
             return None
-        ent = self.r.entity(self.chunk.id, name, CONCEPT_TYPE)
-        return (name, ent) if ent is not None else None
+        record = self.r.entity(self.chunk.id, name, CONCEPT_TYPE)
+        return (name, record) if record is not None else None
 
 
 

@@ -60,11 +60,11 @@ class TitleMatcher:
         self._exact_case: dict[str, set[str]] = {}
         self._lower_case: set[str] = set()  # titles with no capital letter at all
         for ent_id, form_set in patterns.items():
-            forms = sorted(form_set)
+            ordered = sorted(form_set)
             if not any(c.isupper() for c in self.entities[ent_id].name):
                 self._lower_case.add(ent_id)
             docs = []
-            for form, doc in zip(forms, nlp.tokenizer.pipe(forms)):
+            for form, doc in zip(ordered, nlp.tokenizer.pipe(ordered)):
                 if len(doc) == 0:
                     continue
                 if len(doc) == 1:

@@ -67,7 +67,7 @@ def learn_cmd(
         name = common.State.overrides.get("name") or load_dataset(dataset).name
         settings = settings.model_copy(update={"name": name})
         samples = dataset_samples(dataset, limit=limit, sample=sample, seed=seed)
-    else:
+    elif qa is not None:  # (exactly one of the two is given)
         samples = load_qa_samples(qa)[:limit] if limit is not None else load_qa_samples(qa)
     with KnowledgeBase(settings=settings) as kb:
         report = learn_tag_pairs(kb, samples)
@@ -80,7 +80,7 @@ def learn_cmd(
         f"{report.query_tags} query tags ({report.edges} MAPS_TO edges written); LLM: {u.calls} calls "
         f"({u.cached_calls} cached), {u.prompt_tokens + u.completion_tokens:,} tokens, {u.seconds:.1f} s",
         highlight=False,
-    )  # fmt: skip
+    )
     for why, n in report.skipped.items():
         common.err_console.print(f"[yellow]skipped[/] {n}: {why}", highlight=False)
 

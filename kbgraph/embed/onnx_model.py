@@ -263,14 +263,15 @@ def pool(hidden: np.ndarray, mask: np.ndarray, modes: Sequence[str]) -> np.ndarr
     n, seq, h = hidden.shape
     rows = np.arange(n)
     out: list[np.ndarray] = []
-    mean_sum = counts = None
+    mean_sum: np.ndarray | None = None
+    counts: np.ndarray | None = None
     for mode in modes:
         if mode == "cls":
             out.append(hidden[rows, mask.argmax(axis=1)])
         elif mode == "max":
             out.append(np.where(m[:, :, None] > 0, hidden, -np.inf).max(axis=1))
         elif mode in ("mean", "mean_sqrt_len_tokens"):
-            if mean_sum is None:
+            if mean_sum is None or counts is None:
                 mean_sum = np.einsum("nsh,ns->nh", hidden, m)
                 counts = np.maximum(m.sum(axis=1, keepdims=True), 1e-9)
             out.append(mean_sum / (counts if mode == "mean" else np.sqrt(counts)))

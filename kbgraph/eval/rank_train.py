@@ -15,7 +15,7 @@ generalises to a corpus it has not seen (docs/benchmarks.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,8 +58,8 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
     for i, q in enumerate(questions):
         qvec = kb.embedder.embed([q.question])[0].tolist()
         seeds = seed_layers(kb.store, settings, q.question, qvec)
-        terms, scores, ranked = score_terms(kb.store, settings, seeds, k=pool)
-        found = learned_pool(kb.store, settings, seeds, ranked, terms, scores, pool) if ranked else None
+        terms, scores, ranked, similarity = score_terms(kb.store, settings, seeds, k=pool)
+        found = learned_pool(kb.store, settings, seeds, ranked, terms, scores, pool, similarity) if ranked else None
         ids, cands = (found.ids, found.candidates) if found else ([], [])
         uris = {cid: row.get("document_uri") or "" for cid, row in chunk_details(kb.store, ids).items()}
         passages = [passage_id(uris[c]) if uris.get(c) else "" for c in ids]
@@ -72,7 +72,7 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
     return out
 
 
-def fit(by_set: dict[str, Sequence[LabelledPool]], *, pool: int, c: float = DEFAULT_C,
+def fit(by_set: Mapping[str, Sequence[LabelledPool]], *, pool: int, c: float = DEFAULT_C,
         features: Sequence[str] = FEATURES) -> RankerModel:  # fmt: skip
     """A :class:`RankerModel` fitted on the pools of every data set of ``by_set`` ({name: pools}; logistic
     regression, L2 with inverse strength ``c``, on the ``features`` standardised). Each data set weighs the

@@ -180,9 +180,9 @@ def write_report(run_dir: Path, summary: EvalSummary) -> Path:
         lines.append("")
     if ms:
         lines += ["## Latency per question (ms)", "", "| method | p50 | p95 | mean |", "|---|---|---|---|"]
-        for m, x in ms.items():
-            if x.latency_ms:
-                lines.append(f"| {m} | {x.latency_ms['p50']:.1f} | {x.latency_ms['p95']:.1f} | {x.latency_ms['mean']:.1f} |")
+        for m, method_summary in ms.items():
+            if lat := method_summary.latency_ms:
+                lines.append(f"| {m} | {lat['p50']:.1f} | {lat['p95']:.1f} | {lat['mean']:.1f} |")
         lines.append("")
     if s.plots:
         lines += ["## Plots", ""] + [f"![{Path(p).stem}]({p})" for p in s.plots] + [""]

@@ -59,6 +59,8 @@ from kbgraph.query.methods import ALL_METHODS, METHODS
 from kbgraph.text import utc_now
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from kbgraph.eval.target import EvalTarget
 
 NO_LLM = "no LLM configured: set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL (and KBGRAPH_LLM_API_KEY if needed)"
@@ -275,7 +277,8 @@ class _progress:
         import sys
 
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self.total, self._p = total, None
+        self.total = total
+        self._p: Progress | None = None
 
     def __enter__(self) -> Callable[[], None]:
         if not self.enabled or not self.total:
@@ -283,10 +286,10 @@ class _progress:
         from rich.console import Console
         from rich.progress import Progress
 
-        self._p = Progress(console=Console(stderr=True), transient=True)
-        self._p.start()
-        task = self._p.add_task("evaluating", total=self.total)
-        return lambda: self._p.advance(task)
+        self._p = p = Progress(console=Console(stderr=True), transient=True)
+        p.start()
+        task = p.add_task("evaluating", total=self.total)
+        return lambda: p.advance(task)
 
     def __exit__(self, *exc: object) -> None:
         if self._p is not None:

@@ -119,6 +119,11 @@ def retrieval_metrics(passages: Sequence[str], gold: Sequence[str], ks: Sequence
     return out
 
 
+def _ratio(value: float | None, base: float | None) -> float | None:
+    """``value / base``, or None when ``value`` is None or ``base`` is None or 0."""
+    return value / base if value is not None and base else None
+
+
 def _percentile(values: Sequence[float], q: float) -> float:
     vals = sorted(values)
     return vals[min(len(vals) - 1, int(round(q * (len(vals) - 1))))] if vals else 0.0
@@ -152,7 +157,7 @@ def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: 
                     "calls": statistics.mean(r.tokens.calls for r in ok),
                     "cached_calls": statistics.mean(r.tokens.cached_calls for r in ok),
                     "judge_total": statistics.mean(r.judge_tokens.total for r in ok),
-                }  # fmt: skip
+                }
         lat = [r.latency_s * 1000 for r in ok]
         if lat:
             ms.latency_ms = {"p50": _percentile(lat, 0.5), "p95": _percentile(lat, 0.95), "mean": statistics.mean(lat)}
@@ -162,11 +167,7 @@ def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: 
             continue
         for base in BASELINES:
             if base in out:
-                ms.ratios[base] = {
-                    key: (ms.metrics[key] / out[base].metrics[key]
-                          if ms.metrics.get(key) is not None and out[base].metrics.get(key) else None)
-                    for key in rkeys
-                }  # fmt: skip
+                ms.ratios[base] = {key: _ratio(ms.metrics.get(key), out[base].metrics.get(key)) for key in rkeys}
     return out
 
 

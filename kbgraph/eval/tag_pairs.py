@@ -190,7 +190,7 @@ def learn_tag_pairs(kb_or_ctx: Any, qa_samples: Iterable[QASample | dict] | str 
         if not chunk_ids:
             skip("no gold chunk in the knowledge base")
             continue
-        corpus = {}  # norm -> (id, name, class)
+        corpus: dict[str, tuple[str, str, str]] = {}  # norm -> (id, name, class)
         for row in ctx.store.run("tags/query_chunk_tags", {"chunk_ids": chunk_ids}):
             corpus.setdefault(normalize_tag(text_of(row["name"])), (row["id"], text_of(row["name"]),
                                                                     text_of(row["class"])))  # fmt: skip
