@@ -341,7 +341,7 @@ def test_naive_hr_uses_both_paths(kb, corpus):
     store, settings, embedder = kb
     question = corpus["question"]["question"]
     s = settings.model_copy(update={"hr_threshold": 0.3, "hr_question_threshold": 0.3})
-    answer = baselines.answer_naive_hr(question, QueryContext(store, s, embedder, ScriptedLLM(Script([]))))  # fmt: skip
+    answer = baselines.answer_naive_hr(question, QueryContext(store, s, embedder, ScriptedLLM(Script([]))))
     qvec = embedder.embed([question])[0].tolist()
     path_a = [h.id for h in store.vector_search("Chunk", qvec, k=s.hr_k) if h.score >= s.hr_threshold]
     path_b = [c for _, c, _ in expected_candidates(store, embedder, question, k=s.hr_question_k, threshold=0.3)]

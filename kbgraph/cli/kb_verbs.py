@@ -146,7 +146,7 @@ def browse_cmd(
             "// (Browser runs a script statement by statement and shows a summary of each; the parameters stay\n"
             "// set, so run the query once more on its own to see its graph, or open the query with the values\n"
             f"// written in: {out.graph_url or 'not possible, a value holds & or #'})\n"
-        )  # fmt: skip
+        )
         if out.note:
             err_console.print(f"note: {out.note}", highlight=False, markup=False, soft_wrap=True)
     if open_browser:
