@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from kbgraph.query.graph import chunk_details, scored_chunk
@@ -144,10 +144,10 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     the settings' ranker (``weights``: the weighted sum; ``learned``: kbgraph.query.ranking over
     :func:`learned_pool`) and return the top ``k`` chunks, best first, with provenance (and the full breakdown
     when ``explain``)."""
-    terms, scores, ranked = score_terms(store, settings, seeds, k=k)
+    terms, scores, ranked, similarity = score_terms(store, settings, seeds, k=k)
     ranking: dict[str, list[RankerTerm]] = {}
     if settings.ranker == "learned" and ranked:
-        pool = learned_pool(store, settings, seeds, ranked, terms, scores, k)
+        pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, similarity)
         top, details, scores, ranking = _learned_order(settings, seeds.question, pool, k, explain)
     else:
         top = ranked[:k]
@@ -168,12 +168,20 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     return out
 
 
-def score_terms(
-    store: GraphStore, settings: Settings, seeds: Seeds, *, k: int
-) -> tuple[dict[str, dict[str, _Term]], dict[str, float], list[str]]:
-    """The module's formula: ({chunk id: {layer: its best term}}, {chunk id: weighted sum S(c)}, chunk ids by
-    S(c) best first, ties by id). ``k`` widens the NEXT hop's sources to the top ``k``. Three to five
-    statements (layer chunks, tags, exact similarities twice, hops)."""
+class Scored(NamedTuple):
+    """The formula's result (:func:`score_terms`): {chunk id: {layer: its best term}}, {chunk id: weighted sum
+    S(c)}, chunk ids by S(c) best first (ties by id), and {chunk id: exact cosine} of BM25's hits that no term
+    gave a Chunk similarity (computed in the same round trip as the last rescoring, for :func:`learned_pool`)."""
+
+    terms: dict[str, dict[str, _Term]]
+    scores: dict[str, float]
+    ranked: list[str]
+    bm25_similarity: dict[str, float]
+
+
+def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) -> Scored:
+    """The module's formula (:class:`Scored`). ``k`` widens the NEXT hop's sources to the top ``k``. Three to
+    five statements (layer chunks, tags, exact similarities twice, hops)."""
     # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
     # term of a layer counts (the maxima of the formula), so the others are never kept.
     terms: dict[str, dict[str, _Term]] = defaultdict(dict)
@@ -227,15 +235,22 @@ def score_terms(
             sim, text = layers[row["layer"]][row["via"]]
             add(row["chunk_id"], row["layer"], row["via"], text, sim, weights[row["layer"]])
 
-    def exact_chunk_terms() -> None:
-        """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c)."""
+    bm25_similarity: dict[str, float] = {}
+
+    def exact_chunk_terms(with_bm25: bool = False) -> None:
+        """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c); with
+        ``with_bm25``, also the similarity of BM25's hits without one (into ``bm25_similarity``, not a term)."""
         if not (settings.rescore_k and settings.weight_chunk and seeds.query_vector is not None):
             return
         todo = [c for c in terms if "Chunk" not in terms[c] and c not in rescored]
         todo = sorted(todo, key=lambda c: (-_layer_sum(terms[c]), c))[: settings.rescore_k]
         rescored.update(todo)
-        for cid, sim in store.chunk_similarities(todo, seeds.query_vector).items():
-            add(cid, "Chunk", cid, "", max(0.0, sim), settings.weight_chunk)
+        side = [c for c, _ in seeds.bm25 if with_bm25 and c not in rescored and "Chunk" not in terms.get(c, {})]
+        for cid, sim in store.chunk_similarities(todo + side, seeds.query_vector).items():
+            if cid in rescored:
+                add(cid, "Chunk", cid, "", max(0.0, sim), settings.weight_chunk)
+            else:
+                bm25_similarity[cid] = sim
 
     rescored: set[str] = set(layers.get("Chunk", {}))
     exact_chunk_terms()
@@ -263,10 +278,10 @@ def score_terms(
         else:
             add(row["chunk_id"], "Next", source, "", s1[source], settings.weight_next)
 
-    exact_chunk_terms()  # the chunks the hops reached
+    exact_chunk_terms(with_bm25=True)  # the chunks the hops reached (and BM25's, for the learned pool)
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     ranked = sorted(scores, key=lambda c: (-scores[c], c))
-    return terms, scores, ranked
+    return Scored(terms, scores, ranked, bm25_similarity)
 
 
 class LearnedPool(NamedTuple):
@@ -281,20 +296,25 @@ class LearnedPool(NamedTuple):
 
 def learned_pool(
     store: GraphStore, settings: Settings, seeds: Seeds, ranked: list[str], terms: dict[str, dict[str, _Term]],
-    scores: dict[str, float], k: int,
+    scores: dict[str, float], k: int, similarity: Mapping[str, float] | None = None,
 ) -> LearnedPool:  # fmt: skip
     """The pool the learned ranker re-orders: the best ``ranker_pool`` (at least ``k``) chunks of the weighted
     sum ``ranked``, plus BM25's top chunks (``seeds.bm25``) not among them. A BM25 addition without a Chunk
-    term gets its exact similarity (``store.chunk_similarities``) as one, added to ``terms`` and ``scores``
-    (so ``--explain`` shows it). Chunks of incomplete documents (no provenance row) leave the pool. One or two
-    statements: the similarities of BM25 additions (when any lack one), the pool's provenance
-    (``retrieve/chunk_details``: the titles of the title feature, and the rows of the top k, in one round trip)."""
+    term gets its exact similarity as one (from ``similarity``, :attr:`Scored.bm25_similarity`, else
+    ``store.chunk_similarities``), added to ``terms`` and ``scores`` (so ``--explain`` shows it). Chunks of
+    incomplete documents (no provenance row) leave the pool. One statement, the pool's provenance
+    (``retrieve/chunk_details``: the titles of the title feature, and the rows of the top k, in one round trip);
+    two when a BM25 addition's similarity is not in ``similarity``."""
     head = ranked[: max(settings.ranker_pool, k)]
     extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
     missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]
-    if missing and seeds.query_vector is not None and settings.weight_chunk:
-        for cid, sim in store.chunk_similarities(missing, seeds.query_vector).items():
-            _add(terms, cid, "Chunk", cid, "", max(0.0, sim), settings.weight_chunk)
+    known = {cid: similarity[cid] for cid in missing if similarity and cid in similarity}
+    ask = [cid for cid in missing if cid not in known]
+    if ask and seeds.query_vector is not None and settings.weight_chunk:
+        known.update(store.chunk_similarities(ask, seeds.query_vector))
+    for cid in missing:
+        if cid in known and settings.weight_chunk:
+            _add(terms, cid, "Chunk", cid, "", max(0.0, known[cid]), settings.weight_chunk)
     for cid in extra:
         if cid in terms:
             scores[cid] = _layer_sum(terms[cid])
