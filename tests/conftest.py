@@ -9,8 +9,8 @@ Set KBGRAPH_TEST_NEO4J_URI (+ NEO4J_USERNAME/NEO4J_PASSWORD) to use an existing 
 
 from __future__ import annotations
 
+import hashlib
 import os
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -19,9 +19,6 @@ import pytest
 from kbgraph.settings import Settings
 from tests.backends import BACKENDS
 
-# Static models (setting static_layers) are distilled once per folder: one folder for the whole session, so that
-# every test's fresh home (and the CLI processes the tests start) reuses the first distillation (~10-20 s each).
-os.environ.setdefault("KBGRAPH_STATIC_MODELS_DIR", tempfile.mkdtemp(prefix="kbgraph-test-static-"))
 
 # the session's real llama.cpp server (`llm_server`): tests/llm_server_fixture.py
 pytest_plugins = ["tests.llm_server_fixture"]
@@ -29,6 +26,47 @@ pytest_plugins = ["tests.llm_server_fixture"]
 #: The repository's root: tests read data only from inside it (tests/test_repo_only.py checks this).
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+
+
+def derived_cache_root() -> Path:
+    """``KBGRAPH_TEST_CACHE``, else ``$XDG_CACHE_HOME/kbgraph-tests`` (``~/.cache/kbgraph-tests``)."""
+    if os.environ.get("KBGRAPH_TEST_CACHE"):
+        return Path(os.environ["KBGRAPH_TEST_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbgraph-tests"
+
+
+def _test_cache(name: str, sources: list[str], dists: list[str]) -> Path:
+    """A folder of derived models kept between test runs: ``~/.cache/kbgraph-tests/<name>-<key>`` (the root:
+    ``KBGRAPH_TEST_CACHE``; an empty folder there gives a run as cold as a fresh machine's), ``<key>``
+    hashing the repository files ``sources`` (the code that derives them) and the versions of ``dists``, so a
+    change to either starts an empty folder. What goes inside is named by the content it derives from (the
+    embedding model's weights sha256), and written once under a file lock (several sessions may share it)."""
+    from importlib import metadata
+
+    key = hashlib.sha256()
+    for src in sources:
+        key.update((REPO / src).read_bytes())
+    for dist in dists:
+        try:
+            key.update(f"{dist}=={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            key.update(dist.encode())
+    folder = derived_cache_root() / f"{name}-{key.hexdigest()[:16]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for failed in folder.glob("*.failed"):  # an export that failed in an earlier run is tried again
+        failed.unlink(missing_ok=True)
+    return folder
+
+
+def _static_models_dir() -> Path:
+    """The suite's distilled static models (setting static_layers; kbgraph/embed/static_model.py), kept between
+    runs (:func:`_test_cache`). tests/test_static_embeddings.py distils into a folder of its own every run."""
+    return _test_cache("static-models", ["kbgraph/embed/static_model.py"], ["model2vec", "skeletoken"])
+
+
+# Static models are distilled once per folder: one folder for every session (above), so that every test's fresh
+# home (and the CLI processes the tests start) reuses one distillation (~10-20 s idle, each) instead of one a run.
+os.environ.setdefault("KBGRAPH_STATIC_MODELS_DIR", str(_static_models_dir()))
 
 
 # --- the suite reads only the repo --------------------------------------------------------------------
@@ -100,7 +138,18 @@ def examples_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def falkor_home(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("kbhome")
+    """The session's home. Its ``models/`` (the embedding model's ONNX export, written by the first torch load
+    under embedding_backend=auto, and its int8 quantization) links to a folder kept between runs
+    (:func:`_test_cache`): the export (~30-60 s of CPU) is paid by the first run after a change to the export
+    code or to torch, transformers, onnx or onnxruntime, not by every session."""
+    home = tmp_path_factory.mktemp("kbhome")
+    derived = _test_cache(
+        "onnx-models",
+        ["kbgraph/embed/onnx_export.py", "kbgraph/embed/onnx_model.py", "kbgraph/embed/onnx_quant.py"],
+        ["torch", "transformers", "sentence-transformers", "onnx", "onnxruntime"],
+    )
+    (home / "models").symlink_to(derived, target_is_directory=True)
+    return home
 
 
 @pytest.fixture(scope="session")
