@@ -107,9 +107,9 @@ def seed_layers(
             seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in found.get(label, [])}
     for key, layer in (("Chunk.text", "FullText"), ("Entity.name", "EntityText")):
         if key in found:
-            hits = found[key]
-            top = max((h.score for h in hits), default=0.0)
-            seeds.layers[layer] = {h.id: (h.score / top if top > 0 else 0.0, _text(h.properties)) for h in hits}
+            text_hits = found[key]
+            top = max((h.score for h in text_hits), default=0.0)
+            seeds.layers[layer] = {h.id: (h.score / top if top > 0 else 0.0, _text(h.properties)) for h in text_hits}
     return seeds
 
 
@@ -291,7 +291,7 @@ class LearnedPool(NamedTuple):
 
     ids: list[str]
     candidates: list[RankCandidate]
-    details: dict[str, dict]
+    details: dict[str, Row]
 
 
 def learned_pool(
