@@ -228,7 +228,8 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
                 with ThreadPoolExecutor(max_workers=n or 16) as ex:
                     list(ex.map(ask, questions(corpus, n or 16)))
                 walls[n] = time.perf_counter() - t0
-                print(f"connections {connections}, {n or 16} concurrent asks, LLM {seconds} s: {walls[n]:.2f} s",
+                llm = f"{model} at {base_url}" if base_url else f"{seconds} s"
+                print(f"connections {connections}, {n or 16} concurrent asks, LLM {llm}: {walls[n]:.2f} s",
                       file=sys.stderr)  # fmt: skip
             delay[0] = latency or 0.0
             bound = ""
