@@ -272,3 +272,34 @@ def test_reset_empties_the_graph_and_a_new_ingest_works(falkor_settings, example
         top = kb.retrieve("What is the standing trustee's duty regarding fraud?", k=3)
         assert top and any("trustee" in c.text.lower() for c in top)  # and the vector indexes
         kb.reset()
+
+
+def test_the_idle_watchdog_leaves_alone_a_server_that_is_not_its_own(tmp_path):
+    """A watchdog whose server is gone must not stop the next server started on the same socket: its pid may
+    still look alive (a zombie nobody reaps answers kill(pid, 0)), so it checks the server's process id."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+    server = EmbeddedFalkorDB(tmp_path / "falkordb-watchdog", idle_timeout=0)
+    sock = server.ensure_running()
+    try:
+        impostor = os.getpid()  # alive, and not the server: as a stale watchdog's zombie server pid looks
+        watchdog = subprocess.run([sys.executable, "-m", "kbgraph.store.falkor_watchdog", "--socket", str(sock),
+                                   "--pid", str(impostor), "--idle", "1"], timeout=60)  # fmt: skip
+        assert watchdog.returncode == 0
+        time.sleep(0.5)
+        assert server.status().running  # it exited without SHUTDOWN
+        ours = subprocess.run([sys.executable, "-m", "kbgraph.store.falkor_watchdog", "--socket", str(sock),
+                               "--pid", str(server.status().pid), "--idle", "1"], timeout=60)  # fmt: skip
+        assert ours.returncode == 0
+        for _ in range(50):
+            if not server.status().running:
+                break
+            time.sleep(0.2)
+        assert not server.status().running  # its own server, idle: stopped
+    finally:
+        server.stop()

@@ -1,6 +1,7 @@
 """Idle watchdog of the embedded FalkorDB server (run as ``python -m kbgraph.store.falkor_watchdog``).
 
-Every few seconds it reads ``INFO`` from the server. The server is idle when no client but the watchdog is
+Every few seconds it reads ``INFO`` from the server, and exits when the server on the socket is not the
+process it watches (its own server gone, another one started in its place). The server is idle when no client but the watchdog is
 connected and no command other than the watchdog's own arrived since the last look. After ``--idle``
 seconds of idleness it sends ``SHUTDOWN`` (the append-only file is flushed first) and exits. It also exits
 when the server is gone. Imports only ``redis`` so that it costs little memory.
@@ -33,17 +34,20 @@ def main(argv: list[str] | None = None) -> int:
         except ProcessLookupError:
             return 0
         try:
-            stats = client.info("stats")
-            clients = client.info("clients")
+            info = client.info()  # server, clients and stats: one command per look
         except redis.exceptions.BusyLoadingError:
             idle_since = time.monotonic()
             continue
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError):
             return 0
-        commands = int(stats.get("total_commands_processed", 0))
-        others = int(clients.get("connected_clients", 1)) - 1
-        # our own two INFO calls per look (and the one that just ran) are not activity
-        busy = others > 0 or (last_commands is not None and commands - last_commands > 2)
+        if int(info.get("process_id", args.pid)) != args.pid:
+            # another server on our socket: ours is gone (a zombie still answers kill(pid, 0) when nothing reaps
+            # it, e.g. under a container's PID 1), and the new one has a watchdog of its own
+            return 0
+        commands = int(info.get("total_commands_processed", 0))
+        others = int(info.get("connected_clients", 1)) - 1
+        # our own INFO of the last look (the one that just ran is not counted yet) is not activity
+        busy = others > 0 or (last_commands is not None and commands - last_commands > 1)
         last_commands = commands
         if busy:
             idle_since = time.monotonic()
