@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -84,7 +86,24 @@ class KnowledgeBase:
             paths = [paths]
         ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
         fence = [Path(w).expanduser().resolve() for w in within] if within is not None else None
-        return ingestor.run(paths, prune=prune, wait=wait, exclude=exclude, within=fence)
+        report = ingestor.run(paths, prune=prune, wait=wait, exclude=exclude, within=fence)
+        if report.added or report.updated or report.deleted:
+            self._warm_bm25()
+        return report
+
+    def _warm_bm25(self) -> None:
+        """Build (or load) the learned ranker's BM25 index of the new corpus now, so that the first question
+        after an ingestion does not pay for it (kbgraph.query.bm25.shared_index; about 1 s per 3,500 chunks).
+        A failure is logged, never raised: the first question builds it then."""
+        if self.settings.ranker != "learned" or not self.settings.ranker_bm25_k:
+            return
+        from kbgraph.query.bm25 import shared_index
+
+        try:
+            shared_index(self.store, self.settings)
+        except Exception as exc:  # noqa: BLE001 - an index for later questions must not fail the ingestion
+            logging.getLogger("kbgraph.ingest").warning("BM25 index not built after ingestion (%s); the first "
+                                                        "question builds it", exc)  # fmt: skip
 
     @overload
     def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,

@@ -330,3 +330,27 @@ def test_shared_bm25_index_is_reused_until_the_corpus_changes(store, backend_set
     monkeypatch.setattr(bm25, "corpus_fingerprint", lambda *a, **k: pytest.fail("fingerprint computed"))
     again = bm25.shared_index(store, settings)
     assert sorted(again.ids) == ["chunk:p1:0", "chunk:p2:0"] and not again.built
+
+
+def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(backend_settings, tmp_path, monkeypatch):
+    """After an ingestion that adds, updates or deletes documents the learned ranker's BM25 index is already
+    built (the first question does not pay for it); a run that changes nothing builds nothing."""
+    from kbgraph.kb import KnowledgeBase
+    from kbgraph.query import bm25
+
+    settings = backend_settings.model_copy(update={"home": tmp_path / "home"})
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cork.txt").write_text("Cork is a city in Ireland on the River Lee.\n", encoding="utf-8")
+    (docs / "zanzibar.txt").write_text("Zanzibar exports cloves and other spices.\n", encoding="utf-8")
+    opened = []
+    real_open = bm25.BM25Index.open.__func__
+    monkeypatch.setattr(bm25.BM25Index, "open", classmethod(lambda cls, *a, **k: opened.append(1) or real_open(cls, *a, **k)))
+    with KnowledgeBase(settings=settings) as kb:
+        kb.reset()
+        assert kb.ingest([docs], progress=False).added == 2
+        assert len(opened) == 1
+        index = bm25.shared_index(kb.store, kb.settings)
+        assert len(opened) == 1 and [cid for cid, _ in index.search("cloves", 5)] != []  # no build at the question
+        assert kb.ingest([docs], progress=False).unchanged == 2 and len(opened) == 1
+        kb.reset()
