@@ -135,10 +135,10 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
         from kbgraph.neo4j_local import Neo4jLocal
 
         local = Neo4jLocal(base, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
-        base = base.model_copy(update={"uri": local.start(timeout=180).bolt_uri})
+        base = base.updated({"uri": local.start(timeout=180).bolt_uri})
     try:
         for i, (variant, extra) in enumerate(variants):
-            over = {**_settings(store, tmp, args.cache, i), **extra, **({"uri": base.uri} if base.uri else {})}
+            over = {**_settings(store, tmp, args.cache, i), **extra, **({"uri": base.store.uri} if base.store.uri else {})}
             settings = Settings(**over)
             with KnowledgeBase(settings=settings) as kb:
                 kb.reset()  # starts the embedded server if needed; an empty graph
@@ -148,7 +148,7 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
             result = next((json.loads(x[7:]) for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
             if out.returncode != 0 or result is None:
                 sys.exit(f"the {store} run failed (exit {out.returncode}):\n{out.stderr[-4000:]}")
-            result.update(store=store, overlap=settings.ingest_overlap_writes, variant=variant,
+            result.update(store=store, overlap=settings.ingest.ingest_overlap_writes, variant=variant,
                           server_gb=_server_peak_gb(store, settings, local))
             rows.append(result)
             if i == 0:
@@ -208,12 +208,12 @@ def _chunk_texts(corpus: Path, tmp: Path) -> list[str]:
     for path in discover([corpus], [], []):
         try:
             docs = (list(parse_passages_jsonl(path)) if is_corpus(path)
-                    else [parse_file(path, max_bytes=s.max_file_bytes)])  # fmt: skip
+                    else [parse_file(path, max_bytes=s.ingest.max_file_bytes)])  # fmt: skip
         except Exception:  # a file the ingest fails too
             continue
         for doc in docs:
-            document, _, chunks = build_structure(doc, chunk_tokens=s.chunk_tokens,
-                                                  overlap_sentences=s.chunk_overlap_sentences, llm=None)  # fmt: skip
+            document, _, chunks = build_structure(doc, chunk_tokens=s.ingest.chunk_tokens,
+                                                  overlap_sentences=s.ingest.chunk_overlap_sentences, llm=None)  # fmt: skip
             texts += [index_text(document.title, c.section_path, c.kind, c.text, c.summary) for c in chunks]
     return texts
 

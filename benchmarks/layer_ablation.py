@@ -55,7 +55,7 @@ def ablations(combos: str = "") -> list[tuple[str, list[str]]]:
 
 def retrieve_all(kb: KnowledgeBase, questions: list[dict], vecs, layers: list[str]) -> list[list[str]]:
     """Top-``K_CHUNKS`` chunk ids per question by 'propagation' with ``vector_layers=layers``."""
-    s = kb.settings.model_copy(update={"vector_layers": layers})
+    s = kb.settings.updated({"vector_layers": layers})
     out = []
     for q, v in zip(questions, vecs, strict=True):
         chunks = propagate(kb.store, s, seed_layers(kb.store, s, q["question"], v.tolist()), k=K_CHUNKS)
@@ -79,8 +79,8 @@ def sample_texts(corpus: Path, sample: int, settings: Settings) -> list[tuple[st
     docs = list(parse_passages_jsonl(corpus))[:sample]
     titles = {stable_id("doc", d.uri): d.title for d in docs}
     graphs = [DocumentGraph(document=doc, sections=secs, chunks=chunks) for doc, secs, chunks in
-              (build_structure(d, chunk_tokens=settings.chunk_tokens,
-                               overlap_sentences=settings.chunk_overlap_sentences) for d in docs)]  # fmt: skip
+              (build_structure(d, chunk_tokens=settings.ingest.chunk_tokens,
+                               overlap_sentences=settings.ingest.chunk_overlap_sentences) for d in docs)]  # fmt: skip
     q, e, t, _ = distill([c for g in graphs for c in g.chunks], titles=titles)
     graphs[0].questions, graphs[0].entities, graphs[0].triples = q, e, t  # texts only: owners do not matter
     return layer_texts(graphs)

@@ -53,7 +53,7 @@ def run(kb: KnowledgeBase, questions: list[dict], k_chunks: int = 10) -> dict:
     settings, store, emb = kb.settings, kb.store, kb.embedder
     vecs = emb.embed([q["question"] for q in questions])
     out = {}
-    variants = {"dense": dense_settings(settings), "weights": settings.model_copy(update={"ranker": "weights"}),
+    variants = {"dense": dense_settings(settings), "weights": settings.updated({"ranker": "weights"}),
                 "propagation": settings}  # 'weights': propagation's weighted sum, the ranker before the learned one
     for method, s in variants.items():
         lat, r2, r5 = [], [], []
@@ -94,11 +94,11 @@ def main() -> None:
         if store == "neo4j":
             from kbgraph.neo4j_local import Neo4jLocal
 
-            settings = settings.model_copy(update={
+            settings = settings.updated({
                 "neo4j_local_home": Path(args.home) / f"neo4j-{args.corpus}", "neo4j_bolt_port": 17688,
                 "neo4j_http_port": 17475, "neo4j_password": SecretStr("kbgraph-bench")})  # fmt: skip
             local = Neo4jLocal(settings, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
-            settings = settings.model_copy(update={"uri": local.start(timeout=180).bolt_uri})
+            settings = settings.updated({"uri": local.start(timeout=180).bolt_uri})
         try:
             with KnowledgeBase(settings=settings) as kb:
                 t0 = time.perf_counter()

@@ -82,8 +82,8 @@ def measure(call, qs: list[str], concurrency: int) -> dict:
 def start_server(settings: Settings, port: int, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
     env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name, "KBGRAPH_LLM_MODEL": "",
            "KBGRAPH_LLM_BASE_URL": "", "KBGRAPH_SERVE_PORT": str(port), **(env_extra or {})}  # fmt: skip
-    if settings.uri:
-        env.update({"KBGRAPH_URI": settings.uri, "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()})
+    if settings.store.uri:
+        env.update({"KBGRAPH_URI": settings.store.uri, "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value()})
     exe = Path(sys.executable).with_name("kbgraph")
     proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 180
@@ -129,16 +129,16 @@ def main() -> None:
 
         from kbgraph.neo4j_local import Neo4jLocal
 
-        settings = settings.model_copy(update={
+        settings = settings.updated({
             "neo4j_local_home": Path(args.home) / f"neo4j-serve-{args.corpus}", "neo4j_bolt_port": 17788,
             "neo4j_http_port": 17575, "neo4j_password": SecretStr("kbgraph-bench")})  # fmt: skip
         local = Neo4jLocal(settings, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
-        settings = settings.model_copy(update={"uri": local.start(timeout=300).bolt_uri})
+        settings = settings.updated({"uri": local.start(timeout=300).bolt_uri})
     try:
         source = EXAMPLES / "docs" if args.corpus == "docs" else EXAMPLES / "multihop/2wikimultihopqa/dev500.corpus.jsonl"
         with KnowledgeBase(settings=settings) as kb:
             report = kb.ingest([source], progress=False)
-            print(f"knowledge base {settings.name} on {settings.backend}: {report.added} added, "
+            print(f"knowledge base {settings.name} on {settings.store.backend}: {report.added} added, "
                   f"{report.unchanged} unchanged", file=sys.stderr)  # fmt: skip
         if args.llm_latency is not None or args.llm_base_url:
             llm_concurrency(settings, args.corpus, args.llm_latency, args.llm_base_url, args.llm_model)
@@ -180,7 +180,7 @@ def no_llm(settings: Settings, args: argparse.Namespace) -> None:
         proc.wait(30)
         pool.close()
 
-    print(f"\n{settings.name} on {settings.backend}, {args.requests} asks per level, no LLM\n")
+    print(f"\n{settings.name} on {settings.store.backend}, {args.requests} asks per level, no LLM\n")
     print("| concurrency | in-process asks/s | p50 ms | p95 ms | HTTP asks/s | p50 ms | p95 ms "
           "| p50 HTTP ÷ in-process | HTTP asks/s ÷ concurrency 1 | machine after the level |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -207,11 +207,11 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
         return _json.dumps({"answer": "scripted", "rationale": "scripted"})
 
     if base_url:
-        settings = settings.model_copy(update={"llm_base_url": base_url, "llm_model": model})
+        settings = settings.updated({"llm_base_url": base_url, "llm_model": model})
     rows = []
     counter = iter(range(1_000_000))
-    for connections in (settings.serve_store_connections,) if base_url else (1, settings.serve_store_connections):
-        pool = KBPool(settings.model_copy(update={"serve_store_connections": connections}))
+    for connections in (settings.serve.serve_store_connections,) if base_url else (1, settings.serve.serve_store_connections):
+        pool = KBPool(settings.updated({"serve_store_connections": connections}))
         try:
             def ask(q: str, pool: KBPool = pool) -> None:
                 with pool.use(settings.name) as kb:
@@ -240,7 +240,7 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
         finally:
             pool.close()
     what = f"LLM {model} at {base_url}" if base_url else f"scripted LLM latency {latency} s"
-    print(f"\n{settings.name} on {settings.backend}, method l1, {what}\n")
+    print(f"\n{settings.name} on {settings.store.backend}, method l1, {what}\n")
     print("| serve_store_connections | 4 asks wall s | 16 asks wall s | 16 ÷ 4 | 16 asks, LLM instant, wall s "
           "| 16 asks: LLM's share s | llm_max_concurrency | machine |")
     print("|---:|---:|---:|---:|---:|---:|---|---|")
@@ -335,7 +335,7 @@ def during_ingest(settings: Settings, corpus: str, port: int, passages: int) -> 
             if run in (doc.get("uri") or "") or run in (doc.get("id") or ""):
                 gone += kb.delete(doc["id"]).get("documents", 0)
     report = (status or {}).get("report") or {}
-    print(f"\n{settings.name} on {settings.backend}: 8 clients asking (k 3, no LLM) before and during an ingest "
+    print(f"\n{settings.name} on {settings.store.backend}: 8 clients asking (k 3, no LLM) before and during an ingest "
           f"job of {passages} passages ({report.get('added')} added, job {status and status['status']}, "
           f"{job_s:.0f} s; {gone} deleted afterwards)\n")
     print("| phase | asks | p50 ms | p95 ms | citations checked | of new passages | not of a complete document | machine |")

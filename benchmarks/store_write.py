@@ -84,7 +84,7 @@ def main() -> None:
         local = Neo4jLocal(neo, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
         status = local.start(timeout=180)
         try:
-            neo = neo.model_copy(update={"uri": status.bolt_uri})
+            neo = neo.updated({"uri": status.bolt_uri})
             results["neo4j"] = measure(neo, data, vecs)
             s = open_store(neo)
             s.clear()

@@ -73,7 +73,7 @@ def main() -> None:
     prefix, teach, n_passages = write_slice(args.set, home / "tagrecall", args.learn, args.questions,
                                             args.distractors, args.seed)  # fmt: skip
     base = Settings(home=home, name=f"tagrecall_{args.set}", falkor_idle_timeout=600, auto_tagging=False)
-    if not base.llm_model:
+    if not base.llm.llm_model:
         raise SystemExit("set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL (e.g. from `kbgraph llm start`)")
     shutil.rmtree(home / "eval" / "tagrecall", ignore_errors=True)
     with KnowledgeBase(settings=base) as kb:
@@ -88,7 +88,7 @@ def main() -> None:
         tagging = tag_chunks(kb.store, base, llm, kb.embedder, pending_chunks(kb.store))
         print(f"tagged {tagging.tagged}/{tagging.chunks} chunks: {tagging.tags} TAGGED edges, {tagging.new_tags} "
               f"tags, classes {tagging.classes}, {tagging.failed} failed, {tagging.seconds:.0f} s", flush=True)
-        on = base.model_copy(update={"auto_tagging": True})
+        on = base.updated({"auto_tagging": True})
         kb.llm = llm
         report = learn_tag_pairs(kb.query_context().with_settings(on),
                                  [QASample(question=q.question, gold_passage_ids=q.gold_passage_ids) for q in teach])

@@ -10,13 +10,13 @@ a comprehensive corpus tag collection." (§5.2.2). In the graph:
                                                         id = stable_id('tag', 'corpus', normalize_tag(name))
     (:Chunk {tagged_at})-[:TAGGED]->(:Tag)
 
-* ``ensure_tag_classes``: the first time (no TagClass yet) the LLM reads ``settings.tag_class_sample`` chunks
+* ``ensure_tag_classes``: the first time (no TagClass yet) the LLM reads ``settings.tagging.tag_class_sample`` chunks
   spread over the knowledge base (evenly by chunk id) and proposes the classes; later runs reuse them
   (``tag_classes`` lists them; ``kbgraph tags classes`` prints them).
 * ``tag_chunks``: per chunk one LLM request for its tags of those classes (tags of another class are dropped);
   tags are merged by normalised name (``normalize_tag``) across chunks and runs, a new one is embedded by its
   name with the knowledge base's embedder (the Tag vector index; a full-text index on Tag.name), and TAGGED
-  edges written. Chunks go in batches of ``4 * settings.tag_workers`` requests, each batch written in one unit
+  edges written. Chunks go in batches of ``4 * settings.tagging.tag_workers`` requests, each batch written in one unit
   of work; a chunk whose request fails is reported (``TaggingReport.errors``) and stays untagged (no
   ``tagged_at``), so the next ingest asks again; the others are written.
 * Incremental (kbgraph.ingest.pipeline, stage ``tag``): ``pending_chunks`` are the served chunks with no
@@ -82,12 +82,12 @@ def sample_chunk_ids(store: GraphStore, n: int) -> list[str]:
 
 
 def propose_tag_classes(store: GraphStore, settings: Settings, llm: Any) -> list[TagClass]:
-    """Ask the LLM for the tag classes of ``settings.tag_class_sample`` sampled chunks and write them as
+    """Ask the LLM for the tag classes of ``settings.tagging.tag_class_sample`` sampled chunks and write them as
     (:TagClass) nodes (merged by normalised name). Returns the classes written. Raises ConfigError when the
     knowledge base has no chunk, LLMError when the LLM fails or proposes no class."""
     from kbgraph.ingest.autotag_llm import chunk_content, propose_classes
 
-    ids = sample_chunk_ids(store, settings.tag_class_sample)
+    ids = sample_chunk_ids(store, settings.tagging.tag_class_sample)
     if not ids:
         raise ConfigError("no chunk to propose tag classes from: ingest documents first")
     passages = [chunk_content(r) for r in store.run("tags/chunk_contents", {"ids": ids})]
@@ -135,7 +135,7 @@ def tag_chunks(
 ) -> TaggingReport:  # fmt: skip
     """Tag the chunks ``chunk_ids`` (PIKE-RAG §5.2.2 corpus tag collection): classes from
     ``ensure_tag_classes`` (proposed first when the knowledge base has none), one LLM request per chunk,
-    ``settings.tag_workers`` in flight. Per batch of ``4 * tag_workers`` chunks, in one unit of work: the
+    ``settings.tagging.tag_workers`` in flight. Per batch of ``4 * tag_workers`` chunks, in one unit of work: the
     answered chunks' earlier TAGGED edges are replaced, new Tags created (embedded by name with ``embedder``:
     anything with ``embed(texts)``), TAGGED edges written, ``tagged_at`` set, and Tags left on no chunk
     deleted. Idempotent: tagging a chunk again gives the same Tags, no duplicate. A failed request is reported
@@ -160,12 +160,12 @@ def tag_chunks(
     report.classes = [c.name for c in classes]
     pairs = [(c.name, c.description) for c in classes]
     by_norm = {normalize_tag(c.name): c.name for c in classes}
-    size = 4 * max(1, settings.tag_workers)
+    size = 4 * max(1, settings.tagging.tag_workers)
     failures = 0
     for start in range(0, len(ids), size):
         batch = ids[start : start + size]
         contents = _contents(store, batch)
-        asked = ask_chunks(llm, contents, pairs, workers=settings.tag_workers, failures_in_a_row=failures)
+        asked = ask_chunks(llm, contents, pairs, workers=settings.tagging.tag_workers, failures_in_a_row=failures)
         failures = asked.failures_in_a_row
         report.asked += len(contents)
         report.errors += [ChunkTagError(chunk_id=c, error=e) for c, e in asked.errors.items()]

@@ -96,7 +96,7 @@ class GroupRunner:
                  written: dict[str, dict]):  # fmt: skip
         self.store, self.settings, self.report, self.bar, self.llm = store, settings, report, bar, llm
         self.embedder, self.lock, self.titles, self.existing, self.written = embedder, lock, titles, existing, written
-        self.overlap = settings.ingest_overlap_writes
+        self.overlap = settings.ingest.ingest_overlap_writes
         self._writing: BackgroundWrite | None = None
         report.seconds.setdefault("write_wait", 0.0)
 
@@ -175,9 +175,9 @@ class GroupRunner:
         with self.bar.stage("chunk", f"{len(docs):,} documents", group=group) as st:
             for doc in docs:
                 document, sections, chunks = build_structure(
-                    doc, chunk_tokens=self.settings.chunk_tokens,
-                    overlap_sentences=self.settings.chunk_overlap_sentences, llm=self.llm,
-                    llm_split=self.settings.llm_chunking, llm_window_tokens=self.settings.llm_chunk_window_tokens,
+                    doc, chunk_tokens=self.settings.ingest.chunk_tokens,
+                    overlap_sentences=self.settings.ingest.chunk_overlap_sentences, llm=self.llm,
+                    llm_split=self.settings.ingest.llm_chunking, llm_window_tokens=self.settings.ingest.llm_chunk_window_tokens,
                 )  # with an LLM: recurrent split (PIKE-RAG §5.2.1) and table summaries
                 document.ingested_at = utc_now()
                 graphs.append(DocumentGraph(document=document, sections=sections, chunks=chunks))
@@ -190,7 +190,7 @@ class GroupRunner:
             # passage corpora: every passage title is an entity, and chunks naming another title link to it
             titles = self.titles if self.titles and any("#" in d.uri for d in docs) else None
             distilled = distill(all_chunks, llm=self.llm, titles=titles,
-                                atomizing_temperature=self.settings.atomizing_temperature)
+                                atomizing_temperature=self.settings.llm.atomizing_temperature)
             _split(graphs, distilled)
             st.done(len(all_chunks), "chunks", f"{len(distilled.questions):,} atomic questions, "
                     f"{len(distilled.triples):,} triples, {len(distilled.entities):,} entities")  # fmt: skip
@@ -206,9 +206,9 @@ class GroupRunner:
         t0 = time.perf_counter()
         chunks = sum(len(g.chunks) for g in graphs)
         with self.bar.stage("embed", f"{chunks:,} chunks and their knowledge", group=group) as st:
-            static = self.settings.static_vector_layers
-            st.done(embed_layers(graphs, self.embedder(), self.settings.vector_layers,
-                                 late_chunking=self.settings.late_chunking, static_layers=static,
+            static = self.settings.embedding.static_vector_layers
+            st.done(embed_layers(graphs, self.embedder(), self.settings.embedding.vector_layers,
+                                 late_chunking=self.settings.embedding.late_chunking, static_layers=static,
                                  static=get_static_embedder(self.settings) if static else None), "texts")
         self.report.seconds["embed"] += time.perf_counter() - t0
 

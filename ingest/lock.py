@@ -34,14 +34,14 @@ log = logging.getLogger("kbgraph.ingest")
 
 def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool) -> RunLock | LeaseLock:
     """The ingestion lock of ``store`` (not yet held: use it as ``with``): a ``LeaseLock`` (lease TTL
-    ``settings.lease_ttl`` s) when the store has a lease key (Neo4j), else the ``RunLock`` of
-    ``settings.kb_dir``. Either waits up to ``settings.lock_timeout`` s with ``wait``; ``check()`` before a
+    ``settings.ingest.lease_ttl`` s) when the store has a lease key (Neo4j), else the ``RunLock`` of
+    ``settings.kb_dir``. Either waits up to ``settings.ingest.lock_timeout`` s with ``wait``; ``check()`` before a
     write raises once the lock is lost (a lease only)."""
     if store.lease_key() is None:
-        return RunLock(settings.kb_dir, settings.name, wait=wait, timeout=settings.lock_timeout)
+        return RunLock(settings.kb_dir, settings.name, wait=wait, timeout=settings.ingest.lock_timeout)
     from kbgraph.ingest.lease import LeaseLock
 
-    return LeaseLock(store, settings.name, wait=wait, timeout=settings.lock_timeout, ttl=settings.lease_ttl)
+    return LeaseLock(store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout, ttl=settings.ingest.lease_ttl)
 
 
 def lock_holder(lock_path: Path) -> str:

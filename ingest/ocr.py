@@ -62,7 +62,7 @@ class OcrOptions:
 
     @classmethod
     def from_settings(cls, settings: Any) -> OcrOptions:
-        return cls(mode=settings.ocr, languages=settings.ocr_languages, dpi=settings.ocr_dpi)
+        return cls(mode=settings.ingest.ocr, languages=settings.ingest.ocr_languages, dpi=settings.ingest.ocr_dpi)
 
     @property
     def enabled(self) -> bool:

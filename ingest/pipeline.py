@@ -3,7 +3,7 @@
 Stages: parse (``parse``) -> structure and chunk (``chunk``) -> distill (``distill``) -> embed
 (``kbgraph.embed``) -> write (``write``), then, with an LLM and ``auto_tagging`` on, tag (``autotag``: once per
 run, after every group is written, the chunks not tagged yet; PIKE-RAG §5.2.2). Documents move through the
-stages in groups of at most ``settings.ingest_group_size`` documents and ``settings.ingest_group_chars``
+stages in groups of at most ``settings.ingest.ingest_group_size`` documents and ``settings.ingest.ingest_group_chars``
 characters so that spaCy and the embedder work in large batches; each group is written in one unit of work,
 so a failure leaves none of its documents behind (and a failed group is retried one document at a time).
 The database writes group k while this process embeds group k+1 (``groups``; setting ``ingest_overlap_writes``,
@@ -125,7 +125,7 @@ class Ingestor:
                 )  # fmt: skip
                 runner.run(self._groups(files, report, seen_uris, bar))
                 self._record_corpora(report)
-                if self.settings.auto_tagging and self.llm is not None:
+                if self.settings.tagging.auto_tagging and self.llm is not None:
                     self._tag(report, bar)
                 bar.finish()
             if prune:
@@ -170,8 +170,8 @@ class Ingestor:
         from kbgraph.ingest.unchanged import SourceCheck, is_corpus
         from kbgraph.models import stable_id
 
-        size, max_chars = self.settings.ingest_group_size, self.settings.ingest_group_chars
-        self._check = check = SourceCheck(self.store, self.settings.max_file_bytes)
+        size, max_chars = self.settings.ingest.ingest_group_size, self.settings.ingest.ingest_group_chars
+        self._check = check = SourceCheck(self.store, self.settings.ingest.max_file_bytes)
         check.prefetch(files)
         pending: list = []
         chars = 0
@@ -188,7 +188,7 @@ class Ingestor:
                             self._titles.update((stable_id("doc", d.uri), d.title) for d in docs)
                             self._corpora[key] = len(docs)
                         else:
-                            docs = [parse_file(path, max_bytes=self.settings.max_file_bytes, ocr=self._ocr())]
+                            docs = [parse_file(path, max_bytes=self.settings.ingest.max_file_bytes, ocr=self._ocr())]
             except IngestError as exc:
                 report.errors.append(FileError(path=str(path), error=str(exc)))
                 bar.file_read(key, fresh=0, failed=True)

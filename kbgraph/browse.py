@@ -213,10 +213,10 @@ def browser_base(settings: Any) -> tuple[str, str, str]:
     Browser for bolt://127.0.0.1 / localhost (port ``neo4j_http_port``), http://host:7474/browser/ for another
     bolt:// or neo4j:// host, https://browser.neo4j.io/ for encrypted URIs (Aura). For the embedded FalkorDB
     (no URI) or falkor://, the local Neo4j of ``kbgraph neo4j start``, with a note saying so."""
-    uri = settings.uri or ""
+    uri = settings.store.uri or ""
     note = ""
-    if settings.backend != "neo4j":
-        uri = f"bolt://127.0.0.1:{settings.neo4j_bolt_port}"
+    if settings.store.backend != "neo4j":
+        uri = f"bolt://127.0.0.1:{settings.store.neo4j_bolt_port}"
         note = (
             "this knowledge base is on FalkorDB; Neo4j Browser needs Neo4j: run `kbgraph neo4j start`, "
             f"export KBGRAPH_URI={uri} and ingest there"
@@ -225,7 +225,7 @@ def browser_base(settings: Any) -> tuple[str, str, str]:
     host = parsed.hostname or "127.0.0.1"
     if parsed.scheme.endswith(("+s", "+ssc")):
         return "https://browser.neo4j.io/", uri, note
-    port = settings.neo4j_http_port if host in ("127.0.0.1", "localhost", "::1") else 7474
+    port = settings.store.neo4j_http_port if host in ("127.0.0.1", "localhost", "::1") else 7474
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/browser/", uri, note
 
@@ -244,7 +244,7 @@ def render(name: str, params: Mapping[str, Any] | None = None, settings: Any = N
     text = _statement_text(query)
     script = "".join(f"{line};\n" for line in lines) + text + ";\n"
     base, uri, note = browser_base(settings)
-    connect = f"{base}?dbms={quote(uri, safe='')}&db={quote(settings.neo4j_database, safe='')}"
+    connect = f"{base}?dbms={quote(uri, safe='')}&db={quote(settings.store.neo4j_database, safe='')}"
     prefilled = not any(ch in script for ch in "&#")
     url = connect + (_edit_args(script) if prefilled else "")
     inline = inline_params(text, values, title=query.title)

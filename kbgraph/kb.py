@@ -40,7 +40,7 @@ class KnowledgeBase:
         if settings is None:
             settings = Settings(name=name, **overrides) if name else Settings(**overrides)
         elif name or overrides:
-            settings = settings.model_copy(update={**({"name": name} if name else {}), **overrides})
+            settings = settings.updated({**({"name": name} if name else {}), **overrides})
         self.settings = settings
         self._store: GraphStore | None = None
         self._embedder = None
@@ -195,10 +195,10 @@ class KnowledgeBase:
             from kbgraph.embed import get_embedder
 
             embedder = get_embedder(self.settings)
-            if self.settings.embedding_cache:
+            if self.settings.embedding.embedding_cache:
                 from kbgraph.embed.cache import CachedEmbedder
 
-                folder = self.settings.embedding_cache_dir or self.settings.home / "embed-cache"
+                folder = self.settings.embedding.embedding_cache_dir or self.settings.home / "embed-cache"
                 embedder = CachedEmbedder(embedder, folder / "embeddings.sqlite3")
             self._embedder = embedder
         return self._embedder
@@ -294,7 +294,7 @@ class KnowledgeBase:
         return shared
 
     def __repr__(self) -> str:
-        return f"KnowledgeBase(name={self.name!r}, backend={self.settings.backend!r})"
+        return f"KnowledgeBase(name={self.name!r}, backend={self.settings.store.backend!r})"
 
 
 def _without_embeddings(value: Any) -> Any:
@@ -316,5 +316,5 @@ def evaluate_dataset(dataset: str | Path, *, settings: Settings | None = None, k
 
     ds = load_dataset(dataset)
     settings = settings or Settings()
-    with KnowledgeBase(settings=settings.model_copy(update={"name": kb_name or ds.name})) as kb:
+    with KnowledgeBase(settings=settings.updated({"name": kb_name or ds.name})) as kb:
         return evaluate(kb, ds, **options)

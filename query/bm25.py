@@ -56,11 +56,11 @@ def _stemmer() -> tuple[Callable[[list[str]], list[str]] | None, str]:
 
 def index_root(settings: Settings) -> Path:
     """The folder of this knowledge base's BM25 indexes (one subfolder per corpus fingerprint)."""
-    where = settings.uri or str(settings.kb_dir)
-    if settings.backend == "neo4j":
-        where += f"/{settings.neo4j_database}"
+    where = settings.store.uri or str(settings.kb_dir)
+    if settings.store.backend == "neo4j":
+        where += f"/{settings.store.neo4j_database}"
     tag = hashlib.sha256(where.encode()).hexdigest()[:8]
-    return settings.home / "bm25" / f"{settings.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
+    return settings.home / "bm25" / f"{settings.store.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
 
 
 def _pages(store: GraphStore, statement: str) -> Any:

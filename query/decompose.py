@@ -2,10 +2,10 @@
 (paper 003), method 'pike'.
 
     C_0 = ∅
-    for t = 1..N:                                                    N = settings.decompose_rounds (5)
+    for t = 1..N:                                                    N = settings.decompose.decompose_rounds (5)
         proposals  <- LLM(q, C_{t-1})                                line 3, prompts.PROPOSER
-        candidates <- for each proposal, its top-K atomic questions  line 4, K = settings.decompose_candidates
-                      with cosine >= δ, and their chunks             δ = settings.decompose_threshold
+        candidates <- for each proposal, its top-K atomic questions  line 4, K = settings.decompose.decompose_candidates
+                      with cosine >= δ, and their chunks             δ = settings.decompose.decompose_threshold
         selected   <- LLM(q, C_{t-1}, candidates) or None            line 5, prompts.SELECTOR
         if None: break                                               lines 6-8
         C_t <- C_{t-1} ∪ {chunk of selected}                         lines 10-11
@@ -27,7 +27,7 @@ whose docstring reads: "It's designed to use the `atom_queries` to retrieve atom
 1. Candidates whose chunk is already in the context are dropped, after the top-K cut (``_filter_atom_infos``:
    "Filter out atom infos that have been chosen").
 2. "Backup retrieval 1": if no candidate is left, the original question retrieves atomic questions
-   (same δ, depth ``settings.hr_k`` = 8: the configs' ``retrieve_k: 8`` for a single query, next to
+   (same δ, depth ``settings.baselines.hr_k`` = 8: the configs' ``retrieve_k: 8`` for a single query, next to
    ``atom_retrieve_k: 4`` = K per proposal), then the same exclusion. Trace: ``fallback='question_atoms'``.
 3. "Backup retrieval 2": if still none, the original question retrieves chunks from the Chunk vector index
    (Fig. 11 path (a); same δ and depth); each chunk is offered as its atomic question most similar to the
@@ -39,7 +39,7 @@ whose docstring reads: "It's designed to use the `atom_queries` to retrieve atom
    selects nothing too does the loop end (lines 6-8). Trace: ``selection='atom'|'chunk'``.
    ``backup_selection=False`` gives the papers' loop without this step.
 
-Learned proposer (PIKE-RAG §5.3.3): with ``settings.decomposer_model`` set, lines 3-5 of each round are one
+Learned proposer (PIKE-RAG §5.3.3): with ``settings.decomposer.decomposer_model`` set, lines 3-5 of each round are one
 request to that fine-tuned model (kbgraph.query.decomposer_learned); its rounds are ``selection='learned'``.
 
 A proposer answer with no sub-questions, or no valid JSON after the client's repair request, ends the loop
@@ -165,7 +165,7 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
     writes it (``AskEvent``)."""
     store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
-    n_rounds, k, delta = settings.decompose_rounds, settings.decompose_candidates, settings.decompose_threshold
+    n_rounds, k, delta = settings.decompose.decompose_rounds, settings.decompose.decompose_candidates, settings.decompose.decompose_threshold
     context: list[ScoredChunk] = []
     focus: list[str] = []
     trace: list[TraceRound] = []
@@ -175,7 +175,7 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         ctx.round_finished(trace)  # round t - 1
         rnd = TraceRound(round=t)
         trace.append(rnd)
-        if settings.decomposer_model:  # §5.3.3: lines 3-5 are one call to the learned proposer
+        if settings.decomposer.decomposer_model:  # §5.3.3: lines 3-5 are one call to the learned proposer
             from kbgraph.query.decomposer_learned import learned_round
 
             if not learned_round(ctx, question, context, focus, trace, rnd):
@@ -196,11 +196,11 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         if not candidates:
             qvec = embedder.embed([question])[0] if qvec is None else qvec
             rnd.fallback = "question_atoms"
-            candidates = retrieve_atomic(store, [question], [qvec], k=settings.hr_k, threshold=delta, exclude=exclude)
+            candidates = retrieve_atomic(store, [question], [qvec], k=settings.baselines.hr_k, threshold=delta, exclude=exclude)
         if not candidates:
             rnd.fallback = "question_chunks"
             candidates = retrieve_chunks_as_candidates(
-                store, embedder, question, qvec, k=settings.hr_k, threshold=delta, exclude=exclude
+                store, embedder, question, qvec, k=settings.baselines.hr_k, threshold=delta, exclude=exclude
             )
         rnd.candidates = candidates
         if not candidates:

@@ -2,7 +2,7 @@
 queries q^t during inference, which means lines 3 to 5 in Algorithm 1 can be replaced by a single call to this
 learned proposer" (paper 000).
 
-With ``settings.decomposer_model`` set (a model fine-tuned on ``kbgraph decomposer sft`` data, served by the same
+With ``settings.decomposer.decomposer_model`` set (a model fine-tuned on ``kbgraph decomposer sft`` data, served by the same
 OpenAI-compatible endpoint as ``llm_model``), each round of Algorithm 1 (kbgraph.query.decompose) is:
 
 1. one request to that model with Algorithm 3's ``prompt_x`` (kbgraph.query.prompts.decomposer): the question and
@@ -34,12 +34,12 @@ def learned_steps(context: list[ScoredChunk], trace: list[TraceRound]) -> list[t
 
 def learned_round(ctx: QueryContext, question: str, context: list[ScoredChunk], focus: list[str],
                   trace: list[TraceRound], rnd: TraceRound) -> bool:  # fmt: skip
-    """Lines 3-5 (and 10-11) of Algorithm 1 with the learned proposer ``ctx.settings.decomposer_model``: one
+    """Lines 3-5 (and 10-11) of Algorithm 1 with the learned proposer ``ctx.settings.decomposer.decomposer_model``: one
     request; on a sub-question, its nearest atomic question's chunk joins ``context`` (and its text ``focus``).
     Fills ``rnd``. Returns False when the loop ends (no further sub-question, an unreadable reply, nothing
     reaches δ). Raises LLMError for a failing server."""
     settings, store = ctx.settings, ctx.store
-    model = settings.decomposer_model
+    model = settings.decomposer.decomposer_model
     reply = ctx.need_llm().complete(messages_x(question, learned_steps(context, trace)), model=model)
     rnd.selection, rnd.thinking = "learned", reply.strip()[:1000]
     decompose, sub = parse_y(reply)
@@ -51,10 +51,10 @@ def learned_round(ctx: QueryContext, question: str, context: list[ScoredChunk], 
         return False
     rnd.proposals = [sub]
     known = {c.id for c in context}
-    rnd.candidates = retrieve_atomic(store, [sub], ctx.embedder.embed([sub]), k=settings.decompose_candidates,
-                                     threshold=settings.decompose_threshold, exclude=known)  # fmt: skip
+    rnd.candidates = retrieve_atomic(store, [sub], ctx.embedder.embed([sub]), k=settings.decompose.decompose_candidates,
+                                     threshold=settings.decompose.decompose_threshold, exclude=known)  # fmt: skip
     if not rnd.candidates:
-        rnd.note = f"stopped: no atomic question reaches similarity {settings.decompose_threshold:g} (learned proposer)"
+        rnd.note = f"stopped: no atomic question reaches similarity {settings.decompose.decompose_threshold:g} (learned proposer)"
         return False
     chosen = rnd.candidates[0]
     row = chunk_details(store, [chosen.chunk_id]).get(chosen.chunk_id, {"id": chosen.chunk_id})

@@ -38,11 +38,11 @@ def hierarchical_chunks(
     path (b)'s new ones, each with provenance and a breakdown naming the path(s) that reached it (layer
     ``Chunk`` for (a), ``AtomicQuestion`` for (b); weight 1, score = cosine). Settings: ``hr_k``,
     ``hr_threshold``, ``hr_question_k``, ``hr_question_threshold``. Raises StoreError as the store does."""
-    chunks = chunks_by_vector(store, qvec, k=settings.hr_k, threshold=settings.hr_threshold)
+    chunks = chunks_by_vector(store, qvec, k=settings.baselines.hr_k, threshold=settings.baselines.hr_threshold)
     for c in chunks:
         c.breakdown = [Contribution(layer="Chunk", node_id=c.id, similarity=c.score, weight=1.0, score=c.score)]
-    atoms = retrieve_atomic(store, [question], [qvec], k=settings.hr_question_k,
-                            threshold=settings.hr_question_threshold)  # fmt: skip
+    atoms = retrieve_atomic(store, [question], [qvec], k=settings.baselines.hr_question_k,
+                            threshold=settings.baselines.hr_question_threshold)  # fmt: skip
     by_id = {c.id: c for c in chunks}
     new: dict[str, list[Candidate]] = {}
     for a in atoms:

@@ -2,7 +2,7 @@
 its appendix A.2), on the same graph, embedder and LLM as 'pike' (kbgraph.query.decompose) and the baselines.
 
     A = []; Q = []                                                    sub-answers, sub-questions
-    for w = 1..W:                                                     W = settings.hirag_rounds (5, 004 A.1)
+    for w = 1..W:                                                     W = settings.hirag.hirag_rounds (5, 004 A.1)
         q <- Decomposer(x, A)                                         §4.2 eq. 1, prompts.hirag.DECOMPOSER
         if Definer(q) ("That's enough") or q in Q: stop               eq. 1; Algorithm 1 line 39
         e <- LLM(q)                                                   §4.3 eq. 3, ENTITY
@@ -35,7 +35,7 @@ Departures from the paper and the authors' code, each for a reason:
   unanswered (its workflow step 2.1: "rephrase a simple question").
 * The Definer is eq. 1's ``Judge = Definer(q_mt)``: the Decomposer's output says "That's enough".
 
-Thresholds: th1 ``settings.hirag_th1`` (1), th2 ``hirag_th2`` (3), th3 ``hirag_th3`` (4) and the match floor
+Thresholds: th1 ``settings.hirag.hirag_th1`` (1), th2 ``hirag_th2`` (3), th3 ``hirag_th3`` (4) and the match floor
 ``hirag_min_match`` (0.8); the settings say where each value comes from. A document with fewer chunks than th2
 gives way to the next one when its chunks run out; the try count goes on.
 
@@ -121,7 +121,7 @@ def answer_hirag(question: str, ctx: QueryContext) -> Answer:
     verified: list[ScoredChunk] = []
     focus: list[str] = []
 
-    for w in range(1, settings.hirag_rounds + 1):
+    for w in range(1, settings.hirag.hirag_rounds + 1):
         ctx.round_finished(trace)
         rnd = HiragRound(round=w)
         trace.append(rnd)
@@ -143,7 +143,7 @@ def answer_hirag(question: str, ctx: QueryContext) -> Answer:
             verified.append(chunk)
             focus.append(rnd.answer or rnd.sub_question)
     else:
-        trace[-1].note = (trace[-1].note + "; " if trace[-1].note else "") + f"{settings.hirag_rounds} rounds: stop"
+        trace[-1].note = (trace[-1].note + "; " if trace[-1].note else "") + f"{settings.hirag.hirag_rounds} rounds: stop"
 
     ctx.round_finished(trace)
     out = answer_json(llm, hp.summarizer_messages(question, [a for _, a in turns]), ctx.events)
@@ -162,10 +162,10 @@ def _retrieve(ctx: QueryContext, question: str, rnd: HiragRound, answers: list[s
     response is ``rnd.answer``), or None."""
     settings, llm, q = ctx.settings, ctx.need_llm(), rnd.sub_question
     rnd.entity = entity_of(llm.complete(hp.entity_messages(q))) or q
-    docs = document_candidates(ctx.store, rnd.entity, min_match=settings.hirag_min_match)
+    docs = document_candidates(ctx.store, rnd.entity, min_match=settings.hirag.hirag_min_match)
     rnd.documents = [HiragRound.HiragDocument(document_id=d.document_id, title=d.title, match=round(d.match, 4),
                                               via=d.via, name=d.name) for d in docs[:TRACE_DOCUMENTS]]  # fmt: skip
-    tie = tied(docs, settings.hirag_th1)
+    tie = tied(docs, settings.hirag.hirag_th1)
     if tie:
         rnd.tie = [d.title for d in tie]
         rnd.rewrite, rnd.rewrite_from = _rewrite(llm, question, q, rnd.entity, answers)
@@ -177,7 +177,7 @@ def _retrieve(ctx: QueryContext, question: str, rnd: HiragRound, answers: list[s
 
 def _rethink_loop(ctx: QueryContext, rnd: HiragRound, docs: list[DocumentMatch]) -> ScoredChunk | None:
     """Single-candidate retrieval with the two-tiered rethink (§4.4; Algorithm 1 lines 17-36)."""
-    th2, th3 = ctx.settings.hirag_th2, ctx.settings.hirag_th3
+    th2, th3 = ctx.settings.hirag.hirag_th2, ctx.settings.hirag.hirag_th3
     qvec = ctx.embedder.embed([rnd.sub_question])[0]
     d, c, t, level = 0, 0, 0, "first"
     ranked: list[tuple[str, float]] | None = None
@@ -244,7 +244,7 @@ def _fallback(ctx: QueryContext, rnd: HiragRound, why: str, query: str, t: int) 
     """The web search's stand-in (module docstring): propagation retrieval over the whole knowledge base for
     ``query``; its best chunks not tried in this round are offered one at a time, at most th2."""
     rnd.fallback, rnd.fallback_query = why, query
-    th2 = ctx.settings.hirag_th2
+    th2 = ctx.settings.hirag.hirag_th2
     tried = {a.chunk_id for a in rnd.attempts}
     hits = [h for h in retrieve_propagation(query, ctx, k=th2 + len(tried)) if h.id not in tried][:th2]
     for i, hit in enumerate(hits):

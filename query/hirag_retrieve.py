@@ -14,7 +14,7 @@ lexical match as the authors' code does (github.com/2282588541a/HiRAG, code/retr
 name (a title, or the entity's name) that equals ``e`` or is ``e`` followed by a bracketed qualifier
 ("Franco Rossi (director)") is an exact match, scored 2; any other name scores the similarity ratio of ``e``
 and the name without its bracketed part (``difflib``'s 2·M/T; the authors use Levenshtein's ``ratio``, of the
-same form), and documents below ``settings.hirag_min_match`` (0.8, the authors' "The correlation is too low")
+same form), and documents below ``settings.hirag.hirag_min_match`` (0.8, the authors' "The correlation is too low")
 are dropped. A document's match is its best name's. Ties of that score go to title hits, then the engine's
 score, then the number of mentioning chunks. A *tie* (§4.3: "high similarity between the extracted entity name
 and multiple candidate titles"; Algorithm 1 line 20 ``len(d_s) > th1``) is more than th1 documents whose

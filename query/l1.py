@@ -1,7 +1,7 @@
 """The L1 system of PIKE-RAG (paper 000, §5.2 "Level-1: Factual Question focused RAG System"; Table 1: "accurate
 and reliable answers to factual questions"), method 'l1': multi-granularity retrieval (§5.2.3: every layer's
 seeds + score propagation, the retrieval method 'propagation', with the Tag layer of §5.2.2 when auto-tagging
-is on) of the top ``settings.l1_k`` chunks, then the question-answering prompt over them (the generation step
+is on) of the top ``settings.routing.l1_k`` chunks, then the question-answering prompt over them (the generation step
 of kbgraph.query.answering, the same prompt as Algorithm 1 line 14).
 
 It is the route of factual questions in method 'auto' (kbgraph.query.classify, §4.2). Unlike 'naive' (Chunk
@@ -18,14 +18,14 @@ from kbgraph.query.retrieval import retrieve_propagation
 
 
 def answer_l1(question: str, ctx: QueryContext) -> Answer:
-    """Answer ``question`` (clean) from its top ``ctx.settings.l1_k`` chunks by score propagation (§5.2.3) and
+    """Answer ``question`` (clean) from its top ``ctx.settings.routing.l1_k`` chunks by score propagation (§5.2.3) and
     one QA prompt (``ctx.llm`` required). Returns the answer, one citation per context chunk (the chunks in
     rank order, each with its propagated score) and the LLM usage; no trace rounds. In a streamed ask the
     answer text is streamed as the LLM writes it. An unusable answer JSON gives an empty answer whose
     rationale says why (kbgraph.query.answering.answer_json); LLMError only for a failing server."""
     llm = ctx.need_llm()
     meter = UsageMeter(llm)
-    chunks = retrieve_propagation(question, ctx, k=ctx.settings.l1_k)
+    chunks = retrieve_propagation(question, ctx, k=ctx.settings.routing.l1_k)
     out = final_answer(llm, question, chunks, ctx.events)
     answer = Answer(
         question=question, answer=out.answer, rationale=out.rationale, method="l1", chunks=chunks,

@@ -2,7 +2,7 @@
 on the same graph, embedder and LLM as 'pike' (kbgraph.query.decompose) and the baselines.
 
     known = ∅; history = [q]; shown = ∅                         Memory Module (§3.2)
-    for t = 1..T:                                               T = settings.migres_iterations (5, Table 12)
+    for t = 1..T:                                               T = settings.migres.migres_iterations (5, Table 12)
         queries <- [q] if t = 1                                 §3.1: MIGRES "begins with knowledge retrieval"
                    else LLM(q, history, known, missing)         Query Generator, prompts.migres.QUERY (≤ 3 new)
         kept    <- retrieve + re-rank filter (chunks, then      Retrieval Module, kbgraph.query.migres_retrieve
@@ -177,7 +177,7 @@ def answer_migres(question: str, ctx: QueryContext) -> Answer:
     trace: list[MigresRound] = []
     missing, verdict = "", None
 
-    for t in range(1, settings.migres_iterations + 1):
+    for t in range(1, settings.migres.migres_iterations + 1):
         ctx.round_finished(trace)
         rnd = MigresRound(round=t, retriever=retriever.name, missing_information=missing)
         trace.append(rnd)
@@ -185,7 +185,7 @@ def answer_migres(question: str, ctx: QueryContext) -> Answer:
             rnd.queries = [question]
         else:
             rnd.generated = True
-            rnd.queries = _new_queries(llm, question, history, known, missing, settings.migres_queries, rnd)
+            rnd.queries = _new_queries(llm, question, history, known, missing, settings.migres.migres_queries, rnd)
             if not rnd.queries:
                 break
             history += rnd.queries
@@ -195,14 +195,14 @@ def answer_migres(question: str, ctx: QueryContext) -> Answer:
         rnd.passages = [k.passage for k in kept]
         if kept:
             _extract(llm, rnd, [(k.chunk.document_title, k.text) for k in kept], [k.chunk for k in kept])
-        elif settings.migres_knowledge_prompting:
+        elif settings.migres.migres_knowledge_prompting:
             rnd.knowledge_prompting = True
             rnd.knowledge = [" ".join(llm.complete(mp.knowledge_messages(q)).split()) for q in rnd.queries]
             texts = [k for k in rnd.knowledge if k]
             if texts:
                 _extract(llm, rnd, [("", k) for k in texts], [None] * len(texts))
         else:
-            rnd.note = f"no chunk reached θ = {settings.migres_threshold:g} (knowledge prompting is off)"
+            rnd.note = f"no chunk reached θ = {settings.migres.migres_threshold:g} (knowledge prompting is off)"
         for e in rnd.extractions:
             known.append(e)
             for cid in e.chunk_ids:

@@ -68,7 +68,7 @@ class Retriever:
 
     @property
     def name(self) -> str:
-        return self.ctx.settings.migres_retriever
+        return self.ctx.settings.migres.migres_retriever
 
     def chunks(self, query: str, k: int) -> list[ScoredChunk]:
         """Top-``k`` chunks for ``query``, best first, with provenance."""
@@ -77,7 +77,7 @@ class Retriever:
 
             if self._bm25 is None:
                 s = self.ctx.settings
-                self._bm25 = BM25Index.open(self.ctx.store, s, k1=s.migres_bm25_k1, b=s.migres_bm25_b)
+                self._bm25 = BM25Index.open(self.ctx.store, s, k1=s.migres.migres_bm25_k1, b=s.migres.migres_bm25_b)
             return self._bm25.retrieve(self.ctx.store, query, k)
         from kbgraph.query.retrieval import retrieve_propagation
 
@@ -90,12 +90,12 @@ def retrieve_filtered(retriever: Retriever, queries: list[str], shown: set[str])
     earlier iteration): a chunk shown whole is not retrieved again, a sentence shown is not shown again, and
     a chunk with no new sentence left is skipped (the next best takes its place)."""
     ctx = retriever.ctx
-    settings, theta, k = ctx.settings, ctx.settings.migres_threshold, ctx.settings.migres_passages
+    settings, theta, k = ctx.settings, ctx.settings.migres.migres_threshold, ctx.settings.migres.migres_passages
     qvecs = np.asarray(ctx.embedder.embed(queries), dtype=np.float32)
     retrieved = 0
     candidates: dict[str, tuple[float, str, int, ScoredChunk]] = {}  # chunk id -> (score, query, query index, chunk)
     for qi, query in enumerate(queries):
-        found = [c for c in retriever.chunks(query, settings.migres_retrieve_k) if c.id not in shown]
+        found = [c for c in retriever.chunks(query, settings.migres.migres_retrieve_k) if c.id not in shown]
         retrieved += len(found)
         scores = _passage_scores(ctx, found, qvecs[qi])
         for c in found:

@@ -100,7 +100,7 @@ class TraceRound(BaseModel):
     # '' (the proposals found candidates), 'question_atoms' or 'question_chunks': the backup retrieval used
     fallback: str = ""
     # 'atom' (atomic tag selection), 'chunk' (backup chunk selection), 'learned' (the learned proposer of
-    # settings.decomposer_model, PIKE-RAG §5.3.3: lines 3-5 in one call) or '' (none)
+    # settings.decomposer.decomposer_model, PIKE-RAG §5.3.3: lines 3-5 in one call) or '' (none)
     selection: str = ""
     selector_thinking: str = ""
 
@@ -141,7 +141,7 @@ class MigresRound(BaseModel):
     missing_information: str = ""
     generated: bool = False  # the queries come from the Query Generator (False: the question itself)
     queries: list[str] = Field(default_factory=list)
-    retriever: str = ""  # 'graph' or 'bm25' (settings.migres_retriever)
+    retriever: str = ""  # 'graph' or 'bm25' (settings.migres.migres_retriever)
     retrieved: int = 0  # chunks retrieved for the queries, before the filter
     passages: list[MigresPassage] = Field(default_factory=list)
     knowledge_prompting: bool = False

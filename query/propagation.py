@@ -81,23 +81,23 @@ def seed_layers(
     learned ranker, also BM25's top ``ranker_bm25_k`` chunks (``Seeds.bm25``; kbgraph.query.bm25's index of
     this knowledge base, kept in memory). The three run at once on a store with ``parallel_reads``
     (kbgraph.store.base.gather). A layer whose
-    vectors are off (``settings.vector_layers``, issue 15) has no vector seeds: its nodes still reach chunks
+    vectors are off (``settings.embedding.vector_layers``, issue 15) has no vector seeds: its nodes still reach chunks
     through the full-text seeds and the hops, as in a knowledge base built without its vectors. A layer of
-    ``settings.static_layers`` (issue 15 direction 3) is searched with the question's vector from the static
+    ``settings.embedding.static_layers`` (issue 15 direction 3) is searched with the question's vector from the static
     model its nodes were embedded with (``kbgraph.embed.static_model``), the others with ``qvec``."""
     seeds = Seeds(query_vector=list(qvec), question=question)
-    off = settings.vector_layers_off
+    off = settings.embedding.vector_layers_off
     own = static_question_vectors(settings, question)
     if layers is not None:
         for label in layers:
             if label not in off:
-                hits = store.vector_search(label, own.get(label, qvec), k=settings.seed_k)
+                hits = store.vector_search(label, own.get(label, qvec), k=settings.retrieval.seed_k)
                 seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
         return seeds
-    fulltext = settings.fulltext_k if settings.weight_fulltext else 0
+    fulltext = settings.retrieval.fulltext_k if settings.retrieval.weight_fulltext else 0
     vectors, found, seeds.bm25 = gather(
         store,
-        lambda: store.seed_vectors(qvec, settings.seed_k, layer_embeddings=own),
+        lambda: store.seed_vectors(qvec, settings.retrieval.seed_k, layer_embeddings=own),
         lambda: store.seed_fulltext(question, fulltext),
         lambda: _bm25_hits(store, settings, question),
     )
@@ -116,17 +116,17 @@ def seed_layers(
 def _bm25_hits(store: GraphStore, settings: Settings, question: str) -> list[tuple[str, float]]:
     """BM25's top ``ranker_bm25_k`` (chunk id, score) for ``question``, best first, with the learned ranker
     (kbgraph.query.bm25's shared index of this knowledge base); [] otherwise."""
-    if settings.ranker != "learned" or not settings.ranker_bm25_k:
+    if settings.retrieval.ranker != "learned" or not settings.retrieval.ranker_bm25_k:
         return []
     from kbgraph.query.bm25 import shared_index
 
-    return shared_index(store, settings).search(question, settings.ranker_bm25_k)
+    return shared_index(store, settings).search(question, settings.retrieval.ranker_bm25_k)
 
 
 def static_question_vectors(settings: Settings, question: str) -> dict[str, list[float]]:
-    """{label: the question's vector from the static model} for each layer of ``settings.static_layers`` whose
+    """{label: the question's vector from the static model} for each layer of ``settings.embedding.static_layers`` whose
     vectors are on; {} when there is none. ConfigError as ``kbgraph.embed.static_model.get_static_embedder``."""
-    layers = settings.static_vector_layers
+    layers = settings.embedding.static_vector_layers
     if not layers:
         return {}
     from kbgraph.embed.static_model import get_static_embedder
@@ -146,7 +146,7 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     when ``explain``)."""
     terms, scores, ranked, similarity = score_terms(store, settings, seeds, k=k)
     ranking: dict[str, list[RankerTerm]] = {}
-    if settings.ranker == "learned" and ranked:
+    if settings.retrieval.ranker == "learned" and ranked:
         pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, similarity)
         top, details, scores, ranking = _learned_order(settings, seeds.question, pool, k, explain)
     else:
@@ -191,9 +191,9 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
 
     layers = seeds.layers
     for cid, (sim, _) in layers.get("Chunk", {}).items():
-        add(cid, "Chunk", cid, "", sim, settings.weight_chunk)
+        add(cid, "Chunk", cid, "", sim, settings.retrieval.weight_chunk)
     for cid, (sim, _) in layers.get("FullText", {}).items():
-        add(cid, "FullText", cid, "", sim, settings.weight_fulltext)
+        add(cid, "FullText", cid, "", sim, settings.retrieval.weight_fulltext)
     # every layer's seeds -> their chunks, in one statement
     def ids(layer: str, weight: float) -> list[str]:
         return list(layers.get(layer, {})) if weight else []
@@ -202,17 +202,17 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         return [{"id": node, "sim": sim} for node, (sim, _) in layers.get(layer, {}).items()] if weight else []
 
     params = {
-        "question_ids": ids("AtomicQuestion", settings.weight_question),
-        "triple_ids": ids("Triple", settings.weight_triple),
-        "entity_seeds": sims("Entity", settings.weight_entity),
-        "entity_text_seeds": sims("EntityText", settings.weight_fulltext),
-        "section_ids": ids("Section", settings.weight_section),
-        "document_ids": ids("Document", settings.weight_document),
-        "max_degree": settings.max_entity_degree,
+        "question_ids": ids("AtomicQuestion", settings.retrieval.weight_question),
+        "triple_ids": ids("Triple", settings.retrieval.weight_triple),
+        "entity_seeds": sims("Entity", settings.retrieval.weight_entity),
+        "entity_text_seeds": sims("EntityText", settings.retrieval.weight_fulltext),
+        "section_ids": ids("Section", settings.retrieval.weight_section),
+        "document_ids": ids("Document", settings.retrieval.weight_document),
+        "max_degree": settings.retrieval.max_entity_degree,
     }
-    weights = {"AtomicQuestion": settings.weight_question, "Triple": settings.weight_triple,
-               "Entity": settings.weight_entity, "EntityText": settings.weight_fulltext,
-               "Section": settings.weight_section, "Document": settings.weight_document}  # fmt: skip
+    weights = {"AtomicQuestion": settings.retrieval.weight_question, "Triple": settings.retrieval.weight_triple,
+               "Entity": settings.retrieval.weight_entity, "EntityText": settings.retrieval.weight_fulltext,
+               "Section": settings.retrieval.weight_section, "Document": settings.retrieval.weight_document}  # fmt: skip
     priors = []
     if any(v for key, v in params.items() if key != "max_degree"):
         for row in store.run("retrieve/layer_chunks", params):
@@ -223,12 +223,12 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
                 sim, text = layers[layer][row["via"]]
                 add(row["chunk_id"], layer, row["via"], text, sim, weights[layer])
     # the Tag layer (auto-tagging, §5.2.2): chunks TAGGED with a mapped corpus tag; absent when there are none
-    tag_seeds = sims("Tag", settings.weight_tag)
+    tag_seeds = sims("Tag", settings.retrieval.weight_tag)
     if tag_seeds:
-        params = {"tag_seeds": tag_seeds, "max_degree": settings.tag_max_chunks}
+        params = {"tag_seeds": tag_seeds, "max_degree": settings.tagging.tag_max_chunks}
         for row in store.run("retrieve/seed_tags_chunks", params):
             sim, text = layers["Tag"][row["via"]]
-            add(row["chunk_id"], "Tag", row["via"], text, sim, settings.weight_tag)
+            add(row["chunk_id"], "Tag", row["via"], text, sim, settings.retrieval.weight_tag)
     # Section and Document priors, for chunks that already have a score from the layers above
     for row in priors:
         if row["chunk_id"] in terms:
@@ -240,15 +240,15 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     def exact_chunk_terms(with_bm25: bool = False) -> None:
         """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c); with
         ``with_bm25``, also the similarity of BM25's hits without one (into ``bm25_similarity``, not a term)."""
-        if not (settings.rescore_k and settings.weight_chunk and seeds.query_vector is not None):
+        if not (settings.retrieval.rescore_k and settings.retrieval.weight_chunk and seeds.query_vector is not None):
             return
         todo = [c for c in terms if "Chunk" not in terms[c] and c not in rescored]
-        todo = sorted(todo, key=lambda c: (-_layer_sum(terms[c]), c))[: settings.rescore_k]
+        todo = sorted(todo, key=lambda c: (-_layer_sum(terms[c]), c))[: settings.retrieval.rescore_k]
         rescored.update(todo)
         side = [c for c, _ in seeds.bm25 if with_bm25 and c not in rescored and "Chunk" not in terms.get(c, {})]
         for cid, sim in store.chunk_similarities(todo + side, seeds.query_vector).items():
             if cid in rescored:
-                add(cid, "Chunk", cid, "", max(0.0, sim), settings.weight_chunk)
+                add(cid, "Chunk", cid, "", max(0.0, sim), settings.retrieval.weight_chunk)
             else:
                 bm25_similarity[cid] = sim
 
@@ -258,12 +258,12 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     sources = sorted(s1, key=lambda c: (-s1[c], c))
 
     # second hop through shared entities, along title links, and along NEXT: one statement
-    hop_sources = sources[: settings.hop_from]
+    hop_sources = sources[: settings.retrieval.hop_from]
     params = {
-        "entity_hop_sources": [{"id": c, "score": s1[c]} for c in hop_sources] if settings.weight_hop else [],
-        "title_hop_ids": hop_sources if settings.weight_title_hop else [],
-        "next_ids": sources[: max(settings.hop_from, k)] if settings.weight_next else [],
-        "max_degree": settings.max_entity_degree,
+        "entity_hop_sources": [{"id": c, "score": s1[c]} for c in hop_sources] if settings.retrieval.weight_hop else [],
+        "title_hop_ids": hop_sources if settings.retrieval.weight_title_hop else [],
+        "next_ids": sources[: max(settings.retrieval.hop_from, k)] if settings.retrieval.weight_next else [],
+        "max_degree": settings.retrieval.max_entity_degree,
     }
     rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in list(params)[:3]) else []
     fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
@@ -271,12 +271,12 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         kind, source = row["kind"], row["from_id"]
         if kind == "Hop":
             factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
-            add(row["chunk_id"], "Hop", source, row["text"], s1[source], settings.weight_hop, factor)
+            add(row["chunk_id"], "Hop", source, row["text"], s1[source], settings.retrieval.weight_hop, factor)
         elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
             factor = 1.0 / fanout[(source, row["via"])]
-            add(row["chunk_id"], "TitleHop", source, row["text"], s1[source], settings.weight_title_hop, factor)
+            add(row["chunk_id"], "TitleHop", source, row["text"], s1[source], settings.retrieval.weight_title_hop, factor)
         else:
-            add(row["chunk_id"], "Next", source, "", s1[source], settings.weight_next)
+            add(row["chunk_id"], "Next", source, "", s1[source], settings.retrieval.weight_next)
 
     exact_chunk_terms(with_bm25=True)  # the chunks the hops reached (and BM25's, for the learned pool)
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
@@ -305,16 +305,16 @@ def learned_pool(
     incomplete documents (no provenance row) leave the pool. One statement, the pool's provenance
     (``retrieve/chunk_details``: the titles of the title feature, and the rows of the top k, in one round trip);
     two when a BM25 addition's similarity is not in ``similarity``."""
-    head = ranked[: max(settings.ranker_pool, k)]
+    head = ranked[: max(settings.retrieval.ranker_pool, k)]
     extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
     missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]
     known = {cid: similarity[cid] for cid in missing if similarity and cid in similarity}
     ask = [cid for cid in missing if cid not in known]
-    if ask and seeds.query_vector is not None and settings.weight_chunk:
+    if ask and seeds.query_vector is not None and settings.retrieval.weight_chunk:
         known.update(store.chunk_similarities(ask, seeds.query_vector))
     for cid in missing:
-        if cid in known and settings.weight_chunk:
-            _add(terms, cid, "Chunk", cid, "", max(0.0, known[cid]), settings.weight_chunk)
+        if cid in known and settings.retrieval.weight_chunk:
+            _add(terms, cid, "Chunk", cid, "", max(0.0, known[cid]), settings.retrieval.weight_chunk)
     for cid in extra:
         if cid in terms:
             scores[cid] = _layer_sum(terms[cid])
@@ -338,7 +338,7 @@ def _learned_order(
     """The learned ranker (kbgraph.query.ranking) over ``pool`` (:func:`learned_pool`): (its top ``k`` chunk
     ids, their provenance rows, {chunk id: learned score}, {chunk id: feature contributions} when
     ``explain``). No statement: the pool carries the provenance rows."""
-    model = load_model(settings.ranker_model)
+    model = load_model(settings.retrieval.ranker_model)
     pool_ids = pool.ids
     rows = feature_rows(question, pool.candidates)
     learned = score_rows(model, rows)

@@ -22,8 +22,7 @@ from kbgraph.settings import Settings
 
 def dense_settings(settings: Settings) -> Settings:
     """``settings`` with every propagation term but the chunk's own similarity switched off."""
-    return settings.model_copy(
-        update={"weight_hop": 0.0, "weight_title_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0,
+    return settings.updated({"weight_hop": 0.0, "weight_title_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0,
                 "ranker": "weights"}
     )
 
@@ -39,7 +38,7 @@ def retrieve_propagation(question: str, ctx: QueryContext, *, k: int, explain: b
     full-text query (PIKE-RAG §5.2.2, kbgraph.query.tags)."""
     qvec = _question_vector(question, ctx)
     tagging = question_tags(question, ctx)
-    text = tagging.rewrite(question) if tagging is not None and ctx.settings.tag_rewrite else question
+    text = tagging.rewrite(question) if tagging is not None and ctx.settings.tagging.tag_rewrite else question
     seeds = seed_layers(ctx.store, ctx.settings, text, qvec)
     if tagging is not None:
         seeds.layers["Tag"] = tagging.seed_layer()

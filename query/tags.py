@@ -1,7 +1,7 @@
 """Auto-tagging at query time (PIKE-RAG §5.2.2, L1): "Prior to the retrieval process, tags are extracted from
 the query and then mapped to corpus domain using the preprocessed tag collection or tag pair collection."
 
-With an LLM and ``settings.auto_tagging`` on, :func:`question_tags` does, for one question:
+With an LLM and ``settings.tagging.auto_tagging`` on, :func:`question_tags` does, for one question:
 
 1. extraction: the LLM names the question's tags (JSON ``{"tags": [{"name", "class"}]}``, prompt
    ``kbgraph.tagging.QUESTION_TAGS``), offered the tag classes of the graph's ``(:TagClass)`` nodes;
@@ -119,8 +119,8 @@ def extract_question_tags(llm: LLM, question: str, classes: list[tuple[str, str]
 
 def tags_wanted(settings: Settings, llm: LLM | None) -> bool:
     """Whether a question is tagged: an LLM, ``auto_tagging`` on and a weight that would use the tags."""
-    used = settings.weight_tag or (settings.tag_rewrite and settings.weight_fulltext and settings.fulltext_k)
-    return bool(llm is not None and settings.auto_tagging and used)
+    used = settings.retrieval.weight_tag or (settings.tagging.tag_rewrite and settings.retrieval.weight_fulltext and settings.retrieval.fulltext_k)
+    return bool(llm is not None and settings.tagging.auto_tagging and used)
 
 
 def map_tags(ctx: QueryContext, tags: list[QuestionTag]) -> list[MappedTag]:
@@ -139,14 +139,14 @@ def map_tags(ctx: QueryContext, tags: list[QuestionTag]) -> list[MappedTag]:
         keep(MappedTag(id=row["id"], name=text_of(row["name"]), score=score, via=by_id[row["query_id"]].name,
                        how="maps_to"))  # fmt: skip
     settings = ctx.settings
-    if settings.tag_vector_k:
+    if settings.tagging.tag_vector_k:
         vectors = ctx.embedder.embed([t.name for t in tags])
         params = {"tags": [{"norm": t.norm, "embedding": as_vector(v)} for t, v in zip(tags, vectors, strict=True)],
-                  "k": settings.tag_vector_k}  # fmt: skip
+                  "k": settings.tagging.tag_vector_k}  # fmt: skip
         by_norm = {t.norm: t for t in tags}
         for row in ctx.store.run("retrieve/seed_tags", params):
             sim = float(row["similarity"])
-            if sim >= settings.tag_threshold:
+            if sim >= settings.tagging.tag_threshold:
                 keep(MappedTag(id=row["id"], name=text_of(row["name"]), score=min(1.0, sim),
                                via=by_norm[row["query_norm"]].name, how="vector"))  # fmt: skip
     return sorted(best.values(), key=lambda m: (-m.score, m.id))

@@ -205,7 +205,7 @@ def neo4j_settings(tmp_path_factory, embed_cache_dir):
         if IN_CI:
             pytest.fail(f"the local Neo4j server could not start: {exc}")
         pytest.skip(f"local Neo4j unavailable: {exc}")
-    yield base.model_copy(update={"uri": status.bolt_uri, "batch_size": 500, "embedding_cache_dir": embed_cache_dir})
+    yield base.updated({"uri": status.bolt_uri, "batch_size": 500, "embedding_cache_dir": embed_cache_dir})
     local.stop()
 
 
@@ -213,7 +213,7 @@ def neo4j_settings(tmp_path_factory, embed_cache_dir):
 def backend_settings(request, falkor_settings):
     """Settings for one test on one backend: a fresh graph each time."""
     if request.param == "falkordb":
-        settings = falkor_settings.model_copy(update={"name": f"t{uuid.uuid4().hex[:10]}"})
+        settings = falkor_settings.updated({"name": f"t{uuid.uuid4().hex[:10]}"})
     else:
         settings = request.getfixturevalue("neo4j_settings")
     yield settings

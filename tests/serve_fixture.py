@@ -26,7 +26,7 @@ def free_port() -> int:
 
 def offline(settings: Settings, **update) -> Settings:
     """``settings`` without an LLM (retrieval-only answers), with ``update`` over them."""
-    return settings.model_copy(update={"llm_model": None, "llm_base_url": None, **update})
+    return settings.updated({"llm_model": None, "llm_base_url": None, **update})
 
 
 def build_kb(settings: Settings, examples: Path, files=(NICS,)) -> None:

@@ -129,7 +129,7 @@ def counts(store) -> tuple[int, int, int]:
 
 @pytest.fixture
 def tag_settings(backend_settings):
-    return backend_settings.model_copy(update={"auto_tagging": True, "llm_chunking": False, "tag_class_sample": 3})
+    return backend_settings.updated({"auto_tagging": True, "llm_chunking": False, "tag_class_sample": 3})
 
 
 # --- ingest -----------------------------------------------------------------------------------------------
@@ -239,7 +239,7 @@ def test_failed_chunk_is_reported_and_retried(store, tag_settings, passages, emb
 
 def test_tag_chunks_again_is_idempotent(store, tag_settings, passages, embedder, tmp_path):
     path = write_corpus(tmp_path / f"i{uuid.uuid4().hex[:6]}.jsonl", passages)
-    ingest(store, tag_settings.model_copy(update={"auto_tagging": False}), path, TaggingLLM(), embedder)
+    ingest(store, tag_settings.updated({"auto_tagging": False}), path, TaggingLLM(), embedder)
     assert counts(store) == (0, 0, 0) and len(pending_chunks(store)) == PASSAGES
     ids = [r["id"] for r in store.run("tags/chunk_ids")]
     llm = TaggingLLM()
@@ -264,7 +264,7 @@ def test_tag_chunks_with_the_local_llm(falkor_settings, llm_server, passages, em
     from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, stable_id
     from kbgraph.store import open_store
 
-    s = falkor_settings.model_copy(update={
+    s = falkor_settings.updated({
         "name": f"tagllm{uuid.uuid4().hex[:6]}", "auto_tagging": True, "tag_workers": 2,
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path / "llm-cache", "llm_timeout": 300.0, "llm_max_tokens": 96,

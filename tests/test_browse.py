@@ -35,7 +35,7 @@ QUESTION = "Which airplanes does the FAA's proposed airworthiness directive appl
 def corpus(request, falkor_settings, examples_dir):
     """A knowledge base holding the two PDFs, ingested in one run, on each store."""
     if request.param == "falkordb":
-        settings = falkor_settings.model_copy(update={"name": f"browse{uuid.uuid4().hex[:8]}"})
+        settings = falkor_settings.updated({"name": f"browse{uuid.uuid4().hex[:8]}"})
     else:
         settings = request.getfixturevalue("neo4j_settings")
     kb = KnowledgeBase(settings=settings)
@@ -154,7 +154,7 @@ def test_orphans_query_finds_none(corpus):
 def test_browser_text_with_values_written_in_matches_parameters(corpus):
     """The statement a person runs in Browser with the values as literals gives the rows kbgraph gets with
     parameters, on both stores (quotes and backslashes included)."""
-    backend = corpus.settings.backend
+    backend = corpus.settings.store.backend
     for name, params in [("document", {"document": FR_TITLE, "limit": 4}), ("entity", {"entity": "faa"}),
                          ("top_entities", {"limit": 5}), ("document", {"document": "it's a \\ 'trap'"})]:  # fmt: skip
         query = browse.get(name)
@@ -313,7 +313,7 @@ def answer_pike_cached(corpus):
     from kbgraph.query.context import QueryContext
     from kbgraph.query.decompose import answer_pike
 
-    key = corpus.settings.backend
+    key = corpus.settings.store.backend
     if key not in _PIKE:
         ctx = QueryContext(corpus.store, corpus.settings, corpus.embedder, _scripted_pike_llm())
         _PIKE[key] = answer_pike(QUESTION, ctx)

@@ -81,8 +81,8 @@ def _connect(page, settings):
     form = page.locator("input[data-testid='password']")
     style.or_(form).first.wait_for()
     if not style.is_visible():
-        page.locator("input[data-testid='username']").fill(settings.neo4j_username)
-        form.fill(settings.neo4j_password.get_secret_value())
+        page.locator("input[data-testid='username']").fill(settings.store.neo4j_username)
+        form.fill(settings.store.neo4j_password.get_secret_value())
         page.locator("button[data-testid='connect']").click()
     style.wait_for()
     return style

@@ -323,9 +323,9 @@ def test_ingested_chunks_and_summaries_land_in_the_graph(store, backend_settings
     from kbgraph.kb import KnowledgeBase
     from kbgraph.models import stable_id
 
-    assert backend_settings.llm_chunking  # the default
-    settings = backend_settings.model_copy(update={"llm_chunk_window_tokens": 300})
-    expected = build_structure(duck, llm=ScriptedLLM(_model), llm_window_tokens=settings.llm_chunk_window_tokens)[2]
+    assert backend_settings.ingest.llm_chunking  # the default
+    settings = backend_settings.updated({"llm_chunk_window_tokens": 300})
+    expected = build_structure(duck, llm=ScriptedLLM(_model), llm_window_tokens=settings.ingest.llm_chunk_window_tokens)[2]
     llm = ScriptedLLM(_model)
     ingestor = Ingestor(store, settings, llm=llm, progress=False,
                         embedder=lambda: KnowledgeBase(settings=settings).embedder)  # fmt: skip

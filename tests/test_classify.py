@@ -89,7 +89,7 @@ def graphs(data, falkor_settings):
 @pytest.fixture(scope="module")
 def kb(falkor_settings, graphs):
     """(store, settings, embedder) over the 16-passage graph, on a FalkorDB graph of its own."""
-    settings = falkor_settings.model_copy(update={"name": f"cls{uuid.uuid4().hex[:8]}", "llm_model": None})
+    settings = falkor_settings.updated({"name": f"cls{uuid.uuid4().hex[:8]}", "llm_model": None})
     with loaded_store(settings, graphs[0]) as store:
         yield store, settings, graphs[1]
 
@@ -153,7 +153,7 @@ def cls(kind: str, subtype: str | None = None, rationale: str = "scripted reason
 
 def _ctx(kb, script, **update) -> QueryContext:
     store, settings, embedder = kb
-    return QueryContext(store, settings.model_copy(update=update), embedder, ScriptedLLM(script))
+    return QueryContext(store, settings.updated(update), embedder, ScriptedLLM(script))
 
 
 # --- routing ------------------------------------------------------------------------------------------------
@@ -434,7 +434,7 @@ def test_auto_with_the_real_llm(kb, data, llm_server, tmp_path):
     from kbgraph.query.rationale import save_answer
 
     store, settings, embedder = kb
-    s = settings.model_copy(update={
+    s = settings.updated({
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path, "llm_timeout": 300.0, "llm_max_tokens": 120, "decompose_rounds": 1, "l1_k": 2,
     })  # fmt: skip

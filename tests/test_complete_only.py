@@ -76,7 +76,7 @@ def _every_vector(settings):
     """``settings`` with every layer's vectors on (setting ``vector_layers``): these tests check the indexes."""
     from kbgraph.settings import VECTOR_LAYER_CHOICES
 
-    return settings.model_copy(update={"vector_layers": list(VECTOR_LAYER_CHOICES)})
+    return settings.updated({"vector_layers": list(VECTOR_LAYER_CHOICES)})
 
 
 def test_writing_document_is_never_served_and_next_run_repairs(backend_settings, tmp_path, monkeypatch):

@@ -82,7 +82,7 @@ def graphs(corpus, falkor_settings):
 @pytest.fixture(scope="module")
 def kb(falkor_settings, graphs):
     """(store, settings, embedder) over the 30-passage graph, on a FalkorDB graph of its own."""
-    settings = falkor_settings.model_copy(update={"name": f"dec{uuid.uuid4().hex[:8]}"})
+    settings = falkor_settings.updated({"name": f"dec{uuid.uuid4().hex[:8]}"})
     with loaded_store(settings, graphs[0]) as store:
         yield store, settings, graphs[1]
 
@@ -150,7 +150,7 @@ def assert_candidates(rnd, store, embedder, settings, exclude=()):
     want = []
     for p in rnd.proposals:
         want += expected_candidates(
-            store, embedder, p, k=settings.decompose_candidates, threshold=settings.decompose_threshold, exclude=exclude
+            store, embedder, p, k=settings.decompose.decompose_candidates, threshold=settings.decompose.decompose_threshold, exclude=exclude
         )
     assert [(q, c) for q, c, _ in got] == [(q, c) for q, c, _ in want]
     assert np.allclose([s for *_, s in got], [s for *_, s in want], atol=1e-4)
@@ -179,7 +179,7 @@ def test_rounds_candidates_and_final_answer(kb, corpus):
     assert r1.proposals == [HOP1] and r1.thinking == "round 1"
     assert_candidates(r1, store, embedder, settings)
     assert_candidates(r2, store, embedder, settings, exclude=[r1.chunk_id])
-    assert all(c.score >= settings.decompose_threshold for r in (r1, r2) for c in r.candidates)
+    assert all(c.score >= settings.decompose.decompose_threshold for r in (r1, r2) for c in r.candidates)
     assert {c.query for c in r2.candidates} <= set(r2.proposals)
     for r in (r1, r2):  # selector said 1: the first candidate's chunk joined the context
         assert r.selection == "atom" and r.selected == r.candidates[0] and r.chunk_id == r.candidates[0].chunk_id
@@ -199,7 +199,7 @@ def test_rounds_candidates_and_final_answer(kb, corpus):
 
 def test_chosen_chunks_are_excluded(kb, corpus):
     store, settings, embedder = kb
-    settings = settings.model_copy(update={"decompose_threshold": 0.3})  # room for other chunks in the top K
+    settings = settings.updated({"decompose_threshold": 0.3})  # room for other chunks in the top K
     script = Script([[HOP1], [HOP1], [HOP1]])
     answer = answer_pike(corpus["question"]["question"],
                          QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
@@ -212,14 +212,14 @@ def test_chosen_chunks_are_excluded(kb, corpus):
             chosen.append(rnd.chunk_id)
     assert len(chosen) == len(set(chosen)) == 3
     # without the exclusion, the chunk of round 1 would have been offered again in round 2
-    unfiltered = expected_candidates(store, embedder, HOP1, k=settings.decompose_candidates, threshold=0.3)
+    unfiltered = expected_candidates(store, embedder, HOP1, k=settings.decompose.decompose_candidates, threshold=0.3)
     assert chosen[0] in {c for _, c, _ in unfiltered}
     assert [c.chunk_id for c in answer.citations] == chosen
 
 
 def test_rounds_are_capped_at_n(kb, corpus):
     store, settings, embedder = kb
-    settings = settings.model_copy(update={"decompose_rounds": 2, "decompose_threshold": 0.0})
+    settings = settings.updated({"decompose_rounds": 2, "decompose_threshold": 0.0})
     script = Script([[HOP1]] * 5)
     answer = answer_pike("anything", QueryContext(store, settings, embedder, ScriptedLLM(script)))
     assert len(answer.trace) == 2 and all(r.chunk_id for r in answer.trace) and len(answer.citations) == 2
@@ -228,7 +228,7 @@ def test_rounds_are_capped_at_n(kb, corpus):
 
 def test_threshold_falls_back_to_the_original_question(kb):
     store, settings, embedder = kb
-    strict = settings.model_copy(update={"decompose_threshold": 0.99})
+    strict = settings.updated({"decompose_threshold": 0.99})
     # the original question is, word for word, an atomic tag of the graph: only it passes δ = 0.99
     tag = store.vector_search("AtomicQuestion", embedder.embed([HOP1])[0].tolist(), k=1)[0]
     script = Script([["Which rivers flow through the Gobi desert in winter?"]])
@@ -259,7 +259,7 @@ def test_chunk_backup_retrieval(kb):
         pytest.skip("the chunk embedding does not beat its own sentences for this passage")
     delta = (best_atom + best_chunk) / 2
     script = Script([["zxqv plugh xyzzy"]])
-    low = settings.model_copy(update={"decompose_threshold": delta})
+    low = settings.updated({"decompose_threshold": delta})
     answer = answer_pike(question, QueryContext(store, low, embedder, ScriptedLLM(script)))
     r1 = answer.trace[0]
     assert r1.fallback == "question_chunks" and r1.candidates
@@ -325,7 +325,7 @@ def test_naive_respects_k_and_threshold(kb, corpus):
     question = corpus["question"]["question"]
     qvec = embedder.embed([question])[0].tolist()
     for k, threshold in ((3, 0.2), (16, 0.45)):
-        s = settings.model_copy(update={"naive_k": k, "naive_threshold": threshold})
+        s = settings.updated({"naive_k": k, "naive_threshold": threshold})
         script = Script([])
         answer = baselines.answer_naive(question, QueryContext(store, s, embedder, ScriptedLLM(script)))
         want = [h for h in store.vector_search("Chunk", qvec, k=k) if h.score >= threshold]
@@ -340,16 +340,16 @@ def test_naive_respects_k_and_threshold(kb, corpus):
 def test_naive_hr_uses_both_paths(kb, corpus):
     store, settings, embedder = kb
     question = corpus["question"]["question"]
-    s = settings.model_copy(update={"hr_threshold": 0.3, "hr_question_threshold": 0.3})
+    s = settings.updated({"hr_threshold": 0.3, "hr_question_threshold": 0.3})
     answer = baselines.answer_naive_hr(question, QueryContext(store, s, embedder, ScriptedLLM(Script([]))))
     qvec = embedder.embed([question])[0].tolist()
-    path_a = [h.id for h in store.vector_search("Chunk", qvec, k=s.hr_k) if h.score >= s.hr_threshold]
-    path_b = [c for _, c, _ in expected_candidates(store, embedder, question, k=s.hr_question_k, threshold=0.3)]
+    path_a = [h.id for h in store.vector_search("Chunk", qvec, k=s.baselines.hr_k) if h.score >= s.baselines.hr_threshold]
+    path_b = [c for _, c, _ in expected_candidates(store, embedder, question, k=s.baselines.hr_question_k, threshold=0.3)]
     ids = [c.chunk_id for c in answer.citations]
     assert answer.method == "naive_hr" and ids[: len(path_a)] == path_a
-    assert set(ids) == set(path_a) | set(path_b) and len(ids) == len(set(ids)) <= s.hr_k + s.hr_question_k
+    assert set(ids) == set(path_a) | set(path_b) and len(ids) == len(set(ids)) <= s.baselines.hr_k + s.baselines.hr_question_k
     assert [(c.question_id, c.chunk_id) for c in answer.trace[0].candidates] == [
-        (q, c) for q, c, _ in expected_candidates(store, embedder, question, k=s.hr_question_k, threshold=0.3)
+        (q, c) for q, c, _ in expected_candidates(store, embedder, question, k=s.baselines.hr_question_k, threshold=0.3)
     ]
     assert_citations_in_graph(answer, store)
 
@@ -379,13 +379,13 @@ def test_self_ask_with_retrieval(kb, corpus):
     assert f"Follow up: {HOP1}\nIntermediate answer: American Psychological Association" in seen[2][1]
     for rnd in answer.trace:
         want = [h.id for h in store.vector_search("Chunk", embedder.embed(rnd.proposals)[0].tolist(), k=4)
-                if h.score >= settings.naive_threshold]  # fmt: skip
+                if h.score >= settings.baselines.naive_threshold]  # fmt: skip
         assert [c.chunk_id for c in rnd.candidates] == want
     all_ids = list(dict.fromkeys(c.chunk_id for r in answer.trace for c in r.candidates))
     assert [c.chunk_id for c in answer.citations] == all_ids
     assert_citations_in_graph(answer, store)
     # the round limit forces the final answer
-    s = settings.model_copy(update={"self_ask_rounds": 1})
+    s = settings.updated({"self_ask_rounds": 1})
     replies = iter([f"Yes.\nFollow up: {HOP1}", "G. Stanley Hall"])
     seen.clear()
     answer = baselines.answer_self_ask(question, QueryContext(store, s, embedder, ScriptedLLM(respond)))
@@ -396,7 +396,7 @@ def test_ask_dispatches_to_every_method(kb, corpus):
     from kbgraph.query.ask import answer_question
 
     store, settings, embedder = kb
-    small = settings.model_copy(update={"naive_k": 2, "hr_k": 2, "hr_question_k": 1, "self_ask_rounds": 1})
+    small = settings.updated({"naive_k": 2, "hr_k": 2, "hr_question_k": 1, "self_ask_rounds": 1})
     for method in ("pike", "naive", "naive_hr", "cot"):
         ctx = QueryContext(store, small, embedder, ScriptedLLM(Script([])))
         answer = answer_question(corpus["question"]["question"], ctx, method=method)
@@ -432,5 +432,5 @@ def test_pike_and_naive_on_neo4j(store, backend_settings, graphs, corpus):
     assert_citations_in_graph(answer, store)
     naive = baselines.answer_naive(corpus["question"]["question"],
                                    QueryContext(store, settings, embedder, ScriptedLLM(Script([]))))  # fmt: skip
-    assert naive.citations and all(c.score >= settings.naive_threshold for c in naive.chunks)
+    assert naive.citations and all(c.score >= settings.baselines.naive_threshold for c in naive.chunks)
     assert_citations_in_graph(naive, store)

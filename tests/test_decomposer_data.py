@@ -68,7 +68,7 @@ class Responder:
 
 
 def _settings(settings, **extra):
-    return settings.model_copy(update={"decompose_candidates": K, "decompose_threshold": DELTA, **extra})
+    return settings.updated({"decompose_candidates": K, "decompose_threshold": DELTA, **extra})
 
 
 def _question(corpus) -> EvalQuestion:
@@ -180,8 +180,8 @@ def test_line_13_reads_line_10s_vectors_on_a_late_chunked_kb(falkor_settings, ex
     from tests.musique_sample import musique_sample
 
     path, questions = musique_sample(examples_dir, tmp_path, passages=30, questions=3)
-    settings = falkor_settings.model_copy(update={"name": f"late{uuid.uuid4().hex[:8]}"})
-    assert settings.late_chunking
+    settings = falkor_settings.updated({"name": f"late{uuid.uuid4().hex[:8]}"})
+    assert settings.embedding.late_chunking
     with KnowledgeBase(settings=settings) as kb:
         assert kb.ingest([path], progress=False).failed == 0
         ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
@@ -355,8 +355,8 @@ def test_collect_with_the_real_llm(kb, corpus, llm_server, tmp_path, examples_di
     data = tmp_path / "two.questions.jsonl"
     data.write_text("".join(json.dumps(questions[i]) + "\n" for i in (Q_ID, EXTRA_QUESTIONS[0])))
     env = {
-        "KBGRAPH_DATA_DIR": str(settings.data_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding_cache_dir), "KBGRAPH_LLM_BASE_URL": llm_server.base_url,
+        "KBGRAPH_DATA_DIR": str(settings.store.data_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir), "KBGRAPH_LLM_BASE_URL": llm_server.base_url,
         "KBGRAPH_LLM_MODEL": llm_server.model, "KBGRAPH_LLM_API_KEY": SecretStr("none").get_secret_value(),
         "KBGRAPH_LLM_TIMEOUT": "300", "KBGRAPH_LLM_MAX_TOKENS": "200", "KBGRAPH_LLM_CACHE_DIR": str(tmp_path / "cache"),
         "KBGRAPH_DECOMPOSER_ROUNDS": "2", "KBGRAPH_DECOMPOSE_THRESHOLD": "0.4",

@@ -376,7 +376,7 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
         raise AssertionError(prompt[:200])
 
     def ingest(**update) -> dict[str, set[float]]:
-        settings = falkor_settings.model_copy(update={"name": f"atom{uuid.uuid4().hex[:8]}", **update})
+        settings = falkor_settings.updated({"name": f"atom{uuid.uuid4().hex[:8]}", **update})
         with KnowledgeBase(settings=settings) as kb:
             kb.reset()
             kb.llm = client = Client(model)
@@ -390,7 +390,7 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
 
     assert ingest() == {"AtomicQuestions": {0.7}, "ExtractedKnowledge": {0.0}}
     assert ingest(atomizing_temperature=0.0) == {"AtomicQuestions": {0.0}, "ExtractedKnowledge": {0.0}}
-    assert Settings().atomizing_temperature == 0.7 and Settings().llm_temperature == 0.0
+    assert Settings().llm.atomizing_temperature == 0.7 and Settings().llm.llm_temperature == 0.0
     decision = Client(model)  # a JSON decision (the classification of 'auto') at the client's temperature, 0
     classify_question("Who developed the first compiler?", decision)
     assert [(r["purpose"], r["temperature"]) for r in decision.requests] == [("ClassifyOutput", 0.0)]

@@ -17,8 +17,8 @@ def test_int8_embedder_quantises_once_and_stays_close_to_fp32(falkor_settings, e
     passages = [json.loads(x) for x in (examples_dir / "multihop" / "musique" / "hipporag_train100.corpus.jsonl")
                 .open()][:24]  # fmt: skip
     texts = [p["title"] for p in passages] + [p["text"] for p in passages]
-    fp32_settings = falkor_settings.model_copy(update={"embedding_backend": "onnx"})
-    int8_settings = fp32_settings.model_copy(update={"embedding_precision": "int8"})
+    fp32_settings = falkor_settings.updated({"embedding_backend": "onnx"})
+    int8_settings = fp32_settings.updated({"embedding_precision": "int8"})
     fp32, int8 = make_embedder(fp32_settings), make_embedder(int8_settings)
     export = onnx_model_path(fp32_settings)
     assert int8.onnx_path == quantized_path(export) and int8.onnx_path.is_file() and export.is_file()

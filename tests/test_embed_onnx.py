@@ -145,7 +145,7 @@ def test_auto_with_late_chunking_exports_first(torch_run, tmp_path, monkeypatch,
     assert exported == [] and not onnx_model_path(Settings(home=off)).exists()
 
     on = Settings(home=tmp_path / "on", embedding_backend="auto")
-    assert on.late_chunking is True  # the default
+    assert on.embedding.late_chunking is True  # the default
     path = onnx_model_path(on)
     path.parent.mkdir(parents=True, exist_ok=True)
     e = make_embedder(on)

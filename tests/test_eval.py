@@ -51,7 +51,7 @@ def dataset(examples_dir, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def kb_settings(falkor_settings, dataset):
     """The session's embedded FalkorDB, a graph of this module's own, the data set's corpus ingested once."""
-    settings = falkor_settings.model_copy(update={"name": f"eval{uuid.uuid4().hex[:8]}", "llm_model": None})
+    settings = falkor_settings.updated({"name": f"eval{uuid.uuid4().hex[:8]}", "llm_model": None})
     with KnowledgeBase(settings=settings) as kb:
         report = kb.ingest([Path(f"{dataset}.corpus.jsonl")], progress=False)
         assert report.failed == 0 and report.added == 150
@@ -123,7 +123,7 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
     dense, hier = summary["methods"]["dense"]["metrics"], summary["methods"]["propagation"]["metrics"]
     assert dense["R@10"] > 0.5 and hier["R@10"] > 0.5  # 150 passages: most gold passages are found
     assert summary["methods"]["propagation"]["ratios"]["dense"]["R@5"] == pytest.approx(hier["R@5"] / dense["R@5"])
-    assert summary["versions"]["bm25s"] and summary["models"]["embedding_model"] == kb_settings.embedding_model
+    assert summary["versions"]["bm25s"] and summary["models"]["embedding_model"] == kb_settings.embedding.embedding_model
     report = (out / "report.md").read_text()
     assert "| propagation |" in report and "Ratios to the baselines" in report
     for plot in ("metrics.png", "recall_at_k.png", "latency.png"):
@@ -199,7 +199,7 @@ def test_cli_eval_is_the_library_call(kb_settings, dataset, tmp_path, monkeypatc
     for var in ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_NAME", "KBGRAPH_URI", "NEO4J_URI"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBGRAPH_DATA_DIR", str(kb_settings.kb_dir))
-    monkeypatch.setenv("KBGRAPH_EMBEDDING_CACHE_DIR", str(kb_settings.embedding_cache_dir))
+    monkeypatch.setenv("KBGRAPH_EMBEDDING_CACHE_DIR", str(kb_settings.embedding.embedding_cache_dir))
     monkeypatch.setenv("KBGRAPH_FALKOR_IDLE_TIMEOUT", "0")
     argv = ["--home", str(kb_settings.home), "--kb", kb_settings.name, "eval", "-d", str(dataset),
             "-m", "dense,bm25,naive", "--limit", "3", "--out", str(tmp_path), "--json"]  # fmt: skip
@@ -223,7 +223,7 @@ def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings, datase
     for var in ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_NAME", "KBGRAPH_URI", "NEO4J_URI"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBGRAPH_DATA_DIR", str(kb_settings.kb_dir))
-    monkeypatch.setenv("KBGRAPH_EMBEDDING_CACHE_DIR", str(kb_settings.embedding_cache_dir))
+    monkeypatch.setenv("KBGRAPH_EMBEDDING_CACHE_DIR", str(kb_settings.embedding.embedding_cache_dir))
     monkeypatch.setenv("KBGRAPH_FALKOR_IDLE_TIMEOUT", "0")
     out = tmp_path / "ranker.json"
     argv = ["--home", str(kb_settings.home), "--kb", kb_settings.name, "rank", "train", "-d", str(dataset),
@@ -234,16 +234,16 @@ def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings, datase
     row = report["recall"][name]
     assert set(row) == {"weights", "in_set"}  # one data set: no leave-one-set-out
     model = load_model(out)
-    assert model.trained_on == [name] and model.pool == kb_settings.ranker_pool
+    assert model.trained_on == [name] and model.pool == kb_settings.retrieval.ranker_pool
     # the weights row is the weighted sum's own ranking, as kbgraph eval's propagation with ranker=weights gives it
     questions = load_dataset(dataset).questions
-    with KnowledgeBase(settings=kb_settings.model_copy(update={"ranker": "weights"})) as kb:
+    with KnowledgeBase(settings=kb_settings.updated({"ranker": "weights"})) as kb:
         ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
         r5 = [M.recall_at_k(M.passage_ids(c.document_uri for c in retrieve_propagation(q.question, ctx, k=10)),
                             q.gold_passage_ids, 5) for q in questions]  # fmt: skip
     assert row["weights"]["R@5"] == pytest.approx(100 * sum(r5) / len(r5), abs=1e-6)
     # propagation with that model: the scores are the model's (not the weighted sums)
-    with KnowledgeBase(settings=kb_settings.model_copy(update={"ranker_model": out})) as kb:
+    with KnowledgeBase(settings=kb_settings.updated({"ranker_model": out})) as kb:
         ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
         chunks = retrieve_propagation(questions[0].question, ctx, k=5, explain=True)
         assert chunks and all(c.ranking for c in chunks)
@@ -314,7 +314,7 @@ def test_shared_bm25_index_is_reused_until_the_corpus_changes(store, backend_set
     from kbgraph.ingest.write import write_documents
     from kbgraph.query import bm25
 
-    settings = backend_settings.model_copy(update={"home": tmp_path})
+    settings = backend_settings.updated({"home": tmp_path})
     write_documents(store, [_passage_graph("p1", "Adolescence", ["G. Stanley Hall wrote Adolescence in 1904."]),
                             _passage_graph("p2", "Cork", ["Cork is a city in Ireland on the River Lee."])])  # fmt: skip
     first = bm25.shared_index(store, settings)

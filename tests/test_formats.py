@@ -512,7 +512,7 @@ def test_directory_ingest_accounts_for_every_file(backend_settings, tmp_path):
 
 def test_skipped_files_alone_exit_0_and_the_cli_lists_them(falkor_settings, tmp_path):
     """`kbgraph ingest --json` lists every file; the human summary names each skipped file, one line each."""
-    settings = falkor_settings.model_copy(update={"name": "formats_cli"})
+    settings = falkor_settings.updated({"name": "formats_cli"})
     d = tmp_path / "inbox"
     d.mkdir()
     (d / "note.txt").write_text("The Basel ferry runs on the current of the Rhine.", encoding="utf-8")
@@ -520,7 +520,7 @@ def test_skipped_files_alone_exit_0_and_the_cli_lists_them(falkor_settings, tmp_
     (d / "archive.tar.gz").write_bytes(os.urandom(100))
     env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name, "KBGRAPH_OCR": "off",
            "KBGRAPH_DATA_DIR": str(settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-           "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding_cache_dir)}  # fmt: skip
+           "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir)}  # fmt: skip
     KnowledgeBase(settings=settings).reset()
     run = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(d)], env=env,
                          capture_output=True, text=True, timeout=600)  # fmt: skip
@@ -661,7 +661,7 @@ def test_exclusions_defaults_kbgraphignore_and_exclude_globs(tmp_path: Path):
 
 def test_cli_exclude_option_reports_the_rule(falkor_settings, tmp_path):
     """`kbgraph ingest --exclude GLOB` (repeatable) leaves files out and lists them as skipped with the rule."""
-    settings = falkor_settings.model_copy(update={"name": "formats_exclude"})
+    settings = falkor_settings.updated({"name": "formats_exclude"})
     d = tmp_path / "inbox"
     d.mkdir()
     (d / "note.txt").write_text("The Basel ferry runs on the current of the Rhine.", encoding="utf-8")
@@ -670,7 +670,7 @@ def test_cli_exclude_option_reports_the_rule(falkor_settings, tmp_path):
     (d / "~$note.docx").write_bytes(b"\x00" * 162)
     env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name,
            "KBGRAPH_DATA_DIR": str(settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-           "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding_cache_dir)}  # fmt: skip
+           "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir)}  # fmt: skip
     KnowledgeBase(settings=settings).reset()
     run = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", "--exclude", "draft*",
                           "--exclude", "*.md", str(d)], env=env, capture_output=True, text=True, timeout=600)  # fmt: skip

@@ -68,7 +68,7 @@ def _graphs() -> list[DocumentGraph]:
 
 @pytest.fixture(scope="module")
 def planted(falkor_settings):
-    settings = falkor_settings.model_copy(update={
+    settings = falkor_settings.updated({
         "name": f"hier{uuid.uuid4().hex[:8]}", "llm_model": None, "vector_layers": ["AtomicQuestion"],
         "static_layers": [], "fulltext_k": 0,
     })  # fmt: skip
@@ -78,7 +78,7 @@ def planted(falkor_settings):
 
 def _ids(planted, k: int = 20, **update) -> list[str]:
     store, settings = planted
-    ctx = QueryContext(store, settings.model_copy(update=update), PlantedEmbedder(), None)
+    ctx = QueryContext(store, settings.updated(update), PlantedEmbedder(), None)
     return [c.id.split(":")[1] for c in METHODS["hierarchical"].run(QUESTION, ctx, k=k)]
 
 
@@ -100,7 +100,7 @@ def test_its_settings_are_the_papers_k_and_thresholds(planted):
     from kbgraph.settings import Settings
 
     s = Settings()
-    assert (s.hr_k, s.hr_threshold, s.hr_question_k, s.hr_question_threshold) == (8, 0.5, 4, 0.5)
+    assert (s.baselines.hr_k, s.baselines.hr_threshold, s.baselines.hr_question_k, s.baselines.hr_question_threshold) == (8, 0.5, 4, 0.5)
     assert _ids(planted, hr_k=1) == ["A", "B", "E"]  # path (a) cut to its best chunk
     assert _ids(planted, hr_threshold=0.4) == ["A", "D", "C", "B", "E"]
     assert _ids(planted, hr_threshold=0.95) == ["B", "E"]

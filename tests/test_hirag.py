@@ -87,7 +87,7 @@ def graphs(corpus, falkor_settings):
 @pytest.fixture(scope="module")
 def kb(falkor_settings, graphs):
     """(store, settings, embedder) on a FalkorDB graph of its own."""
-    settings = falkor_settings.model_copy(update={"name": f"hir{uuid.uuid4().hex[:8]}"})
+    settings = falkor_settings.updated({"name": f"hir{uuid.uuid4().hex[:8]}"})
     with loaded_store(settings, graphs[0]) as store:
         yield store, settings, graphs[1]
 
@@ -154,7 +154,7 @@ def entity_for(mapping: dict[str, str]):
 
 def ctx_of(kb, script, events=None, **update) -> QueryContext:
     store, settings, embedder = kb
-    return QueryContext(store, settings.model_copy(update=update), embedder, ScriptedLLM(script), events)
+    return QueryContext(store, settings.updated(update), embedder, ScriptedLLM(script), events)
 
 
 # --- independent checks -------------------------------------------------------------------------------------
@@ -390,7 +390,7 @@ def test_hirag_with_the_real_llm(kb, corpus, llm_server, tmp_path):
     from kbgraph.llm import get_llm
 
     store, settings, embedder = kb
-    s = settings.model_copy(update={
+    s = settings.updated({
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path, "llm_timeout": 300.0, "llm_max_tokens": 60, "hirag_rounds": 1, "hirag_th2": 1,
         "hirag_th3": 1,

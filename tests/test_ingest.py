@@ -123,7 +123,7 @@ def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_
         ("by characters", {"ingest_group_size": 512, "ingest_group_chars": 1}, 40),  # every passage alone
         ("one group", {"ingest_group_size": 512, "ingest_group_chars": 10**9}, 1),
     ]:
-        kb = _kb(falkor_settings.model_copy(update=update))
+        kb = _kb(falkor_settings.updated(update))
         try:
             report = kb.ingest([corpus], progress=False)
             assert report.added == 40 and report.failed == 0, label
@@ -139,7 +139,7 @@ def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_
 def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, examples_dir, tmp_path):
     import pymupdf
 
-    settings = falkor_settings.model_copy(update={"name": "bad", "max_file_bytes": 200_000})
+    settings = falkor_settings.updated({"name": "bad", "max_file_bytes": 200_000})
     d = tmp_path / "inbox"
     d.mkdir()
     real_pdf = examples_dir / "docs/pdf/fbi_nics_background_checks_2015-11.pdf"
@@ -182,7 +182,7 @@ def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, examples_d
 
 
 def test_second_run_waits_or_exits_75(falkor_settings, tmp_path):
-    settings = falkor_settings.model_copy(update={"name": "locked", "lock_timeout": 0.5})
+    settings = falkor_settings.updated({"name": "locked", "lock_timeout": 0.5})
     (tmp_path / "a.txt").write_text("Locks keep runs apart.", encoding="utf-8")
     kb = KnowledgeBase(settings=settings)
     lock = FileLock(str(settings.kb_dir / "ingest.lock"))
@@ -208,12 +208,12 @@ def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(backend_settings, ex
     """A `kbgraph ingest` process killed with SIGKILL in the middle of a run (Neo4j: mid-transaction; FalkorDB:
     documents left 'writing'), then re-run, gives exactly the graph of one clean run, with no orphans."""
     corpus = _passages(examples_dir, tmp_path, 120)
-    settings = backend_settings.model_copy(update={"ingest_group_size": 16})
+    settings = backend_settings.updated({"ingest_group_size": 16})
     env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name,
-           "KBGRAPH_INGEST_GROUP_SIZE": "16", "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding_cache_dir)}  # fmt: skip
-    if settings.uri:  # Neo4j
-        env.update({"KBGRAPH_URI": settings.uri, "NEO4J_USERNAME": settings.neo4j_username,
-                    "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value()})  # fmt: skip
+           "KBGRAPH_INGEST_GROUP_SIZE": "16", "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir)}  # fmt: skip
+    if settings.store.uri:  # Neo4j
+        env.update({"KBGRAPH_URI": settings.store.uri, "NEO4J_USERNAME": settings.store.neo4j_username,
+                    "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value()})  # fmt: skip
     else:
         env.update({"KBGRAPH_DATA_DIR": str(settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0"})
     kb = _kb(settings)

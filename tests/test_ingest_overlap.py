@@ -43,9 +43,9 @@ def _corpus(examples_dir: Path, tmp_path: Path) -> tuple[Path, list[dict]]:
 def _kb(settings, *, overlap: bool = True) -> KnowledgeBase:
     update = {"ingest_group_size": GROUP, "ingest_group_chars": 10**9, "ingest_overlap_writes": overlap,
               "vector_layers": list(VECTOR_LAYER_CHOICES)}  # every layer: group 2's titles are embedded
-    if settings.backend == "falkordb":
+    if settings.store.backend == "falkordb":
         update["name"] = f"ov{uuid.uuid4().hex[:10]}"  # a graph of its own
-    kb = KnowledgeBase(settings=settings.model_copy(update=update))
+    kb = KnowledgeBase(settings=settings.updated(update))
     kb.reset()
     return kb
 

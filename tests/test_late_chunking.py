@@ -21,7 +21,7 @@ from kbgraph.text import index_text
 
 @pytest.fixture(scope="module")
 def onnx(falkor_settings) -> OnnxEmbedder:
-    embedder = make_embedder(falkor_settings.model_copy(update={"embedding_backend": "onnx"}))
+    embedder = make_embedder(falkor_settings.updated({"embedding_backend": "onnx"}))
     assert isinstance(embedder, OnnxEmbedder) and embedder.can_embed_spans
     return embedder
 
@@ -185,7 +185,7 @@ def musique(examples_dir, tmp_path_factory):
 
 
 def _ingest(settings, corpus, name: str) -> KnowledgeBase:
-    kb = KnowledgeBase(settings=settings.model_copy(update={"name": name}))
+    kb = KnowledgeBase(settings=settings.updated({"name": name}))
     kb.reset()
     report = kb.ingest([corpus], progress=False)
     assert report.added == 12 and report.failed == 0
@@ -193,7 +193,7 @@ def _ingest(settings, corpus, name: str) -> KnowledgeBase:
 
 
 def test_knowledge_base_ingested_with_late_chunking(backend_settings, musique, tmp_path):
-    settings = backend_settings.model_copy(update={
+    settings = backend_settings.updated({
         "late_chunking": True, "embedding_backend": "onnx", "embedding_cache_dir": tmp_path})  # fmt: skip
     kb = _ingest(settings, musique, backend_settings.name + "late")
     try:
@@ -215,7 +215,7 @@ def test_knowledge_base_ingested_with_late_chunking(backend_settings, musique, t
 
 
 def test_second_ingest_of_the_same_texts_runs_no_forward_pass(falkor_settings, musique, tmp_path, calls):
-    settings = falkor_settings.model_copy(update={
+    settings = falkor_settings.updated({
         "late_chunking": True, "embedding_backend": "onnx", "embedding_cache_dir": tmp_path})  # fmt: skip
     first = _ingest(settings, musique, "late_a")
     first.close()

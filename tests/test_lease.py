@@ -59,9 +59,9 @@ def _env(settings, tmp_path: Path, host: str, **extra: str) -> dict[str, str]:
     shared.mkdir(parents=True, exist_ok=True)
     if not (home / "models").exists():
         (home / "models").symlink_to(shared, target_is_directory=True)
-    return {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_URI": settings.uri,
-            "NEO4J_USERNAME": settings.neo4j_username, "NEO4J_PASSWORD": settings.neo4j_password.get_secret_value(),
-            "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding_cache_dir), "KBGRAPH_INGEST_GROUP_SIZE": "16",
+    return {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_URI": settings.store.uri,
+            "NEO4J_USERNAME": settings.store.neo4j_username, "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value(),
+            "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir), "KBGRAPH_INGEST_GROUP_SIZE": "16",
             **extra}  # fmt: skip
 
 

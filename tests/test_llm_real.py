@@ -35,10 +35,10 @@ def llm_kb(request, falkor_settings, llm_server, tmp_path_factory, examples_dir)
     """A knowledge base on each store whose LLM is the real local server, with the two documents ingested by
     it once per module (a fresh response cache: every answer is a real request)."""
     if request.param == "falkordb":
-        base = falkor_settings.model_copy(update={"name": f"llm{uuid.uuid4().hex[:8]}"})
+        base = falkor_settings.updated({"name": f"llm{uuid.uuid4().hex[:8]}"})
     else:
         base = request.getfixturevalue("neo4j_settings")
-    settings = base.model_copy(update={
+    settings = base.updated({
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path_factory.mktemp("llm-cache"), "llm_timeout": 300.0, "llm_max_tokens": 200,
         "chunk_tokens": 256, "llm_chunk_window_tokens": 300, "decompose_rounds": ROUNDS, "self_ask_rounds": 2,
@@ -80,7 +80,7 @@ def test_ingestion_with_a_real_llm_builds_the_llm_layers(llm_kb, examples_dir):
     # have none; what is stored must be a question)
     for _cid, q in llm_questions:  # strings ending in '?', embedded, tied (HAS_QUESTION) to their chunk's row
         assert isinstance(q["text"], str) and q["text"].strip().endswith("?"), q["text"]
-        assert len(q["embedding"]) == llm_kb.settings.embedding_dimension
+        assert len(q["embedding"]) == llm_kb.settings.embedding.embedding_dimension
     stats = llm_kb.stats()
     assert stats.nodes["Chunk"] == len(prose) + len(table)
     # the chunks went through the LLM's atomic-question prompt (and, where that answer was usable, the triple
@@ -119,7 +119,7 @@ def test_multi_hop_questions_with_a_real_llm(llm_kb):
         if method != "pike":
             continue
         assert 1 <= len(answer.trace) <= ROUNDS
-        delta = llm_kb.settings.decompose_threshold
+        delta = llm_kb.settings.decompose.decompose_threshold
         for i, rnd in enumerate(answer.trace, start=1):
             assert rnd.round == i
             if rnd.candidates:
@@ -143,7 +143,7 @@ def test_a_prompt_over_the_context_is_a_clear_error_and_nothing_is_half_written(
     big.write_text(words, encoding="utf-8")
     small = tmp_path / "docs" / "small.txt"
     small.write_text("Elastic stop nuts use a fiber collar. They are reusable a few times.", encoding="utf-8")
-    settings = backend_settings.model_copy(update={
+    settings = backend_settings.updated({
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path / "llm-cache", "llm_timeout": 300.0, "llm_max_tokens": 64,
         "chunk_tokens": 20_000, "llm_chunking": False,

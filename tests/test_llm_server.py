@@ -68,7 +68,7 @@ def assert_not_started(server: LocalLLMServer) -> None:
 def test_start_chat_idempotent_stop(installed, server_settings, tmp_path):
     from openai import OpenAI
 
-    home, port = server_settings.home, server_settings.llm_server_port
+    home, port = server_settings.home, server_settings.llm_server.llm_server_port
     t0 = time.monotonic()
     out = kbgraph(home, "start", "--port", str(port), "--ctx", "2048", "--json")
     startup = time.monotonic() - t0
@@ -146,14 +146,14 @@ def test_not_gguf(server_settings, tmp_path):
 def test_not_gguf_cli_exit_code(server_settings, tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
-    out = kbgraph(server_settings.home, "start", "--model", str(text), "--port", str(server_settings.llm_server_port))
+    out = kbgraph(server_settings.home, "start", "--model", str(text), "--port", str(server_settings.llm_server.llm_server_port))
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "not a GGUF model" in lines[0]
 
 
 def test_port_taken(installed, server_settings):
-    port = server_settings.llm_server_port
+    port = server_settings.llm_server.llm_server_port
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
         s.listen()
@@ -180,7 +180,7 @@ def test_server_dies_during_startup(installed, server_settings, tmp_path):
     assert first and why != "no log output" and "exiting due to" not in why
     assert first in " ".join(log.split()), "the error quotes the server's log"
     assert_not_started(server)
-    assert port_free(server_settings.llm_server_port)
+    assert port_free(server_settings.llm_server.llm_server_port)
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
@@ -191,4 +191,4 @@ def test_startup_timeout_stops_the_server(installed, server_settings):
     msg = str(exc.value)
     assert "did not answer on http://127.0.0.1:" in msg and "was stopped" in msg and "\n" not in msg
     assert_not_started(server)
-    assert port_free(server_settings.llm_server_port)
+    assert port_free(server_settings.llm_server.llm_server_port)

@@ -59,8 +59,8 @@ def test_stdio(kb_settings, tmp_path):
     """`kbgraph --kb NAME mcp` over stdio: read-only (no ingest tool by default)."""
     s = kb_settings
     env = {
-        "KBGRAPH_HOME": str(s.home), "KBGRAPH_DATA_DIR": str(s.data_dir), "KBGRAPH_NAME": s.name,
-        "KBGRAPH_EMBEDDING_CACHE_DIR": str(s.embedding_cache_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_HOME": str(s.home), "KBGRAPH_DATA_DIR": str(s.store.data_dir), "KBGRAPH_NAME": s.name,
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(s.embedding.embedding_cache_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
         # the session's static model (tests/conftest.py): distilling another would outlast the read timeout
         "KBGRAPH_STATIC_MODELS_DIR": os.environ["KBGRAPH_STATIC_MODELS_DIR"],
         "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
@@ -78,7 +78,7 @@ def test_stdio(kb_settings, tmp_path):
 
 def test_streamable_http_with_ingest(kb_settings, examples_dir):
     """`/mcp` on `kbgraph serve`, with mcp_allow_ingest: the `ingest` tool queues a job and reports it."""
-    app = create_app(kb_settings.model_copy(update={"mcp_allow_ingest": True}))
+    app = create_app(kb_settings.updated({"mcp_allow_ingest": True}))
 
     async def main(url: str):
         async with mcp.Client(f"{url}/mcp", read_timeout_seconds=120) as client:

@@ -68,7 +68,7 @@ def graphs(corpus, falkor_settings):
 @pytest.fixture(scope="module")
 def kb(falkor_settings, graphs):
     """(store, settings with θ = THETA, embedder) on a FalkorDB graph of its own."""
-    settings = falkor_settings.model_copy(update={"name": f"mig{uuid.uuid4().hex[:8]}", "migres_threshold": THETA})
+    settings = falkor_settings.updated({"name": f"mig{uuid.uuid4().hex[:8]}", "migres_threshold": THETA})
     with loaded_store(settings, graphs[0]) as store:
         yield store, settings, graphs[1]
 
@@ -130,7 +130,7 @@ def ctx_of(kb, script, **update) -> QueryContext:
     """The loop's tests run on the graph retriever (their passages were chosen with it); ``update`` overrides."""
     store, settings, embedder = kb
     update = {"migres_retriever": "graph", **update}
-    return QueryContext(store, settings.model_copy(update=update), embedder, ScriptedLLM(script))
+    return QueryContext(store, settings.updated(update), embedder, ScriptedLLM(script))
 
 
 # --- independent checks -------------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def test_answerable_at_once(kb, corpus):
     assert rnd.type == "migres" and rnd.queries == [question] and not rnd.generated and rnd.sub_questions() == []
     assert rnd.retriever == "graph" and rnd.retrieved > len(rnd.passages) > 0 and not rnd.knowledge_prompting
     assert_kept(rnd, store, embedder, THETA)
-    assert len(rnd.passages) <= settings.migres_passages
+    assert len(rnd.passages) <= settings.migres.migres_passages
     assert [p.score for p in rnd.passages] == sorted((p.score for p in rnd.passages), reverse=True)
     jpi = rnd.passages[0]
     assert jpi.document_title == "Journal of Psychotherapy Integration"
@@ -297,7 +297,7 @@ def test_bm25_retriever(kb, corpus):
     script = Script(leaf=[cite("Journal of Psychotherapy Integration", FACT1)], main=[main("G. Stanley Hall")])
     answer = answer_migres(corpus["question"], ctx_of(kb, script, migres_retriever="bm25", migres_retrieve_k=5))
     (rnd,) = answer.trace
-    paper = {"k1": settings.migres_bm25_k1, "b": settings.migres_bm25_b}
+    paper = {"k1": settings.migres.migres_bm25_k1, "b": settings.migres.migres_bm25_b}
     hits = [cid for cid, _ in BM25Index.open(store, settings, **paper).search(corpus["question"], 5)]
     assert rnd.retriever == "bm25" and rnd.retrieved == len(hits) and {p.chunk_id for p in rnd.passages} <= set(hits)
     assert_kept(rnd, store, embedder, THETA)
@@ -315,7 +315,7 @@ def test_bm25_retriever_has_the_papers_k1_and_b(kb):
 
     store, settings, embedder = kb
     ctx = QueryContext(store, settings, embedder, ScriptedLLM([]))
-    assert settings.migres_retriever == "bm25"  # the default
+    assert settings.migres.migres_retriever == "bm25"  # the default
     query = "Who founded the publisher of the Journal of Psychotherapy Integration?"
     got = {c.id: c.score for c in Retriever(ctx).chunks(query, 8)}
     rows = store.run("retrieve/chunk_texts", {"after": "", "limit": 1000})
@@ -374,7 +374,7 @@ def test_migres_on_neo4j(store, backend_settings, graphs, corpus):
     """The same two iterations on Neo4j 5: the kept chunks' cosines (Neo4j's similarity converted back to a
     cosine) match the recomputation, and the citations resolve."""
     write_documents(store, graphs[0])
-    settings, embedder = backend_settings.model_copy(update={"migres_threshold": THETA}), graphs[1]
+    settings, embedder = backend_settings.updated({"migres_threshold": THETA}), graphs[1]
     script = Script(
         leaf=[cite("Journal of Psychotherapy Integration", FACT1), cite("Adolescence", FACT2)],
         main=[main("unanswerable", MISSING, 1), main("G. Stanley Hall")], query=[{"queries": [HOP2]}],
@@ -396,7 +396,7 @@ def test_migres_with_the_real_llm(kb, corpus, llm_server, tmp_path):
     from kbgraph.llm import get_llm
 
     store, settings, embedder = kb
-    s = settings.model_copy(update={
+    s = settings.updated({
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path, "llm_timeout": 300.0, "llm_max_tokens": 120, "migres_iterations": 2,
         "migres_passages": 2,

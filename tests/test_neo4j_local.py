@@ -68,12 +68,12 @@ def _listen(port: int) -> socket.socket:
 
 def test_bolt_port_taken(tmp_path, no_lib_env):
     settings = make_settings(tmp_path)
-    with _listen(settings.neo4j_bolt_port):
+    with _listen(settings.store.neo4j_bolt_port):
         n = Neo4jLocal(settings)
         with pytest.raises(Neo4jLocalError) as exc:
             n.start()
     msg = str(exc.value)
-    assert f"port {settings.neo4j_bolt_port} is in use" in msg
+    assert f"port {settings.store.neo4j_bolt_port} is in use" in msg
     assert "KBGRAPH_NEO4J_BOLT_PORT" in msg
     assert "\n" not in msg
     assert n.status().pid is None and not n.status().running
@@ -82,8 +82,8 @@ def test_bolt_port_taken(tmp_path, no_lib_env):
 
 def test_http_port_taken(tmp_path, no_lib_env):
     settings = make_settings(tmp_path)
-    with _listen(settings.neo4j_http_port):
-        with pytest.raises(Neo4jLocalError, match=rf"port {settings.neo4j_http_port} .*KBGRAPH_NEO4J_HTTP_PORT"):
+    with _listen(settings.store.neo4j_http_port):
+        with pytest.raises(Neo4jLocalError, match=rf"port {settings.store.neo4j_http_port} .*KBGRAPH_NEO4J_HTTP_PORT"):
             Neo4jLocal(settings).start()
 
 
@@ -91,9 +91,9 @@ def test_port_taken_on_all_interfaces(tmp_path, no_lib_env):
     """A listener on 0.0.0.0 (e.g. another Neo4j, a Docker port) also blocks 127.0.0.1."""
     settings = make_settings(tmp_path)
     s = socket.socket()
-    s.bind(("0.0.0.0", settings.neo4j_bolt_port))
+    s.bind(("0.0.0.0", settings.store.neo4j_bolt_port))
     s.listen()
-    with s, pytest.raises(Neo4jLocalError, match=str(settings.neo4j_bolt_port)):
+    with s, pytest.raises(Neo4jLocalError, match=str(settings.store.neo4j_bolt_port)):
         Neo4jLocal(settings).start()
 
 
@@ -164,8 +164,8 @@ def test_status_of_a_fresh_instance(tmp_path, no_lib_env):
     settings = make_settings(tmp_path)
     st = Neo4jLocal(settings).status()
     assert not st.running and st.pid is None and not st.built
-    assert st.bolt_uri == f"bolt://127.0.0.1:{settings.neo4j_bolt_port}"
-    assert st.browser_url == f"http://127.0.0.1:{settings.neo4j_http_port}/browser/"
+    assert st.bolt_uri == f"bolt://127.0.0.1:{settings.store.neo4j_bolt_port}"
+    assert st.browser_url == f"http://127.0.0.1:{settings.store.neo4j_http_port}/browser/"
     assert st.home == (tmp_path / "neo4j-local").resolve()
 
 
@@ -225,7 +225,7 @@ def test_start_status_stop_cycle(tmp_path, shared_lib):
             records, _, _ = driver.execute_query("CALL dbms.components() YIELD versions RETURN versions[0] AS v")
             assert records[0]["v"].startswith("5.26")
 
-        wrong = Neo4jLocal(settings.model_copy(update={"neo4j_password": "not-the-password"}), lib_dir=shared_lib)
+        wrong = Neo4jLocal(settings.updated({"neo4j_password": "not-the-password"}), lib_dir=shared_lib)
         with pytest.raises(Neo4jLocalError, match=r"password differs.*auth\.ini"):
             wrong.start()
         assert n.status().running, "a password mismatch must not stop the running server"
@@ -238,4 +238,4 @@ def test_start_status_stop_cycle(tmp_path, shared_lib):
     assert not n.pid_file.exists()
     with socket.socket() as s:  # the ports are released (SO_REUSEADDR: client sockets linger in TIME_WAIT)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", settings.neo4j_bolt_port))
+        s.bind(("127.0.0.1", settings.store.neo4j_bolt_port))

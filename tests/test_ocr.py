@@ -197,7 +197,7 @@ def test_folder_of_scans_is_ingested_and_asked_offline(falkor_settings, tmp_path
     from kbgraph.kb import KnowledgeBase
 
     folder = scans_folder(tmp_path / "scans")
-    settings = falkor_settings.model_copy(update={"name": "ocr_e2e", "ocr_dpi": 200})
+    settings = falkor_settings.updated({"name": "ocr_e2e", "ocr_dpi": 200})
     kb = KnowledgeBase(settings=settings)
     try:
         kb.reset()
@@ -223,7 +223,7 @@ def test_folder_of_scans_is_ingested_and_asked_offline(falkor_settings, tmp_path
     finally:
         kb.close()
 
-    off = KnowledgeBase(settings=settings.model_copy(update={"name": "ocr_e2e_off", "ocr": "off"}))
+    off = KnowledgeBase(settings=settings.updated({"name": "ocr_e2e_off", "ocr": "off"}))
     try:
         off.reset()
         report = off.ingest([folder], progress=False)

@@ -40,7 +40,7 @@ def _ingest(settings, examples_dir, files) -> KnowledgeBase:
 @pytest.fixture(scope="module")
 def sample_kb(falkor_settings, examples_dir):
     """The three sample files, ingested once on the embedded FalkorDB (no LLM)."""
-    settings = falkor_settings.model_copy(update={"name": f"answers{uuid.uuid4().hex[:8]}"})
+    settings = falkor_settings.updated({"name": f"answers{uuid.uuid4().hex[:8]}"})
     kb = _ingest(settings, examples_dir, [NICS, HANDBOOK, DUCK])
     yield kb
     kb.reset()

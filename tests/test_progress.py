@@ -51,7 +51,7 @@ def _corpus(examples_dir, folder):
 def test_log_lines_per_stage_per_group_with_files_done_of_found_and_heartbeats(falkor_settings, examples_dir,
                                                                                 tmp_path, caplog):  # fmt: skip
     files, documents = _corpus(examples_dir, tmp_path / "in")
-    settings = falkor_settings.model_copy(update={"name": f"progress{uuid.uuid4().hex[:8]}", "ingest_group_size": 8})
+    settings = falkor_settings.updated({"name": f"progress{uuid.uuid4().hex[:8]}", "ingest_group_size": 8})
     kb = KnowledgeBase(settings=settings)
     kb.reset()
     try:
@@ -117,7 +117,7 @@ def test_cli_with_stderr_captured_prints_progress_lines(falkor_settings, example
     name = f"progresscli{uuid.uuid4().hex[:6]}"
     env = {**os.environ, "KBGRAPH_HOME": str(falkor_settings.home), "KBGRAPH_NAME": name,
            "KBGRAPH_DATA_DIR": str(falkor_settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-           "KBGRAPH_EMBEDDING_CACHE_DIR": str(falkor_settings.embedding_cache_dir)}  # fmt: skip
+           "KBGRAPH_EMBEDDING_CACHE_DIR": str(falkor_settings.embedding.embedding_cache_dir)}  # fmt: skip
     cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "in")], env=env,
                          capture_output=True, text=True, timeout=600)  # fmt: skip
     assert cli.returncode == 0, cli.stderr
@@ -125,5 +125,5 @@ def test_cli_with_stderr_captured_prints_progress_lines(falkor_settings, example
     for stage in ("parse", "chunk", "distill", "embed", "write"):
         assert re.search(rf"INFO group 1 {stage}: .* \| files \d+/{files}, ", cli.stderr), stage
     assert f"done: {documents} documents written" in cli.stderr
-    with KnowledgeBase(settings=falkor_settings.model_copy(update={"name": name})) as kb:
+    with KnowledgeBase(settings=falkor_settings.updated({"name": name})) as kb:
         kb.reset()

@@ -65,7 +65,7 @@ SEEDS = Seeds(
 
 def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
     write_documents(store, [_hand_graph()])
-    s = backend_settings.model_copy(update={
+    s = backend_settings.updated({
         "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
         "weight_fulltext": 0.2, "weight_section": 0.1, "weight_document": 0.2, "weight_hop": 0.5,
         "weight_next": 0.1, "hop_from": 10, "max_entity_degree": 50, "ranker": "weights",
@@ -92,10 +92,10 @@ def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
     assert c1["AtomicQuestion"].node_id == "q1" and c1["Hop"].node_id == "c3" and c1["Hop"].text == "Shared"
 
     # a weight set to zero removes exactly its terms
-    no_hop = propagate(store, s.model_copy(update={"weight_hop": 0.0}), SEEDS, k=10)
+    no_hop = propagate(store, s.updated({"weight_hop": 0.0}), SEEDS, k=10)
     assert {c.id: c.score for c in no_hop}["c3"] == pytest.approx(s1["c3"] + 0.1 * s1["c2"], abs=1e-9)
     # entities in more chunks than max_entity_degree do not propagate
-    capped = propagate(store, s.model_copy(update={"max_entity_degree": 1}), SEEDS, k=10)
+    capped = propagate(store, s.updated({"max_entity_degree": 1}), SEEDS, k=10)
     assert {c.id: c.score for c in capped}["c3"] == pytest.approx(1.0 * 0.4 + 0.2 * 0.3 + 0.1 * s1["c2"], abs=1e-9)
 
 
@@ -103,7 +103,7 @@ def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store, backe
     """c2 is reached only through its triple, entity and full text; with the question's vector in the seeds,
     its Chunk term is its exact cosine, computed in the database (here the question is c2's own vector)."""
     write_documents(store, [_hand_graph()])
-    s = backend_settings.model_copy(update={
+    s = backend_settings.updated({
         "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
         "weight_fulltext": 0.2, "weight_section": 0.1, "weight_document": 0.2, "weight_hop": 0.0,
         "weight_title_hop": 0.0, "weight_next": 0.0, "max_entity_degree": 50, "rescore_k": 10, "ranker": "weights",
@@ -117,7 +117,7 @@ def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store, backe
     # the seeded chunks keep their seed similarity
     assert next(t for t in got["c1"].breakdown if t.layer == "Chunk").similarity == pytest.approx(0.9)
     # rescore_k 0: no exact term, the formula of the seeds alone
-    off = {c.id: c.score for c in propagate(store, s.model_copy(update={"rescore_k": 0}), seeds, k=10)}
+    off = {c.id: c.score for c in propagate(store, s.updated({"rescore_k": 0}), seeds, k=10)}
     assert off["c2"] == pytest.approx(c2_without, abs=1e-9)
 
 
@@ -136,7 +136,7 @@ def test_title_hop_is_shared_among_the_chunks_it_reaches(store, backend_settings
         DocumentGraph(document=doc_b, chunks=bs, entities=[title],
                       mentions=[MentionRecord(chunk_id="b1", entity_id="eB"), MentionRecord(chunk_id="b2", entity_id="eB")]),
     ])  # fmt: skip
-    s = backend_settings.model_copy(update={
+    s = backend_settings.updated({
         "weight_chunk": 1.0, "weight_hop": 0.0, "weight_title_hop": 0.6, "weight_next": 0.0, "hop_from": 1,
         "rescore_k": 0, "ranker": "weights",
     })  # fmt: skip
@@ -157,7 +157,7 @@ def small_kb(falkor_settings, examples_dir, tmp_path):
     src = examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl"
     corpus = tmp_path / "small.jsonl"
     corpus.write_text("\n".join(src.read_text(encoding="utf-8").splitlines()[:30]) + "\n", encoding="utf-8")
-    kb = KnowledgeBase(settings=falkor_settings.model_copy(update={"name": "hostile"}))
+    kb = KnowledgeBase(settings=falkor_settings.updated({"name": "hostile"}))
     kb.reset()
     kb.ingest([corpus], progress=False)
     yield kb

@@ -110,13 +110,13 @@ def test_learned_order_equals_a_recomputation_from_the_explain_terms(store, back
             "rank_chunk": -0.3, "weighted": 0.2, "gap_chunk": 0.6, "gap_weighted": -0.8, "has_chunk": 0.1,
             "FullText": -1.1, "AtomicQuestion": 0.35, "bm25": 0.9, "rank_bm25": -0.45}  # fmt: skip
     path = _model(tmp_path, coef)
-    base = backend_settings.model_copy(update={"hop_from": 10, "weight_title_hop": 0.6, "rescore_k": 0})
-    weighted = propagate(store, base.model_copy(update={"ranker": "weights"}), seeds, k=50, explain=True)
+    base = backend_settings.updated({"hop_from": 10, "weight_title_hop": 0.6, "rescore_k": 0})
+    weighted = propagate(store, base.updated({"ranker": "weights"}), seeds, k=50, explain=True)
     assert len(weighted) >= 3
     expected = _recompute(seeds.question, weighted, json.loads(path.read_text()), extra, bm25)
     want = sorted(expected, key=lambda cid: (-expected[cid], cid))
 
-    learned_settings = base.model_copy(update={"ranker": "learned", "ranker_model": path})
+    learned_settings = base.updated({"ranker": "learned", "ranker_model": path})
     got = propagate(store, learned_settings, seeds, k=50, explain=True)
     assert [c.id for c in got] == want
     assert want != [c.id for c in weighted]  # the model re-orders: a test that the ranker ran at all

@@ -130,7 +130,7 @@ def test_paths_outside_the_roots_are_403_and_never_read(kb_settings, tree):
 
 def test_no_roots_turns_path_ingestion_off_uploads_still_work(kb_settings, tree):
     root, _ = tree
-    settings = kb_settings.model_copy(update={"serve_ingest_roots": []})
+    settings = kb_settings.updated({"serve_ingest_roots": []})
     kb = f"/v1/kb/{settings.name}"
     with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
         before = c.get(f"{kb}/stats").json()
@@ -148,7 +148,7 @@ def test_no_roots_turns_path_ingestion_off_uploads_still_work(kb_settings, tree)
 def test_mcp_ingest_obeys_the_roots(kb_settings, tree):
     mcp = pytest.importorskip("mcp")
     root, outside = tree
-    app = create_app(kb_settings.model_copy(update={"mcp_allow_ingest": True}))
+    app = create_app(kb_settings.updated({"mcp_allow_ingest": True}))
 
     async def main(url: str):
         async with mcp.Client(f"{url}/mcp", read_timeout_seconds=120) as client:

@@ -64,7 +64,7 @@ def keys(kb_settings, tmp_path, monkeypatch, capsys):
     assert main(["serve", "keys", "list"]) == 0
     listing = capsys.readouterr().out
     assert "reader" in listing and "writer" in listing and not any(k in listing for k in made.values())
-    return kb_settings.model_copy(update={"api_keys_file": path}), made
+    return kb_settings.updated({"api_keys_file": path}), made
 
 
 def _h(key: str | None) -> dict:
@@ -74,7 +74,7 @@ def _h(key: str | None) -> dict:
 def test_http_scopes(keys, capsys):
     settings, k = keys
     kb = f"/v1/kb/{settings.name}"
-    senate = {"paths": [str(settings.serve_ingest_roots[0] / "more.md")]}
+    senate = {"paths": [str(settings.serve.serve_ingest_roots[0] / "more.md")]}
     with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
         ask = {"question": QUESTION, "k": 2}
         # no key, an unknown key: 401
@@ -115,7 +115,7 @@ def test_http_scopes(keys, capsys):
 def test_mcp_scopes(keys):
     settings, k = keys
     name = settings.name
-    more = str(settings.serve_ingest_roots[0] / "more.md")
+    more = str(settings.serve.serve_ingest_roots[0] / "more.md")
 
     def client(url: str, key: str | None):
         from mcp.client.streamable_http import streamable_http_client

@@ -25,22 +25,22 @@ TEXT = (
 @pytest.fixture
 def served_settings(backend_settings, tmp_path):
     """One small document ingested (offline) into a fresh knowledge base of the backend."""
-    settings = backend_settings.model_copy(update={"llm_model": None, "llm_base_url": None, "ranker": "weights"})
-    if settings.backend == "falkordb":
-        settings = settings.model_copy(update={"name": f"pool{uuid.uuid4().hex[:8]}"})
+    settings = backend_settings.updated({"llm_model": None, "llm_base_url": None, "ranker": "weights"})
+    if settings.store.backend == "falkordb":
+        settings = settings.updated({"name": f"pool{uuid.uuid4().hex[:8]}"})
     doc = tmp_path / "facts.txt"
     doc.write_text(TEXT, encoding="utf-8")
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
         assert kb.ingest([doc], progress=False).added == 1
     yield settings
-    if settings.backend == "neo4j":
+    if settings.store.backend == "neo4j":
         with KnowledgeBase(settings=settings) as kb:
             kb.reset()
 
 
 def pool_of(settings, connections: int) -> KBPool:
-    return KBPool(settings.model_copy(update={"serve_store_connections": connections}))
+    return KBPool(settings.updated({"serve_store_connections": connections}))
 
 
 def test_two_asks_wait_for_their_llm_at_once_with_one_connection(served_settings):

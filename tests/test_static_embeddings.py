@@ -75,13 +75,13 @@ def test_errors_name_the_fix(tmp_path):
 
 def test_setting_parses_and_only_counts_vector_layers(monkeypatch):
     monkeypatch.delenv("KBGRAPH_STATIC_LAYERS", raising=False)
-    assert Settings().static_vector_layers == {"Entity"}  # the default
+    assert Settings().embedding.static_vector_layers == {"Entity"}  # the default
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity, Triple")
-    assert Settings().static_vector_layers == {"Entity", "Triple"}
-    assert Settings(vector_layers=["AtomicQuestion", "Entity"]).static_vector_layers == {"Entity"}
-    assert not Settings(embedding_model="openai:text-embedding-3-small").static_vector_layers  # nothing to distil
+    assert Settings().embedding.static_vector_layers == {"Entity", "Triple"}
+    assert Settings(vector_layers=["AtomicQuestion", "Entity"]).embedding.static_vector_layers == {"Entity"}
+    assert not Settings(embedding_model="openai:text-embedding-3-small").embedding.static_vector_layers  # nothing to distil
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "")
-    assert not Settings().static_vector_layers
+    assert not Settings().embedding.static_vector_layers
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity,Enitty")
     with pytest.raises(ValueError, match="unknown vector layer 'Enitty'"):
         Settings()
@@ -95,7 +95,7 @@ def corpus(examples_dir, tmp_path_factory):
 
 @pytest.mark.slow  # `built`: a static model of its own
 def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings, corpus, built):
-    settings = backend_settings.model_copy(update={"static_layers": STATIC})
+    settings = backend_settings.updated({"static_layers": STATIC})
     _install(settings, built)
     kb = KnowledgeBase(settings=settings)
     kb.reset()
@@ -104,7 +104,7 @@ def test_static_layers_ingested_and_seeded_with_the_static_model(backend_setting
         assert report.added == 12 and report.failed == 0
         static = get_static_embedder(settings)
         # Neo4j 5.26's vector indexes score on quantised vectors (vector.quantization.enabled, default on)
-        tol = 2e-3 if settings.backend == "falkordb" else 0.03
+        tol = 2e-3 if settings.store.backend == "falkordb" else 0.03
         question = corpus[1][0]
         q_static, q_model = static.embed([question])[0], kb.embedder.embed([question])[0]
         seeds = seed_layers(kb.store, settings, question, q_model.tolist())
@@ -122,7 +122,7 @@ def test_static_layers_ingested_and_seeded_with_the_static_model(backend_setting
         docs = seeds.layers["Document"]
         node_id, (score, text) = next(iter(docs.items()))
         assert score == pytest.approx(float(kb.embedder.embed([text])[0] @ q_model), abs=tol)
-        plain = seed_layers(kb.store, settings.model_copy(update={"static_layers": []}), question, q_model.tolist())
+        plain = seed_layers(kb.store, settings.updated({"static_layers": []}), question, q_model.tolist())
         assert plain.layers["Entity"] != seeds.layers["Entity"]  # the switch is what made the difference
     finally:
         kb.close()

@@ -185,7 +185,7 @@ def test_failed_unit_of_work_leaves_nothing(store):
 
 
 def test_vector_dimension_mismatch_is_a_clear_error(backend_settings, store):
-    other = open_store(backend_settings.model_copy(update={"embedding_dimension": 8}))
+    other = open_store(backend_settings.updated({"embedding_dimension": 8}))
     try:
         with pytest.raises(SchemaMismatch, match="dimension 384 but the embedder produces 8"):
             other.ensure_schema()
@@ -202,7 +202,7 @@ def test_data_persists_across_store_restart(backend_settings, store, request, tm
         # a server of its own (its own folder): restarting the session's shared server would make this test
         # depend on everything the suite wrote before it
         store.close()
-        backend_settings = backend_settings.model_copy(update={"data_dir": tmp_path / "falkordb-restart"})
+        backend_settings = backend_settings.updated({"data_dir": tmp_path / "falkordb-restart"})
         store = open_store(backend_settings)
         store.ensure_schema()
     store.write_batches("ingest/upsert_chunks", chunk_rows(vectors))
@@ -219,7 +219,7 @@ def test_data_persists_across_store_restart(backend_settings, store, request, tm
         from tests.conftest import shared_neo4j_lib
 
         local = Neo4jLocal(backend_settings, lib_dir=shared_neo4j_lib())
-        if backend_settings.uri != local.status().bolt_uri:
+        if backend_settings.store.uri != local.status().bolt_uri:
             pytest.skip("external Neo4j: not restarted by the tests")
         local.stop()
         local.start(timeout=180)
@@ -247,7 +247,7 @@ def test_reset_empties_the_graph_and_a_new_ingest_works(falkor_settings, example
     from kbgraph.kb import KnowledgeBase
 
     docx = examples_dir / "docs" / "docx" / "us_doj_chapter13_standing_trustee_handbook.docx"
-    settings = falkor_settings.model_copy(update={"name": "reset_docx"})
+    settings = falkor_settings.updated({"name": "reset_docx"})
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
         first = kb.ingest([docx], progress=False)

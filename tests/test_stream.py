@@ -236,7 +236,7 @@ def test_stream_with_the_real_llm_server(falkor_settings, llm_server, examples_d
     usage from the server's last chunk. The model's answer is not under test, only the machinery."""
     base = offline(falkor_settings, name=f"streamllm{uuid.uuid4().hex[:6]}", chunk_tokens=128)
     build_kb(base, examples_dir, files=(FAA,))
-    s = base.model_copy(update={
+    s = base.updated({
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path / "llm-cache", "llm_timeout": 300.0, "llm_max_tokens": 96, "naive_k": 2,
     })  # fmt: skip

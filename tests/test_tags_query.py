@@ -110,7 +110,7 @@ def responder(question_tags: dict[str, list], pairs: list[dict], log: list | Non
 
 
 def _ctx(store, settings, embedder, llm, **update) -> QueryContext:
-    return QueryContext(store, settings.model_copy(update={"auto_tagging": True, **update}), embedder, llm)
+    return QueryContext(store, settings.updated({"auto_tagging": True, **update}), embedder, llm)
 
 
 def _pairs(store) -> list[dict]:
@@ -194,7 +194,7 @@ def test_question_tags_map_through_maps_to_and_vector_index(store, backend_setti
 
 def test_tag_layer_in_explain_and_off_is_identical(store, backend_settings, embedder, graph):
     # the Tag term of the weighted sum (the learned ranker re-orders the same terms: tests/test_ranking.py)
-    backend_settings = backend_settings.model_copy(update={"ranker": "weights"})
+    backend_settings = backend_settings.updated({"ranker": "weights"})
     _learn(store, backend_settings, embedder, graph, score=0.8)
     tags = {QUESTION: [("heart attack", "Disease")]}
     base = QueryContext(store, backend_settings, embedder, None)
@@ -266,7 +266,7 @@ def test_learn_and_ask_with_the_local_llm(falkor_settings, embedder, llm_server,
 
     from kbgraph.kb import KnowledgeBase
 
-    settings = falkor_settings.model_copy(update={
+    settings = falkor_settings.updated({
         "name": f"tq{uuid.uuid4().hex[:8]}", "auto_tagging": True, "tag_threshold": 0.0,
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path / "llm-cache", "llm_timeout": 300.0, "llm_max_tokens": 96,

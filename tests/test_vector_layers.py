@@ -28,7 +28,7 @@ def corpus(examples_dir, tmp_path_factory):
 
 def _fresh(settings: Settings, corpus, layers: list[str], suffix: str = "") -> KnowledgeBase:
     """A knowledge base of ``corpus`` built with ``layers`` embedded (on FalkorDB a new graph per ``suffix``)."""
-    kb = KnowledgeBase(settings=settings.model_copy(update={"vector_layers": layers, "name": settings.name + suffix}))
+    kb = KnowledgeBase(settings=settings.updated({"vector_layers": layers, "name": settings.name + suffix}))
     kb.reset()
     report = kb.ingest([corpus[0]], progress=False)
     assert report.added == 16 and report.failed == 0
@@ -46,10 +46,10 @@ def _top(kb: KnowledgeBase, settings: Settings, questions: list[str]) -> list[li
 def test_setting_parses_csv_and_rejects_unknown_labels(monkeypatch):
     monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "Chunk, Entity,Entity")
     s = Settings()
-    assert s.vector_layers == ["Entity"]  # Chunk is always on, not a choice
-    assert s.vector_layers_off == set(VECTOR_LAYER_CHOICES) - {"Entity"}
+    assert s.embedding.vector_layers == ["Entity"]  # Chunk is always on, not a choice
+    assert s.embedding.vector_layers_off == set(VECTOR_LAYER_CHOICES) - {"Entity"}
     monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "")
-    assert Settings().vector_layers_off == set(VECTOR_LAYER_CHOICES)
+    assert Settings().embedding.vector_layers_off == set(VECTOR_LAYER_CHOICES)
     monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "Entity,Tripel")
     with pytest.raises(ValueError, match="unknown vector layer 'Tripel'"):
         Settings()
@@ -103,11 +103,11 @@ def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(backend_
     second build follows a reset whose deleted documents still weigh in Lucene's term statistics, so there the
     comparison leaves the full-text seeds out (the setting does not touch them)."""
     questions = corpus[1]
-    if backend_settings.backend == "neo4j":
-        backend_settings = backend_settings.model_copy(update={"weight_fulltext": 0.0})
+    if backend_settings.store.backend == "neo4j":
+        backend_settings = backend_settings.updated({"weight_fulltext": 0.0})
     full = _fresh(backend_settings, corpus, list(VECTOR_LAYER_CHOICES))
     try:
-        off = full.settings.model_copy(update={"vector_layers": ON})
+        off = full.settings.updated({"vector_layers": ON})
         qvec = full.embedder.embed([questions[0]])[0].tolist()
         assert full.store.vector_search("Entity", qvec, k=5)  # the vectors are in the store ...
         all_on = seed_layers(full.store, full.settings, questions[0], qvec)

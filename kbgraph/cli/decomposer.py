@@ -46,7 +46,7 @@ def collect_cmd(
     settings = common.settings()
     name = common.State.overrides.get("name") or load_dataset(dataset).name
     err = common.err_console
-    with KnowledgeBase(settings=settings.model_copy(update={"name": name})) as kb:
+    with KnowledgeBase(settings=settings.updated({"name": name})) as kb:
         summary = collect_dataset(
             kb, dataset, out, limit=limit, sample=sample, seed=seed, judge=judge, ingest=not no_ingest,
             samples=samples, rounds=rounds, log=None if as_json else lambda m: err.print(m, highlight=False),
@@ -79,7 +79,7 @@ def sft_cmd(
     """Turn trajectories into Algorithm 3's (x_i, y_i) pairs, one chat record (system, user, assistant) a line."""
     from kbgraph.eval.decomposer_sft import write_sft
 
-    threshold = common.settings().decomposer_correct_score if min_score is None else min_score
+    threshold = common.settings().decomposer.decomposer_correct_score if min_score is None else min_score
     report = write_sft(source, out, min_score=threshold)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")

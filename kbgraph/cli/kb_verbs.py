@@ -13,15 +13,23 @@ from kbgraph.cli.common import console, err_console, print_json
 
 # --- knowledge base -----------------------------------------------------------------------------
 def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Print the effective settings (secrets masked)."""
+    """Print the effective settings by group (secrets masked), each with its environment variable."""
+    from kbgraph.settings import GROUPS, env_names
+
     s = common.settings()
-    data = {**s.masked(), "backend": s.backend, "kb_dir": str(s.kb_dir)}
+    data = {**s.masked(), "backend": s.store.backend, "kb_dir": str(s.kb_dir)}
     if as_json:
         print_json(data)
         return
-    table = Table("setting", "value", title="kbgraph settings")
+    table = Table("setting", "environment", "value", title="kbgraph settings")
     for key, value in data.items():
-        table.add_row(key, "" if value is None else str(value))
+        if key in GROUPS:
+            table.add_section()
+            for name, v in value.items():
+                table.add_row(f"{key}.{name}", ", ".join(env_names(name)), "" if v is None else str(v))
+        else:
+            env = ", ".join(env_names(key)) if key in type(s).model_fields else ""
+            table.add_row(key, env, "" if value is None else str(value))
     console.print(table)
 
 
@@ -173,7 +181,7 @@ def reset_cmd(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> N
     from kbgraph.kb import KnowledgeBase
 
     s = common.settings()
-    if not yes and not typer.confirm(f"Delete everything in knowledge base {s.name!r} ({s.backend})?"):
+    if not yes and not typer.confirm(f"Delete everything in knowledge base {s.name!r} ({s.store.backend})?"):
         raise typer.Exit(1)
     with KnowledgeBase(settings=s) as kb:
         kb.reset()

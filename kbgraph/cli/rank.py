@@ -41,7 +41,7 @@ def train_cmd(
     from kbgraph.kb import KnowledgeBase
 
     settings = common.settings()
-    size = pool or settings.ranker_pool
+    size = pool or settings.retrieval.ranker_pool
     err = common.err_console
     say = (lambda m: None) if as_json else (lambda m: err.print(m, highlight=False))
     by_set = {}
@@ -50,7 +50,7 @@ def train_cmd(
         raise ConfigError("--kb names the knowledge base of one data set; with several, each has its own (drop --kb)")
     for path in dataset:
         ds = load_dataset(path)
-        with KnowledgeBase(settings=settings.model_copy(update={"name": kb_name or ds.name})) as kb:
+        with KnowledgeBase(settings=settings.updated({"name": kb_name or ds.name})) as kb:
             if ds.corpus_path is not None and not no_ingest:
                 say(f"ingesting {ds.corpus_path.name} into knowledge base {ds.name!r} (incremental)")
                 kb.ingest([ds.corpus_path], progress=None if not as_json else False)
@@ -81,9 +81,9 @@ def show_cmd() -> None:
     from kbgraph.query.ranking import default_model_path, load_model
 
     settings = common.settings()
-    path = settings.ranker_model or default_model_path()
+    path = settings.retrieval.ranker_model or default_model_path()
     model = load_model(path)
-    common.console.print(f"ranker: {settings.ranker}; model {path}; fitted on {', '.join(model.trained_on) or '?'}; "
+    common.console.print(f"ranker: {settings.retrieval.ranker}; model {path}; fitted on {', '.join(model.trained_on) or '?'}; "
                          f"pool {model.pool}", highlight=False)  # fmt: skip
     for name, w, s in zip(model.features, model.coef, model.scale, strict=True):
         common.console.print(f"  {name:14} {w:+.3f} (per unit {w / s:+.3f})", highlight=False)

@@ -15,7 +15,7 @@ from kbgraph.cli import common
 
 def _settings(**update):
     s = common.settings()
-    return s.model_copy(update={k: v for k, v in update.items() if v is not None}) if update else s
+    return s.updated({k: v for k, v in update.items() if v is not None}) if update else s
 
 
 def _need_extra() -> None:
@@ -48,21 +48,21 @@ def serve_cmd(
 
     _need_extra()
     s = _settings(serve_host=host, serve_port=port)
-    check_bind(s.serve_host, s.api_key.get_secret_value() if s.api_key else None, s.api_keys_file)
+    check_bind(s.serve.serve_host, s.serve.api_key.get_secret_value() if s.serve.api_key else None, s.serve.api_keys_file)
     import uvicorn
 
     from kbgraph.serve.app import create_app
 
-    where = f"[{s.serve_host}]" if ":" in s.serve_host else s.serve_host
-    sys.stderr.write(f"kbgraph serve: http://{where}:{s.serve_port}/docs (MCP at /mcp; default knowledge base "
-                     f"{s.name!r} on {s.backend})\n")  # fmt: skip
-    uvicorn.run(create_app(s), host=s.serve_host, port=s.serve_port, log_level="info")
+    where = f"[{s.serve.serve_host}]" if ":" in s.serve.serve_host else s.serve.serve_host
+    sys.stderr.write(f"kbgraph serve: http://{where}:{s.serve.serve_port}/docs (MCP at /mcp; default knowledge base "
+                     f"{s.name!r} on {s.store.backend})\n")  # fmt: skip
+    uvicorn.run(create_app(s), host=s.serve.serve_host, port=s.serve.serve_port, log_level="info")
 
 
 def _keys_file():
     from kbgraph.errors import ConfigError
 
-    path = common.settings().api_keys_file
+    path = common.settings().serve.api_keys_file
     if path is None:
         raise ConfigError("no keys file: set KBGRAPH_API_KEYS_FILE (e.g. ~/.kbgraph/api-keys.toml; .json for JSON) "
                           "for `kbgraph serve` and for `kbgraph serve keys`")  # fmt: skip

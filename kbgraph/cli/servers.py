@@ -22,9 +22,9 @@ def _embedded():
     from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
     s = common.settings()
-    if s.uri:
-        raise ConfigError(f"the knowledge base uses {s.uri}, not the embedded store; unset KBGRAPH_URI")
-    return EmbeddedFalkorDB(s.kb_dir, idle_timeout=s.falkor_idle_timeout, start_timeout=s.falkor_start_timeout)
+    if s.store.uri:
+        raise ConfigError(f"the knowledge base uses {s.store.uri}, not the embedded store; unset KBGRAPH_URI")
+    return EmbeddedFalkorDB(s.kb_dir, idle_timeout=s.store.falkor_idle_timeout, start_timeout=s.store.falkor_start_timeout)
 
 
 @store_app.command("start")

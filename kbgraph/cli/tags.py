@@ -65,7 +65,7 @@ def learn_cmd(
         from kbgraph.eval.dataset import load_dataset
 
         name = common.State.overrides.get("name") or load_dataset(dataset).name
-        settings = settings.model_copy(update={"name": name})
+        settings = settings.updated({"name": name})
         samples = dataset_samples(dataset, limit=limit, sample=sample, seed=seed)
     elif qa is not None:  # (exactly one of the two is given)
         samples = load_qa_samples(qa)[:limit] if limit is not None else load_qa_samples(qa)

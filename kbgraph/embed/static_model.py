@@ -58,13 +58,13 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def static_model_dir(settings: Settings) -> tuple[Path, Path]:
-    """(the teacher model's local folder, where its static model lives) for ``settings.embedding_model``.
+    """(the teacher model's local folder, where its static model lives) for ``settings.embedding.embedding_model``.
     ConfigError if the model is not a local sentence-transformers folder (an ``openai:`` model, or a hub name
     not in the cache), naming the fix. Remembered per process while the weights file's size and modification
     time hold (every question with static layers asks: reading the model's spec is not per-question work)."""
-    name = (settings.embedding_model or "").strip()
+    name = (settings.embedding.embedding_model or "").strip()
     folder = local_model_dir(name)
-    mdir = settings.static_models_dir or models_dir(settings.home)
+    mdir = settings.embedding.static_models_dir or models_dir(settings.home)
     key = (name, str(folder), str(mdir))
     hit = _DIRS.get(key)
     if hit is not None and _stamp(hit[1]) == hit[2]:
@@ -182,20 +182,20 @@ class StaticEmbedder:
 
 
 def get_static_embedder(settings: Settings) -> StaticEmbedder:
-    """The static embedder of ``settings.embedding_model`` (one per model and home in the process), built on
-    first use (``build_static_model``) and checked against ``settings.embedding_dimension`` (ConfigError
+    """The static embedder of ``settings.embedding.embedding_model`` (one per model and home in the process), built on
+    first use (``build_static_model``) and checked against ``settings.embedding.embedding_dimension`` (ConfigError
     naming both numbers). ConfigError as ``static_model_dir`` and ``build_static_model``."""
     teacher, out = static_model_dir(settings)
-    key = (str(out), (settings.embedding_model or "").strip())
+    key = (str(out), (settings.embedding.embedding_model or "").strip())
     with _CACHE_LOCK:
         embedder = _CACHE.get(key)
         if embedder is None:
             build_static_model(teacher, out)
             embedder = StaticEmbedder(out, teacher_name=key[1])
             _CACHE[key] = embedder
-    if embedder.dimension != settings.embedding_dimension:
+    if embedder.dimension != settings.embedding.embedding_dimension:
         raise ConfigError(f"the static model {out} gives {embedder.dimension}-dimensional vectors but "
-                          f"embedding_dimension is {settings.embedding_dimension}: set KBGRAPH_STATIC_LAYERS= (empty)")
+                          f"embedding_dimension is {settings.embedding.embedding_dimension}: set KBGRAPH_STATIC_LAYERS= (empty)")
     return embedder
 
 

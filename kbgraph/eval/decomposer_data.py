@@ -3,8 +3,8 @@ Knowledge-Aware Decomposer" (paper 000; Fig. 12), with the answer scored against
 
     C_0 = ∅                                                          line 1
     S = {c: 0 ∀c}, V = {c: 1 ∀c}                                     lines 2-3  (:class:`ContextPool`)
-    for t = 1..N:                                                    line 4, N = settings.decomposer_rounds
-        c_sampled = argmax_c S(c) + α sqrt(ln t / V(c))              line 5, α = settings.decomposer_alpha
+    for t = 1..N:                                                    line 4, N = settings.decomposer.decomposer_rounds
+        c_sampled = argmax_c S(c) + α sqrt(ln t / V(c))              line 5, α = settings.decomposer.decomposer_alpha
         proposals <- LLM(q, C_{t-1} ∪ {c_sampled})                   line 6, prompts.PROPOSER
         AC_t <- per proposal, top-K' atomic questions, sim >= δ'     line 7, K' = decomposer_k_prime, δ'
         for (q, c) in AC_t:                                          lines 8-15
@@ -109,7 +109,7 @@ class TrajectoryStep(BaseModel):
 class Trajectory(BaseModel):
     """One run of lines 1-27 on a question: its steps, the final context and answer (line 27), its scores against
     the gold ``answers`` (F1 etc., ``accuracy`` by the LLM judge or None) and ``score`` (accuracy when judged,
-    else F1; in [0, 1]); ``correct``: score >= settings.decomposer_correct_score. ``sample``: 1-based index of
+    else F1; in [0, 1]); ``correct``: score >= settings.decomposer.decomposer_correct_score. ``sample``: 1-based index of
     the trajectory among its question's; ``pool_scores`` / ``pool_visits``: S and V after it; ``params``: α, K,
     K', δ, δ', N; ``usage``: LLM usage of lines 1-27 (the judge excluded)."""
 
@@ -286,7 +286,7 @@ def score_trajectory(ctx: QueryContext, traj: Trajectory, *, judge: bool = False
                                  temperature=0.0)  # fmt: skip
         traj.judgement, traj.accuracy = reply.strip()[:200], parse_judgement(reply)
     traj.score = traj.accuracy if traj.accuracy is not None else traj.scores.f1
-    traj.correct = traj.score >= ctx.settings.decomposer_correct_score
+    traj.correct = traj.score >= ctx.settings.decomposer.decomposer_correct_score
 
 
 def resolve_params(ctx: QueryContext, **given: Any) -> Params:
@@ -294,11 +294,11 @@ def resolve_params(ctx: QueryContext, **given: Any) -> Params:
     ConfigError when K' < K or δ' > δ (Algorithm 2 retrieves wider than Algorithm 1: K' > K, δ' < δ)."""
     s = ctx.settings
     p = Params(
-        alpha=s.decomposer_alpha if given.get("alpha") is None else given["alpha"],
-        k=s.decompose_candidates, delta=s.decompose_threshold,
-        k_prime=s.decomposer_k_prime if given.get("k_prime") is None else given["k_prime"],
-        delta_prime=s.decomposer_delta_prime if given.get("delta_prime") is None else given["delta_prime"],
-        rounds=s.decomposer_rounds if given.get("rounds") is None else given["rounds"],
+        alpha=s.decomposer.decomposer_alpha if given.get("alpha") is None else given["alpha"],
+        k=s.decompose.decompose_candidates, delta=s.decompose.decompose_threshold,
+        k_prime=s.decomposer.decomposer_k_prime if given.get("k_prime") is None else given["k_prime"],
+        delta_prime=s.decomposer.decomposer_delta_prime if given.get("delta_prime") is None else given["delta_prime"],
+        rounds=s.decomposer.decomposer_rounds if given.get("rounds") is None else given["rounds"],
     )  # fmt: skip
     if p.k_prime < p.k:
         raise ConfigError(f"K' ({p.k_prime}) must be at least K ({p.k}): raise KBGRAPH_DECOMPOSER_K_PRIME")
@@ -323,8 +323,8 @@ def collect_trajectories(
         raise ConfigError("collecting decomposer data needs an LLM: set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL")
     p = resolve_params(ctx, alpha=alpha, k_prime=k_prime, delta_prime=delta_prime, rounds=rounds)
     s = ctx.settings
-    samples = s.decomposer_samples if samples is None else samples
-    until_correct = s.decomposer_until_correct if until_correct is None else until_correct
+    samples = s.decomposer.decomposer_samples if samples is None else samples
+    until_correct = s.decomposer.decomposer_until_correct if until_correct is None else until_correct
     if samples < 1:
         raise ConfigError(f"samples must be >= 1, got {samples}")
     for q in questions:

@@ -147,15 +147,15 @@ def collect_dataset(
     ctx = QueryContext(kb.store, kb.settings, kb.embedder, llm)
     s = kb.settings
     p = resolve_params(ctx, **{k: params.get(k) for k in ("alpha", "k_prime", "delta_prime", "rounds")})
-    samples = params.get("samples") or s.decomposer_samples
-    until = s.decomposer_until_correct if params.get("until_correct") is None else params["until_correct"]
+    samples = params.get("samples") or s.decomposer.decomposer_samples
+    until = s.decomposer.decomposer_until_correct if params.get("until_correct") is None else params["until_correct"]
     judge = True if judge is None else judge
-    judge_model = judge_model or getattr(llm, "default_model", None) or s.llm_model
+    judge_model = judge_model or getattr(llm, "default_model", None) or s.llm.llm_model
     identity = {
-        "dataset": str(ds.questions_path), "sample": sample, "seed": seed, "kb": kb.name, "backend": s.backend,
-        "llm_model": getattr(llm, "default_model", None) or s.llm_model, "embedding_model": s.embedding_model,
+        "dataset": str(ds.questions_path), "sample": sample, "seed": seed, "kb": kb.name, "backend": s.store.backend,
+        "llm_model": getattr(llm, "default_model", None) or s.llm.llm_model, "embedding_model": s.embedding.embedding_model,
         **p.model_dump(), "samples": samples, "until_correct": until, "judge_model": judge_model if judge else None,
-        "correct_score": s.decomposer_correct_score,
+        "correct_score": s.decomposer.decomposer_correct_score,
     }  # fmt: skip
     out = Path(out).expanduser()
     _open_folder(out, identity)
@@ -187,7 +187,7 @@ def collect_dataset(
         out=out.resolve(), dataset=ds.name, kb=kb.name, questions=len(questions),
         new_questions=len(todo), reused_questions=len(questions) - len(todo), config=identity,
         usage=meter.report().model_dump(), seconds=round(time.perf_counter() - t0, 2), finished_at=utc_now(),
-        **summarize(mine, correct_score=s.decomposer_correct_score),
+        **summarize(mine, correct_score=s.decomposer.decomposer_correct_score),
     )  # fmt: skip
     (out / SUMMARY).write_text(summary.model_dump_json(indent=2), encoding="utf-8")
     return summary

@@ -52,7 +52,7 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
     """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested):
     the query-time pool of the learned ranker with ``ranker_pool`` = ``pool`` and ``kb``'s other settings
     (BM25 additions with ``ranker_bm25_k``). Questions without gold passages are left out."""
-    settings = kb.settings.model_copy(update={"ranker": "learned", "ranker_pool": pool})
+    settings = kb.settings.updated({"ranker": "learned", "ranker_pool": pool})
     out = []
     questions = [q for q in ds.questions if q.gold_passage_ids][:limit]
     for i, q in enumerate(questions):

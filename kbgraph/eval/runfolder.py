@@ -76,16 +76,16 @@ def run_identity(kb: EvalTarget, dataset: Dataset, *, seed: int, sample: int | N
     models, retrieval and decomposition settings). Results of another identity are never mixed in."""
     s = kb.settings
     tuned = {
-        k: v for k, v in s.model_dump().items()
+        k: v for k, v in s.flat().items()
         if k.startswith(("weight_", "decompose_", "naive_", "hr_", "self_ask_", "tag_", "migres_"))
         or k in ("seed_k", "fulltext_k", "hop_from", "max_entity_degree", "llm_temperature", "chunk_tokens",
                  "chunk_overlap_sentences", "auto_tagging")
     }  # fmt: skip
     return {
         "dataset": str(dataset.questions_path), "corpus": str(dataset.corpus_path) if dataset.corpus_path else None,
-        "seed": seed, "sample": sample, "depth": depth, "kb": kb.name, "backend": s.backend,
-        "embedding_model": s.embedding_model, "embedding_dimension": s.embedding_dimension,
-        "llm_model": s.llm_model, "judge_model": judge_model, "settings": tuned,
+        "seed": seed, "sample": sample, "depth": depth, "kb": kb.name, "backend": s.store.backend,
+        "embedding_model": s.embedding.embedding_model, "embedding_dimension": s.embedding.embedding_dimension,
+        "llm_model": s.llm.llm_model, "judge_model": judge_model, "settings": tuned,
     }  # fmt: skip
 
 

@@ -232,7 +232,7 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
     judge = (llm is not None) if judge is None else judge
     if judge and llm is None:
         raise ConfigError(f"LLM-judged accuracy needs an LLM; {NO_LLM}")
-    judge_model = judge_model or (getattr(llm, "default_model", None) if llm is not None else None) or kb.settings.llm_model
+    judge_model = judge_model or (getattr(llm, "default_model", None) if llm is not None else None) or kb.settings.llm.llm_model
     skipped = {m: NO_LLM for m in methods if METHODS[m].needs_llm and llm is None}
     active = [m for m in methods if m not in skipped]
 
@@ -256,7 +256,7 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
         config={**identity, "methods": methods, "limit": limit, "ks": ks, "judge": judge},
         versions=package_versions(),
         models=run_models(kb, llm, judge_model if judge else None),
-        kb={"name": kb.name, "backend": kb.settings.backend, "location": store_stats.location,
+        kb={"name": kb.name, "backend": kb.settings.store.backend, "location": store_stats.location,
             "nodes": store_stats.nodes},
         ingest=ingest_info, methods=summarize(records, methods=active, ks=ks), skipped=skipped, ks=ks,
         questions=len(questions), new_records=new, reused_records=reused, started_at=started,

@@ -91,9 +91,9 @@ def run_models(kb: EvalTarget, llm: Any, judge_model: str | None) -> dict[str, A
     """The models of a run: embedder (name, backend, dimension), LLM, judge and the LLM response cache."""
     cache = getattr(llm, "cache", None)
     return {
-        "embedding_model": kb.settings.embedding_model, "embedding_backend": kb.settings.embedding_backend,
-        "embedding_dimension": kb.settings.embedding_dimension,
-        "llm_model": (getattr(llm, "default_model", None) or kb.settings.llm_model) if llm is not None else None,
+        "embedding_model": kb.settings.embedding.embedding_model, "embedding_backend": kb.settings.embedding.embedding_backend,
+        "embedding_dimension": kb.settings.embedding.embedding_dimension,
+        "llm_model": (getattr(llm, "default_model", None) or kb.settings.llm.llm_model) if llm is not None else None,
         "judge_model": judge_model, "llm_cache": str(cache.folder) if cache is not None else None,
     }  # fmt: skip
 

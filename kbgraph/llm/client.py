@@ -55,7 +55,7 @@ class OpenAIClient(BaseLLM):
 
     ``retry_wait`` is the exponential-backoff multiplier in seconds (waits of about 1x, 2x, 4x, ... up
     to ``retry_max_wait``); tests pass a tiny one. The openai client's own retries are off: tenacity is
-    the only retry layer, with ``settings.llm_max_retries`` retries.
+    the only retry layer, with ``settings.llm.llm_max_retries`` retries.
     """
 
     def __init__(
@@ -71,24 +71,24 @@ class OpenAIClient(BaseLLM):
 
         self._openai = openai
         self.settings = settings
-        self.default_model = settings.llm_model
-        self.default_temperature = settings.llm_temperature
-        self.response_format_mode = settings.llm_response_format
-        self.default_max_tokens = settings.llm_max_tokens
-        self.base_url = settings.llm_base_url
+        self.default_model = settings.llm.llm_model
+        self.default_temperature = settings.llm.llm_temperature
+        self.response_format_mode = settings.llm.llm_response_format
+        self.default_max_tokens = settings.llm.llm_max_tokens
+        self.base_url = settings.llm.llm_base_url
         self.endpoint = self.base_url or "api.openai.com"
-        self.timeout = settings.llm_timeout
-        self.max_retries = settings.llm_max_retries
+        self.timeout = settings.llm.llm_timeout
+        self.max_retries = settings.llm.llm_max_retries
         self.retry_wait = retry_wait
         self.retry_max_wait = retry_max_wait
-        api_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+        api_key = settings.llm.llm_api_key.get_secret_value() if settings.llm.llm_api_key else ""
         self._client = openai.OpenAI(
             base_url=self.base_url,
             api_key=api_key or "not-needed",  # local servers need none; the openai client insists on one
             timeout=self.timeout,
             max_retries=0,
         )
-        folder = settings.llm_cache_dir if settings.llm_cache_dir is not None else settings.home / "llm-cache"
+        folder = settings.llm.llm_cache_dir if settings.llm.llm_cache_dir is not None else settings.home / "llm-cache"
         self._formats = FormatMemory(folder)  # which response_format each endpoint answered
         self.cache: ResponseCache | None = ResponseCache(folder) if cache else None
         self._stream_usage = True  # send stream_options.include_usage (False once the server refused it)
@@ -339,8 +339,8 @@ def _request(
 def get_llm(settings: Settings, **kwargs: Any) -> LLM | None:
     """The configured LLM, or None (offline mode) when no model is set, or neither a base URL nor an API
     key (api.openai.com needs the key). ``kwargs`` go to :class:`OpenAIClient`."""
-    if not settings.llm_model:
+    if not settings.llm.llm_model:
         return None
-    if not settings.llm_base_url and not (settings.llm_api_key and settings.llm_api_key.get_secret_value()):
+    if not settings.llm.llm_base_url and not (settings.llm.llm_api_key and settings.llm.llm_api_key.get_secret_value()):
         return None
     return OpenAIClient(settings, **kwargs)

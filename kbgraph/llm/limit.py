@@ -62,10 +62,10 @@ _GUARD = threading.Lock()
 
 
 def endpoint_limit(settings: Settings) -> EndpointLimit:
-    """The process's shared limit of the endpoint ``settings.llm_base_url`` (api.openai.com without one), made by
+    """The process's shared limit of the endpoint ``settings.llm.llm_base_url`` (api.openai.com without one), made by
     its first caller with the bound of the module doc. Raises nothing: a server that cannot be asked gets the
     default bound."""
-    endpoint = (settings.llm_base_url or "https://api.openai.com/v1").rstrip("/")
+    endpoint = (settings.llm.llm_base_url or "https://api.openai.com/v1").rstrip("/")
     with _GUARD:
         limit = _LIMITS.get(endpoint)
         if limit is None:
@@ -85,8 +85,8 @@ def forget(endpoint: str | None = None) -> None:
 
 
 def _bound(settings: Settings, endpoint: str) -> tuple[int, str]:
-    if settings.llm_max_concurrency is not None:
-        return int(settings.llm_max_concurrency), "setting"
+    if settings.llm.llm_max_concurrency is not None:
+        return int(settings.llm.llm_max_concurrency), "setting"
     slots = _local_server_slots(settings, endpoint) or _props_slots(endpoint)
     if slots:
         return slots, "server"

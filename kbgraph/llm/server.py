@@ -119,14 +119,14 @@ class LocalLLMServer:
     # --- derived ----------------------------------------------------------------------------------------
     @property
     def port(self) -> int:
-        return int(self.settings.llm_server_port)
+        return int(self.settings.llm_server.llm_server_port)
 
     def _base_url(self, port: int) -> str:
         return f"http://{HOST}:{port}/v1"
 
     def _model(self, model: Path | str | None) -> Path:
         """The GGUF to serve: ``model``, else the setting, else the SmolLM2 default; checked."""
-        chosen = model if model is not None else self.settings.llm_server_model
+        chosen = model if model is not None else self.settings.llm_server.llm_server_model
         return check_gguf(chosen) if chosen is not None else check_gguf(default_model())
 
     @contextlib.contextmanager
@@ -197,8 +197,8 @@ class LocalLLMServer:
             binary = " ".join(find_server()[0])
         return LLMServerStatus(
             running=False, pid=None, base_url=self._base_url(self.port), port=self.port, model=model,
-            alias=model.stem if model else None, ctx=self.settings.llm_server_ctx,
-            threads=self.settings.llm_server_threads, parallel=self.settings.llm_server_parallel, home=self.home,
+            alias=model.stem if model else None, ctx=self.settings.llm_server.llm_server_ctx,
+            threads=self.settings.llm_server.llm_server_threads, parallel=self.settings.llm_server.llm_server_parallel, home=self.home,
             log_file=self.log_file, binary=binary,
         )  # fmt: skip
 
@@ -215,8 +215,8 @@ class LocalLLMServer:
         """
         s = self.settings
         path = self._model(model)
-        ctx, threads, port = int(s.llm_server_ctx), int(s.llm_server_threads), self.port
-        parallel = int(s.llm_server_parallel)
+        ctx, threads, port = int(s.llm_server.llm_server_ctx), int(s.llm_server.llm_server_threads), self.port
+        parallel = int(s.llm_server.llm_server_parallel)
         with self._locked(timeout + 30):
             launch = self._read_launch()
             if launch is not None:

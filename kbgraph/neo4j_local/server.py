@@ -79,16 +79,16 @@ class Neo4jLocal:
 
     # --- derived ------------------------------------------------------------------------------------
     def _password(self) -> str:
-        pw = self.settings.neo4j_password  # a str if the settings came from model_copy(update=...)
+        pw = self.settings.store.neo4j_password  # a str if the settings came from model_copy(update=...)
         return pw.get_secret_value() if hasattr(pw, "get_secret_value") else str(pw)
 
     @property
     def bolt_uri(self) -> str:
-        return f"bolt://127.0.0.1:{self.settings.neo4j_bolt_port}"
+        return f"bolt://127.0.0.1:{self.settings.store.neo4j_bolt_port}"
 
     @property
     def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.settings.neo4j_http_port}"
+        return f"http://127.0.0.1:{self.settings.store.neo4j_http_port}"
 
     def _lock(self, timeout: float) -> FileLock:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -136,11 +136,11 @@ class Neo4jLocal:
             "server.default_listen_address": "127.0.0.1",
             "server.default_advertised_address": "127.0.0.1",
             "server.bolt.enabled": "true",
-            "server.bolt.listen_address": f"127.0.0.1:{s.neo4j_bolt_port}",
-            "server.bolt.advertised_address": f"127.0.0.1:{s.neo4j_bolt_port}",
+            "server.bolt.listen_address": f"127.0.0.1:{s.store.neo4j_bolt_port}",
+            "server.bolt.advertised_address": f"127.0.0.1:{s.store.neo4j_bolt_port}",
             "server.http.enabled": "true",
-            "server.http.listen_address": f"127.0.0.1:{s.neo4j_http_port}",
-            "server.http.advertised_address": f"127.0.0.1:{s.neo4j_http_port}",
+            "server.http.listen_address": f"127.0.0.1:{s.store.neo4j_http_port}",
+            "server.http.advertised_address": f"127.0.0.1:{s.store.neo4j_http_port}",
             "server.https.enabled": "false",
             "dbms.security.auth_enabled": "true",
             "server.directories.data": str(self.data_dir),
@@ -148,7 +148,7 @@ class Neo4jLocal:
             "server.directories.run": str(self.run_dir),
             "server.directories.import": str(self.home / "import"),
             "server.directories.plugins": str(self.home / "plugins"),
-            "server.memory.pagecache.size": s.neo4j_pagecache,
+            "server.memory.pagecache.size": s.store.neo4j_pagecache,
             "dbms.usage_report.enabled": "false",
         }
         with contextlib.suppress(OSError, ValueError):  # the kbgraph Browser style on connect
@@ -211,16 +211,16 @@ class Neo4jLocal:
         from neo4j import GraphDatabase
         from neo4j.exceptions import AuthError, DriverError, Neo4jError
 
-        if not _port_open(self.settings.neo4j_bolt_port):
+        if not _port_open(self.settings.store.neo4j_bolt_port):
             return False
-        auth = (self.settings.neo4j_username, self._password())
+        auth = (self.settings.store.neo4j_username, self._password())
         try:
             with GraphDatabase.driver(self.bolt_uri, auth=auth, connection_timeout=timeout) as driver:
                 driver.verify_connectivity()
             return True
         except AuthError:
             raise Neo4jLocalError(
-                f"the local Neo4j in {self.home} rejects user '{self.settings.neo4j_username}' with the "
+                f"the local Neo4j in {self.home} rejects user '{self.settings.store.neo4j_username}' with the "
                 f"configured password (the stored password differs); set KBGRAPH_NEO4J_PASSWORD to the stored "
                 f"one, or reset it: stop the server and delete {self.auth_file}"
             ) from None
@@ -231,7 +231,7 @@ class Neo4jLocal:
         """Current state of this instance; never starts or builds anything. Raises nothing."""
         pid = self._read_pid()
         return Neo4jStatus(
-            running=pid is not None and _port_open(self.settings.neo4j_bolt_port),
+            running=pid is not None and _port_open(self.settings.store.neo4j_bolt_port),
             pid=pid,
             bolt_uri=self.bolt_uri,
             http_url=self.http_url,
@@ -260,16 +260,16 @@ class Neo4jLocal:
             self.pid_file.unlink(missing_ok=True)
 
             s = self.settings
-            for port, env in ((s.neo4j_bolt_port, "KBGRAPH_NEO4J_BOLT_PORT"),
-                              (s.neo4j_http_port, "KBGRAPH_NEO4J_HTTP_PORT")):
+            for port, env in ((s.store.neo4j_bolt_port, "KBGRAPH_NEO4J_BOLT_PORT"),
+                              (s.store.neo4j_http_port, "KBGRAPH_NEO4J_HTTP_PORT")):
                 if not _port_free(port):
                     raise Neo4jLocalError(
                         f"port {port} is in use by another process; set {env} to a free port "
                         "or stop that process"
                     )
-            if s.neo4j_bolt_port == s.neo4j_http_port:
+            if s.store.neo4j_bolt_port == s.store.neo4j_http_port:
                 raise Neo4jLocalError(
-                    f"the Bolt and HTTP ports are both {s.neo4j_bolt_port}; set KBGRAPH_NEO4J_HTTP_PORT "
+                    f"the Bolt and HTTP ports are both {s.store.neo4j_bolt_port}; set KBGRAPH_NEO4J_HTTP_PORT "
                     "to a different port"
                 )
 
@@ -282,7 +282,7 @@ class Neo4jLocal:
             if self.console_log.exists():
                 self.console_log.replace(self.logs_dir / "console.log.1")
             cmd = [
-                java, f"-Xmx{s.neo4j_heap}", "-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8",
+                java, f"-Xmx{s.store.neo4j_heap}", "-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8",
                 "-cp", f"{self.lib_dir}/*", ENTRY_POINT,
                 f"--home-dir={self.home}", f"--config-dir={self.conf_dir}", "--console-mode",
             ]
@@ -309,7 +309,7 @@ class Neo4jLocal:
         import urllib.error
         import urllib.request
 
-        if not _port_open(self.settings.neo4j_http_port):
+        if not _port_open(self.settings.store.neo4j_http_port):
             return False
         req = urllib.request.Request(self.http_url + "/", headers={"Accept": "application/json"})
         try:
@@ -317,7 +317,7 @@ class Neo4jLocal:
                 doc = json.loads(resp.read().decode("utf-8", "replace"))
         except (OSError, ValueError, urllib.error.URLError):
             return False
-        return str(doc.get("bolt_direct", "")).endswith(f":{self.settings.neo4j_bolt_port}")
+        return str(doc.get("bolt_direct", "")).endswith(f":{self.settings.store.neo4j_bolt_port}")
 
     def _wait_ready(self, pid: int, timeout: float) -> None:
         """Return once Bolt accepts the credentials and HTTP serves this server (Bolt comes up a few seconds

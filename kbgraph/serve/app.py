@@ -34,7 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     jobs = JobManager(pool)
     mcp = build_mcp(pool, jobs)
     mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/mcp", host=settings.serve_host, max_request_body_size=settings.max_request_bytes
+        streamable_http_path="/mcp", host=settings.serve.serve_host, max_request_body_size=settings.serve.max_request_bytes
     )
 
     @asynccontextmanager
@@ -62,8 +62,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse({"detail": f"invalid setting {where}: {first['msg']}", "error": "ValidationError"},
                             status_code=400)  # fmt: skip
 
-    key = settings.api_key.get_secret_value() if settings.api_key else None
-    keys = KeyRing(master=key or None, path=settings.api_keys_file)
-    app.add_middleware(Guard, keys=keys, max_bytes=settings.max_request_bytes,
-                       max_upload_bytes=settings.max_upload_bytes)  # fmt: skip
+    key = settings.serve.api_key.get_secret_value() if settings.serve.api_key else None
+    keys = KeyRing(master=key or None, path=settings.serve.api_keys_file)
+    app.add_middleware(Guard, keys=keys, max_bytes=settings.serve.max_request_bytes,
+                       max_upload_bytes=settings.serve.max_upload_bytes)  # fmt: skip
     return app

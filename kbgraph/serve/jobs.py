@@ -72,7 +72,7 @@ class JobManager:
         check_name(kb)
         within = None
         if not uploaded:
-            roots = self.pool.settings.serve_ingest_roots
+            roots = self.pool.settings.serve.serve_ingest_roots
             paths = check_ingest_paths(paths, roots)
             within = resolved_roots(roots)
         self.pool.settings_for(kb)  # a knowledge base the store cannot host fails now, not in the job

@@ -82,17 +82,17 @@ class KBPool:
         database of that name; raises KnowledgeBaseNotHosted when it cannot be one."""
         name = check_name(name)
         s = self.settings
-        if s.backend != "neo4j" or name == s.name:
-            return s.model_copy(update={"name": name})
+        if s.store.backend != "neo4j" or name == s.name:
+            return s.updated({"name": name})
         if not _NEO4J_DB.fullmatch(name):
             raise KnowledgeBaseNotHosted(self._not_hosted(name, "it is not a valid Neo4j database name"))
-        return s.model_copy(update={"name": name, "neo4j_database": name})
+        return s.updated({"name": name, "neo4j_database": name})
 
     def _not_hosted(self, name: str, why: str) -> str:
         s = self.settings
         return (
             f"knowledge base {name!r} needs a Neo4j database of its own and {why}: this server serves "
-            f"{s.name!r} on database {s.neo4j_database!r} of {s.uri}; Neo4j Community hosts one database, so run "
+            f"{s.name!r} on database {s.store.neo4j_database!r} of {s.store.uri}; Neo4j Community hosts one database, so run "
             f"one `kbgraph serve` per knowledge base (NEO4J_DATABASE), or create database {name!r} on Neo4j "
             "Enterprise, or use the embedded store"
         )
@@ -113,7 +113,7 @@ class KBPool:
         except (ConfigError, StoreError) as exc:
             kb.close()
             missing = any(w in str(exc).lower() for w in ("no database", "not found"))
-            if settings.backend == "neo4j" and name != self.settings.name and missing:
+            if settings.store.backend == "neo4j" and name != self.settings.name and missing:
                 raise KnowledgeBaseNotHosted(self._not_hosted(name, f"the server has none ({exc})")) from exc
             raise
         except BaseException:

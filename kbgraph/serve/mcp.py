@@ -105,7 +105,7 @@ def _scoped(ctx: Context | None, pool: KBPool, kb: str | None, right: str = "rea
 
 
 def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
-    """The MCP server over ``pool``: read-only tools, plus ``ingest`` when ``pool.settings.mcp_allow_ingest`` (a
+    """The MCP server over ``pool``: read-only tools, plus ``ingest`` when ``pool.settings.serve.mcp_allow_ingest`` (a
     JobManager over the same pool is made if none is given)."""
     server = MCPServer("kbgraph", instructions=INSTRUCTIONS, version=__version__)
 
@@ -144,7 +144,7 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
         with pool.use(_scoped(ctx, pool, kb)) as base:
             return [DocumentInfo(**row) for row in base.documents(limit=max(1, min(limit, 10_000)), skip=max(0, skip))]
 
-    if pool.settings.mcp_allow_ingest:
+    if pool.settings.serve.mcp_allow_ingest:
         manager = jobs or JobManager(pool)
 
         @_tool(server, INGEST)

@@ -15,14 +15,14 @@ def open_store(settings: Settings) -> GraphStore:
     """Connect to the store the settings name: no URI -> embedded FalkorDB under ``settings.kb_dir``;
     falkor://host:port -> a FalkorDB server; bolt:// neo4j:// neo4j+s:// -> Neo4j.
     Raises ConfigError for an unknown scheme, StoreUnavailable when the store cannot be reached."""
-    if settings.backend == "falkordb":
+    if settings.store.backend == "falkordb":
         from kbgraph.store.falkordb import FalkorDBStore
 
         return FalkorDBStore(settings)
-    scheme = settings.uri.split("://", 1)[0] if settings.uri and "://" in settings.uri else ""
+    scheme = settings.store.uri.split("://", 1)[0] if settings.store.uri and "://" in settings.store.uri else ""
     if scheme not in _NEO4J_SCHEMES:
         raise ConfigError(
-            f"unsupported store URI {settings.uri!r}: use bolt://, neo4j://, neo4j+s:// or falkor://host:port"
+            f"unsupported store URI {settings.store.uri!r}: use bolt://, neo4j://, neo4j+s:// or falkor://host:port"
         )
     from kbgraph.store.neo4j import Neo4jStore
 

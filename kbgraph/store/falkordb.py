@@ -31,7 +31,7 @@ class FalkorDBStore(GraphStore):
     rolls_back = False  # no multi-statement transactions: a failed unit runs its compensations
 
     def __init__(self, settings: Settings):
-        super().__init__(dimension=settings.embedding_dimension, batch_size=settings.batch_size)
+        super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size)
         import redis
         from falkordb import FalkorDB
 
@@ -39,21 +39,21 @@ class FalkorDBStore(GraphStore):
         self.server: EmbeddedFalkorDB | None = None
         # decode_responses as FalkorDB() sets it; timeout None: a statement waits for a connection (each is held for
         # one round trip only)
-        pooled = {"max_connections": settings.serve_store_connections, "timeout": None, "decode_responses": True}
+        pooled = {"max_connections": settings.serve.serve_store_connections, "timeout": None, "decode_responses": True}
         self._pool: redis.BlockingConnectionPool | None = None
         try:
-            if settings.uri:
-                url = urlparse(settings.uri)
-                self.location = settings.uri
+            if settings.store.uri:
+                url = urlparse(settings.store.uri)
+                self.location = settings.store.uri
                 self._pool = redis.BlockingConnectionPool(
                     host=url.hostname or "127.0.0.1", port=url.port or 6379,
                     password=url.password or None, username=url.username or None,
-                    socket_timeout=settings.connect_timeout * 30, **pooled,
+                    socket_timeout=settings.store.connect_timeout * 30, **pooled,
                 )  # fmt: skip
             else:
                 self.server = EmbeddedFalkorDB(
-                    settings.kb_dir, idle_timeout=settings.falkor_idle_timeout,
-                    start_timeout=settings.falkor_start_timeout,
+                    settings.kb_dir, idle_timeout=settings.store.falkor_idle_timeout,
+                    start_timeout=settings.store.falkor_start_timeout,
                 )  # fmt: skip
                 sock = self.server.ensure_running()
                 self.location = str(self.server.data_dir)
@@ -64,11 +64,11 @@ class FalkorDBStore(GraphStore):
             self._db.connection.ping()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             raise StoreUnavailable(
-                f"cannot reach FalkorDB at {settings.uri or settings.kb_dir} ({exc}); "
+                f"cannot reach FalkorDB at {settings.store.uri or settings.kb_dir} ({exc}); "
                 "check KBGRAPH_URI or run `kbgraph store status`"
             ) from exc
         except redis.exceptions.AuthenticationError as exc:
-            raise StoreUnavailable(f"FalkorDB at {settings.uri} rejected the credentials in the URI") from exc
+            raise StoreUnavailable(f"FalkorDB at {settings.store.uri} rejected the credentials in the URI") from exc
         self._graph = self._db.select_graph(self.graph_name)
 
     # --- execution ----------------------------------------------------------------------------

@@ -65,58 +65,58 @@ class Neo4jStore(GraphStore):
     rolls_back = True  # a unit of work is one driver transaction
 
     def __init__(self, settings: Settings):
-        super().__init__(dimension=settings.embedding_dimension, batch_size=settings.batch_size)
+        super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size)
         import neo4j
         from neo4j import exceptions as nx
 
-        if settings.uri is None:  # (open_store picks this store for a bolt:// or neo4j:// uri only)
-            raise ConfigError("a Neo4j store needs settings.uri (KBGRAPH_URI=bolt://host:7687 or neo4j://...)")
-        self.location = f"{settings.uri} (database {settings.neo4j_database})"
-        self.database = settings.neo4j_database
-        auth = (settings.neo4j_username, settings.neo4j_password.get_secret_value())
+        if settings.store.uri is None:  # (open_store picks this store for a bolt:// or neo4j:// uri only)
+            raise ConfigError("a Neo4j store needs settings.store.uri (KBGRAPH_URI=bolt://host:7687 or neo4j://...)")
+        self.location = f"{settings.store.uri} (database {settings.store.neo4j_database})"
+        self.database = settings.store.neo4j_database
+        auth = (settings.store.neo4j_username, settings.store.neo4j_password.get_secret_value())
         try:
             self._driver = neo4j.GraphDatabase.driver(
-                settings.uri, auth=auth, connection_timeout=settings.connect_timeout,
+                settings.store.uri, auth=auth, connection_timeout=settings.store.connect_timeout,
                 # bounds the handshake, routing and authentication of verify_connectivity too: an endpoint that
                 # accepts and never answers fails after connect_timeout (3x took 30.8 s with 10 s)
-                connection_acquisition_timeout=settings.connect_timeout,
+                connection_acquisition_timeout=settings.store.connect_timeout,
                 # the server's notifications (e.g. "property key does not exist" on an empty graph) are
                 # lint-level hints for people typing queries, not for a library's users
                 notifications_min_severity="OFF",
                 # sessions are bounded by self._slots; the room above it serves run_apart and nested calls
-                max_connection_pool_size=settings.serve_store_connections + _ROOM,
+                max_connection_pool_size=settings.serve.serve_store_connections + _ROOM,
             )  # fmt: skip
-            self._slots = threading.BoundedSemaphore(settings.serve_store_connections)
+            self._slots = threading.BoundedSemaphore(settings.serve.serve_store_connections)
             self._held = threading.local()  # .depth: sessions this thread holds
             self._driver.verify_connectivity()
             self.run_apart_text("RETURN 1")
         except nx.AuthError as exc:
             self._close_quietly()
             raise StoreUnavailable(
-                f"Neo4j at {settings.uri} rejected user {settings.neo4j_username!r}: "
+                f"Neo4j at {settings.store.uri} rejected user {settings.store.neo4j_username!r}: "
                 "set NEO4J_USERNAME / NEO4J_PASSWORD to the right credentials"
             ) from exc
         except (nx.ServiceUnavailable, OSError) as exc:
             self._close_quietly()
             if _no_answer(exc):
                 raise StoreUnavailable(
-                    f"Neo4j at {settings.uri} accepted the connection but did not answer within "
-                    f"{settings.connect_timeout:g} s: check that it is a Neo4j Bolt port (neo4j+s:// for TLS) and "
+                    f"Neo4j at {settings.store.uri} accepted the connection but did not answer within "
+                    f"{settings.store.connect_timeout:g} s: check that it is a Neo4j Bolt port (neo4j+s:// for TLS) and "
                     "the server is not overloaded, or raise KBGRAPH_CONNECT_TIMEOUT"
                 ) from exc
             raise StoreUnavailable(
-                f"cannot reach Neo4j at {settings.uri}: start it (`kbgraph neo4j start` for the local one) "
+                f"cannot reach Neo4j at {settings.store.uri}: start it (`kbgraph neo4j start` for the local one) "
                 "or fix KBGRAPH_URI / NEO4J_URI"
             ) from exc
         except nx.ClientError as exc:
             self._close_quietly()
             if "database" in str(exc.message or "").lower():
                 raise ConfigError(
-                    f"Neo4j at {settings.uri} has no database {self.database!r}: set NEO4J_DATABASE"
+                    f"Neo4j at {settings.store.uri} has no database {self.database!r}: set NEO4J_DATABASE"
                 ) from exc
-            raise StoreUnavailable(f"Neo4j at {settings.uri}: {exc.message}") from exc
+            raise StoreUnavailable(f"Neo4j at {settings.store.uri}: {exc.message}") from exc
         except ValueError as exc:
-            raise ConfigError(f"invalid Neo4j URI {settings.uri!r}: {exc}") from exc
+            raise ConfigError(f"invalid Neo4j URI {settings.store.uri!r}: {exc}") from exc
 
     def _close_quietly(self) -> None:
         try:
