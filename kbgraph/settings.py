@@ -594,8 +594,7 @@ class Settings(BaseSettings):
     # --- knowledge base -------------------------------------------------------------------
     name: str = Field("default", description="Knowledge-base name: one graph, one data directory.")
     home: UserPath = Field(Path("~/.kbgraph"), description="Root folder of kbgraph's local data.")
-    debug: bool = Field(False, description="Unused; kept so that existing kbgraph.toml files stay valid "
-                        "(`kbgraph --debug` shows tracebacks).")  # fmt: skip
+    debug: bool = Field(False, description="Read by nothing at present (tracebacks: `kbgraph --debug`).")
 
     # --- groups -----------------------------------------------------------------------------
     store: StoreSettings = Field(default_factory=StoreSettings)

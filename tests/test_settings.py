@@ -290,6 +290,14 @@ def test_docs_settings_md_is_generated_from_the_descriptions():
             assert f"`{env}`" in text
 
 
+def test_the_kbgraph_toml_example_of_docs_settings_md(clean_env):
+    text = settings_doc.DOC.read_text(encoding="utf-8")
+    clean_env.write_text(text.split("```toml\n", 1)[1].split("```", 1)[0], encoding="utf-8")
+    s = Settings()
+    assert (s.name, s.retrieval.seed_k, s.store.uri) == ("papers", 30, "bolt://127.0.0.1:7687")
+    assert (s.retrieval.weight_hop, s.retrieval.ranker) == (0.2, "weights")
+
+
 def test_settings_doc_check_and_bad_file(tmp_path):
     doc = tmp_path / "settings.md"
     doc.write_text(f"intro\n\n{settings_doc.BEGIN}\nold table\n{settings_doc.END}\n\noutro\n")
