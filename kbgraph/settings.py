@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, SecretStr, create_model
 from pydantic import field_validator, model_validator
@@ -654,7 +654,7 @@ class Settings(BaseSettings):
         return d if d is not None else self.home / "llm-server"
 
     # --- copies and views -------------------------------------------------------------------
-    def updated(self, changes: Mapping[str, Any] | None = None, /, **more: Any) -> Settings:
+    def updated(self, changes: Mapping[str, Any] | None = None, /, **more: Any) -> Self:
         """A copy with ``changes`` and ``more`` applied, by flat name (``{"seed_k": 5}``) or group
         (``{"retrieval": {...}}``), validated as the constructor validates (pydantic.ValidationError); the
         environment and kbgraph.toml are not read again."""
@@ -667,7 +667,7 @@ class Settings(BaseSettings):
                 data[key] = value
         return type(self).model_validate(data)
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Settings:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """With ``update``: :meth:`updated` (flat names routed to their groups and validated; pydantic's
         model_copy would set an unknown top-level attribute and leave the group unchanged)."""
         if update:
