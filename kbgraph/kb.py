@@ -95,7 +95,7 @@ class KnowledgeBase:
         """Build (or load) the learned ranker's BM25 index of the new corpus now, so that the first question
         after an ingestion does not pay for it (kbgraph.query.bm25.shared_index; about 1 s per 3,500 chunks).
         A failure is logged, never raised: the first question builds it then."""
-        if self.settings.ranker != "learned" or not self.settings.ranker_bm25_k:
+        if self.settings.retrieval.ranker != "learned" or not self.settings.retrieval.ranker_bm25_k:
             return
         from kbgraph.query.bm25 import shared_index
 

@@ -338,7 +338,7 @@ def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(backend_sett
     from kbgraph.kb import KnowledgeBase
     from kbgraph.query import bm25
 
-    settings = backend_settings.model_copy(update={"home": tmp_path / "home"})
+    settings = backend_settings.updated({"home": tmp_path / "home"})
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "cork.txt").write_text("Cork is a city in Ireland on the River Lee.\n", encoding="utf-8")

@@ -16,7 +16,7 @@ from kbgraph import settings_doc
 from kbgraph.settings import GROUPS, SETTING_GROUPS, TOP_LEVEL, VECTOR_LAYER_CHOICES, Settings, env_names
 
 #: Every environment variable of the flat Settings class before the groups (derived once from
-#: `git show main:kbgraph/settings.py` at 9bcc02f, its fields' KBGRAPH_<NAME> and validation aliases).
+#: `git show main:kbgraph/settings.py` at 2b171c8, its fields' KBGRAPH_<NAME> and validation aliases).
 OLD_ENV_NAMES = [
     'KBGRAPH_NAME', 'KBGRAPH_HOME', 'KBGRAPH_URI', 'NEO4J_URI', 'KBGRAPH_NEO4J_USERNAME', 'NEO4J_USERNAME',
     'KBGRAPH_NEO4J_PASSWORD', 'NEO4J_PASSWORD', 'KBGRAPH_NEO4J_DATABASE', 'NEO4J_DATABASE',
