@@ -30,6 +30,18 @@ METHODS = ("pike", "naive", "naive_hr", "self_ask", "cot")
 ROUNDS = 2  # Algorithm 1's N for these tests (the loop's machinery is the same at 5)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _answer_budget_of_200_tokens():
+    """JSON answers get max_tokens 200 here (llm_max_tokens), not the bounded schema's budget: SmolLM2-135M fills
+    every bound it is given (ExtractedKnowledge allows 2,281 tokens, AtomicQuestions 954), which makes this
+    module's ingestions take over 20 minutes per store on two cores. What is tested here is the machinery against
+    a real server; the schema-sized budget and the model completing its bounded JSON are
+    tests/test_llm_bounds.py and tests/test_llm_real_bounds.py."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("kbgraph.llm.base.token_budget", lambda schema: 0)
+        yield
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def llm_kb(request, falkor_settings, llm_server, tmp_path_factory, examples_dir):
     """A knowledge base on each store whose LLM is the real local server, with the two documents ingested by
