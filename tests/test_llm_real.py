@@ -90,9 +90,13 @@ def test_ingestion_with_a_real_llm_builds_the_llm_layers(llm_kb, examples_dir):
     llm_questions = [(cid, q) for cid, q in questions if q.get("kind") == "question"]
     # (a 135M model often writes statements where questions are asked for: they are dropped, so a chunk may
     # have none; what is stored must be a question)
-    for _cid, q in llm_questions:  # strings ending in '?', embedded, tied (HAS_QUESTION) to their chunk's row
+    for _cid, q in llm_questions:  # strings ending in '?', tied (HAS_QUESTION) to their chunk's row
         assert isinstance(q["text"], str) and q["text"].strip().endswith("?"), q["text"]
-        assert len(q["embedding"]) == llm_kb.settings.embedding.embedding_dimension
+    # ... and embedded: browse rows carry no vectors, so the store is asked for each one's similarity (it answers
+    # only for a question with a stored embedding of the KB's dimension)
+    probe = llm_kb.embedder.embed(["a probe"])[0].tolist()
+    embedded = llm_kb.store.atomic_question_similarities([q["id"] for _cid, q in llm_questions], probe)
+    assert set(embedded) == {q["id"] for _cid, q in llm_questions}, embedded
     stats = llm_kb.stats()
     assert stats.nodes["Chunk"] == len(prose) + len(table)
     # the chunks went through the LLM's atomic-question prompt (and, where that answer was usable, the triple
