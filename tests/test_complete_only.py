@@ -145,7 +145,7 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
     assert all(h.id not in chunk_ids for h in store.fulltext_search("Chunk", "Lovelace Analytical Engine Babbage", k=20))
     assert all(h.id != doc_id for h in store.fulltext_search("Document", "lovelace", k=20))
     assert store.chunk_similarities(sorted(chunk_ids), qvec) == {}
-    seeds = store.seed_search(qvec, 50, "Lovelace Analytical Engine Babbage", 50)
+    seeds = {**store.seed_vectors(qvec, 50), **store.seed_fulltext("Lovelace Analytical Engine Babbage", 50)}
     assert not {h.id for key in ("Chunk", "Chunk.text") for h in seeds[key]} & chunk_ids
     # Algorithm 1's path (b) and backup retrieval, and the BM25 baseline's corpus
     from kbgraph.query.bm25 import BM25Index, corpus_fingerprint

@@ -305,17 +305,6 @@ class GraphStore(ABC):
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits
 
-    def seed_search(
-        self, embedding: Sequence[float], k: int, text: str = "", fulltext_k: int = 0,
-        layer_embeddings: Mapping[str, Sequence[float]] | None = None,
-    ) -> dict[str, list[VectorHit | FulltextHit]]:
-        """The seeds of every layer in two round trips: :meth:`seed_vectors` and :meth:`seed_fulltext` (when
-        ``text`` has words and ``fulltext_k`` > 0), at once on a store with ``parallel_reads``."""
-        vectors, fulltext = gather(
-            self, lambda: self.seed_vectors(embedding, k, layer_embeddings), lambda: self.seed_fulltext(text, fulltext_k)
-        )
-        return {**vectors, **fulltext}
-
     def seed_vectors(
         self, embedding: Sequence[float], k: int, layer_embeddings: Mapping[str, Sequence[float]] | None = None
     ) -> dict[str, list[VectorHit | FulltextHit]]:
