@@ -158,9 +158,8 @@ class BM25Index:
                         meta["generation"] = generation
                         meta["salt"] = salt
                         _write_meta(folder, meta)
-                    retriever = bm25s.BM25.load(str(folder), show_progress=False) if meta["ids"] else None
-                    return cls(retriever, meta["ids"], fingerprint=fingerprint, folder=folder, stemmer=stem_name,
-                               built=False)  # fmt: skip
+                    return cls(_load_retriever(folder, meta), meta["ids"], fingerprint=fingerprint, folder=folder,
+                               stemmer=stem_name, built=False)  # fmt: skip
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("BM25 index at %s unreadable (%s); rebuilding", folder, exc)
         t0 = time.perf_counter()
@@ -186,7 +185,7 @@ class BM25Index:
             if self.retriever is not None:
                 self.retriever.save(str(tmp), show_progress=False)
             meta = {"fingerprint": self.fingerprint, "chunks": n, "ids": self.ids, "stemmer": self.stemmer,
-                    "k1": K1, "b": B, "method": METHOD, "built_at": time.time(), **extra}  # fmt: skip
+                    "method": METHOD, "built_at": time.time(), **extra}  # fmt: skip
             (tmp / "kbgraph.json").write_text(json.dumps(meta))
             if folder.exists() and _fingerprint_of(folder) != self.fingerprint:
                 shutil.rmtree(folder, ignore_errors=True)  # unreadable or half-deleted
@@ -230,11 +229,16 @@ def _write_meta(folder: Path, meta: dict[str, Any]) -> None:
         log.debug("BM25 index meta not updated at %s: %s", folder, exc)
 
 
+def _load_retriever(folder: Path, meta: dict[str, Any]) -> Any:
+    """The bm25s retriever saved in ``folder`` (None for an index of no chunks, ``meta['ids']`` empty)."""
+    import bm25s
+
+    return bm25s.BM25.load(str(folder), show_progress=False) if meta["ids"] else None
+
+
 def _load_generation(root: Path, generation: list[Any], salt: str) -> tuple[Any, list[str], str, Path] | None:
     """(retriever, ids, fingerprint, folder) of the index under ``root`` saved at ``generation`` with the
     same ``salt`` (bm25s version, parameters, stemmer), or None."""
-    import bm25s
-
     if not root.is_dir():
         return None
     for folder in root.iterdir():
@@ -244,8 +248,7 @@ def _load_generation(root: Path, generation: list[Any], salt: str) -> tuple[Any,
             meta = json.loads((folder / "kbgraph.json").read_text())
             if meta.get("generation") != generation or meta.get("salt") != salt:
                 continue
-            retriever = bm25s.BM25.load(str(folder), show_progress=False) if meta["ids"] else None
-            return retriever, meta["ids"], meta["fingerprint"], folder
+            return _load_retriever(folder, meta), meta["ids"], meta["fingerprint"], folder
         except (OSError, ValueError, KeyError) as exc:
             log.warning("BM25 index at %s unreadable (%s)", folder, exc)
     return None
@@ -255,18 +258,19 @@ _SHARED: dict[str, tuple[list[Any], BM25Index]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_index(store: GraphStore, settings: Settings) -> BM25Index:
-    """This process's BM25 index of the knowledge base ``settings`` name, for the learned ranker's BM25
-    features (kbgraph.query.propagation): kept in memory and re-checked only when :func:`corpus_generation`
-    changes (one light statement per call, ~1 ms); then loaded from disk or rebuilt (:meth:`BM25Index.open`).
-    Thread-safe; a first call on a new corpus builds the index (a few seconds per 100k chunks)."""
-    key = str(index_root(settings))
+def shared_index(store: GraphStore, settings: Settings, *, k1: float = K1, b: float = B) -> BM25Index:
+    """This process's BM25 index (parameters ``k1``, ``b``) of the knowledge base ``settings`` name, for the
+    learned ranker's BM25 features (kbgraph.query.propagation), method 'bm25' and MIGRES: kept in memory and
+    re-checked only when :func:`corpus_generation` changes (one light statement per call, ~1 ms); then loaded
+    from disk or rebuilt (:meth:`BM25Index.open`). Thread-safe; a first call on a new corpus builds the index (a
+    few seconds per 100k chunks)."""
+    key = f"{index_root(settings)} k1={k1} b={b}"
     generation = corpus_generation(store)
     with _SHARED_LOCK:
         hit = _SHARED.get(key)
         if hit is not None and hit[0] == generation:
             return hit[1]
-        index = BM25Index.open(store, settings, generation=generation)
+        index = BM25Index.open(store, settings, generation=generation, k1=k1, b=b)
         _SHARED[key] = (generation, index)
         return index
 
@@ -274,6 +278,6 @@ def shared_index(store: GraphStore, settings: Settings) -> BM25Index:
 def retrieve_bm25(question: str, ctx: QueryContext, *, k: int, explain: bool = False,
                   index: BM25Index | None = None) -> list[ScoredChunk]:  # fmt: skip
     """Method 'bm25' of the registry: the top-``k`` chunks by BM25, best first, score = BM25 (``explain`` has
-    no terms to add). ``index``: an open index of this knowledge base (else opened, or built, here)."""
-    index = index if index is not None else BM25Index.open(ctx.store, ctx.settings)
+    no terms to add). ``index``: an open index of this knowledge base (else this process's, :func:`shared_index`)."""
+    index = index if index is not None else shared_index(ctx.store, ctx.settings)
     return index.retrieve(ctx.store, question, k)
