@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 from urllib.parse import unquote
 
-from pydantic import SecretStr
-
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.retrieval import dense_settings
 from kbgraph.query.propagation import propagate, seed_layers
 from kbgraph.settings import Settings
+
+from bench_neo4j import start_local_neo4j
 
 MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
 CORPORA = {
@@ -92,13 +92,8 @@ def main() -> None:
         settings = Settings(home=Path(args.home), name=f"{args.corpus}_{store}", falkor_idle_timeout=600)
         local = None
         if store == "neo4j":
-            from kbgraph.neo4j_local import Neo4jLocal
-
-            settings = settings.updated({
-                "neo4j_local_home": Path(args.home) / f"neo4j-{args.corpus}", "neo4j_bolt_port": 17688,
-                "neo4j_http_port": 17475, "neo4j_password": SecretStr("kbgraph-bench")})  # fmt: skip
-            local = Neo4jLocal(settings, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
-            settings = settings.updated({"uri": local.start(timeout=180).bolt_uri})
+            settings, local = start_local_neo4j(settings, Path(args.home) / f"neo4j-{args.corpus}", bolt_port=17688,
+                                                http_port=17475, timeout=180)  # fmt: skip
         try:
             with KnowledgeBase(settings=settings) as kb:
                 t0 = time.perf_counter()

@@ -125,15 +125,10 @@ def main() -> None:
                         llm_base_url=None, falkor_idle_timeout=600)  # fmt: skip
     local = None
     if args.store == "neo4j" and not args.uri:
-        from pydantic import SecretStr
+        from bench_neo4j import start_local_neo4j
 
-        from kbgraph.neo4j_local import Neo4jLocal
-
-        settings = settings.updated({
-            "neo4j_local_home": Path(args.home) / f"neo4j-serve-{args.corpus}", "neo4j_bolt_port": 17788,
-            "neo4j_http_port": 17575, "neo4j_password": SecretStr("kbgraph-bench")})  # fmt: skip
-        local = Neo4jLocal(settings, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
-        settings = settings.updated({"uri": local.start(timeout=300).bolt_uri})
+        settings, local = start_local_neo4j(settings, Path(args.home) / f"neo4j-serve-{args.corpus}", bolt_port=17788,
+                                            http_port=17575, timeout=300)  # fmt: skip
     try:
         source = EXAMPLES / "docs" if args.corpus == "docs" else EXAMPLES / "multihop/2wikimultihopqa/dev500.corpus.jsonl"
         with KnowledgeBase(settings=settings) as kb:
