@@ -60,7 +60,7 @@ from kbgraph.query.ranking import feature_rows, load_model, score_rows
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
-from kbgraph.store.base import gather
+from kbgraph.store.parallel import gather
 
 #: Vector-seeded layers and the weight setting of each.
 LAYER_WEIGHTS = {
@@ -80,7 +80,7 @@ def seed_layers(
     on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers. With the
     learned ranker, also BM25's top ``ranker_bm25_k`` chunks (``Seeds.bm25``; kbgraph.query.bm25's index of
     this knowledge base, kept in memory). The three run at once on a store with ``parallel_reads``
-    (kbgraph.store.base.gather). A layer whose vectors are off (``settings.embedding.vector_layers``, issue 15)
+    (kbgraph.store.parallel.gather). A layer whose vectors are off (``settings.embedding.vector_layers``, issue 15)
     has no vector seeds: its nodes still reach chunks through the full-text seeds and the hops, as in a knowledge
     base built without its vectors. A layer of ``settings.embedding.static_layers`` (issue 15 direction 3) is
     searched with the question's vector from the static model its nodes were embedded with

@@ -1,4 +1,4 @@
-"""kbgraph.store.base.gather: independent reads run at once on a store that allows it (the seeds of a
+"""kbgraph.store.parallel.gather: independent reads run at once on a store that allows it (the seeds of a
 question: vector, full-text and BM25, kbgraph.query.propagation.seed_layers), one after the other otherwise;
 results in order, errors raised to the caller."""
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from kbgraph.store.base import gather
+from kbgraph.store.parallel import gather
 
 
 class _Store:

@@ -13,8 +13,7 @@ import re
 from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Any, TypeVar, overload
+from typing import Any
 
 import numpy as np
 
@@ -22,10 +21,6 @@ from kbgraph import cypher
 from kbgraph.errors import SchemaMismatch, StoreError
 from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
 
-T = TypeVar("T")
-A = TypeVar("A")
-B = TypeVar("B")
-C = TypeVar("C")
 
 Row = dict[str, Any]
 
@@ -117,30 +112,6 @@ class Transaction:
         return total
 
 
-_GATHER = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kbgraph-read")
-
-
-@overload
-def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], /) -> tuple[A, B]: ...
-@overload
-def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], c: Callable[[], C], /) -> tuple[A, B, C]: ...
-@overload
-def gather(store: GraphStore, *calls: Callable[[], T]) -> tuple[T, ...]: ...
-def gather(store: GraphStore, *calls: Callable[[], Any]) -> tuple[Any, ...]:
-    """The results of ``calls`` (independent reads of ``store``), as a tuple in their order (typed per call for
-    two or three): the first runs in this thread and the others at once on a shared pool of 8 threads when
-    ``store.parallel_reads``, else one after the other. A call's exception is raised here (after every call has
-    finished). Calls must not gather themselves."""
-    if not store.parallel_reads or len(calls) < 2:
-        return tuple(call() for call in calls)
-    futures = [_GATHER.submit(call) for call in calls[1:]]
-    try:
-        first = calls[0]()
-    finally:
-        wait(futures)
-    return (first, *(f.result() for f in futures))
-
-
 class GraphStore(ABC):
     """A graph database behind kbgraph.
 
@@ -157,7 +128,7 @@ class GraphStore(ABC):
 
     backend: str = ""
     #: True when independent read statements may run at once from several threads, each on a connection or
-    #: session of its own from the store's pool (:func:`gather`); False runs them one after the other.
+    #: session of its own from the store's pool (:func:`kbgraph.store.parallel.gather`); False runs them one after the other.
     parallel_reads: bool = False
     location: str = ""
     #: True when a unit of work is one database transaction that a failure rolls back as a whole (Neo4j);
