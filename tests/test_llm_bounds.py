@@ -67,6 +67,39 @@ def test_every_answer_schema_is_bounded():
     assert {k: v for k, v in problems.items() if v} == {}
 
 
+def _patterns(node, found):
+    if isinstance(node, dict):
+        if isinstance(node.get("pattern"), str):
+            found.append(node["pattern"])
+        for v in node.values():
+            _patterns(v, found)
+    elif isinstance(node, list):
+        for v in node:
+            _patterns(v, found)
+    return found
+
+
+def test_no_pattern_lets_a_decoder_write_a_raw_quote():
+    """llama.cpp applies a string's pattern to the raw JSON text: a pattern whose characters may be '"' or
+    '\\' (a negated class without them, '.') lets a constrained decoder write invalid JSON, which llama-server
+    refuses with a 500 ("does not match the expected peg-native format")."""
+    import re
+
+    _import_everything()
+    patterns = {schema.__name__: _patterns(schema.model_json_schema(), []) for schema in ANSWER_SCHEMAS.values()}
+    patterns = {name: found for name, found in patterns.items() if found}
+    assert "AtomicQuestions" in patterns  # the check is not vacuous
+    loose = re.compile(r"\[\^(?![^\]]*\"[^\]]*\])[^\]]*\]|(?<!\\)\.")  # [^...] without '"', or a bare '.'
+    assert {
+        n: [p for p in found if loose.search(p)] for n, found in patterns.items() if any(loose.search(p) for p in found)
+    } == {}
+    from kbgraph.ingest.distill.schemas import QUESTION_PATTERN
+
+    assert re.fullmatch(QUESTION_PATTERN, "Who directed Wild Ride?")
+    assert not re.fullmatch(QUESTION_PATTERN, 'Is "Wild Ride" a film?')
+    assert not re.fullmatch(QUESTION_PATTERN, "Is \\ a film?")
+
+
 def test_every_schema_sent_is_registered():
     _import_everything()
     sent = _schemas_sent()
@@ -105,7 +138,7 @@ def test_unbounded_places_are_named():
 def test_budget_covers_the_longest_answer():
     """The longest answer Tight allows, written out, has max_chars characters or fewer, and the budget holds
     it at CHARS_PER_TOKEN characters a token."""
-    longest = Tight(text="x" * 30, items=["y" * 10] * 3, pattern="a" * 9, n=-10**19).model_dump_json()
+    longest = Tight(text="x" * 30, items=["y" * 10] * 3, pattern="a" * 9, n=-(10**19)).model_dump_json()
     assert len(longest) <= max_chars(Tight)
     assert token_budget(Tight) * CHARS_PER_TOKEN >= max_chars(Tight)
 

@@ -30,8 +30,15 @@ MAX_PREDICATE_CHARS = 40
 #: PIKE-RAG §5.3.1 and paper 003 A.7 ask for questions "as many as possible", unbounded; 16 bounds what a small
 #: model that repeats list items writes (docs/methods.md, "Departures").
 MAX_ITEMS = 16
+#: One atomic question in the response format: 1 to MAX_QUESTION_CHARS - 1 characters, then '?'. No '"', '\\'
+#: or newline: llama.cpp turns a pattern into grammar over the raw JSON text, not the decoded string, so
+#: ``[^\n]`` would let a constrained decoder write an unescaped '"' (invalid JSON the server then refuses with
+#: a 500, "does not match the expected peg-native format": 6 of 20 SmolLM2-135M answers did). ``_clean`` turns
+#: a '"' in an unconstrained model's question into "'" and drops backslashes, so the pattern never refuses one.
+QUESTION_PATTERN = rf'^[^"\\\n]{{1,{MAX_QUESTION_CHARS - 1}}}\?$'
 
 _ITEM_MARK = re.compile(r"^\s*(?:[-*•]|\(?\d{1,3}[.)]|Q\d*[:.])\s*")
+
 
 @answer_schema
 class AtomicQuestions(BaseModel):
@@ -41,7 +48,7 @@ class AtomicQuestions(BaseModel):
     # decoder cannot then write a statement); items without the final '?' or over MAX_QUESTION_CHARS are
     # dropped by _clean rather than failing the whole answer. The pattern bounds the length itself: llama.cpp's
     # grammar follows a pattern and ignores maxLength beside it.
-    questions: list[Annotated[str, Field(pattern=rf"^[^\n]{{1,{MAX_QUESTION_CHARS - 1}}}\?$",
+    questions: list[Annotated[str, Field(pattern=QUESTION_PATTERN,
                                          max_length=MAX_QUESTION_CHARS)]] = Field(
         default_factory=list, max_length=MAX_ITEMS
     )  # fmt: skip
@@ -58,8 +65,8 @@ class AtomicQuestions(BaseModel):
         for q in items:
             if not isinstance(q, str):
                 continue
-            q = _ITEM_MARK.sub("", q).strip()
-            if q.endswith("?") and len(q) <= MAX_QUESTION_CHARS and q.casefold() not in seen:
+            q = _ITEM_MARK.sub("", q).replace('"', "'").replace("\\", "").strip()
+            if q.endswith("?") and "\n" not in q and len(q) <= MAX_QUESTION_CHARS and q.casefold() not in seen:
                 seen.add(q.casefold())
                 out.append(q)
         return out[:MAX_ITEMS]
@@ -114,6 +121,7 @@ class ExtractedKnowledge(BaseModel):
 __all__ = [
     "MAX_ITEMS",
     "MAX_QUESTION_CHARS",
+    "QUESTION_PATTERN",
     "AtomicQuestions",
     "ExtractedEntity",
     "ExtractedKnowledge",
