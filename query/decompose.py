@@ -78,6 +78,10 @@ from kbgraph.store import GraphStore
 THINKING_CHARS = 300
 SUB_QUESTIONS = 4
 SUB_QUESTION_CHARS = 160
+#: Shortest sub-question a constrained decoder may write ("Who is X?" has 9 characters): ``minLength`` in the
+#: schema sent, so a small model under a grammar writes a question rather than ``[""]`` (which ended Algorithm 1
+#: after one round); validation drops only empty items.
+SUB_QUESTION_MIN_CHARS = 8
 
 
 @answer_schema
@@ -88,7 +92,9 @@ class Proposal(BaseModel):
     endpoint without a grammar is still accepted and stops the loop."""
 
     thinking: Annotated[str, MaxChars(THINKING_CHARS)] = ""
-    sub_questions: Annotated[list[Annotated[str, MaxChars(SUB_QUESTION_CHARS)]], MaxItems(SUB_QUESTIONS)] = Field(
+    sub_questions: Annotated[
+        list[Annotated[str, MaxChars(SUB_QUESTION_CHARS, at_least=SUB_QUESTION_MIN_CHARS)]], MaxItems(SUB_QUESTIONS)
+    ] = Field(
         default_factory=list, json_schema_extra={"minItems": 1}
     )
 
@@ -103,7 +109,11 @@ class Proposal(BaseModel):
         if v is None:
             return []
         items = [v] if isinstance(v, str) else list(v)
-        return [s for s in (" ".join(text_of(x).split()) for x in items) if s]
+        kept = [s for s in (" ".join(text_of(x).split()) for x in items) if s]
+        first: dict[str, str] = {}
+        for s in kept:  # a repeated item once, at its first place
+            first.setdefault(s.casefold(), s)
+        return list(first.values())
 
 
 @answer_schema

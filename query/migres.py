@@ -68,6 +68,8 @@ def _words(v: Any) -> str:
 ANSWER_CHARS = 200
 EXPLANATION_CHARS = 300
 QUERY_CHARS = 160
+#: Shortest query a constrained decoder may write (``minLength`` in the schema sent; validation drops only ``""``).
+QUERY_MIN_CHARS = 4
 MAX_QUERIES = 5
 STATEMENT_CHARS = 200
 MAX_STATEMENTS = 5
@@ -117,7 +119,9 @@ class NewQueries(BaseModel):
     """Answer of the Query Generator (our JSON form of its one-query-a-line output), at most ``MAX_QUERIES``
     (the loop keeps ``migres_queries``)."""
 
-    queries: Annotated[list[Annotated[str, MaxChars(QUERY_CHARS)]], MaxItems(MAX_QUERIES)] = Field(default_factory=list)
+    queries: Annotated[list[Annotated[str, MaxChars(QUERY_CHARS, at_least=QUERY_MIN_CHARS)]], MaxItems(MAX_QUERIES)] = (
+        Field(default_factory=list)
+    )
 
     @field_validator("queries", mode="before")
     @classmethod

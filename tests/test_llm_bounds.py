@@ -158,3 +158,25 @@ def test_requests_ask_for_the_schema_budget():
     llm.complete_json([{"role": "user", "content": "q"}], Proposal)
     llm.complete_json([{"role": "user", "content": "c"}], AtomicQuestions)
     assert [r["max_tokens"] for r in llm.requests] == [token_budget(Proposal), token_budget(AtomicQuestions)]
+
+
+def test_schema_sent_requires_every_field_and_a_non_empty_item():
+    """A constrained decoder may close an object without a field that has a default, or a list item at once:
+    SmolLM2-135M answered the proposer with only ``thinking`` (or ``[""]``) on 8 of 20 questions, ending
+    Algorithm 1 after one round. The schema sent requires every property, at every depth, and sub-questions
+    and MIGRES queries have a minimum length; validation keeps the defaults for unconstrained endpoints."""
+    from kbgraph.llm.structured import response_format
+    from kbgraph.query.decompose import SUB_QUESTION_MIN_CHARS, Proposal
+    from kbgraph.query.migres import LeafOutput, NewQueries
+
+    sent = response_format("json_schema", Proposal)["json_schema"]["schema"]
+    assert sent["required"] == ["thinking", "sub_questions"]
+    assert sent["properties"]["sub_questions"]["items"]["minLength"] == SUB_QUESTION_MIN_CHARS
+    assert response_format("json_object_schema", NewQueries)["schema"]["properties"]["queries"]["items"]["minLength"]
+    leaf = response_format("json_schema", LeafOutput)["json_schema"]["schema"]
+    nested = [d for d in leaf.get("$defs", {}).values() if "properties" in d]
+    assert nested and all(d["required"] == list(d["properties"]) for d in nested)
+    # unconstrained endpoints: the defaults, empty items dropped, short ones kept, repeats once
+    assert Proposal.model_validate({"thinking": "x"}).sub_questions == []
+    answer = Proposal.model_validate({"sub_questions": ["", "Who?", "Who is Harvey Berman?", "who is harvey berman?"]})
+    assert answer.sub_questions == ["Who?", "Who is Harvey Berman?"]

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from annotated_types import GroupedMetadata, MaxLen
-from pydantic import BaseModel, BeforeValidator
+from pydantic import BaseModel, BeforeValidator, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
 
 __all__ = [
     "ANSWER_SCHEMAS",
@@ -71,16 +72,33 @@ def answer_schema(cls: S) -> S:
 class MaxChars(GroupedMetadata):
     """Field metadata of a ``str`` of at most ``limit`` characters: ``Annotated[str, MaxChars(80)]`` has
     ``maxLength`` 80 in the schema, and a longer value (an endpoint that does not constrain decoding) is cut to
-    ``limit`` characters (trailing whitespace dropped), not refused."""
+    ``limit`` characters (trailing whitespace dropped), not refused. ``at_least`` adds ``minLength`` to the
+    schema only: a constrained decoder cannot then write ``""`` (a small model closes a list item at once),
+    while a shorter value from an endpoint that does not constrain decoding is still accepted."""
 
     limit: int
+    at_least: int = 0
 
     def __iter__(self) -> Iterator[object]:
         yield BeforeValidator(self._cut)
         yield MaxLen(self.limit)
+        if self.at_least:
+            yield _SchemaMinLength(self.at_least)
 
     def _cut(self, v: Any) -> Any:
         return v[: self.limit].rstrip() if isinstance(v, str) and len(v) > self.limit else v
+
+
+@dataclass(frozen=True)
+class _SchemaMinLength:
+    """``minLength`` in the JSON schema, not checked on validation (see ``MaxChars.at_least``)."""
+
+    length: int
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        js = handler(core_schema)
+        js["minLength"] = self.length
+        return js
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from kbgraph.llm.structured import sent_schema
+
 M = TypeVar("M", bound=BaseModel)
 Messages = list[dict[str, str]]
 
@@ -95,7 +97,7 @@ def describe_error(exc: Exception) -> str:
 def with_json_instructions(messages: Messages, schema: type[BaseModel]) -> Messages:
     """The messages with the JSON instructions and schema in the system message (merged into an existing
     leading system message: some chat templates allow only one, and only first)."""
-    instructions = JSON_INSTRUCTIONS.format(schema=json.dumps(schema.model_json_schema(), ensure_ascii=False))
+    instructions = JSON_INSTRUCTIONS.format(schema=json.dumps(sent_schema(schema), ensure_ascii=False))
     out = [dict(m) for m in messages]
     if out and out[0].get("role") == "system":
         out[0]["content"] = f"{out[0].get('content', '')}\n\n{instructions}".lstrip()

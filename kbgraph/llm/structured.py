@@ -41,15 +41,43 @@ def schema_name(schema: type[BaseModel]) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "answer"
 
 
+def sent_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema sent for ``schema`` (in ``response_format`` and in the prompt): pydantic's, with every
+    property of every object required. A field with a default is optional in pydantic's schema, and a
+    constrained decoder then may close the object without it: SmolLM2-135M answered the proposer with only
+    ``thinking`` on 8 of 20 questions, ending Algorithm 1 at once. The defaults still apply to an answer from
+    an endpoint that does not constrain decoding (validation uses the model, not this schema)."""
+    js = schema.model_json_schema()
+    _require_all(js)
+    return js
+
+
+def _require_all(node: Any) -> None:
+    """Mark every property required in a JSON schema node and the schemas below it (in place)."""
+    if isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict) and props:
+            node["required"] = list(props)
+            for sub in props.values():
+                _require_all(sub)
+        for key, value in node.items():
+            if key != "properties":
+                _require_all(value)
+    elif isinstance(node, list):
+        for value in node:
+            _require_all(value)
+
+
 def response_format(mode: Mode, schema: type[BaseModel]) -> dict[str, Any] | None:
-    """The ``response_format`` request field for ``mode`` (None for ``none``)."""
+    """The ``response_format`` request field for ``mode`` (None for ``none``); the schema is
+    :func:`sent_schema`'s."""
     if mode == "json_schema":
         return {
             "type": "json_schema",
-            "json_schema": {"name": schema_name(schema), "schema": schema.model_json_schema(), "strict": False},
+            "json_schema": {"name": schema_name(schema), "schema": sent_schema(schema), "strict": False},
         }
     if mode == "json_object_schema":
-        return {"type": "json_object", "schema": schema.model_json_schema()}
+        return {"type": "json_object", "schema": sent_schema(schema)}
     if mode == "json_object":
         return {"type": "json_object"}
     return None
