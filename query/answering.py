@@ -96,7 +96,7 @@ def citations_for(chunks: Sequence[ScoredChunk], focus: Sequence[str], embedder:
         quote = " ".join(quote.split())
         out.append(
             Citation(
-                chunk_id=c.id, document=c.document_title or c.document_id, document_uri=c.document_uri,
+                chunk_id=c.id, document_title=c.document_title or c.document_id, document_uri=c.document_uri,
                 section=c.section_path, page=c.page,
                 quote=quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 3] + "...",
             )

@@ -223,13 +223,13 @@ def evidence_answer(question: str, chunks: list[ScoredChunk], embedder: Embedder
         pool = [u for u in group if id(u) in good_ids] or group
         best = chosen.get(i) or (max(pool, key=lambda u: (u.score, -u.pos)) if pool else None)
         quote = best.quote[:QUOTE_CHARS] if best else " ".join(chunk.text.split())[:QUOTE_CHARS]
-        same = next((n for n, c in enumerate(citations) if c.quote == quote and c.document == chunk.document_title), None)
+        same = next((n for n, c in enumerate(citations) if c.quote == quote and c.document_title == chunk.document_title), None)
         if same is not None:  # overlapping chunks: one citation per quote
             marker[i] = same + 1
             continue
         citations.append(
             Citation(
-                chunk_id=chunk.id, document=chunk.document_title, document_uri=chunk.document_uri,
+                chunk_id=chunk.id, document_title=chunk.document_title, document_uri=chunk.document_uri,
                 section=chunk.section_path, page=chunk.page, quote=quote,
             )
         )  # fmt: skip

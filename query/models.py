@@ -63,11 +63,12 @@ class Seeds(BaseModel):
 
 
 class Citation(BaseModel):
-    """A chunk the answer rests on. ``page`` is 1-based for paged formats; ``quote`` is the chunk's most
-    relevant sentence (or its beginning)."""
+    """A chunk the answer rests on: ``chunk_id``, its document's title (``document_title``; its id when it has
+    none) and source URI, ``section`` (the section path), ``page`` (1-based for paged formats, else None) and
+    ``quote`` (the chunk's most relevant sentence, or its beginning)."""
 
     chunk_id: str
-    document: str
+    document_title: str
     document_uri: str = ""
     section: str = ""
     page: int | None = None

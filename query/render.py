@@ -25,7 +25,7 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
         console.print("\n[bold]Citations[/]")
         for i, c in enumerate(answer.citations, 1):
             where = ", ".join(x for x in (c.section and f"section {c.section}", c.page and f"page {c.page}") if x)
-            console.print(f"[{i}] {c.document}" + (f" — {where}" if where else ""), highlight=False, markup=False)
+            console.print(f"[{i}] {c.document_title}" + (f" — {where}" if where else ""), highlight=False, markup=False)
             if c.quote:
                 console.print(f"    “{c.quote[:240]}”", style="dim", highlight=False, markup=False)
     if trace and (answer.trace or show_route):

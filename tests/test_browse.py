@@ -202,7 +202,7 @@ def test_ask_save_writes_retrieval_only_rationale(corpus):
     assert row["sub_questions"] == [] and row["matched"] == [] and saved.sub_questions == 0
     # provenance: the path from each used chunk's document through its sections
     assert len(row["provenance"]) == len(cited)
-    assert {p[0]["title"] for p in row["provenance"]} == {c.document for c in answer.citations}
+    assert {p[0]["title"] for p in row["provenance"]} == {c.document_title for c in answer.citations}
     assert all(p[0]["id"].startswith("doc:") and all(n["id"].startswith("sec:") for n in p[1:])
                for p in row["provenance"])  # fmt: skip
     # '' finds the last question saved; part of its text finds it too

@@ -185,7 +185,7 @@ def test_linkable_reasoning_goes_to_l2_pike_with_its_subtype(kb, data, subtype):
     assert (answer.method, answer.question_class, answer.question_subtype, answer.route) == (
         "auto", "linkable_reasoning", subtype, "L2:pike")
     assert [r.type for r in answer.trace] == ["pike", "pike"] and answer.trace[0].proposals == [HOP1]
-    assert answer.citations[0].document == "Journal of Psychotherapy Integration"
+    assert answer.citations[0].document_title == "Journal of Psychotherapy Integration"
     assert f"Question class: linkable_reasoning ({subtype})" in answer.rationale
     assert "L3" not in answer.rationale and answer.usage.calls == 5
 

@@ -161,7 +161,7 @@ def assert_citations_in_graph(answer, store):
     rows = {r["id"]: r for r in store.run("retrieve/chunk_details", {"ids": ids})} if ids else {}
     assert set(rows) == set(ids)
     for c in answer.citations:
-        assert c.document == rows[c.chunk_id]["document_title"]
+        assert c.document_title == rows[c.chunk_id]["document_title"]
         assert c.quote and c.quote.replace("...", "")[:40] in " ".join(rows[c.chunk_id]["text"].split())
 
 
@@ -184,7 +184,7 @@ def test_rounds_candidates_and_final_answer(kb, corpus):
     for r in (r1, r2):  # selector said 1: the first candidate's chunk joined the context
         assert r.selection == "atom" and r.selected == r.candidates[0] and r.chunk_id == r.candidates[0].chunk_id
     # round 1 found the gold passage of hop 1
-    assert answer.citations[0].document == "Journal of Psychotherapy Integration"
+    assert answer.citations[0].document_title == "Journal of Psychotherapy Integration"
     assert r3.proposals == [] and r3.chunk_id is None and "no sub-questions" in r3.note
     # the call sequence of Algorithm 1: propose/select twice, the third proposal is empty, then line 14
     assert script.kinds == ["propose", "select", "propose", "select", "propose", "answer"]
@@ -428,7 +428,7 @@ def test_pike_and_naive_on_neo4j(store, backend_settings, graphs, corpus):
     r1, r2 = answer.trace[:2]
     assert_candidates(r1, store, embedder, settings)
     assert_candidates(r2, store, embedder, settings, exclude=[r1.chunk_id])
-    assert answer.citations[0].document == "Journal of Psychotherapy Integration"
+    assert answer.citations[0].document_title == "Journal of Psychotherapy Integration"
     assert_citations_in_graph(answer, store)
     naive = baselines.answer_naive(corpus["question"]["question"],
                                    QueryContext(store, settings, embedder, ScriptedLLM(Script([]))))  # fmt: skip

@@ -174,7 +174,7 @@ def assert_citations_in_graph(answer: Answer, store) -> None:
     assert set(rows) == set(ids) and len(ids) == len(set(ids))
     assert ids == [c.id for c in answer.chunks]
     for c in answer.citations:
-        assert c.document == rows[c.chunk_id]["document_title"]
+        assert c.document_title == rows[c.chunk_id]["document_title"]
         assert c.quote and c.quote.replace("...", "")[:40] in " ".join(rows[c.chunk_id]["text"].split())
 
 
@@ -233,7 +233,7 @@ def test_answerable_at_once_streamed(kb, corpus, graphs):
     summarize = script.prompts("summarize")[0][-1]["content"]
     known = f"{r1.answer}, {r2.answer}"
     assert summarize.endswith(f"##question:{corpus['question']}\n##konwn information:{known}\n##output:")
-    assert [c.document for c in answer.citations] == [JPI, "Adolescence"]
+    assert [c.document_title for c in answer.citations] == [JPI, "Adolescence"]
     assert_citations_in_graph(answer, store)
     assert answer.usage.calls == len(script.calls) and answer.usage.prompt_tokens > 0
     rounds = [e.round for e in events if e.type == "round"]

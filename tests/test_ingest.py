@@ -63,7 +63,7 @@ def test_shared_documents_build_three_layers(backend_settings, examples_dir):
         # answering cites real documents
         answer = kb.ask("Which family do ducks belong to?", k=3)
         assert answer.retrieval_only and answer.citations
-        assert any("Duck" in c.document for c in answer.citations)
+        assert any("Duck" in c.document_title for c in answer.citations)
     finally:
         kb.close()
 

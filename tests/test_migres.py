@@ -163,7 +163,7 @@ def assert_citations_in_graph(answer: Answer, store) -> None:
     rows = {r["id"]: r for r in store.run("retrieve/chunk_details", {"ids": ids})} if ids else {}
     assert set(rows) == set(ids) and len(ids) == len(set(ids))
     for c in answer.citations:
-        assert c.document == rows[c.chunk_id]["document_title"]
+        assert c.document_title == rows[c.chunk_id]["document_title"]
         assert c.quote and c.quote.replace("...", "")[:40] in " ".join(rows[c.chunk_id]["text"].split())
 
 
@@ -383,7 +383,7 @@ def test_migres_on_neo4j(store, backend_settings, graphs, corpus):
     r1, r2 = answer.trace
     assert_kept(r1, store, embedder, THETA)
     assert_kept(r2, store, embedder, THETA)
-    assert [c.document for c in answer.citations] == ["Journal of Psychotherapy Integration", "Adolescence"]
+    assert [c.document_title for c in answer.citations] == ["Journal of Psychotherapy Integration", "Adolescence"]
     assert_citations_in_graph(answer, store)
 
 

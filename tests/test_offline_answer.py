@@ -69,7 +69,7 @@ def evidence_lines(kb: KnowledgeBase, answer) -> list[tuple[str, dict, object]]:
     rows = {r["id"]: r for r in kb.store.run("retrieve/chunk_details", {"ids": ids})}
     assert set(rows) == set(ids), "a citation names a chunk that is not in the graph"
     for c in answer.citations:
-        assert c.document == rows[c.chunk_id]["document_title"]
+        assert c.document_title == rows[c.chunk_id]["document_title"]
     lines = answer.answer.splitlines()
     assert 1 <= len(lines) <= 3, answer.answer
     out = []
@@ -129,7 +129,7 @@ def test_html_question_answers_from_the_page(sample_kb):
     answer = sample_kb.ask(HTML_Q)
     lines = evidence_lines(sample_kb, answer)
     for text, _chunk, citation in lines:
-        assert citation.document_uri.endswith("wikipedia_duck.html") and citation.document == "Duck"
+        assert citation.document_uri.endswith("wikipedia_duck.html") and citation.document_title == "Duck"
         assert _is_sentence(text), f"not a sentence: {text!r}"
         assert not re.search(r"\[\d+\]", text[:-1]), f"a Wikipedia reference mark is left in {text!r}"
     first = lines[0][0].lower()
