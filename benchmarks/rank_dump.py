@@ -54,7 +54,7 @@ def main() -> None:
                 chunks = propagate(kb.store, kb.settings, seeds, k=args.pool, explain=True)
                 cands = []
                 for c in chunks:
-                    terms = {t.layer: (t.similarity, t.factor, t.score) for t in c.breakdown}
+                    terms = {t.term: (t.similarity, t.factor, t.score) for t in c.breakdown}
                     weighted = sum(t.score for t in c.breakdown)  # the weighted sum, whichever ranker ordered them
                     cands.append({"chunk_id": c.id, "passage_id": M.passage_ids([c.document_uri])[0] if c.document_uri
                                   else "", "title": c.document_title, "score": weighted, "terms": terms,

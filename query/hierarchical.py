@@ -40,7 +40,7 @@ def hierarchical_chunks(
     ``hr_threshold``, ``hr_question_k``, ``hr_question_threshold``. Raises StoreError as the store does."""
     chunks = chunks_by_vector(store, qvec, k=settings.baselines.hr_k, threshold=settings.baselines.hr_threshold)
     for c in chunks:
-        c.breakdown = [Contribution(layer="Chunk", node_id=c.id, similarity=c.score, weight=1.0, score=c.score)]
+        c.breakdown = [Contribution(term="Chunk", node_id=c.id, similarity=c.score, weight=1.0, score=c.score)]
     atoms = retrieve_atomic(store, [question], [qvec], k=settings.baselines.hr_question_k,
                             threshold=settings.baselines.hr_question_threshold)  # fmt: skip
     by_id = {c.id: c for c in chunks}
@@ -56,7 +56,7 @@ def hierarchical_chunks(
     for a in atoms:
         if a.chunk_id in by_id:
             by_id[a.chunk_id].breakdown.append(Contribution(
-                layer="AtomicQuestion", node_id=a.question_id, text=a.text, similarity=a.score, weight=1.0,
+                term="AtomicQuestion", node_id=a.question_id, text=a.text, similarity=a.score, weight=1.0,
                 score=a.score))  # fmt: skip
     return chunks, atoms, len(chunks) - sum(cid in details for cid in new)
 

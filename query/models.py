@@ -13,7 +13,9 @@ class Contribution(BaseModel):
     """One term of a chunk's score (kbgraph.query.propagation): ``weight`` × ``similarity`` (× ``factor``) =
     ``score``."""
 
-    layer: str  # Chunk | AtomicQuestion | Triple | Entity | FullText | Tag | Section | Document | Hop | Next
+    #: The score term: a layer's seeds (Chunk, AtomicQuestion, Triple, Entity, EntityText, FullText, Tag, Section,
+    #: Document) or a hop (Hop, TitleHop, Next); docs/scoring.md.
+    term: str
     node_id: str
     text: str = ""
     similarity: float

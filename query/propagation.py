@@ -157,9 +157,9 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
         breakdown = []
         if explain:
             breakdown = [
-                Contribution(layer=layer, node_id=node_id, text=text, similarity=sim, weight=weight, factor=factor,
+                Contribution(term=term, node_id=node_id, text=text, similarity=sim, weight=weight, factor=factor,
                              score=score)
-                for layer, (score, node_id, text, sim, weight, factor) in terms[cid].items()
+                for term, (score, node_id, text, sim, weight, factor) in terms[cid].items()
             ]  # fmt: skip
             breakdown.sort(key=lambda t: -t.score)
         chunk = scored_chunk(details.get(cid, {"id": cid}), scores[cid], breakdown)

@@ -37,16 +37,16 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
     elif show_route:
         console.print("\n" + route_line(answer), highlight=False, markup=False)
     if explain and answer.chunks:
-        console.print("\n[bold]Score breakdown[/] (the weighted sum = sum of the best term of each layer; with the "
+        console.print("\n[bold]Score breakdown[/] (the weighted sum: each score term's best contribution, summed; with the "
                       "learned ranker, the chunk's score is the ranker's)")
         for chunk in answer.chunks:
             table = Table(title=f"{chunk.score:.4f}  {chunk.document_title} {chunk.section_path}".strip(),
                           title_justify="left")  # fmt: skip
-            for col in ("layer", "node", "similarity", "weight", "factor", "term"):
+            for col in ("term", "node", "similarity", "weight", "factor", "score"):
                 table.add_column(col)
             for t in chunk.breakdown:
                 label = (t.text or t.node_id)[:60]
-                table.add_row(t.layer, label, f"{t.similarity:.4f}", f"{t.weight:g}", f"{t.factor:.3f}", f"{t.score:.4f}")
+                table.add_row(t.term, label, f"{t.similarity:.4f}", f"{t.weight:g}", f"{t.factor:.3f}", f"{t.score:.4f}")
             console.print(table)
             if chunk.ranking:
                 ranked = Table(title="learned ranker (score = intercept + sum of contributions; docs/scoring.md)",

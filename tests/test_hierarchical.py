@@ -91,7 +91,7 @@ def test_hierarchical_is_the_union_of_paths_a_and_b(planted):
     ctx = QueryContext(store, settings, PlantedEmbedder(), None)
     chunks = METHODS["hierarchical"].run(QUESTION, ctx, k=4, explain=True)
     assert [round(c.score, 4) for c in chunks] == [0.9, 0.55, 0.9, 0.6]
-    assert [[b.layer for b in c.breakdown] for c in chunks] == [["Chunk"], ["Chunk"], ["AtomicQuestion"],
+    assert [[b.term for b in c.breakdown] for c in chunks] == [["Chunk"], ["Chunk"], ["AtomicQuestion"],
                                                                  ["AtomicQuestion"]]  # fmt: skip
     assert chunks[2].breakdown[0].node_id == "aq:B" and chunks[2].document_title == "Planted B"
 

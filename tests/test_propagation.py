@@ -87,7 +87,7 @@ def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
         assert chunk.score == pytest.approx(expected[chunk.id], abs=1e-9)
         assert sum(t.score for t in chunk.breakdown) == pytest.approx(chunk.score, abs=1e-9)
         assert chunk.document_title == "D"
-    c1 = {t.layer: t for t in got[0].breakdown}
+    c1 = {t.term: t for t in got[0].breakdown}
     assert set(c1) == {"Chunk", "AtomicQuestion", "Entity", "Document", "Hop", "Next"}
     assert c1["AtomicQuestion"].node_id == "q1" and c1["Hop"].node_id == "c3" and c1["Hop"].text == "Shared"
 
@@ -112,10 +112,10 @@ def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store, backe
     got = {c.id: c for c in propagate(store, s, seeds, k=10, explain=True)}
     c2_without = 0.3 * 0.7 + 0.3 * 0.6 + 0.2 * 1.0 + 0.2 * 0.3
     assert got["c2"].score == pytest.approx(c2_without + 1.0, abs=1e-5)
-    chunk_term = next(t for t in got["c2"].breakdown if t.layer == "Chunk")
+    chunk_term = next(t for t in got["c2"].breakdown if t.term == "Chunk")
     assert chunk_term.similarity == pytest.approx(1.0, abs=1e-5)
     # the seeded chunks keep their seed similarity
-    assert next(t for t in got["c1"].breakdown if t.layer == "Chunk").similarity == pytest.approx(0.9)
+    assert next(t for t in got["c1"].breakdown if t.term == "Chunk").similarity == pytest.approx(0.9)
     # rescore_k 0: no exact term, the formula of the seeds alone
     off = {c.id: c.score for c in propagate(store, s.updated({"rescore_k": 0}), seeds, k=10)}
     assert off["c2"] == pytest.approx(c2_without, abs=1e-9)
@@ -146,7 +146,7 @@ def test_title_hop_is_shared_among_the_chunks_it_reaches(store, backend_settings
     for b in ("b1", "b2"):
         assert got[b].score == pytest.approx(0.6 * 0.9 / 2, abs=1e-9)
         (term,) = got[b].breakdown
-        assert (term.layer, term.node_id, term.text, term.factor) == ("TitleHop", "a1", "Bee", 0.5)
+        assert (term.term, term.node_id, term.text, term.factor) == ("TitleHop", "a1", "Bee", 0.5)
     assert got["a1"].score == pytest.approx(0.9)
 
 

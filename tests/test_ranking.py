@@ -37,7 +37,7 @@ def _recompute(question: str, weighted, model: dict, extra=(), bm25=()) -> dict[
     """The learned score of each chunk, computed here from the weighted run's explain terms alone (and, for
     ``extra`` BM25 additions the weighted run did not return, (chunk id, its cosine, its title) from the planted
     vectors); ``bm25``: the seeds' (chunk id, BM25 score) list, best first."""
-    entries = [(c.id, {t.layer: t.similarity * t.factor for t in c.breakdown}, c.document_title, c.score)
+    entries = [(c.id, {t.term: t.similarity * t.factor for t in c.breakdown}, c.document_title, c.score)
                for c in weighted]  # fmt: skip
     entries += sorted([(cid, {"Chunk": sim}, title, sim) for cid, sim, title in extra], key=lambda e: (-e[3], e[0]))
     chunk = {cid: terms.get("Chunk", 0.0) for cid, terms, _, _ in entries}
@@ -128,7 +128,7 @@ def test_learned_order_equals_a_recomputation_from_the_explain_terms(store, back
         # the propagation terms stay in the breakdown, as the weights ranker gives them (a BM25 addition: its
         # exact Chunk similarity alone)
         before = next((w for w in weighted if w.id == c.id), None)
-        assert {t.layer for t in c.breakdown} == ({t.layer for t in before.breakdown} if before else {"Chunk"})
+        assert {t.term for t in c.breakdown} == ({t.term for t in before.breakdown} if before else {"Chunk"})
     if graph == "bm25":
         assert "z9" in expected and "z9" not in {c.id for c in weighted} and "z9" in {c.id for c in got}
         row = {r.feature: r.value for r in next(c for c in got if c.id == "c2").ranking}

@@ -207,7 +207,7 @@ def test_tag_layer_in_explain_and_off_is_identical(store, backend_settings, embe
     on = _ctx(store, backend_settings, embedder, llm, weight_tag=weight, tag_vector_k=0)
     after = retrieve_propagation(QUESTION, on, k=5, explain=True)
     p1 = next(c for c in after if c.id == graph["chunks"]["p1"])
-    tag_terms = [t for t in p1.breakdown if t.layer == "Tag"]
+    tag_terms = [t for t in p1.breakdown if t.term == "Tag"]
     assert len(tag_terms) == 1 and tag_terms[0].text == "myocardial infarction"
     assert tag_terms[0].score == pytest.approx(weight * 0.8) and tag_terms[0].similarity == pytest.approx(0.8)
     for chunk in after:
@@ -215,7 +215,7 @@ def test_tag_layer_in_explain_and_off_is_identical(store, backend_settings, embe
     old = next(c for c in before if c.id == p1.id)
     # the rewrite adds 'myocardial infarction' to the full-text query: that term may change too
     assert p1.score > old.score + weight * 0.8 - 1e-9
-    assert all(t.layer != "Tag" for c in after if c.id != p1.id for t in c.breakdown)
+    assert all(t.term != "Tag" for c in after if c.id != p1.id for t in c.breakdown)
     # no Tag weight and no rewrite: nothing is asked
     quiet = ScriptedLLM([])
     ctx = _ctx(store, backend_settings, embedder, quiet, weight_tag=0.0, tag_rewrite=False)
@@ -236,7 +236,7 @@ def test_mapped_tags_rewrite_the_fulltext_query(store, backend_settings, embedde
         ctx = _ctx(store, backend_settings, embedder, ScriptedLLM(responder(tags, [])), weight_tag=0.0,
                    tag_vector_k=0, **update)  # fmt: skip
         chunks = retrieve_propagation(flu, ctx, k=5, explain=True)
-        return [t for c in chunks if c.id == p3 for t in c.breakdown if t.layer == "FullText"]
+        return [t for c in chunks if c.id == p3 for t in c.breakdown if t.term == "FullText"]
 
     assert fulltext_of_p3(tag_rewrite=False) == []
     assert len(fulltext_of_p3(tag_rewrite=True)) == 1
@@ -253,7 +253,7 @@ def test_hostile_tag_text_is_a_parameter(store, backend_settings, embedder, grap
     ctx = _ctx(store, backend_settings, embedder, ScriptedLLM(responder(tags, [])), tag_vector_k=0)
     chunks = retrieve_propagation(QUESTION, ctx, k=5, explain=True)
     p4 = next(c for c in chunks if c.id == graph["chunks"]["p4"])
-    assert [t.text for t in p4.breakdown if t.layer == "Tag"] == [HOSTILE]
+    assert [t.text for t in p4.breakdown if t.term == "Tag"] == [HOSTILE]
     assert store.stats().total_nodes == nodes + 1
 
 
