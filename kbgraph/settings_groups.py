@@ -225,7 +225,7 @@ class EmbeddingSettings(_Group):
     @property
     def static_vector_layers(self) -> frozenset[str]:
         """The layers whose vectors come from the static model: ``static_layers`` that are also vector layers;
-        none for an ``openai:`` embedding model (no local weights to distil)."""
+        none for an ``openai:`` embedding model (no local weights to build a static model from)."""
         if (self.embedding_model or "").strip().lower().startswith("openai:"):
             return frozenset()
         return frozenset(self.static_layers) & frozenset(self.vector_layers)

@@ -60,7 +60,7 @@ def _test_cache(name: str, sources: list[str], dists: list[str]) -> Path:
 
 def _static_models_dir() -> Path:
     """The suite's distilled static models (setting static_layers; kbgraph/embed/static_model.py), kept between
-    runs (:func:`_test_cache`). tests/test_static_embeddings.py distils into a folder of its own every run."""
+    runs (:func:`_test_cache`). tests/test_static_embeddings.py builds into a folder of its own every run."""
     return _test_cache("static-models", ["kbgraph/embed/static_model.py"], ["model2vec", "skeletoken"])
 
 

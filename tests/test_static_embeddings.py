@@ -35,13 +35,13 @@ def built(tmp_path_factory):
 
 
 def _install(settings: Settings, built) -> None:
-    """Copy the module's static model into ``settings.home`` (it would distil the same folder, ~10 s more)."""
+    """Copy the module's static model into ``settings.home`` (it would build the same folder again, ~10 s more)."""
     _, out = static_model_dir(settings)
     if not out.exists():
         shutil.copytree(built[1], out)
 
 
-@pytest.mark.slow  # `built` distils a static model of its own (~10 s quiet, minutes on 2 busy cores)
+@pytest.mark.slow  # `built` builds a static model of its own (~10 s quiet, minutes on 2 busy cores)
 def test_static_embedder_shapes_determinism_and_built_once(built):
     settings, out = built
     static_model._CACHE.clear()
@@ -79,7 +79,7 @@ def test_setting_parses_and_only_counts_vector_layers(monkeypatch):
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity, Triple")
     assert Settings().embedding.static_vector_layers == {"Entity", "Triple"}
     assert Settings(vector_layers=["AtomicQuestion", "Entity"]).embedding.static_vector_layers == {"Entity"}
-    assert not Settings(embedding_model="openai:text-embedding-3-small").embedding.static_vector_layers  # nothing to distil
+    assert not Settings(embedding_model="openai:text-embedding-3-small").embedding.static_vector_layers  # nothing to build from
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "")
     assert not Settings().embedding.static_vector_layers
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity,Enitty")

@@ -79,13 +79,13 @@ def static_model_dir(settings: Settings) -> tuple[Path, Path]:
 def _static_model_dir(name: str, folder: Path | None, mdir: Path) -> tuple[tuple[Path, Path], Path]:
     """((teacher, static model folder), the teacher's weights file); ConfigError as static_model_dir."""
     if folder is None:
-        raise ConfigError(f"static_layers needs the embedding model {name!r} on disk to distil a static model "
+        raise ConfigError(f"static_layers needs the embedding model {name!r} on disk to build a static model "
                           "from (a sentence-transformers folder or the packaged all-MiniLM-L6-v2): set "
                           "KBGRAPH_STATIC_LAYERS= (empty) for this model")
     try:
         spec = read_model_spec(folder)
     except Exception as exc:  # noqa: BLE001 - any unreadable model folder: one clear message
-        raise ConfigError(f"cannot read the embedding model folder {folder} to distil a static model ({exc}); "
+        raise ConfigError(f"cannot read the embedding model folder {folder} to build a static model ({exc}); "
                           "set KBGRAPH_STATIC_LAYERS= (empty)") from exc
     return (folder, mdir / f"{safe_model_name(name)}-static-{weights_hash(spec.weights, mdir)[:16]}"), spec.weights
 
@@ -106,32 +106,32 @@ def build_static_model(teacher: Path, out: Path, *, lock_timeout: float = 600.0)
                 return out
             tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             try:
-                _distil(teacher, tmp)
+                _build(teacher, tmp)
                 if out.exists():  # a half-written folder from a killed run (no config.json)
                     shutil.rmtree(out)
                 os.replace(tmp, out)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     except Timeout as exc:
-        raise ConfigError(f"another process has been distilling {out} for {lock_timeout:.0f} s; "
+        raise ConfigError(f"another process has been building {out} for {lock_timeout:.0f} s; "
                           f"remove {out}.lock if no kbgraph process is running") from exc
     return out
 
 
-def _distil(teacher: Path, tmp: Path) -> None:
-    """Run ``distil_into`` in a child interpreter: distillation loads torch and transformers (~1 GB resident),
+def _build(teacher: Path, tmp: Path) -> None:
+    """Run ``build_into`` in a child interpreter: distillation loads torch and transformers (~1 GB resident),
     which the ingesting process otherwise never needs (it embeds with ONNX Runtime)."""
-    log.info("distilling a static embedding model from %s (once, ~10-20 s)", teacher)
+    log.info("building a static embedding model from %s by model2vec distillation (once, ~10-20 s)", teacher)
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.run([sys.executable, "-m", "kbgraph.embed.static_model", str(teacher), str(tmp)],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not (tmp / "config.json").is_file():
         lines = [x for x in (proc.stderr or proc.stdout).strip().splitlines() if "it/s]" not in x]
-        raise ConfigError(f"distilling a static model from {teacher} failed ({lines[-1] if lines else 'no output'})"
+        raise ConfigError(f"building a static model from {teacher} failed ({lines[-1] if lines else 'no output'})"
                           "; set KBGRAPH_STATIC_LAYERS= (empty) to embed every layer with the model itself")
 
 
-def distil_into(teacher: Path, out: Path) -> None:
+def build_into(teacher: Path, out: Path) -> None:
     """model2vec's ``distill`` of ``teacher`` (no PCA: the teacher's dimension), saved at ``out``. ConfigError if
     model2vec (or skeletoken, which its distill imports) is missing."""
     try:
@@ -199,9 +199,9 @@ def get_static_embedder(settings: Settings) -> StaticEmbedder:
     return embedder
 
 
-if __name__ == "__main__":  # python -m kbgraph.embed.static_model TEACHER OUT (what _distil runs)
+if __name__ == "__main__":  # python -m kbgraph.embed.static_model TEACHER OUT (what _build runs)
     try:
-        distil_into(Path(sys.argv[1]), Path(sys.argv[2]))
+        build_into(Path(sys.argv[1]), Path(sys.argv[2]))
     except Exception as exc:  # noqa: BLE001 - the parent reports the last line
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         sys.exit(1)
