@@ -68,7 +68,7 @@ def test_errors_name_the_fix(tmp_path):
     teacher.mkdir()
     (teacher / "config.json").write_text("{}", encoding="utf-8")
     out = tmp_path / "models" / "broken-static"
-    with pytest.raises(ConfigError, match="distilling a static model .* failed.*KBGRAPH_STATIC_LAYERS"):
+    with pytest.raises(ConfigError, match="building a static model .* failed.*KBGRAPH_STATIC_LAYERS"):
         build_static_model(teacher, out)
     assert not out.exists() and not [p for p in out.parent.iterdir() if p.name.endswith(".tmp")]  # nothing left
 
