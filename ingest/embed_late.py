@@ -1,4 +1,4 @@
-"""Late chunking at ingestion (issue 15 direction 2, setting ``late_chunking``): the Chunk layer's single forward
+"""Late chunking at ingestion (setting ``late_chunking``): the Chunk layer's single forward
 pass also yields the vectors of the chunk's sentence-level atomic tags.
 
 Offline, each sentence of a chunk is an atomic tag (``AtomicQuestion`` of kind 'sentence', paper 003 Table 13;

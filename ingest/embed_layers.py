@@ -5,10 +5,10 @@ The texts embedded: a Document by its title, a Section by ``"title > path"``, a 
 ``kbgraph.text.index_text`` (the same text the BM25 baseline indexes), an atomic question by its text, a
 triple by ``"subject predicate object"``, an entity by its name. One embedder call per layer for the whole
 group. A layer that is off keeps its nodes, edges and full-text index; its records keep ``embedding=None``
-and are written without a vector (issue 15: its vectors did not earn their embedding time,
-benchmarks/layer_ablation.py). The Chunk layer is always embedded. With ``late_chunking`` (issue 15 direction 2)
+and are written without a vector (its vectors did not earn their embedding time,
+benchmarks/layer_ablation.py). The Chunk layer is always embedded. With ``late_chunking``
 the sentence tags come from the chunks' own forward pass (``kbgraph.ingest.embed_late``). The layers of setting
-``static_layers`` (issue 15 direction 3) are embedded by the static model (``kbgraph.embed.static_model``).
+``static_layers`` are embedded by the static model (``kbgraph.embed.static_model``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Any, layers: Collection[
     layer is in ``layers`` (labels: Document, Section, AtomicQuestion, Triple, Entity; None = all; Chunk is
     always embedded); the other records keep ``embedding=None``. ``embedder``: anything with ``embed(texts)``
     returning one vector (numpy array) per text. An entity shared by documents of the group is embedded once
-    and every copy carries that vector. ``late_chunking`` (issue 15 direction 2): with an embedder that offers
+    and every copy carries that vector. ``late_chunking``: with an embedder that offers
     ``embed_spans`` and AtomicQuestion on, sentence tags are pooled from their chunk's pass
     (``kbgraph.ingest.embed_late``) and only the other questions are embedded. The layers in ``static_layers``
     (not Chunk) are embedded by ``static`` (an embedder, the static model) instead. Returns the number of

@@ -4,7 +4,7 @@
 Each group is written in one unit of work (``kbgraph.ingest.write``); when a group fails, its documents are
 processed again one at a time, so the failing document is reported and the others are written.
 
-**Overlapped writes** (issue 15, direction 5; setting ``ingest_overlap_writes``, on by default): while the
+**Overlapped writes** (setting ``ingest_overlap_writes``, on by default): while the
 database writes group k (its own process does the work: the FalkorDB redis server or Neo4j; a background thread
 of this process only waits on the socket), this process embeds group k+1 (onnxruntime releases the GIL). The
 order per group k+1 is::

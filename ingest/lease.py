@@ -1,6 +1,6 @@
 """The ingest lease: the lock of ``kbgraph ingest`` kept in the Neo4j database itself, so that runs on
 different machines or containers (each with its own KB folder, e.g. one cron job per host) never write to one
-database at the same time (issue 15, "Scheduled ingestion across machines"). The embedded FalkorDB store keeps
+database at the same time. The embedded FalkorDB store keeps
 the file lock of ``kbgraph.ingest.lock``; ``kbgraph.ingest.lock.open_run_lock`` picks one by the store's
 ``GraphStore.lease_key``. The lock keeps each document's three layers (PIKE-RAG §5.1) written by one run only.
 

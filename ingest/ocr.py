@@ -1,4 +1,4 @@
-"""OCR through Tesseract (issue 31): scanned PDF pages and image files become text.
+"""OCR through Tesseract: scanned PDF pages and image files become text.
 
 - **PDF pages without a text layer** (``parse_pdf``): the page is rendered at ``ocr_dpi`` and read by Tesseract
   through PyMuPDF (``Pixmap.pdfocr_tobytes``, as ``page.get_textpage_ocr(full=True)`` does, without its clipping

@@ -6,8 +6,7 @@ run, after every group is written, the chunks not tagged yet; PIKE-RAG §5.2.2).
 stages in groups of at most ``settings.ingest.ingest_group_size`` documents and ``settings.ingest.ingest_group_chars``
 characters so that spaCy and the embedder work in large batches; each group is written in one unit of work,
 so a failure leaves none of its documents behind (and a failed group is retried one document at a time).
-The database writes group k while this process embeds group k+1 (``groups``; setting ``ingest_overlap_writes``,
-issue 15 direction 5).
+The database writes group k while this process embeds group k+1 (``groups``; setting ``ingest_overlap_writes``).
 
 Incremental and cron-safe: a document's id comes from its source URI and its content is hashed (sha256);
 an unchanged file is recognised from the hash of its raw bytes before it is parsed, and an unchanged,

@@ -128,7 +128,7 @@ class IngestSettings(_Group):
         1_000_000, ge=1, description="A group also closes once its documents hold this many characters "
         "(bounds memory and the unit of work for large documents; ~1 min of embedding on 2 cores).",
     )
-    # --- overlapped graph writes (issue 15 direction 5; ingest/groups.py) ---------------------------
+    # --- overlapped graph writes (ingest/groups.py) ---------------------------
     ingest_overlap_writes: bool = Field(
         True, description="Write group k to the store in a background thread (the database does the work) while "
         "group k+1 is embedded; documents are still written in order and a failed write is retried one document "
@@ -175,7 +175,7 @@ class EmbeddingSettings(_Group):
     embedding_cache_dir: UserPath | None = Field(None, description="Embedding cache folder; default "
                                                  "<home>/embed-cache.")  # fmt: skip
 
-    # --- which layers get vectors (issue 15 direction 1; ingest/embed_layers.py, query/propagation.py) ------
+    # --- which layers get vectors (ingest/embed_layers.py, query/propagation.py) ------
     vector_layers: Annotated[list[str], NoDecode] = Field(
         ["AtomicQuestion", "Triple", "Entity", "Section", "Document"],  # all: docs/benchmarks.md, layer ablation
         description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
@@ -186,9 +186,9 @@ class EmbeddingSettings(_Group):
         "Algorithm 1 (pike) and H-R retrieve atomic questions by vector: keep AtomicQuestion for them.",
     )
 
-    # --- late chunking (issue 15 direction 2; kbgraph/embed/late.py, ingest/embed_late.py) ------------------
+    # --- late chunking (kbgraph/embed/late.py, ingest/embed_late.py) ------------------
     late_chunking: bool = Field(
-        True,  # the default since issue 15: docs/benchmarks.md, "Late chunking" (2Wiki R@5 87.1, MuSiQue 68.7)
+        True,  # the default: docs/benchmarks.md, "Late chunking" (2Wiki R@5 87.1, MuSiQue 68.7)
         description="Sentence-level atomic tags get the mean of their tokens' states in their chunk's own "
         "forward pass (late chunking, Günther et al. 2024) instead of a second pass each: faster ingestion, "
         "context-aware tag vectors. Needs the ONNX backend (under embedding_backend=auto the ONNX export is then "
@@ -197,7 +197,7 @@ class EmbeddingSettings(_Group):
         "embedded on its own (the hierarchical method's atomic-question search gains ~1 R@5 point).",
     )
 
-    # --- static embeddings (issue 15 direction 3; kbgraph/embed/static_model.py) ---------------------------
+    # --- static embeddings (kbgraph/embed/static_model.py) ---------------------------
     static_layers: Annotated[list[str], NoDecode] = Field(
         ["Entity"],  # Entity only: docs/benchmarks.md, "Static embeddings" (Entity+Triple lost MuSiQue R@5)
         description="Layers embedded by a static model distilled from embedding_model (model2vec: one vector per "

@@ -80,9 +80,9 @@ def seed_layers(
     on Chunk.text and Entity.name when every layer is seeded; two round trips for all layers. With the
     learned ranker, also BM25's top ``ranker_bm25_k`` chunks (``Seeds.bm25``; kbgraph.query.bm25's index of
     this knowledge base, kept in memory). The three run at once on a store with ``parallel_reads``
-    (kbgraph.store.parallel.gather). A layer whose vectors are off (``settings.embedding.vector_layers``, issue 15)
+    (kbgraph.store.parallel.gather). A layer whose vectors are off (``settings.embedding.vector_layers``)
     has no vector seeds: its nodes still reach chunks through the full-text seeds and the hops, as in a knowledge
-    base built without its vectors. A layer of ``settings.embedding.static_layers`` (issue 15 direction 3) is
+    base built without its vectors. A layer of ``settings.embedding.static_layers`` is
     searched with the question's vector from the static model its nodes were embedded with
     (``kbgraph.embed.static_model``), the others with ``qvec``."""
     seeds = Seeds(query_vector=list(qvec), question=question)

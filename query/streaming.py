@@ -1,4 +1,4 @@
-"""Streamed answers (issue 16 §3): ``KnowledgeBase.ask(..., stream=True)``, ``kbgraph ask --stream`` and the
+"""Streamed answers: ``KnowledgeBase.ask(..., stream=True)``, ``kbgraph ask --stream`` and the
 SSE form of ``POST /v1/kb/{name}/ask`` all read an :class:`AnswerStream`.
 
 The ask runs as it does without streaming (kbgraph.query.ask, the same methods and LLM requests), in a worker

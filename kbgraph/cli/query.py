@@ -3,7 +3,7 @@
 Registered on the ``kbgraph`` app by :func:`register`. The method names in their help come from the registry
 (kbgraph.query.methods), so the help lists exactly the methods that run. Settings, consoles and the JSON
 printer are kbgraph.cli.common's. ``ask --stream`` prints the answer as the LLM writes it
-(``KnowledgeBase.ask(..., stream=True)``, issue 16 §3); ``--stream --json`` prints one ``AskEvent`` JSON object
+(``KnowledgeBase.ask(..., stream=True)``); ``--stream --json`` prints one ``AskEvent`` JSON object
 per line (not a usage error: the same events as the HTTP API's SSE).
 """
 

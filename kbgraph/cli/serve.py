@@ -1,4 +1,4 @@
-"""``kbgraph serve`` (the HTTP API with MCP at /mcp) and ``kbgraph mcp`` (MCP over stdio): issue 16 §1-§2.
+"""``kbgraph serve`` (the HTTP API with MCP at /mcp) and ``kbgraph mcp`` (MCP over stdio).
 
 Registered on the ``kbgraph`` app by :func:`register`. Both need the ``serve`` extra; ``serve`` refuses to bind
 off loopback without ``KBGRAPH_API_KEY`` or ``KBGRAPH_API_KEYS_FILE`` (exit 2). ``kbgraph serve keys add|list|

@@ -5,7 +5,7 @@ texts recur: an edited document keeps most of its sentences, entity names repeat
 same corpus is often loaded into a second knowledge base or store. ``CachedEmbedder`` wraps any embedder
 and only sends the texts it has not seen. Safe for concurrent processes (WAL, busy timeout).
 
-Late chunking (``embed_spans``, issue 15 direction 2; ``kbgraph.embed.late``) passes through when the wrapped
+Late chunking (``embed_spans``; ``kbgraph.embed.late``) passes through when the wrapped
 embedder offers it: a span's vector is cached under ``"late:" + sha1(model, text, span)``, a key no plain
 text's (a bare sha1 hex) can equal, and a span with no vector (truncated, no token) as an empty blob.
 """

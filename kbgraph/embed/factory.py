@@ -96,7 +96,7 @@ def _export_after_load(settings: Settings) -> Callable[[Any], None]:
 def _export_first(settings: Settings, spec: Any, path: Path) -> None:
     """Under ``embedding_backend='auto'`` with ``late_chunking`` on: write the ONNX export before the first
     embedding instead of after torch's first load, so that a fresh home's first ingestion already pools its
-    sentence tags from the chunks' pass (only the ONNX embedder offers ``embed_spans``; issue 15). The first run
+    sentence tags from the chunks' pass (only the ONNX embedder offers ``embed_spans``). The first run
     pays the same export either way. A failure is remembered in ``<file>.failed`` (as after a torch load) and
     logged, and the embedder stays on torch; no ``onnx`` package: torch, nothing remembered."""
     error = _try_export(settings, spec, path)
@@ -131,7 +131,7 @@ def make_embedder(settings: Settings) -> Embedder:
         elif backend == "auto" and not path.is_file() and settings.embedding.late_chunking:
             _export_first(settings, spec, path)
         if path.is_file():
-            if settings.embedding.embedding_precision == "int8":  # issue 15: kbgraph.embed.onnx_quant
+            if settings.embedding.embedding_precision == "int8":  # kbgraph.embed.onnx_quant
                 path, name = onnx_quant.quantize_int8(path), name + onnx_quant.INT8_SUFFIX
             return OnnxEmbedder(path, spec.folder, model_name=name, batch_size=settings.embedding.embedding_batch_size,
                                 batch_tokens=settings.embedding.embedding_batch_tokens,

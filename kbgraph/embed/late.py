@@ -3,7 +3,7 @@
 Günther et al. 2024, "Late Chunking: Contextual Chunk Embeddings Using Long-Context Embedding Models"
 (arXiv 2409.04701), §3: run the encoder once over the whole text, then mean-pool the final token states of each
 span's tokens into that span's vector (and L2-normalise it). kbgraph uses it for the sentence-level atomic tags of
-a chunk (issue 15 direction 2, setting ``late_chunking``; paper 003 Table 13: a chunk's sentences are its atomic
+a chunk (setting ``late_chunking``; paper 003 Table 13: a chunk's sentences are its atomic
 tags): they cost no second pass through the model, and each vector carries its chunk's context.
 
 This module maps spans to tokens (the ``tokenizers`` Encoding offsets) and pools; the forward pass is

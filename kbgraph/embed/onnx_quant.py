@@ -1,4 +1,4 @@
-"""int8 dynamic quantisation of an ONNX export (setting ``embedding_precision='int8'``, issue 15 direction 4):
+"""int8 dynamic quantisation of an ONNX export (setting ``embedding_precision='int8'``):
 the encoder's MatMul weights become int8 with per-channel scales (``onnxruntime.quantization.quantize_dynamic``),
 activations are quantised per batch at run time. On 2 cores all-MiniLM-L6-v2 runs ~1.6x faster, its vectors at
 cosine ~0.99 to fp32 (worst ~0.97); retrieval recall: docs/benchmarks.md, benchmarks/layer_ablation.py.

@@ -1,4 +1,4 @@
-"""Static embeddings for short texts (issue 15, direction 3): a model2vec model distilled offline from the
+"""Static embeddings for short texts: a model2vec model distilled offline from the
 configured sentence-transformers model, used for the layers of setting ``static_layers`` (entity names and
 triples by default), both at ingestion and for the question's vector on those layers' indexes.
 

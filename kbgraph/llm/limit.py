@@ -1,4 +1,4 @@
-"""A bound on the LLM requests in flight per endpoint (issue 29): ``llm_max_concurrency``.
+"""A bound on the LLM requests in flight per endpoint: ``llm_max_concurrency``.
 
 A llama.cpp server answers as many requests at once as it has slots (``llama-server --parallel N``; ``kbgraph llm
 start --parallel N``); a request past them waits in the server's queue while its client's timeout runs, and one

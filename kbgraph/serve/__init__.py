@@ -1,6 +1,6 @@
 """kbgraph as a service: an HTTP API (``kbgraph serve``) and an MCP server (``kbgraph mcp``, and ``/mcp`` on
 ``kbgraph serve``), each a thin layer over :class:`kbgraph.kb.KnowledgeBase`: one library call per endpoint or
-tool, as the CLI is (issue 16 §1-§2).
+tool, as the CLI is.
 
 Modules, one job each:
 

@@ -1,4 +1,4 @@
-"""Who may do what on ``kbgraph serve`` (issue 29): the folders ingestion may read and the scoped API keys.
+"""Who may do what on ``kbgraph serve``: the folders ingestion may read and the scoped API keys.
 
 **Ingest roots** (setting ``serve_ingest_roots``, ``KBGRAPH_SERVE_INGEST_ROOTS``): a path given to
 ``POST /v1/kb/{name}/ingest {"paths": [...]}`` or to the MCP tool ``ingest`` is resolved (symbolic links and

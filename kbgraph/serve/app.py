@@ -1,4 +1,4 @@
-"""The FastAPI application of ``kbgraph serve`` (issue 16 §1): the ``/v1`` routes (kbgraph.serve.routes), the MCP
+"""The FastAPI application of ``kbgraph serve``: the ``/v1`` routes (kbgraph.serve.routes), the MCP
 tools at ``/mcp`` (streamable HTTP), the guard (API keys and their scopes, request size, knowledge-base names) and the mapping of
 library errors to HTTP statuses (kbgraph.serve.errors), each response carrying the error's one-line message as
 ``detail``.

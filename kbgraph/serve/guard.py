@@ -1,4 +1,4 @@
-"""The guard in front of every route of ``kbgraph serve`` (issue 16 §1, security), as pure ASGI middleware so
+"""The guard in front of every route of ``kbgraph serve`` (security), as pure ASGI middleware so
 that it covers the MCP endpoint ``/mcp`` as well as the FastAPI routes:
 
 1. with API keys (``KBGRAPH_API_KEY``, ``KBGRAPH_API_KEYS_FILE``: kbgraph.serve.access), every request but

@@ -1,4 +1,4 @@
-"""Ingestion jobs of ``POST /v1/kb/{name}/ingest`` and the MCP tool ``ingest`` (issue 16 §1).
+"""Ingestion jobs of ``POST /v1/kb/{name}/ingest`` and the MCP tool ``ingest``.
 
 A job is one :meth:`kbgraph.kb.KnowledgeBase.ingest` call (PIKE-RAG §5.1-§5.2: parse, chunk, distill, embed,
 write) run on a background thread with a store connection of its own, so questions are answered while it

@@ -1,4 +1,4 @@
-"""Knowledge-base names and the per-process pool of open knowledge bases (issue 16 §1).
+"""Knowledge-base names and the per-process pool of open knowledge bases.
 
 A name selects a knowledge base per request (``/v1/kb/{name}/...``, the MCP tools' ``kb``). It becomes a folder
 under ``<home>`` on the embedded store and a database name on Neo4j, so :func:`check_name` refuses anything
@@ -6,7 +6,7 @@ that is not a plain name before any file or connection is made: empty, over 64 c
 ``\\``, ``..``), NUL or other control characters.
 
 :class:`KBPool` keeps one :class:`~kbgraph.kb.KnowledgeBase` per name open for the life of the process and
-shares it between the requests of that name (issue 29): the store is safe to share between threads and holds a
+shares it between the requests of that name: the store is safe to share between threads and holds a
 pool of ``serve_store_connections`` connections (FalkorDB: a bounded ``BlockingConnectionPool``; Neo4j: a
 driver session per statement or unit of work), each store call borrowing one for its round trip, so no connection
 or lock is held across a request and an ask waiting for its LLM holds up no other; the embedder (an ONNX session,

@@ -1,4 +1,4 @@
-"""The MCP server of kbgraph (issue 16 §2), with the official ``mcp`` SDK (2.x ``MCPServer``): ``kbgraph mcp``
+"""The MCP server of kbgraph, with the official ``mcp`` SDK (2.x ``MCPServer``): ``kbgraph mcp``
 serves it over stdio, ``kbgraph serve`` over streamable HTTP at ``/mcp``.
 
 Tools, one library call each, on the knowledge base ``kb`` (default: the configured one): ``ask``, ``search``,
@@ -6,7 +6,7 @@ Tools, one library call each, on the knowledge base ``kb`` (default: the configu
 adds ``ingest``. Each description says what the tool returns and what it costs, so an agent can choose.
 A library error becomes the tool's error result with the library's one-line message.
 
-Scopes (issue 29): over HTTP (``/mcp``) each call is checked against the request's API key
+Scopes: over HTTP (``/mcp``) each call is checked against the request's API key
 (kbgraph.serve.access: ``read`` for the read tools, ``write`` for ``ingest``; a knowledge base outside the key's
 globs is refused), and ``ingest`` paths against ``serve_ingest_roots``. Over stdio (``kbgraph mcp``) there is no
 key: the client is a local process of the same user, unscoped (the roots still apply to ``ingest``).

@@ -1,9 +1,9 @@
-"""The endpoints of ``kbgraph serve`` (issue 16 §1): one library call each, on the knowledge base the path
+"""The endpoints of ``kbgraph serve``: one library call each, on the knowledge base the path
 names. Handlers are plain functions, run on FastAPI's thread pool; the requests of a knowledge base share its
 store, each store call borrowing a connection of the store's pool, none held across a request
 (:class:`kbgraph.serve.kbs.KBPool`). Library errors become HTTP statuses in ``kbgraph.serve.app``.
 
-A streamed ask (issue 16 §3: ``"stream": true`` or ``Accept: text/event-stream``) answers with Server-Sent
+A streamed ask (``"stream": true`` or ``Accept: text/event-stream``) answers with Server-Sent
 Events, one per ``KnowledgeBase.ask(..., stream=True)`` event (kbgraph.query.streaming), each ``data`` one line
 of JSON:
 

@@ -1,4 +1,4 @@
-"""Uploaded files of ``POST /v1/kb/{name}/ingest`` (issue 16 §1: "paths on the server, or uploaded files").
+"""Uploaded files of ``POST /v1/kb/{name}/ingest`` ("paths on the server, or uploaded files").
 
 A ``multipart/form-data`` request carries one or more ``files`` parts (and optionally a ``wait`` field, as in
 the JSON form). Each file is kept under the knowledge base's upload folder, :func:`uploads_dir`

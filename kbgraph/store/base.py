@@ -123,7 +123,7 @@ class GraphStore(ABC):
 
     Safe to share between threads: the store keeps a pool of at most ``serve_store_connections`` connections and
     each ``run`` or unit of work (``transaction``) borrows one for its duration only, the next one past the bound
-    waiting for a free one; nothing is held between calls (issue 29).
+    waiting for a free one; nothing is held between calls.
     """
 
     backend: str = ""

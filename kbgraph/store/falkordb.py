@@ -4,7 +4,7 @@ FalkorDB runs every query atomically but has no multi-statement transactions; a 
 runs its statements one by one and relies on the compensations given to ``GraphStore.transaction``
 (and on ingestion marking a document complete only at its end) to leave nothing half-written.
 
-Safe to share between threads (issue 29): the client holds a bounded ``redis.BlockingConnectionPool`` of
+Safe to share between threads: the client holds a bounded ``redis.BlockingConnectionPool`` of
 ``serve_store_connections`` connections; every statement borrows one for its round trip and gives it back, so no
 connection is held between calls (an ask holds none while it waits for its LLM), and a statement past the bound
 waits for a free connection. A connection the server dropped is discarded by the pool and made anew.

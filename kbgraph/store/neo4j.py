@@ -1,7 +1,7 @@
 """Neo4j 5 backend through the official ``neo4j`` driver (bolt://, neo4j://, neo4j+s://, database
 selectable). Units of work are real transactions.
 
-Safe to share between threads (issue 29): the driver is thread-safe and keeps the connection pool; a driver
+Safe to share between threads: the driver is thread-safe and keeps the connection pool; a driver
 session is not, so every statement run on its own (``run``) and every unit of work (``transaction``) has a session
 of its own, taken from the pool for that call and given back at its end, never held between calls (an ask holds
 none while it waits for its LLM). At most ``serve_store_connections`` sessions are open at once; one more waits
