@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.decode import decode_text
 from kbgraph.ingest.parse import UNKNOWN_ERROR
 from kbgraph.text import one_line
 
@@ -110,8 +111,6 @@ def parse_eml(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, li
     """(subject, elements) of an RFC 822 message and its attachments. Raises IngestError."""
     try:
         if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")) or b"\x00" in data[:4096]:
-            from kbgraph.ingest.parse import decode_text
-
             # a message saved as UTF-16/32 text: its 8-bit body is then UTF-8 (the charset it most likely declares)
             data = decode_text(data, name).encode("utf-8")
         msg = email.message_from_bytes(data, policy=email.policy.default)
@@ -201,8 +200,6 @@ def _part_text(part: MIMEPart) -> str | None:
     payload = part.get_payload(decode=True)
     if not isinstance(payload, bytes) or not payload.strip():
         return None
-    from kbgraph.ingest.parse import decode_text
-
     return decode_text(payload, "e-mail body")
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.decode import decode_text
 from kbgraph.ingest.parse import UNKNOWN_ERROR
 from kbgraph.text import one_line
 
@@ -117,8 +118,6 @@ def parse_office(data: bytes, ext: str, name: str) -> tuple[str | None, list[dic
     if ext == ".epub":
         _check_zip(data, name, ".epub")
     elif ext in (".rst", ".org"):
-        from kbgraph.ingest.parse import decode_text
-
         data = decode_text(data, name).encode("utf-8")
     pu.quiet_unstructured()
     module = __import__(f"unstructured.partition.{ext[1:]}", fromlist=["x"])

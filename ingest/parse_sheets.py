@@ -2,7 +2,7 @@
 
 - **.xlsx / .xlsm** (openpyxl), **.xls** (xlrd), **.ods** (odfpy), all through ``pandas.read_excel``: every
   sheet, in workbook order, becomes a level-1 heading with the sheet's name followed by its table.
-- **.csv / .tsv** (the standard ``csv`` module, encoding found by ``parse.decode_text``; a .csv's delimiter
+- **.csv / .tsv** (the standard ``csv`` module, encoding found by ``decode.decode_text``; a .csv's delimiter
   is sniffed among ``, ; TAB |``): one table, no heading.
 
 The first non-empty row is the header. Rows above it holding a single filled cell (a title line such as
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.decode import decode_text
 from kbgraph.ingest.parse import UNKNOWN_ERROR
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.text import one_line
@@ -49,8 +50,6 @@ def parse_sheet_file(data: bytes, ext: str, name: str) -> tuple[str | None, list
     """(title, raw elements) of a spreadsheet or delimited text file. Title: the file name's stem (a
     workbook's single sheet is usually called "Sheet1", no title). Raises IngestError."""
     if ext in (".csv", ".tsv"):
-        from kbgraph.ingest.parse import decode_text
-
         rows = read_delimited(decode_text(data, name), tab=ext == ".tsv", name=name)
         elements = table_elements(rows, label=Path(name).stem)
         if not elements:

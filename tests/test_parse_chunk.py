@@ -16,7 +16,8 @@ import pytest
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.chunk import build_structure
-from kbgraph.ingest.parse import Element, ParsedDocument, decode_text, parse_file, parse_passages_jsonl
+from kbgraph.ingest.decode import decode_text
+from kbgraph.ingest.parse import Element, ParsedDocument, parse_file, parse_passages_jsonl
 from kbgraph.ingest.tables import parse_markdown_table, summarize_table
 from kbgraph.models import stable_id
 
