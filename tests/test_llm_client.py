@@ -412,6 +412,31 @@ def test_cache_concurrent_writers(tmp_path):
 # --- ScriptedLLM, helpers, offline mode -------------------------------------------------------------------
 
 
+def test_repair_quotes_a_long_answer_in_part_and_a_repair_over_the_context_is_an_unusable_answer():
+    """The repair request quotes at most REPAIR_ECHO_CHARS of the bad answer (a cut answer quoted whole made the
+    repair of a table chunk overflow SmolLM2's 4,096-token context, failing the document); a repair that still
+    does not fit is an unusable answer (an LLMError caused by a ValueError, which ingestion falls back from
+    per chunk), not the LLMContextError of a prompt that does not fit."""
+    from kbgraph.llm.base import REPAIR_ECHO_CHARS
+
+    long_bad = "x" * (REPAIR_ECHO_CHARS * 3)
+    llm = ScriptedLLM([long_bad, '{"answer": 1, "reason": "r"}'])
+    assert llm.complete_json(MESSAGES, Answer) == Answer(answer=1, reason="r")
+    quoted = llm.calls[1][-2]["content"]
+    assert quoted.startswith("x" * REPAIR_ECHO_CHARS) and len(quoted) < REPAIR_ECHO_CHARS + 60
+    assert f"{REPAIR_ECHO_CHARS * 2} more characters" in quoted
+
+    over = ScriptedLLM([long_bad, LLMContextError("the Answer repair prompt has 4,156 tokens, more than 4,096")])
+    with pytest.raises(LLMError) as info:
+        over.complete_json(MESSAGES, Answer)
+    assert not isinstance(info.value, LLMContextError) and isinstance(info.value.__cause__, ValueError)
+    assert "repair request does not fit the context" in str(info.value)
+    assert over.json_report()["Answer"]["failed"] == 1
+    # the first prompt over the context stays a context error
+    with pytest.raises(LLMContextError):
+        ScriptedLLM([LLMContextError("the Answer prompt has 5,000 tokens")]).complete_json(MESSAGES, Answer)
+
+
 def test_scripted_llm_shares_json_path():
     llm = ScriptedLLM(["<think>hmm</think> not json at all", '```json\n{"answer": 42, "reason": "r"}\n```', "plain"])
     assert isinstance(llm, LLM)

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
-from kbgraph.errors import LLMError
+from kbgraph.errors import LLMContextError, LLMError
 from kbgraph.llm.bounds import UnboundedSchema, token_budget
 from kbgraph.llm.json_answers import (
     REPAIR_PROMPT,
@@ -180,13 +180,23 @@ class BaseLLM:
             error = cut_message(budget) + "; write a shorter answer" if cut else describe_error(exc)
         log.info("LLM answer is not a valid %s (%s); asking for a repair", schema.__name__, error)
         repair = first + [
-            {"role": "assistant", "content": str(text)},
+            {"role": "assistant", "content": echoed(str(text))},
             {"role": "user", "content": REPAIR_PROMPT.format(error=error)},
         ]
         if sink is not None:
             sink.restart()
         with self._unusable_counted(stats):
-            text = self._request(repair, params, fmt, f"{schema.__name__} repair", sink)
+            try:
+                text = self._request(repair, params, fmt, f"{schema.__name__} repair", sink)
+            except LLMContextError as exc:  # the first prompt fitted: the answer is unusable, not the prompt
+                self._tally(stats, "failed")
+                self._forget(first, **params, response_format=fmt)
+                unusable = ValueError(f"unusable answer ({error}); its repair request does not fit the context")
+                unusable.__cause__ = exc
+                raise LLMError(
+                    f"the LLM ({model}) gave no valid {schema.__name__} JSON ({one_line(error, 160)}), and the repair "
+                    f"request does not fit the context ({one_line(exc, 200)})"
+                ) from unusable  # an unusable answer (cause ValueError): callers fall back as for a failed repair
         if isinstance(text, CutAnswer):
             self._tally(stats, "cut")
             cut = True
@@ -347,6 +357,20 @@ class BaseLLM:
             u.completion_tokens += completion
             u.seconds += seconds
             u.cached_calls += cached
+
+
+#: Characters of an unusable answer the repair request quotes back. A cut answer is as long as its token budget
+#: (954 tokens for AtomicQuestions): quoted whole, the repair of a table chunk's answer overflowed SmolLM2's
+#: 4,096-token context and failed the document. The beginning shows the model what it wrote.
+REPAIR_ECHO_CHARS = 1200
+
+
+def echoed(text: str) -> str:
+    """``text`` as the repair request quotes it: at most ``REPAIR_ECHO_CHARS`` characters, then a note of how
+    many more there were."""
+    if len(text) <= REPAIR_ECHO_CHARS:
+        return text
+    return f"{text[:REPAIR_ECHO_CHARS]} [... {len(text) - REPAIR_ECHO_CHARS} more characters]"
 
 
 class FormatRejected(Exception):
