@@ -50,7 +50,7 @@ final answer to the five most useful knowledge chunks"); each becomes a citation
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -90,6 +90,8 @@ class Proposal(BaseModel):
     asks for at least one (``minItems`` 1: the prompt asks for "as many diverse questions as possible"; the loop
     stops at the selector), so a constrained decoder cannot close the list at once; an empty list from an
     endpoint without a grammar is still accepted and stops the loop."""
+
+    EVERY_FIELD_REQUIRED: ClassVar[bool] = True  # kbgraph.llm.structured.sent_schema
 
     thinking: Annotated[str, MaxChars(THINKING_CHARS)] = ""
     sub_questions: Annotated[

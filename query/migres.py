@@ -37,7 +37,7 @@ Module's answer (nested JSON) arrives whole at the end.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
@@ -118,6 +118,8 @@ class MainOutput(BaseModel):
 class NewQueries(BaseModel):
     """Answer of the Query Generator (our JSON form of its one-query-a-line output), at most ``MAX_QUERIES``
     (the loop keeps ``migres_queries``)."""
+
+    EVERY_FIELD_REQUIRED: ClassVar[bool] = True  # kbgraph.llm.structured.sent_schema
 
     queries: Annotated[list[Annotated[str, MaxChars(QUERY_CHARS, at_least=QUERY_MIN_CHARS)]], MaxItems(MAX_QUERIES)] = (
         Field(default_factory=list)

@@ -42,13 +42,17 @@ def schema_name(schema: type[BaseModel]) -> str:
 
 
 def sent_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema sent for ``schema`` (in ``response_format`` and in the prompt): pydantic's, with every
-    property of every object required. A field with a default is optional in pydantic's schema, and a
-    constrained decoder then may close the object without it: SmolLM2-135M answered the proposer with only
-    ``thinking`` on 8 of 20 questions, ending Algorithm 1 at once. The defaults still apply to an answer from
-    an endpoint that does not constrain decoding (validation uses the model, not this schema)."""
+    """The JSON schema sent for ``schema`` (in ``response_format`` and in the prompt): pydantic's, and for a
+    schema whose class sets ``EVERY_FIELD_REQUIRED = True`` every property of every object required. A field
+    with a default is optional in pydantic's schema, and a constrained decoder then may close the object
+    without it: SmolLM2-135M answered the proposer with only ``thinking`` on 8 of 20 questions, ending
+    Algorithm 1 at once. Only the schemas whose loop stops on an empty answer opt in (the proposer, MIGRES'
+    query generator): required, the lists a small model fills to their bounds (atomic questions, entities,
+    triples) made its answers longer and more often cut. The defaults still apply to an answer from an endpoint
+    that does not constrain decoding (validation uses the model, not this schema)."""
     js = schema.model_json_schema()
-    _require_all(js)
+    if getattr(schema, "EVERY_FIELD_REQUIRED", False):
+        _require_all(js)
     return js
 
 
