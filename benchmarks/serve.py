@@ -98,6 +98,19 @@ def start_server(settings: Settings, port: int, env_extra: dict[str, str] | None
         time.sleep(0.3)
 
 
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` (its threads included), or by the whole machine
+    (every core, every process) when None; Linux /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    if pid is None:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        idle = int(fields[3]) + int(fields[4])  # idle + iowait
+        return (sum(int(x) for x in fields[:8]) - idle) / tick
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+
+
 def machine() -> str:
     """Cores and the load average now (the figures' context on a shared machine)."""
     return f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
@@ -166,7 +179,12 @@ def no_llm(settings: Settings, args: argparse.Namespace) -> None:
             measure(call, questions(args.corpus, WARMUP), 1)
         for level in [int(x) for x in args.levels.split(",")]:
             qs = questions(args.corpus, args.requests)
-            local, remote = measure(in_process, qs, level), measure(over_http, qs, level)
+            local = measure(in_process, qs, level)
+            cpu0, server0 = cpu_seconds(), cpu_seconds(proc.pid)
+            remote = measure(over_http, qs, level)
+            # CPU per HTTP ask: the whole machine's (server, store, this client) and the server process's
+            remote["cpu_ms"] = 1000 * (cpu_seconds() - cpu0) / len(qs)
+            remote["server_cpu_ms"] = 1000 * (cpu_seconds(proc.pid) - server0) / len(qs)
             rows.append((level, local, remote, machine()))
             print(f"concurrency {level}: in-process {local}, http {remote}", file=sys.stderr)
     finally:
@@ -176,13 +194,19 @@ def no_llm(settings: Settings, args: argparse.Namespace) -> None:
         pool.close()
 
     print(f"\n{settings.name} on {settings.store.backend}, {args.requests} asks per level, no LLM\n")
+    # The most asks/s the machine's cores allow at the measured CPU per ask, and that bound over concurrency 1's
+    # rate: the most any concurrency can gain over one client on this machine.
     print("| concurrency | in-process asks/s | p50 ms | p95 ms | HTTP asks/s | p50 ms | p95 ms "
-          "| p50 HTTP ÷ in-process | HTTP asks/s ÷ concurrency 1 | machine after the level |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| p50 HTTP ÷ in-process | HTTP asks/s ÷ concurrency 1 | CPU ms per HTTP ask: machine / server "
+          "| cores' bound asks/s (÷ concurrency 1) | machine after the level |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     base = rows[0][2]["asks_s"] if rows else 1.0
+    cores = os.cpu_count() or 1
     for level, a, b, load in rows:
+        bound = 1000 * cores / b["cpu_ms"] if b["cpu_ms"] else float("inf")
         print(f"| {level} | {a['asks_s']:.1f} | {a['p50']:.0f} | {a['p95']:.0f} | {b['asks_s']:.1f} | {b['p50']:.0f} "
-              f"| {b['p95']:.0f} | {b['p50'] / a['p50']:.2f} | {b['asks_s'] / base:.2f} | {load} |")
+              f"| {b['p95']:.0f} | {b['p50'] / a['p50']:.2f} | {b['asks_s'] / base:.2f} "
+              f"| {b['cpu_ms']:.1f} / {b['server_cpu_ms']:.1f} | {bound:.1f} ({bound / base:.2f}) | {load} |")
 
 
 def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base_url: str | None = None,
@@ -194,6 +218,7 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
     import json as _json
 
     from kbgraph.llm.fake import ScriptedLLM
+    from kbgraph.llm.limit import forget
 
     delay = [latency or 0.0]
 
@@ -205,8 +230,13 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
         settings = settings.updated({"llm_base_url": base_url, "llm_model": model})
     rows = []
     counter = iter(range(1_000_000))
-    for connections in (settings.serve.serve_store_connections,) if base_url else (1, settings.serve.serve_store_connections):
-        pool = KBPool(settings.updated({"serve_store_connections": connections}))
+    default = settings.serve.serve_store_connections
+    # (serve_store_connections, llm_max_concurrency): with a real server, one LLM request at a time (what the
+    # per-knowledge-base lock before issue 29 made it) against the server's slots, in the same invocation
+    configs = [(default, 1), (default, None)] if base_url else [(1, None), (default, None)]
+    for connections, llm_bound in configs:
+        forget()  # each configuration sizes its endpoint's bound afresh
+        pool = KBPool(settings.updated({"serve_store_connections": connections, "llm_max_concurrency": llm_bound}))
         try:
             def ask(q: str, pool: KBPool = pool) -> None:
                 with pool.use(settings.name) as kb:

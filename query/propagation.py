@@ -181,7 +181,7 @@ class Scored(NamedTuple):
 
 def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) -> Scored:
     """The module's formula (:class:`Scored`). ``k`` widens the NEXT hop's sources to the top ``k``. Three to
-    five statements (layer chunks, tags, exact similarities twice, hops)."""
+    six statements (layer chunks, tags, document priors, exact similarities twice, hops)."""
     # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
     # term of a layer counts (the maxima of the formula), so the others are never kept.
     terms: dict[str, dict[str, _Term]] = defaultdict(dict)
@@ -207,7 +207,6 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         "entity_seeds": sims("Entity", settings.retrieval.weight_entity),
         "entity_text_seeds": sims("EntityText", settings.retrieval.weight_fulltext),
         "section_ids": ids("Section", settings.retrieval.weight_section),
-        "document_ids": ids("Document", settings.retrieval.weight_document),
         "max_degree": settings.retrieval.max_entity_degree,
     }
     weights = {"AtomicQuestion": settings.retrieval.weight_question, "Triple": settings.retrieval.weight_triple,
@@ -217,7 +216,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     if any(v for key, v in params.items() if key != "max_degree"):
         for row in store.run("retrieve/layer_chunks", params):
             layer = row["layer"]
-            if layer in ("Section", "Document"):
+            if layer == "Section":
                 priors.append(row)
             else:
                 sim, text = layers[layer][row["via"]]
@@ -229,7 +228,11 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         for row in store.run("retrieve/seed_tags_chunks", params):
             sim, text = layers["Tag"][row["via"]]
             add(row["chunk_id"], "Tag", row["via"], text, sim, settings.retrieval.weight_tag)
-    # Section and Document priors, for chunks that already have a score from the layers above
+    # Section and Document priors, for chunks that already have a score from the layers above; the Document
+    # layer's rows come only for those chunks (retrieve/document_priors), one per chunk
+    document_ids = ids("Document", settings.retrieval.weight_document)
+    if document_ids and terms:
+        priors += store.run("retrieve/document_priors", {"document_ids": document_ids, "chunk_ids": list(terms)})
     for row in priors:
         if row["chunk_id"] in terms:
             sim, text = layers[row["layer"]][row["via"]]

@@ -3,7 +3,8 @@
 // (vector seeds $entity_seeds, full-text seeds $entity_text_seeds: [{id, sim}]) -> the chunks that MENTION them,
 // one row per chunk for its most similar entity (the formula's max; entities in more than $max_degree chunks
 // carry no signal; rows, not traversals, are what costs on Neo4j's driver), sections -> the chunks under them
-// (HAS_CHUNK), documents -> their chunks (Chunk.document_id).
+// (HAS_CHUNK). The Document layer, a prior on chunks scored already, is retrieve/document_priors: returning every
+// chunk of a seeded document here cost most of this statement's time.
 // Served chunks only: a chunk is left out when its Document is not 'complete' (still being written, or left
 // 'writing' by a killed run; see ingest/mark_documents_complete).
 // The check is a lookup of the chunk's Document by id after a WITH (as a filter on the chunk inside the MATCH,
@@ -58,9 +59,3 @@ OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH n, c, d
 WHERE coalesce(d.status, 'complete') = 'complete'
 RETURN 'Section' AS layer, n.id AS via, c.id AS chunk_id, 1 AS degree
-UNION ALL
-UNWIND $document_ids AS node_id
-MATCH (d:Document {id: node_id})
-WHERE d.status = 'complete'
-MATCH (c:Chunk {document_id: node_id})
-RETURN 'Document' AS layer, node_id AS via, c.id AS chunk_id, 1 AS degree

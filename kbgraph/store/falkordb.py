@@ -207,8 +207,13 @@ def _first_line(query: str) -> str:
     return query.strip().splitlines()[0][:120] if query.strip() else ""
 
 
+_SCALARS = frozenset({str, int, float, bool})
+
+
 def _plain(value: Any) -> Any:
     """FalkorDB Node/Edge objects -> property dicts; everything else unchanged."""
+    if value is None or type(value) in _SCALARS:  # most values: one type check, no attribute lookup
+        return value
     props = getattr(value, "properties", None)
     if isinstance(props, dict):
         return dict(props)
