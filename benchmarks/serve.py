@@ -10,14 +10,17 @@ The knowledge base is built (incrementally) under --home (default ~/.kbgraph-ben
 examples/docs, or ``serve-2wiki`` from the 2WikiMultiHopQA dev500 corpus. ``--store neo4j`` starts a local Neo4j
 of its own (``<home>/neo4j-serve-<corpus>``, bolt port 17788: a Community server hosts one database) and stops it
 at the end. The in-process side goes through the same ``KBPool`` as the server, so the ratio is what HTTP, JSON
-and the server add. Both sides warm up (embedder, query plans) before timing.
+and the server add. Both sides warm up (embedder, query plans) before timing. Each HTTP level also reports the
+CPU per ask of the whole machine and of the server process (Linux /proc) and the asks/s the cores allow at that
+CPU: the most any concurrency can gain on this machine.
 
 Other modes (issue 29):
 
 * ``--llm-latency S``: method l1 with a scripted LLM answering after S seconds, in-process through ``KBPool``;
   wall time of 4 and of 16 asks at once on one knowledge base, with serve_store_connections 1 and 4.
 * ``--llm-base-url URL --llm-model NAME``: the same with a real OpenAI-compatible server (``kbgraph llm start
-  --parallel 4``); the client's llm_max_concurrency is the server's slots unless KBGRAPH_LLM_MAX_CONCURRENCY.
+  --parallel 4``), with llm_max_concurrency 1 (one answer at a time, as the lock before issue 29 made it) and
+  then the server's slots, in the same invocation.
 * ``--during-ingest N``: over HTTP, 8 clients ask in a loop before and during an ingest job of N 2Wiki passages
   into the same knowledge base: p50/p95 of both phases, and every cited chunk checked at once (``GET
   /chunks/ID`` answers only for a chunk of a complete document). The passages are deleted afterwards.
