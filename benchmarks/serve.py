@@ -41,6 +41,7 @@ from pathlib import Path
 import httpx
 
 from kbgraph.kb import KnowledgeBase
+from kbgraph.process import proc_stat
 from kbgraph.serve.kbs import KBPool
 from kbgraph.settings import Settings
 
@@ -109,8 +110,7 @@ def cpu_seconds(pid: int | None = None) -> float:
         fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
         idle = int(fields[3]) + int(fields[4])  # idle + iowait
         return (sum(int(x) for x in fields[:8]) - idle) / tick
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
+    fields = proc_stat(pid) or []
     return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import LockTimeout
+from kbgraph.process import proc_stat
 from kbgraph.text import one_line, utc_now
 
 log = logging.getLogger("kbgraph.ingest")
@@ -62,12 +63,8 @@ def machine() -> str:
 def process_start(pid: int) -> int | None:
     """The start time of process ``pid`` (clock ticks since boot, /proc/<pid>/stat field 22), or None when
     unknown (no /proc) or the process is gone or a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()  # after "pid (comm)": field 3 (state) onwards
-    if len(fields) < 20 or fields[0] in ("Z", "X"):
+    fields = proc_stat(pid)
+    if fields is None or len(fields) < 20 or fields[0] in ("Z", "X"):
         return None
     return int(fields[19])
 

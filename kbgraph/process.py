@@ -26,12 +26,19 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    stat = Path(f"/proc/{pid}/stat")
-    with contextlib.suppress(OSError, IndexError):
-        # the state is the field after the parenthesised command name
-        if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
+    fields = proc_stat(pid)
+    return not (fields and fields[0] == "Z")
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after "pid (comm)", i.e. from field 3 (state) on: ``[0]`` the state,
+    ``[11]``/``[12]`` utime/stime and ``[19]`` the start time (clock ticks). None when unreadable (no /proc, the
+    process is gone). The command name may hold spaces and parentheses, so the split is at its last ")"."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()
 
 
 def terminate(pid: int, timeout: float, kill_timeout: float = 10.0, *, child: subprocess.Popen | None = None) -> bool:
