@@ -1,8 +1,10 @@
 """The run folder of an evaluation (PIKE-RAG §6; paper 003 §4): what makes a run resumable.
 
-* ``run.json``: the configuration that defines the run (:func:`run_identity`). Resuming with another
-  configuration raises ConfigError (use another folder or ``fresh``); ``limit``, ``methods`` and ``ks`` may
-  change between runs (:func:`open_run_folder`).
+* ``run.json``: the configuration that defines the run (:func:`run_identity`: every setting but the few
+  volatile ones of :data:`VOLATILE_SETTINGS`, the embedding model's weights and the ranker model's sha256,
+  kbgraph's version, and the hash of all that). Resuming with another configuration raises ConfigError (use
+  another folder or ``fresh``); ``limit``, ``methods`` and ``ks`` may change between runs
+  (:func:`open_run_folder`).
 * ``results.jsonl``: one :class:`QuestionRecord` per (question, method), appended and flushed as each
   finishes, so an interrupted run resumes where it stopped (:class:`Results`: finished pairs are skipped,
   failed ones retried; a line cut short by a crash is dropped).
@@ -11,19 +13,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 from kbgraph.errors import ConfigError
 
 if TYPE_CHECKING:
     from kbgraph.eval.dataset import Dataset
     from kbgraph.eval.target import EvalTarget
+    from kbgraph.settings import Settings
 
 RESULTS, RUN, SUMMARY, REPORT = "results.jsonl", "run.json", "summary.json", "report.md"
 
@@ -70,23 +74,134 @@ class QuestionRecord(BaseModel):
     route: str | None = None
 
 
+#: Settings left out of the run identity (:func:`run_identity`), by the reason they may change between the runs
+#: of one folder: each changes how a run goes or where things are, never which chunks or answers come back. Every
+#: other setting is in the identity, a new one included: tests/unit/test_run_identity.py walks every field and
+#: fails on a name here that is no setting, and on a secret or path that is in the identity.
+VOLATILE_SETTINGS: dict[str, tuple[str, ...]] = {
+    # never written to run.json
+    "a secret or credential": ("neo4j_username", "neo4j_password", "llm_api_key", "api_key"),
+    # where data, caches and servers are; what they hold is the identity's (kb, backend, neo4j_database,
+    # llm_model, embedder and ranker hashes)
+    "a folder, file or address": ("home", "data_dir", "neo4j_local_home", "uri", "embedding_cache_dir",
+                                  "static_models_dir", "ranker_model", "llm_cache_dir", "llm_base_url"),
+    "a timeout or retry count (a failed question is retried on resume)": (
+        "connect_timeout", "falkor_idle_timeout", "falkor_start_timeout", "lock_timeout", "lease_ttl", "llm_timeout",
+        "llm_max_retries"),
+    "concurrency, batching of writes or memory: the same graph and answers": (
+        "batch_size", "ingest_overlap_writes", "tag_workers", "llm_max_concurrency", "neo4j_heap", "neo4j_pagecache"),
+    "a port of the local Neo4j server": ("neo4j_bolt_port", "neo4j_http_port"),
+    "a cache of exact vectors: the same vectors either way": ("embedding_cache",),
+    "read by nothing (tracebacks: `kbgraph --debug`)": ("debug",),
+}  # fmt: skip
+#: Groups of settings of other commands, left out whole: ``kbgraph llm start``'s (eval talks to the endpoint,
+#: llm_base_url and llm_model) and ``kbgraph serve``'s.
+VOLATILE_GROUPS: dict[str, str] = {
+    "llm_server": "settings of `kbgraph llm start` (eval uses the endpoint: llm_base_url, llm_model)",
+    "serve": "settings of `kbgraph serve` and `kbgraph mcp`",
+}
+
+#: The form of run.json's identity: 2 = every setting but the volatile ones, hashed (``identity``).
+IDENTITY_FORMAT = 2
+
+
+def volatile_settings() -> dict[str, str]:
+    """{setting: why it may change between the runs of one folder}: :data:`VOLATILE_SETTINGS` and every setting
+    of :data:`VOLATILE_GROUPS`."""
+    from kbgraph.settings import GROUPS
+
+    out = {name: reason for reason, names in VOLATILE_SETTINGS.items() for name in names}
+    for group, reason in VOLATILE_GROUPS.items():
+        out.update(dict.fromkeys(GROUPS[group].model_fields, reason))
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A setting's value as JSON (paths as strings, a secret only as whether it is set)."""
+    if isinstance(value, SecretStr):
+        return bool(value.get_secret_value())
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def identity_settings(settings: Settings) -> dict[str, Any]:
+    """Every setting of ``settings`` by its flat name, sorted, but the volatile ones (:func:`volatile_settings`)."""
+    volatile = volatile_settings()
+    return {k: _plain(v) for k, v in sorted(settings.flat().items()) if k not in volatile}
+
+
+def embedder_identity(settings: Settings) -> dict[str, Any]:
+    """The embedding model: its name and, for a sentence-transformers model on disk, the sha256 of its weights
+    (remembered in <home>/models by path, size and mtime, as the ONNX export's name is; None for an
+    ``openai:`` model or one not on disk yet)."""
+    from kbgraph.embed.onnx_model import UnsupportedModelError, models_dir, read_model_spec, weights_hash
+    from kbgraph.embed.sentence import local_model_dir
+
+    name = (settings.embedding.embedding_model or "").strip()
+    digest = None
+    folder = None if name.lower().startswith("openai:") else local_model_dir(name)
+    if folder is not None:
+        try:
+            digest = weights_hash(read_model_spec(folder).weights, models_dir(settings.home))
+        except (UnsupportedModelError, OSError, ValueError):
+            digest = None
+    return {"model": name, "weights_sha256": digest}
+
+
+def ranker_identity(settings: Settings) -> dict[str, Any]:
+    """The ranker: 'weights', or 'learned' with the sha256 of its model file (``ranker_model``, else the shipped
+    one; None when the file is missing: the run then stops with the ranker's own ConfigError)."""
+    if settings.retrieval.ranker != "learned":
+        return {"ranker": settings.retrieval.ranker, "model_sha256": None}
+    from kbgraph.query.ranking import default_model_path
+
+    path = settings.retrieval.ranker_model or default_model_path()
+    try:
+        digest: str | None = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        digest = None
+    return {"ranker": "learned", "model_sha256": digest}
+
+
+def identity_hash(identity: dict[str, Any]) -> str:
+    """sha256 of ``identity`` (its ``identity`` key left out) as canonical JSON."""
+    body = {k: v for k, v in identity.items() if k != "identity"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def run_identity(kb: EvalTarget, dataset: Dataset, *, seed: int, sample: int | None, depth: int,
                  judge_model: str | None) -> dict[str, Any]:  # fmt: skip
-    """What ``run.json`` holds: the configuration that defines a run (data set, seed, sample, depth, KB,
-    models, retrieval and decomposition settings). Results of another identity are never mixed in."""
+    """What ``run.json`` holds: the configuration that defines a run (data set, seed, sample, depth, KB, every
+    setting but the volatile ones (:data:`VOLATILE_SETTINGS`), the embedding model's weights, the ranker's
+    model, kbgraph's version) and its hash ``identity``. Results of another identity are never mixed in."""
+    from kbgraph import __version__
+
     s = kb.settings
-    tuned = {
-        k: v for k, v in s.flat().items()
-        if k.startswith(("weight_", "decompose_", "naive_", "hr_", "self_ask_", "tag_", "migres_"))
-        or k in ("seed_k", "fulltext_k", "hop_from", "max_entity_degree", "llm_temperature", "chunk_tokens",
-                 "chunk_overlap_sentences", "auto_tagging")
-    }  # fmt: skip
-    return {
+    identity = {
+        "format": IDENTITY_FORMAT, "kbgraph": __version__,
         "dataset": str(dataset.questions_path), "corpus": str(dataset.corpus_path) if dataset.corpus_path else None,
         "seed": seed, "sample": sample, "depth": depth, "kb": kb.name, "backend": s.store.backend,
         "embedding_model": s.embedding.embedding_model, "embedding_dimension": s.embedding.embedding_dimension,
-        "llm_model": s.llm.llm_model, "judge_model": judge_model, "settings": tuned,
+        "llm_model": s.llm.llm_model, "judge_model": judge_model,
+        "embedder": embedder_identity(s), "ranker": ranker_identity(s), "settings": identity_settings(s),
     }  # fmt: skip
+    identity["identity"] = identity_hash(identity)
+    return identity
+
+
+def identity_diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The keys in which two identities differ (``settings.<name>`` for a setting; the hash left out)."""
+    diff = [k for k in sorted(set(before) | set(after))
+            if k not in ("identity", "settings") and before.get(k) != after.get(k)]  # fmt: skip
+    b, a = before.get("settings") or {}, after.get("settings") or {}
+    if isinstance(b, dict) and isinstance(a, dict):
+        diff += [f"settings.{k}" for k in sorted(set(b) | set(a)) if b.get(k) != a.get(k)]
+    elif b != a:
+        diff.append("settings")
+    return diff
 
 
 class Results:
@@ -131,12 +246,21 @@ def open_run_folder(run_dir: Path, identity: dict[str, Any], *, fresh: bool = Fa
             (run_dir / name).unlink(missing_ok=True)
         shutil.rmtree(run_dir / "plots", ignore_errors=True)
     if run_file.is_file():
-        before = json.loads(run_file.read_text())
-        diff = sorted(k for k in set(before) | set(identity) if before.get(k) != identity.get(k))
-        if diff:
+        try:
+            before = json.loads(run_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{run_file} is unreadable ({type(exc).__name__}): pass another --out, or --fresh to "
+                              "discard its results") from None  # fmt: skip
+        if not isinstance(before, dict) or before.get("format") != identity.get("format"):
+            raise ConfigError(
+                f"{run_dir} holds results of an older kbgraph, whose run.json did not record every setting (so "
+                "they may come from another configuration): pass another --out, or --fresh to discard them"
+            )
+        if before.get("identity") != identity["identity"]:
+            diff = identity_diff(before, identity) or ["identity"]
             raise ConfigError(
                 f"{run_dir} holds results of another configuration (differs in: {', '.join(diff)}); "
                 "pass another --out, or --fresh to discard them"
             )
     else:
-        run_file.write_text(json.dumps(identity, indent=2))
+        run_file.write_text(json.dumps(identity, indent=2, ensure_ascii=False), encoding="utf-8")
