@@ -4,6 +4,7 @@ time the same run's chunks take to embed alone; graph writes <= 15 % of the tota
 
     .venv/bin/python benchmarks/ingest.py [--corpus 2wiki|musique|hotpotqa|docs] [--stores falkordb,neo4j]
         [--limit N] [--no-cache] [--compare-overlap] [--before KEY=VALUE[,KEY=VALUE...]]
+        [--engine local,ray] [--workers N]
 
 Printed per run: seconds end to end, items/s, seconds per stage (parse, chunk, distill, embed, write: the
 writes' own time wherever they ran), ``wait`` (the time the run's main thread spent on writes: its own writes
@@ -19,6 +20,9 @@ runs with overlapped writes off (before) then on (after). ``--before``: each sto
 first (e.g. ``late_chunking=false``: the defaults before a change), then with the defaults, in the same
 invocation (the ``variant`` column names the settings of each row). A last line breaks the ingesting process's
 RSS down: the interpreter with kbgraph imported, + the embedder, + the spaCy pipeline (a separate small process).
+``--engine local,ray``: each store runs once per engine (setting ``ingest_engine``; ray: a local Ray with
+``--workers`` CPUs, started inside the run and counted in its seconds). With ray the stage columns are the workers'
+seconds summed (they run at once), ``rss`` is the run's own process only (not the Ray workers) and ``fork`` is '-'.
 
 Each run ingests in its own process (``--child``, started by this script) so its RSS is its own; the store's
 server is started by this script and reset before each run. Each run starts with its own empty embedding cache:
@@ -60,6 +64,8 @@ def main() -> None:
     ap.add_argument("--no-cache", dest="cache", action="store_false", help="no embedding cache")
     ap.add_argument("--compare-overlap", action="store_true", help="also run with overlapped writes off (before)")
     ap.add_argument("--before", default="", help="KEY=VALUE[,KEY=VALUE...]: also run with these settings (before)")
+    ap.add_argument("--engine", default="local", help="local,ray: one run per engine (setting ingest_engine)")
+    ap.add_argument("--workers", type=int, default=2, help="ingest_workers of the ray engine (a local Ray)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: one run, settings as JSON; prints RESULT {...}
     ap.add_argument("--rss-probe", action="store_true", help=argparse.SUPPRESS)  # internal: RSS breakdown
     args = ap.parse_args()
@@ -128,7 +134,12 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
     if args.before:
         pairs = [kv.split("=", 1) for kv in args.before.split(",") if kv.strip()]
         variants.append((args.before, {k.strip(): v.strip() for k, v in pairs}))
-    variants.append(("default", {}))
+    for engine in args.engine.split(","):
+        if engine.strip() == "ray":
+            variants.append((f"ingest_engine=ray,ingest_workers={args.workers}",
+                             {"ingest_engine": "ray", "ingest_workers": args.workers}))  # fmt: skip
+        else:
+            variants.append(("default", {}))
     base = Settings(**_settings(store, tmp, args.cache, 0))
     local = None
     if store == "neo4j":

@@ -28,10 +28,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kbgraph.errors import ConfigError, LockTimeout, SchemaMismatch, StoreUnavailable
 from kbgraph.ingest.progress import Progress, Stage
@@ -40,10 +39,6 @@ from kbgraph.ingest.sources import file_of, uri_to_path
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
-from kbgraph.text import utc_now
-
-if TYPE_CHECKING:
-    from kbgraph.ingest.distill import Distilled
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -117,7 +112,7 @@ class GroupRunner:
                 except FATAL:
                     raise
                 except Exception as exc:
-                    self._write_in_turn(pending)
+                    self.write_in_turn(pending)
                     pending = None
                     self._isolate(docs, group, exc)
                     continue
@@ -135,7 +130,7 @@ class GroupRunner:
                     continue
                 self._finish()
                 pending = Built(docs, graphs, group)
-            self._write_in_turn(pending)  # the last group: nothing left to overlap it with
+            self.write_in_turn(pending)  # the last group: nothing left to overlap it with
         finally:
             self._finish(retry=False)  # never leave the thread writing after the run returns
 
@@ -166,50 +161,32 @@ class GroupRunner:
 
     # --- stages -----------------------------------------------------------------------------------
     def _prepare(self, docs: list, group: int) -> list[DocumentGraph]:
-        """Chunk and distill ``docs`` (distill may fork worker processes)."""
-        from kbgraph.ingest.chunk import build_structure
-        from kbgraph.ingest.distill import distill
+        """Chunk and distill ``docs`` (distill may fork worker processes; ``kbgraph.ingest.compute``)."""
+        from kbgraph.ingest.compute import chunk_documents, distill_graphs, titles_for
 
         t0 = time.perf_counter()
-        graphs: list[DocumentGraph] = []
         with self.bar.stage("chunk", f"{len(docs):,} documents", group=group) as st:
-            for doc in docs:
-                document, sections, chunks = build_structure(
-                    doc, chunk_tokens=self.settings.ingest.chunk_tokens,
-                    overlap_sentences=self.settings.ingest.chunk_overlap_sentences, llm=self.llm,
-                    llm_split=self.settings.ingest.llm_chunking, llm_window_tokens=self.settings.ingest.llm_chunk_window_tokens,
-                )  # with an LLM: recurrent split (PIKE-RAG §5.2.1) and table summaries
-                document.ingested_at = utc_now()
-                graphs.append(DocumentGraph(document=document, sections=sections, chunks=chunks))
+            graphs = chunk_documents(docs, self.settings, llm=self.llm)
             st.done(len(docs), "documents", f"{sum(len(g.chunks) for g in graphs):,} chunks")
         self.report.seconds["chunk"] += time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        all_chunks = [c for g in graphs for c in g.chunks]
-        with self.bar.stage("distill", f"{len(all_chunks):,} chunks", group=group) as st:
-            # passage corpora: every passage title is an entity, and chunks naming another title link to it
-            titles = self.titles if self.titles and any("#" in d.uri for d in docs) else None
-            distilled = distill(all_chunks, llm=self.llm, titles=titles,
-                                atomizing_temperature=self.settings.llm.atomizing_temperature)
-            _split(graphs, distilled)
-            st.done(len(all_chunks), "chunks", f"{len(distilled.questions):,} atomic questions, "
-                    f"{len(distilled.triples):,} triples, {len(distilled.entities):,} entities")  # fmt: skip
+        n_chunks = sum(len(g.chunks) for g in graphs)
+        with self.bar.stage("distill", f"{n_chunks:,} chunks", group=group) as st:
+            distilled = distill_graphs(graphs, self.settings, llm=self.llm, titles=titles_for(docs, self.titles))
+            st.done(n_chunks, "chunks", distilled_line(len(distilled.questions), len(distilled.triples),
+                                                         len(distilled.entities)))
         self.report.seconds["distill"] += time.perf_counter() - t0
         return graphs
 
     def _embed(self, graphs: list[DocumentGraph], group: int) -> None:
-        """Embed the layers of the group whose vectors are on (``kbgraph.ingest.embed_layers``, settings
-        ``vector_layers``, ``late_chunking``, ``static_layers``)."""
-        from kbgraph.embed.static_model import get_static_embedder
-        from kbgraph.ingest.embed_layers import embed_layers
+        """Embed the layers of the group whose vectors are on (``kbgraph.ingest.compute.embed_graphs``)."""
+        from kbgraph.ingest.compute import embed_graphs
 
         t0 = time.perf_counter()
         chunks = sum(len(g.chunks) for g in graphs)
         with self.bar.stage("embed", f"{chunks:,} chunks and their knowledge", group=group) as st:
-            static = self.settings.embedding.static_vector_layers
-            st.done(embed_layers(graphs, self.embedder(), self.settings.embedding.vector_layers,
-                                 late_chunking=self.settings.embedding.late_chunking, static_layers=static,
-                                 static=get_static_embedder(self.settings) if static else None), "texts")
+            st.done(embed_graphs(graphs, self.settings, self.embedder()), "texts")
         self.report.seconds["embed"] += time.perf_counter() - t0
 
     def _replace(self, built: Built) -> set[str]:
@@ -230,7 +207,7 @@ class GroupRunner:
             self.report.seconds["write"] += seconds
             self.report.seconds["write_wait"] += seconds
 
-    def _write_in_turn(self, built: Built | None) -> None:
+    def write_in_turn(self, built: Built | None) -> None:
         """Write ``built`` now (no overlap); on a non-fatal error its documents one at a time."""
         if built is None:
             return
@@ -297,27 +274,9 @@ class GroupRunner:
             w["warnings"] += warnings.get(g.document.uri, [])
 
 
-def _split(graphs: list[DocumentGraph], distilled: Distilled) -> None:
-    """Distribute distilled records to their documents (by chunk); an entity goes to every document that
-    mentions it or links it by a triple."""
-    owner = {c.id: g for g in graphs for c in g.chunks}
-    by_id = {e.id: e for e in distilled.entities}
-    needed: dict[int, dict[str, Any]] = defaultdict(dict)
-    for q in distilled.questions:
-        owner[q.chunk_id].questions.append(q)
-    for t in distilled.triples:
-        g = owner[t.chunk_id]
-        g.triples.append(t)
-        for eid in (t.subject_id, t.object_id):
-            if eid in by_id:
-                needed[id(g)][eid] = by_id[eid]
-    for m in distilled.mentions:
-        g = owner[m.chunk_id]
-        g.mentions.append(m)
-        if m.entity_id in by_id:
-            needed[id(g)][m.entity_id] = by_id[m.entity_id]
-    for g in graphs:
-        g.entities = [e.model_copy() for e in needed[id(g)].values()]
+def distilled_line(questions: int, triples: int, entities: int) -> str:
+    """The detail of a distill progress line: what was distilled."""
+    return f"{questions:,} atomic questions, {triples:,} triples, {entities:,} entities"
 
 
-__all__ = ["FATAL", "WRITE_THREAD", "BackgroundWrite", "Built", "GroupRunner"]
+__all__ = ["FATAL", "WRITE_THREAD", "BackgroundWrite", "Built", "GroupRunner", "distilled_line"]

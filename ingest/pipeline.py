@@ -101,6 +101,10 @@ class Ingestor:
         from kbgraph.ingest.sources import Exclusions
 
         Exclusions(exclude)  # a bad pattern fails before the run
+        if self.settings.ingest.ingest_engine == "ray":
+            from kbgraph.ingest.ray_engine import import_ray
+
+            import_ray()  # so does a missing Ray (ConfigError naming the extra)
         with open_run_lock(self.store, self.settings, wait=wait) as self._lock:
             return self._run(paths, prune, exclude, within)
 
@@ -122,7 +126,10 @@ class Ingestor:
                     self.store, self.settings, report, bar, llm=self.llm, embedder=lambda: self.embedder,
                     lock=self._lock, titles=self._titles, existing=self._existing, written=self._written,
                 )  # fmt: skip
-                runner.run(self._groups(files, report, seen_uris, bar))
+                if self.settings.ingest.ingest_engine == "ray":
+                    self._run_ray(files, report, seen_uris, bar, runner)
+                else:
+                    runner.run(self._groups(files, report, seen_uris, bar))
                 self._record_corpora(report)
                 if self.settings.tagging.auto_tagging and self.llm is not None:
                     self._tag(report, bar)
@@ -165,50 +172,12 @@ class Ingestor:
         documents that close once they hold ingest_group_chars characters or before a document that would
         take them over it (a huge document is a group of its own and holds back no other file). An unchanged
         file is recognised from the hash of its raw bytes and not parsed (kbgraph.ingest.unchanged)."""
-        from kbgraph.ingest.parse import parse_file, parse_passages_jsonl
-        from kbgraph.ingest.unchanged import SourceCheck, is_corpus
-        from kbgraph.models import stable_id
-
         size, max_chars = self.settings.ingest.ingest_group_size, self.settings.ingest.ingest_group_chars
-        self._check = check = SourceCheck(self.store, self.settings.ingest.max_file_bytes)
-        check.prefetch(files)
+        self._start_check(files)
         pending: list = []
         chars = 0
         for path in files:
-            key = path.resolve().as_uri()
-            t0 = time.perf_counter()
-            try:
-                with bar.stage("parse", path.name, quiet=True):
-                    same = check.check(path)
-                    if same is None:
-                        self.parsed += 1
-                        if is_corpus(path):
-                            docs = list(parse_passages_jsonl(path))
-                            self._titles.update((stable_id("doc", d.uri), d.title) for d in docs)
-                            self._corpora[key] = len(docs)
-                        else:
-                            docs = [parse_file(path, max_bytes=self.settings.ingest.max_file_bytes, ocr=self._ocr())]
-            except IngestError as exc:
-                report.errors.append(FileError(path=str(path), error=str(exc)))
-                bar.file_read(key, fresh=0, failed=True)
-                continue
-            except Exception as exc:  # a parser bug must not stop the run
-                report.errors.append(FileError(path=str(path), error=f"{type(exc).__name__}: {exc}"))
-                bar.file_read(key, fresh=0, failed=True)
-                continue
-            finally:
-                report.seconds["parse"] += time.perf_counter() - t0
-            if same is not None:  # unchanged: not parsed
-                report.unchanged += same.documents
-                seen.update(same.uris)
-                self._titles.update(same.titles)
-                bar.file_read(key, fresh=0, unchanged=same.documents)
-                continue
-            seen.update(d.uri for d in docs)
-            before = report.unchanged
-            fresh = self._changed(docs, report)
-            bar.file_read(key, fresh=len(fresh), unchanged=report.unchanged - before)
-            for doc in fresh:
+            for doc in self._read(path, report, seen, bar) or ():
                 n = sum(len(e.text) for e in doc.elements)
                 if pending and chars + n > max_chars:
                     yield self._close_group(pending, chars, bar)
@@ -220,6 +189,129 @@ class Ingestor:
                     pending, chars = [], 0
         if pending:
             yield self._close_group(pending, chars, bar)
+
+    def _start_check(self, files: list[Path]) -> None:
+        from kbgraph.ingest.unchanged import SourceCheck
+
+        self._check = SourceCheck(self.store, self.settings.ingest.max_file_bytes)
+        self._check.prefetch(files)
+
+    def _read(self, path: Path, report: IngestReport, seen: set[str], bar, *, parse_files: bool = True) -> list | None:
+        """The new or changed documents of ``path`` ([] when it is unchanged, hashed but not parsed, or failed
+        to parse: reported). ``parse_files=False`` (the ray engine): a file that is not a passage corpus and
+        not unchanged is not parsed here; None says so (its workers parse it)."""
+        from kbgraph.ingest.compute import parse_source
+        from kbgraph.ingest.unchanged import is_corpus
+        from kbgraph.models import stable_id
+
+        key = path.resolve().as_uri()
+        t0 = time.perf_counter()
+        try:
+            with bar.stage("parse", path.name, quiet=True):
+                same = self._check.check(path)
+                if same is None:
+                    self.parsed += 1
+                    if not parse_files and not is_corpus(path):
+                        return None
+                    docs = parse_source(path, self.settings)
+                    if is_corpus(path):
+                        self._titles.update((stable_id("doc", d.uri), d.title) for d in docs)
+                        self._corpora[key] = len(docs)
+        except IngestError as exc:
+            report.errors.append(FileError(path=str(path), error=str(exc)))
+            bar.file_read(key, fresh=0, failed=True)
+            return []
+        except Exception as exc:  # a parser bug must not stop the run
+            report.errors.append(FileError(path=str(path), error=f"{type(exc).__name__}: {exc}"))
+            bar.file_read(key, fresh=0, failed=True)
+            return []
+        finally:
+            report.seconds["parse"] += time.perf_counter() - t0
+        if same is not None:  # unchanged: not parsed
+            report.unchanged += same.documents
+            seen.update(same.uris)
+            self._titles.update(same.titles)
+            bar.file_read(key, fresh=0, unchanged=same.documents)
+            return []
+        return self._fresh(key, docs, report, seen, bar)
+
+    def _fresh(self, key: str, docs: list, report: IngestReport, seen: set[str], bar) -> list:
+        """The documents of ``docs`` (parsed from the file ``key``) to write: new, changed or incomplete."""
+        seen.update(d.uri for d in docs)
+        before = report.unchanged
+        fresh = self._changed(docs, report)
+        bar.file_read(key, fresh=len(fresh), unchanged=report.unchanged - before)
+        return fresh
+
+    # --- the ray engine (kbgraph.ingest.ray_engine) ------------------------------------------------
+    def _run_ray(self, files: list[Path], report: IngestReport, seen: set[str], bar, runner: GroupRunner) -> None:
+        """Setting ingest_engine=ray: every file is checked here as in the local engine (hashed, unchanged ones
+        skipped; passage corpora read and their unchanged passages dropped); the files and passages left are
+        parsed, chunked, distilled and embedded on Ray, and each group that comes back is written here, in
+        order, by ``runner`` (the same write path, unit of work and retries as the local engine)."""
+        from kbgraph.ingest.ray_engine import RayCompute
+
+        self._start_check(files)
+        remote: list[Path] = []
+        passages: list = []
+        for path in files:
+            docs = self._read(path, report, seen, bar, parse_files=False)
+            if docs is None:
+                remote.append(path)
+            else:
+                passages += docs
+        if not remote and not passages:
+            return  # nothing new: Ray is not started
+        batches = RayCompute(self.settings, llm=self.llm, titles=self._titles).batches(remote, passages)
+        what = f"{len(remote):,} files and {len(passages):,} passages on Ray"
+        try:
+            while True:
+                with bar.stage("compute", what, group=self._group + 1, quiet=True):  # heartbeats name the wait
+                    batch = next(batches, None)
+                if batch is None:
+                    break
+                self._ray_group(batch, report, seen, bar, runner)
+        finally:
+            batches.close()  # shuts down the local Ray it started
+
+    def _ray_group(self, batch, report: IngestReport, seen: set[str], bar, runner: GroupRunner) -> None:
+        """Account for one group computed on Ray (its files read, its documents failed) and write the rest."""
+        from kbgraph.ingest.groups import Built, distilled_line
+        from kbgraph.ingest.progress import Stage
+
+        for stage in ("parse", "chunk", "distill", "embed"):
+            report.seconds[stage] += batch.seconds.get(stage, 0.0)
+        for w in batch.works:
+            if w.fatal is not None:
+                raise w.fatal  # the installation or configuration is broken: no document would succeed
+        ok = []
+        for w in batch.works:
+            key = Path(w.path).resolve().as_uri()
+            if not w.parsed:
+                report.errors.append(FileError(path=w.path, error=w.error or "not parsed"))
+                bar.file_read(key, fresh=0, failed=True)
+                continue
+            if "#" not in w.doc.uri and not self._fresh(key, [w.doc], report, seen, bar):
+                continue  # a file whose document is unchanged after all (same content, other bytes)
+            if w.error is not None:
+                report.errors.append(FileError(path=uri_to_path(w.doc.uri), error=w.error))
+                bar.document_failed(w.doc.uri)
+                continue
+            ok.append(w)
+        if not ok:
+            return
+        self._group += 1
+        group = self._group
+        bar.group_ready(group, len(ok), sum(len(e.text) for w in ok for e in w.doc.elements))
+        chunks = sum(len(w.graph.chunks) for w in ok)
+        counts = distilled_line(batch.questions, batch.triples, batch.entities)
+        for name, n, unit, detail in (("chunk", len(ok), "documents", f"{chunks:,} chunks"),
+                                      ("distill", chunks, "chunks", counts), ("embed", batch.texts, "texts", "")):  # fmt: skip
+            st = Stage(name, group, "")
+            st.started = time.monotonic() - batch.seconds.get(name, 0.0)  # the line gives the workers' time
+            st.done(n, unit, detail)
+            bar.stage_done(st)
+        runner.write_in_turn(Built([w.doc for w in ok], [w.graph for w in ok], group))
 
     def _ocr(self):
         """The run's OCR options (settings ``ocr``, ``ocr_languages``, ``ocr_dpi``; kbgraph.ingest.ocr)."""

@@ -143,6 +143,21 @@ class IngestSettings(SettingsGroup):
         "renews it every third of that while it lives, and a run on another machine takes it over only once it "
         "expired (the embedded FalkorDB store keeps the file lock in the knowledge base's folder).",
     )
+    # --- the engine (kbgraph.ingest.ray_engine) --------------------------------
+    ingest_engine: Literal["local", "ray"] = Field(
+        "local", description="Where parse, chunk, distill and embed run: local = this process (spaCy's worker "
+        "processes on large groups); ray = a Ray cluster (tasks parse and chunk, actors holding spaCy distill, "
+        "actors holding the embedder embed, one GPU each when the cluster has GPUs), while this process checks, "
+        "writes and records the run as with local. Needs `pip install 'kbgraph[ray]'`.",
+    )
+    ray_address: str | None = Field(
+        None, description="ingest_engine=ray: the Ray cluster to join (e.g. ray://head:10001 or auto); none = start "
+        "a local Ray on this machine for the run (ingest_workers CPUs, no dashboard).",
+    )
+    ingest_workers: int | None = Field(
+        None, ge=1, description="ingest_engine=ray: parse tasks and distill actors running at once (embed actors: "
+        "one per GPU, else half as many); none = the machine's cores (a local Ray) or the cluster's CPUs.",
+    )
 
 
 class EmbeddingSettings(SettingsGroup):

@@ -58,6 +58,13 @@ def ingest_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     exclude: list[str] = typer.Option([], "--exclude", metavar="GLOB", help="Leave out files matching GLOB "
                                       "(gitignore syntax; repeatable), besides .kbgraphignore files and the defaults."),
+    engine: str | None = typer.Option(None, "--engine", metavar="local|ray", help="Where parse, chunk, distill and "
+                                      "embed run: local (this process) or ray (a Ray cluster; writes stay here). "
+                                      "Setting ingest_engine."),
+    ray_address: str | None = typer.Option(None, "--ray-address", metavar="ADDRESS", help="--engine ray: the "
+                                           "cluster to join; default: a local Ray. Setting ray_address."),
+    workers: int | None = typer.Option(None, "--workers", min=1, metavar="N", help="--engine ray: parse tasks and "
+                                       "distill actors at once; default: the cores. Setting ingest_workers."),
 ) -> None:
     """Ingest documents into the knowledge base (incremental; safe to run from cron).
 
@@ -79,7 +86,11 @@ def ingest_cmd(
 
     if not (sys.stderr.isatty() and sys.stdout.isatty()):  # cron, CI, `| tee`: progress as log lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    with KnowledgeBase(settings=common.settings()) as kb:
+    if engine not in (None, "local", "ray"):
+        raise typer.BadParameter(f"{engine!r}: choose local or ray", param_hint="--engine")
+    given = {"ingest_engine": engine, "ray_address": ray_address, "ingest_workers": workers}
+    settings = common.settings().updated({k: v for k, v in given.items() if v is not None})
+    with KnowledgeBase(settings=settings) as kb:
         report = kb.ingest(paths, prune=prune, wait=wait, exclude=exclude)
     if as_json:
         print_json(report.model_dump())

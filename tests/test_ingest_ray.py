@@ -1,0 +1,158 @@
+"""The ``ray`` ingestion engine (kbgraph.ingest.ray_engine; setting ingest_engine) against the ``local`` one, on the
+embedded FalkorDB store and a local Ray with 2 CPUs. One knowledge base per engine, each given the same two runs:
+a folder (three small PDFs, a text file and a corrupt PDF), then a 12-passage MuSiQue corpus. Then:
+
+* both engines build the same graph: the same documents, chunk ids and texts, atomic question, triple and entity
+  counts, and vectors within 1e-5 (the embedding cache off, so both really embed);
+* the corrupt PDF is a failed file of the report and the other files are written and complete;
+* a re-run with ray over both sources is a no-op: everything unchanged, nothing written (the corrupt file fails
+  again, as with local);
+* without Ray installed the run fails before it starts, naming ``pip install 'kbgraph[ray]'``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbgraph.errors import ConfigError
+from kbgraph.kb import KnowledgeBase
+
+PDFS = ("fbi_nics_background_checks_2015-11.pdf", "us_senate_expenditures.pdf", "us_supreme_court_transcript_p1.pdf")
+PASSAGES = 12
+WRITES = ("ingest/upsert_", "ingest/link_", "ingest/mark_documents_complete", "admin/delete_")
+
+
+@pytest.fixture(scope="module")
+def sources(examples_dir, tmp_path_factory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("ray-inbox")
+    for name in PDFS:
+        (folder / name).write_bytes((examples_dir / "docs/pdf" / name).read_bytes())
+    (folder / "good.txt").write_text("The Rhine flows through Basel and Cologne. Basel lies in Switzerland.",
+                                     encoding="utf-8")  # fmt: skip
+    (folder / "corrupt.pdf").write_bytes((examples_dir / "docs/pdf" / PDFS[0]).read_bytes()[:5000])
+    src = examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl"
+    corpus = tmp_path_factory.mktemp("ray-corpus") / "corpus.jsonl"
+    corpus.write_text("\n".join(src.read_text(encoding="utf-8").splitlines()[:PASSAGES]) + "\n", encoding="utf-8")
+    return folder, corpus
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture(scope="module")
+def runs(falkor_settings, sources):
+    """{engine: (kb, [report of the folder, report of the corpus], progress lines)}; the KBs are reset at the end."""
+    folder, corpus = sources
+    out = {}
+    logger = logging.getLogger("kbgraph.ingest")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        for engine in ("local", "ray"):
+            settings = falkor_settings.updated({"name": f"ray{engine}{uuid.uuid4().hex[:8]}", "embedding_cache": False,
+                                                "ingest_engine": engine, "ingest_workers": 2})  # fmt: skip
+            kb = KnowledgeBase(settings=settings)
+            kb.reset()
+            lines = _Lines()
+            logger.addHandler(lines)
+            try:
+                reports = [kb.ingest([folder], progress=False), kb.ingest([corpus], progress=False)]
+            finally:
+                logger.removeHandler(lines)
+            out[engine] = (kb, reports, lines.lines)
+        yield out
+    finally:
+        logger.setLevel(level)
+        for kb, _, _ in out.values():
+            kb.reset()
+            kb.close()
+
+
+def _graph(kb: KnowledgeBase) -> dict:
+    rows = kb.store._execute("MATCH (d:Document) RETURN d.uri AS uri, d.title AS title, d.sha256 AS sha, "
+                             "d.status AS status ORDER BY uri", {})  # fmt: skip
+    chunks = kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id, c.document_id AS doc, c.text AS text ORDER BY id", {})
+    nodes = {k: v for k, v in kb.stats().nodes.items() if k != "IngestionRun"}
+    return {"documents": [dict(r) for r in rows], "chunks": [dict(r) for r in chunks], "nodes": nodes}
+
+
+def _vectors(kb: KnowledgeBase) -> dict[tuple[str, str], np.ndarray]:
+    rows = kb.store._execute("MATCH (n) WHERE n.embedding IS NOT NULL RETURN labels(n)[0] AS label, n.id AS id, "
+                             "n.embedding AS v", {})  # fmt: skip
+    return {(r["label"], r["id"]): np.asarray(r["v"], dtype=np.float32) for r in rows}
+
+
+@pytest.mark.slow  # a local Ray and two ingests per engine (~1 min on 2 cores)
+def test_ray_builds_the_same_graph_as_local(runs):
+    local, ray = _graph(runs["local"][0]), _graph(runs["ray"][0])
+    assert len(local["documents"]) == len(PDFS) + 1 + PASSAGES
+    assert {d["status"] for d in ray["documents"]} == {"complete"}
+    assert ray["documents"] == local["documents"]
+    assert ray["chunks"] == local["chunks"]
+    for label in ("AtomicQuestion", "Triple", "Entity", "Chunk"):
+        assert local["nodes"].get(label, 0) > 0, label
+    assert ray["nodes"] == local["nodes"]
+    assert runs["ray"][0].stats().relationships == runs["local"][0].stats().relationships
+    v_local, v_ray = _vectors(runs["local"][0]), _vectors(runs["ray"][0])
+    assert v_local.keys() == v_ray.keys() and {k[0] for k in v_local} >= {"Chunk", "Document"}
+    worst = max(float(np.abs(v_local[k] - v_ray[k]).max()) for k in v_local)
+    assert worst <= 1e-5, worst
+    # the same report, but for the seconds and the run id
+    for a, b in zip(runs["local"][1], runs["ray"][1], strict=True):
+        keep = ("added", "updated", "unchanged", "failed", "skipped", "documents", "chunks", "status", "errors", "files")
+        assert b.model_dump(include=set(keep)) == a.model_dump(include=set(keep))
+    # progress lines as the local engine prints them: each stage of each group, and the last line
+    ray_lines = runs["ray"][2]
+    for stage in ("parse", "chunk", "distill", "embed", "write"):
+        assert any(line.startswith("group 1 " + stage) for line in ray_lines), (stage, ray_lines)
+    assert any(line.startswith("done: ") for line in ray_lines)
+
+
+@pytest.mark.slow
+def test_a_corrupt_file_fails_alone(runs, sources):
+    kb, (folder_report, corpus_report), _ = runs["ray"]
+    assert [Path(e.path).name for e in folder_report.errors] == ["corrupt.pdf"]
+    assert (folder_report.added, folder_report.failed, folder_report.status, folder_report.exit_code) == (
+        len(PDFS) + 1, 1, "failed", 1)  # fmt: skip
+    outcomes = {Path(f.path).name: f.outcome for f in folder_report.files}
+    assert outcomes == {"corrupt.pdf": "failed", "good.txt": "ingested", **dict.fromkeys(PDFS, "ingested")}
+    assert (corpus_report.added, corpus_report.failed, corpus_report.status) == (PASSAGES, 0, "completed")
+    assert kb.store.orphans() == []
+    run = kb.store.run("ingest/last_run")[0]
+    assert (run["status"], run["added"]) == ("completed", PASSAGES)
+
+
+@pytest.mark.slow
+def test_a_rerun_with_ray_is_a_noop(runs, sources):
+    kb = runs["ray"][0]
+    before = _graph(kb)
+    sent = dict(kb.store.sent)
+    report = kb.ingest(list(sources), progress=False)
+    assert (report.added, report.updated, report.unchanged, report.failed) == (0, 0, len(PDFS) + 1 + PASSAGES, 1)
+    assert [Path(e.path).name for e in report.errors] == ["corrupt.pdf"]
+    writes = sum(n - sent.get(name, 0) for name, n in kb.store.sent.items() if name.startswith(WRITES))
+    assert writes == 0
+    assert _graph(kb) == before
+
+
+def test_without_ray_the_run_fails_before_it_starts(falkor_settings, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    (tmp_path / "a.txt").write_text("Basel lies on the Rhine.", encoding="utf-8")
+    settings = falkor_settings.updated({"name": f"noray{uuid.uuid4().hex[:8]}", "ingest_engine": "ray"})
+    with KnowledgeBase(settings=settings) as kb:
+        with pytest.raises(ConfigError, match=r"pip install 'kbgraph\[ray\]'"):
+            kb.ingest([tmp_path], progress=False)
+        assert kb.store.run("ingest/last_run") == []  # no IngestionRun: nothing started
+        kb.reset()
