@@ -28,6 +28,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kbgraph.ingest.chunk_units import Unit as _Unit
+from kbgraph.ingest.chunk_units import render as _render
 from kbgraph.ingest.parse import ParsedDocument
 from kbgraph.ingest.tables import summarize_table
 from kbgraph.models import ChunkRecord, DocumentRecord, SectionRecord, stable_id
@@ -36,16 +38,6 @@ if TYPE_CHECKING:
     from kbgraph.ingest.chunk_llm import SplitChunk
 
 PATH_SEP = " > "
-
-
-@dataclass
-class _Unit:
-    """A sentence (or a window of an over-long sentence) on its way into a chunk."""
-
-    text: str
-    page: int | None
-    para: int  # paragraph index inside its block: a change means a paragraph break
-    tokens: int
 
 
 @dataclass
@@ -65,20 +57,6 @@ def _ntokens(text: str) -> int:
 def _windows(text: str, size: int) -> list[str]:
     words = text.split()
     return [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
-
-
-def _render(units: list[_Unit]) -> str:
-    out = ""
-    prev = None
-    for u in units:
-        if prev is None:
-            out = u.text
-        elif u.para != prev.para:
-            out += "\n\n" + u.text
-        else:
-            out += " " + u.text
-        prev = u
-    return out.strip()
 
 
 def _pack(units: list[_Unit], chunk_tokens: int, overlap: int) -> list[tuple[str, int | None]]:

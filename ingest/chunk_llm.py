@@ -45,7 +45,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.ingest import prompts
-from kbgraph.ingest.chunk import _render, _Unit
+from kbgraph.ingest.chunk_units import Unit, render
 from kbgraph.llm.bounds import MaxChars, MaxItems, answer_schema
 from kbgraph.llm.base import usable_json
 
@@ -117,7 +117,7 @@ class SplitChunk(BaseModel):
 # --- one section -------------------------------------------------------------------------------------
 
 
-def _window_size(units: Sequence[_Unit], window_tokens: int) -> int:
+def _window_size(units: Sequence[Unit], window_tokens: int) -> int:
     size = total = 0
     for u in units:
         if size and total + u.tokens > window_tokens:
@@ -127,7 +127,7 @@ def _window_size(units: Sequence[_Unit], window_tokens: int) -> int:
     return size
 
 
-def number_window(units: Sequence[_Unit]) -> str:
+def number_window(units: Sequence[Unit]) -> str:
     """The window as the model sees it: '[i] sentence' lines, a blank line between paragraphs."""
     lines: list[str] = []
     prev = None
@@ -139,10 +139,10 @@ def number_window(units: Sequence[_Unit]) -> str:
     return "\n".join(lines)
 
 
-def _greedy(units: Sequence[_Unit], chunk_tokens: int) -> list[list[_Unit]]:
+def _greedy(units: Sequence[Unit], chunk_tokens: int) -> list[list[Unit]]:
     """The offline packing (``chunk._pack`` without overlap), as groups of units."""
-    groups: list[list[_Unit]] = []
-    cur: list[_Unit] = []
+    groups: list[list[Unit]] = []
+    cur: list[Unit] = []
     size = 0
     for u in units:
         if cur and size + u.tokens > chunk_tokens:
@@ -175,7 +175,7 @@ def _ask(llm: Any, messages: list[dict[str, str]]) -> tuple[WindowSplit | None, 
 
 
 def recurrent_split(
-    units: Sequence[_Unit],
+    units: Sequence[Unit],
     llm: Any,
     *,
     chunk_tokens: int,
@@ -211,7 +211,7 @@ def recurrent_split(
             start = 0
             for cut in answer.chunks:
                 group = window[start : cut.end + 1]
-                out.append(SplitChunk(text=_render(group), page=group[0].page, summary=cut.summary or None,
+                out.append(SplitChunk(text=render(group), page=group[0].page, summary=cut.summary or None,
                                       source="llm", window=step))  # fmt: skip
                 start = cut.end + 1
             consumed = start
@@ -222,7 +222,7 @@ def recurrent_split(
             if not final and len(groups) > 1:
                 groups = groups[:-1]  # the window's tail starts the next window
             for group in groups:
-                out.append(SplitChunk(text=_render(group), page=group[0].page, source="fallback", window=step))
+                out.append(SplitChunk(text=render(group), page=group[0].page, source="fallback", window=step))
             consumed = sum(len(g) for g in groups)
         rest = rest[consumed:]
         step += 1
@@ -234,7 +234,7 @@ def recurrent_split(
 
 def llm_chunk_stage(
     llm: Any,
-    splits: Mapping[K, tuple[Sequence[_Unit], str]],
+    splits: Mapping[K, tuple[Sequence[Unit], str]],
     tables: Mapping[K, tuple[str, str]],
     *,
     title: str,

@@ -201,7 +201,7 @@ def pdf_page_textpage(page, options: OcrOptions):
     try:
         textpage = _full_page_ocr(page, options)
     except Exception as exc:  # one page's failure keeps the others
-        from kbgraph.ingest.parse import warn
+        from kbgraph.ingest.parse_common import warn
 
         warn(f"page {page.number + 1}: OCR failed: {one_line(exc, 200, empty='unknown error')}")
         return None

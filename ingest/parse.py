@@ -31,7 +31,6 @@ Every failure a user can cause (empty, too large, unsupported, corrupt, password
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
 import logging
@@ -45,41 +44,13 @@ from pydantic import BaseModel, Field
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
+from kbgraph.ingest.parse_common import MIME_TYPES, WARNINGS, register_dispatch
+from kbgraph.ingest.parse_common import UNKNOWN_ERROR as UNKNOWN_ERROR  # re-exported
+from kbgraph.ingest.parse_common import warn as warn  # re-exported
 from kbgraph.text import one_line
 
 log = logging.getLogger(__name__)
 
-#: What an error message says when the exception had none (``one_line``'s ``empty`` in the parsers).
-UNKNOWN_ERROR = "unknown error"
-
-#: extension -> MIME type of every format ``parse_file`` reads.
-MIME_TYPES: dict[str, str] = {
-    ".pdf": "application/pdf",
-    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".eml": "message/rfc822",
-    ".msg": "application/vnd.ms-outlook",
-    ".txt": "text/plain",
-    ".text": "text/plain",
-    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    ".xlsm": "application/vnd.ms-excel.sheet.macroEnabled.12",
-    ".xls": "application/vnd.ms-excel",
-    ".ods": "application/vnd.oasis.opendocument.spreadsheet",
-    ".csv": "text/csv",
-    ".tsv": "text/tab-separated-values",
-    ".odt": "application/vnd.oasis.opendocument.text",
-    ".rtf": "application/rtf",
-    ".epub": "application/epub+zip",
-    ".rst": "text/x-rst",
-    ".org": "text/x-org",
-    ".xml": "application/xml",
-    ".doc": "application/msword",
-    ".ppt": "application/vnd.ms-powerpoint",
-}
 #: A passage corpus (``parse_passages_jsonl``).
 JSONL_MIME = "application/x-ndjson"
 #: Extensions of JSON Lines, read as passage corpora (``parse_passages_jsonl``).
@@ -123,21 +94,6 @@ class ParsedDocument(BaseModel):
     #: pages read by OCR (an image file: its frames), and Tesseract's mean word confidence (0..100) per page
     ocr_pages: list[int] = Field(default_factory=list)
     ocr_confidence: dict[int, float] = Field(default_factory=dict)
-
-
-#: Warnings of the document being parsed (``warn``); None outside ``parse_file``.
-_WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kbgraph_parse_warnings", default=None)
-
-
-def warn(message: str) -> None:
-    """Record a one-line warning against the document being parsed (it ends up in
-    ``ParsedDocument.warnings`` and the ingest report). Outside ``parse_file`` it is only logged."""
-    message = one_line(message, 300)
-    sink = _WARNINGS.get()
-    if sink is None:
-        log.warning("%s", message)
-    elif message not in sink:
-        sink.append(message)
 
 
 def supported_extensions(ocr: bool = False) -> list[str]:
@@ -258,11 +214,11 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
     sha = hashlib.sha256(data).hexdigest()
     name = path.name
     warnings: list[str] = []
-    token = _WARNINGS.set(warnings)
+    token = WARNINGS.set(warnings)
     try:
         title, raw = parse_bytes(data, ext, name)
     finally:
-        _WARNINGS.reset(token)
+        WARNINGS.reset(token)
     for message in warnings:
         log.warning("%s: %s", name, message)
 
@@ -385,3 +341,6 @@ def _corpus_mismatch(obj: object) -> str:
     kinds = {list: "a JSON array", str: "a JSON string", type(None): "null", bool: "a boolean"}
     kind = kinds.get(type(obj), "a number")
     return f"{want}; found {kind}"
+
+
+register_dispatch(parse_bytes, skip_reason)  # an e-mail's attachments (kbgraph.ingest.parse_common.dispatch)

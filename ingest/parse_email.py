@@ -12,7 +12,7 @@ or a signature). Then, in order:
   "Attachment: <file name>" and its elements, headings one level down.
 
 An attachment that cannot be read (an image without OCR, audio without speech-to-text, an unknown type, a
-corrupt file) is skipped with a warning naming it (``parse.warn``); the message itself is kept. A file whose
+corrupt file) is skipped with a warning naming it (``parse_common.warn``); the message itself is kept. A file whose
 bytes start with a UTF-16/UTF-32 byte-order mark (or hold NUL bytes) is decoded first.
 
 Errors: ``IngestError`` when the file is no e-mail (no headers), corrupt, or has no text at all.
@@ -31,7 +31,7 @@ from typing import Any
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse import UNKNOWN_ERROR
+from kbgraph.ingest.parse_common import MIME_TYPES, UNKNOWN_ERROR, dispatch, warn
 from kbgraph.text import one_line
 
 #: Messages attached to messages attached to ... are read this deep (the outer message is depth 0).
@@ -54,7 +54,6 @@ def _nested(label: str, raw: list[dict]) -> list[dict]:
 
 def _body(html: str | None, text: str | None, where: str) -> list[dict]:
     """Elements of a message body: the HTML version when there is one (else, or when it fails, the text)."""
-    from kbgraph.ingest.parse import warn
     from kbgraph.ingest.parse_unstructured import from_unstructured, quiet_unstructured
 
     quiet_unstructured()
@@ -76,7 +75,7 @@ def _body(html: str | None, text: str | None, where: str) -> list[dict]:
 def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> list[dict]:
     """Elements of one attached file under an "Attachment: name" heading; [] (and a warning) when skipped."""
     from kbgraph.ingest.ocr import OCR_IMAGES
-    from kbgraph.ingest.parse import MIME_TYPES, parse_bytes, skip_reason, warn
+    parse_bytes, skip_reason = dispatch()  # kbgraph.ingest.parse's, which imports this module
 
     label = f"attachment '{filename}' ({ctype})"
     ext = Path(filename).suffix.lower() or (mimetypes.guess_extension(ctype) or "")
@@ -124,8 +123,6 @@ def parse_eml(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, li
 
 
 def _message(msg: EmailMessage, where: str, depth: int) -> tuple[str | None, list[dict]]:
-    from kbgraph.ingest.parse import warn
-
     subject = _WS.sub(" ", str(msg.get("Subject", "") or "")).strip() or None
     raw = _header_element([(k, msg.get(k)) for k in ("From", "To", "Cc", "Date", "Subject")])
     html = text = None
@@ -233,8 +230,6 @@ def parse_msg(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, li
     fields = [("From", sender), ("To", to), ("Cc", headers.get("Cc")), ("Date", sent.isoformat() if sent else None),
               ("Subject", subject)]  # fmt: skip
     raw = _header_element(fields) + _body(html, text, name)
-    from kbgraph.ingest.parse import warn
-
     for i, att in enumerate(attachments, start=1):
         try:
             filename = att.file_name or f"attachment {i}"

@@ -27,7 +27,7 @@ from typing import Any
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse import UNKNOWN_ERROR
+from kbgraph.ingest.parse_common import UNKNOWN_ERROR
 from kbgraph.text import one_line
 
 #: Seconds LibreOffice may take to convert one legacy file.

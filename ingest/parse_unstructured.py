@@ -9,7 +9,7 @@
   text-classification heuristics can still find titles (if it fails, the python-docx reading is kept, without
   headings, with a warning). Pages: counted from Word's rendered page breaks when the file has them, else
   None. A table whose merged-cell grid python-docx cannot lay out (a vertical merge with nothing above, a
-  non-numeric span) is read cell by cell from its XML, with a warning naming the table (``parse.warn``); the
+  non-numeric span) is read cell by cell from its XML, with a warning naming the table (``parse_common.warn``); the
   rest of the document is kept.
 - **HTML, Markdown, PPTX**: ``unstructured``'s ``partition_*`` (no OCR, no model). ``Title`` ->
   heading (level = ``category_depth`` + 1), ``Table`` -> Markdown from ``text_as_html`` (HTML: from the
@@ -33,8 +33,9 @@ from typing import Any
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.nlp import import_spacy
-from kbgraph.ingest.parse import UNKNOWN_ERROR, warn
-from kbgraph.ingest.tables import html_table_to_markdown, rows_to_markdown
+from kbgraph.ingest.parse_common import UNKNOWN_ERROR, warn
+from kbgraph.ingest.tables import rows_to_markdown
+from kbgraph.ingest.tables_html import html_table_to_markdown
 from kbgraph.text import one_line
 
 log = logging.getLogger(__name__)

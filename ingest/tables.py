@@ -6,7 +6,7 @@ this one needs no LLM, so ingestion without a model still describes every table 
 - ``grid_to_markdown(grid, marked)``: the same from a cell grid with multi-row headers joined column by column
   ('Year ended December 31' over '2021' -> 'Year ended December 31 2021'), the row-label column's empty header
   kept empty, and EDGAR-style '$' / ')' / spacer columns folded into their values;
-- ``html_table_to_markdown(html)``: the same from an HTML ``<table>`` (``kbgraph.ingest.tables_html``: ``colspan``
+- ``kbgraph.ingest.tables_html.html_table_to_markdown(html)``: the same from an HTML ``<table>`` (``colspan``
   cells repeated and ``rowspan`` cells carried down so every row has every column);
 - ``summarize_table(markdown)``: 'Table "<caption>" with columns A, B, C; N rows; first rows: a1, b1, c1 | …'
   (no LLM involved: the same table always gets the same summary).
@@ -185,13 +185,6 @@ def grid_to_markdown(grid: list[list[str]], marked: list[bool] | None = None, ca
     head_rows, body = _tidy_columns(once[:n], once[n:])
     header = [" ".join(dict.fromkeys(x for x in col if x)) for col in zip(*head_rows, strict=True)]
     return rows_to_markdown(header, body, caption)
-
-
-def html_table_to_markdown(html: str) -> str:
-    """Markdown for the first table of ``html``: see ``kbgraph.ingest.tables_html``."""
-    from kbgraph.ingest.tables_html import html_table_to_markdown as convert
-
-    return convert(html)
 
 
 def _short(text: str, limit: int = MAX_CELL_CHARS) -> str:

@@ -1,0 +1,83 @@
+"""What the parsers of ingestion stage 1 share, below all of them (kbgraph.ingest.parse dispatches to them):
+the formats read (``MIME_TYPES``), the warnings of the document being parsed (``warn``), the message of an
+exception without one (``UNKNOWN_ERROR``), and the dispatch itself for the parsers that read files inside a
+file (an e-mail's attachments: :func:`dispatch`), which kbgraph.ingest.parse registers when imported so that no
+parser imports the module that imports it."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from kbgraph.text import one_line
+
+log = logging.getLogger("kbgraph.ingest.parse")  # the warnings' logger of old (kbgraph.ingest.parse's)
+
+#: What an error message says when the exception had none (``one_line``'s ``empty`` in the parsers).
+UNKNOWN_ERROR = "unknown error"
+
+#: extension -> MIME type of every format ``parse_file`` reads.
+MIME_TYPES: dict[str, str] = {
+    ".pdf": "application/pdf",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".eml": "message/rfc822",
+    ".msg": "application/vnd.ms-outlook",
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".xlsm": "application/vnd.ms-excel.sheet.macroEnabled.12",
+    ".xls": "application/vnd.ms-excel",
+    ".ods": "application/vnd.oasis.opendocument.spreadsheet",
+    ".csv": "text/csv",
+    ".tsv": "text/tab-separated-values",
+    ".odt": "application/vnd.oasis.opendocument.text",
+    ".rtf": "application/rtf",
+    ".epub": "application/epub+zip",
+    ".rst": "text/x-rst",
+    ".org": "text/x-org",
+    ".xml": "application/xml",
+    ".doc": "application/msword",
+    ".ppt": "application/vnd.ms-powerpoint",
+}
+
+#: Warnings of the document being parsed (``warn``); None outside ``parse_file``.
+WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kbgraph_parse_warnings", default=None)
+
+
+def warn(message: str) -> None:
+    """Record a one-line warning against the document being parsed (it ends up in
+    ``ParsedDocument.warnings`` and the ingest report). Outside ``parse_file`` it is only logged."""
+    message = one_line(message, 300)
+    sink = WARNINGS.get()
+    if sink is None:
+        log.warning("%s", message)
+    elif message not in sink:
+        sink.append(message)
+
+
+#: ``parse_bytes(data, ext, name) -> (title, raw elements)``: the dispatch by file type.
+ParseBytes = Callable[[bytes, str, str], tuple[str | None, list[dict]]]
+#: ``skip_reason(path) -> why the file is not read, or None``.
+SkipReason = Callable[[Path], str | None]
+
+_DISPATCH: list[tuple[ParseBytes, SkipReason]] = []
+
+
+def register_dispatch(parse_bytes: ParseBytes, skip_reason: SkipReason) -> None:
+    """Called once by kbgraph.ingest.parse as it is imported: its ``parse_bytes`` and ``skip_reason``."""
+    _DISPATCH[:] = [(parse_bytes, skip_reason)]
+
+
+def dispatch() -> tuple[ParseBytes, SkipReason]:
+    """kbgraph.ingest.parse's ``parse_bytes`` and ``skip_reason`` (a parser runs only under ``parse_bytes``, so
+    they are registered by then)."""
+    if not _DISPATCH:
+        raise RuntimeError("kbgraph.ingest.parse is not imported: it dispatches the files to their parsers")
+    return _DISPATCH[0]
