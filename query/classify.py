@@ -16,7 +16,7 @@
 2. **Route** (:func:`route`; §3.3 Table 1, §4.2): the lowest level whose system answers the class.
 
    ==================  =====  ==========================================================================
-   class               level  method run (through the registry, kbgraph.query.methods)
+   class               level  method run (its function in the registry, kbgraph.query.methods)
    ==================  =====  ==========================================================================
    factual             L1     'l1': score-propagation retrieval (§5.2.3) + the QA prompt (kbgraph.query.l1)
    linkable_reasoning  L2     'pike': knowledge-aware task decomposition, Algorithm 1 (§5.3.2)
@@ -36,6 +36,7 @@ rationale prefixed with the classification, and the usage of both steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, field_validator
@@ -44,7 +45,9 @@ from kbgraph.llm.base import LLM, usable_json
 from kbgraph.llm.bounds import MaxChars, answer_schema
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
+from kbgraph.query.decompose import answer_pike
 from kbgraph.query.graph import text_of
+from kbgraph.query.l1 import answer_l1
 from kbgraph.query.models import Answer
 from kbgraph.query.prompts.classify import classify_messages
 
@@ -59,6 +62,10 @@ LEVELS: dict[str, str] = {"factual": "L1", "linkable_reasoning": "L2", "predicti
                           "unknown": "L2"}  # fmt: skip
 #: The answer method (kbgraph.query.methods) of each level built.
 LEVEL_METHODS: dict[str, str] = {"L1": "l1", "L2": "pike"}
+#: Those methods' functions, the registry's own (kbgraph.query.methods lists this module's ``answer_auto``, so
+#: this module imports the two functions rather than the registry; tests/unit/test_classify_routes.py checks
+#: that they are the registry's).
+LEVEL_RUN: dict[str, Callable[[str, QueryContext], Answer]] = {"l1": answer_l1, "pike": answer_pike}
 #: What the paper's level for a class would be, where kbgraph answers it lower (§3.3 Table 1).
 _UNBUILT = {"predictive": ("L3", "knowledge structuring and induction and a forecasting submodule"),
             "creative": ("L4", "multi-agent planning")}  # fmt: skip
@@ -153,14 +160,12 @@ def answer_auto(question: str, ctx: QueryContext) -> Answer:
     of its rationale, and the usage of the classification and the routed method together. In a streamed ask
     the routed method streams as usual (the final answer carries the class and route). Raises LLMError only
     for a failing server."""
-    from kbgraph.query.methods import get_method
-
     llm = ctx.need_llm()
     meter = UsageMeter(llm)
     qc = classify_question(question, llm)
     level = route(qc.kind)
     method = LEVEL_METHODS[level]
-    answer: Answer = get_method(method, "answer").run(question, ctx)
+    answer: Answer = LEVEL_RUN[method](question, ctx)
     statement = class_statement(qc, level)
     answer.rationale = f"{statement}\n\n{answer.rationale}" if answer.rationale else statement
     answer.method, answer.question_class, answer.question_subtype = "auto", qc.kind, qc.subtype
