@@ -166,6 +166,16 @@ def ranker_identity(settings: Settings) -> dict[str, Any]:
     return {"ranker": "learned", "model_sha256": digest}
 
 
+def kbgraph_version() -> str:
+    """kbgraph's version as installed (as summary.json's ``versions`` give it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kbgraph")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def identity_hash(identity: dict[str, Any]) -> str:
     """sha256 of ``identity`` (its ``identity`` key left out) as canonical JSON."""
     body = {k: v for k, v in identity.items() if k != "identity"}
@@ -177,11 +187,9 @@ def run_identity(kb: EvalTarget, dataset: Dataset, *, seed: int, sample: int | N
     """What ``run.json`` holds: the configuration that defines a run (data set, seed, sample, depth, KB, every
     setting but the volatile ones (:data:`VOLATILE_SETTINGS`), the embedding model's weights, the ranker's
     model, kbgraph's version) and its hash ``identity``. Results of another identity are never mixed in."""
-    from kbgraph import __version__
-
     s = kb.settings
     identity = {
-        "format": IDENTITY_FORMAT, "kbgraph": __version__,
+        "format": IDENTITY_FORMAT, "kbgraph": kbgraph_version(),
         "dataset": str(dataset.questions_path), "corpus": str(dataset.corpus_path) if dataset.corpus_path else None,
         "seed": seed, "sample": sample, "depth": depth, "kb": kb.name, "backend": s.store.backend,
         "embedding_model": s.embedding.embedding_model, "embedding_dimension": s.embedding.embedding_dimension,

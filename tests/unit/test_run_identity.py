@@ -5,13 +5,13 @@ refused on resume."""
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from pydantic import SecretStr
 
-import kbgraph
 from kbgraph.errors import ConfigError
 from kbgraph.eval import runfolder as rf
 from kbgraph.query.ranking import default_model_path
@@ -101,7 +101,7 @@ def test_run_json_is_readable_and_holds_the_settings_and_their_hash(tmp_path):
     rf.open_run_folder(run_dir, ident)
     stored = json.loads((run_dir / rf.RUN).read_text())
     assert stored["settings"]["seed_k"] == 7 and stored["settings"]["ranker"] == "learned"
-    assert stored["kbgraph"] == kbgraph.__version__ and stored["format"] == rf.IDENTITY_FORMAT
+    assert stored["kbgraph"] == version("kbgraph") and stored["format"] == rf.IDENTITY_FORMAT
     assert stored["identity"] == rf.identity_hash(stored) == ident["identity"]
     assert stored["ranker"]["model_sha256"]
     assert stored["embedder"] == {"model": "unit-test-model", "weights_sha256": None}
@@ -137,7 +137,7 @@ def test_the_ranker_model_is_identified_by_its_content_not_its_path(tmp_path):
 def test_kbgraph_version_and_the_embedding_model_are_in_the_identity(tmp_path, monkeypatch):
     before = identity(tmp_path)
     with monkeypatch.context() as patch:
-        patch.setattr(kbgraph, "__version__", "0.0.0-other")
+        patch.setattr(rf, "kbgraph_version", lambda: "0.0.0-other")
         assert "kbgraph" in rf.identity_diff(before, identity(tmp_path))
     other = identity(tmp_path, embedding_model="openai:text-embedding-3-small")
     assert other["embedder"] == {"model": "openai:text-embedding-3-small", "weights_sha256": None}
