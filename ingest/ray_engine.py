@@ -29,6 +29,7 @@ import math
 import os
 import pickle
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,8 @@ def import_ray() -> Any:
         import ray.data  # noqa: F401 - the Data library comes with the ray[data] extra
     except ImportError as exc:
         raise ConfigError(f"ingest_engine=ray needs Ray Data, which is not installed ({exc}): {RAY_HINT}") from exc
+    for name in ("ray", "ray.data"):  # Ray's notices would interleave with the progress lines (ray.data has its own)
+        logging.getLogger(name).setLevel(logging.ERROR)
     return ray
 
 
@@ -286,10 +289,8 @@ class RayCompute:
         if ray.is_initialized():
             self.workers = self.workers or int(ray.cluster_resources().get("CPU", 1))
             return False
-        for name in ("ray", "ray.data", "ray._private"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-        quiet = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": False,
-                 "configure_logging": True}  # fmt: skip
+        quiet = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False,
+                 "configure_logging": False}  # fmt: skip
         try:
             if self.address:
                 ray.init(address=self.address, **quiet)
@@ -322,11 +323,17 @@ class RayCompute:
         ds = ray.data.from_items(rows, override_num_blocks=len(rows))
         ds = ds.map_batches(parse_chunk, batch_size=1, fn_kwargs={"settings": self.settings, "llm": self.llm},
                             num_cpus=cpu, compute=ray.data.TaskPoolStrategy(size=workers))  # fmt: skip
-        ds = ds.map_batches(Distiller, batch_size=size, num_cpus=cpu, compute=ray.data.ActorPoolStrategy(size=workers),
-                            fn_constructor_kwargs={"settings": self.settings, "llm": self.llm, "titles": self.titles})  # fmt: skip
-        gpu = {"num_gpus": 1} if self.gpus else {}
-        ds = ds.map_batches(EmbedActor, batch_size=1, num_cpus=cpu, compute=ray.data.ActorPoolStrategy(size=embedders),
-                            fn_constructor_kwargs={"settings": self.settings}, **gpu)  # fmt: skip
+        # max_restarts=0: a worker that dies fails the run (interrupted; the next run redoes what is not complete),
+        # as a crash of the local engine does, rather than restarting with arguments the object store may have lost
+        # (map_batches has no named max_restarts yet: passing it as a remote argument warns of a deprecation)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
+            ds = ds.map_batches(Distiller, batch_size=size, num_cpus=cpu, compute=ray.data.ActorPoolStrategy(size=workers),
+                                fn_constructor_kwargs={"settings": self.settings, "llm": self.llm, "titles": self.titles},
+                                max_restarts=0)  # fmt: skip
+            ds = ds.map_batches(EmbedActor, batch_size=1, num_cpus=cpu, compute=ray.data.ActorPoolStrategy(size=embedders),
+                                fn_constructor_kwargs={"settings": self.settings}, max_restarts=0,
+                                num_gpus=1 if self.gpus else None)  # fmt: skip
         log.info("ray: %d files and %d passages, %d workers, %d embedders%s, groups of %d documents", len(files),
                  len(passages), workers, embedders, " (1 GPU each)" if self.gpus else "", size)  # fmt: skip
         for row in ds.iter_rows():

@@ -135,11 +135,14 @@ def test_a_corrupt_file_fails_alone(runs, sources):
 
 
 @pytest.mark.slow
-def test_a_rerun_with_ray_is_a_noop(runs, sources):
+def test_a_rerun_with_ray_is_a_noop(runs, sources, caplog):
     kb = runs["ray"][0]
     before = _graph(kb)
     sent = dict(kb.store.sent)
+    caplog.set_level(logging.INFO, logger="kbgraph.ingest")
     report = kb.ingest(list(sources), progress=False)
+    # unchanged files are hashed, not parsed: only the corrupt file goes to Ray (and fails again)
+    assert any(r.getMessage().startswith("ray: 1 files and 0 passages") for r in caplog.records), caplog.text
     assert (report.added, report.updated, report.unchanged, report.failed) == (0, 0, len(PDFS) + 1 + PASSAGES, 1)
     assert [Path(e.path).name for e in report.errors] == ["corrupt.pdf"]
     writes = sum(n - sent.get(name, 0) for name, n in kb.store.sent.items() if name.startswith(WRITES))
