@@ -30,7 +30,7 @@ import os
 import pickle
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,7 +272,7 @@ class RayCompute:
         self.workers = settings.ingest.ingest_workers
         self.gpus = 0
 
-    def batches(self, files: Sequence[Path], passages: Sequence[Any]) -> Iterator[Batch]:
+    def batches(self, files: Sequence[Path], passages: Sequence[Any]) -> Generator[Batch, None, None]:
         """Parse ``files`` and chunk, distill and embed their documents and the parsed ``passages`` (documents
         read by the run) on Ray; yields one ``Batch`` per group, in the order of the sources. Starts a local Ray
         (or connects to ``ray_address``) and shuts it down when done or abandoned."""
@@ -314,7 +314,7 @@ class RayCompute:
         if not rows:
             return
         n_docs = len(files) + len(passages)
-        workers = max(1, self.workers)
+        workers = max(1, self.workers or 1)
         size = max(1, min(self.settings.ingest.ingest_group_size, math.ceil(n_docs / (2 * workers))))
         self.gpus = int(ray.cluster_resources().get("GPU", 0))
         embedders = self.gpus or max(1, workers // 2)  # one per GPU; on CPU ONNX Runtime already uses several threads
