@@ -40,12 +40,18 @@ from kbgraph import cypher
 from kbgraph.errors import ConfigError
 
 
+#: The largest value of an integer parameter (``limit``, ``per_chunk``) and the longest string parameter.
+MAX_INT_PARAM, MAX_STR_PARAM = 10_000, 1_000
+
+
 class BrowseParam(BaseModel):
-    """A parameter of a browse query. ``default`` fixes its type (int or str)."""
+    """A parameter of a browse query. ``default`` fixes its type (int or str); an integer lies in
+    0..``maximum``."""
 
     name: str
     default: int | str
     help: str
+    maximum: int = MAX_INT_PARAM
 
 
 class BrowseQuery(BaseModel):
@@ -156,8 +162,10 @@ def parse_param_args(items: list[str] | None) -> dict[str, str]:
 
 def resolve_params(query: BrowseQuery, given: Mapping[str, Any] | None = None) -> dict[str, int | str]:
     """The query's defaults overridden by ``given``, each converted to its parameter's type. Raises
-    ConfigError for an unknown parameter or a value that is not an integer where one is needed."""
+    ConfigError for an unknown parameter, a value that is not an integer where one is needed, an integer outside
+    0..its ``maximum`` or a string over MAX_STR_PARAM characters."""
     params = query.defaults()
+    maxima = {p.name: p.maximum for p in query.params}
     for key, value in (given or {}).items():
         if key not in params:
             raise ConfigError(
@@ -168,11 +176,14 @@ def resolve_params(query: BrowseQuery, given: Mapping[str, Any] | None = None) -
                 number = int(str(value).strip())
             except ValueError:
                 raise ConfigError(f"parameter {key!r} of {query.name!r} must be an integer, got {value!r}") from None
-            if number < 0:
-                raise ConfigError(f"parameter {key!r} of {query.name!r} must not be negative")
+            if not 0 <= number <= maxima[key]:
+                raise ConfigError(f"parameter {key!r} of {query.name!r} must be 0-{maxima[key]}, got {number}")
             params[key] = number
         else:
-            params[key] = "" if value is None else str(value)
+            text = "" if value is None else str(value)
+            if len(text) > MAX_STR_PARAM:
+                raise ConfigError(f"parameter {key!r} of {query.name!r} is over {MAX_STR_PARAM} characters")
+            params[key] = text
     return params
 
 

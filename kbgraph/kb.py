@@ -153,15 +153,15 @@ class KnowledgeBase:
 
         self.last_saved = save_answer(self.store, answer)
 
-    def browse(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        """Run the ready Neo4j Browser query ``name`` of ``kbgraph.browse.CATALOGUE`` ('document', 'entity',
+    def browse(self, query_name: str, /, **params: Any) -> list[dict[str, Any]]:
+        """Run the ready Neo4j Browser query ``query_name`` of ``kbgraph.browse.CATALOGUE`` ('document', 'entity',
         'question', 'questions', 'top_entities', 'changed', 'orphans') with ``params`` over its defaults, on this store.
         Returns its rows; nodes come back as property dicts without ``embedding``. Only complete documents and
         their chunks, triples and mentions appear ('orphans' alone lists documents left 'writing'). Raises
         ConfigError for an unknown query or parameter."""
         from kbgraph.browse import get, resolve_params
 
-        query = get(name)
+        query = get(query_name)
         rows = self.store.run(query.statement, resolve_params(query, params))
         return [_without_embeddings(row) for row in rows]
 

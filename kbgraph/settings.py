@@ -73,6 +73,10 @@ def _config_file() -> Path:
     return Path(os.environ.get("KBGRAPH_CONFIG", "kbgraph.toml"))
 
 
+#: Folders of ``<home>`` that are not knowledge bases (models, caches, the local servers): no knowledge base may be
+#: named so (kbgraph.serve.kbs.check_name), its store would be made inside them.
+HOME_FOLDERS = frozenset({"models", "embed-cache", "llm-cache", "llm-server", "neo4j-local"})
+
 #: Settings outside every group (the knowledge base itself).
 TOP_LEVEL: tuple[str, ...] = ("name", "home", "debug")
 

@@ -110,6 +110,33 @@ class ServeSettings(SettingsGroup):
         "(kbgraph.serve.access).",
     )
 
+    serve_allowed_origins: Annotated[list[str], NoDecode] = Field(
+        ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", "https://127.0.0.1:*", "https://localhost:*",
+         "https://[::1]:*"],
+        description="Origins (scheme://host[:port]; ':*' = any port) whose pages may send state-changing requests "
+        "(POST, DELETE) to `kbgraph serve`: a request with another Origin header, or a browser's cross-site request "
+        "without one, is refused with 403 (comma-separated in KBGRAPH_SERVE_ALLOWED_ORIGINS). Default: pages "
+        "served from this machine (kbgraph.serve.guard).",
+    )  # fmt: skip
+    serve_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        [], description="Host names (fnmatch globs, with or without a port) `kbgraph serve` answers besides "
+        "loopback names when bound to loopback, e.g. the name a reverse proxy forwards; any other Host is refused "
+        "with 421 (DNS rebinding protection, as on /mcp). Off loopback: empty = no Host check "
+        "(comma-separated in KBGRAPH_SERVE_ALLOWED_HOSTS).",
+    )
+    serve_max_open_kbs: int = Field(
+        16, ge=1, description="Knowledge bases one `kbgraph serve` keeps open at once (each an embedded FalkorDB "
+        "server or a Neo4j driver): opening one more closes the least recently used idle one; with all of them in "
+        "use the request is refused with 503 (kbgraph.serve.kbs).",
+    )  # fmt: skip
+
+    @field_validator("serve_allowed_origins", "serve_allowed_hosts", mode="before")
+    @classmethod
+    def _comma_list(cls, v: Any) -> Any:
+        """A comma-separated string (environment) or a list; blanks dropped."""
+        items = v.split(",") if isinstance(v, str) else list(v or [])
+        return [str(x).strip() for x in items if str(x).strip()]
+
     @field_validator("serve_ingest_roots", mode="before")
     @classmethod
     def _ingest_roots(cls, v: Any) -> Any:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, field_validator
 
 from kbgraph.embed.base import Embedder
 from kbgraph.errors import LLMError
-from kbgraph.llm.base import LLM
+from kbgraph.llm.base import LLM, BaseLLM, UsageTally
 from kbgraph.llm.bounds import MaxChars, answer_schema
 from kbgraph.llm.json_stream import JSONFieldStream
 from kbgraph.query import prompts
@@ -46,16 +46,21 @@ class QAOutput(BaseModel):
 
 
 class UsageMeter:
-    """LLM usage spent since construction (deltas of ``llm.usage``; zeros for an LLM without usage)."""
+    """LLM usage spent since construction by this request alone: a :class:`kbgraph.llm.base.UsageTally` of the
+    calling context, so answers running at once on a shared client (``kbgraph serve``) each count only their own
+    calls. An LLM that is not a :class:`~kbgraph.llm.base.BaseLLM` (a client of its own with a ``usage``) is
+    measured by deltas of its ``usage``; zeros for an LLM without usage."""
+
+    KEYS = ("calls", "prompt_tokens", "completion_tokens", "seconds", "cached_calls")
 
     def __init__(self, llm: LLM | None):
         self.llm = llm
+        self.tally = UsageTally() if isinstance(llm, BaseLLM) else None
         self.start = self._snapshot()
 
     def _snapshot(self) -> dict[str, float]:
-        u = getattr(self.llm, "usage", None)
-        keys = ("calls", "prompt_tokens", "completion_tokens", "seconds", "cached_calls")
-        return {k: float(getattr(u, k, 0) or 0) for k in keys}
+        u = self.tally.usage if self.tally is not None else getattr(self.llm, "usage", None)
+        return {k: float(getattr(u, k, 0) or 0) for k in self.KEYS}
 
     def report(self) -> UsageReport:
         """Calls, tokens, seconds (rounded to 0.1 ms) and cached calls since construction."""

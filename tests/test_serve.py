@@ -163,7 +163,8 @@ def test_request_size_limit(served):
             for _ in range(20):
                 yield b"x" * 8192
 
-        assert c.post(f"/v1/kb/{settings.name}/ask", content=chunks()).status_code == 413
+        json_body = {"Content-Type": "application/json"}
+        assert c.post(f"/v1/kb/{settings.name}/ask", content=chunks(), headers=json_body).status_code == 413
 
 
 NOTE = "# Kilnsea lighthouse log\n\nThe keeper of the Kilnsea lighthouse counted {n} ships passing on 3 May 1921.\n"

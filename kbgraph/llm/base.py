@@ -10,8 +10,10 @@ exercise the real JSON handling. Its JSON prompts are PIKE-RAG's (§5.2.1 chunki
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
+import weakref
 from collections.abc import Generator, Iterator
 from contextlib import closing, contextmanager
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -35,7 +37,7 @@ from kbgraph.llm.json_stream import TextSink
 from kbgraph.llm.structured import MODES, FormatMemory, JSONStats, Mode, next_mode, response_format
 from kbgraph.text import one_line
 
-__all__ = ["LLM", "BaseLLM", "FormatRejected", "Messages", "Usage", "usable_json"]
+__all__ = ["LLM", "BaseLLM", "FormatRejected", "Messages", "Usage", "UsageTally", "usable_json"]
 
 log = logging.getLogger("kbgraph.llm.client")  # the name it had when this code lived there
 
@@ -57,6 +59,27 @@ class Usage(BaseModel):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+class UsageTally:
+    """What one piece of work (an answer, a question of an evaluation) spends on LLMs, counted as it is spent:
+    while the tally lives, every :class:`BaseLLM` request made **in the context that created it** (its thread, or
+    a copy of its context, e.g. one request of ``kbgraph serve``) is added to ``usage`` too. Other requests on
+    the same client, from other threads or requests at the same time, are not: unlike deltas of the shared
+    ``client.usage``, a tally is per request. Tallies nest (an answer's tally inside an evaluation's)."""
+
+    __slots__ = ("usage", "__weakref__")
+
+    def __init__(self) -> None:
+        self.usage = Usage()
+        live = tuple(r for r in _TALLIES.get() if r() is not None)
+        _TALLIES.set((*live, weakref.ref(self)))
+
+
+#: The live tallies of the current context (weak: a tally is dropped with its owner).
+_TALLIES: contextvars.ContextVar[tuple[weakref.ref[UsageTally], ...]] = contextvars.ContextVar(
+    "kbgraph_llm_tallies", default=()
+)
 
 
 @runtime_checkable
@@ -350,13 +373,14 @@ class BaseLLM:
     def _count(
         self, *, calls: int = 0, prompt: int = 0, completion: int = 0, seconds: float = 0.0, cached: int = 0
     ) -> None:
+        tallies = [t for t in (r() for r in _TALLIES.get()) if t is not None]
         with self._usage_lock:
-            u = self.usage
-            u.calls += calls
-            u.prompt_tokens += prompt
-            u.completion_tokens += completion
-            u.seconds += seconds
-            u.cached_calls += cached
+            for u in (self.usage, *(t.usage for t in tallies)):
+                u.calls += calls
+                u.prompt_tokens += prompt
+                u.completion_tokens += completion
+                u.seconds += seconds
+                u.cached_calls += cached
 
 
 #: Characters of an unusable answer the repair request quotes back. A cut answer is as long as its token budget

@@ -4,12 +4,14 @@ tool, as the CLI is.
 
 Modules, one job each:
 
-* ``kbs`` — knowledge-base names (validated: no path can leave ``<home>``) and the per-process pool of open
-  knowledge bases (one store connection per name; on the embedded store one FalkorDB server per KB folder,
-  kept up while the service holds its connection; on Neo4j one database per knowledge base);
+* ``kbs`` — knowledge-base names (validated: no path can leave ``<home>``, no folder of the home's own) and the
+  per-process pool of open knowledge bases (one store connection per name; on the embedded store one FalkorDB
+  server per KB folder, kept up while the service holds its connection; on Neo4j one database per knowledge
+  base): only existing ones are opened for reads, at most ``serve_max_open_kbs`` at once;
 * ``jobs`` — ingestion jobs run in the background, one at a time per knowledge base;
-* ``guard`` — the ASGI guard in front of every route: bearer token and its scope, request size, knowledge-base
-  name;
+* ``guard`` — the ASGI guard in front of every route: Host, plain path, bearer token, cross-site writes and
+  JSON bodies, request size;
+* ``authz`` — the right each route needs (one table), checked after routing on the decoded path parameters;
 * ``access`` — what a request may do: the folders ingestion may read (``serve_ingest_roots``) and the scoped
   API keys (``KBGRAPH_API_KEYS_FILE``: knowledge bases and rights per key, stored as hashes);
 * ``uploads`` — files uploaded to ``POST /v1/kb/{name}/ingest``: names checked, kept per knowledge base and

@@ -45,6 +45,8 @@ from kbgraph.text import utc_now
 #: Rights a key may hold; ``read`` covers ask/search/browse/get_chunk/list/stats, ``write`` ingest/delete.
 RIGHTS = ("read", "write")
 KEY_PREFIX = "kbg_"
+#: Where the guard (kbgraph.serve.guard) leaves the request's KeyScope in the ASGI scope (None: no keys configured).
+SCOPE_KEY = "kbgraph.key"
 
 
 class Forbidden(KBGraphError):

@@ -1,8 +1,7 @@
-"""The FastAPI application of ``kbgraph serve``: the ``/v1`` routes (kbgraph.serve.routes), the MCP
-tools at ``/mcp`` (streamable HTTP), the guard (API keys and their scopes, request size, knowledge-base names) and the mapping of
-library errors to HTTP statuses (kbgraph.serve.errors), each response carrying the error's one-line message as
-``detail``.
-"""
+"""The FastAPI application of ``kbgraph serve``: the ``/v1`` routes (kbgraph.serve.routes), each authorized after
+routing (kbgraph.serve.authz), the MCP tools at ``/mcp`` (streamable HTTP), the guard in front of everything (Host,
+API keys, cross-site writes, JSON bodies, request size: kbgraph.serve.guard) and the mapping of library errors to
+HTTP statuses (kbgraph.serve.errors), each response carrying the error's one-line message as ``detail``."""
 
 from __future__ import annotations
 
@@ -16,11 +15,11 @@ from kbgraph import __version__
 from kbgraph.errors import KBGraphError
 from kbgraph.serve.access import KeyRing
 from kbgraph.serve.errors import status_of
-from kbgraph.serve.guard import Guard
+from kbgraph.serve.guard import Guard, is_loopback
 from kbgraph.serve.jobs import JobManager
 from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.mcp import build_mcp
-from kbgraph.serve.routes import router
+from kbgraph.serve.routes import router, service
 from kbgraph.settings import Settings
 from kbgraph.text import one_line
 
@@ -48,6 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="A PIKE-RAG knowledge base on a graph database: ask, search, ingest, browse. MCP tools at /mcp.",
     )  # fmt: skip
     app.state.pool, app.state.jobs, app.state.mcp = pool, jobs, mcp
+    app.include_router(service)
     app.include_router(router)
     app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp, under the same guard
 
@@ -64,6 +64,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     key = settings.serve.api_key.get_secret_value() if settings.serve.api_key else None
     keys = KeyRing(master=key or None, path=settings.serve.api_keys_file)
-    app.add_middleware(Guard, keys=keys, max_bytes=settings.serve.max_request_bytes,
-                       max_upload_bytes=settings.serve.max_upload_bytes)  # fmt: skip
+    serve = settings.serve
+    hosts = serve.serve_allowed_hosts if is_loopback(serve.serve_host) or serve.serve_allowed_hosts else None
+    app.add_middleware(Guard, keys=keys, max_bytes=serve.max_request_bytes, max_upload_bytes=serve.max_upload_bytes,
+                       allowed_hosts=hosts, allowed_origins=serve.serve_allowed_origins)  # fmt: skip
     return app

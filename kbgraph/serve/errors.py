@@ -8,10 +8,12 @@ invalid settings (pydantic ValidationError)             400
 IngestError                                             422
 Forbidden (outside serve_ingest_roots or the key scope) 403
 KnowledgeBaseNotHosted (no Neo4j database for the KB)   404
+KnowledgeBaseNotFound (a read of an unknown KB)         404
 LockTimeout (another ingestion holds the lock)          409
 SchemaMismatch (index dimension of another embedder)    409
 LLMError (the LLM server failed or refused)             502
 StoreUnavailable / other StoreError                     503
+TooManyOpen (serve_max_open_kbs all in use)             503
 any other KBGraphError                                  500
 =====================================================  ======
 """
@@ -29,7 +31,7 @@ from kbgraph.errors import (
     StoreError,
 )
 from kbgraph.serve.access import Forbidden
-from kbgraph.serve.kbs import KnowledgeBaseNotHosted
+from kbgraph.serve.kbs import KnowledgeBaseNotHosted, TooManyOpen
 
 #: Library error -> HTTP status; the first class the error is an instance of wins (subclasses first).
 STATUS: tuple[tuple[type[KBGraphError], int], ...] = (
@@ -42,6 +44,7 @@ STATUS: tuple[tuple[type[KBGraphError], int], ...] = (
     (SchemaMismatch, 409),
     (LLMError, 502),
     (StoreError, 503),
+    (TooManyOpen, 503),
 )
 
 

@@ -16,6 +16,11 @@ FalkorDB server of a KB folder stays up while the pool's connections are open; i
 the service closes them. Ingestion opens a store of its own (:meth:`KBPool.fresh`) so that reads go on while a
 job writes (PIKE-RAG §5.1: only complete documents are read).
 
+A read never makes a knowledge base: :meth:`KBPool.use` opens an existing one (or the served one) and raises
+KnowledgeBaseNotFound (404) otherwise, before any folder, server or connection is made; only a write (an ingest
+job, :meth:`KBPool.fresh`, or ``use(name, create=True)``) makes one. At most ``serve_max_open_kbs`` are open at
+once: the least recently used idle one is closed to open another (TooManyOpen, 503, when all are in use).
+
 On Neo4j one knowledge base is one database: the configured knowledge base (``settings.name``) uses
 ``NEO4J_DATABASE``; any other name needs a database of that name on the server (Neo4j Enterprise; Community
 hosts one database), else :class:`KnowledgeBaseNotHosted`.
@@ -25,12 +30,14 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kbgraph.errors import ConfigError, KBGraphError, StoreError, StoreUnavailable
 from kbgraph.kb import KnowledgeBase
-from kbgraph.settings import Settings
+from kbgraph.settings import HOME_FOLDERS, Settings
+from kbgraph.store import knowledge_base_exists
 
 MAX_NAME = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -46,9 +53,20 @@ class KnowledgeBaseNotHosted(KBGraphError):
     """The store cannot host this knowledge base (HTTP 404): a Neo4j server without a database for it."""
 
 
+class KnowledgeBaseNotFound(KnowledgeBaseNotHosted):
+    """A read of a knowledge base that does not exist (HTTP 404): nothing is made for a read; a write (ingest) by
+    a key allowed to use the name makes it."""
+
+
+class TooManyOpen(KBGraphError):
+    """Every one of ``serve_max_open_kbs`` open knowledge bases is in use (HTTP 503): try again shortly."""
+
+
 def check_name(name: object) -> str:
     """``name`` if it is a plain knowledge-base name: 1-64 characters of letters, digits, ``_ . -``, starting
-    with a letter or digit, without ``..``. Raises InvalidName (one line naming the rule) otherwise."""
+    with a letter or digit, without ``..``, and not a folder the home keeps for itself
+    (``kbgraph.settings.HOME_FOLDERS``: models, caches, local servers). Raises InvalidName (one line naming the
+    rule) otherwise."""
     if not isinstance(name, str) or not name:
         raise InvalidName("the knowledge-base name is empty")
     if len(name) > MAX_NAME:
@@ -59,6 +77,9 @@ def check_name(name: object) -> str:
             f"invalid knowledge-base name {shown!r}: use letters, digits, '_', '.', '-' "
             "(starting with a letter or digit, no '..')"
         )
+    if name.lower() in HOME_FOLDERS:
+        raise InvalidName(f"{name!r} is a folder of the kbgraph home ({', '.join(sorted(HOME_FOLDERS))} are "
+                          "reserved): choose another knowledge-base name")  # fmt: skip
     return name
 
 
@@ -122,16 +143,21 @@ class KBPool:
         return kb
 
     @contextmanager
-    def use(self, name: str) -> Iterator[KnowledgeBase]:
+    def use(self, name: str, *, create: bool = False) -> Iterator[KnowledgeBase]:
         """``with pool.use(name) as kb:`` knowledge base ``name`` for one library call (a request), any number of
         callers at once. The store is opened on first need and shared (``KnowledgeBase.share``): each store call
         borrows one of its ``serve_store_connections`` connections and gives it back, so nothing is held across
         the call and an answer that waits for its LLM holds up no other; the ``kb`` itself (``last_saved``, an
         ``llm`` assigned to it) is this caller's. A lost connection (StoreUnavailable) retires the shared store:
         the next caller opens a new one (starting the embedded server again if it stopped), the old one is closed
-        when its last caller leaves."""
+        when its last caller leaves.
+
+        Only an existing knowledge base is opened, unless ``create`` (a write) or ``name`` is the served one:
+        KnowledgeBaseNotFound (404) otherwise, with nothing made on disk and no server started. At most
+        ``serve_max_open_kbs`` are open: opening one more closes the least recently used idle one, TooManyOpen
+        (503) when all are in use."""
         check_name(name)
-        entry = self._checkout(name)
+        entry = self._checkout(name, create)
         try:
             yield entry.kb.share()
         except StoreUnavailable:
@@ -141,21 +167,34 @@ class KBPool:
                     del self._open[name]
             raise
         finally:
-            with self._guard:
-                entry.users -= 1
-                last = entry.retired and entry.users == 0
-            if last:
-                entry.kb.close()
+            self._release(entry)
 
-    def shared(self, name: str) -> KnowledgeBase:
-        """The open knowledge base ``name`` (opened now if none) whose store, embedder and LLM every request's
-        ``kb`` shares: an LLM assigned to it serves the requests that follow (e.g. a scripted LLM in tests)."""
-        entry = self._checkout(check_name(name))
+    def _release(self, entry: _Open) -> None:
+        with self._guard:
+            entry.users -= 1
+            entry.used = time.monotonic()
+            last = entry.retired and entry.users == 0
+        if last:
+            entry.kb.close()
+
+    def shared(self, name: str, *, create: bool = False) -> KnowledgeBase:
+        """The open knowledge base ``name`` (opened now if none; ``create`` as for :meth:`use`) whose store,
+        embedder and LLM every request's ``kb`` shares: an LLM assigned to it serves the requests that follow
+        (e.g. a scripted LLM in tests)."""
+        entry = self._checkout(check_name(name), create)
         with self._guard:
             entry.users -= 1
         return entry.kb
 
-    def _checkout(self, name: str) -> _Open:
+    def exists(self, name: str) -> bool:
+        """True when knowledge base ``name`` is open, is the served one, or exists in the store (found without
+        creating anything: kbgraph.store.knowledge_base_exists)."""
+        with self._guard:
+            if name in self._open:
+                return True
+        return name == self.settings.name or knowledge_base_exists(self.settings_for(name))
+
+    def _checkout(self, name: str, create: bool) -> _Open:
         """The open entry of ``name`` (opened now if none), counted as used by one more caller."""
         with self._guard:
             entry = self._open.get(name)
@@ -169,11 +208,39 @@ class KBPool:
                 if entry is not None:
                     entry.users += 1
                     return entry
-            kb = self._open_kb(name, self.settings_for(name))
+            settings = self.settings_for(name)
+            if not create and not self.exists(name):
+                raise KnowledgeBaseNotFound(
+                    f"no knowledge base {name!r} on this server: ingest into it first (POST /v1/kb/{name}/ingest "
+                    "with a key that may write it), or see the open ones at /readyz"
+                )
+            self._make_room(name)
+            kb = self._open_kb(name, settings)
             with self._guard:
                 entry = self._open[name] = _Open(kb)
                 entry.users += 1
                 return entry
+
+    def _make_room(self, name: str) -> None:
+        """Close the least recently used idle knowledge bases until one more fits ``serve_max_open_kbs``; raises
+        TooManyOpen when every open one is in use."""
+        bound = self.settings.serve.serve_max_open_kbs
+        closing: list[_Open] = []
+        with self._guard:
+            while len(self._open) >= bound:
+                idle = [(e.used, n) for n, e in self._open.items() if e.users == 0]
+                if not idle:
+                    raise TooManyOpen(
+                        f"cannot open knowledge base {name!r}: all {bound} open knowledge bases are in use "
+                        "(serve_max_open_kbs); try again shortly, or raise KBGRAPH_SERVE_MAX_OPEN_KBS"
+                    )
+                _, oldest = min(idle)
+                closing.append(self._open.pop(oldest))
+        for entry in closing:
+            try:
+                entry.kb.close()
+            except Exception:  # noqa: BLE001 - an idle store that fails to close is gone from the pool anyway
+                pass
 
     def names(self) -> list[str]:
         """The knowledge bases open now."""
@@ -195,7 +262,7 @@ class KBPool:
 class _Open:
     """One open knowledge base of the pool and how many callers use it now."""
 
-    __slots__ = ("kb", "users", "retired")
+    __slots__ = ("kb", "users", "retired", "used")
 
     def __init__(self, kb: KnowledgeBase):
-        self.kb, self.users, self.retired = kb, 0, False
+        self.kb, self.users, self.retired, self.used = kb, 0, False, time.monotonic()

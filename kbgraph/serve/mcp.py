@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import Field
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kbgraph import __version__
 from kbgraph.errors import KBGraphError
 from kbgraph.query.models import Answer, ScoredChunk
-from kbgraph.serve.guard import SCOPE_KEY
+from kbgraph.serve.access import SCOPE_KEY
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.models import BrowseRows, ChunkInfo, DocumentInfo
@@ -56,9 +57,10 @@ GET_CHUNK = (
 )
 BROWSE = (
     "Run a ready graph query: 'document' (a document's sections, chunks, atomic questions, triples, entities; "
-    "params document, limit), 'entity' (an entity's neighbourhood; params name, limit), 'question' / "
-    "'questions' (saved rationales), 'top_entities', 'changed' (the last ingestion's documents), 'orphans'. "
-    "Returns rows of node properties. Cost: one graph query; rows can be large, keep `limit` small."
+    "params document, limit, per_chunk), 'entity' (an entity's neighbourhood; params entity, limit), 'question' "
+    "(a saved rationale; param question) / 'questions' (params limit), 'top_entities' (limit), 'changed' (the "
+    "last ingestion's documents; param run), 'orphans' (limit). `params` maps those names to values; integers "
+    "0-10000. Returns rows of node properties. Cost: one graph query; rows can be large, keep `limit` small."
 )
 LIST_DOCUMENTS = (
     "List the knowledge base's documents. Returns them by title: id, title, source URI, MIME type, status, "
@@ -70,6 +72,13 @@ INGEST = (
     "`job_id` only to get its status and report. Cost: minutes for large folders (parsing, embedding; with an "
     "LLM, LLM calls per chunk); writes to the knowledge base."
 )
+
+
+#: Bounds of the tools' numbers, as on the HTTP routes (kbgraph.serve.models, kbgraph.serve.routes).
+AskK = Annotated[int, Field(ge=1, le=100)]
+SearchK = Annotated[int, Field(ge=1, le=200)]
+Limit = Annotated[int, Field(ge=1, le=10_000)]
+Skip = Annotated[int, Field(ge=0, le=10_000_000)]
 
 
 def _tool(server: MCPServer, description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -110,13 +119,13 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
     server = MCPServer("kbgraph", instructions=INSTRUCTIONS, version=__version__)
 
     @_tool(server, ASK)
-    def ask(question: str, kb: str | None = None, method: str | None = None, k: int = 5,
+    def ask(question: str, kb: str | None = None, method: str | None = None, k: AskK = 5,
             ctx: Context | None = None) -> Answer:  # fmt: skip
         with pool.use(_scoped(ctx, pool, kb)) as base:
             return base.ask(question, method=method, k=k)
 
     @_tool(server, SEARCH)
-    def search(question: str, kb: str | None = None, k: int = 5, method: str | None = None,
+    def search(question: str, kb: str | None = None, k: SearchK = 5, method: str | None = None,
                ctx: Context | None = None) -> list[ScoredChunk]:  # fmt: skip
         options: dict[str, Any] = {"method": method} if method else {}
         with pool.use(_scoped(ctx, pool, kb)) as base:
@@ -139,10 +148,10 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
         return BrowseRows(kb=name, query=query, rows=rows)
 
     @_tool(server, LIST_DOCUMENTS)
-    def list_documents(kb: str | None = None, limit: int = 100, skip: int = 0,
+    def list_documents(kb: str | None = None, limit: Limit = 100, skip: Skip = 0,
                        ctx: Context | None = None) -> list[DocumentInfo]:  # fmt: skip
         with pool.use(_scoped(ctx, pool, kb)) as base:
-            return [DocumentInfo(**row) for row in base.documents(limit=max(1, min(limit, 10_000)), skip=max(0, skip))]
+            return [DocumentInfo(**row) for row in base.documents(limit=limit, skip=skip)]
 
     if pool.settings.serve.mcp_allow_ingest:
         manager = jobs or JobManager(pool)

@@ -115,11 +115,12 @@ class BrowseRows(BaseModel):
 
 
 class Ready(BaseModel):
-    """``/readyz``: the default knowledge base's store answered and the embedder is loaded."""
+    """``/readyz``: the default knowledge base's store answered and the embedder is loaded. ``kb``, ``backend``,
+    ``store`` and ``open`` only for an unrestricted caller (kbgraph.serve.authz.unrestricted)."""
 
     status: str
-    kb: str
-    backend: str
-    store: str
     embedder: str
-    open: list[str]
+    kb: str | None = None
+    backend: str | None = None
+    store: str | None = None
+    open: list[str] | None = None

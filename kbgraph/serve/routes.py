@@ -26,7 +26,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
@@ -39,7 +39,7 @@ from kbgraph.text import one_line
 
 from kbgraph.models import StoreStats
 from kbgraph.serve.errors import status_of
-from kbgraph.serve.guard import SCOPE_KEY
+from kbgraph.serve.authz import authorize, key_of, unrestricted
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.models import (
@@ -57,7 +57,10 @@ from kbgraph.serve.models import (
 )
 from kbgraph.serve.uploads import FIELDS, FILES_FIELD, MAX_FILES, check_form, save_uploads, uploads_dir
 
-router = APIRouter()
+#: Service routes (``/healthz``, ``/readyz``): authenticated by the guard alone; ``/readyz`` filters by the key.
+service = APIRouter()
+#: The ``/v1`` routes: each authorized after routing, on its decoded parameters (kbgraph.serve.authz).
+router = APIRouter(dependencies=[Depends(authorize)])
 KB = "/v1/kb/{name}"
 
 
@@ -69,20 +72,24 @@ def _jobs(request: Request) -> JobManager:
     return request.app.state.jobs
 
 
-@router.get("/healthz", tags=["service"])
+@service.get("/healthz", tags=["service"])
 def healthz() -> dict[str, str]:
     """Liveness: the process answers (no store or model is touched; open without the API key)."""
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=Ready, tags=["service"])
+@service.get("/readyz", response_model=Ready, response_model_exclude_none=True, tags=["service"])
 def readyz(request: Request) -> Ready:
     """Readiness: the default knowledge base's store answers and the embedder is loaded (loading it on the first
-    call: seconds). 503 with the reason otherwise."""
+    call: seconds). 503 with the reason otherwise. The served knowledge base, its store and the open ones are
+    shown only to an unrestricted caller (no keys configured, KBGRAPH_API_KEY, or a key with every right on
+    every knowledge base)."""
     pool = _pool(request)
     with pool.use(pool.default) as kb:
         kb.documents(limit=1)
         model = str(getattr(kb.embedder, "model_name", type(kb.embedder).__name__))
+        if not unrestricted(key_of(request)):
+            return Ready(status="ready", embedder=model)
         return Ready(status="ready", kb=kb.name, backend=kb.store.backend, store=kb.store.location, embedder=model,
                      open=pool.names())  # fmt: skip
 
@@ -196,7 +203,7 @@ async def ingest(name: str, request: Request) -> Job:
     is a failed or skipped file of the job's report, as with the CLI."""
     jobs = _jobs(request)
     content_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if content_type != "multipart/form-data":
+    if content_type != "multipart/form-data":  # the guard let only application/json through otherwise
         try:
             body = IngestRequest.model_validate_json(await request.body())
         except ValidationError as exc:
@@ -220,7 +227,7 @@ def job(job_id: str, request: Request) -> Job:
     """An ingestion job: queued, running, done (with the IngestReport) or failed (with the error). 404 for an
     unknown job or one of a knowledge base outside the API key's scope."""
     found = _jobs(request).get(job_id)
-    key = request.scope.get(SCOPE_KEY)
+    key = key_of(request)
     if found is not None and key is not None and not key.allows_kb(found.kb):
         found = None  # a job of a knowledge base outside the key's scope: as if unknown
     if found is None:
@@ -230,9 +237,10 @@ def job(job_id: str, request: Request) -> Job:
 
 @router.get(KB + "/documents", response_model=DocumentList, tags=["documents"])
 def documents(name: str, request: Request, limit: int = 100, skip: int = 0) -> DocumentList:
-    """The documents by title, with status and chunk count (``KnowledgeBase.documents``)."""
-    if not (1 <= limit <= 10_000) or skip < 0:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST, "limit must be 1-10000 and skip not negative")
+    """The documents by title, with status and chunk count (``KnowledgeBase.documents``). 400 unless ``limit``
+    is 1-10000 and ``skip`` 0-10000000."""
+    if not (1 <= limit <= 10_000) or not (0 <= skip <= 10_000_000):
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, "limit must be 1-10000 and skip 0-10000000")
     with _pool(request).use(name) as kb:
         rows = kb.documents(limit=limit, skip=skip)
     return DocumentList(kb=name, documents=[DocumentInfo(**row) for row in rows])

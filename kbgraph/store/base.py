@@ -13,13 +13,16 @@ import re
 from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kbgraph import cypher
 from kbgraph.errors import SchemaMismatch, StoreError
 from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
+
+if TYPE_CHECKING:
+    from kbgraph.settings import Settings
 
 
 Row = dict[str, Any]
@@ -135,6 +138,13 @@ class GraphStore(ABC):
     #: False when each statement commits on its own (FalkorDB) and a failed unit is undone by the
     #: compensations given to ``transaction``.
     rolls_back: bool = False
+
+    @classmethod
+    def exists(cls, settings: Settings) -> bool:
+        """True when the knowledge base of ``settings`` is already in this store, found without creating or
+        writing anything (``kbgraph serve`` opens only existing knowledge bases for reads). Default: True, for a
+        store where connecting creates nothing (a Neo4j database must exist to be connected to)."""
+        return True
 
     def __init__(self, *, dimension: int, batch_size: int):
         self.dimension = dimension

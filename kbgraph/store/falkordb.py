@@ -30,6 +30,22 @@ class FalkorDBStore(GraphStore):
     parallel_reads = True  # every statement takes a connection of the client's pool for its round trip
     rolls_back = False  # no multi-statement transactions: a failed unit runs its compensations
 
+    #: Files of an embedded FalkorDB folder that say a store was made there (its log, its append-only file).
+    STORE_FILES = ("falkordb.log", "appendonlydir", "appendonly.aof")
+
+    @classmethod
+    def exists(cls, settings: Settings) -> bool:
+        """The embedded store of a knowledge base exists when its own folder (``<home>/<name>``) holds a store's
+        files: no server is started to find out. A FalkorDB server (``falkor://``) or a shared data folder
+        (``data_dir``) holds many knowledge bases as graphs: connected, the graph must be listed there."""
+        if not settings.store.uri and settings.store.data_dir is None:
+            return any((settings.kb_dir / name).exists() for name in cls.STORE_FILES)
+        store = cls(settings)
+        try:
+            return settings.name in store._db.list_graphs()
+        finally:
+            store.close()
+
     def __init__(self, settings: Settings):
         super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size)
         import redis

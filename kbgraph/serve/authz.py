@@ -1,0 +1,112 @@
+"""Which right each route of ``kbgraph serve`` needs, checked on what the router routed.
+
+The guard (kbgraph.serve.guard) authenticates a request before routing; authorization happens here, after it:
+:func:`authorize` is a dependency of every ``/v1`` route (``APIRouter(dependencies=...)``), so it sees the route
+the router matched and its **decoded** path parameters. A percent-encoded path (``/v1/%6Bb/other/ask``,
+``/v1%2Fkb/other/ask``, ``/v1/kb/default/%69ngest``) is routed as its decoded form and checked as that form: the
+decision is the canonical path's.
+
+:data:`ROUTE_RIGHTS` is the one table of the routes and the right each needs; a route that is not in it is
+refused (fail closed), and tests/test_serve_authz.py walks the application's own route list against it:
+
+* ``open``: no key needed (``GET /healthz``);
+* ``key``: any valid key (the API description; ``/readyz`` shows names and paths only to an unrestricted key;
+  ``/v1/jobs/{id}`` answers only for a job of a knowledge base the key may use);
+* ``read`` / ``write`` on the knowledge base ``{name}`` of the path (kbgraph.serve.access.RIGHTS);
+* ``tools``: the MCP endpoint, where each tool call is checked against the key (kbgraph.serve.mcp).
+
+Without any key configured (loopback only: kbgraph.serve.guard.check_bind) every right is granted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Literal
+
+from fastapi import Request
+from starlette.routing import BaseRoute
+
+from kbgraph.serve.access import MASTER, SCOPE_KEY, Forbidden, KeyScope
+from kbgraph.serve.kbs import check_name
+
+Right = Literal["open", "key", "read", "write", "tools"]
+
+#: (method, route path) -> the right it needs. Every route the application has is named here.
+ROUTE_RIGHTS: dict[tuple[str, str], Right] = {
+    ("GET", "/healthz"): "open",
+    ("GET", "/readyz"): "key",
+    ("GET", "/openapi.json"): "key",
+    ("GET", "/docs"): "key",
+    ("GET", "/docs/oauth2-redirect"): "key",
+    ("GET", "/redoc"): "key",
+    ("HEAD", "/openapi.json"): "key",
+    ("HEAD", "/docs"): "key",
+    ("HEAD", "/docs/oauth2-redirect"): "key",
+    ("HEAD", "/redoc"): "key",
+    ("POST", "/v1/kb/{name}/ask"): "read",
+    ("POST", "/v1/kb/{name}/search"): "read",
+    ("POST", "/v1/kb/{name}/ingest"): "write",
+    ("GET", "/v1/jobs/{job_id}"): "key",
+    ("GET", "/v1/kb/{name}/documents"): "read",
+    ("DELETE", "/v1/kb/{name}/documents/{document}"): "write",
+    ("GET", "/v1/kb/{name}/chunks/{chunk_id}"): "read",
+    ("GET", "/v1/kb/{name}/stats"): "read",
+    ("GET", "/v1/kb/{name}/browse/{query}"): "read",
+    ("*", "/mcp"): "tools",  # every method reaches the MCP transport (GET stream, POST messages, DELETE session)
+}
+
+
+def route_path(route: BaseRoute) -> str:
+    """A route's path as :data:`ROUTE_RIGHTS` names it (``{document:path}`` -> ``{document}``)."""
+    path = str(getattr(route, "path", ""))
+    return path.replace(":path}", "}")
+
+
+def right_of(method: str, path: str) -> Right | None:
+    """The right ``method`` on the route ``path`` needs, or None for a route the table does not name."""
+    return ROUTE_RIGHTS.get((method.upper(), path), ROUTE_RIGHTS.get(("*", path)))
+
+
+def app_routes(routes: Iterable[BaseRoute]) -> Iterator[tuple[str, str]]:
+    """``(method, path)`` of every route of an application, routers included by ``include_router`` walked
+    (``*``: a route that takes every method, e.g. a mounted ASGI app)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None) or getattr(route, "router", None)
+        if inner is not None and not hasattr(route, "path"):
+            yield from app_routes(inner.routes)
+            continue
+        methods = getattr(route, "methods", None)
+        for method in sorted(methods) if methods else ["*"]:
+            yield method, route_path(route)
+
+
+def key_of(request: Request) -> KeyScope | None:
+    """The request's API key scope (None when the server has no keys: everything is allowed)."""
+    return request.scope.get(SCOPE_KEY)
+
+
+def unrestricted(key: KeyScope | None) -> bool:
+    """True for no keys configured, ``KBGRAPH_API_KEY`` or a key with every right on every knowledge base."""
+    return key is None or key is MASTER or (key.kbs == ("*",) and key.rights >= MASTER.rights)
+
+
+def authorize(request: Request) -> None:
+    """The dependency of every ``/v1`` route: the right :data:`ROUTE_RIGHTS` names for the matched route, checked
+    against the request's key on the decoded ``{name}``. Raises InvalidName (400) for a name that is not a plain
+    name, Forbidden (403) for a knowledge base or right outside the key's scope or for a route the table does
+    not name."""
+    route = request.scope.get("route")
+    path = route_path(route) if route is not None else request.url.path
+    right = right_of(request.method, path) if route is not None else None
+    if right is None:
+        raise Forbidden(f"{request.method} {path} has no entry in the rights table "
+                        "(kbgraph.serve.authz.ROUTE_RIGHTS): refused")  # fmt: skip
+    name = request.path_params.get("name")
+    if name is not None:
+        check_name(name)
+    key = key_of(request)
+    if key is None or right in ("open", "key", "tools"):
+        return
+    if name is None:
+        raise Forbidden(f"{request.method} {path} needs {right!r} on a knowledge base but names none")
+    key.check(name, right)
