@@ -1,9 +1,11 @@
 """Loads Cypher statements from ``cypher/`` by name.
 
-A name is ``<group>/<statement>``, e.g. ``schema/vector_index``. For backend ``b`` the file
-``cypher/<group>/<statement>.<b>.cypher`` wins over the shared ``cypher/<group>/<statement>.cypher``;
-variants exist only where the Neo4j and FalkorDB dialects differ. Statements take user values only as
-``$parameters``. Raises CypherNotFound for an unknown name.
+A name is ``<group>/<statement>``, e.g. ``schema/vector_index``. Each store speaks a Cypher dialect
+(``GraphStore.dialect``); a statement is looked up along the dialect's chain (:data:`DIALECTS`): the variant
+``cypher/<group>/<statement>.<d>.cypher`` of each dialect ``d`` of the chain in order, then the plain
+``cypher/<group>/<statement>.cypher`` (openCypher every store runs). Variants exist only where a dialect differs,
+so a new backend writes only the statements that differ. Statements take user values only as ``$parameters``.
+Raises CypherNotFound for an unknown name.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from pathlib import Path
 
 from kbgraph.errors import CypherNotFound
 
-BACKENDS = ("neo4j", "falkordb")
+#: Cypher dialect -> the dialects whose variants it reads, most specific first; after them every dialect falls back
+#: to the plain ``<name>.cypher``. A dialect that extends another lists both, e.g. ``"x": ("x", "neo4j")`` reads
+#: ``<name>.x.cypher``, else ``<name>.neo4j.cypher``, else ``<name>.cypher``.
+DIALECTS: dict[str, tuple[str, ...]] = {"neo4j": ("neo4j",), "falkordb": ("falkordb",)}
 
 
 def cypher_root() -> Path:
@@ -23,16 +28,30 @@ def cypher_root() -> Path:
     return Path(str(files(__name__)))
 
 
-@cache
-def load(name: str, backend: str) -> str:
-    """Return the text of statement ``name`` for ``backend`` ('neo4j' or 'falkordb'), comments removed."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}")
-    root = cypher_root()
-    for candidate in (root / f"{name}.{backend}.cypher", root / f"{name}.cypher"):
+def chain(dialect: str) -> tuple[str, ...]:
+    """The file suffixes tried for ``dialect``, in order ('' is the plain file). Raises ValueError for an unknown
+    dialect."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown Cypher dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+    return (*(f".{d}" for d in DIALECTS[dialect]), "")
+
+
+def _find(root: Path, name: str, dialect: str) -> Path | None:
+    for suffix in chain(dialect):
+        candidate = root / f"{name}{suffix}.cypher"
         if candidate.is_file():
-            return _strip_comments(candidate.read_text(encoding="utf-8"))
-    raise CypherNotFound(f"no Cypher statement named {name!r} for {backend} under {root}")
+            return candidate
+    return None
+
+
+@cache
+def load(name: str, dialect: str) -> str:
+    """Return the text of statement ``name`` in ``dialect`` (a key of :data:`DIALECTS`), comments removed."""
+    root = cypher_root()
+    path = _find(root, name, dialect)
+    if path is None:
+        raise CypherNotFound(f"no Cypher statement named {name!r} for dialect {dialect} under {root}")
+    return _strip_comments(path.read_text(encoding="utf-8"))
 
 
 def _strip_comments(text: str) -> str:
@@ -40,17 +59,19 @@ def _strip_comments(text: str) -> str:
     return "\n".join(lines).strip().rstrip(";").strip()
 
 
-def statements(backend: str) -> dict[str, Path]:
-    """Every statement name available for ``backend`` with the file that serves it."""
+def statements(dialect: str) -> dict[str, Path]:
+    """Every statement name available in ``dialect`` with the file that serves it (along its chain); a statement
+    written only as variants of other dialects is not available."""
     root = cypher_root()
-    out: dict[str, Path] = {}
-    other = [b for b in BACKENDS if b != backend]
-    for path in sorted(root.rglob("*.cypher")):
+    suffixes = set(DIALECTS)
+    names: set[str] = set()
+    for path in root.rglob("*.cypher"):
         rel = path.relative_to(root).as_posix()[: -len(".cypher")]
-        parts = rel.rsplit(".", 1)
-        if len(parts) == 2 and parts[1] in other:
-            continue
-        name = parts[0] if len(parts) == 2 and parts[1] == backend else rel
-        if name not in out or path.name.endswith(f".{backend}.cypher"):
-            out[name] = path
+        base, dot, suffix = rel.rpartition(".")
+        names.add(base if dot and suffix in suffixes else rel)
+    out: dict[str, Path] = {}
+    for name in sorted(names):
+        found = _find(root, name, dialect)
+        if found is not None:
+            out[name] = found
     return out

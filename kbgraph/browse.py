@@ -32,12 +32,13 @@ import re
 import sys
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, urlparse
+from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
 from kbgraph import cypher
 from kbgraph.errors import ConfigError
+from kbgraph.store import store_class
 
 
 #: The largest value of an integer parameter (``limit``, ``per_chunk``) and the longest string parameter.
@@ -213,32 +214,35 @@ def param_lines(params: Mapping[str, Any]) -> list[str]:
     return [f":param {name} => {cypher_literal(value)}" for name, value in params.items()]
 
 
-def _statement_text(query: BrowseQuery) -> str:
-    """The Neo4j text of the statement with its leading comment (Browser ignores ``//`` lines)."""
-    path = cypher.statements("neo4j")[query.statement]
+def _statement_text(query: BrowseQuery, dialect: str) -> str:
+    """The statement's text in the Browser's store's ``dialect`` with its leading comment (Browser ignores ``//``
+    lines)."""
+    path = cypher.statements(dialect)[query.statement]
     return path.read_text(encoding="utf-8").strip().rstrip(";").strip()
 
 
+def _browser_settings(settings: Any) -> tuple[Any, str]:
+    """(settings of the store Neo4j Browser opens, note): the configured store when Browser can open it
+    (``GraphStore.browser_url``), else the local Neo4j of ``kbgraph neo4j start`` (bolt://127.0.0.1,
+    ``neo4j_bolt_port``) with a note saying so."""
+    store = store_class(settings)
+    if store.browser_url(settings) is not None:
+        return settings, ""
+    local = settings.updated({"uri": f"bolt://127.0.0.1:{settings.store.neo4j_bolt_port}"})
+    note = (
+        f"this knowledge base is on {store.display_name}; Neo4j Browser needs Neo4j: run `kbgraph neo4j start`, "
+        f"export KBGRAPH_URI={local.store.uri} and ingest there"
+    )
+    return local, note
+
+
 def browser_base(settings: Any) -> tuple[str, str, str]:
-    """(Browser URL without query string, Bolt URI, note) for the configured store: the local Neo4j's own
-    Browser for bolt://127.0.0.1 / localhost (port ``neo4j_http_port``), http://host:7474/browser/ for another
-    bolt:// or neo4j:// host, https://browser.neo4j.io/ for encrypted URIs (Aura). For the embedded FalkorDB
-    (no URI) or falkor://, the local Neo4j of ``kbgraph neo4j start``, with a note saying so."""
-    uri = settings.store.uri or ""
-    note = ""
-    if settings.store.backend != "neo4j":
-        uri = f"bolt://127.0.0.1:{settings.store.neo4j_bolt_port}"
-        note = (
-            "this knowledge base is on FalkorDB; Neo4j Browser needs Neo4j: run `kbgraph neo4j start`, "
-            f"export KBGRAPH_URI={uri} and ingest there"
-        )
-    parsed = urlparse(uri)
-    host = parsed.hostname or "127.0.0.1"
-    if parsed.scheme.endswith(("+s", "+ssc")):
-        return "https://browser.neo4j.io/", uri, note
-    port = settings.store.neo4j_http_port if host in ("127.0.0.1", "localhost", "::1") else 7474
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/browser/", uri, note
+    """(Browser URL without query string, Bolt URI, note) for the configured store (``GraphStore.browser_url``:
+    for Neo4j the local Neo4j's own Browser for bolt://127.0.0.1 / localhost, http://host:7474/browser/ for another
+    host, https://browser.neo4j.io/ for encrypted URIs). For a store Browser cannot open (the embedded FalkorDB,
+    falkor://), the local Neo4j of ``kbgraph neo4j start``, with a note saying so."""
+    target, note = _browser_settings(settings)
+    return str(store_class(target).browser_url(target)), target.store.uri or "", note
 
 
 def render(name: str, params: Mapping[str, Any] | None = None, settings: Any = None) -> BrowseScript:
@@ -252,9 +256,11 @@ def render(name: str, params: Mapping[str, Any] | None = None, settings: Any = N
     query = get(name)
     values = resolve_params(query, params)
     lines = param_lines(values)
-    text = _statement_text(query)
+    target, note = _browser_settings(settings)
+    store = store_class(target)
+    base, uri = str(store.browser_url(target)), target.store.uri or ""
+    text = _statement_text(query, store.dialect)
     script = "".join(f"{line};\n" for line in lines) + text + ";\n"
-    base, uri, note = browser_base(settings)
     connect = f"{base}?dbms={quote(uri, safe='')}&db={quote(settings.store.neo4j_database, safe='')}"
     prefilled = not any(ch in script for ch in "&#")
     url = connect + (_edit_args(script) if prefilled else "")

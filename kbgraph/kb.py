@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from kbgraph.errors import ConfigError
 from kbgraph.models import StoreStats
 from kbgraph.settings import Settings
-from kbgraph.store import GraphStore, open_store
+from kbgraph.store import GraphStore, backend_name, open_store
 
 if TYPE_CHECKING:
     from kbgraph.ingest.report import IngestReport
@@ -294,7 +295,11 @@ class KnowledgeBase:
         return shared
 
     def __repr__(self) -> str:
-        return f"KnowledgeBase(name={self.name!r}, backend={self.settings.store.backend!r})"
+        try:
+            backend = backend_name(self.settings)
+        except ConfigError:  # an unknown URI scheme: said when the store is opened, not by repr
+            backend = "?"
+        return f"KnowledgeBase(name={self.name!r}, backend={backend!r})"
 
 
 def _without_embeddings(value: Any) -> Any:

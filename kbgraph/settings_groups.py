@@ -89,13 +89,6 @@ class StoreSettings(SettingsGroup):
     def _empty_uri(cls, v: Any) -> Any:
         return None if isinstance(v, str) and not v.strip() else v
 
-    @property
-    def backend(self) -> str:
-        """'falkordb' (embedded or falkor://) or 'neo4j'."""
-        if self.uri is None or self.uri.startswith(("falkor://", "falkordb://", "redis://")):
-            return "falkordb"
-        return "neo4j"
-
 
 class IngestSettings(SettingsGroup):
     """Ingestion: parsing and OCR, chunking, the groups of documents processed together, the run's lock."""

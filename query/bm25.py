@@ -34,7 +34,7 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import chunk_details, scored_chunk
 from kbgraph.query.models import ScoredChunk
 from kbgraph.settings import Settings
-from kbgraph.store import GraphStore
+from kbgraph.store import GraphStore, store_class
 from kbgraph.text import index_text
 
 log = logging.getLogger(__name__)
@@ -56,11 +56,9 @@ def _stemmer() -> tuple[Callable[[list[str]], list[str]] | None, str]:
 
 def index_root(settings: Settings) -> Path:
     """The folder of this knowledge base's BM25 indexes (one subfolder per corpus fingerprint)."""
-    where = settings.store.uri or str(settings.kb_dir)
-    if settings.store.backend == "neo4j":
-        where += f"/{settings.store.neo4j_database}"
-    tag = hashlib.sha256(where.encode()).hexdigest()[:8]
-    return settings.home / "bm25" / f"{settings.store.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
+    store = store_class(settings)
+    tag = hashlib.sha256(store.kb_location(settings).encode()).hexdigest()[:8]
+    return settings.home / "bm25" / f"{store.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
 
 
 def _pages(store: GraphStore, statement: str) -> Any:

@@ -22,6 +22,7 @@ from kbgraph.errors import ConfigError, StoreError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import NODE_LABELS, RELATIONSHIP_TYPES
 from kbgraph.neo4j_local import browser_style
+from kbgraph.store import backend_name, store_class
 from tests.backends import BACKENDS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -154,12 +155,12 @@ def test_orphans_query_finds_none(corpus):
 def test_browser_text_with_values_written_in_matches_parameters(corpus):
     """The statement a person runs in Browser with the values as literals gives the rows kbgraph gets with
     parameters, on both stores (quotes and backslashes included)."""
-    backend = corpus.settings.store.backend
+    dialect = store_class(corpus.settings).dialect
     for name, params in [("document", {"document": FR_TITLE, "limit": 4}), ("entity", {"entity": "faa"}),
                          ("top_entities", {"limit": 5}), ("document", {"document": "it's a \\ 'trap'"})]:  # fmt: skip
         query = browse.get(name)
         values = browse.resolve_params(query, params)
-        text = browse.inline_params(cypher.load(query.statement, backend), values)
+        text = browse.inline_params(cypher.load(query.statement, dialect), values)
         assert "$" not in text
         literal_rows = corpus.store._execute(text.rstrip(";"), {})
         param_rows = corpus.store.run(query.statement, values)
@@ -313,7 +314,7 @@ def answer_pike_cached(corpus):
     from kbgraph.query.context import QueryContext
     from kbgraph.query.decompose import answer_pike
 
-    key = corpus.settings.store.backend
+    key = backend_name(corpus.settings)
     if key not in _PIKE:
         ctx = QueryContext(corpus.store, corpus.settings, corpus.embedder, _scripted_pike_llm())
         _PIKE[key] = answer_pike(QUESTION, ctx)
@@ -390,8 +391,8 @@ def test_every_browse_query_renders_for_browser():
 
     local = Settings(uri="bolt://127.0.0.1:7687", neo4j_http_port=7474)
     for name, query in browse.CATALOGUE.items():
-        for backend in cypher.BACKENDS:
-            cypher.load(query.statement, backend)
+        for dialect in cypher.DIALECTS:
+            cypher.load(query.statement, dialect)
         out = browse.render(name, settings=local)
         assert out.param_lines == [f":param {p.name} => {browse.cypher_literal(p.default)}" for p in query.params]
         # the script: every :param line, then the statement, each ';'-terminated

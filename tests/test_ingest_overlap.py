@@ -24,6 +24,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.models import stable_id
 from kbgraph.settings import VECTOR_LAYER_CHOICES
 from kbgraph.store.base import Transaction
+from kbgraph.store import backend_name
 
 PASSAGES, GROUP = 30, 10  # three groups
 #: Seconds either side of the handshake waits for the other (only reached when the write does not overlap).
@@ -43,7 +44,7 @@ def _corpus(examples_dir: Path, tmp_path: Path) -> tuple[Path, list[dict]]:
 def _kb(settings, *, overlap: bool = True) -> KnowledgeBase:
     update = {"ingest_group_size": GROUP, "ingest_group_chars": 10**9, "ingest_overlap_writes": overlap,
               "vector_layers": list(VECTOR_LAYER_CHOICES)}  # every layer: group 2's titles are embedded
-    if settings.store.backend == "falkordb":
+    if backend_name(settings) == "falkordb":
         update["name"] = f"ov{uuid.uuid4().hex[:10]}"  # a graph of its own
     kb = KnowledgeBase(settings=settings.updated(update))
     kb.reset()

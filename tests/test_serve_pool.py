@@ -15,6 +15,7 @@ from kbgraph.errors import StoreUnavailable
 from kbgraph.kb import KnowledgeBase
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.serve.kbs import KBPool
+from kbgraph.store import backend_name
 
 TEXT = (
     "Kentucky had 12,155 handgun checks in November 2015. The standing trustee administers chapter 13 cases. "
@@ -26,7 +27,7 @@ TEXT = (
 def served_settings(backend_settings, tmp_path):
     """One small document ingested (offline) into a fresh knowledge base of the backend."""
     settings = backend_settings.updated({"llm_model": None, "llm_base_url": None, "ranker": "weights"})
-    if settings.store.backend == "falkordb":
+    if backend_name(settings) == "falkordb":
         settings = settings.updated({"name": f"pool{uuid.uuid4().hex[:8]}"})
     doc = tmp_path / "facts.txt"
     doc.write_text(TEXT, encoding="utf-8")
@@ -34,7 +35,7 @@ def served_settings(backend_settings, tmp_path):
         kb.reset()
         assert kb.ingest([doc], progress=False).added == 1
     yield settings
-    if settings.store.backend == "neo4j":
+    if backend_name(settings) == "neo4j":
         with KnowledgeBase(settings=settings) as kb:
             kb.reset()
 

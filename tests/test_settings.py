@@ -14,6 +14,7 @@ from pydantic import SecretStr, ValidationError
 
 from kbgraph import settings_doc
 from kbgraph.settings import GROUPS, SETTING_GROUPS, TOP_LEVEL, VECTOR_LAYER_CHOICES, Settings, env_names
+from kbgraph.store import backend_name
 
 #: Every environment variable of the flat Settings class before the groups (derived once from
 #: `git show main:kbgraph/settings.py` at 2b171c8, its fields' KBGRAPH_<NAME> and validation aliases).
@@ -151,11 +152,11 @@ def test_neo4j_and_openai_aliases_and_kbgraph_names(clean_env, monkeypatch):
     monkeypatch.setenv("NEO4J_URI", "bolt://neo4j-name:7687")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
     s = Settings()
-    assert (s.store.uri, s.store.backend) == ("bolt://neo4j-name:7687", "neo4j")
+    assert (s.store.uri, backend_name(s)) == ("bolt://neo4j-name:7687", "neo4j")
     assert s.llm.llm_api_key is not None and s.llm.llm_api_key.get_secret_value() == "sk-openai"
     monkeypatch.setenv("KBGRAPH_URI", "")  # the empty URI is the embedded store, as before
     monkeypatch.delenv("NEO4J_URI")
-    assert Settings().store.backend == "falkordb"
+    assert backend_name(Settings()) == "falkordb"
 
 
 # --- precedence per group: init > environment > kbgraph.toml > defaults ----------------------------------------
@@ -222,7 +223,7 @@ def test_updated_routes_flat_names_and_validates(clean_env, monkeypatch):
     s = Settings(seed_k=3, name="kb1")
     monkeypatch.setenv("KBGRAPH_SEED_K", "9")
     c = s.updated({"weight_hop": 0.0, "uri": "bolt://h:1"}, name="kb2")
-    assert (c.name, c.retrieval.seed_k, c.retrieval.weight_hop, c.store.backend) == ("kb2", 3, 0.0, "neo4j")
+    assert (c.name, c.retrieval.seed_k, c.retrieval.weight_hop, backend_name(c)) == ("kb2", 3, 0.0, "neo4j")
     assert (s.name, s.retrieval.weight_hop, s.store.uri) == ("kb1", 0.3, None)  # the original is unchanged
     assert s.model_copy(update={"ranker": "weights"}).retrieval.ranker == "weights"  # pydantic's name, routed
     with pytest.raises(ValidationError, match=r"retrieval\.seed_k"):

@@ -13,6 +13,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord
 from kbgraph.query.propagation import propagate, seed_layers
 from kbgraph.settings import VECTOR_LAYER_CHOICES, Settings
+from kbgraph.store import backend_name
 
 from tests.musique_sample import musique_sample
 
@@ -103,7 +104,7 @@ def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(backend_
     second build follows a reset whose deleted documents still weigh in Lucene's term statistics, so there the
     comparison leaves the full-text seeds out (the setting does not touch them)."""
     questions = corpus[1]
-    if backend_settings.store.backend == "neo4j":
+    if backend_name(backend_settings) == "neo4j":
         backend_settings = backend_settings.updated({"weight_fulltext": 0.0})
     full = _fresh(backend_settings, corpus, list(VECTOR_LAYER_CHOICES))
     try:

@@ -14,10 +14,16 @@ from kbgraph.cli.common import console, err_console, print_json
 # --- knowledge base -----------------------------------------------------------------------------
 def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Print the effective settings by group (secrets masked), each with its environment variable."""
+    from kbgraph.errors import ConfigError
     from kbgraph.settings import GROUPS, env_names
+    from kbgraph.store import backend_name
 
     s = common.settings()
-    data = {**s.masked(), "backend": s.store.backend, "kb_dir": str(s.kb_dir)}
+    try:
+        backend = backend_name(s)
+    except ConfigError as exc:  # shown, not raised: `config` is where a wrong setting is looked for
+        backend = str(exc)
+    data = {**s.masked(), "backend": backend, "kb_dir": str(s.kb_dir)}
     if as_json:
         print_json(data)
         return
@@ -190,9 +196,10 @@ def delete_cmd(document: str = typer.Argument(..., help="Document id (doc:…) o
 def reset_cmd(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> None:
     """Delete every node and relationship of the knowledge base."""
     from kbgraph.kb import KnowledgeBase
+    from kbgraph.store import backend_name
 
     s = common.settings()
-    if not yes and not typer.confirm(f"Delete everything in knowledge base {s.name!r} ({s.store.backend})?"):
+    if not yes and not typer.confirm(f"Delete everything in knowledge base {s.name!r} ({backend_name(s)})?"):
         raise typer.Exit(1)
     with KnowledgeBase(settings=s) as kb:
         kb.reset()

@@ -52,10 +52,11 @@ def serve_cmd(
     import uvicorn
 
     from kbgraph.serve.app import create_app
+    from kbgraph.store import backend_name
 
     where = f"[{s.serve.serve_host}]" if ":" in s.serve.serve_host else s.serve.serve_host
     sys.stderr.write(f"kbgraph serve: http://{where}:{s.serve.serve_port}/docs (MCP at /mcp; default knowledge base "
-                     f"{s.name!r} on {s.store.backend})\n")  # fmt: skip
+                     f"{s.name!r} on {backend_name(s)})\n")  # fmt: skip
     uvicorn.run(create_app(s), host=s.serve.serve_host, port=s.serve.serve_port, log_level="info")
 
 

@@ -27,6 +27,7 @@ from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.eval.decomposer_data import Trajectory, collect_trajectories, resolve_params
 from kbgraph.eval.decomposer_sft import TRAJECTORIES, read_trajectories
+from kbgraph.store import backend_name
 from kbgraph.text import utc_now
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ def collect_dataset(
     judge = True if judge is None else judge
     judge_model = judge_model or getattr(llm, "default_model", None) or s.llm.llm_model
     identity = {
-        "dataset": str(ds.questions_path), "sample": sample, "seed": seed, "kb": kb.name, "backend": s.store.backend,
+        "dataset": str(ds.questions_path), "sample": sample, "seed": seed, "kb": kb.name, "backend": backend_name(s),
         "llm_model": getattr(llm, "default_model", None) or s.llm.llm_model, "embedding_model": s.embedding.embedding_model,
         **p.model_dump(), "samples": samples, "until_correct": until, "judge_model": judge_model if judge else None,
         "correct_score": s.decomposer.decomposer_correct_score,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, SecretStr
 
 from kbgraph.errors import ConfigError
+from kbgraph.store import backend_name
 
 if TYPE_CHECKING:
     from kbgraph.eval.dataset import Dataset
@@ -191,7 +192,7 @@ def run_identity(kb: EvalTarget, dataset: Dataset, *, seed: int, sample: int | N
     identity = {
         "format": IDENTITY_FORMAT, "kbgraph": kbgraph_version(),
         "dataset": str(dataset.questions_path), "corpus": str(dataset.corpus_path) if dataset.corpus_path else None,
-        "seed": seed, "sample": sample, "depth": depth, "kb": kb.name, "backend": s.store.backend,
+        "seed": seed, "sample": sample, "depth": depth, "kb": kb.name, "backend": backend_name(s),
         "embedding_model": s.embedding.embedding_model, "embedding_dimension": s.embedding.embedding_dimension,
         "llm_model": s.llm.llm_model, "judge_model": judge_model,
         "embedder": embedder_identity(s), "ranker": ranker_identity(s), "settings": identity_settings(s),

@@ -256,7 +256,7 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
         config={**identity, "methods": methods, "limit": limit, "ks": ks, "judge": judge},
         versions=package_versions(),
         models=run_models(kb, llm, judge_model if judge else None),
-        kb={"name": kb.name, "backend": kb.settings.store.backend, "location": store_stats.location,
+        kb={"name": kb.name, "backend": store_stats.backend, "location": store_stats.location,
             "nodes": store_stats.nodes},
         ingest=ingest_info, methods=summarize(records, methods=active, ks=ks), skipped=skipped, ks=ks,
         questions=len(questions), new_records=new, reused_records=reused, started_at=started,

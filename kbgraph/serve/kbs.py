@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from kbgraph.errors import ConfigError, KBGraphError, StoreError, StoreUnavailable
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import HOME_FOLDERS, Settings
-from kbgraph.store import knowledge_base_exists
+from kbgraph.store import knowledge_base_exists, store_class
 
 MAX_NAME = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -103,7 +103,7 @@ class KBPool:
         database of that name; raises KnowledgeBaseNotHosted when it cannot be one."""
         name = check_name(name)
         s = self.settings
-        if s.store.backend != "neo4j" or name == s.name:
+        if not store_class(s).database_per_kb or name == s.name:
             return s.updated({"name": name})
         if not _NEO4J_DB.fullmatch(name):
             raise KnowledgeBaseNotHosted(self._not_hosted(name, "it is not a valid Neo4j database name"))
@@ -134,7 +134,7 @@ class KBPool:
         except (ConfigError, StoreError) as exc:
             kb.close()
             missing = any(w in str(exc).lower() for w in ("no database", "not found"))
-            if settings.store.backend == "neo4j" and name != self.settings.name and missing:
+            if store_class(settings).database_per_kb and name != self.settings.name and missing:
                 raise KnowledgeBaseNotHosted(self._not_hosted(name, f"the server has none ({exc})")) from exc
             raise
         except BaseException:

@@ -1,37 +1,63 @@
-"""Graph stores behind one seam (``GraphStore``): embedded FalkorDB (default) and Neo4j 5."""
+"""Graph stores behind one seam (``GraphStore``): embedded FalkorDB (default) and Neo4j 5.
+
+A backend is picked by the scheme of ``settings.store.uri`` through :data:`SCHEMES`, the one place a backend
+registers; everything a caller needs to know about it is asked of its class (``store_class(settings)``: ``backend``,
+``dialect``, ``database_per_kb``, ``kb_location``, ``browser_url``, ``exists``), before connecting.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Transaction
 
-if TYPE_CHECKING:
+__all__ = [
+    "SCHEMES", "GraphStore", "Transaction", "backend_name", "knowledge_base_exists", "open_store", "store_class",
+]  # fmt: skip
+
+
+def _falkordb() -> type[GraphStore]:
     from kbgraph.store.falkordb import FalkorDBStore
-    from kbgraph.store.neo4j import Neo4jStore
 
-__all__ = ["GraphStore", "Transaction", "knowledge_base_exists", "open_store"]
-
-_NEO4J_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+    return FalkorDBStore
 
 
-def store_class(settings: Settings) -> type[FalkorDBStore] | type[Neo4jStore]:
-    """The GraphStore class of the store the settings name (see :func:`open_store`). Raises ConfigError for an
-    unknown URI scheme."""
-    if settings.store.backend == "falkordb":
-        from kbgraph.store.falkordb import FalkorDBStore
-
-        return FalkorDBStore
-    scheme = settings.store.uri.split("://", 1)[0] if settings.store.uri and "://" in settings.store.uri else ""
-    if scheme not in _NEO4J_SCHEMES:
-        raise ConfigError(
-            f"unsupported store URI {settings.store.uri!r}: use bolt://, neo4j://, neo4j+s:// or falkor://host:port"
-        )
+def _neo4j() -> type[GraphStore]:
     from kbgraph.store.neo4j import Neo4jStore
 
     return Neo4jStore
+
+
+#: URI scheme -> its store class, imported on first use (a store's module and driver load only when it is used).
+#: "" is no URI: the embedded FalkorDB under ``settings.kb_dir``. A new backend adds its schemes here.
+SCHEMES: dict[str, Callable[[], type[GraphStore]]] = {
+    "": _falkordb, "falkor": _falkordb, "falkordb": _falkordb, "redis": _falkordb,
+    **dict.fromkeys(("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"), _neo4j),
+}  # fmt: skip
+
+
+def scheme(uri: str | None) -> str:
+    """The scheme of a store URI ('bolt' of bolt://host:7687); '' for none."""
+    return uri.split("://", 1)[0] if uri and "://" in uri else ""
+
+
+def store_class(settings: Settings) -> type[GraphStore]:
+    """The GraphStore class of the store the settings name (see :func:`open_store`), not connected. Raises
+    ConfigError for an unknown URI scheme."""
+    uri = settings.store.uri
+    load = SCHEMES.get(scheme(uri))
+    if load is None or (uri and "://" not in uri):
+        known = ", ".join(f"{s}://" for s in SCHEMES if s)
+        raise ConfigError(f"unsupported store URI {uri!r}: use one of {known} (host:port), or none for the embedded store")
+    return load()
+
+
+def backend_name(settings: Settings) -> str:
+    """The name of the backend the settings name ('falkordb', 'neo4j'), for people: logs, run records, messages.
+    Raises ConfigError for an unknown URI scheme."""
+    return store_class(settings).backend
 
 
 def knowledge_base_exists(settings: Settings) -> bool:
@@ -43,6 +69,6 @@ def knowledge_base_exists(settings: Settings) -> bool:
 
 def open_store(settings: Settings) -> GraphStore:
     """Connect to the store the settings name: no URI -> embedded FalkorDB under ``settings.kb_dir``;
-    falkor://host:port -> a FalkorDB server; bolt:// neo4j:// neo4j+s:// -> Neo4j.
+    falkor://host:port -> a FalkorDB server; bolt:// neo4j:// neo4j+s:// -> Neo4j (:data:`SCHEMES`).
     Raises ConfigError for an unknown scheme, StoreUnavailable when the store cannot be reached."""
-    return store_class(settings)(settings)
+    return store_class(settings).connect(settings)

@@ -105,7 +105,7 @@ class Transaction:
     def run(self, name: str, params: Row | None = None) -> list[Row]:
         self.statements += 1
         self._store.sent[name] += 1
-        return self._store._execute(cypher.load(name, self._store.backend), params or {}, self._handle)
+        return self._store._execute(cypher.load(name, self._store.dialect), params or {}, self._handle)
 
     def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
         total = 0
@@ -118,8 +118,12 @@ class Transaction:
 class GraphStore(ABC):
     """A graph database behind kbgraph.
 
-    backend: 'neo4j' or 'falkordb'. location: a printable place (URI or data folder).
-    dimension: the embedding dimension of the vector indexes (validated on write).
+    What a caller may need to know about a backend is asked of its class, before connecting
+    (``kbgraph.store.store_class(settings)``), never decided by comparing backend names: ``backend`` (its name, for
+    people: stats, logs, run records), ``dialect`` (the Cypher statement variants it reads, ``kbgraph.cypher``),
+    ``database_per_kb``, ``kb_location(settings)``, ``browser_url(settings)``, ``exists(settings)``.
+    location: where this store's knowledge base lives (``kb_location``). dimension: the embedding dimension of the
+    vector indexes (validated on write).
     batch_size: rows per UNWIND batch.
     Errors: StoreUnavailable (cannot connect), SchemaMismatch (existing index conflicts), StoreError (a
     statement failed; the message names the statement).
@@ -129,7 +133,15 @@ class GraphStore(ABC):
     waiting for a free one; nothing is held between calls.
     """
 
+    #: The backend's name, for people (stats, logs, run records, cache folder names); never compared by callers.
     backend: str = ""
+    #: The backend's name as people write it in a sentence ('FalkorDB').
+    display_name: str = ""
+    #: The Cypher dialect whose statement variants this store reads: a key of ``kbgraph.cypher.DIALECTS``.
+    dialect: str = ""
+    #: True when each knowledge base is a database of its own on the server (Neo4j: knowledge base ``x`` of a server
+    #: is its database ``x``); False when one server (or folder) holds many, one graph each, by name (FalkorDB).
+    database_per_kb: bool = False
     #: True when independent read statements may run at once from several threads, each on a connection or
     #: session of its own from the store's pool (:func:`kbgraph.store.parallel.gather`); False runs them one after the other.
     parallel_reads: bool = False
@@ -145,6 +157,25 @@ class GraphStore(ABC):
         writing anything (``kbgraph serve`` opens only existing knowledge bases for reads). Default: True, for a
         store where connecting creates nothing (a Neo4j database must exist to be connected to)."""
         return True
+
+    @classmethod
+    @abstractmethod
+    def connect(cls, settings: Settings) -> GraphStore:
+        """Connect to the knowledge base of ``settings`` (``open_store``). Raises StoreUnavailable when the store
+        cannot be reached, ConfigError when the settings cannot name one of this kind."""
+
+    @classmethod
+    @abstractmethod
+    def kb_location(cls, settings: Settings) -> str:
+        """Where the knowledge base of ``settings`` lives, printable and without connecting (a data folder, a URI
+        and database): ``location`` of a connected store, and the key of what is kept about it outside the store
+        (the BM25 indexes of kbgraph.query.bm25)."""
+
+    @classmethod
+    def browser_url(cls, settings: Settings) -> str | None:
+        """The Neo4j Browser address (without query string) that opens the store of ``settings``, or None when
+        Neo4j Browser cannot open this store (default)."""
+        return None
 
     def __init__(self, *, dimension: int, batch_size: int):
         self.dimension = dimension
@@ -204,7 +235,7 @@ class GraphStore(ABC):
     def run(self, name: str, params: Row | None = None) -> list[Row]:
         """Run the named statement (auto-commit) and return its rows as dicts."""
         self.sent[name] += 1
-        return self._execute(cypher.load(name, self.backend), params or {})
+        return self._execute(cypher.load(name, self.dialect), params or {})
 
     def run_apart(self, name: str, params: Row | None = None) -> list[Row]:
         """As ``run``, on a connection of its own: safe from another thread while the store's connection is

@@ -12,7 +12,8 @@ waits for a free connection. A connection the server dropped is discarded by the
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import numpy as np
@@ -20,13 +21,18 @@ import numpy as np
 from kbgraph.errors import StoreError, StoreUnavailable
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row, map_vectors, snake
-from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+if TYPE_CHECKING:  # imported on connecting: asking the class about the backend starts and imports nothing
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
 _ALREADY = ("already indexed", "already exists", "already created", "constraint already")
 
 
 class FalkorDBStore(GraphStore):
     backend = "falkordb"
+    display_name = "FalkorDB"
+    dialect = "falkordb"
+    database_per_kb = False  # one server (or data folder) holds many knowledge bases, one graph each
     parallel_reads = True  # every statement takes a connection of the client's pool for its round trip
     rolls_back = False  # no multi-statement transactions: a failed unit runs its compensations
 
@@ -46,10 +52,21 @@ class FalkorDBStore(GraphStore):
         finally:
             store.close()
 
+    @classmethod
+    def connect(cls, settings: Settings) -> FalkorDBStore:
+        return cls(settings)
+
+    @classmethod
+    def kb_location(cls, settings: Settings) -> str:
+        """The ``falkor://`` URI of the server, or the embedded store's data folder (``settings.kb_dir``, resolved)."""
+        return settings.store.uri or str(Path(settings.kb_dir).expanduser().resolve())
+
     def __init__(self, settings: Settings):
         super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size)
         import redis
         from falkordb import FalkorDB
+
+        from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
         self.graph_name = settings.name
         self.server: EmbeddedFalkorDB | None = None
@@ -60,7 +77,7 @@ class FalkorDBStore(GraphStore):
         try:
             if settings.store.uri:
                 url = urlparse(settings.store.uri)
-                self.location = settings.store.uri
+                self.location = self.kb_location(settings)
                 self._pool = redis.BlockingConnectionPool(
                     host=url.hostname or "127.0.0.1", port=url.port or 6379,
                     password=url.password or None, username=url.username or None,
@@ -72,7 +89,7 @@ class FalkorDBStore(GraphStore):
                     start_timeout=settings.store.falkor_start_timeout,
                 )  # fmt: skip
                 sock = self.server.ensure_running()
-                self.location = str(self.server.data_dir)
+                self.location = self.kb_location(settings)  # the server's data_dir
                 self._pool = redis.BlockingConnectionPool(
                     connection_class=redis.UnixDomainSocketConnection, path=str(sock), **pooled
                 )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from typing import Any
+from urllib.parse import urlparse
 
 import numpy as np
 
@@ -61,8 +62,32 @@ def _no_answer(exc: BaseException) -> bool:
 
 class Neo4jStore(GraphStore):
     backend = "neo4j"
+    display_name = "Neo4j"
+    dialect = "neo4j"
+    database_per_kb = True  # knowledge base x of a server is its database x (kbgraph.serve.kbs)
     parallel_reads = True  # every statement outside a unit of work runs in a driver session of its own
     rolls_back = True  # a unit of work is one driver transaction
+
+    @classmethod
+    def connect(cls, settings: Settings) -> Neo4jStore:
+        return cls(settings)
+
+    @classmethod
+    def kb_location(cls, settings: Settings) -> str:
+        """The server's URI and the knowledge base's database."""
+        return f"{settings.store.uri} (database {settings.store.neo4j_database})"
+
+    @classmethod
+    def browser_url(cls, settings: Settings) -> str:
+        """The local Neo4j's own Browser for bolt://127.0.0.1 / localhost (port ``neo4j_http_port``),
+        http://host:7474/browser/ for another host, https://browser.neo4j.io/ for encrypted URIs (Aura)."""
+        parsed = urlparse(settings.store.uri or "")
+        host = parsed.hostname or "127.0.0.1"
+        if parsed.scheme.endswith(("+s", "+ssc")):
+            return "https://browser.neo4j.io/"
+        port = settings.store.neo4j_http_port if host in ("127.0.0.1", "localhost", "::1") else 7474
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/browser/"
 
     def __init__(self, settings: Settings):
         super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size)
@@ -71,7 +96,7 @@ class Neo4jStore(GraphStore):
 
         if settings.store.uri is None:  # (open_store picks this store for a bolt:// or neo4j:// uri only)
             raise ConfigError("a Neo4j store needs settings.store.uri (KBGRAPH_URI=bolt://host:7687 or neo4j://...)")
-        self.location = f"{settings.store.uri} (database {settings.store.neo4j_database})"
+        self.location = self.kb_location(settings)
         self.database = settings.store.neo4j_database
         auth = (settings.store.neo4j_username, settings.store.neo4j_password.get_secret_value())
         try:
@@ -181,7 +206,7 @@ class Neo4jStore(GraphStore):
 
         self.sent[name] += 1
         with self._driver.session(database=self.database) as session:
-            return self._send(session, cypher.load(name, self.backend), params or {})
+            return self._send(session, cypher.load(name, self.dialect), params or {})
 
     def _begin(self) -> Any:
         session = self._acquire()

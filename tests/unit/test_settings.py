@@ -73,11 +73,9 @@ def test_updated_is_a_validated_copy_and_leaves_the_original():
         s.updated(seed_k=-1)
 
 
-def test_store_backend_and_derived_folders(tmp_path):
-    assert Settings().store.backend == "falkordb"
+def test_store_uri_and_derived_folders(tmp_path):
+    # (the backend a URI names: tests/unit/test_store_backends.py)
     assert Settings(uri="  ").store.uri is None
-    assert Settings(uri="falkor://h:1").store.backend == "falkordb"
-    assert Settings(uri="bolt://h:7687").store.backend == "neo4j"
     s = Settings(home=tmp_path, name="kb1")
     assert s.kb_dir == tmp_path / "kb1" and s.neo4j_dir == tmp_path / "neo4j-local"
     assert Settings(home=tmp_path, data_dir=tmp_path / "d").kb_dir == tmp_path / "d"
