@@ -225,7 +225,7 @@ def _child(job: dict) -> None:
             "nodes_per_passage": sum(stats.nodes.values()) / n, "vectors_per_passage": sum(vectors.values()) / n,
             "driver_rss_mb": rss, "workers_rss_mb": fork or None,
         }  # fmt: skip
-        if settings.store.backend == "falkordb":
+        if stats.backend == "falkordb":
             time.sleep(2)  # the append-only file is fsynced every second
             pid = EmbeddedFalkorDB(settings.kb_dir).status().pid
             result.update(server_rss_mb=_vm(pid, "VmRSS"), server_hwm_mb=_vm(pid, "VmHWM"),

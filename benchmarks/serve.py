@@ -43,6 +43,7 @@ import httpx
 from kbgraph.kb import KnowledgeBase
 from kbgraph.process import proc_stat
 from kbgraph.serve.kbs import KBPool
+from kbgraph.store import backend_name
 from kbgraph.settings import Settings
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -149,7 +150,7 @@ def main() -> None:
         source = EXAMPLES / "docs" if args.corpus == "docs" else EXAMPLES / "multihop/2wikimultihopqa/dev500.corpus.jsonl"
         with KnowledgeBase(settings=settings) as kb:
             report = kb.ingest([source], progress=False)
-            print(f"knowledge base {settings.name} on {settings.store.backend}: {report.added} added, "
+            print(f"knowledge base {settings.name} on {backend_name(settings)}: {report.added} added, "
                   f"{report.unchanged} unchanged", file=sys.stderr)  # fmt: skip
         if args.llm_latency is not None or args.llm_base_url:
             llm_concurrency(settings, args.corpus, args.llm_latency, args.llm_base_url, args.llm_model)
@@ -196,7 +197,7 @@ def no_llm(settings: Settings, args: argparse.Namespace) -> None:
         proc.wait(30)
         pool.close()
 
-    print(f"\n{settings.name} on {settings.store.backend}, {args.requests} asks per level, no LLM\n")
+    print(f"\n{settings.name} on {backend_name(settings)}, {args.requests} asks per level, no LLM\n")
     # The most asks/s the machine's cores allow at the measured CPU per ask, and that bound over concurrency 1's
     # rate: the most any concurrency can gain over one client on this machine.
     print("| concurrency | in-process asks/s | p50 ms | p95 ms | HTTP asks/s | p50 ms | p95 ms "
@@ -268,7 +269,7 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
         finally:
             pool.close()
     what = f"LLM {model} at {base_url}" if base_url else f"scripted LLM latency {latency} s"
-    print(f"\n{settings.name} on {settings.store.backend}, method l1, {what}\n")
+    print(f"\n{settings.name} on {backend_name(settings)}, method l1, {what}\n")
     print("| serve_store_connections | 4 asks wall s | 16 asks wall s | 16 ÷ 4 | 16 asks, LLM instant, wall s "
           "| 16 asks: LLM's share s | llm_max_concurrency | machine |")
     print("|---:|---:|---:|---:|---:|---:|---|---|")
@@ -363,7 +364,7 @@ def during_ingest(settings: Settings, corpus: str, port: int, passages: int) -> 
             if run in (doc.get("uri") or "") or run in (doc.get("id") or ""):
                 gone += kb.delete(doc["id"]).get("documents", 0)
     report = (status or {}).get("report") or {}
-    print(f"\n{settings.name} on {settings.store.backend}: 8 clients asking (k 3, no LLM) before and during an ingest "
+    print(f"\n{settings.name} on {backend_name(settings)}: 8 clients asking (k 3, no LLM) before and during an ingest "
           f"job of {passages} passages ({report.get('added')} added, job {status and status['status']}, "
           f"{job_s:.0f} s; {gone} deleted afterwards)\n")
     print("| phase | asks | p50 ms | p95 ms | citations checked | of new passages | not of a complete document | machine |")
