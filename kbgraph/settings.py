@@ -68,6 +68,10 @@ GROUPS: dict[str, type[SettingsGroup]] = {
     "serve": ServeSettings,
 }
 
+#: The groups holding the settings of the query methods: each is named by the ``settings_group`` of a row of the
+#: method registry (kbgraph.query.methods, which this layer cannot import; tests/unit/test_methods_registry.py).
+METHOD_GROUPS: tuple[str, ...] = ("retrieval", "decompose", "baselines", "migres", "hirag", "routing")
+
 
 def _config_file() -> Path:
     return Path(os.environ.get("KBGRAPH_CONFIG", "kbgraph.toml"))

@@ -325,7 +325,8 @@ class BaselineSettings(SettingsGroup):
                                "leading to its chunk.")  # fmt: skip
     hr_question_threshold: float = Field(0.5, description="Hierarchical retrieval: minimum cosine of a path (b) "
                                          "atomic question.")  # fmt: skip
-    self_ask_rounds: int = Field(4, ge=1, description="Self-Ask: follow-up questions before the final answer.")
+    self_ask_rounds: int = Field(5, ge=1, description="Self-Ask (self_ask, self_ask_hr): follow-up questions "
+                                 "before the final answer (N = 5, paper 003 §4.1).")  # fmt: skip
 
 
 class MigresSettings(SettingsGroup):

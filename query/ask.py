@@ -3,7 +3,7 @@ a :class:`QueryContext`; with no LLM, answer from retrieval alone.
 
 Answer methods ('auto', the default with an LLM: question classification and level routing, PIKE-RAG §3.2
 and §4.2, kbgraph.query.classify; 'pike', Algorithm 1; 'l1'; the baselines 'naive', 'naive_hr', 'cot',
-'self_ask') need an LLM. Retrieval methods ('propagation', layer seeds + score propagation, the default
+'self_ask', 'self_ask_hr') need an LLM. Retrieval methods ('propagation', layer seeds + score propagation, the default
 without an LLM; 'hierarchical', Fig. 11 paths a+b; 'dense'; 'bm25') give a retrieval-only answer. With no LLM
 configured, an answer method falls back to 'propagation'. A retrieval-only answer (``retrieval_only``) is
 evidence a person can read: the 2-3 sentences or table rows of the top chunks most similar to the question,
@@ -20,7 +20,7 @@ from kbgraph.errors import QueryError
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_answer
-from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, get_method
+from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, AnswerRow, get_method
 from kbgraph.query.models import Answer, ScoredChunk
 
 MAX_QUESTION_CHARS = 4000
@@ -44,8 +44,7 @@ def retrieve(question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_
     """Top-``k`` chunks for the (clean) ``question`` by the retrieval method ``method`` (kbgraph.query.methods),
     best first; ``explain``: with every score term (propagation-based methods). Raises QueryError for an
     unknown or non-retrieval method."""
-    chunks: list[ScoredChunk] = get_method(method, "retrieval").run(question, ctx, k=k, explain=explain)
-    return chunks
+    return get_method(method, "retrieval").run(question, ctx, k=k, explain=explain)
 
 
 def answer_question(question: str, ctx: QueryContext, *, method: str | None = None, k: int = 5,
@@ -56,8 +55,8 @@ def answer_question(question: str, ctx: QueryContext, *, method: str | None = No
     an unknown method."""
     question = clean_question(question)
     chosen = get_method(method or (DEFAULT_ANSWER_METHOD if ctx.llm is not None else DEFAULT_RETRIEVAL_METHOD))
-    if chosen.kind == "answer" and ctx.llm is not None:
-        answer: Answer = chosen.run(question, ctx)
+    if isinstance(chosen, AnswerRow) and ctx.llm is not None:
+        answer = chosen.run(question, ctx)
         if explain and not answer.chunks:
             answer.chunks = retrieve(question, ctx, k=k, explain=True)
         return answer

@@ -16,9 +16,16 @@ and with the same embedder as method 'pike' (kbgraph.query.decompose):
              the same score threshold of 0.2") and is answered by the QA prompt over them ("Intermediate
              answer:"); "So the final answer is:" ends it, and after ``self_ask_rounds`` follow-ups the final
              answer is asked for directly. The retrieved chunks are accumulated as the citations.
+             ``self_ask_rounds`` is 5, the N of 003 §4.1 ("the iteration number N is set to 5 for Self-Ask
+             with Retrieval").
+* 'self_ask_hr' Self-Ask w/ H-R (PIKE-RAG §6.1: follow-up questions "are employed as queries in a dual-path
+             retrieval system, specifically paths (a) and (b) in Figure 11"): as 'self_ask', but each follow-up
+             retrieves as 'naive_hr' does with the question (``hr_k`` chunks at ``hr_threshold`` by path (a),
+             the chunks of ``hr_question_k`` atomic questions at ``hr_question_threshold`` by path (b);
+             kbgraph.query.hierarchical); a chunk of path (b) alone is cited for its best atomic question.
 
 In a streamed ask (``ctx.events``) the final answers of 'cot', 'naive' and 'naive_hr' are streamed as the LLM
-writes them; Self-Ask's comes whole at the end (kbgraph.query.streaming). Every method returns an
+writes them; Self-Ask's (both) comes whole at the end (kbgraph.query.streaming). Every method returns an
 :class:`Answer` with ``method`` set, citations with provenance from
 ``cypher/retrieve/chunk_details.cypher`` and usage from ``llm.usage`` deltas.
 """
@@ -26,6 +33,8 @@ writes them; Self-Ask's comes whole at the end (kbgraph.query.streaming). Every 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from kbgraph.embed.base import Embedder
 from kbgraph.query import prompts
@@ -105,9 +114,49 @@ def parse_self_ask(text: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+#: What a Self-Ask follow-up retrieves: (chunks, trace candidates, each chunk's citation focus by id).
+_Found = tuple[list[ScoredChunk], list[Candidate], dict[str, str]]
+
+
+def _flat_followup(follow: str, qvec: Any, ctx: QueryContext) -> _Found:
+    """Self-Ask w/ R: SELF_ASK_CHUNKS chunks of the Chunk vector index at cosine >= ``naive_threshold``."""
+    found = chunks_by_vector(ctx.store, qvec, k=SELF_ASK_CHUNKS, threshold=ctx.settings.baselines.naive_threshold)
+    candidates = [Candidate(question_id="", text=c.text[:200], chunk_id=c.id, score=c.score, query=follow)
+                  for c in found]  # fmt: skip
+    return found, candidates, {c.id: follow for c in found}
+
+
+def _hierarchical_followup(follow: str, qvec: Any, ctx: QueryContext) -> _Found:
+    """Self-Ask w/ H-R: Fig. 11's paths (a) and (b) with the follow-up (kbgraph.query.hierarchical, as
+    'naive_hr' with the question): path (a)'s chunks as candidates, then path (b)'s atomic questions; a chunk
+    reached by path (b) alone is cited for its best atomic question."""
+    found, atoms, from_a = hierarchical_chunks(ctx.store, ctx.settings, follow, qvec)
+    best = {a.chunk_id: a for a in reversed(atoms)}
+    focus = {c.id: follow for c in found[:from_a]}
+    focus.update({c.id: best[c.id].text or follow for c in found[from_a:]})
+    for c in found:
+        c.breakdown = []
+    candidates = [Candidate(question_id="", text=c.text[:200], chunk_id=c.id, score=c.score, query=follow)
+                  for c in found[:from_a]]  # fmt: skip
+    candidates += atoms  # each with query = the follow-up
+    return found, candidates, focus
+
+
 def answer_self_ask(question: str, ctx: QueryContext) -> Answer:
-    """Self-Ask with retrieval: each follow-up question is answered from its retrieved chunks."""
-    store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
+    """Self-Ask with retrieval: each follow-up question is answered from its retrieved chunks (flat: the Chunk
+    vector index)."""
+    return _self_ask(question, ctx, "self_ask", _flat_followup)
+
+
+def answer_self_ask_hr(question: str, ctx: QueryContext) -> Answer:
+    """Self-Ask with hierarchical retrieval (PIKE-RAG §6.1 "Self-Ask w/ H-R"): each follow-up question retrieves
+    through Fig. 11's paths (a) and (b) (``hr_*`` settings) and is answered from the union."""
+    return _self_ask(question, ctx, "self_ask_hr", _hierarchical_followup)
+
+
+def _self_ask(question: str, ctx: QueryContext, method: str,
+              retrieve: Callable[[str, Any, QueryContext], _Found]) -> Answer:  # fmt: skip
+    settings, embedder, llm = ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     followups: list[tuple[str, str]] = []
     trace: list[TraceRound] = []
@@ -120,19 +169,14 @@ def answer_self_ask(question: str, ctx: QueryContext) -> Answer:
         if follow is None:
             break
         qvec = embedder.embed([follow])[0]
-        found = chunks_by_vector(store, qvec, k=SELF_ASK_CHUNKS, threshold=settings.baselines.naive_threshold)
+        found, candidates, found_focus = retrieve(follow, qvec, ctx)
         out = final_answer(llm, follow, found)
         followups.append((follow, out.answer))
         for c in found:
             if c.id not in chunks:
-                chunks[c.id], focus[c.id] = c, follow
-        trace.append(
-            TraceRound(
-                round=t, proposals=[follow], thinking=out.rationale, note=f"intermediate answer: {out.answer}",
-                candidates=[Candidate(question_id="", text=c.text[:200], chunk_id=c.id, score=c.score, query=follow)
-                            for c in found],
-            )
-        )  # fmt: skip
+                chunks[c.id], focus[c.id] = c, found_focus.get(c.id, follow)
+        trace.append(TraceRound(round=t, proposals=[follow], thinking=out.rationale,
+                                note=f"intermediate answer: {out.answer}", candidates=candidates))  # fmt: skip
     if final is None:
         reply = llm.complete(prompts.self_ask_messages(question, followups, final=True))
         final = parse_self_ask(reply)[1] or _INTERMEDIATE.split(reply, maxsplit=1)[0]
@@ -140,4 +184,4 @@ def answer_self_ask(question: str, ctx: QueryContext) -> Answer:
     rationale = "\n".join(f"Follow up: {q}\nIntermediate answer: {a}" for q, a in followups)
     used = list(chunks.values())
     out = QAOutput(answer=final, rationale=rationale)
-    return _answer(question, "self_ask", out, used, embedder, meter, trace, [focus[c.id] for c in used])
+    return _answer(question, method, out, used, embedder, meter, trace, [focus[c.id] for c in used])

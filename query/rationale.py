@@ -103,7 +103,7 @@ def _used_rows(answer: Answer) -> list[dict[str, Any]]:
             round_no = 0
         else:
             ran = answer.route.partition(":")[2] if answer.route else answer.method  # 'auto': the routed method
-            round_no = joined.get(cid, retrieved.get(cid, 0)) if ran in ("pike", "self_ask") else 0
+            round_no = joined.get(cid, retrieved.get(cid, 0)) if ran in ("pike", "self_ask", "self_ask_hr") else 0
         rows.append({"chunk_id": cid, "round": round_no, "score": round(scores.get(cid, 0.0), 6), "rank": len(rows)})
     return rows
 

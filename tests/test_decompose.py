@@ -392,6 +392,56 @@ def test_self_ask_with_retrieval(kb, corpus):
     assert answer.answer == "G. Stanley Hall" and seen[-1][1].endswith("So the final answer is:")
 
 
+def test_self_ask_hr_follow_ups_use_hierarchical_retrieval(kb, corpus):
+    """Self-Ask w/ H-R (PIKE-RAG §6.1): each follow-up retrieves through Fig. 11's paths (a) and (b), as
+    'naive_hr' does with the question; the intermediate answer reads the union, which is also cited."""
+    from kbgraph.query.ask import answer_question
+
+    store, settings, embedder = kb
+    s = settings.updated({"hr_threshold": 0.3, "hr_question_threshold": 0.3, "hr_k": 2})
+    replies = iter([f"Yes.\nFollow up: {HOP1}", f"Yes.\nFollow up: {HOP2}", "No.\nSo the final answer is: G. Stanley Hall"])
+    contexts = []
+
+    def respond(messages):
+        kind = _kind(messages)
+        if kind == "self_ask":
+            return next(replies)
+        contexts.append(user_message(messages))
+        return json.dumps({"answer": "American Psychological Association", "rationale": "from the context"})
+
+    ctx = QueryContext(store, s, embedder, ScriptedLLM(respond))
+    answer = answer_question(corpus["question"]["question"], ctx, method="self_ask_hr")
+    assert answer.method == "self_ask_hr" and answer.answer == "G. Stanley Hall"
+    assert [r.proposals for r in answer.trace] == [[HOP1], [HOP2]]
+    b = s.baselines
+    cited = []
+    for rnd, context in zip(answer.trace, contexts, strict=True):
+        follow = rnd.proposals[0]
+        vec = embedder.embed([follow])[0].tolist()
+        path_a = [h.id for h in store.vector_search("Chunk", vec, k=b.hr_k) if h.score >= b.hr_threshold]
+        path_b = expected_candidates(store, embedder, follow, k=b.hr_question_k, threshold=b.hr_question_threshold)
+        assert path_b, "the follow-up must reach atomic questions for this test to show path (b)"
+        got = [(c.question_id, c.chunk_id) for c in rnd.candidates]
+        assert got == [("", c) for c in path_a] + [(q, c) for q, c, _ in path_b]  # path (a), then path (b)
+        union = list(dict.fromkeys(path_a + [c for _, c, _ in path_b]))
+        texts = {c.id: c.text for c in store_chunks(store, union)}
+        assert all(texts[c][:80] in context for c in union)  # the intermediate answer reads the union
+        cited += union
+    assert [c.chunk_id for c in answer.citations] == list(dict.fromkeys(cited))
+    assert_citations_in_graph(answer, store)
+    # with the flat retriever (self_ask), the follow-ups reach no atomic question
+    replies = iter([f"Yes.\nFollow up: {HOP1}", "No.\nSo the final answer is: G. Stanley Hall"])
+    flat = answer_question(corpus["question"]["question"], ctx, method="self_ask")
+    assert all(c.question_id == "" for r in flat.trace for c in r.candidates)
+
+
+def store_chunks(store, ids):
+    from kbgraph.query.graph import chunk_details, scored_chunk
+
+    details = chunk_details(store, ids)
+    return [scored_chunk(details[i], 0.0) for i in ids]
+
+
 def test_ask_dispatches_to_every_method(kb, corpus):
     from kbgraph.query.ask import answer_question
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbgraph.errors import ConfigError, StoreError
-from kbgraph.query.bm25 import BM25Index
 from kbgraph.eval.dataset import Dataset, EvalQuestion, load_dataset, select_questions
 from kbgraph.eval.report import write_plots, write_report
 from kbgraph.eval.runfolder import (
@@ -55,7 +54,7 @@ from kbgraph.eval import metrics as M
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.ask import answer_question, clean_question
 from kbgraph.query.context import QueryContext
-from kbgraph.query.methods import ALL_METHODS, METHODS
+from kbgraph.query.methods import ALL_METHODS, METHODS, RetrievalRow, get_method
 from kbgraph.text import utc_now
 
 if TYPE_CHECKING:
@@ -83,7 +82,7 @@ class MethodRunner:
                  judge_model: str | None):  # fmt: skip
         self.kb, self.llm, self.depth, self.ks = kb, llm, depth, list(ks)
         self.judge, self.judge_model = judge, judge_model
-        self._bm25: BM25Index | None = None
+        self._prepared: set[str] = set()
         self._ctx: QueryContext | None = None
 
     @property
@@ -93,16 +92,18 @@ class MethodRunner:
             self._ctx = QueryContext(self.kb.store, self.kb.settings, self.kb.embedder, self.llm)
         return self._ctx
 
-    def bm25(self) -> BM25Index:
-        """The knowledge base's BM25 index, opened (or built) once per run."""
-        if self._bm25 is None:
-            self._bm25 = BM25Index.open(self.kb.store, self.kb.settings)
-        return self._bm25
+    def prepare(self, method: str) -> str | None:
+        """Once per run, what the method ``method`` keeps between questions (its row's ``prepare``, e.g. 'bm25''s
+        index), built or loaded before the clock of any question starts; the line saying what was done, or None."""
+        row = METHODS[method]
+        if method in self._prepared or not isinstance(row, RetrievalRow) or row.prepare is None:
+            return None
+        self._prepared.add(method)
+        return row.prepare(self.ctx)
 
     def retrieve(self, method: str, question: str) -> list:
         """The top ``depth`` chunks of the retrieval method ``method`` for ``question``."""
-        options = {"index": self.bm25()} if method == "bm25" else {}
-        return METHODS[method].run(clean_question(question), self.ctx, k=self.depth, **options)
+        return get_method(method, "retrieval").run(clean_question(question), self.ctx, k=self.depth)
 
     def run(self, method: str, q: EvalQuestion) -> QuestionRecord:
         """``method`` on ``q``: the record with retrieved chunks and passages, metrics, tokens and latency."""
@@ -194,9 +195,10 @@ def _run_pending(runner: MethodRunner, results: Results, questions: Sequence[Eva
     reused = sum(1 for q in questions for m in active if results.done(q.id, m))
     todo = [(q, m) for q in questions for m in active if not results.done(q.id, m)]
     say(f"{len(questions)} questions x {len(active)} methods: {len(todo)} to run, {reused} already done")
-    if any(m == "bm25" for _q, m in todo):
-        index = runner.bm25()  # built (or loaded) before the clock of any question starts
-        say(f"BM25 index of {len(index):,} chunks {'built' if index.built else 'loaded'} ({index.folder})")
+    for method in dict.fromkeys(m for _q, m in todo):
+        done = runner.prepare(method)  # e.g. the BM25 index, before the clock of any question starts
+        if done:
+            say(done)
     new = 0
     with _progress(progress, len(todo)) as advance:
         for q, m in todo:

@@ -23,13 +23,13 @@ from pydantic import BaseModel, Field
 from kbgraph.eval.runfolder import QuestionRecord
 from kbgraph.eval import metrics as M
 from kbgraph.query.methods import METHODS
+from kbgraph.query.methods import NO_RETRIEVAL as NO_RETRIEVAL  # re-exported (kbgraph.eval.report)
 
 if TYPE_CHECKING:
     from kbgraph.eval.target import EvalTarget
 
 BASELINES = ("dense", "bm25")
-#: Methods that retrieve nothing (no retrieval metrics): zero-shot CoT.
-NO_RETRIEVAL = ("cot",)
+# NO_RETRIEVAL: the methods that retrieve nothing (no retrieval metrics; rows with retrieves=False: 'cot').
 DEFAULT_KS = (1, 2, 5, 10)
 ANSWER_METRICS = ("em", "f1", "precision", "recall", "accuracy")
 #: The method whose records give each question its class (kbgraph.query.classify): the per-class figures.
