@@ -118,7 +118,7 @@ class KnowledgeBase:
 
         method: a name of ``kbgraph.query.methods.METHODS``: 'auto' (default with an LLM: classifies the question,
         PIKE-RAG §3.2, and answers factual ones with 'l1', others with 'pike', §4.2; the Answer's
-        ``question_class`` and ``route`` say which), 'pike', 'l1', 'naive', 'naive_hr', 'cot', 'self_ask', or
+        ``question_class`` and ``route`` say which), 'pike', 'l1', 'naive', 'naive_hr', 'cot', 'self_ask', 'self_ask_hr', or
         retrieval only: 'propagation' (default without an LLM), 'hierarchical', 'dense',
         'bm25'. ``k``: chunks cited by retrieval-only answers.
         ``explain``: each chunk's score broken down by layer and node. ``save``: write the rationale into the

@@ -3,7 +3,7 @@ registry (kbgraph.query.methods) on the same knowledge base with the same embedd
 method), then the summary and the report.
 
 Methods: answer methods need an LLM ('auto', classification and level routing, PIKE-RAG §3.2 and §4.2; 'pike',
-Algorithm 1; 'l1'; 'naive', 'naive_hr', 'cot', 'self_ask'; 'migres', paper 002 §3); without one they are
+Algorithm 1; 'l1'; 'naive', 'naive_hr', 'cot', 'self_ask', 'self_ask_hr'; 'migres', paper 002 §3); without one they are
 skipped and the reason recorded (``summary.json`` ``skipped``). 'auto''s records carry the question's class and
 route, and the summary groups every method's figures by that class (``by_class``; kbgraph.eval.summary).
 Retrieval methods ('dense', 'bm25', 'hierarchical' = Fig. 11 paths a+b, 'propagation' = layer seeds + score
