@@ -24,6 +24,11 @@ class StoreUnavailable(StoreError):
     """The store could not be connected to (unreachable, wrong password, server will not start)."""
 
 
+class StoreTransient(StoreError):
+    """A statement failed for a passing reason the database says may succeed when the unit of work is run again
+    (Neo4j's ``Neo.TransientError.*``: a deadlock between concurrent writers, a lock wait timeout)."""
+
+
 class SchemaMismatch(StoreError):
     """The graph's schema conflicts with the configuration (e.g. vector index dimension)."""
 

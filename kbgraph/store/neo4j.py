@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from kbgraph.errors import ConfigError, StoreError, StoreUnavailable
+from kbgraph.errors import ConfigError, StoreError, StoreTransient, StoreUnavailable
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row, map_vectors
 
@@ -196,6 +196,9 @@ class Neo4jStore(GraphStore):
             return [record.data() for record in result]
         except nx.ServiceUnavailable as exc:
             raise StoreUnavailable(f"lost the connection to Neo4j at {self.location}") from exc
+        except nx.TransientError as exc:  # e.g. DeadlockDetected: the caller may run its unit of work again
+            first = query.strip().splitlines()[0][:120]
+            raise StoreTransient(f"Neo4j: {exc.code}: {exc.message} [{first}]") from exc
         except nx.Neo4jError as exc:
             first = query.strip().splitlines()[0][:120]
             raise StoreError(f"Neo4j rejected a statement: {exc.message} [{first}]") from exc
@@ -217,8 +220,12 @@ class Neo4jStore(GraphStore):
             raise
 
     def _commit(self, handle: _Unit) -> None:
+        from neo4j import exceptions as nx
+
         try:
             handle.tx.commit()
+        except nx.TransientError as exc:
+            raise StoreTransient(f"Neo4j: {exc.code}: {exc.message} [commit]") from exc
         finally:
             self._release(handle.session)
 
