@@ -7,14 +7,29 @@ else uses. The store decides how a failed unit is undone: Neo4j rolls its transa
 each batch is atomic, runs the compensation. A crash that leaves a document 'writing' is repaired by the next
 run, which does not count an incomplete document as unchanged and writes it anew. Every statement is a
 batched UNWIND from ``cypher/ingest/``. PIKE-RAG §5.1.2, Fig. 3.
+
+Concurrent writers (setting ``ingest_writers = "claims"``, kbgraph.ingest.claims) share the ``Entity`` nodes: the
+unique constraint on ``Entity.id`` makes two MERGEs of one entity create it once, the rows that lock entities
+(entities, triples, mentions) are sent sorted by entity id so that two units lock them in the same order, and a
+unit the database aborts for a passing reason (``StoreTransient``: Neo4j's DeadlockDetected) is rolled back and
+run again, up to ``TRANSIENT_ATTEMPTS`` times, before its documents count as failed.
 """
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 from collections.abc import Iterable, Sequence
 
+from kbgraph.errors import StoreTransient
 from kbgraph.models import DocumentGraph
 from kbgraph.store import GraphStore
+
+log = logging.getLogger("kbgraph.ingest")
+
+#: Times a unit of work aborted by a transient error (a deadlock) is run in all before it fails.
+TRANSIENT_ATTEMPTS = 6
 
 
 def write_documents(
@@ -30,7 +45,8 @@ def write_documents(
     for g in graphs:
         ordered = sorted(g.chunks, key=lambda c: c.order)
         next_rows += [{"from_id": a.id, "to_id": b.id} for a, b in zip(ordered, ordered[1:], strict=False)]
-    entities = {e.id: e for g in graphs for e in g.entities}
+    # sorted by id: one lock order for concurrent writers (module doc)
+    entities = dict(sorted({e.id: e for g in graphs for e in g.entities}.items()))
     rows = {
         "ingest/upsert_document": [g.document.model_dump() for g in graphs],
         "ingest/upsert_sections": [s.model_dump() for g in graphs for s in sorted(g.sections, key=lambda s: s.order)],
@@ -38,8 +54,10 @@ def write_documents(
         "ingest/link_next": next_rows,
         "ingest/upsert_questions": [q.model_dump() for g in graphs for q in g.questions],
         "ingest/upsert_entities": [e.model_dump() for e in entities.values()],
-        "ingest/upsert_triples": [t.model_dump() for g in graphs for t in g.triples],
-        "ingest/link_mentions": [m.model_dump() for g in graphs for m in g.mentions],
+        "ingest/upsert_triples": sorted((t.model_dump() for g in graphs for t in g.triples),
+                                        key=lambda r: (r["subject_id"], r["object_id"], r["id"])),
+        "ingest/link_mentions": sorted((m.model_dump() for g in graphs for m in g.mentions),
+                                       key=lambda r: (r["entity_id"], r["chunk_id"])),
     }
     for batch in rows.values():  # validate every vector before the first write (float32 arrays from here on)
         for row in batch:
@@ -51,13 +69,23 @@ def write_documents(
         for doc_id in doc_ids:
             store.delete_document(doc_id, entity_ids=list(entities))
 
-    with store.transaction(on_rollback=[undo_all]) as tx:
-        for doc_id in doc_ids:
-            if doc_id in replace_ids:
-                store.delete_document(doc_id, tx)
-        for name, batch in rows.items():
-            tx.write_batches(name, batch)
-        tx.run("ingest/mark_documents_complete", {"ids": doc_ids})
+    for attempt in range(1, TRANSIENT_ATTEMPTS + 1):
+        try:
+            with store.transaction(on_rollback=[undo_all]) as tx:
+                for doc_id in doc_ids:
+                    if doc_id in replace_ids:
+                        store.delete_document(doc_id, tx)
+                for name, batch in rows.items():
+                    tx.write_batches(name, batch)
+                tx.run("ingest/mark_documents_complete", {"ids": doc_ids})
+            break
+        except StoreTransient as exc:  # rolled back: nothing of the unit is left, run it again
+            if attempt == TRANSIENT_ATTEMPTS:
+                raise
+            pause = random.uniform(0.05, 0.2) * 2**attempt
+            log.warning("writing %d documents: %s; running the unit again in %.1f s (attempt %d of %d)",
+                        len(doc_ids), exc, pause, attempt + 1, TRANSIENT_ATTEMPTS)  # fmt: skip
+            time.sleep(pause)
     counts = {name.split("/")[1]: len(batch) for name, batch in rows.items()}
     counts["statements"] = tx.statements
     return counts
