@@ -136,6 +136,13 @@ class IngestSettings(SettingsGroup):
         "renews it every third of that while it lives, and a run on another machine takes it over only once it "
         "expired (the embedded FalkorDB store keeps the file lock in the knowledge base's folder).",
     )
+    ingest_writers: Literal["lease", "claims"] = Field(
+        "lease", description="Neo4j: how runs on several machines share the database. lease = one run at a time "
+        "(the ingest lease; the others exit 75 or --wait); claims = runs write at once, each taking the files no "
+        "live run has claimed (a claim per file in the database, renewed like the lease, taken over lease_ttl s "
+        "after its run died) and reporting the others skipped; a run with --prune still takes the lease and "
+        "runs alone. The embedded FalkorDB store always runs one writer (its file lock).",
+    )
     # --- the engine (kbgraph.ingest.ray_engine) --------------------------------
     ingest_engine: Literal["local", "ray"] = Field(
         "local", description="Where parse, chunk, distill and embed run: local = this process (spaCy's worker "
