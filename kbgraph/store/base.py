@@ -42,7 +42,7 @@ def schema_statements() -> list[str]:
     """Names of the schema statements, in creation order."""
     names = [f"schema/id_{snake(label)}" for label in NODE_LABELS]
     names += [f"schema/document_id_{snake(label)}" for label in DOCUMENT_SCOPED_LABELS]
-    names += ["schema/title_document", "schema/ingest_lease_kb"]
+    names += ["schema/title_document", "schema/ingest_lease_kb", "schema/ingest_claim_key"]
     names += [f"schema/vector_{snake(label)}" for label in VECTOR_LABELS]
     names += [f"schema/fulltext_{snake(label)}_{prop}" for label, prop in FULLTEXT_INDEXES]
     return names
