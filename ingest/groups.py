@@ -83,7 +83,8 @@ class GroupRunner:
     """Runs the groups of one ingestion run (``run``) into ``store``, accounting in ``report`` and ``bar``.
     Shared with the ``Ingestor``: ``titles`` ({document id: title} of the passage corpora read; read only),
     ``existing`` (ids of changed documents already in the graph: replaced when written), ``written`` ({source
-    file: {added, updated, chunks, warnings}}, filled here), ``lock`` (``check()`` before each write) and
+    file: {added, updated, chunks, warnings}}, filled here), ``lock`` (``check()`` before each write; with
+    per-file claims, ``release(keys)`` once a file's document is written) and
     ``embedder`` (a callable returning the embedder, loaded on first use)."""
 
     def __init__(self, store: GraphStore, settings: Settings, report: IngestReport, bar: Progress, *, llm: Any,
@@ -265,6 +266,9 @@ class GroupRunner:
         report.added += len(graphs) - len(replace)
         report.documents += len(graphs)
         report.chunks += chunks
+        release = getattr(self.lock, "release", None)  # per-file claims (kbgraph.ingest.claims): written, given back
+        if release is not None:  # (a passage corpus's claim is kept until the run ends: its other passages)
+            release([g.document.uri for g in graphs if "#" not in g.document.uri])
         warnings = {d.uri: getattr(d, "warnings", []) for d in built.docs}
         for g in graphs:  # per source file, for report.files
             w = self.written.setdefault(file_of(g.document.uri), {"added": 0, "updated": 0, "chunks": 0})

@@ -12,6 +12,9 @@ expires_at})``, unique on ``kb`` (``schema/ingest_lease_kb``):
 * **renewed** by a daemon thread every ``lease_ttl / 3`` seconds while the run lives (``admin/lease_renew``, on a
   connection of its own: ``GraphStore.run_apart``); expiry is counted by the database's clock
   (``timestamp()``), so the hosts' clocks need not agree;
+* **exclusive** of the runs that write at once by per-file claims (setting ``ingest_writers = "claims"``,
+  ``kbgraph.ingest.claims``): once taken, the run waits until no live claim of another run is left
+  (``wait_for_claims``); a claiming run refuses its next file while the lease is held;
 * **released** at the end by its owner only (``admin/lease_release`` deletes it);
 * **taken over** by another machine only after it expired. On the holder's own machine (same hostname, kernel
   boot and PID namespace) a holder whose process is gone (``kill -9``, crash; a reused pid is told apart by the
@@ -141,6 +144,11 @@ class LeaseLock:
                 row = self._try()
         self._thread = threading.Thread(target=self._renew_loop, name="kbgraph-ingest-lease", daemon=True)
         self._thread.start()
+        try:
+            wait_for_claims(self.store, self.name, self.owner, self.timeout)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -200,3 +208,28 @@ class LeaseLock:
                 f"lost the ingest lease of knowledge base {self.name!r} ({reason}); this run stopped before its "
                 "next write: run `kbgraph ingest` again"
             )
+
+
+def wait_for_claims(store: Any, name: str, owner: str, timeout: float) -> None:
+    """Called by an exclusive run that has just taken the ingest lease: wait until no live run of another owner
+    holds a claim on ``store`` (claims of gone processes of this machine do not count), up to ``timeout`` s
+    (then LockTimeout). Claiming runs stop at their next file once the lease is taken, so this is at most the
+    groups they were writing."""
+    params = {"kb": store.lease_key(), "owner": owner, "limit": 100}
+    deadline = time.monotonic() + timeout
+    warned = False
+    while True:
+        rows = [r for r in store.run_apart("admin/claims_live", params) if not holder_gone(r)]
+        if not rows:
+            return
+        if not warned:
+            log.warning("waiting up to %.0f s for other runs to finish the files they claimed (%s)",
+                        timeout, describe(rows[0]))  # fmt: skip
+            warned = True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LockTimeout(
+                f"waited {timeout:.0f} s for other runs writing knowledge base {name!r} to finish their files "
+                f"(still {describe(rows[0])}); retry later or raise KBGRAPH_LOCK_TIMEOUT"
+            )
+        time.sleep(min(POLL_SECONDS, left))

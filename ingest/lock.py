@@ -1,7 +1,8 @@
 """The lock that keeps two ingestion runs of one knowledge base apart (kbgraph.ingest.pipeline).
 
 ``open_run_lock`` picks it by the store: Neo4j, a database several machines may write to, holds an ingest
-lease in the database (``kbgraph.ingest.lease``); the embedded FalkorDB store, whose data lives in the knowledge
+lease in the database (``kbgraph.ingest.lease``), or, with ``ingest_writers = "claims"``, per-file claims that let
+several runs write at once (``kbgraph.ingest.claims``); the embedded FalkorDB store, whose data lives in the knowledge
 base's folder, the file lock of this module (``RunLock``). Both say the same when held: exit 75 naming the
 holder, or ``--wait``.
 
@@ -25,6 +26,7 @@ from kbgraph.errors import LockTimeout
 from kbgraph.text import utc_now
 
 if TYPE_CHECKING:
+    from kbgraph.ingest.claims import ClaimLock
     from kbgraph.ingest.lease import LeaseLock
     from kbgraph.settings import Settings
     from kbgraph.store import GraphStore
@@ -32,13 +34,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("kbgraph.ingest")
 
 
-def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool) -> RunLock | LeaseLock:
-    """The ingestion lock of ``store`` (not yet held: use it as ``with``): a ``LeaseLock`` (lease TTL
-    ``settings.ingest.lease_ttl`` s) when the store has a lease key (Neo4j), else the ``RunLock`` of
-    ``settings.kb_dir``. Either waits up to ``settings.ingest.lock_timeout`` s with ``wait``; ``check()`` before a
-    write raises once the lock is lost (a lease only)."""
+def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool,
+                  prune: bool = False) -> RunLock | LeaseLock | ClaimLock:  # fmt: skip
+    """The ingestion lock of ``store`` (not yet held: use it as ``with``): when the store has a lease key (Neo4j),
+    a ``ClaimLock`` (per-file claims, several runs at once) with ``settings.ingest.ingest_writers`` "claims" and no
+    ``prune``, else a ``LeaseLock`` (the whole knowledge base, one run at a time); both with TTL
+    ``settings.ingest.lease_ttl`` s. Without a lease key, the ``RunLock`` of ``settings.kb_dir``. Each waits up to
+    ``settings.ingest.lock_timeout`` s with ``wait``; ``check()`` before a write raises once the lock is lost (a
+    lease or claims only)."""
     if store.lease_key() is None:
         return RunLock(settings.kb_dir, settings.name, wait=wait, timeout=settings.ingest.lock_timeout)
+    if settings.ingest.ingest_writers == "claims" and not prune:
+        from kbgraph.ingest.claims import ClaimLock
+
+        return ClaimLock(store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout,
+                         ttl=settings.ingest.lease_ttl)  # fmt: skip
     from kbgraph.ingest.lease import LeaseLock
 
     return LeaseLock(store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout, ttl=settings.ingest.lease_ttl)

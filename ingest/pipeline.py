@@ -75,6 +75,8 @@ class Ingestor:
         self._titles: dict[str, str] = {}  # {document_id: title} of every passage corpus read in this run
         self._written: dict[str, dict] = {}  # {source file: {added, updated, chunks, warnings}} (report.files)
         self._lock: Any = None  # the run's lock while it runs (kbgraph.ingest.lock): check() before each write
+        self._claims: Any = None  # the lock when it is per-file claims (kbgraph.ingest.claims.ClaimLock)
+        self._skipped: list[FileOutcome] = []  # files skipped by the run (found by discover, or claimed by another)
 
     @property
     def embedder(self):
@@ -105,7 +107,7 @@ class Ingestor:
             from kbgraph.ingest.ray_engine import import_ray
 
             import_ray()  # so does a missing Ray (ConfigError naming the extra)
-        with open_run_lock(self.store, self.settings, wait=wait) as self._lock:
+        with open_run_lock(self.store, self.settings, wait=wait, prune=prune) as self._lock:
             return self._run(paths, prune, exclude, within)
 
     def _run(self, paths: Sequence[str | Path], prune: bool, exclude: Sequence[str] = (),
@@ -116,8 +118,13 @@ class Ingestor:
             "ingest/start_run",
             {"id": report.run_id, "started_at": report.started_at, "paths": [str(p) for p in paths]},
         )
+        from kbgraph.ingest.claims import ClaimLock
+
+        if isinstance(self._lock, ClaimLock):
+            self._claims = self._lock
+            self._claims.attach_run(report.run_id)
         self._repair(report)
-        skipped: list[FileOutcome] = []
+        skipped = self._skipped = []
         files = discover(paths, report.errors, skipped, exclude=exclude, ocr=self._ocr(), within=within)
         seen_uris: set[str] = set()
         try:
@@ -163,7 +170,8 @@ class Ingestor:
     # --- grouping: parse and skip unchanged ----------------------------------------------------
     def _repair(self, report: IngestReport) -> None:
         """Runs a killed run left 'running' become 'interrupted', their end unknown (this run holds the lock,
-        so no other run is alive). Its documents left 'writing' are not served and are rewritten when read."""
+        so no other run is alive; with per-file claims, the runs alive keep their ``expires_at`` renewed and are
+        left alone). Its documents left 'writing' are not served and are rewritten when read."""
         for row in self.store.run("ingest/interrupt_stale_runs", {"id": report.run_id, "noticed_at": report.started_at}):
             log.warning("ingestion run %s (started %s) never finished: marked interrupted", row["id"], row["started_at"])
 
@@ -199,12 +207,28 @@ class Ingestor:
     def _read(self, path: Path, report: IngestReport, seen: set[str], bar, *, parse_files: bool = True) -> list | None:
         """The new or changed documents of ``path`` ([] when it is unchanged, hashed but not parsed, or failed
         to parse: reported). ``parse_files=False`` (the ray engine): a file that is not a passage corpus and
-        not unchanged is not parsed here; None says so (its workers parse it)."""
+        not unchanged is not parsed here; None says so (its workers parse it). With per-file claims (setting
+        ingest_writers=claims) the file is claimed first: one a live other run claimed is reported skipped ("claimed
+        by <host> (pid N)"), and a claim is given back at once when nothing of the file is to be written."""
+        key = path.resolve().as_uri()
+        if self._claims is not None:
+            holder = self._claims.take(key)
+            if holder is not None:  # a live other run writes it
+                self._skipped.append(FileOutcome(path=str(path), outcome="skipped", reason=f"claimed by {holder}"))
+                bar.file_read(key, fresh=0)
+                return []
+            self._check.prefetch([path])  # its state now, not at the start: another run may have written it
+        got = self._read_claimed(path, key, report, seen, bar, parse_files=parse_files)
+        if not got and got is not None and self._claims is not None:
+            self._claims.release([key])  # unchanged or failed: nothing of it to write
+        return got
+
+    def _read_claimed(self, path: Path, key: str, report: IngestReport, seen: set[str], bar, *,
+                      parse_files: bool) -> list | None:  # fmt: skip
         from kbgraph.ingest.compute import parse_source
         from kbgraph.ingest.unchanged import is_corpus
         from kbgraph.models import stable_id
 
-        key = path.resolve().as_uri()
         t0 = time.perf_counter()
         try:
             with bar.stage("parse", path.name, quiet=True):

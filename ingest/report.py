@@ -32,7 +32,8 @@ class FileError(BaseModel):
 class FileOutcome(BaseModel):
     """What became of one file found: ``ingested`` (new documents written), ``updated`` (changed documents
     rewritten), ``unchanged`` (same sha256, nothing written), ``failed`` (``reason``: why), ``skipped`` (not a
-    kind of file kbgraph reads; ``reason``: why and the fix). ``documents``/``chunks``: written in this run
+    kind of file kbgraph reads; ``reason``: why and the fix; or "claimed by <host> (pid N)": another run writing
+    the same knowledge base at once writes it, ``kbgraph.ingest.claims``). ``documents``/``chunks``: written in this run
     (ingested/updated). ``warnings``: elements skipped inside the file (a table, an attachment), as parsed in
     this run."""
 
@@ -91,6 +92,8 @@ def file_outcomes(
     out: dict[str, FileOutcome] = {o.path: o for o in skipped}
     for f in files:
         key = str(f)
+        if key in out:  # skipped after it was found (claimed by another run: kbgraph.ingest.claims)
+            continue
         w = written.get(key)
         docs = (w["added"] + w["updated"]) if w else None
         counts = {"documents": docs, "chunks": w["chunks"], "warnings": w["warnings"]} if w else {}
