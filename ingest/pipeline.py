@@ -14,7 +14,8 @@ complete document is skipped with no write (``kbgraph.ingest.unchanged``); a cha
 replaced; with ``prune`` documents whose source vanished are deleted. One lock per knowledge base keeps two
 runs from interleaving (``kbgraph.ingest.lock``): a lease in the database for Neo4j, so runs on other machines
 are kept out too (``kbgraph.ingest.lease``; a run that loses it stops before its next write), a file lock for
-the embedded FalkorDB store. Every run is recorded as an ``(:IngestionRun)`` node; a run
+the embedded FalkorDB store; with ``ingest_writers = "claims"`` several Neo4j runs write at once, sharing the
+files by per-file claims (``kbgraph.ingest.claims``). Every run is recorded as an ``(:IngestionRun)`` node; a run
 that finds another still 'running' (killed) marks it 'interrupted'. Progress: ``kbgraph.ingest.progress``
 (a line per stage per group, and at least every 30 s, when stdout or stderr is not a terminal).
 
