@@ -250,7 +250,7 @@ def _child(job: dict) -> None:
 
 
 # --- table ---------------------------------------------------------------------------------------------
-_LINEAR = ("ingest_s", "server_rss_mb", "disk_mb", "cache_mb", "driver_rss_mb")
+_LINEAR = ("ingest_s", "server_rss_mb", "disk_mb", "cache_mb")  # the driver's RSS is not per passage
 
 
 def _extrapolate(a: dict, b: dict, n: int) -> dict:
