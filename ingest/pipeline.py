@@ -38,13 +38,22 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import IngestError
-from kbgraph.ingest.groups import GroupRunner
-from kbgraph.ingest.progress import open_progress
+from kbgraph.ingest.groups import Built, distilled_line, GroupRunner
+from kbgraph.ingest.progress import open_progress, Stage
 from kbgraph.ingest.report import FileError, FileOutcome, IngestReport, file_outcomes
-from kbgraph.ingest.sources import discover, uri_to_path
+from kbgraph.ingest.sources import discover, Exclusions, uri_to_path
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.text import utc_now
+from kbgraph.embed import get_embedder
+from kbgraph.ingest.autotag import pending_chunks, tag_chunks
+from kbgraph.ingest.claims import ClaimLock
+from kbgraph.ingest.compute import parse_source
+from kbgraph.ingest.lock import open_run_lock
+from kbgraph.ingest.ocr import OcrOptions
+from kbgraph.ingest.ray_engine import check_address, import_ray, RayCompute
+from kbgraph.ingest.unchanged import is_corpus, SourceCheck
+from kbgraph.models import stable_id
 
 # unstructured (imported lazily by the parsers) sends usage analytics unless this is set; kbgraph runs offline
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -82,8 +91,6 @@ class Ingestor:
     @property
     def embedder(self):
         if self._embedder is None:
-            from kbgraph.embed import get_embedder
-
             self._embedder = get_embedder(self.settings)
         elif callable(self._embedder) and not hasattr(self._embedder, "embed"):
             self._embedder = self._embedder()
@@ -100,14 +107,10 @@ class Ingestor:
         holds the knowledge base's lock: at once without ``wait``; with ``wait`` after logging "waiting up to N s
         for the lock held by <pid, host, since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock). Raises
         LeaseLost (a LockTimeout) before a write once a Neo4j run's lease is lost (kbgraph.ingest.lease)."""
-        from kbgraph.ingest.lock import open_run_lock
-        from kbgraph.ingest.sources import Exclusions
-
         Exclusions(exclude)  # a bad pattern fails before the run
         if self.settings.ingest.ingest_engine == "ray":
-            from kbgraph.ingest.ray_engine import import_ray
-
-            import_ray()  # so does a missing Ray (ConfigError naming the extra)
+            import_ray()  # so do a missing Ray (ConfigError naming the extra) and a cluster that does not answer
+            check_address(self.settings.ingest.ray_address)
         with open_run_lock(self.store, self.settings, wait=wait, prune=prune) as self._lock:
             return self._run(paths, prune, exclude, within)
 
@@ -119,7 +122,6 @@ class Ingestor:
             "ingest/start_run",
             {"id": report.run_id, "started_at": report.started_at, "paths": [str(p) for p in paths]},
         )
-        from kbgraph.ingest.claims import ClaimLock
 
         if isinstance(self._lock, ClaimLock):
             self._claims = self._lock
@@ -200,8 +202,6 @@ class Ingestor:
             yield self._close_group(pending, chars, bar)
 
     def _start_check(self, files: list[Path]) -> None:
-        from kbgraph.ingest.unchanged import SourceCheck
-
         self._check = SourceCheck(self.store, self.settings.ingest.max_file_bytes)
         self._check.prefetch(files)
 
@@ -226,10 +226,6 @@ class Ingestor:
 
     def _read_claimed(self, path: Path, key: str, report: IngestReport, seen: set[str], bar, *,
                       parse_files: bool) -> list | None:  # fmt: skip
-        from kbgraph.ingest.compute import parse_source
-        from kbgraph.ingest.unchanged import is_corpus
-        from kbgraph.models import stable_id
-
         t0 = time.perf_counter()
         try:
             with bar.stage("parse", path.name, quiet=True):
@@ -274,8 +270,6 @@ class Ingestor:
         skipped; passage corpora read and their unchanged passages dropped); the files and passages left are
         parsed, chunked, distilled and embedded on Ray, and each group that comes back is written here, in
         order, by ``runner`` (the same write path, unit of work and retries as the local engine)."""
-        from kbgraph.ingest.ray_engine import RayCompute
-
         self._start_check(files)
         remote: list[Path] = []
         passages: list = []
@@ -301,9 +295,6 @@ class Ingestor:
 
     def _ray_group(self, batch, report: IngestReport, seen: set[str], bar, runner: GroupRunner) -> None:
         """Account for one group computed on Ray (its files read, its documents failed) and write the rest."""
-        from kbgraph.ingest.groups import Built, distilled_line
-        from kbgraph.ingest.progress import Stage
-
         for stage in ("parse", "chunk", "distill", "embed"):
             report.seconds[stage] += batch.seconds.get(stage, 0.0)
         for w in batch.works:
@@ -340,8 +331,6 @@ class Ingestor:
 
     def _ocr(self):
         """The run's OCR options (settings ``ocr``, ``ocr_languages``, ``ocr_dpi``; kbgraph.ingest.ocr)."""
-        from kbgraph.ingest.ocr import OcrOptions
-
         return OcrOptions.from_settings(self.settings)
 
     def _close_group(self, docs: list, chars: int, bar) -> list:
@@ -358,8 +347,6 @@ class Ingestor:
                 self._check.record(uri, passages, utc_now())
 
     def _changed(self, docs: list, report: IngestReport) -> list:
-        from kbgraph.models import stable_id
-
         ids = {stable_id("doc", d.uri): d for d in docs}
         state = {}
         keys = list(ids)
@@ -382,8 +369,6 @@ class Ingestor:
         """Stage ``tag``, once after every group is written: the LLM tags the chunks not tagged yet (new and
         rewritten chunks, and those whose request failed before; ``kbgraph.ingest.autotag``). A chunk whose
         request fails is in ``report.tagging.errors`` and does not fail the run."""
-        from kbgraph.ingest.autotag import pending_chunks, tag_chunks
-
         t0 = time.perf_counter()
         ids = pending_chunks(self.store)
         if ids:

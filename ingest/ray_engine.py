@@ -28,6 +28,7 @@ import logging
 import math
 import os
 import pickle
+import socket
 import time
 import warnings
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -63,6 +64,18 @@ def import_ray() -> Any:
     for name in ("ray", "ray.data"):  # Ray's notices would interleave with the progress lines (ray.data has its own)
         logging.getLogger(name).setLevel(logging.ERROR)
     return ray
+
+
+def check_address(address: str | None, timeout: float = 10.0) -> None:
+    """ConfigError when the Ray cluster at ``address`` (host:port, or ray://host:port) does not accept a TCP
+    connection within ``timeout`` seconds; Ray itself would retry for many minutes. None and ``auto`` pass."""
+    if not address or address in ("auto", "local"):
+        return
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"no Ray cluster answers at {address!r} (setting ray_address, --ray-address): {exc}") from exc
 
 
 # --- the records that travel through the pipeline ------------------------------------------------
@@ -346,5 +359,5 @@ def _file_path(uri: str) -> str:
     return uri_to_path(uri.split("#", 1)[0])
 
 
-__all__ = ["OBJECT_STORE_BYTES", "RAY_HINT", "Batch", "Distiller", "EmbedActor", "RayCompute", "Work", "import_ray",
-           "make_embedder", "parse_chunk"]
+__all__ = ["OBJECT_STORE_BYTES", "RAY_HINT", "Batch", "Distiller", "EmbedActor", "RayCompute", "Work", "check_address",
+           "import_ray", "make_embedder", "parse_chunk"]

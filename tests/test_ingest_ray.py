@@ -7,7 +7,8 @@ a folder (three small PDFs, a text file and a corrupt PDF), then a 12-passage Mu
 * the corrupt PDF is a failed file of the report and the other files are written and complete;
 * a re-run with ray over both sources is a no-op: everything unchanged, nothing written (the corrupt file fails
   again, as with local);
-* without Ray installed the run fails before it starts, naming ``pip install 'kbgraph[ray]'``.
+* without Ray installed the run fails before it starts, naming ``pip install 'kbgraph[ray]'``; so does a
+  ``ray_address`` where no cluster answers (at once, where Ray would retry for minutes).
 """
 
 from __future__ import annotations
@@ -158,4 +159,20 @@ def test_without_ray_the_run_fails_before_it_starts(falkor_settings, tmp_path, m
         with pytest.raises(ConfigError, match=r"pip install 'kbgraph\[ray\]'"):
             kb.ingest([tmp_path], progress=False)
         assert kb.store.run("ingest/last_run") == []  # no IngestionRun: nothing started
+        kb.reset()
+
+
+def test_an_address_without_a_cluster_fails_before_the_run_starts(falkor_settings, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "a.txt").write_text("Basel lies on the Rhine.", encoding="utf-8")
+    settings = falkor_settings.updated({"name": f"noray{uuid.uuid4().hex[:8]}", "ingest_engine": "ray",
+                                        "ray_address": f"127.0.0.1:{port}"})  # fmt: skip
+    with KnowledgeBase(settings=settings) as kb:
+        with pytest.raises(ConfigError, match=f"no Ray cluster answers at '127.0.0.1:{port}'"):
+            kb.ingest([tmp_path], progress=False)
+        assert kb.store.run("ingest/last_run") == []
         kb.reset()
