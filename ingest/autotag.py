@@ -41,6 +41,8 @@ from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.tagging import MAX_TAG_CHARS, TagClass, normalize_tag, tag_class_id, tag_classes, tag_id
 from kbgraph.text import one_line, utc_now
+from kbgraph.ingest.autotag_llm import ask_chunks, chunk_content, propose_classes
+from kbgraph.store.base import delete_orphan_tags
 
 
 class ChunkTagError(BaseModel):
@@ -85,8 +87,6 @@ def propose_tag_classes(store: GraphStore, settings: Settings, llm: Any) -> list
     """Ask the LLM for the tag classes of ``settings.tagging.tag_class_sample`` sampled chunks and write them as
     (:TagClass) nodes (merged by normalised name). Returns the classes written. Raises ConfigError when the
     knowledge base has no chunk, LLMError when the LLM fails or proposes no class."""
-    from kbgraph.ingest.autotag_llm import chunk_content, propose_classes
-
     ids = sample_chunk_ids(store, settings.tagging.tag_class_sample)
     if not ids:
         raise ConfigError("no chunk to propose tag classes from: ingest documents first")
@@ -143,8 +143,6 @@ def tag_chunks(
     ``autotag_llm.MAX_FAILURES_IN_A_ROW`` failures in a row the rest is left (``stopped``). ``before_write``:
     called before each write (the ingest lock's check); ``on_batch(done, total)``: after each batch.
     Errors of the store (StoreError) propagate."""
-    from kbgraph.ingest.autotag_llm import ask_chunks
-
     t0 = time.perf_counter()
     ids = list(dict.fromkeys(chunk_ids))
     report = TaggingReport(chunks=len(ids))
@@ -184,8 +182,6 @@ def tag_chunks(
 
 
 def _contents(store: GraphStore, ids: list[str]) -> list[tuple[str, str]]:
-    from kbgraph.ingest.autotag_llm import chunk_content
-
     rows = {r["id"]: r for r in store.run("tags/chunk_contents", {"ids": ids})}
     return [(i, chunk_content(rows[i])) for i in ids if i in rows]
 
@@ -193,8 +189,6 @@ def _contents(store: GraphStore, ids: list[str]) -> list[tuple[str, str]]:
 def _write(store: GraphStore, embedder: Any, answers: dict[str, list[tuple[str, str]]], by_norm: dict[str, str],
            report: TaggingReport) -> None:  # fmt: skip
     """One batch's answers into the graph (see ``tag_chunks``)."""
-    from kbgraph.store.base import delete_orphan_tags
-
     tags: dict[str, dict[str, Any]] = {}  # id -> row, first spelling wins
     links: list[dict[str, str]] = []
     for chunk_id, answered in answers.items():

@@ -33,6 +33,8 @@ from kbgraph.ingest.chunk_units import render as _render
 from kbgraph.ingest.parse import ParsedDocument
 from kbgraph.ingest.tables import summarize_table
 from kbgraph.models import ChunkRecord, DocumentRecord, SectionRecord, stable_id
+from kbgraph.ingest.chunk_llm import llm_chunk_stage
+from kbgraph.ingest import nlp
 
 if TYPE_CHECKING:
     from kbgraph.ingest.chunk_llm import SplitChunk
@@ -164,10 +166,8 @@ def build_structure(
     ]
     sentences: dict[int, list[list[str]]] = {}
     if long_blocks:
-        from kbgraph.ingest.nlp import split_sentences
-
         texts = [t for b in long_blocks for t, _ in b.paragraphs or ()]  # (long blocks have paragraphs)
-        split = list(split_sentences(texts))
+        split = list(nlp.split_sentences(texts))
         k = 0
         for b in long_blocks:
             n = len(b.paragraphs or ())
@@ -178,8 +178,6 @@ def build_structure(
     llm_chunks: dict[int, list[SplitChunk]] = {}
     table_summaries: dict[int, str] = {}
     if llm is not None:
-        from kbgraph.ingest.chunk_llm import llm_chunk_stage
-
         splits = (
             {id(b): (_block_units(b, sentences[id(b)], chunk_tokens), b.path) for b in long_blocks} if llm_split else {}
         )

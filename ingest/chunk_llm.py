@@ -48,6 +48,7 @@ from kbgraph.ingest import prompts
 from kbgraph.ingest.chunk_units import Unit, render
 from kbgraph.llm.bounds import MaxChars, MaxItems, answer_schema
 from kbgraph.llm.base import usable_json
+from kbgraph.ingest.tables import llm_summarize_table
 
 log = logging.getLogger(__name__)
 
@@ -246,8 +247,6 @@ def llm_chunk_stage(
     summary of every table in ``tables`` ({key: (markdown, section path)}) with up to ``workers`` requests
     in flight (the steps of one block are sequential: each needs the previous forward summary).
     Returns ({key: chunks}, {key: table summary}). Raises LLMError when the LLM server fails."""
-    from kbgraph.ingest.tables import llm_summarize_table
-
     def split(key: K) -> list[SplitChunk]:
         units, path = splits[key]
         return recurrent_split(units, llm, chunk_tokens=chunk_tokens, window_tokens=window_tokens, title=title,

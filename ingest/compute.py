@@ -22,6 +22,13 @@ from typing import TYPE_CHECKING, Any
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
 from kbgraph.text import utc_now
+from kbgraph.embed.static_model import get_static_embedder
+from kbgraph.ingest.chunk import build_structure
+from kbgraph.ingest.distill import distill
+from kbgraph.ingest.embed_layers import embed_layers
+from kbgraph.ingest.ocr import OcrOptions
+from kbgraph.ingest.parse import parse_file, parse_passages_jsonl
+from kbgraph.ingest.unchanged import is_corpus
 
 if TYPE_CHECKING:
     from kbgraph.ingest.distill import Distilled
@@ -31,10 +38,6 @@ if TYPE_CHECKING:
 def parse_source(path: Path, settings: Settings) -> list[ParsedDocument]:
     """The documents of one source: a passage corpus (.jsonl: one per passage) or a file (one). Raises
     IngestError for a file kbgraph cannot read (empty, too large, corrupt, ...); a parser bug raises anything."""
-    from kbgraph.ingest.ocr import OcrOptions
-    from kbgraph.ingest.parse import parse_file, parse_passages_jsonl
-    from kbgraph.ingest.unchanged import is_corpus
-
     if is_corpus(path):
         return list(parse_passages_jsonl(path))
     return [parse_file(path, max_bytes=settings.ingest.max_file_bytes, ocr=OcrOptions.from_settings(settings))]
@@ -43,8 +46,6 @@ def parse_source(path: Path, settings: Settings) -> list[ParsedDocument]:
 def chunk_documents(docs: Sequence[Any], settings: Settings, *, llm: Any = None) -> list[DocumentGraph]:
     """Stage 2: each parsed document's Document, Section tree and Chunks (with an LLM: the recurrent split of
     PIKE-RAG §5.2.1 and table summaries), one ``DocumentGraph`` per document, in order."""
-    from kbgraph.ingest.chunk import build_structure
-
     s = settings.ingest
     graphs: list[DocumentGraph] = []
     for doc in docs:
@@ -68,8 +69,6 @@ def distill_graphs(graphs: list[DocumentGraph], settings: Settings, *, llm: Any 
                    titles: Mapping[str, str] | None = None, n_process: int | None = None) -> Distilled:  # fmt: skip
     """Stage 3: distill every chunk of ``graphs`` (``kbgraph.ingest.distill``; ``n_process``: its spaCy worker
     processes, None = automatic) and put each record on its document's graph; returns what was distilled."""
-    from kbgraph.ingest.distill import distill
-
     chunks = [c for g in graphs for c in g.chunks]
     distilled = distill(chunks, llm=llm, titles=titles, n_process=n_process,
                         atomizing_temperature=settings.llm.atomizing_temperature)  # fmt: skip
@@ -80,9 +79,6 @@ def distill_graphs(graphs: list[DocumentGraph], settings: Settings, *, llm: Any 
 def embed_graphs(graphs: list[DocumentGraph], settings: Settings, embedder: Any) -> int:
     """Stage 4: embed the layers of ``graphs`` whose vectors are on (``kbgraph.ingest.embed_layers``, settings
     ``vector_layers``, ``late_chunking``, ``static_layers``); returns the number of texts embedded."""
-    from kbgraph.embed.static_model import get_static_embedder
-    from kbgraph.ingest.embed_layers import embed_layers
-
     e = settings.embedding
     static = e.static_vector_layers
     return embed_layers(graphs, embedder, e.vector_layers, late_chunking=e.late_chunking, static_layers=static,

@@ -39,6 +39,8 @@ from kbgraph.ingest.sources import file_of, uri_to_path
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
+from kbgraph.ingest.compute import chunk_documents, distill_graphs, embed_graphs, titles_for
+from kbgraph.ingest.write import write_documents
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -163,8 +165,6 @@ class GroupRunner:
     # --- stages -----------------------------------------------------------------------------------
     def _prepare(self, docs: list, group: int) -> list[DocumentGraph]:
         """Chunk and distill ``docs`` (distill may fork worker processes; ``kbgraph.ingest.compute``)."""
-        from kbgraph.ingest.compute import chunk_documents, distill_graphs, titles_for
-
         t0 = time.perf_counter()
         with self.bar.stage("chunk", f"{len(docs):,} documents", group=group) as st:
             graphs = chunk_documents(docs, self.settings, llm=self.llm)
@@ -182,8 +182,6 @@ class GroupRunner:
 
     def _embed(self, graphs: list[DocumentGraph], group: int) -> None:
         """Embed the layers of the group whose vectors are on (``kbgraph.ingest.compute.embed_graphs``)."""
-        from kbgraph.ingest.compute import embed_graphs
-
         t0 = time.perf_counter()
         chunks = sum(len(g.chunks) for g in graphs)
         with self.bar.stage("embed", f"{chunks:,} chunks and their knowledge", group=group) as st:
@@ -195,8 +193,6 @@ class GroupRunner:
 
     def _write(self, built: Built) -> None:
         """Write ``built`` in this thread (one unit of work) and account for it."""
-        from kbgraph.ingest.write import write_documents
-
         t0 = time.perf_counter()
         try:
             with self.bar.stage("write", f"{len(built.graphs):,} documents", group=built.group) as st:
@@ -221,8 +217,6 @@ class GroupRunner:
 
     def _start(self, built: Built) -> None:
         """Check the lock, then write ``built`` in the background (``_finish`` joins it)."""
-        from kbgraph.ingest.write import write_documents
-
         self.lock.check()
         replace = self._replace(built)
         self._writing = BackgroundWrite(built, lambda: write_documents(self.store, built.graphs, replace_ids=replace))

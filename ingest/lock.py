@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 from filelock import FileLock, Timeout
 
 from kbgraph.errors import LockTimeout
+from kbgraph.ingest.claims import ClaimLock
+from kbgraph.ingest.lease import LeaseLock
 from kbgraph.text import utc_now
 
 if TYPE_CHECKING:
-    from kbgraph.ingest.claims import ClaimLock
-    from kbgraph.ingest.lease import LeaseLock
     from kbgraph.settings import Settings
     from kbgraph.store import GraphStore
 
@@ -45,11 +45,8 @@ def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool,
     if store.lease_key() is None:
         return RunLock(settings.kb_dir, settings.name, wait=wait, timeout=settings.ingest.lock_timeout)
     if settings.ingest.ingest_writers == "claims" and not prune:
-        from kbgraph.ingest.claims import ClaimLock
-
         return ClaimLock(store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout,
                          ttl=settings.ingest.lease_ttl)  # fmt: skip
-    from kbgraph.ingest.lease import LeaseLock
 
     return LeaseLock(store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout, ttl=settings.ingest.lease_ttl)
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from kbgraph.errors import IngestError
 from kbgraph.text import one_line
+from kbgraph.ingest.parse_common import warn
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +202,6 @@ def pdf_page_textpage(page, options: OcrOptions):
     try:
         textpage = _full_page_ocr(page, options)
     except Exception as exc:  # one page's failure keeps the others
-        from kbgraph.ingest.parse_common import warn
-
         warn(f"page {page.number + 1}: OCR failed: {one_line(exc, 200, empty='unknown error')}")
         return None
     note(page.number + 1)

@@ -48,6 +48,11 @@ from kbgraph.ingest.parse_common import MIME_TYPES, WARNINGS, register_dispatch
 from kbgraph.ingest.parse_common import UNKNOWN_ERROR as UNKNOWN_ERROR  # re-exported
 from kbgraph.ingest.parse_common import warn as warn  # re-exported
 from kbgraph.text import one_line
+from kbgraph.ingest import ocr as ocr_mod, parse_email, parse_unstructured as pu
+from kbgraph.ingest.ocr import OCR_IMAGES, parse_image
+from kbgraph.ingest.parse_office import parse_office, unread_reason
+from kbgraph.ingest.parse_pdf import parse_pdf
+from kbgraph.ingest.parse_sheets import parse_sheet_file
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +103,6 @@ class ParsedDocument(BaseModel):
 
 def supported_extensions(ocr: bool = False) -> list[str]:
     """Extensions read (image files too when ``ocr``: OCR is on and Tesseract installed)."""
-    from kbgraph.ingest.ocr import OCR_IMAGES
-
     return sorted(MIME_TYPES) + list(JSONL_EXTENSIONS) + (sorted(OCR_IMAGES) if ocr else [])
 
 
@@ -143,9 +146,6 @@ def skip_reason(path: Path, ocr=None) -> str | None:
     alone (and, for legacy .doc/.ppt, whether LibreOffice is installed; for images, whether OCR runs:
     ``ocr``, the run's ``OcrOptions``, default the parse's own), so a directory walk can report it without
     opening the file."""
-    from kbgraph.ingest import ocr as ocr_mod
-    from kbgraph.ingest.parse_office import unread_reason
-
     options = ocr or ocr_mod.current()
     return unread_reason(Path(path).name, supported_extensions(options.enabled), ocr=options)
 
@@ -180,8 +180,6 @@ def _title_from_stem(path: Path) -> str:
 
 
 def _ocr_images() -> dict[str, str]:
-    from kbgraph.ingest.ocr import OCR_IMAGES
-
     return OCR_IMAGES
 
 
@@ -190,8 +188,6 @@ def parse_file(path: Path, *, max_bytes: int, ocr=None) -> ParsedDocument:
     ``kbgraph.ingest.ocr.OcrOptions`` (default: ``auto``, English, 300 dpi); the pages it read are in
     ``ocr_pages``. Raises IngestError for empty (0 bytes or only whitespace), too large, unsupported, corrupt,
     password-protected or text-less files."""
-    from kbgraph.ingest import ocr as ocr_mod
-
     with ocr_mod.using(ocr) as record:
         doc = _parse_file(Path(path), max_bytes)
     if record.pages:
@@ -224,8 +220,6 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
 
     elements = normalize_elements(raw)
     if not elements:
-        from kbgraph.ingest import ocr as ocr_mod
-
         options = ocr_mod.current()
         hint = ""
         if ext == ".pdf":
@@ -250,24 +244,15 @@ def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict
     ``name`` is used in messages. The dispatch behind ``parse_file``, also used for e-mail attachments.
     Raises IngestError."""
     if ext == ".pdf":
-        from kbgraph.ingest.parse_pdf import parse_pdf
-
         return parse_pdf(data, name)
     if ext in (".txt", ".text"):
         return None, _parse_plain_text(decode_text(data, name))
     if ext in (".xlsx", ".xlsm", ".xls", ".ods", ".csv", ".tsv"):
-        from kbgraph.ingest.parse_sheets import parse_sheet_file
-
         return parse_sheet_file(data, ext, name)
     if ext in (".eml", ".msg"):
-        from kbgraph.ingest import parse_email
-
         return parse_email.parse_eml(data, name) if ext == ".eml" else parse_email.parse_msg(data, name)
     if ext in (".odt", ".rtf", ".epub", ".rst", ".org", ".xml", ".doc", ".ppt"):
-        from kbgraph.ingest.parse_office import parse_office
-
         return parse_office(data, ext, name)
-    from kbgraph.ingest import parse_unstructured as pu
 
     if ext == ".docx":
         return pu.parse_docx(data, name)
@@ -278,8 +263,6 @@ def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict
     if ext in (".md", ".markdown"):
         return pu.parse_markdown(decode_text(data, name), name)
     if ext in _ocr_images():
-        from kbgraph.ingest.ocr import parse_image
-
         return parse_image(data, ext, name)
     raise IngestError(f"unsupported file type '{ext}': {name}")
 

@@ -33,6 +33,8 @@ from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
 from kbgraph.ingest.parse_common import MIME_TYPES, UNKNOWN_ERROR, dispatch, warn
 from kbgraph.text import one_line
+from kbgraph.ingest.ocr import OCR_IMAGES
+from kbgraph.ingest.parse_unstructured import from_unstructured, quiet_unstructured
 
 #: Messages attached to messages attached to ... are read this deep (the outer message is depth 0).
 MAX_DEPTH = 3
@@ -54,8 +56,6 @@ def _nested(label: str, raw: list[dict]) -> list[dict]:
 
 def _body(html: str | None, text: str | None, where: str) -> list[dict]:
     """Elements of a message body: the HTML version when there is one (else, or when it fails, the text)."""
-    from kbgraph.ingest.parse_unstructured import from_unstructured, quiet_unstructured
-
     quiet_unstructured()
     if html and html.strip():
         from unstructured.partition.html import partition_html
@@ -74,7 +74,6 @@ def _body(html: str | None, text: str | None, where: str) -> list[dict]:
 
 def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> list[dict]:
     """Elements of one attached file under an "Attachment: name" heading; [] (and a warning) when skipped."""
-    from kbgraph.ingest.ocr import OCR_IMAGES
     parse_bytes, skip_reason = dispatch()  # kbgraph.ingest.parse's, which imports this module
 
     label = f"attachment '{filename}' ({ctype})"

@@ -29,6 +29,8 @@ from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
 from kbgraph.ingest.parse_common import UNKNOWN_ERROR
 from kbgraph.text import one_line
+from kbgraph.ingest import parse_unstructured as pu
+from kbgraph.ingest.ocr import OCR_IMAGES, OcrOptions
 
 #: Seconds LibreOffice may take to convert one legacy file.
 SOFFICE_TIMEOUT = 180
@@ -76,8 +78,6 @@ def unread_reason(name: str, supported: list[str], ocr: Any = None) -> str | Non
     if not ext:
         return "no file extension, so its type is unknown: rename it with its format's extension (e.g. notes.txt)"
     if ext in IMAGES:
-        from kbgraph.ingest.ocr import OCR_IMAGES, OcrOptions
-
         ocr = ocr or OcrOptions()
         if ocr.enabled:  # OCR runs, but not on this format
             read = ", ".join(sorted(OCR_IMAGES))
@@ -102,8 +102,6 @@ def unread_reason(name: str, supported: list[str], ocr: Any = None) -> str | Non
 def parse_office(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
     """(title, raw elements) of an .odt, .rtf, .epub, .rst, .org, .xml, .doc or .ppt file. Raises
     IngestError."""
-    from kbgraph.ingest import parse_unstructured as pu
-
     if ext in (".doc", ".ppt"):
         return _parse_legacy(data, ext, name)
     if ext == ".odt":
@@ -164,8 +162,6 @@ def _pandoc_to_docx(data: bytes, source: str, name: str) -> bytes:
 
 
 def _parse_legacy(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
-    from kbgraph.ingest import parse_unstructured as pu
-
     app, new, pkg = LEGACY[ext]
     if ext == ".doc" and data.lstrip()[:5] == b"{\\rtf":
         return parse_office(data, ".rtf", name)  # Word's "save as .doc" of an RTF document

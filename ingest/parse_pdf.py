@@ -35,6 +35,7 @@ from kbgraph.ingest.pdf_layout import Item, Line, in_margin, inside, join_lines,
 from kbgraph.ingest.pdf_tables import extract_table, may_have_table
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.text import one_line
+from kbgraph.ingest import ocr
 
 log = logging.getLogger(__name__)
 
@@ -216,8 +217,6 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
 
 
 def _page_items(page, flags: int) -> list[Item]:
-    from kbgraph.ingest import ocr
-
     items: list[Item] = []
     tables: list[dict] = []
     rects: list[tuple] = []

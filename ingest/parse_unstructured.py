@@ -35,7 +35,7 @@ from kbgraph.errors import IngestError
 from kbgraph.ingest.nlp import import_spacy
 from kbgraph.ingest.parse_common import UNKNOWN_ERROR, warn
 from kbgraph.ingest.tables import rows_to_markdown
-from kbgraph.ingest.tables_html import html_table_to_markdown
+from kbgraph.ingest.tables_html import html_table_to_markdown, html_tables
 from kbgraph.text import one_line
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,6 @@ def parse_html(html: str, name: str) -> tuple[str | None, list[dict]]:
         els = partition_html(text=html)
     except Exception as exc:
         raise _partition_error("HTML", name, exc) from exc
-    from kbgraph.ingest.tables_html import html_tables
 
     raw = from_unstructured(_drop_link_farms(list(els)), originals=html_tables(html))
     title = None

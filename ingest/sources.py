@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbgraph.ingest.report import FileError, FileOutcome
+from kbgraph.ingest.parse import skip_reason
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -128,8 +129,6 @@ def discover(
     ``auto``). ``within``: resolved folders that fence the run (``kbgraph serve``'s ``serve_ingest_roots``): a
     path given or found whose resolved target (symbolic links, ``..``) is outside all of them is skipped
     unread, with the reason."""
-    from kbgraph.ingest.parse import skip_reason
-
     found: list[Path] = []
     seen_dirs: set[tuple[int, int]] = set()
     exclusions = Exclusions(exclude)

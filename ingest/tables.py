@@ -25,6 +25,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.llm.bounds import answer_schema
 from kbgraph.text import parse_markdown_table
+from kbgraph.ingest.prompts import table_summary_messages
+from kbgraph.llm.base import usable_json
 
 log = logging.getLogger(__name__)
 
@@ -265,9 +267,6 @@ def llm_summarize_table(markdown: str, llm: Any, *, context: str | None = None, 
     ``summarize_table`` when the table has no header or the model gives no valid answer even after the
     repair; errors of the LLM server itself (LLMError not caused by the answer) propagate.
     """
-    from kbgraph.ingest.prompts import table_summary_messages
-    from kbgraph.llm.base import usable_json
-
     caption, header, body = parse_markdown_table(markdown)
     if not header:
         return summarize_table(markdown)

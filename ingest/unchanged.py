@@ -21,12 +21,11 @@ from pathlib import Path
 
 from kbgraph.models import stable_id
 from kbgraph.store import GraphStore
+from kbgraph.ingest.parse import JSONL_EXTENSIONS
 
 
 def is_corpus(path: Path) -> bool:
     """Is ``path`` a passage corpus (JSON Lines, .jsonl or .ndjson: one document per line)?"""
-    from kbgraph.ingest.parse import JSONL_EXTENSIONS
-
     return path.suffix.lower() in JSONL_EXTENSIONS
 
 

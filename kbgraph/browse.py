@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 from kbgraph import cypher
 from kbgraph.errors import ConfigError
 from kbgraph.store import store_class
+from kbgraph.settings import Settings
 
 
 #: The largest value of an integer parameter (``limit``, ``per_chunk``) and the longest string parameter.
@@ -250,8 +251,6 @@ def render(name: str, params: Mapping[str, Any] | None = None, settings: Any = N
     ``settings``: kbgraph Settings (default: the effective ones). Raises ConfigError for an unknown query or
     parameter."""
     if settings is None:
-        from kbgraph.settings import Settings
-
         settings = Settings()
     query = get(name)
     values = resolve_params(query, params)

@@ -8,15 +8,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from kbgraph.browse import get as browse_query
+from kbgraph.browse import resolve_params
+from kbgraph.embed import get_embedder
+from kbgraph.embed.cache import CachedEmbedder
 from kbgraph.errors import ConfigError
+from kbgraph.eval import evaluate, load_dataset
+from kbgraph.ingest.pipeline import Ingestor
+from kbgraph.llm import get_llm
 from kbgraph.models import StoreStats
+from kbgraph.query.ask import answer_question, clean_question, retrieve
+from kbgraph.query.bm25 import shared_index
+from kbgraph.query.context import QueryContext
+from kbgraph.query.methods import get_method
+from kbgraph.query.rationale import save_answer
+from kbgraph.query.streaming import stream_answer
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, backend_name, open_store
+from kbgraph.tagging import tag_classes
 
 if TYPE_CHECKING:
     from kbgraph.ingest.report import IngestReport
     from kbgraph.eval import EvalSummary
-    from kbgraph.query.context import QueryContext
     from kbgraph.query.models import Answer, ScoredChunk
     from kbgraph.query.rationale import SavedRationale
     from kbgraph.query.streaming import AnswerStream
@@ -81,8 +94,6 @@ class KnowledgeBase:
         .DS_Store, Thumbs.db, ``*~``) and any ``.kbgraphignore``; each is reported as skipped with its rule.
         ``within``: folders that fence the run (``kbgraph serve``'s serve_ingest_roots): a file or symbolic link
         that resolves outside all of them is reported as skipped, never read; None = no fence."""
-        from kbgraph.ingest.pipeline import Ingestor
-
         if isinstance(paths, (str, Path)):
             paths = [paths]
         ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
@@ -98,7 +109,6 @@ class KnowledgeBase:
         A failure is logged, never raised: the first question builds it then."""
         if self.settings.retrieval.ranker != "learned" or not self.settings.retrieval.ranker_bm25_k:
             return
-        from kbgraph.query.bm25 import shared_index
 
         try:
             shared_index(self.store, self.settings)
@@ -136,12 +146,8 @@ class KnowledgeBase:
         method are checked at once (QueryError); other errors (LLMError, StoreError, ...) are raised by the
         iteration. The answer is computed in a worker thread: use the knowledge base for nothing else until
         the stream ends or is closed."""
-        from kbgraph.query.ask import answer_question, clean_question
-
         clean_question(question)  # a usage error is raised before the store is connected
         if stream:
-            from kbgraph.query.streaming import stream_answer
-
             return stream_answer(question, self.query_context, method=method, k=k, explain=explain,
                                  then=self._save if save else None)  # fmt: skip
         answer = answer_question(question, self.query_context(), method=method, k=k, explain=explain)
@@ -150,8 +156,6 @@ class KnowledgeBase:
         return answer
 
     def _save(self, answer: Answer) -> None:
-        from kbgraph.query.rationale import save_answer
-
         self.last_saved = save_answer(self.store, answer)
 
     def browse(self, query_name: str, /, **params: Any) -> list[dict[str, Any]]:
@@ -160,9 +164,7 @@ class KnowledgeBase:
         Returns its rows; nodes come back as property dicts without ``embedding``. Only complete documents and
         their chunks, triples and mentions appear ('orphans' alone lists documents left 'writing'). Raises
         ConfigError for an unknown query or parameter."""
-        from kbgraph.browse import get, resolve_params
-
-        query = get(query_name)
+        query = browse_query(query_name)
         rows = self.store.run(query.statement, resolve_params(query, params))
         return [_without_embeddings(row) for row in rows]
 
@@ -173,9 +175,6 @@ class KnowledgeBase:
         ``kbgraph.query.models.ScoredChunk``, best first, chunks of complete documents only (a document
         still or left 'writing' by a killed ingestion is never returned). Raises QueryError for an empty or
         over-long question or an unknown retrieval method."""
-        from kbgraph.query.ask import clean_question, retrieve
-        from kbgraph.query.methods import get_method
-
         question = clean_question(question)  # before the store is connected
         get_method(method, "retrieval")
         return retrieve(question, self.query_context(llm=False), k=k, method=method, explain=explain)
@@ -183,8 +182,6 @@ class KnowledgeBase:
     def query_context(self, *, llm: bool = True) -> QueryContext:
         """This knowledge base as the query methods take it (kbgraph.query.context): store (connected),
         settings, embedder, and the LLM (None when ``llm`` is False or none is configured)."""
-        from kbgraph.query.context import QueryContext
-
         return QueryContext(self.store, self.settings, self.embedder, self.llm if llm else None)
 
     @property
@@ -193,12 +190,8 @@ class KnowledgeBase:
         if self._embedder is None and self._lender is not None:
             self._embedder = self._lender.embedder
         if self._embedder is None:
-            from kbgraph.embed import get_embedder
-
             embedder = get_embedder(self.settings)
             if self.settings.embedding.embedding_cache:
-                from kbgraph.embed.cache import CachedEmbedder
-
                 folder = self.settings.embedding.embedding_cache_dir or self.settings.home / "embed-cache"
                 embedder = CachedEmbedder(embedder, folder / "embeddings.sqlite3")
             self._embedder = embedder
@@ -211,8 +204,6 @@ class KnowledgeBase:
         if self._llm is _UNSET and self._lender is not None:
             self._llm = self._lender.llm
         if self._llm is _UNSET:
-            from kbgraph.llm import get_llm
-
             self._llm = get_llm(self.settings)
         return self._llm
 
@@ -226,8 +217,6 @@ class KnowledgeBase:
         (PIKE-RAG §6.1; paper 003 §4), written to a resumable run folder with summary.json and report.md.
         ``options``: those of :func:`kbgraph.eval.evaluate` (methods, limit, sample, seed, out, ...).
         Raises ConfigError for an unknown method or a run folder of another configuration."""
-        from kbgraph.eval import evaluate
-
         return evaluate(self, dataset, **options)
 
     def stats(self) -> StoreStats:
@@ -237,8 +226,6 @@ class KnowledgeBase:
     def tag_classes(self) -> list[TagClass]:
         """The tag classes of auto-tagging (PIKE-RAG §5.2.2; ``kbgraph.tagging.tag_classes``): proposed by
         the LLM at the first ingest with ``auto_tagging`` on; empty before."""
-        from kbgraph.tagging import tag_classes
-
         return tag_classes(self.store)
 
     def documents(self, *, limit: int = 100, skip: int = 0) -> list[dict[str, Any]]:
@@ -317,8 +304,6 @@ def evaluate_dataset(dataset: str | Path, *, settings: Settings | None = None, k
     """:func:`kbgraph.eval.evaluate` on the knowledge base named after the data set (``kb_name`` overrides), with
     ``settings`` (default: the environment's). Builds the KB from the data set's corpus on first use and
     reuses it afterwards (incremental ingestion). ``options``: those of :func:`kbgraph.eval.evaluate`."""
-    from kbgraph.eval import evaluate, load_dataset
-
     ds = load_dataset(dataset)
     settings = settings or Settings()
     with KnowledgeBase(settings=settings.updated({"name": kb_name or ds.name})) as kb:

@@ -69,6 +69,7 @@ from kbgraph.query.graph import (
 )
 from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
 from kbgraph.store import GraphStore
+from kbgraph.query.decomposer_learned import learned_round
 
 
 # --- JSON answers of the prompts ------------------------------------------------------------------------
@@ -188,8 +189,6 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         rnd = TraceRound(round=t)
         trace.append(rnd)
         if settings.decomposer.decomposer_model:  # §5.3.3: lines 3-5 are one call to the learned proposer
-            from kbgraph.query.decomposer_learned import learned_round
-
             if not learned_round(ctx, question, context, focus, trace, rnd):
                 break
             continue

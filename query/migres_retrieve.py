@@ -38,6 +38,8 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_units
 from kbgraph.query.models import MigresRound, ScoredChunk
 from kbgraph.text import chunk_body, index_text
+from kbgraph.query.bm25 import shared_index
+from kbgraph.query.retrieval import retrieve_propagation
 
 if TYPE_CHECKING:
     from kbgraph.query.bm25 import BM25Index
@@ -73,13 +75,10 @@ class Retriever:
     def chunks(self, query: str, k: int) -> list[ScoredChunk]:
         """Top-``k`` chunks for ``query``, best first, with provenance."""
         if self.name == "bm25":
-            from kbgraph.query.bm25 import shared_index
-
             if self._bm25 is None:
                 s = self.ctx.settings
                 self._bm25 = shared_index(self.ctx.store, s, k1=s.migres.migres_bm25_k1, b=s.migres.migres_bm25_b)
             return self._bm25.retrieve(self.ctx.store, query, k)
-        from kbgraph.query.retrieval import retrieve_propagation
 
         return retrieve_propagation(query, self.ctx, k=k)
 

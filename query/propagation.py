@@ -61,6 +61,8 @@ from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
 from kbgraph.store.parallel import gather
+from kbgraph.embed.static_model import get_static_embedder
+from kbgraph.query.bm25 import shared_index
 
 #: Vector-seeded layers and the weight setting of each.
 LAYER_WEIGHTS = {
@@ -118,7 +120,6 @@ def _bm25_hits(store: GraphStore, settings: Settings, question: str) -> list[tup
     (kbgraph.query.bm25's shared index of this knowledge base); [] otherwise."""
     if settings.retrieval.ranker != "learned" or not settings.retrieval.ranker_bm25_k:
         return []
-    from kbgraph.query.bm25 import shared_index
 
     return shared_index(store, settings).search(question, settings.retrieval.ranker_bm25_k)
 
@@ -129,7 +130,6 @@ def static_question_vectors(settings: Settings, question: str) -> dict[str, list
     layers = settings.embedding.static_vector_layers
     if not layers:
         return {}
-    from kbgraph.embed.static_model import get_static_embedder
 
     vec = get_static_embedder(settings).embed([question])[0].tolist()
     return {label: vec for label in layers}

@@ -52,6 +52,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from kbgraph.errors import ConfigError
 from kbgraph.text import strip_disambiguator
+from kbgraph.resources import resource
 
 #: Score terms of propagation, in feature order (kbgraph.query.propagation's layer names).
 LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
@@ -164,8 +165,6 @@ def score_rows(model: RankerModel, rows: np.ndarray) -> np.ndarray:
 
 def default_model_path() -> Path:
     """The shipped model, ``kbgraph/resources/ranker/default.json`` (package data)."""
-    from kbgraph.resources import resource
-
     return Path(str(resource("ranker", "default.json")))
 
 

@@ -168,7 +168,7 @@ def test_cli_ask_stream(settings, monkeypatch, capsys):
     from kbgraph.cli import common
 
     monkeypatch.setattr(common, "settings", lambda: settings)
-    monkeypatch.setattr("kbgraph.llm.get_llm", lambda _settings: scripted())
+    monkeypatch.setattr("kbgraph.kb.get_llm", lambda _settings: scripted())
     assert cli.main(["ask", QUESTION, "--stream", "--trace"]) == 0
     out = capsys.readouterr().out
     assert ANSWER in out and "Citations" in out

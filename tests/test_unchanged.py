@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-import kbgraph.ingest.parse as parse_module
+import kbgraph.ingest.compute as compute_module  # the parsers as the ingestion calls them
 from kbgraph.kb import KnowledgeBase
 
 WRITES = ("ingest/upsert_", "ingest/link_", "ingest/mark_documents_complete", "admin/delete_", "ingest/record_source",
@@ -25,13 +25,13 @@ def parse_calls(monkeypatch) -> Counter:
     """Calls of the real parsers, by name."""
     calls: Counter = Counter()
     for name in ("parse_file", "parse_passages_jsonl"):
-        real = getattr(parse_module, name)
+        real = getattr(compute_module, name)
 
         def counted(*args, _real=real, _name=name, **kwargs):
             calls[_name] += 1
             return _real(*args, **kwargs)
 
-        monkeypatch.setattr(parse_module, name, counted)
+        monkeypatch.setattr(compute_module, name, counted)
     return calls
 
 

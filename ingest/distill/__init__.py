@@ -57,6 +57,7 @@ from kbgraph.ingest.distill.tags import MIN_SENTENCE_WORDS, chunk_text
 from kbgraph.ingest.distill.titles import TitleMatcher, link_title_mentions, title_matcher
 from kbgraph.llm.base import LLM
 from kbgraph.models import ChunkRecord
+from kbgraph.ingest.nlp import load_nlp
 
 
 def distill(
@@ -90,8 +91,6 @@ def distill(
     if not chunks:
         return result.distilled()
     if nlp is None and (llm is None or (titles and link_titles)):
-        from kbgraph.ingest.nlp import load_nlp
-
         nlp = load_nlp()
     matcher = title_matcher(nlp, titles.values()) if titles and link_titles else None
     if llm is None:

@@ -31,6 +31,7 @@ from kbgraph.ingest.distill.schemas import AtomicQuestions, ExtractedKnowledge
 from kbgraph.ingest.distill.titles import TitleMatcher, title_mentions
 from kbgraph.llm.base import LLM
 from kbgraph.models import ChunkRecord, EntityRecord
+from kbgraph.ingest.nlp import load_nlp
 
 log = logging.getLogger("kbgraph.ingest.distill")
 
@@ -150,8 +151,6 @@ def distill_llm(
             result.mention(m.chunk_id, m.entity_id)
     if failed:
         if nlp is None:
-            from kbgraph.ingest.nlp import load_nlp
-
             nlp = load_nlp()
         distill_offline(result, failed, nlp, titles, matcher, triples=triples, batch_size=batch_size, n_process=1)
 

@@ -17,6 +17,7 @@ from kbgraph.ingest.distill.names import normalize_name, title_entity
 from kbgraph.ingest.distill.tags import chunk_text
 from kbgraph.models import ChunkRecord, EntityRecord, MentionRecord
 from kbgraph.text import strip_disambiguator
+from kbgraph.ingest.nlp import load_nlp
 
 
 class TitleMatcher:
@@ -151,8 +152,6 @@ def link_title_mentions(
     Only the tokenizer runs (no model), so this is cheap to redo when new documents arrive. The TITLE
     entities themselves are ``title_entity(title)`` (written by the document that has the title)."""
     if nlp is None:
-        from kbgraph.ingest.nlp import load_nlp
-
         nlp = load_nlp()
     names = list(titles.values()) if isinstance(titles, Mapping) else list(titles)
     return title_mentions(chunks, TitleMatcher(nlp, names), nlp)

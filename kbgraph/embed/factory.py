@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kbgraph.embed import onnx_export, onnx_model, onnx_quant
 from kbgraph.embed.base import BACKENDS, DEFAULT_MODEL, OPENAI_PREFIX, Embedder
@@ -15,9 +15,7 @@ from kbgraph.embed.onnx_runtime import OnnxEmbedder
 from kbgraph.embed.openai_api import OpenAIEmbedder
 from kbgraph.embed.sentence import SentenceTransformerEmbedder, local_model_dir
 from kbgraph.errors import ConfigError
-
-if TYPE_CHECKING:
-    from kbgraph.settings import Settings
+from kbgraph.settings import Settings
 
 __all__ = ["check_dimension", "clear_cache", "get_embedder", "make_embedder", "onnx_model_path"]
 
@@ -155,8 +153,6 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     """The embedder of ``settings`` (default ``Settings()``), one per model and endpoint in the process,
     loaded and checked against ``settings.embedding.embedding_dimension`` (ConfigError naming both numbers)."""
     if settings is None:
-        from kbgraph.settings import Settings
-
         settings = Settings()
     name = (settings.embedding.embedding_model or "").strip()
     key: tuple[Any, ...] = (name, settings.embedding.embedding_batch_size, settings.embedding.embedding_batch_tokens)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kbgraph.errors import ConfigError
+from kbgraph.embed.onnx_export import write_once
 
 __all__ = ["INT8_SUFFIX", "quantize_int8", "quantized_path"]
 
@@ -35,7 +36,6 @@ def quantize_int8(onnx_path: str | Path, *, lock_timeout: float = 600.0) -> Path
     except ImportError as exc:
         raise ConfigError(f"embedding_precision 'int8' needs onnxruntime with its quantization tools "
                           f"(pip install onnxruntime onnx) ({exc}); or set KBGRAPH_EMBEDDING_PRECISION=fp32") from exc
-    from kbgraph.embed.onnx_export import write_once
 
     def write(tmp: Path) -> None:
         quantize_dynamic(str(onnx_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True)

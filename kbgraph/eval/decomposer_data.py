@@ -62,6 +62,7 @@ from kbgraph.query.graph import chunk_details, retrieve_atomic, scored_chunk
 from kbgraph.eval.metrics import AnswerScores, answer_scores
 from kbgraph.query.models import Candidate, ScoredChunk, UsageReport
 from kbgraph.text import chunk_body
+from kbgraph.eval.runner import parse_judgement
 
 
 # --- records ------------------------------------------------------------------------------------------------
@@ -278,8 +279,6 @@ def score_trajectory(ctx: QueryContext, traj: Trajectory, *, judge: bool = False
                      judge_model: str | None = None) -> None:  # fmt: skip
     """Fill ``traj``'s scores against its gold ``answers`` (§6.4; Fig. 12 d): F1 etc. (PIKE-RAG §6.1) and, with
     ``judge`` and labels, the LLM judge's accuracy (1, 0, or None when the reply is neither yes nor no)."""
-    from kbgraph.eval.runner import parse_judgement
-
     traj.scores = answer_scores(traj.answer, traj.answers)
     if judge and traj.answers:
         reply = ctx.need_llm().complete(prompts.judge_messages(traj.question, traj.answers, traj.answer), model=judge_model,

@@ -26,7 +26,7 @@ from kbgraph.eval.dataset import load_dataset, select_questions
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
 from kbgraph.eval.decomposer_data import Trajectory, collect_trajectories, resolve_params
-from kbgraph.eval.decomposer_sft import TRAJECTORIES, read_trajectories
+from kbgraph.eval.decomposer_sft import read_trajectories, sft_pairs, TRAJECTORIES
 from kbgraph.store import backend_name
 from kbgraph.text import utc_now
 
@@ -109,8 +109,6 @@ def _open_folder(out: Path, identity: dict[str, Any]) -> None:
 
 def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> dict[str, Any]:
     """The counts and distributions of :class:`CollectSummary` over ``trajectories``."""
-    from kbgraph.eval.decomposer_sft import sft_pairs
-
     best: dict[str, float] = {}
     for t in trajectories:
         best[t.question_id] = max(best.get(t.question_id, 0.0), t.score)

@@ -24,6 +24,10 @@ from pydantic import BaseModel, Field, SecretStr
 
 from kbgraph.errors import ConfigError
 from kbgraph.store import backend_name
+from kbgraph.embed.onnx_model import models_dir, read_model_spec, UnsupportedModelError, weights_hash
+from kbgraph.embed.sentence import local_model_dir
+from kbgraph.query.ranking import default_model_path
+from kbgraph.settings import GROUPS
 
 if TYPE_CHECKING:
     from kbgraph.eval.dataset import Dataset
@@ -109,8 +113,6 @@ IDENTITY_FORMAT = 2
 def volatile_settings() -> dict[str, str]:
     """{setting: why it may change between the runs of one folder}: :data:`VOLATILE_SETTINGS` and every setting
     of :data:`VOLATILE_GROUPS`."""
-    from kbgraph.settings import GROUPS
-
     out = {name: reason for reason, names in VOLATILE_SETTINGS.items() for name in names}
     for group, reason in VOLATILE_GROUPS.items():
         out.update(dict.fromkeys(GROUPS[group].model_fields, reason))
@@ -138,9 +140,6 @@ def embedder_identity(settings: Settings) -> dict[str, Any]:
     """The embedding model: its name and, for a sentence-transformers model on disk, the sha256 of its weights
     (remembered in <home>/models by path, size and mtime, as the ONNX export's name is; None for an
     ``openai:`` model or one not on disk yet)."""
-    from kbgraph.embed.onnx_model import UnsupportedModelError, models_dir, read_model_spec, weights_hash
-    from kbgraph.embed.sentence import local_model_dir
-
     name = (settings.embedding.embedding_model or "").strip()
     digest = None
     folder = None if name.lower().startswith("openai:") else local_model_dir(name)
@@ -157,7 +156,6 @@ def ranker_identity(settings: Settings) -> dict[str, Any]:
     one; None when the file is missing: the run then stops with the ranker's own ConfigError)."""
     if settings.retrieval.ranker != "learned":
         return {"ranker": settings.retrieval.ranker, "model_sha256": None}
-    from kbgraph.query.ranking import default_model_path
 
     path = settings.retrieval.ranker_model or default_model_path()
     try:

@@ -56,6 +56,7 @@ from kbgraph.query.ask import answer_question, clean_question
 from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import ALL_METHODS, METHODS, RetrievalRow, get_method
 from kbgraph.text import utc_now
+from kbgraph.query.prompts import judge_messages
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -140,8 +141,6 @@ class MethodRunner:
         rec.route = answer.route  # method 'auto' only (kbgraph.query.classify)
         rec.metrics.update(M.answer_scores(answer.answer, q.answers).model_dump())
         if self.judge and q.answers:
-            from kbgraph.query.prompts import judge_messages
-
             jm = UsageMeter(self.llm)
             reply = self.llm.complete(judge_messages(q.question, q.answers, answer.answer), model=self.judge_model,
                                       temperature=0.0)  # fmt: skip

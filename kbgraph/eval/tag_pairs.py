@@ -41,6 +41,7 @@ from kbgraph.query.models import UsageReport
 from kbgraph.query.tags import class_pairs, extract_question_tags
 from kbgraph.tagging import normalize_tag, tag_pairs_messages
 from kbgraph.text import utc_now
+from kbgraph.eval.dataset import load_dataset, select_questions
 
 
 class QASample(BaseModel):
@@ -140,8 +141,6 @@ def dataset_samples(dataset: str | Path, *, limit: int | None = None, sample: in
     """QA samples of a multi-hop data set (``kbgraph eval``'s dataset argument: a ``<prefix>``, its questions
     file or its folder): each question with its ``gold_passage_ids``; ``sample`` / ``limit`` / ``seed`` as in
     ``kbgraph eval``. Raises ConfigError for a missing or malformed set."""
-    from kbgraph.eval.dataset import load_dataset, select_questions
-
     questions = select_questions(load_dataset(dataset).questions, sample=sample, limit=limit, seed=seed)
     return [QASample(question=q.question, gold_passage_ids=q.gold_passage_ids) for q in questions]
 

@@ -22,6 +22,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
+from kbgraph.llm.llama import http_get
+from kbgraph.llm.server import LocalLLMServer
 
 if TYPE_CHECKING:
     from kbgraph.settings import Settings
@@ -95,8 +97,6 @@ def _bound(settings: Settings, endpoint: str) -> tuple[int, str]:
 
 def _local_server_slots(settings: Settings, endpoint: str) -> int | None:
     """The ``parallel`` of the running local server (``kbgraph llm start``) when ``endpoint`` is its URL."""
-    from kbgraph.llm.server import LocalLLMServer
-
     status = LocalLLMServer(settings).status()
     if status.pid is not None and status.base_url.rstrip("/") == endpoint and status.parallel:
         return int(status.parallel)
@@ -105,8 +105,6 @@ def _local_server_slots(settings: Settings, endpoint: str) -> int | None:
 
 def _props_slots(endpoint: str) -> int | None:
     """``total_slots`` of llama-server's ``GET /props`` at the root of ``endpoint``; None for another server."""
-    from kbgraph.llm.llama import http_get
-
     root = endpoint[: -len("/v1")] if endpoint.endswith("/v1") else endpoint
     if not root.startswith(("http://", "https://")):
         return None

@@ -27,7 +27,8 @@ import numpy as np
 
 from kbgraph.errors import ConfigError, StoreError, StoreTransient, StoreUnavailable
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore, Row, map_vectors
+from kbgraph.store.base import GraphStore, map_vectors, Row, snake
+from kbgraph import cypher
 
 
 #: Driver connections beyond ``serve_store_connections``: for ``run_apart`` and calls nested in a unit of work.
@@ -205,8 +206,6 @@ class Neo4jStore(GraphStore):
 
     def run_apart(self, name: str, params: Row | None = None) -> list[Row]:
         """As ``run``, in a session of its own that does not wait for a slot (the ingest lease's renewal)."""
-        from kbgraph import cypher
-
         self.sent[name] += 1
         with self._driver.session(database=self.database) as session:
             return self._send(session, cypher.load(name, self.dialect), params or {})
@@ -240,16 +239,12 @@ class Neo4jStore(GraphStore):
 
     # --- dialect ------------------------------------------------------------------------------
     def _vector_params(self, label: str, embedding: np.ndarray, k: int) -> Row:
-        from kbgraph.store.base import snake
-
         return {"index": f"{snake(label)}_embedding", "k": k, "embedding": embedding}
 
     def _vector_similarity(self, score: float) -> float:
         return 2.0 * float(score) - 1.0  # Neo4j's cosine score is (1 + cos) / 2
 
     def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row:
-        from kbgraph.store.base import snake
-
         return {"index": f"{snake(label)}_{prop}", "query": self._fulltext_query(terms), "k": k}
 
     def _fulltext_query(self, terms: list[str]) -> str:
