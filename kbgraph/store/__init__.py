@@ -7,34 +7,22 @@ registers; everything a caller needs to know about it is asked of its class (``s
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Transaction
+from kbgraph.store.falkordb import FalkorDBStore
+from kbgraph.store.neo4j import Neo4jStore
 
 __all__ = [
     "SCHEMES", "GraphStore", "Transaction", "backend_name", "knowledge_base_exists", "open_store", "store_class",
 ]  # fmt: skip
 
 
-def _falkordb() -> type[GraphStore]:
-    from kbgraph.store.falkordb import FalkorDBStore
-
-    return FalkorDBStore
-
-
-def _neo4j() -> type[GraphStore]:
-    from kbgraph.store.neo4j import Neo4jStore
-
-    return Neo4jStore
-
-
-#: URI scheme -> its store class, imported on first use (a store's module and driver load only when it is used).
+#: URI scheme -> its store class (a store's driver is imported only when it connects).
 #: "" is no URI: the embedded FalkorDB under ``settings.kb_dir``. A new backend adds its schemes here.
-SCHEMES: dict[str, Callable[[], type[GraphStore]]] = {
-    "": _falkordb, "falkor": _falkordb, "falkordb": _falkordb, "redis": _falkordb,
-    **dict.fromkeys(("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"), _neo4j),
+SCHEMES: dict[str, type[GraphStore]] = {
+    "": FalkorDBStore, "falkor": FalkorDBStore, "falkordb": FalkorDBStore, "redis": FalkorDBStore,
+    **dict.fromkeys(("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"), Neo4jStore),
 }  # fmt: skip
 
 
@@ -47,11 +35,11 @@ def store_class(settings: Settings) -> type[GraphStore]:
     """The GraphStore class of the store the settings name (see :func:`open_store`), not connected. Raises
     ConfigError for an unknown URI scheme."""
     uri = settings.store.uri
-    load = SCHEMES.get(scheme(uri))
-    if load is None or (uri and "://" not in uri):
+    cls = SCHEMES.get(scheme(uri))
+    if cls is None or (uri and "://" not in uri):
         known = ", ".join(f"{s}://" for s in SCHEMES if s)
         raise ConfigError(f"unsupported store URI {uri!r}: use one of {known} (host:port), or none for the embedded store")
-    return load()
+    return cls
 
 
 def backend_name(settings: Settings) -> str:

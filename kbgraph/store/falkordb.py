@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from kbgraph.errors import StoreError, StoreUnavailable
+from kbgraph.models import NODE_LABELS
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row, map_vectors, snake
 
@@ -66,7 +67,7 @@ class FalkorDBStore(GraphStore):
         import redis
         from falkordb import FalkorDB
 
-        from kbgraph.store.falkor_server import EmbeddedFalkorDB
+        from kbgraph.store.falkor_server import EmbeddedFalkorDB  # lazy: loaded on connecting; the unit tier must not load it
 
         self.graph_name = settings.name
         self.server: EmbeddedFalkorDB | None = None
@@ -191,7 +192,7 @@ class FalkorDBStore(GraphStore):
             if not any(s in str(exc).lower() for s in _ALREADY):
                 raise
         if name.startswith("schema/id_"):
-            label = next(lab for lab in _labels() if f"schema/id_{snake(lab)}" == name)
+            label = next(lab for lab in NODE_LABELS if f"schema/id_{snake(lab)}" == name)
             self._unique_constraint(label)
 
     def clear(self) -> None:
@@ -228,12 +229,6 @@ class FalkorDBStore(GraphStore):
         except redis.exceptions.ResponseError as exc:
             if not any(s in str(exc).lower() for s in _ALREADY):
                 raise StoreError(f"cannot create the uniqueness constraint on {label}.id: {exc}") from exc
-
-
-def _labels() -> tuple[str, ...]:
-    from kbgraph.models import NODE_LABELS
-
-    return NODE_LABELS
 
 
 def _first_line(query: str) -> str:

@@ -38,8 +38,8 @@ def test_unknown_scheme_is_a_config_error(uri):
 
 def test_every_scheme_names_a_store():
     assert "" in SCHEMES  # no URI: the embedded store
-    for load in SCHEMES.values():
-        assert issubclass(load(), GraphStore)
+    for cls in SCHEMES.values():
+        assert issubclass(cls, GraphStore)
 
 
 def test_location_and_browser_url_without_connecting(tmp_path):
