@@ -19,11 +19,11 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str):  # lazy: keep `import kbgraph` cheap for the CLI
     if name == "KnowledgeBase":
-        from kbgraph.kb import KnowledgeBase
+        from kbgraph.kb import KnowledgeBase  # lazy: `import kbgraph` stays cheap (no cycle: every module imports the root)
 
         return KnowledgeBase
     if name == "Settings":
-        from kbgraph.settings import Settings
+        from kbgraph.settings import Settings  # lazy: `import kbgraph` stays cheap
 
         return Settings
     raise AttributeError(name)

@@ -9,12 +9,17 @@ A package of verb modules, each adding its verbs to the one Typer ``app`` of kbg
 ``servers`` (store, neo4j, llm), ``serve`` (serve, mcp), ``tags``, ``decomposer`` and ``rank``. A new verb: a function in
 the module of its kind (or a new module) and one line in its ``register``. ``python -m kbgraph.cli`` runs
 kbgraph/cli/__main__.py.
+
+``kbgraph --help`` loads the CLI, the settings and the method registry only: a verb imports ``kbgraph.kb``,
+``kbgraph.eval``, the ingestion and the server modules when it runs (those lines say ``# lazy: CLI start-up``, with
+what importing them at the top would add to ``kbgraph --help``; tests/unit/test_local_imports.py).
 """
 
 from __future__ import annotations
 
 from kbgraph.cli import decomposer, kb_verbs, query, rank, serve, servers, tags
 from kbgraph.cli.common import State, app, err_console
+from kbgraph.errors import ConfigError, KBGraphError, QueryError
 
 for _verbs in (kb_verbs, query, servers, serve, tags, decomposer, rank):
     _verbs.register(app)
@@ -25,8 +30,6 @@ __all__ = ["app", "main"]
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script. Returns the exit code."""
     from pydantic import ValidationError
-
-    from kbgraph.errors import ConfigError, KBGraphError, QueryError
 
     try:
         app(args=argv, prog_name="kbgraph")

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from kbgraph.settings import Settings
 
 app = typer.Typer(
     add_completion=False,
@@ -31,8 +32,6 @@ class State:
 
 def settings():
     """Effective Settings: CLI flags over environment over kbgraph.toml over defaults."""
-    from kbgraph.settings import Settings
-
     return Settings(**State.overrides)
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import typer
 
+from kbgraph.cli import app as kbgraph_app
+
 #: docs/cli.md, from the repository root.
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
@@ -133,9 +135,7 @@ def _walk(cmd: Any, ctx: Any) -> list[str]:
 
 def render(app: Any = None) -> str:
     """The whole of docs/cli.md for the Typer ``app`` (default: kbgraph's)."""
-    if app is None:
-        from kbgraph.cli import app
-    root = typer.main.get_command(app)
+    root = typer.main.get_command(kbgraph_app if app is None else app)
     lines = [HEADER, *_walk(root, root.context_class(root, info_name="kbgraph"))]
     return "\n".join(lines).rstrip() + "\n"
 

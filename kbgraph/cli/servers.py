@@ -10,6 +10,9 @@ import typer
 
 from kbgraph.cli import common
 from kbgraph.cli.common import State, console, print_json
+from kbgraph.errors import ConfigError
+from kbgraph.llm.server import LocalLLMServer
+from kbgraph.settings import Settings
 
 store_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server of a knowledge base.")
 neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5 server assembled from Maven Central.")
@@ -18,8 +21,7 @@ llm_app = typer.Typer(no_args_is_help=True, help="A local llama.cpp LLM server (
 
 # --- embedded store -------------------------------------------------------------------------------
 def _embedded():
-    from kbgraph.errors import ConfigError
-    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB  # lazy: kept out of the unit tier
 
     s = common.settings()
     if s.store.uri:
@@ -54,7 +56,7 @@ def store_status(as_json: bool = typer.Option(False, "--json")) -> None:
 
 # --- local Neo4j ------------------------------------------------------------------------------------
 def _neo4j_local():
-    from kbgraph.neo4j_local import Neo4jLocal
+    from kbgraph.neo4j_local import Neo4jLocal  # lazy: kept out of the unit tier
 
     return Neo4jLocal(common.settings())
 
@@ -94,9 +96,6 @@ def neo4j_status(as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 def _llm_server(**update: Any):
-    from kbgraph.llm.server import LocalLLMServer
-    from kbgraph.settings import Settings
-
     return LocalLLMServer(Settings(**{**State.overrides, **{k: v for k, v in update.items() if v is not None}}))
 
 

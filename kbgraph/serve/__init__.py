@@ -36,6 +36,6 @@ if TYPE_CHECKING:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The FastAPI application of ``kbgraph serve`` (see :func:`kbgraph.serve.app.create_app`)."""
-    from kbgraph.serve.app import create_app as _create
+    from kbgraph.serve.app import create_app as _create  # lazy: serve.app imports fastapi, uvicorn and mcp
 
     return _create(settings)
