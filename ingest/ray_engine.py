@@ -40,6 +40,12 @@ from kbgraph.errors import ConfigError, IngestError
 from kbgraph.ingest.report import error_line
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
+from kbgraph.embed import get_embedder
+from kbgraph.embed.cache import CachedEmbedder
+from kbgraph.ingest.compute import chunk_documents, distill_graphs, embed_graphs, parse_source, titles_for
+from kbgraph.ingest.groups import FATAL
+from kbgraph.ingest.nlp import load_nlp
+from kbgraph.ingest.sources import uri_to_path
 
 # unstructured (imported by the parsers in the workers) sends usage analytics unless this is set
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -134,9 +140,6 @@ def _rows(key: str, objects: Sequence[Any]) -> dict[str, Any]:
 def parse_chunk(batch: dict[str, Any], *, settings: Settings, llm: Any) -> dict[str, Any]:
     """Stage 1-2 (a Ray task per row): a file (``path``) is parsed; the passages packed in ``docs`` were read
     by the run. Each document is chunked; one ``Work`` row per document (or per file that failed to parse)."""
-    from kbgraph.ingest.compute import chunk_documents, parse_source
-    from kbgraph.ingest.groups import FATAL
-
     out: list[Work] = []
     for path, packed in zip(batch["path"], batch["docs"], strict=True):
         t0 = time.perf_counter()
@@ -174,14 +177,10 @@ class Distiller:
     A batch that fails is distilled again one document at a time, so only the failing document fails."""
 
     def __init__(self, settings: Settings, llm: Any, titles: Mapping[str, str] | None):
-        from kbgraph.ingest.nlp import load_nlp
-
         self.settings, self.llm, self.titles = settings, llm, titles
         load_nlp()  # loaded once per actor, before the first batch
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        from kbgraph.ingest.compute import titles_for
-
         works = [pickle.loads(b) for b in batch["work"]]
         out = Batch(works, seconds={"parse": 0.0, "chunk": 0.0, "distill": 0.0, "embed": 0.0})
         for w in works:
@@ -197,9 +196,6 @@ class Distiller:
         return _rows("batch", [out])
 
     def _distill(self, works: list[Work], out: Batch, titles: Mapping[str, str] | None) -> bool:
-        from kbgraph.ingest.compute import distill_graphs
-        from kbgraph.ingest.groups import FATAL
-
         if not works:
             return True
         try:
@@ -242,9 +238,6 @@ class EmbedActor:
         return _rows("batch", out)
 
     def _embed(self, works: list[Work], group: Batch) -> bool:
-        from kbgraph.ingest.compute import embed_graphs
-        from kbgraph.ingest.groups import FATAL
-
         if not works:
             return True
         try:
@@ -262,12 +255,8 @@ class EmbedActor:
 def make_embedder(settings: Settings) -> Any:
     """The embedder of ``settings`` as a knowledge base makes it: the model, behind the embedding cache when
     ``embedding_cache`` is on (each machine of a cluster keeps its own)."""
-    from kbgraph.embed import get_embedder
-
     embedder = get_embedder(settings)
     if settings.embedding.embedding_cache:
-        from kbgraph.embed.cache import CachedEmbedder
-
         folder = settings.embedding.embedding_cache_dir or settings.home / "embed-cache"
         embedder = CachedEmbedder(embedder, folder / "embeddings.sqlite3")
     return embedder
@@ -354,8 +343,6 @@ class RayCompute:
 
 
 def _file_path(uri: str) -> str:
-    from kbgraph.ingest.sources import uri_to_path
-
     return uri_to_path(uri.split("#", 1)[0])
 
 
