@@ -1,0 +1,63 @@
+"""kbgraph's own modules are imported at the top of a module, not inside its functions: a reader following a call
+(``KnowledgeBase.ask`` -> ``kbgraph.query.ask.answer_question`` -> ...) finds where each name comes from in the
+module's import block. Only heavy third-party libraries (torch, spaCy, ray, fastapi, ...) are imported inside a
+function, in one named place per module or package.
+
+An own-module import may stay inside a function only with a ``# lazy: <reason>`` comment on its line: its target
+imports a heavy library or a module the unit tier must not load, importing it at the top would slow down
+``kbgraph --help`` (the CLI's verbs import ``kbgraph.kb`` when they run), or ``kbgraph/__init__.py``'s lazy
+``__getattr__`` exports (``import kbgraph`` stays cheap). Imports under ``if TYPE_CHECKING`` are at the top already.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+#: The folders of the package (kbgraph/, and ingest/ and query/ installed as kbgraph.ingest and kbgraph.query).
+FOLDERS = ("kbgraph", "ingest", "query")
+
+
+def _own(node: ast.Import | ast.ImportFrom) -> bool:
+    """An import of a kbgraph module (absolute, or relative: within the package)."""
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] == "kbgraph"
+    return any(alias.name.split(".")[0] == "kbgraph" for alias in node.names)
+
+
+def local_imports(source: str) -> list[tuple[int, str, str | None]]:
+    """(line, statement, the reason of its ``# lazy:`` comment or None) of each import of a kbgraph module inside
+    a function of ``source``."""
+    lines = source.splitlines()
+    found: dict[int, tuple[int, str, str | None]] = {}
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and _own(node):
+                text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+                reason = text.split("# lazy:", 1)[1].strip() if "# lazy:" in text else None
+                found[node.lineno] = (node.lineno, ast.unparse(node), reason)
+    return sorted(found.values())
+
+
+def _modules() -> list[Path]:
+    return sorted(p for folder in FOLDERS for p in (REPO / folder).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_no_function_imports_a_kbgraph_module_without_a_reason():
+    offenders = []
+    for path in _modules():
+        for line, statement, reason in local_imports(path.read_text(encoding="utf-8")):
+            if reason is None:
+                offenders.append(f"{path.relative_to(REPO)}:{line}: {statement}")
+    assert not offenders, (f"{len(offenders)} import(s) of kbgraph modules inside functions: move them to the top of "
+                           f"the module, or say why not with '# lazy: <reason>' on the line\n" + "\n".join(offenders))
+
+
+def test_the_check_finds_a_local_import_and_its_reason():
+    source = ("import os\nfrom kbgraph.errors import ConfigError\n\n\ndef f():\n    from kbgraph.kb import KnowledgeBase\n"
+              "    from . import sibling  # lazy: a cycle\n    import json\n\n    def g():\n        import kbgraph.store\n")
+    assert local_imports(source) == [(6, "from kbgraph.kb import KnowledgeBase", None),
+                                     (7, "from . import sibling", "a cycle"), (11, "import kbgraph.store", None)]
