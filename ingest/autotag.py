@@ -43,6 +43,8 @@ from kbgraph.tagging import MAX_TAG_CHARS, TagClass, normalize_tag, tag_class_id
 from kbgraph.text import one_line, utc_now
 from kbgraph.ingest.autotag_llm import ask_chunks, chunk_content, propose_classes
 from kbgraph.store.base import delete_orphan_tags
+from kbgraph.llm.base import LLM
+from kbgraph.embed.base import Embedder
 
 
 class ChunkTagError(BaseModel):
@@ -83,7 +85,7 @@ def sample_chunk_ids(store: GraphStore, n: int) -> list[str]:
     return list(dict.fromkeys(ids[round(i * step)] for i in range(n)))
 
 
-def propose_tag_classes(store: GraphStore, settings: Settings, llm: Any) -> list[TagClass]:
+def propose_tag_classes(store: GraphStore, settings: Settings, llm: LLM) -> list[TagClass]:
     """Ask the LLM for the tag classes of ``settings.tagging.tag_class_sample`` sampled chunks and write them as
     (:TagClass) nodes (merged by normalised name). Returns the classes written. Raises ConfigError when the
     knowledge base has no chunk, LLMError when the LLM fails or proposes no class."""
@@ -115,7 +117,7 @@ def write_tag_classes(store: GraphStore, classes: list[TagClass]) -> list[TagCla
     return [TagClass(name=r["name"], description=r["description"]) for r in rows.values()]
 
 
-def ensure_tag_classes(store: GraphStore, settings: Settings, llm: Any) -> tuple[list[TagClass], bool]:
+def ensure_tag_classes(store: GraphStore, settings: Settings, llm: LLM) -> tuple[list[TagClass], bool]:
     """The knowledge base's tag classes, proposed now (``propose_tag_classes``) when it has none; and whether
     they were proposed now. Raises as ``propose_tag_classes``."""
     classes = tag_classes(store)
@@ -130,7 +132,7 @@ def pending_chunks(store: GraphStore) -> list[str]:
 
 
 def tag_chunks(
-    store: GraphStore, settings: Settings, llm: Any, embedder: Any, chunk_ids: Sequence[str], *,
+    store: GraphStore, settings: Settings, llm: LLM, embedder: Embedder, chunk_ids: Sequence[str], *,
     before_write: Callable[[], None] | None = None, on_batch: Callable[[int, int], None] | None = None,
 ) -> TaggingReport:  # fmt: skip
     """Tag the chunks ``chunk_ids`` (PIKE-RAG §5.2.2 corpus tag collection): classes from
@@ -186,7 +188,7 @@ def _contents(store: GraphStore, ids: list[str]) -> list[tuple[str, str]]:
     return [(i, chunk_content(rows[i])) for i in ids if i in rows]
 
 
-def _write(store: GraphStore, embedder: Any, answers: dict[str, list[tuple[str, str]]], by_norm: dict[str, str],
+def _write(store: GraphStore, embedder: Embedder, answers: dict[str, list[tuple[str, str]]], by_norm: dict[str, str],
            report: TaggingReport) -> None:  # fmt: skip
     """One batch's answers into the graph (see ``tag_chunks``)."""
     tags: dict[str, dict[str, Any]] = {}  # id -> row, first spelling wins

@@ -27,6 +27,7 @@ from kbgraph.tagging import (
     tag_classes_messages,
 )
 from kbgraph.text import one_line
+from kbgraph.llm.base import LLM
 
 log = logging.getLogger("kbgraph.ingest.autotag")
 
@@ -53,7 +54,7 @@ def chunk_content(row: dict[str, Any]) -> str:
     return content[:CHUNK_CHARS]
 
 
-def propose_classes(llm: Any, passages: Sequence[str]) -> list[tuple[str, str]]:
+def propose_classes(llm: LLM, passages: Sequence[str]) -> list[tuple[str, str]]:
     """The tag classes the LLM proposes for ``passages`` (each cut to ``SAMPLE_CHARS``): (name, description),
     at most ``MAX_TAG_CLASSES``, empty names dropped. Raises LLMError (server failure, or no valid JSON after
     the one repair request)."""
@@ -65,7 +66,7 @@ def propose_classes(llm: Any, passages: Sequence[str]) -> list[tuple[str, str]]:
     return out[:MAX_TAG_CLASSES]
 
 
-def extract_tags(llm: Any, content: str, classes: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+def extract_tags(llm: LLM, content: str, classes: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """One chunk's tags as the LLM names them: (name, class as answered), at most ``MAX_TAGS_PER_CHUNK``, empty
     names dropped (the caller keeps those of known classes). Raises LLMError as ``propose_classes``."""
     answer = llm.complete_json(chunk_tags_messages(content, classes, MAX_TAGS_PER_CHUNK), ChunkTags)
@@ -90,7 +91,7 @@ class Asked(BaseModel):
 
 
 def ask_chunks(
-    llm: Any, contents: Sequence[tuple[str, str]], classes: Sequence[tuple[str, str]], *, workers: int,
+    llm: LLM, contents: Sequence[tuple[str, str]], classes: Sequence[tuple[str, str]], *, workers: int,
     failures_in_a_row: int = 0,
 ) -> Asked:  # fmt: skip
     """``extract_tags`` for each (chunk id, content) of ``contents`` (one batch), ``workers`` at a time. A

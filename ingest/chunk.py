@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kbgraph.ingest.chunk_units import Unit as _Unit
 from kbgraph.ingest.chunk_units import render as _render
@@ -35,6 +35,7 @@ from kbgraph.ingest.tables import summarize_table
 from kbgraph.models import ChunkRecord, DocumentRecord, SectionRecord, stable_id
 from kbgraph.ingest.chunk_llm import llm_chunk_stage
 from kbgraph.ingest import nlp
+from kbgraph.llm.base import LLM
 
 if TYPE_CHECKING:
     from kbgraph.ingest.chunk_llm import SplitChunk
@@ -100,7 +101,7 @@ def build_structure(
     *,
     chunk_tokens: int = 256,
     overlap_sentences: int = 1,
-    llm: Any = None,
+    llm: LLM | None = None,
     llm_split: bool = True,
     llm_window_tokens: int = 768,
     llm_workers: int = 4,

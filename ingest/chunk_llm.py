@@ -49,6 +49,7 @@ from kbgraph.ingest.chunk_units import Unit, render
 from kbgraph.llm.bounds import MaxChars, MaxItems, answer_schema
 from kbgraph.llm.base import usable_json
 from kbgraph.ingest.tables import llm_summarize_table
+from kbgraph.llm.base import LLM
 
 log = logging.getLogger(__name__)
 
@@ -170,14 +171,14 @@ def _check(answer: WindowSplit, n: int) -> str | None:
     return None
 
 
-def _ask(llm: Any, messages: list[dict[str, str]]) -> tuple[WindowSplit | None, str]:
+def _ask(llm: LLM, messages: list[dict[str, str]]) -> tuple[WindowSplit | None, str]:
     """The model's answer, or (None, why) when it is unusable even after the LLM layer's repair."""
     return usable_json(llm, messages, WindowSplit)
 
 
 def recurrent_split(
     units: Sequence[Unit],
-    llm: Any,
+    llm: LLM,
     *,
     chunk_tokens: int,
     window_tokens: int,
@@ -234,7 +235,7 @@ def recurrent_split(
 
 
 def llm_chunk_stage(
-    llm: Any,
+    llm: LLM,
     splits: Mapping[K, tuple[Sequence[Unit], str]],
     tables: Mapping[K, tuple[str, str]],
     *,

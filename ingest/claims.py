@@ -44,6 +44,7 @@ from typing import Any
 from kbgraph.errors import LockTimeout
 from kbgraph.ingest.lease import POLL_SECONDS, LeaseLost, describe, holder_gone, machine, process_start
 from kbgraph.text import one_line, utc_now
+from kbgraph.store.base import GraphStore
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -62,10 +63,13 @@ class ClaimLock:
     recorded. Entering waits as ``LeaseLock`` does while an exclusive run holds the ingest lease (LockTimeout at
     once without ``wait``); leaving releases every claim still held."""
 
-    def __init__(self, store: Any, name: str, *, wait: bool, timeout: float, ttl: float):
+    def __init__(self, store: GraphStore, name: str, *, wait: bool, timeout: float, ttl: float):
         self.store = store
         self.name = name
-        self.key: str = store.lease_key()
+        key = store.lease_key()
+        if key is None:
+            raise ValueError(f"{type(store).__name__} has no lease key: its runs take the file lock (RunLock)")
+        self.key: str = key
         self.wait = wait
         self.timeout = timeout
         self.ttl = ttl

@@ -29,6 +29,8 @@ from kbgraph.ingest.embed_layers import embed_layers
 from kbgraph.ingest.ocr import OcrOptions
 from kbgraph.ingest.parse import parse_file, parse_passages_jsonl
 from kbgraph.ingest.unchanged import is_corpus
+from kbgraph.llm.base import LLM
+from kbgraph.embed.base import Embedder
 
 if TYPE_CHECKING:
     from kbgraph.ingest.distill import Distilled
@@ -43,7 +45,7 @@ def parse_source(path: Path, settings: Settings) -> list[ParsedDocument]:
     return [parse_file(path, max_bytes=settings.ingest.max_file_bytes, ocr=OcrOptions.from_settings(settings))]
 
 
-def chunk_documents(docs: Sequence[Any], settings: Settings, *, llm: Any = None) -> list[DocumentGraph]:
+def chunk_documents(docs: Sequence[Any], settings: Settings, *, llm: LLM | None = None) -> list[DocumentGraph]:
     """Stage 2: each parsed document's Document, Section tree and Chunks (with an LLM: the recurrent split of
     PIKE-RAG §5.2.1 and table summaries), one ``DocumentGraph`` per document, in order."""
     s = settings.ingest
@@ -65,7 +67,7 @@ def titles_for(docs: Sequence[Any], titles: Mapping[str, str] | None) -> Mapping
     return titles if titles and any("#" in d.uri for d in docs) else None
 
 
-def distill_graphs(graphs: list[DocumentGraph], settings: Settings, *, llm: Any = None,
+def distill_graphs(graphs: list[DocumentGraph], settings: Settings, *, llm: LLM | None = None,
                    titles: Mapping[str, str] | None = None, n_process: int | None = None) -> Distilled:  # fmt: skip
     """Stage 3: distill every chunk of ``graphs`` (``kbgraph.ingest.distill``; ``n_process``: its spaCy worker
     processes, None = automatic) and put each record on its document's graph; returns what was distilled."""
@@ -76,7 +78,7 @@ def distill_graphs(graphs: list[DocumentGraph], settings: Settings, *, llm: Any 
     return distilled
 
 
-def embed_graphs(graphs: list[DocumentGraph], settings: Settings, embedder: Any) -> int:
+def embed_graphs(graphs: list[DocumentGraph], settings: Settings, embedder: Embedder) -> int:
     """Stage 4: embed the layers of ``graphs`` whose vectors are on (``kbgraph.ingest.embed_layers``, settings
     ``vector_layers``, ``late_chunking``, ``static_layers``); returns the number of texts embedded."""
     e = settings.embedding

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
-
 from kbgraph.models import AtomicQuestionRecord, ChunkRecord
 from kbgraph.text import chunk_body
+from kbgraph.embed.late import SpanEmbedder
 
 __all__ = ["embed_chunks_late", "find_span"]
 
@@ -37,7 +36,7 @@ def find_span(text: str, sentence: str, start: int = 0) -> tuple[int, int] | Non
 
 
 def embed_chunks_late(chunks: Sequence[ChunkRecord], texts: Sequence[str],
-                      questions: Sequence[AtomicQuestionRecord], embedder: Any) -> set[str]:
+                      questions: Sequence[AtomicQuestionRecord], embedder: SpanEmbedder) -> set[str]:
     """Embed ``chunks`` (their embedded ``texts``, one per chunk) with ``embedder.embed_spans`` and set
     ``embedding`` (a list of floats) on every chunk and on every question of kind 'sentence' of those chunks
     that is found in its chunk's text and gets a pooled vector. Returns the ids of the questions given a

@@ -14,12 +14,13 @@ the sentence tags come from the chunks' own forward pass (``kbgraph.ingest.embed
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, cast
 
-from kbgraph.embed.late import can_embed_spans
+from kbgraph.embed.late import SpanEmbedder, can_embed_spans
 from kbgraph.ingest.embed_late import embed_chunks_late
 from kbgraph.models import DocumentGraph
 from kbgraph.text import index_text
+from kbgraph.embed.base import Embedder
 
 
 def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, list, list[str]]]:
@@ -46,7 +47,7 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, list, list[str]]
     ]  # fmt: skip
 
 
-def embed_layers(graphs: list[DocumentGraph], embedder: Any, layers: Collection[str] | None = None, *,
+def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collection[str] | None = None, *,
                  late_chunking: bool = False, static: Any = None, static_layers: Collection[str] = ()) -> int:
     """Set ``embedding`` (a list of floats, the embedder's dimension) on every record of ``graphs`` whose
     layer is in ``layers`` (labels: Document, Section, AtomicQuestion, Triple, Entity; None = all; Chunk is
@@ -65,7 +66,8 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Any, layers: Collection[
             continue
         done += len(texts)
         if late and label == "Chunk":
-            pooled = embed_chunks_late(records, texts, [q for g in graphs for q in g.questions], embedder)
+            pooled = embed_chunks_late(records, texts, [q for g in graphs for q in g.questions],
+                                       cast(SpanEmbedder, embedder))  # late: can_embed_spans(embedder)
             continue
         if pooled and label == "AtomicQuestion":
             keep = [i for i, r in enumerate(records) if r.id not in pooled]  # the rest: embedded as before

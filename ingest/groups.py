@@ -41,6 +41,7 @@ from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.ingest.compute import chunk_documents, distill_graphs, embed_graphs, titles_for
 from kbgraph.ingest.write import write_documents
+from kbgraph.llm.base import LLM
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -89,7 +90,7 @@ class GroupRunner:
     per-file claims, ``release(keys)`` once a file's document is written) and
     ``embedder`` (a callable returning the embedder, loaded on first use)."""
 
-    def __init__(self, store: GraphStore, settings: Settings, report: IngestReport, bar: Progress, *, llm: Any,
+    def __init__(self, store: GraphStore, settings: Settings, report: IngestReport, bar: Progress, *, llm: LLM | None,
                  embedder: Callable[[], Any], lock: Any, titles: dict[str, str], existing: set[str],
                  written: dict[str, dict]):  # fmt: skip
         self.store, self.settings, self.report, self.bar, self.llm = store, settings, report, bar, llm

@@ -40,6 +40,7 @@ from typing import Any
 from kbgraph.errors import LockTimeout
 from kbgraph.process import proc_stat
 from kbgraph.text import one_line, utc_now
+from kbgraph.store.base import GraphStore
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -108,10 +109,13 @@ class LeaseLock:
     running on knowledge base 'kb' (pid P on H since T; ...); retry later or pass --wait"); with ``wait``, a
     warning "waiting up to N s for the lock held by ..." and LockTimeout after ``timeout`` seconds."""
 
-    def __init__(self, store: Any, name: str, *, wait: bool, timeout: float, ttl: float):
+    def __init__(self, store: GraphStore, name: str, *, wait: bool, timeout: float, ttl: float):
         self.store = store
         self.name = name
-        self.key: str = store.lease_key()
+        key = store.lease_key()
+        if key is None:
+            raise ValueError(f"{type(store).__name__} has no lease key: its runs take the file lock (RunLock)")
+        self.key: str = key
         self.wait = wait
         self.timeout = timeout
         self.ttl = ttl
@@ -210,7 +214,7 @@ class LeaseLock:
             )
 
 
-def wait_for_claims(store: Any, name: str, owner: str, timeout: float) -> None:
+def wait_for_claims(store: GraphStore, name: str, owner: str, timeout: float) -> None:
     """Called by an exclusive run that has just taken the ingest lease: wait until no live run of another owner
     holds a claim on ``store`` (claims of gone processes of this machine do not count), up to ``timeout`` s
     (then LockTimeout). Claiming runs stop at their next file once the lease is taken, so this is at most the

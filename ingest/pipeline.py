@@ -54,6 +54,7 @@ from kbgraph.ingest.ocr import OcrOptions
 from kbgraph.ingest.ray_engine import check_address, import_ray, RayCompute
 from kbgraph.ingest.unchanged import is_corpus, SourceCheck
 from kbgraph.models import stable_id
+from kbgraph.llm.base import LLM
 
 # unstructured (imported lazily by the parsers) sends usage analytics unless this is set; kbgraph runs offline
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -64,7 +65,7 @@ log = logging.getLogger("kbgraph.ingest")
 class Ingestor:
     """One ingestion run over ``store`` with ``settings``; see ``run``."""
 
-    def __init__(self, store: GraphStore, settings: Settings, *, llm: Any = None, progress: bool | None = None,
+    def __init__(self, store: GraphStore, settings: Settings, *, llm: LLM | None = None, progress: bool | None = None,
                  embedder: Any = None, progress_interval: float = 30.0):  # fmt: skip
         """``embedder``: an embedder, or a callable returning one (loaded only when something changed).
         ``progress``: True = bars (rich, on stderr), False = log lines on ``kbgraph.ingest``; default: bars
@@ -369,6 +370,7 @@ class Ingestor:
         """Stage ``tag``, once after every group is written: the LLM tags the chunks not tagged yet (new and
         rewritten chunks, and those whose request failed before; ``kbgraph.ingest.autotag``). A chunk whose
         request fails is in ``report.tagging.errors`` and does not fail the run."""
+        assert self.llm is not None  # run() tags only with an LLM
         t0 = time.perf_counter()
         ids = pending_chunks(self.store)
         if ids:

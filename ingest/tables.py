@@ -27,6 +27,7 @@ from kbgraph.llm.bounds import answer_schema
 from kbgraph.text import parse_markdown_table
 from kbgraph.ingest.prompts import table_summary_messages
 from kbgraph.llm.base import usable_json
+from kbgraph.llm.base import LLM
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +258,7 @@ def _cap(text: str, limit: int) -> str:
     return cut[: end + 1] if end > limit // 2 else cut[: limit - 1].rstrip() + "…"
 
 
-def llm_summarize_table(markdown: str, llm: Any, *, context: str | None = None, rows: int = LLM_SUMMARY_ROWS) -> str:
+def llm_summarize_table(markdown: str, llm: LLM, *, context: str | None = None, rows: int = LLM_SUMMARY_ROWS) -> str:
     """The LLM's summary of a Markdown table: 1-3 sentences naming what it is about, its columns and what its
     rows are keyed by (at most MAX_LLM_SUMMARY_CHARS characters).
 

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from kbgraph.browse import get as browse_query
 from kbgraph.browse import resolve_params
 from kbgraph.embed import get_embedder
+from kbgraph.embed.base import Embedder
 from kbgraph.embed.cache import CachedEmbedder
 from kbgraph.errors import ConfigError
 from kbgraph.eval import evaluate, load_dataset
 from kbgraph.ingest.pipeline import Ingestor
 from kbgraph.llm import get_llm
+from kbgraph.llm.base import LLM
 from kbgraph.models import StoreStats
 from kbgraph.query.ask import answer_question, clean_question, retrieve
 from kbgraph.query.bm25 import shared_index
@@ -57,7 +59,7 @@ class KnowledgeBase:
             settings = settings.updated({**({"name": name} if name else {}), **overrides})
         self.settings = settings
         self._store: GraphStore | None = None
-        self._embedder = None
+        self._embedder: Embedder | None = None
         self._llm: Any = _UNSET
         self._lender: KnowledgeBase | None = None  # share(): the knowledge base whose store, embedder, LLM these are
         #: What the last ``ask(..., save=True)`` wrote (its Question id), or None.
@@ -185,7 +187,7 @@ class KnowledgeBase:
         return QueryContext(self.store, self.settings, self.embedder, self.llm if llm else None)
 
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         """The configured embedder (loaded on first use; importing torch takes seconds)."""
         if self._embedder is None and self._lender is not None:
             self._embedder = self._lender.embedder
@@ -198,7 +200,7 @@ class KnowledgeBase:
         return self._embedder
 
     @property
-    def llm(self):
+    def llm(self) -> LLM | None:
         """The configured LLM client, or None (offline: retrieval-only answers). Assignable: any object with
         the ``kbgraph.llm.LLM`` methods (e.g. ``kbgraph.llm.ScriptedLLM`` in tests), or None for offline."""
         if self._llm is _UNSET and self._lender is not None:
@@ -208,7 +210,7 @@ class KnowledgeBase:
         return self._llm
 
     @llm.setter
-    def llm(self, llm: Any) -> None:
+    def llm(self, llm: LLM | None) -> None:
         self._llm = llm
 
     def evaluate(self, dataset: str | Path, **options: Any) -> EvalSummary:

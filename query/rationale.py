@@ -46,6 +46,7 @@ from pydantic import BaseModel
 
 from kbgraph.models import stable_id
 from kbgraph.query.models import Answer, TraceRound, TraceStep
+from kbgraph.store.base import GraphStore
 
 
 class SavedRationale(BaseModel):
@@ -169,7 +170,7 @@ def _batched(rows: Sequence[dict[str, Any]], size: int) -> list[list[dict[str, A
     return [list(rows[i : i + size]) for i in range(0, len(rows), max(1, size))]
 
 
-def save_answer(store: Any, answer: Answer, *, asked_at: str | None = None) -> SavedRationale:
+def save_answer(store: GraphStore, answer: Answer, *, asked_at: str | None = None) -> SavedRationale:
     """Write ``answer``'s rationale into the graph (module docstring) in one unit of work and return what
     was written. ``asked_at``: ISO 8601 time of the ask (default: now). Raises StoreError if a statement fails
     (nothing of this Question stays)."""
@@ -190,7 +191,7 @@ def save_answer(store: Any, answer: Answer, *, asked_at: str | None = None) -> S
     return saved
 
 
-def delete_question(store: Any, qid: str) -> dict[str, int]:
+def delete_question(store: GraphStore, qid: str) -> dict[str, int]:
     """Delete a saved Question, its SubQuestions and their edges. Returns {'questions', 'sub_questions'}."""
     row = store.run("rationale/delete_question", {"id": qid})[0]
     return {"questions": int(row["questions"]), "sub_questions": int(row["sub_questions"])}

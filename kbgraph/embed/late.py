@@ -14,17 +14,27 @@ pooling modes have no per-span analogue that matches how the model was trained.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Span", "can_embed_spans", "pool_spans", "token_range"]
+from kbgraph.embed.base import Embedder
+
+__all__ = ["Span", "SpanEmbedder", "can_embed_spans", "pool_spans", "token_range"]
 
 #: A character span ``(start, end)`` of a text, end exclusive, in Python string indices.
 Span = tuple[int, int]
 
 
-def can_embed_spans(embedder: Any) -> bool:
+class SpanEmbedder(Embedder, Protocol):
+    """An embedder that also embeds spans of its texts (late chunking): the ONNX embedder of a mean-pooling model,
+    or the embedding cache around one (:func:`can_embed_spans`)."""
+
+    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+                    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]: ...
+
+
+def can_embed_spans(embedder: Embedder) -> bool:
     """Does ``embedder`` offer ``embed_spans`` (late chunking)? True for the ONNX embedder of a mean-pooling
     model and for a cache around one; False for every other embedder (torch, OpenAI...)."""
     return bool(getattr(embedder, "can_embed_spans", False)) and callable(getattr(embedder, "embed_spans", None))

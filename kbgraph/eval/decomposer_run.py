@@ -29,6 +29,7 @@ from kbgraph.eval.decomposer_data import Trajectory, collect_trajectories, resol
 from kbgraph.eval.decomposer_sft import read_trajectories, sft_pairs, TRAJECTORIES
 from kbgraph.store import backend_name
 from kbgraph.text import utc_now
+from kbgraph.llm.base import LLM
 
 if TYPE_CHECKING:
     from kbgraph.eval.target import EvalTarget
@@ -128,7 +129,7 @@ def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> di
 def collect_dataset(
     kb: EvalTarget, dataset: str | Path, out: str | Path, *, limit: int | None = None, sample: int | None = None,
     seed: int = 0, judge: bool | None = None, judge_model: str | None = None, ingest: bool = True,
-    llm: Any = None, log: Callable[[str], None] | None = None, **params: Any,
+    llm: LLM | None = None, log: Callable[[str], None] | None = None, **params: Any,
 ) -> CollectSummary:  # fmt: skip
     """Run Algorithm 2 on the questions of ``dataset`` (``limit`` / ``sample`` with ``seed`` as ``kbgraph eval``)
     against ``kb`` and write the folder ``out`` (module docstring). ``ingest``: ingest the data set's corpus into

@@ -57,6 +57,7 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import ALL_METHODS, METHODS, RetrievalRow, get_method
 from kbgraph.text import utc_now
 from kbgraph.query.prompts import judge_messages
+from kbgraph.llm.base import LLM
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -79,7 +80,7 @@ class MethodRunner:
     """Runs one method on one question against ``kb`` (with ``llm``) and returns its record; a failing
     question is recorded with its error (retried on resume), a failing store raises."""
 
-    def __init__(self, kb: EvalTarget, llm: Any, *, depth: int, ks: Sequence[int], judge: bool,
+    def __init__(self, kb: EvalTarget, llm: LLM | None, *, depth: int, ks: Sequence[int], judge: bool,
                  judge_model: str | None):  # fmt: skip
         self.kb, self.llm, self.depth, self.ks = kb, llm, depth, list(ks)
         self.judge, self.judge_model = judge, judge_model
@@ -141,6 +142,7 @@ class MethodRunner:
         rec.route = answer.route  # method 'auto' only (kbgraph.query.classify)
         rec.metrics.update(M.answer_scores(answer.answer, q.answers).model_dump())
         if self.judge and q.answers:
+            assert self.llm is not None  # evaluate() judges only with an LLM
             jm = UsageMeter(self.llm)
             reply = self.llm.complete(judge_messages(q.question, q.answers, answer.answer), model=self.judge_model,
                                       temperature=0.0)  # fmt: skip

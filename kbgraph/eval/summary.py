@@ -24,6 +24,7 @@ from kbgraph.eval.runfolder import QuestionRecord
 from kbgraph.eval import metrics as M
 from kbgraph.query.methods import METHODS
 from kbgraph.query.methods import NO_RETRIEVAL as NO_RETRIEVAL  # re-exported (kbgraph.eval.report)
+from kbgraph.llm.base import LLM
 
 if TYPE_CHECKING:
     from kbgraph.eval.target import EvalTarget
@@ -87,7 +88,7 @@ class EvalSummary(BaseModel):
     by_class: dict[str, ClassSummary] = Field(default_factory=dict)
 
 
-def run_models(kb: EvalTarget, llm: Any, judge_model: str | None) -> dict[str, Any]:
+def run_models(kb: EvalTarget, llm: LLM | None, judge_model: str | None) -> dict[str, Any]:
     """The models of a run: embedder (name, backend, dimension), LLM, judge and the LLM response cache."""
     cache = getattr(llm, "cache", None)
     return {

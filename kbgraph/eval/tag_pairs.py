@@ -42,6 +42,7 @@ from kbgraph.query.tags import class_pairs, extract_question_tags
 from kbgraph.tagging import normalize_tag, tag_pairs_messages
 from kbgraph.text import utc_now
 from kbgraph.eval.dataset import load_dataset, select_questions
+from kbgraph.store.base import GraphStore
 
 
 class QASample(BaseModel):
@@ -127,7 +128,7 @@ def load_qa_samples(path: str | Path) -> list[QASample]:
     return out
 
 
-def list_tag_pairs(store: Any) -> list[TagPair]:
+def list_tag_pairs(store: GraphStore) -> list[TagPair]:
     """The tag pair collection in the graph: every query Tag -MAPS_TO-> corpus Tag, by query tag, best first."""
     return [
         TagPair(query_tag=text_of(r["query_tag"]), query_id=r["query_id"], corpus_tag=text_of(r["corpus_tag"]),
