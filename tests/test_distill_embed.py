@@ -19,6 +19,8 @@ from pydantic import BaseModel
 
 from kbgraph.errors import ConfigError
 from kbgraph.ingest import prompts
+from kbgraph.llm.base import Usage
+from kbgraph.llm.json_stream import TextSink
 from kbgraph.ingest.distill import (
     AtomicQuestions,
     ExtractedKnowledge,
@@ -281,13 +283,20 @@ def test_empty_input(nlp):
 
 
 class ScriptedLLM:
-    """Implements ``complete_json`` with canned answers, and records the prompts it was sent."""
+    """An LLM (``kbgraph.llm.base.LLM``) whose ``complete_json`` gives the canned answer of the schema asked for,
+    recording the prompts it was sent; ``complete`` is never asked."""
 
     def __init__(self, answers: dict[type, object]):
         self.answers = answers
         self.calls: list[tuple[list[dict[str, str]], type]] = []
+        self.usage = Usage()
 
-    def complete_json(self, messages, schema: type[BaseModel], *, temperature=None):
+    def complete(self, messages, *, model: str | None = None, temperature: float | None = None,
+                 max_tokens: int | None = None) -> str:
+        raise AssertionError("distillation asks for JSON answers only")
+
+    def complete_json(self, messages, schema: type[BaseModel], *, model: str | None = None,
+                      temperature: float | None = None, max_tokens: int | None = None, sink: TextSink | None = None):
         self.calls.append((messages, schema))
         answer = self.answers[schema]
         if isinstance(answer, Exception):

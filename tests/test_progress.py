@@ -29,9 +29,19 @@ INTERVAL = 0.25  # heartbeat interval of the test run
 
 
 class SlowEmbedder:
+    """The embedder ``embedder`` (``kbgraph.embed.base.Embedder``), pausing PAUSE s at each call."""
+
     def __init__(self, embedder):
         self.inner = embedder
         self.calls = 0
+
+    @property
+    def dimension(self):
+        return self.inner.dimension
+
+    @property
+    def model_name(self):
+        return self.inner.model_name
 
     def embed(self, texts):
         self.calls += 1
