@@ -5,6 +5,7 @@ HTTP statuses (kbgraph.serve.errors), each response carrying the error's one-lin
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -37,7 +38,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI):
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         async with mcp.session_manager.run():
             yield
         pool.close()

@@ -33,9 +33,13 @@ import ipaddress
 import json
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kbgraph.errors import ConfigError
 from kbgraph.serve.access import SCOPE_KEY, KeyRing
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["SCOPE_KEY", "Guard", "check_bind", "is_loopback", "LOOPBACK_ORIGINS"]
 
@@ -125,7 +129,7 @@ class Guard:
     ``max_upload_bytes`` None = ``max_bytes``; ``allowed_hosts`` None = no Host check (bound off loopback), else
     the hosts besides loopback names; ``allowed_origins``: the origins of state-changing requests (module doc)."""
 
-    def __init__(self, app, *, api_key: str | None = None, keys: KeyRing | None = None, max_bytes: int = 1_048_576,
+    def __init__(self, app: ASGIApp, *, api_key: str | None = None, keys: KeyRing | None = None, max_bytes: int = 1_048_576,
                  max_upload_bytes: int | None = None, allowed_hosts: Sequence[str] | None = (),
                  allowed_origins: Sequence[str] = LOOPBACK_ORIGINS):  # fmt: skip
         self.app = app
@@ -135,7 +139,7 @@ class Guard:
         self.allowed_hosts = None if allowed_hosts is None else tuple(allowed_hosts)
         self.allowed_origins = tuple(allowed_origins)
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = _headers(scope)
@@ -199,14 +203,14 @@ class Guard:
     def _too_large(self, limit: int | None = None, setting: str = "KBGRAPH_MAX_REQUEST_BYTES") -> str:
         return f"the request body is larger than {limit or self.max_bytes:,} bytes ({setting})"
 
-    async def _upload(self, scope, receive, send, declared: int | None):
+    async def _upload(self, scope: Scope, receive: Receive, send: Send, declared: int | None) -> None:
         """Pass an upload on with its body counted as it is read (module doc, step 4)."""
         limit = self.max_upload_bytes
         if declared is not None and declared > limit:
             return await _reply(send, 413, self._too_large(limit, "KBGRAPH_MAX_UPLOAD_BYTES"))
         size, started = 0, False
 
-        async def counted():
+        async def counted() -> Message:
             nonlocal size
             message = await receive()
             if message["type"] == "http.request":
@@ -215,7 +219,7 @@ class Guard:
                     raise BodyTooLarge
             return message
 
-        async def watched(message):
+        async def watched(message: Message) -> None:
             nonlocal started
             started = started or message["type"] == "http.response.start"
             await send(message)
@@ -227,7 +231,7 @@ class Guard:
                 raise
             return await _reply(send, 413, self._too_large(limit, "KBGRAPH_MAX_UPLOAD_BYTES"))
 
-    async def _read_body(self, receive) -> bytes | None:
+    async def _read_body(self, receive: Receive) -> bytes | None:
         """The whole body, or None once it exceeds max_bytes."""
         parts: list[bytes] = []
         size = 0
@@ -244,7 +248,7 @@ class Guard:
                 return b"".join(parts)
 
 
-def _bearer(scope) -> bytes | None:
+def _bearer(scope: Scope) -> bytes | None:
     """The token of the request's ``Authorization: Bearer <token>`` header, or None."""
     for name, value in scope.get("headers", []):
         if name == b"authorization":
@@ -253,7 +257,7 @@ def _bearer(scope) -> bytes | None:
     return None
 
 
-def _headers(scope) -> dict[str, str]:
+def _headers(scope: Scope) -> dict[str, str]:
     """The request's headers by lower-case name (latin-1 decoded; the first of repeated ones)."""
     out: dict[str, str] = {}
     for name, value in scope.get("headers", []):
@@ -278,10 +282,10 @@ def _content_length(headers: dict[str, str]) -> int | None:
         return None
 
 
-def _replay(body: bytes, receive):
+def _replay(body: bytes, receive: Receive) -> Receive:
     sent = False
 
-    async def replay():
+    async def replay() -> Message:
         nonlocal sent
         if not sent:
             sent = True
@@ -291,7 +295,7 @@ def _replay(body: bytes, receive):
     return replay
 
 
-async def _reply(send, status: int, detail: str, headers: dict[bytes, bytes] | None = None) -> None:
+async def _reply(send: Send, status: int, detail: str, headers: dict[bytes, bytes] | None = None) -> None:
     body = json.dumps({"detail": detail}).encode("utf-8")
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += list((headers or {}).items())

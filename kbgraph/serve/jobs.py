@@ -92,7 +92,7 @@ class JobManager:
             job = self._jobs.get(job_id)
             return job.model_copy(deep=True) if job is not None else None
 
-    def _run(self, job: Job, lock: threading.Lock, within: list | None = None) -> None:
+    def _run(self, job: Job, lock: threading.Lock, within: list[Path] | None = None) -> None:
         with lock:
             job.status, job.started_at = "running", utc_now()
             try:

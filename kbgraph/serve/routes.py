@@ -65,11 +65,13 @@ KB = "/v1/kb/{name}"
 
 
 def _pool(request: Request) -> KBPool:
-    return request.app.state.pool
+    pool: KBPool = request.app.state.pool
+    return pool
 
 
 def _jobs(request: Request) -> JobManager:
-    return request.app.state.jobs
+    jobs: JobManager = request.app.state.jobs
+    return jobs
 
 
 @service.get("/healthz", tags=["service"])

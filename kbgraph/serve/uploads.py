@@ -34,7 +34,7 @@ import uuid
 from pathlib import Path
 
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
@@ -82,14 +82,14 @@ def _has_control(name: str) -> bool:
     return any(unicodedata.category(c) == "Cc" for c in name)
 
 
-def _form_flag(form, field: str) -> bool:
+def _form_flag(form: FormData, field: str) -> bool:
     value = str(form.get(field, "false")).strip().lower()
     if value not in ("true", "false", "1", "0", "yes", "no", "on", "off", ""):
         raise InvalidUpload(f"the form field {field!r} must be true or false, not {value[:20]!r}")
     return value in ("true", "1", "yes", "on")
 
 
-def check_form(form) -> tuple[list[tuple[str, UploadFile]], bool]:
+def check_form(form: FormData) -> tuple[list[tuple[str, UploadFile]], bool]:
     """The ``(clean name, file)`` pairs and the ``wait`` flag of a parsed multipart form. Raises InvalidUpload:
     no ``files`` part, a ``files`` part that is not a file, an unknown field, a bad or repeated name."""
     unknown = sorted({key for key in form.keys() if key not in FIELDS})
