@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from kbgraph.query.streaming import AnswerStream
     from kbgraph.tagging import TagClass
 
-_UNSET: Any = object()
-
 
 class KnowledgeBase:
     """A knowledge base named ``name`` on the store the settings select (embedded FalkorDB by default).
@@ -60,7 +58,8 @@ class KnowledgeBase:
         self.settings = settings
         self._store: GraphStore | None = None
         self._embedder: Embedder | None = None
-        self._llm: Any = _UNSET
+        self._llm: LLM | None = None
+        self._llm_known = False  # _llm is the configured (or assigned) LLM, None included
         self._lender: KnowledgeBase | None = None  # share(): the knowledge base whose store, embedder, LLM these are
         #: What the last ``ask(..., save=True)`` wrote (its Question id), or None.
         self.last_saved: SavedRationale | None = None
@@ -203,15 +202,14 @@ class KnowledgeBase:
     def llm(self) -> LLM | None:
         """The configured LLM client, or None (offline: retrieval-only answers). Assignable: any object with
         the ``kbgraph.llm.LLM`` methods (e.g. ``kbgraph.llm.ScriptedLLM`` in tests), or None for offline."""
-        if self._llm is _UNSET and self._lender is not None:
-            self._llm = self._lender.llm
-        if self._llm is _UNSET:
-            self._llm = get_llm(self.settings)
+        if not self._llm_known:
+            self._llm = self._lender.llm if self._lender is not None else get_llm(self.settings)
+            self._llm_known = True
         return self._llm
 
     @llm.setter
     def llm(self, llm: LLM | None) -> None:
-        self._llm = llm
+        self._llm, self._llm_known = llm, True
 
     def evaluate(self, dataset: str | Path, **options: Any) -> EvalSummary:
         """Evaluate the methods on a multi-hop QA data set against this knowledge base (its corpus is

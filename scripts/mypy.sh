@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Type-checks kbgraph with mypy under pyproject.toml [tool.mypy] (strict on kbgraph.query, kbgraph.store,
-# kbgraph.llm and kbgraph.serve; every other module checked without the strict flags). kbgraph.ingest, kbgraph.query and
+# kbgraph.llm, kbgraph.serve and kbgraph.kb; every other module checked without the strict flags). kbgraph.ingest, kbgraph.query and
 # kbgraph.cypher live in the folders ingest/, query/ and cypher/ (package-dir in pyproject.toml), which mypy cannot
 # map to their import names: so, as scripts/lint_imports.sh does, the package is laid out as installed in a folder
 # of symbolic links (.mypy_cache/tree, kept so that mypy's cache stays valid between runs) and mypy runs there.
