@@ -11,7 +11,6 @@ import typer
 from kbgraph.cli import common
 from kbgraph.cli.common import State, console, print_json
 from kbgraph.errors import ConfigError
-from kbgraph.llm.server import LocalLLMServer
 from kbgraph.settings import Settings
 
 store_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server of a knowledge base.")
@@ -96,6 +95,8 @@ def neo4j_status(as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 def _llm_server(**update: Any):
+    from kbgraph.llm.server import LocalLLMServer  # lazy: CLI start-up (+30 ms: filelock, the server's module)
+
     return LocalLLMServer(Settings(**{**State.overrides, **{k: v for k, v in update.items() if v is not None}}))
 
 
