@@ -38,11 +38,9 @@ import os
 import socket
 import threading
 import time
-import uuid
 from typing import Any
 
-from kbgraph.errors import LockTimeout
-from kbgraph.ingest.lease import POLL_SECONDS, LeaseLost, describe, holder_gone, machine, process_start
+from kbgraph.ingest.lease import LeaseLost, RenewedLock, describe, holder_gone, machine, process_start
 from kbgraph.text import one_line, utc_now
 from kbgraph.store.base import GraphStore
 
@@ -56,62 +54,35 @@ def lease_held(row: dict[str, Any], owner: str = "") -> bool:
     return not holder_gone(row)
 
 
-class ClaimLock:
+class ClaimLock(RenewedLock):
     """``with ClaimLock(store, name, wait=..., timeout=..., ttl=...) as claims:`` the run's side of the claims of
     ``store`` (a store with a ``lease_key()``): ``take(key)`` before a file is read, ``release(keys)`` once it is
     written, ``check()`` before each write (as ``LeaseLock.check``), ``attach_run(run_id)`` once the run is
     recorded. Entering waits as ``LeaseLock`` does while an exclusive run holds the ingest lease (LockTimeout at
     once without ``wait``); leaving releases every claim still held."""
 
+    holds = "the ingest claims of this run on knowledge base"
+    pronoun = "they"
+    thread_name = "kbgraph-ingest-claims"
+
     def __init__(self, store: GraphStore, name: str, *, wait: bool, timeout: float, ttl: float):
-        self.store = store
-        self.name = name
-        key = store.lease_key()
-        if key is None:
-            raise ValueError(f"{type(store).__name__} has no lease key: its runs take the file lock (RunLock)")
-        self.key: str = key
-        self.wait = wait
-        self.timeout = timeout
-        self.ttl = ttl
-        self.owner = uuid.uuid4().hex
+        super().__init__(store, name, wait=wait, timeout=timeout, ttl=ttl)
         self.run_id: str | None = None
         self._held: set[str] = set()
         self._mutex = threading.Lock()  # the held set and its statements: the main thread and the renewals
-        self._lost: str | None = None
-        self._valid_until = 0.0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     # --- the run ------------------------------------------------------------------------------------
     def __enter__(self) -> ClaimLock:
-        row = self.store.run_apart("admin/claim_lease", {"kb": self.key})[0]
-        if lease_held(row):
-            if not self.wait:
-                raise LockTimeout(
-                    f"another `kbgraph ingest` is running alone on knowledge base {self.name!r} ({describe(row)}); "
-                    "retry later or pass --wait"
-                )
-            log.warning("waiting up to %.0f s for the lock held by %s (ingest lease in %s)",
-                        self.timeout, describe(row), self.store.location)  # fmt: skip
-            deadline = time.monotonic() + self.timeout
-            while lease_held(row):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise LockTimeout(
-                        f"waited {self.timeout:.0f} s for the lock of knowledge base {self.name!r}, still held by "
-                        f"{describe(row)}; retry later or raise KBGRAPH_LOCK_TIMEOUT"
-                    )
-                time.sleep(min(POLL_SECONDS, left))
-                row = self.store.run_apart("admin/claim_lease", {"kb": self.key})[0]
+        def lease() -> dict[str, Any]:
+            return self.store.run_apart("admin/claim_lease", {"kb": self.key})[0]
+
+        self._wait_while(lease(), lease_held, lease, "running alone on")
         self._valid_until = time.monotonic() + self.ttl
-        self._thread = threading.Thread(target=self._renew_loop, name="kbgraph-ingest-claims", daemon=True)
-        self._thread.start()
+        self._start_renewals()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.ttl)
+        self._stop_renewals()
         with self._mutex:
             keys = sorted(self._held)
             self._held.clear()
@@ -190,14 +161,3 @@ class ClaimLock:
                 log.error("lost ingest claims on knowledge base %r: %s", self.name, self._lost)
                 return
             self._valid_until = sent + self.ttl
-
-    def check(self) -> None:
-        """Raise LeaseLost unless the claims are surely still ours for a while (as ``LeaseLock.check``)."""
-        reason = self._lost
-        if reason is None and time.monotonic() > self._valid_until - self.ttl / 3:
-            reason = f"they could not be renewed for {self.ttl * 2 / 3:.0f} s and may have expired"
-        if reason is not None:
-            raise LeaseLost(
-                f"lost the ingest claims of this run on knowledge base {self.name!r} ({reason}); this run stopped "
-                "before its next write: run `kbgraph ingest` again"
-            )

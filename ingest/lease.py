@@ -34,6 +34,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,15 +100,15 @@ def describe(row: dict[str, Any]) -> str:
             f"its lease runs {remaining:.0f} s more unless renewed")  # fmt: skip
 
 
-class LeaseLock:
-    """``with LeaseLock(store, name, wait=..., timeout=..., ttl=...) as lock:`` holds the ingest lease of
-    ``store`` (a store whose ``lease_key()`` is not None) and renews it until the block ends; ``lock.check()``
-    before each write raises LeaseLost once the lease is lost.
+class RenewedLock:
+    """What the ingest lease (:class:`LeaseLock`) and the per-file claims (``kbgraph.ingest.claims.ClaimLock``)
+    share: the store and knowledge base, the owner id, waiting while another run holds what is wanted, a renewal
+    thread every ``ttl / 3`` seconds, and ``check()`` before each write. ``holds``: what the run holds, as
+    messages name it before the knowledge base's name; ``pronoun``: it or they."""
 
-    ``ttl``: seconds the lease lasts unless renewed (``lease_ttl``). Errors as ``kbgraph.ingest.lock.RunLock``:
-    LockTimeout at once when another run holds the lease and ``wait`` is False ("another `kbgraph ingest` is
-    running on knowledge base 'kb' (pid P on H since T; ...); retry later or pass --wait"); with ``wait``, a
-    warning "waiting up to N s for the lock held by ..." and LockTimeout after ``timeout`` seconds."""
+    holds = "the ingest lease of knowledge base"
+    pronoun = "it"
+    thread_name = "kbgraph-ingest-lock"
 
     def __init__(self, store: GraphStore, name: str, *, wait: bool, timeout: float, ttl: float):
         self.store = store
@@ -121,33 +122,77 @@ class LeaseLock:
         self.ttl = ttl
         self.owner = uuid.uuid4().hex
         self._lost: str | None = None
-        self._valid_until = 0.0  # time.monotonic() until which the lease is surely ours
+        self._valid_until = 0.0  # time.monotonic() until which what the run holds is surely its own
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def _wait_while(self, row: dict[str, Any], held: Callable[[dict[str, Any]], bool],
+                    again: Callable[[], dict[str, Any]], busy: str) -> dict[str, Any]:  # fmt: skip
+        """``row`` once ``held(row)`` is False, asking ``again()`` every POLL_SECONDS up to ``timeout`` s. Raises
+        LockTimeout at once without ``wait`` ("another `kbgraph ingest` is <busy> ..."), else after ``timeout``."""
+        if not held(row):
+            return row
+        if not self.wait:
+            raise LockTimeout(
+                f"another `kbgraph ingest` is {busy} knowledge base {self.name!r} ({describe(row)}); retry later or "
+                "pass --wait"
+            )
+        log.warning("waiting up to %.0f s for the lock held by %s (ingest lease in %s)",
+                    self.timeout, describe(row), self.store.location)  # fmt: skip
+        deadline = time.monotonic() + self.timeout
+        while held(row):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LockTimeout(
+                    f"waited {self.timeout:.0f} s for the lock of knowledge base {self.name!r}, still held by "
+                    f"{describe(row)}; retry later or raise KBGRAPH_LOCK_TIMEOUT"
+                )
+            time.sleep(min(POLL_SECONDS, left))
+            row = again()
+        return row
+
+    def _start_renewals(self) -> None:
+        self._thread = threading.Thread(target=self._renew_loop, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def _stop_renewals(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.ttl)
+
+    def _renew_loop(self) -> None:
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Raise LeaseLost unless what the run holds is surely still its own for a while: it was taken over, or
+        its last renewal is so old that less than a third of ``ttl`` may be left (two renewals in a row failed).
+        Called by the pipeline before each write."""
+        reason = self._lost
+        if reason is None and time.monotonic() > self._valid_until - self.ttl / 3:
+            reason = f"{self.pronoun} could not be renewed for {self.ttl * 2 / 3:.0f} s and may have expired"
+        if reason is not None:
+            raise LeaseLost(
+                f"lost {self.holds} {self.name!r} ({reason}); this run stopped before its next write: run "
+                "`kbgraph ingest` again"
+            )
+
+
+class LeaseLock(RenewedLock):
+    """``with LeaseLock(store, name, wait=..., timeout=..., ttl=...) as lock:`` holds the ingest lease of
+    ``store`` (a store whose ``lease_key()`` is not None) and renews it until the block ends; ``lock.check()``
+    before each write raises LeaseLost once the lease is lost.
+
+    ``ttl``: seconds the lease lasts unless renewed (``lease_ttl``). Errors as ``kbgraph.ingest.lock.RunLock``:
+    LockTimeout at once when another run holds the lease and ``wait`` is False ("another `kbgraph ingest` is
+    running on knowledge base 'kb' (pid P on H since T; ...); retry later or pass --wait"); with ``wait``, a
+    warning "waiting up to N s for the lock held by ..." and LockTimeout after ``timeout`` seconds."""
+
+    thread_name = "kbgraph-ingest-lease"
+
     # --- taking and giving back -----------------------------------------------------------------
     def __enter__(self) -> LeaseLock:
-        row = self._try()
-        if not row["taken"]:
-            if not self.wait:
-                raise LockTimeout(
-                    f"another `kbgraph ingest` is running on knowledge base {self.name!r} ({describe(row)}); "
-                    "retry later or pass --wait"
-                )
-            log.warning("waiting up to %.0f s for the lock held by %s (ingest lease in %s)",
-                        self.timeout, describe(row), self.store.location)  # fmt: skip
-            deadline = time.monotonic() + self.timeout
-            while not row["taken"]:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise LockTimeout(
-                        f"waited {self.timeout:.0f} s for the lock of knowledge base {self.name!r}, still held by "
-                        f"{describe(row)}; retry later or raise KBGRAPH_LOCK_TIMEOUT"
-                    )
-                time.sleep(min(POLL_SECONDS, left))
-                row = self._try()
-        self._thread = threading.Thread(target=self._renew_loop, name="kbgraph-ingest-lease", daemon=True)
-        self._thread.start()
+        self._wait_while(self._try(), lambda row: not row["taken"], self._try, "running on")
+        self._start_renewals()
         try:
             wait_for_claims(self.store, self.name, self.owner, self.timeout)
         except BaseException:
@@ -156,9 +201,7 @@ class LeaseLock:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.ttl)
+        self._stop_renewals()
         try:
             self.store.run_apart("admin/lease_release", {"kb": self.key, "owner": self.owner})
         except Exception as err:  # it expires by itself after ttl
@@ -199,19 +242,6 @@ class LeaseLock:
                 log.error("lost the ingest lease of knowledge base %r: %s", self.name, self._lost)
                 return
             self._valid_until = sent + self.ttl
-
-    def check(self) -> None:
-        """Raise LeaseLost unless the lease is surely still ours for a while: it was taken over, or its last
-        renewal is so old that less than a third of ``ttl`` may be left (two renewals in a row failed). Called
-        by the pipeline before each write."""
-        reason = self._lost
-        if reason is None and time.monotonic() > self._valid_until - self.ttl / 3:
-            reason = f"it could not be renewed for {self.ttl * 2 / 3:.0f} s and may have expired"
-        if reason is not None:
-            raise LeaseLost(
-                f"lost the ingest lease of knowledge base {self.name!r} ({reason}); this run stopped before its "
-                "next write: run `kbgraph ingest` again"
-            )
 
 
 def wait_for_claims(store: GraphStore, name: str, owner: str, timeout: float) -> None:

@@ -24,6 +24,7 @@ import pytest
 
 from kbgraph.ingest.sources import uri_to_path
 from kbgraph.kb import KnowledgeBase
+from tests.ingest_env import ingest_env
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
@@ -55,18 +56,9 @@ def _folder(tmp_path: Path, n: int = 12) -> Path:
 
 
 def _env(settings, tmp_path: Path, host: str, **extra: str) -> dict[str, str]:
-    """The environment of a `kbgraph ingest` with a home of its own (<tmp>/<host>) writing with claims; the
-    embedding model's ONNX export is shared with the session's home (tests/test_lease.py)."""
-    home = tmp_path / host
-    home.mkdir(exist_ok=True)
-    shared = settings.home / "models"
-    shared.mkdir(parents=True, exist_ok=True)
-    if not (home / "models").exists():
-        (home / "models").symlink_to(shared, target_is_directory=True)
-    return {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_URI": settings.store.uri,
-            "NEO4J_USERNAME": settings.store.neo4j_username, "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value(),
-            "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir), "KBGRAPH_INGEST_GROUP_SIZE": "2",
-            "KBGRAPH_INGEST_WRITERS": "claims", **extra}  # fmt: skip
+    """tests.ingest_env's environment, writing with claims in groups of 2 files."""
+    return ingest_env(settings, tmp_path, host, **{"KBGRAPH_INGEST_GROUP_SIZE": "2", "KBGRAPH_INGEST_WRITERS": "claims",
+                                                   **extra})  # fmt: skip
 
 
 def _start(env: dict[str, str], folder: Path, out: Path) -> subprocess.Popen:

@@ -28,6 +28,7 @@ from kbgraph.errors import LockTimeout
 from kbgraph.ingest.lease import LeaseLock
 from kbgraph.ingest.lock import open_run_lock
 from kbgraph.kb import KnowledgeBase
+from tests.ingest_env import ingest_env
 
 CORPUS = "multihop/musique/hipporag_train100.corpus.jsonl"
 LEASE = "MATCH (l:IngestLease) RETURN l.owner AS owner, l.pid AS pid, l.host AS host, l.machine AS machine, " \
@@ -50,19 +51,7 @@ def _passages(examples_dir: Path, tmp_path: Path, n: int) -> Path:
     return out
 
 
-def _env(settings, tmp_path: Path, host: str, **extra: str) -> dict[str, str]:
-    """The environment of a `kbgraph ingest` with a home of its own (<tmp>/<host>). The embedding model's ONNX
-    export (a cache, not the KB folder) is shared with the session's home, so each process does not export it."""
-    home = tmp_path / host
-    home.mkdir(exist_ok=True)
-    shared = settings.home / "models"
-    shared.mkdir(parents=True, exist_ok=True)
-    if not (home / "models").exists():
-        (home / "models").symlink_to(shared, target_is_directory=True)
-    return {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_URI": settings.store.uri,
-            "NEO4J_USERNAME": settings.store.neo4j_username, "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value(),
-            "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir), "KBGRAPH_INGEST_GROUP_SIZE": "16",
-            **extra}  # fmt: skip
+_env = ingest_env
 
 
 def _ingest(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen:
