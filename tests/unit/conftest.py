@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+#: The repository's root (tests/unit -> tests -> the root): what the unit tests read lies under it.
+REPO = HERE.parent.parent
 
 #: Modules the unit tier must not import: the embedding model's runtimes, NLP, the store clients, HTTP servers, LLMs.
 HEAVY_MODULES = ("torch", "sentence_transformers", "transformers", "onnxruntime", "spacy", "thinc", "unstructured",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.unit.conftest import REPO
 SCANNED = ("kbgraph", "query", "ingest")
 EXEMPT = (REPO / "kbgraph" / "store",)
 #: A backend name or a store URI scheme (with or without ://).

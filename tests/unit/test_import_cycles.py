@@ -13,11 +13,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.unit.conftest import REPO
 #: Folders installed under kbgraph by pyproject.toml's package-dir.
 PACKAGE_DIRS = {"ingest": "ingest", "query": "query", "cypher": "cypher"}
 

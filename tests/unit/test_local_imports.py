@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.unit.conftest import REPO
 #: The folders of the package (kbgraph/, and ingest/ and query/ installed as kbgraph.ingest and kbgraph.query).
 FOLDERS = ("kbgraph", "ingest", "query")
 

@@ -5,7 +5,6 @@ and docs/methods.md is held to the registry (its method table) and to the settin
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import METHODS, AnswerRow, RetrievalRow, get_method
 from kbgraph.query.models import Answer, ScoredChunk
 from kbgraph.settings import GROUPS, METHOD_GROUPS, SETTING_GROUPS, Settings
+from tests.unit.conftest import REPO
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "methods.md"
+DOC = REPO / "docs" / "methods.md"
 
 
 def _ctx(llm: object | None = None) -> QueryContext:
