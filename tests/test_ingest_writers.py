@@ -168,8 +168,11 @@ def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb, n
                             capture_output=True, text=True, timeout=600)  # fmt: skip
     assert second.returncode == 0, second.stderr
     report = json.loads(second.stdout)
-    assert {f["path"] for f in report["files"] if f["outcome"] == "ingested"} == claimed
-    assert all(f["outcome"] in ("ingested", "unchanged") for f in report["files"])
+    # the dead writer's files are taken over: each is ingested now, or unchanged when the writer had written it
+    # between its last write and the kill (its claim not yet released); none is skipped any more
+    outcomes = {f["path"]: f["outcome"] for f in report["files"]}
+    assert {p for p, o in outcomes.items() if o == "ingested"} <= claimed
+    assert all(o in ("ingested", "unchanged") for o in outcomes.values()), outcomes
     assert kb.store._execute(CLAIMS, {}) == []
     got = _graph(kb)
     assert all(d["status"] == "complete" for d in got["documents"]) and len(got["documents"]) == len(files)
