@@ -128,7 +128,7 @@ def test_every_spelling_of_a_path_decides_as_the_canonical_one(served):
     assert canonical[0, "alpha"] == 200 and canonical[0, "beta"] == 403 and canonical[2, "alpha"] == 403
     assert canonical[4, "alpha"] == 403 and canonical[8, "alpha"] == 404
 
-    @hsettings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @hsettings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(_spellings())
     def check(spelling):
         index, kb, positions, upper, extra, where = spelling
@@ -183,7 +183,7 @@ def test_schemathesis_by_key_scope(served, role):
         operation = result.ok()
         strategy = operation.as_strategy()
 
-        @hsettings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @hsettings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         @given(strategy)
         def run(case):
             method, template = case.operation.method.upper(), case.operation.path
