@@ -96,7 +96,6 @@ def _vectors(kb: KnowledgeBase) -> dict[tuple[str, str], np.ndarray]:
 
 
 @pytest.mark.slow  # a local Ray and two ingests per engine (~1 min on 2 cores)
-@pytest.mark.slow  # starts a local Ray and its actors (~40 s)
 def test_ray_builds_the_same_graph_as_local(runs):
     local, ray = _graph(runs["local"][0]), _graph(runs["ray"][0])
     assert len(local["documents"]) == len(PDFS) + 1 + PASSAGES
