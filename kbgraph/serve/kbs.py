@@ -189,10 +189,14 @@ class KBPool:
     def exists(self, name: str) -> bool:
         """True when knowledge base ``name`` is open, is the served one, or exists in the store (found without
         creating anything: kbgraph.store.knowledge_base_exists)."""
+        return self._exists(name, self.settings_for(name))
+
+    def _exists(self, name: str, settings: Settings) -> bool:
+        """:meth:`exists` for ``name`` whose settings are ``settings`` (already made by the caller)."""
         with self._guard:
             if name in self._open:
                 return True
-        return name == self.settings.name or knowledge_base_exists(self.settings_for(name))
+        return name == self.settings.name or knowledge_base_exists(settings)
 
     def _checkout(self, name: str, create: bool) -> _Open:
         """The open entry of ``name`` (opened now if none), counted as used by one more caller."""
@@ -209,7 +213,7 @@ class KBPool:
                     entry.users += 1
                     return entry
             settings = self.settings_for(name)
-            if not create and not self.exists(name):
+            if not create and not self._exists(name, settings):
                 raise KnowledgeBaseNotFound(
                     f"no knowledge base {name!r} on this server: ingest into it first (POST /v1/kb/{name}/ingest "
                     "with a key that may write it), or see the open ones at /readyz"

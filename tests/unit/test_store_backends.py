@@ -63,7 +63,7 @@ def statements_root(tmp_path, monkeypatch):
     (tmp_path / "g").mkdir()
     for name, text in {
         "g/plain.cypher": "RETURN 'plain'", "g/plain.neo4j.cypher": "RETURN 'neo4j'",
-        "g/shared.cypher": "RETURN 'shared'", "g/own.child.cypher": "RETURN 'child'",
+        "g/common.cypher": "RETURN 'common'", "g/own.child.cypher": "RETURN 'child'",
         "g/only.falkordb.cypher": "RETURN 'falkordb'",
     }.items():  # fmt: skip
         (tmp_path / name).write_text(f"// comment\n{text};\n")
@@ -78,12 +78,12 @@ def test_statements_fall_back_along_the_dialect_chain(statements_root):
     assert cypher.chain("child") == (".child", ".neo4j", "")
     assert cypher.load("g/own", "child") == "RETURN 'child'"  # its own variant
     assert cypher.load("g/plain", "child") == "RETURN 'neo4j'"  # the parent's
-    assert cypher.load("g/shared", "child") == "RETURN 'shared'"  # the plain file
+    assert cypher.load("g/common", "child") == "RETURN 'common'"  # the plain file
     assert cypher.load("g/plain", "falkordb") == "RETURN 'plain'"
     with pytest.raises(CypherNotFound):
         cypher.load("g/only", "child")  # another dialect's variant is never read
-    assert set(cypher.statements("child")) == {"g/own", "g/plain", "g/shared"}
-    assert set(cypher.statements("falkordb")) == {"g/plain", "g/shared", "g/only"}
+    assert set(cypher.statements("child")) == {"g/own", "g/plain", "g/common"}
+    assert set(cypher.statements("falkordb")) == {"g/plain", "g/common", "g/only"}
     with pytest.raises(ValueError, match="unknown Cypher dialect"):
         cypher.load("g/plain", "nope")
 
