@@ -281,7 +281,7 @@ def test_save_is_one_unit_of_work(corpus, monkeypatch):
     """A statement failing half-way leaves nothing of the Question (Neo4j: rollback; FalkorDB: the
     compensation deletes it)."""
     from kbgraph.query.rationale import rationale_rows, save_answer
-    from kbgraph.store.base import Transaction
+    from kbgraph.store.transaction import Transaction
 
     answer = answer_pike_cached(corpus)
     asked_at = "2025-01-01T00:00:00.000000+00:00"

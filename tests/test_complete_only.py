@@ -22,7 +22,7 @@ import pytest
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import stable_id
-from kbgraph.store.base import Transaction
+from kbgraph.store.transaction import Transaction
 
 HOPPER = "Grace Hopper developed the first compiler, the A-0 System, at Remington Rand in 1952."
 LOVELACE = (

@@ -23,7 +23,7 @@ from kbgraph.ingest.groups import WRITE_THREAD
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import stable_id
 from kbgraph.settings import VECTOR_LAYER_CHOICES
-from kbgraph.store.base import Transaction
+from kbgraph.store.transaction import Transaction
 from kbgraph.store import backend_name
 
 PASSAGES, GROUP = 30, 10  # three groups

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore, Transaction
+from kbgraph.store.base import GraphStore
+from kbgraph.store.transaction import Transaction
 from kbgraph.store.falkordb import FalkorDBStore
 from kbgraph.store.neo4j import Neo4jStore
 

@@ -9,7 +9,6 @@ shared here so that both backends behave the same way.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -19,100 +18,20 @@ import numpy as np
 
 from kbgraph import cypher
 from kbgraph.errors import SchemaMismatch, StoreError
-from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
+from kbgraph.models import FULLTEXT_INDEXES, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
+
+from kbgraph.store.params import Row, fulltext_terms, map_vectors
+from kbgraph.store.schema import DOCUMENT_SCOPED_LABELS, SEED_LAYERS, schema_statements, snake
+from kbgraph.store.transaction import Transaction, delete_orphan_tags
 
 if TYPE_CHECKING:
     from kbgraph.settings import Settings
 
-
-Row = dict[str, Any]
-
-#: Labels whose nodes carry ``document_id`` and get a range index on it.
-DOCUMENT_SCOPED_LABELS = ("Section", "Chunk", "AtomicQuestion", "Triple")
-#: The layers of retrieve/seed_vectors with a query vector of their own ($<snake label>_embedding; Chunk: $embedding).
-SEED_LAYERS = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
-
-
-def snake(label: str) -> str:
-    """'AtomicQuestion' -> 'atomic_question' (names of schema statements and Neo4j indexes)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", label).lower()
-
-
-def schema_statements() -> list[str]:
-    """Names of the schema statements, in creation order."""
-    names = [f"schema/id_{snake(label)}" for label in NODE_LABELS]
-    names += [f"schema/document_id_{snake(label)}" for label in DOCUMENT_SCOPED_LABELS]
-    names += ["schema/title_document", "schema/ingest_lease_kb", "schema/ingest_claim_key"]
-    names += [f"schema/vector_{snake(label)}" for label in VECTOR_LABELS]
-    names += [f"schema/fulltext_{snake(label)}_{prop}" for label, prop in FULLTEXT_INDEXES]
-    return names
-
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def fulltext_terms(text: str, max_terms: int = 32) -> list[str]:
-    """The words of ``text`` (letters/digits only, lower-cased, deduplicated, at most ``max_terms``), so that
-    no user character can reach a full-text query parser as syntax."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
-        if word not in seen:
-            seen[word] = None
-        if len(seen) >= max_terms:
-            break
-    return list(seen)
-
-
-def delete_orphan_tags(tx: Transaction | GraphStore, tag_ids: Sequence[str]) -> int:
-    """Delete those of the corpus Tags ``tag_ids`` that no chunk is TAGGED with any more, then the query Tags
-    that mapped (MAPS_TO) only to deleted ones (auto-tagging, PIKE-RAG §5.2.2). Returns the Tags deleted."""
-    if not tag_ids:
-        return 0
-    rows = tx.run("tags/delete_orphan_corpus_tags", {"ids": list(tag_ids)})
-    query_ids = list(dict.fromkeys(q for r in rows for q in (r["query_ids"] or [])))
-    deleted = len(rows)
-    if query_ids:
-        deleted += int(tx.run("tags/delete_orphan_query_tags", {"ids": query_ids})[0]["deleted"])
-    return deleted
-
-
-def map_vectors(params: Row, convert: Callable[[np.ndarray], Any]) -> Row:
-    """``params`` with every numpy array (a checked embedding, at the top level or in a row of ``$rows``)
-    replaced by ``convert(array)``: each driver has its own fastest form of a vector."""
-
-    def fix(v: Any) -> Any:
-        if isinstance(v, np.ndarray):
-            return convert(v)
-        if isinstance(v, dict):
-            return {k: fix(x) for k, x in v.items()}
-        if isinstance(v, list) and v and isinstance(v[0], (dict, np.ndarray)):
-            return [fix(x) for x in v]
-        return v
-
-    return {k: fix(v) for k, v in params.items()}
-
-
-class Transaction:
-    """One unit of work, opened by ``GraphStore.transaction``. ``run`` and ``write_batches`` as on the store;
-    ``statements`` counts what the unit sent. Whether a failed unit is rolled back or compensated is the
-    store's decision (``GraphStore.rolls_back``), never the caller's."""
-
-    def __init__(self, store: GraphStore, handle: Any):
-        self._store = store
-        self._handle = handle
-        self.statements = 0
-
-    def run(self, name: str, params: Row | None = None) -> list[Row]:
-        self.statements += 1
-        self._store.sent[name] += 1
-        return self._store._execute(cypher.load(name, self._store.dialect), params or {}, self._handle)
-
-    def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
-        total = 0
-        for batch in self._store._batches(rows):
-            self.run(name, {**(params or {}), "rows": batch})
-            total += len(batch)
-        return total
+#: Re-exported: the names of the split-out modules (params, schema, transaction) that callers import from here.
+__all__ = [
+    "DOCUMENT_SCOPED_LABELS", "SEED_LAYERS", "GraphStore", "Row", "Transaction", "delete_orphan_tags",
+    "fulltext_terms", "map_vectors", "schema_statements", "snake",
+]
 
 
 class GraphStore(ABC):

@@ -21,7 +21,9 @@ import numpy as np
 from kbgraph.errors import StoreError, StoreUnavailable
 from kbgraph.models import NODE_LABELS
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore, Row, map_vectors, snake
+from kbgraph.store.base import GraphStore
+from kbgraph.store.params import Row, map_vectors
+from kbgraph.store.schema import snake
 
 if TYPE_CHECKING:  # imported on connecting: asking the class about the backend starts and imports nothing
     from kbgraph.store.falkor_server import EmbeddedFalkorDB

@@ -27,7 +27,9 @@ import numpy as np
 
 from kbgraph.errors import ConfigError, StoreError, StoreTransient, StoreUnavailable
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore, map_vectors, Row, snake
+from kbgraph.store.base import GraphStore
+from kbgraph.store.params import Row, map_vectors
+from kbgraph.store.schema import snake
 from kbgraph import cypher
 
 
