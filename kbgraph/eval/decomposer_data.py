@@ -173,7 +173,7 @@ class ContextPool:
 
 
 # --- lines 7-15 ----------------------------------------------------------------------------------------------
-def split_candidates(ctx: QueryContext, proposals: Sequence[str], vectors: Any, hits: Sequence[Candidate], *,
+def split_candidates(ctx: QueryContext, proposals: Sequence[str], vectors: np.ndarray, hits: Sequence[Candidate], *,
                      k: int, delta: float) -> tuple[list[Candidate], dict[str, float]]:  # fmt: skip
     """Lines 8-15 over AC_t = ``hits`` (``retrieve_atomic`` of the proposals at K', δ'): (RAP_t, the S increment
     per chunk). A distinct (question, chunk) pair is relevant when some proposal has it among its first ``k`` hits
@@ -288,16 +288,17 @@ def score_trajectory(ctx: QueryContext, traj: Trajectory, *, judge: bool = False
     traj.correct = traj.score >= ctx.settings.decomposer.decomposer_correct_score
 
 
-def resolve_params(ctx: QueryContext, **given: Any) -> Params:
-    """The run's α, K', δ', N: ``given`` (None = the setting), K and δ from Algorithm 1's settings. Raises
+def resolve_params(ctx: QueryContext, *, alpha: float | None = None, k_prime: int | None = None,
+                   delta_prime: float | None = None, rounds: int | None = None) -> Params:  # fmt: skip
+    """The run's α, K', δ', N as given (None = the setting), K and δ from Algorithm 1's settings. Raises
     ConfigError when K' < K or δ' > δ (Algorithm 2 retrieves wider than Algorithm 1: K' > K, δ' < δ)."""
     s = ctx.settings
     p = Params(
-        alpha=s.decomposer.decomposer_alpha if given.get("alpha") is None else given["alpha"],
+        alpha=s.decomposer.decomposer_alpha if alpha is None else alpha,
         k=s.decompose.decompose_candidates, delta=s.decompose.decompose_threshold,
-        k_prime=s.decomposer.decomposer_k_prime if given.get("k_prime") is None else given["k_prime"],
-        delta_prime=s.decomposer.decomposer_delta_prime if given.get("delta_prime") is None else given["delta_prime"],
-        rounds=s.decomposer.decomposer_rounds if given.get("rounds") is None else given["rounds"],
+        k_prime=s.decomposer.decomposer_k_prime if k_prime is None else k_prime,
+        delta_prime=s.decomposer.decomposer_delta_prime if delta_prime is None else delta_prime,
+        rounds=s.decomposer.decomposer_rounds if rounds is None else rounds,
     )  # fmt: skip
     if p.k_prime < p.k:
         raise ConfigError(f"K' ({p.k_prime}) must be at least K ({p.k}): raise KBGRAPH_DECOMPOSER_K_PRIME")

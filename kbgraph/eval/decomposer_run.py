@@ -17,7 +17,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from pydantic import BaseModel, Field
 
@@ -108,14 +108,40 @@ def _open_folder(out: Path, identity: dict[str, Any]) -> None:
     config.write_text(json.dumps(identity, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
-def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> dict[str, Any]:
+class CollectCounts(TypedDict):
+    """The counts and distributions of :class:`CollectSummary` (:func:`summarize`)."""
+
+    questions_done: int
+    trajectories: int
+    sub_questions: int
+    correct_trajectories: int
+    correct_questions: int
+    sft_pairs_correct: int
+    scores: ScoreDistribution
+    best_scores: ScoreDistribution
+    f1_mean: float | None
+    accuracy_mean: float | None
+
+
+class CollectParams(TypedDict, total=False):
+    """The Algorithm 2 parameters of :func:`collect_dataset` (None or absent = the ``decomposer_*`` setting)."""
+
+    alpha: float | None
+    k_prime: int | None
+    delta_prime: float | None
+    rounds: int | None
+    samples: int | None
+    until_correct: bool | None
+
+
+def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> CollectCounts:
     """The counts and distributions of :class:`CollectSummary` over ``trajectories``."""
     best: dict[str, float] = {}
     for t in trajectories:
         best[t.question_id] = max(best.get(t.question_id, 0.0), t.score)
     correct = [t for t in trajectories if t.score >= correct_score]
     judged = [t.accuracy for t in trajectories if t.accuracy is not None]
-    return dict(
+    return CollectCounts(
         questions_done=len(best), trajectories=len(trajectories),
         sub_questions=sum(len(t.sub_questions()) for t in trajectories),
         correct_trajectories=len(correct), correct_questions=len({t.question_id for t in correct}),
@@ -129,7 +155,7 @@ def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> di
 def collect_dataset(
     kb: EvalTarget, dataset: str | Path, out: str | Path, *, limit: int | None = None, sample: int | None = None,
     seed: int = 0, judge: bool | None = None, judge_model: str | None = None, ingest: bool = True,
-    llm: LLM | None = None, log: Callable[[str], None] | None = None, **params: Any,
+    llm: LLM | None = None, log: Callable[[str], None] | None = None, **params: Unpack[CollectParams],
 ) -> CollectSummary:  # fmt: skip
     """Run Algorithm 2 on the questions of ``dataset`` (``limit`` / ``sample`` with ``seed`` as ``kbgraph eval``)
     against ``kb`` and write the folder ``out`` (module docstring). ``ingest``: ingest the data set's corpus into
@@ -146,7 +172,8 @@ def collect_dataset(
         raise ConfigError(f"limit must be >= 1, got {limit}")
     ctx = QueryContext(kb.store, kb.settings, kb.embedder, llm)
     s = kb.settings
-    p = resolve_params(ctx, **{k: params.get(k) for k in ("alpha", "k_prime", "delta_prime", "rounds")})
+    p = resolve_params(ctx, alpha=params.get("alpha"), k_prime=params.get("k_prime"),
+                       delta_prime=params.get("delta_prime"), rounds=params.get("rounds"))  # fmt: skip
     samples = params.get("samples") or s.decomposer.decomposer_samples
     until = s.decomposer.decomposer_until_correct if params.get("until_correct") is None else params["until_correct"]
     judge = True if judge is None else judge

@@ -45,7 +45,7 @@ class SFTPair(BaseModel):
     x: str
     y: str
 
-    def chat(self) -> dict:
+    def chat(self) -> dict[str, list[dict[str, str]]]:
         """The pair as one chat fine-tuning record: system, user (x_i), assistant (y_i)."""
         return {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": self.x},
                              {"role": "assistant", "content": self.y}]}  # fmt: skip

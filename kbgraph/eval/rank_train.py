@@ -122,10 +122,11 @@ def recall(pools: Sequence[LabelledPool], model: RankerModel | None, ks: Sequenc
     return {f"R@{k}": 100.0 * float(np.mean(v)) if v else 0.0 for k, v in got.items()}
 
 
-def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int, c: float = DEFAULT_C) -> dict[str, dict]:
+def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int,
+                  c: float = DEFAULT_C) -> dict[str, dict[str, dict[str, float]]]:  # fmt: skip
     """For each data set: recall with the weighted sum ("weights"), with a model fitted on every set ("in_set")
     and with a model fitted on the other sets only ("leave_one_out"; absent with one set)."""
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, dict[str, float]]] = {}
     every = fit(by_set, pool=pool, c=c)
     for name, pools in by_set.items():
         row = {"weights": recall(pools, None), "in_set": recall(pools, every)}

@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.eval.runfolder import REPORT, QuestionRecord
 from kbgraph.eval.summary import BASELINES, NO_RETRIEVAL, EvalSummary
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _pct(v: float | None) -> str:
@@ -37,7 +40,7 @@ def write_plots(run_dir: Path, summary: EvalSummary, records: Sequence[QuestionR
     ms = {m: s for m, s in summary.methods.items() if s.questions}
     ks = summary.ks
 
-    def save(fig: Any, name: str) -> None:
+    def save(fig: Figure, name: str) -> None:
         fig.tight_layout()
         fig.savefig(folder / name, dpi=110)
         plt.close(fig)

@@ -119,7 +119,7 @@ def volatile_settings() -> dict[str, str]:
     return out
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """A setting's value as JSON (paths as strings, a secret only as whether it is set)."""
     if isinstance(value, SecretStr):
         return bool(value.get_secret_value())

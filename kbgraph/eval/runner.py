@@ -22,11 +22,12 @@ response cache when the same request was made before (kbgraph.llm.cache), at ``l
 
 from __future__ import annotations
 
+import enum
 import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kbgraph.errors import ConfigError, StoreError
 from kbgraph.eval.dataset import Dataset, EvalQuestion, load_dataset, select_questions
@@ -55,6 +56,7 @@ from kbgraph.query.answering import UsageMeter
 from kbgraph.query.ask import answer_question, clean_question
 from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import ALL_METHODS, METHODS, RetrievalRow, get_method
+from kbgraph.query.models import ScoredChunk
 from kbgraph.text import utc_now
 from kbgraph.query.prompts import judge_messages
 from kbgraph.llm.base import LLM
@@ -65,7 +67,15 @@ if TYPE_CHECKING:
     from kbgraph.eval.target import EvalTarget
 
 NO_LLM = "no LLM configured: set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL (and KBGRAPH_LLM_API_KEY if needed)"
-_UNSET: Any = object()
+
+
+class _Unset(enum.Enum):
+    """The default of ``evaluate(llm=...)``: use ``kb.llm`` (None is a value: no LLM)."""
+
+    UNSET = enum.auto()
+
+
+_UNSET = _Unset.UNSET
 
 
 def parse_judgement(text: str) -> float | None:
@@ -103,7 +113,7 @@ class MethodRunner:
         self._prepared.add(method)
         return row.prepare(self.ctx)
 
-    def retrieve(self, method: str, question: str) -> list:
+    def retrieve(self, method: str, question: str) -> list[ScoredChunk]:
         """The top ``depth`` chunks of the retrieval method ``method`` for ``question``."""
         return get_method(method, "retrieval").run(clean_question(question), self.ctx, k=self.depth)
 
@@ -130,7 +140,7 @@ class MethodRunner:
         rec.finished_at = utc_now()
         return rec
 
-    def _ask(self, method: str, q: EvalQuestion, rec: QuestionRecord) -> list:
+    def _ask(self, method: str, q: EvalQuestion, rec: QuestionRecord) -> list[ScoredChunk]:
         meter = UsageMeter(self.llm)
         t0 = time.perf_counter()
         answer = answer_question(q.question, self.ctx, method=method)
@@ -176,13 +186,14 @@ def _check_options(methods: Sequence[str] | None, ks: Sequence[int], depth: int,
     return methods, ks
 
 
-def _ingest_corpus(kb: EvalTarget, ds: Dataset, progress: bool | None, say: Callable[[str], None]) -> dict | None:
+def _ingest_corpus(kb: EvalTarget, ds: Dataset, progress: bool | None,
+                   say: Callable[[str], None]) -> dict[str, object] | None:  # fmt: skip
     """Ingest the data set's corpus (incremental); the report's counts, or None without a corpus."""
     if ds.corpus_path is None:
         return None
     say(f"ingesting {ds.corpus_path.name} into knowledge base {kb.name!r} (incremental)")
     report = kb.ingest([ds.corpus_path], progress=progress)
-    info = report.model_dump(include={"status", "added", "updated", "unchanged", "failed", "chunks"})
+    info: dict[str, object] = report.model_dump(include={"status", "added", "updated", "unchanged", "failed", "chunks"})
     info["seconds"] = round(report.seconds.get("total", 0.0), 2)
     if report.failed:
         info["errors"] = [f"{e.path}: {e.error}" for e in report.errors][:20]
@@ -214,7 +225,7 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
              ks: Sequence[int] = DEFAULT_KS, depth: int = 10, judge: bool | None = None,
              judge_model: str | None = None, out: str | Path | None = None, fresh: bool = False,
              ingest: bool = True, plots: bool = True, progress: bool | None = None,
-             llm: Any = _UNSET, log: Callable[[str], None] | None = None) -> EvalSummary:  # fmt: skip
+             llm: LLM | None | _Unset = _UNSET, log: Callable[[str], None] | None = None) -> EvalSummary:  # fmt: skip
     """Run ``methods`` (default: all, ``ALL_METHODS`` of the registry) on the questions of ``dataset`` against
     ``kb`` and write the run folder (kbgraph.eval.runfolder). Returns the summary (also in ``summary.json``).
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -43,6 +43,7 @@ from kbgraph.tagging import normalize_tag, tag_pairs_messages
 from kbgraph.text import utc_now
 from kbgraph.eval.dataset import load_dataset, select_questions
 from kbgraph.store.base import GraphStore
+from kbgraph.store.params import Row
 
 
 class QASample(BaseModel):
@@ -84,7 +85,7 @@ class PairsAnswer(BaseModel):
 
     @field_validator("pairs", mode="before")
     @classmethod
-    def _pairs(cls, v: Any) -> list:
+    def _pairs(cls, v: Any) -> list[object]:
         return [x for x in (v if isinstance(v, list) else []) if isinstance(x, dict)]
 
 
@@ -154,17 +155,25 @@ def _passage_chunks(ctx: QueryContext) -> dict[str, list[str]]:
     return out
 
 
-def _count(rows: list[dict]) -> int:
+def _count(rows: Sequence[Row]) -> int:
     return int(rows[0]["written"]) if rows else 0
 
 
-def _context(kb_or_ctx: Any) -> QueryContext:
+class QueryContextSource(Protocol):
+    """What :func:`learn_tag_pairs` needs of a knowledge base (``kbgraph.kb.KnowledgeBase`` is one; kbgraph.eval
+    does not import kbgraph.kb, the layer above it): its query context, with its LLM."""
+
+    def query_context(self) -> QueryContext: ...
+
+
+def _context(kb_or_ctx: QueryContextSource | QueryContext) -> QueryContext:
     if isinstance(kb_or_ctx, QueryContext):
         return kb_or_ctx
     return kb_or_ctx.query_context()
 
 
-def learn_tag_pairs(kb_or_ctx: Any, qa_samples: Iterable[QASample | dict] | str | Path) -> TagPairReport:
+def learn_tag_pairs(kb_or_ctx: QueryContextSource | QueryContext,
+                    qa_samples: Iterable[QASample | Mapping[str, object]] | str | Path) -> TagPairReport:  # fmt: skip
     """Learn the tag pair collection from ``qa_samples`` (module doc) on a KnowledgeBase or a QueryContext with
     an LLM; returns a :class:`TagPairReport`. Raises QueryError when no LLM is configured, LLMError when the
     server fails."""
@@ -179,7 +188,7 @@ def learn_tag_pairs(kb_or_ctx: Any, qa_samples: Iterable[QASample | dict] | str 
     passages = _passage_chunks(ctx) if any(s.gold_passage_ids for s in samples) else {}
     classes = class_pairs(ctx.store)
     pairs: dict[tuple[str, str], TagPair] = {}
-    query_tags: dict[str, dict] = {}
+    query_tags: dict[str, dict[str, str]] = {}
 
     def skip(reason: str) -> None:
         report.skipped[reason] = report.skipped.get(reason, 0) + 1

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kbgraph.embed.base import Embedder
+from kbgraph.ingest.report import IngestReport
 from kbgraph.llm.base import LLM
 from kbgraph.models import StoreStats
 from kbgraph.settings import Settings
@@ -34,6 +35,6 @@ class EvalTarget(Protocol):
     @property
     def llm(self) -> LLM | None: ...
 
-    def ingest(self, paths: Sequence[str | Path], *, progress: bool | None = None) -> Any: ...
+    def ingest(self, paths: Sequence[str | Path], *, progress: bool | None = None) -> IngestReport: ...
 
     def stats(self) -> StoreStats: ...
