@@ -5,6 +5,10 @@ What it does, page by page:
 - **Tables** (``kbgraph.ingest.pdf_tables``): ruling-line detection, the cell text rebuilt from the page's
   words; caption, composed header rows and notes; a header-less table continuing one of the previous page
   reuses its header.
+- **Text direction** (``kbgraph.ingest.pdf_layout.upright_rotation``): a page with a text layer is read turned
+  (in memory) to the rotation under which most of its text reads left to right, so that a page whose text runs
+  sideways or upside down on screen (text written on a portrait page then turned by ``/Rotate``, a landscape
+  table typeset sideways) is read, in reading order, like an upright one; a page already upright is unchanged.
 - **Text** (``kbgraph.ingest.pdf_layout``): MuPDF's blocks and lines; vertical text, repeated page
   headers/footers (same text, digits ignored, in the top or bottom 10% of at least half the pages) and
   number-only blocks (page and line numbers) are dropped; line-end hyphenation before a lower-case letter
@@ -32,6 +36,7 @@ from typing import Any
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.pdf_layout import Item, Line, in_margin, inside, join_lines, line_from, norm_key, reading_order
+from kbgraph.ingest.pdf_layout import upright_rotation
 from kbgraph.ingest.pdf_tables import extract_table, may_have_table
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.text import one_line
@@ -227,6 +232,11 @@ def _page_items(page, flags: int) -> list[Item]:
         if textpage is None:
             return items
         d = page.get_text("dict", flags=flags, textpage=textpage)
+    elif (turn := upright_rotation(d.get("blocks", []), page.rotation)) is not None and turn != page.rotation % 360:
+        # Most of the text runs sideways or upside down on screen: read the page turned so that it reads left to
+        # right (the in-memory document only; the text dict is in unrotated coordinates, so it stays valid).
+        log.debug("page %d: text reads upright at /Rotate %d (not %d)", page.number + 1, turn, page.rotation)
+        page.set_rotation(turn)
     try:
         scan = textpage is not None  # (ruling lines of a scan are pixels: no table found)
         candidates = list(page.find_tables(use_layout=False).tables) if not scan and may_have_table(page) else []

@@ -1,8 +1,11 @@
 """PDF page layout: text lines, paragraphs and reading order (kbgraph.ingest.parse_pdf; PIKE-RAG §5.1.1).
 
-- **Text**: MuPDF's blocks and lines; vertical text, repeated page headers/footers (same text, digits
-  ignored, in the top or bottom 10% of at least half the pages) and number-only blocks (page and line
-  numbers) are dropped; line-end hyphenation before a lower-case letter is undone.
+- **Text direction**: a page is read turned so that most of its text (by characters) reads left to right
+  (``upright_rotation``): a page whose text runs sideways or upside down on screen (a portrait page turned by
+  ``/Rotate``, a landscape table typeset sideways) is read like an upright one.
+- **Text**: MuPDF's blocks and lines; vertical text (on the page as read), repeated page headers/footers (same
+  text, digits ignored, in the top or bottom 10% of at least half the pages) and number-only blocks (page and
+  line numbers) are dropped; line-end hyphenation before a lower-case letter is undone.
 - **Reading order**: per page, items are cut into horizontal bands at full-width items; inside a band,
   narrow items are grouped into columns by horizontal overlap and read column by column, top to bottom.
 """
@@ -10,6 +13,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 _WS = re.compile(r"\s+")
@@ -43,6 +47,34 @@ def is_bold(span: dict) -> bool:
     return bool(span.get("flags", 0) & 16) or bool(re.search(r"bold|black|heavy|semibold|demi", font, re.I))
 
 
+def _reads_left_to_right(d) -> bool:
+    """Whether a line direction ``d`` (unit vector, y pointing down) runs within 30 degrees of left to right."""
+    return abs(d[1]) <= 0.5 and d[0] >= 0
+
+
+def upright_rotation(blocks: list[dict], current: int = 0) -> int | None:
+    """The page rotation (degrees clockwise, as PDF's ``/Rotate``: 0, 90, 180 or 270) under which most of a
+    page's text reads left to right. ``blocks``: the blocks of MuPDF's text dict (``page.get_text("dict")``),
+    whose lines and ``dir`` vectors are in the unrotated page's coordinates whatever the page's ``/Rotate``.
+    Each line counts, by its non-blank characters, for the one rotation that turns its direction to within 30
+    degrees of left to right (diagonal text counts for none); a tie keeps ``current`` (the page's own rotation).
+    None when no line counts (no text, or diagonal text only)."""
+    turns = {0: lambda x, y: (x, y), 90: lambda x, y: (-y, x), 180: lambda x, y: (-x, -y), 270: lambda x, y: (y, -x)}
+    chars: Counter[int] = Counter()
+    for b in blocks:
+        if b.get("type") != 0:
+            continue
+        for line in b.get("lines", []):
+            n = sum(len("".join(s.get("text", "").split())) for s in line.get("spans", []))
+            dx, dy = line.get("dir", (1, 0))
+            turn = next((r for r, f in turns.items() if _reads_left_to_right(f(dx, dy))), None)
+            if n and turn is not None:
+                chars[turn] += n
+    if not chars:
+        return None
+    return max(chars, key=lambda r: (chars[r], r == current % 360))
+
+
 def line_from(line: dict, rot=None) -> Line | None:
     """A text line in display coordinates (``rot``: the page's rotation matrix when it is rotated, since
     MuPDF reports text in unrotated coordinates)."""
@@ -53,7 +85,7 @@ def line_from(line: dict, rot=None) -> Line | None:
 
         d = tuple(pymupdf.Point(d) * pymupdf.Matrix(rot.a, rot.b, rot.c, rot.d, 0, 0))
         bbox = tuple(pymupdf.Rect(bbox) * rot)
-    if abs(d[1]) > 0.5 or d[0] < 0:  # vertical or upside-down text: margin stamps, rotated labels
+    if not _reads_left_to_right(d):  # vertical or upside-down text: margin stamps, rotated labels
         return None
     spans = [s for s in line.get("spans", []) if s.get("text")]
     text = "".join(s["text"] for s in spans)
@@ -140,4 +172,5 @@ def norm_key(text: str) -> str:
 
 __all__ = [
     "MARGIN", "Item", "Line", "in_margin", "inside", "is_bold", "join_lines", "line_from", "norm_key", "reading_order",
+    "upright_rotation",
 ]
