@@ -191,7 +191,8 @@ def build_structure(
     # 3. Chunks in reading order.
     chunks: list[ChunkRecord] = []
 
-    def add(parent_id: str, path: str, text: str, page: int | None, kind: str = "text", summary: str | None = None):
+    def add(parent_id: str, path: str, text: str, page: int | None, kind: str = "text",
+            summary: str | None = None) -> None:  # fmt: skip
         if not text.strip():
             return
         order = len(chunks)

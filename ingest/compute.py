@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kbgraph.models import DocumentGraph
+from kbgraph.models import DocumentGraph, EntityRecord
 from kbgraph.settings import Settings
 from kbgraph.text import utc_now
 from kbgraph.embed.static_model import get_static_embedder
@@ -45,7 +45,7 @@ def parse_source(path: Path, settings: Settings) -> list[ParsedDocument]:
     return [parse_file(path, max_bytes=settings.ingest.max_file_bytes, ocr=OcrOptions.from_settings(settings))]
 
 
-def chunk_documents(docs: Sequence[Any], settings: Settings, *, llm: LLM | None = None) -> list[DocumentGraph]:
+def chunk_documents(docs: Sequence[ParsedDocument], settings: Settings, *, llm: LLM | None = None) -> list[DocumentGraph]:
     """Stage 2: each parsed document's Document, Section tree and Chunks (with an LLM: the recurrent split of
     PIKE-RAG §5.2.1 and table summaries), one ``DocumentGraph`` per document, in order."""
     s = settings.ingest
@@ -60,7 +60,7 @@ def chunk_documents(docs: Sequence[Any], settings: Settings, *, llm: LLM | None 
     return graphs
 
 
-def titles_for(docs: Sequence[Any], titles: Mapping[str, str] | None) -> Mapping[str, str] | None:
+def titles_for(docs: Sequence[ParsedDocument], titles: Mapping[str, str] | None) -> Mapping[str, str] | None:
     """The passage titles a batch of ``docs`` is distilled with: ``titles`` ({document id: title} of the passage
     corpora read) when the batch holds a passage (every passage title is an entity, and chunks naming another
     title link to it), else None."""
@@ -92,7 +92,7 @@ def split_distilled(graphs: list[DocumentGraph], distilled: Distilled) -> None:
     mentions it or links it by a triple."""
     owner = {c.id: g for g in graphs for c in g.chunks}
     by_id = {e.id: e for e in distilled.entities}
-    needed: dict[int, dict[str, Any]] = defaultdict(dict)
+    needed: dict[int, dict[str, EntityRecord]] = defaultdict(dict)
     for q in distilled.questions:
         owner[q.chunk_id].questions.append(q)
     for t in distilled.triples:

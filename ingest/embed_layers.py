@@ -13,17 +13,29 @@ the sentence tags come from the chunks' own forward pass (``kbgraph.ingest.embed
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any, cast
+from collections.abc import Collection, Sequence
+from typing import cast
 
 from kbgraph.embed.late import SpanEmbedder, can_embed_spans
 from kbgraph.ingest.embed_late import embed_chunks_late
-from kbgraph.models import DocumentGraph
+from kbgraph.models import (
+    AtomicQuestionRecord,
+    ChunkRecord,
+    DocumentGraph,
+    DocumentRecord,
+    EntityRecord,
+    SectionRecord,
+    TripleRecord,
+)
 from kbgraph.text import index_text
 from kbgraph.embed.base import Embedder
 
 
-def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, list, list[str]]]:
+#: A record of a vector layer (it has an ``id`` and an ``embedding``).
+LayerRecord = DocumentRecord | SectionRecord | ChunkRecord | AtomicQuestionRecord | TripleRecord | EntityRecord
+
+
+def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, Sequence[LayerRecord], list[str]]]:
     """``(label, records, texts)`` of every vector layer of ``graphs``, one text per record, in the order
     Document, Section, Chunk, AtomicQuestion, Triple, Entity. An entity shared by documents of the group is
     listed once (its first record)."""
@@ -32,7 +44,7 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, list, list[str]]
     chunks = [c for g in graphs for c in g.chunks]
     qs = [q for g in graphs for q in g.questions]
     ts = [t for g in graphs for t in g.triples]
-    ents: dict[str, Any] = {}
+    ents: dict[str, EntityRecord] = {}
     for g in graphs:
         for e in g.entities:
             ents.setdefault(e.id, e)
@@ -48,7 +60,7 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, list, list[str]]
 
 
 def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collection[str] | None = None, *,
-                 late_chunking: bool = False, static: Any = None, static_layers: Collection[str] = ()) -> int:
+                 late_chunking: bool = False, static: Embedder | None = None, static_layers: Collection[str] = ()) -> int:
     """Set ``embedding`` (a list of floats, the embedder's dimension) on every record of ``graphs`` whose
     layer is in ``layers`` (labels: Document, Section, AtomicQuestion, Triple, Entity; None = all; Chunk is
     always embedded); the other records keep ``embedding=None``. ``embedder``: anything with ``embed(texts)``
@@ -66,7 +78,8 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collec
             continue
         done += len(texts)
         if late and label == "Chunk":
-            pooled = embed_chunks_late(records, texts, [q for g in graphs for q in g.questions],
+            chunks = cast("list[ChunkRecord]", records)  # the Chunk layer's records (layer_texts)
+            pooled = embed_chunks_late(chunks, texts, [q for g in graphs for q in g.questions],
                                        cast(SpanEmbedder, embedder))  # late: can_embed_spans(embedder)
             continue
         if pooled and label == "AtomicQuestion":
@@ -74,7 +87,11 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collec
             records, texts = [records[i] for i in keep], [texts[i] for i in keep]
         if not records:
             continue
-        vectors = (static if label in static_layers and label != "Chunk" else embedder).embed(texts)
+        source = embedder
+        if label in static_layers and label != "Chunk":
+            assert static is not None  # given with static_layers (kbgraph.ingest.compute)
+            source = static
+        vectors = source.embed(texts)
         for rec, vec in zip(records, vectors, strict=True):
             rec.embedding = vec.tolist()
     by_id = {e.id: e.embedding for g in graphs for e in g.entities if e.embedding is not None}

@@ -30,11 +30,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.errors import ConfigError, LockTimeout, SchemaMismatch, StoreUnavailable
 from kbgraph.ingest.progress import Progress, Stage
-from kbgraph.ingest.report import FileError, IngestReport, error_line
+from kbgraph.ingest.report import FileError, IngestReport, WrittenCounts, error_line
 from kbgraph.ingest.sources import file_of, uri_to_path
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
@@ -42,6 +42,11 @@ from kbgraph.store import GraphStore
 from kbgraph.ingest.compute import chunk_documents, distill_graphs, embed_graphs, titles_for
 from kbgraph.ingest.write import write_documents
 from kbgraph.llm.base import LLM
+from kbgraph.embed.base import Embedder
+
+if TYPE_CHECKING:
+    from kbgraph.ingest.lock import IngestLock
+    from kbgraph.ingest.parse import ParsedDocument
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -55,7 +60,7 @@ WRITE_THREAD = "kbgraph-ingest-write"
 class Built:
     """A group chunked, distilled and embedded, waiting for its write: ``group`` is its number (progress)."""
 
-    docs: list
+    docs: list[ParsedDocument]
     graphs: list[DocumentGraph]
     group: int
 
@@ -64,7 +69,7 @@ class BackgroundWrite:
     """``write()`` of one ``Built`` group run in a thread (``WRITE_THREAD``): ``seconds`` it took, ``error``
     it raised (any BaseException, kept for the main thread), ``thread`` for ``join``."""
 
-    def __init__(self, built: Built, write: Callable[[], Any]):
+    def __init__(self, built: Built, write: Callable[[], object]):
         self.built = built
         self.seconds = 0.0
         self.error: BaseException | None = None
@@ -91,8 +96,8 @@ class GroupRunner:
     ``embedder`` (a callable returning the embedder, loaded on first use)."""
 
     def __init__(self, store: GraphStore, settings: Settings, report: IngestReport, bar: Progress, *, llm: LLM | None,
-                 embedder: Callable[[], Any], lock: Any, titles: dict[str, str], existing: set[str],
-                 written: dict[str, dict]):  # fmt: skip
+                 embedder: Callable[[], Embedder], lock: IngestLock, titles: dict[str, str], existing: set[str],
+                 written: dict[str, WrittenCounts]):  # fmt: skip
         self.store, self.settings, self.report, self.bar, self.llm = store, settings, report, bar, llm
         self.embedder, self.lock, self.titles, self.existing, self.written = embedder, lock, titles, existing, written
         self.overlap = settings.ingest.ingest_overlap_writes
@@ -100,7 +105,7 @@ class GroupRunner:
         report.seconds.setdefault("write_wait", 0.0)
 
     # --- the loop ---------------------------------------------------------------------------------
-    def run(self, groups: Iterable[list]) -> None:
+    def run(self, groups: Iterable[list[ParsedDocument]]) -> None:
         """Process every group of ``groups`` (lists of parsed documents; ``bar.group`` is the number of the group
         just yielded). Raises a ``FATAL`` error (after the write thread is joined); any other error is recorded
         against its document in ``report.errors``."""
@@ -138,7 +143,7 @@ class GroupRunner:
         finally:
             self._finish(retry=False)  # never leave the thread writing after the run returns
 
-    def process(self, docs: list, group: int) -> None:
+    def process(self, docs: list[ParsedDocument], group: int) -> None:
         """One group in turn: chunk, distill, embed, write; on a non-fatal error each document alone."""
         try:
             graphs = self._prepare(docs, group)
@@ -149,7 +154,7 @@ class GroupRunner:
         except Exception as exc:
             self._isolate(docs, group, exc)
 
-    def _isolate(self, docs: list, group: int, exc: Exception) -> None:
+    def _isolate(self, docs: list[ParsedDocument], group: int, exc: Exception) -> None:
         """``docs`` failed together with ``exc``: one document is reported failed; several are processed again
         one at a time (in turn) to find the failing one."""
         if len(docs) == 1:
@@ -159,12 +164,12 @@ class GroupRunner:
         for doc in docs:
             self.process([doc], group)
 
-    def _failed(self, doc: Any, exc: BaseException) -> None:
+    def _failed(self, doc: ParsedDocument, exc: BaseException) -> None:
         self.report.errors.append(FileError(path=uri_to_path(doc.uri), error=error_line(exc)))
         self.bar.document_failed(doc.uri)
 
     # --- stages -----------------------------------------------------------------------------------
-    def _prepare(self, docs: list, group: int) -> list[DocumentGraph]:
+    def _prepare(self, docs: list[ParsedDocument], group: int) -> list[DocumentGraph]:
         """Chunk and distill ``docs`` (distill may fork worker processes; ``kbgraph.ingest.compute``)."""
         t0 = time.perf_counter()
         with self.bar.stage("chunk", f"{len(docs):,} documents", group=group) as st:
@@ -261,10 +266,11 @@ class GroupRunner:
         report.added += len(graphs) - len(replace)
         report.documents += len(graphs)
         report.chunks += chunks
-        release = getattr(self.lock, "release", None)  # per-file claims (kbgraph.ingest.claims): written, given back
+        # per-file claims (kbgraph.ingest.claims): written, given back
+        release: Callable[[list[str]], None] | None = getattr(self.lock, "release", None)
         if release is not None:  # (a passage corpus's claim is kept until the run ends: its other passages)
             release([g.document.uri for g in graphs if "#" not in g.document.uri])
-        warnings = {d.uri: getattr(d, "warnings", []) for d in built.docs}
+        warnings = {d.uri: d.warnings for d in built.docs}
         for g in graphs:  # per source file, for report.files
             w = self.written.setdefault(file_of(g.document.uri), {"added": 0, "updated": 0, "chunks": 0})
             w.setdefault("warnings", [])

@@ -86,7 +86,7 @@ def holder_gone(row: dict[str, Any]) -> bool:
         return True
     except PermissionError:
         pass  # alive, another user's
-    recorded = row.get("process_start")
+    recorded: object = row.get("process_start")
     if recorded is None:
         return False
     return process_start(pid) != recorded  # gone (zombie), or the pid now names another process

@@ -35,7 +35,7 @@ log = logging.getLogger("kbgraph.ingest")
 
 
 def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool,
-                  prune: bool = False) -> RunLock | LeaseLock | ClaimLock:  # fmt: skip
+                  prune: bool = False) -> IngestLock:  # fmt: skip
     """The ingestion lock of ``store`` (not yet held: use it as ``with``): when the store has a lease key (Neo4j),
     a ``ClaimLock`` (per-file claims, several runs at once) with ``settings.ingest.ingest_writers`` "claims" and no
     ``prune``, else a ``LeaseLock`` (the whole knowledge base, one run at a time); both with TTL
@@ -111,3 +111,8 @@ class RunLock:
 
     def check(self) -> None:
         """Nothing to check: the OS keeps a file lock as long as its process lives."""
+
+
+#: The lock of an ingestion run, as ``open_run_lock`` makes it (each has ``check()``; ``ClaimLock`` also
+#: ``take`` and ``release``).
+IngestLock = RunLock | LeaseLock | ClaimLock

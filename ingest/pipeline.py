@@ -33,14 +33,14 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.groups import Built, distilled_line, GroupRunner
-from kbgraph.ingest.progress import open_progress, Stage
-from kbgraph.ingest.report import FileError, FileOutcome, IngestReport, file_outcomes
+from kbgraph.ingest.progress import open_progress, Progress, Stage
+from kbgraph.ingest.report import FileError, FileOutcome, IngestReport, WrittenCounts, file_outcomes
 from kbgraph.ingest.sources import discover, Exclusions, uri_to_path
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
@@ -51,22 +51,36 @@ from kbgraph.ingest.claims import ClaimLock
 from kbgraph.ingest.compute import parse_source
 from kbgraph.ingest.lock import open_run_lock
 from kbgraph.ingest.ocr import OcrOptions
-from kbgraph.ingest.ray_engine import check_address, import_ray, RayCompute
+from kbgraph.ingest.ray_engine import Batch, check_address, import_ray, RayCompute
 from kbgraph.ingest.unchanged import is_corpus, SourceCheck
-from kbgraph.models import stable_id
+from kbgraph.models import DocumentGraph, stable_id
 from kbgraph.llm.base import LLM
+from kbgraph.embed.base import Embedder
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from kbgraph.ingest.lock import IngestLock
+    from kbgraph.ingest.parse import ParsedDocument
 
 # unstructured (imported lazily by the parsers) sends usage analytics unless this is set; kbgraph runs offline
 os.environ.setdefault("DO_NOT_TRACK", "1")
 
 log = logging.getLogger("kbgraph.ingest")
 
+
+def _is_factory(embedder: Embedder | Callable[[], Embedder]) -> TypeIs[Callable[[], Embedder]]:
+    """Whether ``embedder`` is a callable returning the embedder (loaded on first use) rather than one."""
+    return callable(embedder) and not hasattr(embedder, "embed")
+
+
 # --- the run ------------------------------------------------------------------------------------
 class Ingestor:
     """One ingestion run over ``store`` with ``settings``; see ``run``."""
 
     def __init__(self, store: GraphStore, settings: Settings, *, llm: LLM | None = None, progress: bool | None = None,
-                 embedder: Any = None, progress_interval: float = 30.0):  # fmt: skip
+                 embedder: Embedder | Callable[[], Embedder] | None = None,
+                 progress_interval: float = 30.0):  # fmt: skip
         """``embedder``: an embedder, or a callable returning one (loaded only when something changed).
         ``progress``: True = bars (rich, on stderr), False = log lines on ``kbgraph.ingest``; default: bars
         when stdout and stderr are both terminals. ``progress_interval``: at most this many seconds between two
@@ -79,23 +93,37 @@ class Ingestor:
         #: files handed to a parser in this run (an unchanged file is hashed, not parsed)
         self.parsed = 0
         self._corpora: dict[str, int] = {}  # {corpus file URI: passages} parsed in this run (SourceFile records)
-        self._check: Any = None  # the run's kbgraph.ingest.unchanged.SourceCheck
+        self._check: SourceCheck | None = None  # the run's check of unchanged sources (_start_check)
         self._group = 0
         self._embedder = embedder
         self._existing: set[str] = set()  # ids of changed documents already in the graph
         self._titles: dict[str, str] = {}  # {document_id: title} of every passage corpus read in this run
-        self._written: dict[str, dict] = {}  # {source file: {added, updated, chunks, warnings}} (report.files)
-        self._lock: Any = None  # the run's lock while it runs (kbgraph.ingest.lock): check() before each write
-        self._claims: Any = None  # the lock when it is per-file claims (kbgraph.ingest.claims.ClaimLock)
+        self._written: dict[str, WrittenCounts] = {}  # {source file: what was written of it} (report.files)
+        self._lock: IngestLock | None = None  # the run's lock while it runs (kbgraph.ingest.lock): _run_lock
+        self._claims: ClaimLock | None = None  # the lock when it is per-file claims (kbgraph.ingest.claims)
         self._skipped: list[FileOutcome] = []  # files skipped by the run (found by discover, or claimed by another)
 
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = get_embedder(self.settings)
-        elif callable(self._embedder) and not hasattr(self._embedder, "embed"):
+        elif _is_factory(self._embedder):
             self._embedder = self._embedder()
         return self._embedder
+
+    @property
+    def _run_lock(self) -> IngestLock:
+        """The run's lock: ``run`` holds it while the run runs."""
+        if self._lock is None:
+            raise RuntimeError("the ingestion lock is held only while run() runs")
+        return self._lock
+
+    @property
+    def _source_check(self) -> SourceCheck:
+        """The run's check of unchanged sources (``_start_check``: before the first file is read)."""
+        if self._check is None:
+            raise RuntimeError("no source check: _start_check() runs before the first file is read")
+        return self._check
 
     def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False,
             exclude: Sequence[str] = (), within: Sequence[Path] | None = None) -> IngestReport:  # fmt: skip
@@ -124,8 +152,9 @@ class Ingestor:
             {"id": report.run_id, "started_at": report.started_at, "paths": [str(p) for p in paths]},
         )
 
-        if isinstance(self._lock, ClaimLock):
-            self._claims = self._lock
+        lock = self._run_lock
+        if isinstance(lock, ClaimLock):
+            self._claims = lock
             self._claims.attach_run(report.run_id)
         self._repair(report)
         skipped = self._skipped = []
@@ -135,7 +164,7 @@ class Ingestor:
             with open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:
                 runner = GroupRunner(
                     self.store, self.settings, report, bar, llm=self.llm, embedder=lambda: self.embedder,
-                    lock=self._lock, titles=self._titles, existing=self._existing, written=self._written,
+                    lock=lock, titles=self._titles, existing=self._existing, written=self._written,
                 )  # fmt: skip
                 if self.settings.ingest.ingest_engine == "ray":
                     self._run_ray(files, report, seen_uris, bar, runner)
@@ -179,14 +208,15 @@ class Ingestor:
         for row in self.store.run("ingest/interrupt_stale_runs", {"id": report.run_id, "noticed_at": report.started_at}):
             log.warning("ingestion run %s (started %s) never finished: marked interrupted", row["id"], row["started_at"])
 
-    def _groups(self, files: list[Path], report: IngestReport, seen: set[str], bar) -> Iterator[list]:
+    def _groups(self, files: list[Path], report: IngestReport, seen: set[str],
+                bar: Progress) -> Iterator[list[ParsedDocument]]:  # fmt: skip
         """The new or changed documents of ``files``, read in order, in groups of at most ingest_group_size
         documents that close once they hold ingest_group_chars characters or before a document that would
         take them over it (a huge document is a group of its own and holds back no other file). An unchanged
         file is recognised from the hash of its raw bytes and not parsed (kbgraph.ingest.unchanged)."""
         size, max_chars = self.settings.ingest.ingest_group_size, self.settings.ingest.ingest_group_chars
         self._start_check(files)
-        pending: list = []
+        pending: list[ParsedDocument] = []
         chars = 0
         for path in files:
             for doc in self._read(path, report, seen, bar) or ():
@@ -206,7 +236,8 @@ class Ingestor:
         self._check = SourceCheck(self.store, self.settings.ingest.max_file_bytes)
         self._check.prefetch(files)
 
-    def _read(self, path: Path, report: IngestReport, seen: set[str], bar, *, parse_files: bool = True) -> list | None:
+    def _read(self, path: Path, report: IngestReport, seen: set[str], bar: Progress, *,
+              parse_files: bool = True) -> list[ParsedDocument] | None:  # fmt: skip
         """The new or changed documents of ``path`` ([] when it is unchanged, hashed but not parsed, or failed
         to parse: reported). ``parse_files=False`` (the ray engine): a file that is not a passage corpus and
         not unchanged is not parsed here; None says so (its workers parse it). With per-file claims (setting
@@ -219,18 +250,18 @@ class Ingestor:
                 self._skipped.append(FileOutcome(path=str(path), outcome="skipped", reason=f"claimed by {holder}"))
                 bar.file_read(key, fresh=0)
                 return []
-            self._check.prefetch([path])  # its state now, not at the start: another run may have written it
+            self._source_check.prefetch([path])  # its state now, not at the start: another run may have written it
         got = self._read_claimed(path, key, report, seen, bar, parse_files=parse_files)
         if not got and got is not None and self._claims is not None:
             self._claims.release([key])  # unchanged or failed: nothing of it to write
         return got
 
-    def _read_claimed(self, path: Path, key: str, report: IngestReport, seen: set[str], bar, *,
-                      parse_files: bool) -> list | None:  # fmt: skip
+    def _read_claimed(self, path: Path, key: str, report: IngestReport, seen: set[str], bar: Progress, *,
+                      parse_files: bool) -> list[ParsedDocument] | None:  # fmt: skip
         t0 = time.perf_counter()
         try:
             with bar.stage("parse", path.name, quiet=True):
-                same = self._check.check(path)
+                same = self._source_check.check(path)
                 if same is None:
                     self.parsed += 1
                     if not parse_files and not is_corpus(path):
@@ -257,7 +288,8 @@ class Ingestor:
             return []
         return self._fresh(key, docs, report, seen, bar)
 
-    def _fresh(self, key: str, docs: list, report: IngestReport, seen: set[str], bar) -> list:
+    def _fresh(self, key: str, docs: list[ParsedDocument], report: IngestReport, seen: set[str],
+               bar: Progress) -> list[ParsedDocument]:  # fmt: skip
         """The documents of ``docs`` (parsed from the file ``key``) to write: new, changed or incomplete."""
         seen.update(d.uri for d in docs)
         before = report.unchanged
@@ -266,14 +298,15 @@ class Ingestor:
         return fresh
 
     # --- the ray engine (kbgraph.ingest.ray_engine) ------------------------------------------------
-    def _run_ray(self, files: list[Path], report: IngestReport, seen: set[str], bar, runner: GroupRunner) -> None:
+    def _run_ray(self, files: list[Path], report: IngestReport, seen: set[str], bar: Progress,
+                 runner: GroupRunner) -> None:  # fmt: skip
         """Setting ingest_engine=ray: every file is checked here as in the local engine (hashed, unchanged ones
         skipped; passage corpora read and their unchanged passages dropped); the files and passages left are
         parsed, chunked, distilled and embedded on Ray, and each group that comes back is written here, in
         order, by ``runner`` (the same write path, unit of work and retries as the local engine)."""
         self._start_check(files)
         remote: list[Path] = []
-        passages: list = []
+        passages: list[ParsedDocument] = []
         for path in files:
             docs = self._read(path, report, seen, bar, parse_files=False)
             if docs is None:
@@ -294,47 +327,53 @@ class Ingestor:
         finally:
             batches.close()  # shuts down the local Ray it started
 
-    def _ray_group(self, batch, report: IngestReport, seen: set[str], bar, runner: GroupRunner) -> None:
+    def _ray_group(self, batch: Batch, report: IngestReport, seen: set[str], bar: Progress,
+                   runner: GroupRunner) -> None:  # fmt: skip
         """Account for one group computed on Ray (its files read, its documents failed) and write the rest."""
         for stage in ("parse", "chunk", "distill", "embed"):
             report.seconds[stage] += batch.seconds.get(stage, 0.0)
         for w in batch.works:
             if w.fatal is not None:
                 raise w.fatal  # the installation or configuration is broken: no document would succeed
-        ok = []
+        docs: list[ParsedDocument] = []  # the documents to write, and their graphs
+        graphs: list[DocumentGraph] = []
         for w in batch.works:
             key = Path(w.path).resolve().as_uri()
             if not w.parsed:
                 report.errors.append(FileError(path=w.path, error=w.error or "not parsed"))
                 bar.file_read(key, fresh=0, failed=True)
                 continue
-            if "#" not in w.doc.uri and not self._fresh(key, [w.doc], report, seen, bar):
+            doc = w.doc
+            assert doc is not None  # a parsed file's document (ray_engine.parse_chunk)
+            if "#" not in doc.uri and not self._fresh(key, [doc], report, seen, bar):
                 continue  # a file whose document is unchanged after all (same content, other bytes)
             if w.error is not None:
-                report.errors.append(FileError(path=uri_to_path(w.doc.uri), error=w.error))
-                bar.document_failed(w.doc.uri)
+                report.errors.append(FileError(path=uri_to_path(doc.uri), error=w.error))
+                bar.document_failed(doc.uri)
                 continue
-            ok.append(w)
-        if not ok:
+            assert w.graph is not None  # chunked, and no stage failed
+            docs.append(doc)
+            graphs.append(w.graph)
+        if not docs:
             return
         self._group += 1
         group = self._group
-        bar.group_ready(group, len(ok), sum(len(e.text) for w in ok for e in w.doc.elements))
-        chunks = sum(len(w.graph.chunks) for w in ok)
+        bar.group_ready(group, len(docs), sum(len(e.text) for d in docs for e in d.elements))
+        chunks = sum(len(g.chunks) for g in graphs)
         counts = distilled_line(batch.questions, batch.triples, batch.entities)
-        for name, n, unit, detail in (("chunk", len(ok), "documents", f"{chunks:,} chunks"),
+        for name, n, unit, detail in (("chunk", len(docs), "documents", f"{chunks:,} chunks"),
                                       ("distill", chunks, "chunks", counts), ("embed", batch.texts, "texts", "")):  # fmt: skip
             st = Stage(name, group, "")
             st.started = time.monotonic() - batch.seconds.get(name, 0.0)  # the line gives the workers' time
             st.done(n, unit, detail)
             bar.stage_done(st)
-        runner.write_in_turn(Built([w.doc for w in ok], [w.graph for w in ok], group))
+        runner.write_in_turn(Built(docs, graphs, group))
 
-    def _ocr(self):
+    def _ocr(self) -> OcrOptions:
         """The run's OCR options (settings ``ocr``, ``ocr_languages``, ``ocr_dpi``; kbgraph.ingest.ocr)."""
         return OcrOptions.from_settings(self.settings)
 
-    def _close_group(self, docs: list, chars: int, bar) -> list:
+    def _close_group(self, docs: list[ParsedDocument], chars: int, bar: Progress) -> list[ParsedDocument]:
         self._group += 1
         bar.group_ready(self._group, len(docs), chars)
         return docs
@@ -342,12 +381,12 @@ class Ingestor:
     def _record_corpora(self, report: IngestReport) -> None:
         """Record every passage corpus parsed in this run none of whose passages failed (SourceFile)."""
         failed = {e.path.split("#", 1)[0] for e in report.errors}
-        self._lock.check()
+        self._run_lock.check()
         for uri, passages in self._corpora.items():
             if uri_to_path(uri) not in failed:
-                self._check.record(uri, passages, utc_now())
+                self._source_check.record(uri, passages, utc_now())
 
-    def _changed(self, docs: list, report: IngestReport) -> list:
+    def _changed(self, docs: list[ParsedDocument], report: IngestReport) -> list[ParsedDocument]:
         ids = {stable_id("doc", d.uri): d for d in docs}
         state = {}
         keys = list(ids)
@@ -366,7 +405,7 @@ class Ingestor:
         return fresh
 
     # --- tag (auto-tagging, PIKE-RAG §5.2.2) --------------------------------------------------------
-    def _tag(self, report: IngestReport, bar) -> None:
+    def _tag(self, report: IngestReport, bar: Progress) -> None:
         """Stage ``tag``, once after every group is written: the LLM tags the chunks not tagged yet (new and
         rewritten chunks, and those whose request failed before; ``kbgraph.ingest.autotag``). A chunk whose
         request fails is in ``report.tagging.errors`` and does not fail the run."""
@@ -376,7 +415,7 @@ class Ingestor:
         if ids:
             with bar.stage("tag", f"{len(ids):,} chunks") as st:
                 report.tagging = tag_chunks(
-                    self.store, self.settings, self.llm, self.embedder, ids, before_write=self._lock.check,
+                    self.store, self.settings, self.llm, self.embedder, ids, before_write=self._run_lock.check,
                     on_batch=lambda done, total: bar.line(f"tag: {done:,}/{total:,} chunks asked"),
                 )  # fmt: skip
                 t = report.tagging
@@ -397,7 +436,7 @@ class Ingestor:
             path = Path(uri_to_path(file_uri))
             gone = not path.exists() or (fragment and file_uri in ingested_files and uri not in seen_uris)
             if gone:
-                self._lock.check()
+                self._run_lock.check()
                 self.store.delete_document(row["id"])
                 deleted += 1
         return deleted

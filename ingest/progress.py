@@ -23,7 +23,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichBars
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -217,7 +220,7 @@ class LogProgress(Progress):
 class RichProgress(Progress):
     """Bars on stderr (a rich ``Progress``): files done of those found, chunks written, the stage under way."""
 
-    def __init__(self, files_total: int, progress: Any):
+    def __init__(self, files_total: int, progress: RichBars):
         super().__init__(files_total)
         self.progress = progress
         self._files = progress.add_task("files", total=files_total)

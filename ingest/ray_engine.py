@@ -34,7 +34,8 @@ import warnings
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kbgraph.errors import ConfigError, IngestError
 from kbgraph.ingest.report import error_line
@@ -46,6 +47,13 @@ from kbgraph.ingest.compute import chunk_documents, distill_graphs, embed_graphs
 from kbgraph.ingest.groups import FATAL
 from kbgraph.ingest.nlp import load_nlp
 from kbgraph.ingest.sources import uri_to_path
+from kbgraph.llm.base import LLM
+from kbgraph.embed.base import Embedder
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from kbgraph.ingest.parse import ParsedDocument
 
 # unstructured (imported by the parsers in the workers) sends usage analytics unless this is set
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -60,7 +68,7 @@ OBJECT_STORE_BYTES = 256 * 1024 * 1024
 PASSAGES_PER_ROW = 64
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     """The ``ray`` module with Ray Data; ConfigError naming the extra to install when it is missing."""
     try:
         import ray
@@ -93,7 +101,7 @@ class Work:
     the run; ``seconds``: its parse and chunk time."""
 
     path: str
-    doc: Any = None
+    doc: ParsedDocument | None = None
     graph: DocumentGraph | None = None
     error: str | None = None
     parsed: bool = True
@@ -128,7 +136,7 @@ def _fatal(exc: BaseException) -> BaseException:
         return ConfigError(error_line(exc))
 
 
-def _rows(key: str, objects: Sequence[Any]) -> dict[str, Any]:
+def _rows(key: str, objects: Sequence[Work] | Sequence[Batch]) -> dict[str, np.ndarray]:
     import numpy as np
 
     col = np.empty(len(objects), dtype=object)
@@ -137,14 +145,14 @@ def _rows(key: str, objects: Sequence[Any]) -> dict[str, Any]:
 
 
 # --- the stages (run in Ray workers) ---------------------------------------------------------------
-def parse_chunk(batch: dict[str, Any], *, settings: Settings, llm: Any) -> dict[str, Any]:
+def parse_chunk(batch: dict[str, np.ndarray], *, settings: Settings, llm: LLM | None) -> dict[str, np.ndarray]:
     """Stage 1-2 (a Ray task per row): a file (``path``) is parsed; the passages packed in ``docs`` were read
     by the run. Each document is chunked; one ``Work`` row per document (or per file that failed to parse)."""
     out: list[Work] = []
     for path, packed in zip(batch["path"], batch["docs"], strict=True):
         t0 = time.perf_counter()
         err: str | None = None
-        docs: list = []
+        docs: list[ParsedDocument] = []
         if packed:
             docs = pickle.loads(packed)
         else:
@@ -176,19 +184,19 @@ class Distiller:
     """Stage 3 (a Ray actor holding spaCy): a batch of ``Work`` rows distilled together -> one ``Batch`` row.
     A batch that fails is distilled again one document at a time, so only the failing document fails."""
 
-    def __init__(self, settings: Settings, llm: Any, titles: Mapping[str, str] | None):
+    def __init__(self, settings: Settings, llm: LLM | None, titles: Mapping[str, str] | None):
         self.settings, self.llm, self.titles = settings, llm, titles
         load_nlp()  # loaded once per actor, before the first batch
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
-        works = [pickle.loads(b) for b in batch["work"]]
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        works: list[Work] = [pickle.loads(b) for b in batch["work"]]
         out = Batch(works, seconds={"parse": 0.0, "chunk": 0.0, "distill": 0.0, "embed": 0.0})
         for w in works:
             for stage, s in w.seconds.items():
                 out.seconds[stage] += s
         t0 = time.perf_counter()
         ok = [w for w in works if w.ok]
-        titles = titles_for([w.doc for w in ok], self.titles)
+        titles = titles_for([w.doc for w in ok if w.doc is not None], self.titles)  # (each has its doc)
         if not self._distill(ok, out, titles) and len(ok) > 1:
             for w in ok:
                 self._distill([w], out, titles)
@@ -224,7 +232,7 @@ class EmbedActor:
         self.settings = settings
         self.embedder = make_embedder(settings)
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         out: list[Batch] = []
         for b in batch["batch"]:
             group: Batch = pickle.loads(b)
@@ -252,7 +260,7 @@ class EmbedActor:
         return True
 
 
-def make_embedder(settings: Settings) -> Any:
+def make_embedder(settings: Settings) -> Embedder:
     """The embedder of ``settings`` as a knowledge base makes it: the model, behind the embedding cache when
     ``embedding_cache`` is on (each machine of a cluster keeps its own)."""
     embedder = get_embedder(settings)
@@ -268,13 +276,13 @@ class RayCompute:
     run's LLM (None offline), sent to the workers; ``titles``: {document id: title} of the passage corpora read
     by the run."""
 
-    def __init__(self, settings: Settings, *, llm: Any = None, titles: Mapping[str, str] | None = None):
+    def __init__(self, settings: Settings, *, llm: LLM | None = None, titles: Mapping[str, str] | None = None):
         self.settings, self.llm, self.titles = settings, llm, dict(titles or {})
         self.address = settings.ingest.ray_address
         self.workers = settings.ingest.ingest_workers
         self.gpus = 0
 
-    def batches(self, files: Sequence[Path], passages: Sequence[Any]) -> Generator[Batch, None, None]:
+    def batches(self, files: Sequence[Path], passages: Sequence[ParsedDocument]) -> Generator[Batch, None, None]:
         """Parse ``files`` and chunk, distill and embed their documents and the parsed ``passages`` (documents
         read by the run) on Ray; yields one ``Batch`` per group, in the order of the sources. Starts a local Ray
         (or connects to ``ray_address``) and shuts it down when done or abandoned."""
@@ -286,7 +294,7 @@ class RayCompute:
             if started:
                 ray.shutdown()
 
-    def _init(self, ray: Any) -> bool:
+    def _init(self, ray: ModuleType) -> bool:
         """Start or join Ray (quietly); True when this call did (and shuts it down at the end)."""
         if ray.is_initialized():
             self.workers = self.workers or int(ray.cluster_resources().get("CPU", 1))
@@ -304,7 +312,8 @@ class RayCompute:
         self.workers = self.workers or int(ray.cluster_resources().get("CPU", 1))
         return True
 
-    def _pipeline(self, ray: Any, files: Sequence[Path], passages: Sequence[Any]) -> Iterator[Batch]:
+    def _pipeline(self, ray: ModuleType, files: Sequence[Path],
+                  passages: Sequence[ParsedDocument]) -> Iterator[Batch]:  # fmt: skip
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # groups come back, and are written, in the sources' order
         ctx.enable_progress_bars = False
@@ -339,7 +348,8 @@ class RayCompute:
         log.info("ray: %d files and %d passages, %d workers, %d embedders%s, groups of %d documents", len(files),
                  len(passages), workers, embedders, " (1 GPU each)" if self.gpus else "", size)  # fmt: skip
         for row in ds.iter_rows():
-            yield pickle.loads(row["batch"])
+            batch: Batch = pickle.loads(row["batch"])
+            yield batch
 
 
 def _file_path(uri: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -77,8 +77,26 @@ class IngestReport(BaseModel):
         return 1 if self.failed else 0
 
 
+class WrittenCounts(TypedDict):
+    """What a run wrote of one source file (``file_outcomes``' ``written``; kbgraph.ingest.groups fills it):
+    its documents added and updated, their chunks and their parse warnings."""
+
+    added: int
+    updated: int
+    chunks: int
+    warnings: NotRequired[list[str]]
+
+
+class _OutcomeCounts(TypedDict, total=False):
+    """The counts of a written file's ``FileOutcome``."""
+
+    documents: int | None
+    chunks: int | None
+    warnings: list[str]
+
+
 def file_outcomes(
-    files: list[Path], skipped: list[FileOutcome], errors: list[FileError], written: dict[str, dict]
+    files: list[Path], skipped: list[FileOutcome], errors: list[FileError], written: dict[str, WrittenCounts]
 ) -> list[FileOutcome]:
     """One outcome per file found, in path order: ``skipped`` (from ``discover``), ``failed`` when an error
     names the file or one of its passages (``path#id``), ``ingested``/``updated`` when ``written`` (by
@@ -96,7 +114,7 @@ def file_outcomes(
             continue
         w = written.get(key)
         docs = (w["added"] + w["updated"]) if w else None
-        counts = {"documents": docs, "chunks": w["chunks"], "warnings": w["warnings"]} if w else {}
+        counts: _OutcomeCounts = {"documents": docs, "chunks": w["chunks"], "warnings": w["warnings"]} if w else {}
         if by_file.get(key):
             errs = by_file.pop(key)
             more = f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
@@ -119,4 +137,5 @@ def error_line(exc: BaseException) -> str:
     return msg if isinstance(exc, IngestError) else f"{type(exc).__name__}: {msg}"
 
 
-__all__ = ["ERROR_CHARS", "STAGES", "FileError", "FileOutcome", "IngestReport", "error_line", "file_outcomes"]
+__all__ = ["ERROR_CHARS", "STAGES", "FileError", "FileOutcome", "IngestReport", "WrittenCounts", "error_line",
+           "file_outcomes"]

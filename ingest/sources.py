@@ -24,6 +24,8 @@ from kbgraph.ingest.parse import skip_reason
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
 
+    from kbgraph.ingest.ocr import OcrOptions
+
 #: The file in a folder whose lines (gitignore syntax) exclude files below it.
 IGNORE_FILE = ".kbgraphignore"
 #: Rules every walk applies first: pattern -> what such a file is.
@@ -115,7 +117,7 @@ def _rules(base: Path, lines: list[tuple[str, str]]) -> _Rules:
 
 def discover(
     paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None,
-    *, exclude: Iterable[str] = (), ocr=None, within: Iterable[Path] | None = None,
+    *, exclude: Iterable[str] = (), ocr: OcrOptions | None = None, within: Iterable[Path] | None = None,
 ) -> list[Path]:
     """Every file under ``paths`` (directories walked, symlinks followed once, loops reported in ``errors``),
     resolved and de-duplicated. Returned: the files to parse. A file found in a directory that an exclusion

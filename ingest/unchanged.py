@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kbgraph.models import stable_id
 from kbgraph.store import GraphStore
+from kbgraph.store.params import Row
 from kbgraph.ingest.parse import JSONL_EXTENSIONS
 
 
@@ -57,7 +58,7 @@ class SourceCheck:
         self.store = store
         self.max_bytes = max_bytes
         self.corpus_sha: dict[str, str] = {}
-        self._state: dict[str, dict] = {}
+        self._state: dict[str, Row] = {}
 
     def prefetch(self, files: list[Path]) -> None:
         """Look up the stored sha256 and status of every file's document (one statement per 5,000 files)."""

@@ -32,7 +32,7 @@ knowledge atomizing), ``result`` (the de-duplicating accumulator and ``Distilled
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.ingest.distill.llm import ATOMIZING_TEMPERATURE, distill_llm
 from kbgraph.ingest.distill.names import (
@@ -59,12 +59,15 @@ from kbgraph.llm.base import LLM
 from kbgraph.models import ChunkRecord
 from kbgraph.ingest.nlp import load_nlp
 
+if TYPE_CHECKING:
+    from spacy.language import Language
+
 
 def distill(
     chunks: list[ChunkRecord],
     *,
     llm: LLM | None = None,
-    nlp: Any = None,
+    nlp: Language | None = None,
     titles: Mapping[str, str] | None = None,
     link_titles: bool = True,
     triples: bool = True,
@@ -92,8 +95,12 @@ def distill(
         return result.distilled()
     if nlp is None and (llm is None or (titles and link_titles)):
         nlp = load_nlp()
-    matcher = title_matcher(nlp, titles.values()) if titles and link_titles else None
+    matcher = None
+    if titles and link_titles:
+        assert nlp is not None  # loaded above
+        matcher = title_matcher(nlp, titles.values())
     if llm is None:
+        assert nlp is not None  # loaded above
         distill_offline(result, chunks, nlp, titles, matcher, triples=triples, batch_size=batch_size,
                         n_process=n_process)  # fmt: skip
     else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -33,6 +33,9 @@ from kbgraph.llm.base import LLM
 from kbgraph.models import ChunkRecord, EntityRecord
 from kbgraph.ingest.nlp import load_nlp
 
+if TYPE_CHECKING:
+    from spacy.language import Language
+
 log = logging.getLogger("kbgraph.ingest.distill")
 
 #: Temperature of the atomic-question request (knowledge atomizing): PIKE-RAG §6.1, paper 003 A.3.
@@ -41,7 +44,7 @@ ATOMIZING_TEMPERATURE = 0.7
 M = TypeVar("M", bound=BaseModel)
 
 
-def _validated(obj: Any, schema: type[M]) -> M:
+def _validated(obj: object, schema: type[M]) -> M:
     if isinstance(obj, schema):
         return obj
     if isinstance(obj, BaseModel):
@@ -112,7 +115,7 @@ def distill_llm(
     result: Accumulator,
     chunks: Sequence[ChunkRecord],
     llm: LLM,
-    nlp: Any,
+    nlp: Language | None,
     titles: Mapping[str, str] | None,
     matcher: TitleMatcher | None,
     *,
@@ -146,6 +149,7 @@ def distill_llm(
         own = result.own_title(chunk.id, titles.get(chunk.document_id) if titles else None)
         map_llm_chunk(result, chunk, answer[0], answer[1], own, title_ents)
     if matcher is not None:  # title mentions by text match, as offline
+        assert nlp is not None  # distill() loads it whenever it builds a matcher
         for m in title_mentions([c for c, a in zip(chunks, answers) if a is not None], matcher, nlp):
             result.entities.setdefault(m.entity_id, matcher.entities[m.entity_id])
             result.mention(m.chunk_id, m.entity_id)

@@ -19,12 +19,15 @@ import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.ingest.distill.result import Accumulator
 from kbgraph.ingest.distill.svo import OfflineExtraction
 from kbgraph.ingest.distill.titles import TitleMatcher
 from kbgraph.models import ChunkRecord
+
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 #: Pipes needed with and without triples (whichever exist in the loaded pipeline are used).
 # The attribute ruler and lemmatizer are left out: they cost 27% of the parse time on 2Wiki passages, and
@@ -48,7 +51,7 @@ _FORK = _ForkState()
 
 
 @contextmanager
-def pipes(nlp: Any, wanted: Sequence[str]) -> Iterator[list[str]]:
+def pipes(nlp: Language, wanted: Sequence[str]) -> Iterator[list[str]]:
     """Run with exactly the wanted pipes (those the pipeline has) enabled; restore the previous state."""
     with _PIPE_LOCK:
         before = set(nlp.disabled)
@@ -84,7 +87,7 @@ def _worker_block(bounds: tuple[int, int]) -> Accumulator:
 def distill_offline(
     result: Accumulator,
     chunks: Sequence[ChunkRecord],
-    nlp: Any,
+    nlp: Language,
     titles: Mapping[str, str] | None,
     matcher: TitleMatcher | None,
     *,

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from kbgraph.ingest.distill.names import CONCEPT_TYPE, clean_surface
 from kbgraph.ingest.distill.result import Accumulator
 from kbgraph.ingest.distill.tags import add_tags, chunk_text
 from kbgraph.ingest.distill.titles import TitleMatcher
 from kbgraph.models import ChunkRecord, EntityRecord
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.pipeline import AttributeRuler, Lemmatizer
+    from spacy.tokens import Doc, Span, Token
 
 #: spaCy NER labels kept as entities. Dropped: CARDINAL, ORDINAL, PERCENT, QUANTITY, MONEY (numbers link
 #: unrelated passages through values like "two") and TIME ("night", "3 pm"). DATE is kept for questions
@@ -47,20 +52,21 @@ class OfflineExtraction:
     ``titles``: ``{document_id: title}`` (each chunk MENTIONS its own document's TITLE entity); ``matcher``:
     the corpus's titles to link, or None; ``triples``: run the dependency-based triple extraction."""
 
-    nlp: Any
+    nlp: Language
     chunks: Sequence[ChunkRecord]
     titles: Mapping[str, str] | None
     matcher: TitleMatcher | None
     triples: bool
     batch_size: int
     tag_pos: dict[int, int] = field(init=False, default_factory=dict)
-    lemmatizer: Any = field(init=False, default=None)
+    lemmatizer: Lemmatizer | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         if self.triples and "attribute_ruler" not in self.nlp.pipe_names:
             self.tag_pos = tag_to_pos(self.nlp)
             if "lemmatizer" in self.nlp.component_names:
-                self.lemmatizer = self.nlp.get_pipe("lemmatizer")
+                # spaCy types get_pipe() as a plain Doc -> Doc callable; this component is its Lemmatizer
+                self.lemmatizer = cast("Lemmatizer", self.nlp.get_pipe("lemmatizer"))
 
     def run(self, start: int, end: int) -> Accumulator:
         """The records of ``chunks[start:end]`` (spaCy in batches of ``batch_size``)."""
@@ -71,7 +77,7 @@ class OfflineExtraction:
             self.one(result, chunk, doc)
         return result
 
-    def one(self, result: Accumulator, chunk: ChunkRecord, doc: Any) -> None:
+    def one(self, result: Accumulator, chunk: ChunkRecord, doc: Doc) -> None:
         """Tags, entities, title mentions and (with ``triples``) triples of one chunk parsed as ``doc``."""
         if self.tag_pos:
             for tok in doc:  # what the attribute ruler would set, at a fraction of its cost
@@ -85,17 +91,21 @@ class OfflineExtraction:
             ex.triples()
 
 
-def tag_to_pos(nlp: Any) -> dict[int, int]:
+def tag_to_pos(nlp: Language) -> dict[int, int]:
     """Fine-grained tag -> coarse POS from the attribute ruler's one-tag rules (auxiliaries as AUX)."""
     from spacy.symbols import IDS
 
     strings = nlp.vocab.strings
     out: dict[int, int] = {}
     if "attribute_ruler" in nlp.component_names:
-        for rule in nlp.get_pipe("attribute_ruler").patterns:
-            pats = rule.get("patterns") or []
-            pos = (rule.get("attrs") or {}).get("POS")
-            if pos and len(pats) == 1 and len(pats[0]) == 1 and set(pats[0][0]) == {"TAG"}:
+        ruler = cast("AttributeRuler", nlp.get_pipe("attribute_ruler"))  # get_pipe() is typed Doc -> Doc
+        for rule in ruler.patterns:
+            # spaCy types a rule's values as one union; a rule holds a list of token patterns and a dict of attrs
+            pats, attrs = rule.get("patterns") or [], rule.get("attrs") or {}
+            if not isinstance(pats, list) or not isinstance(attrs, dict):
+                continue
+            pos = attrs.get("POS")
+            if pos and len(pats) == 1 and isinstance(pats[0], list) and len(pats[0]) == 1 and set(pats[0][0]) == {"TAG"}:
                 tag = pats[0][0]["TAG"]
                 if isinstance(tag, str) and pos in IDS:
                     out[strings.add(tag)] = IDS[pos]
@@ -114,16 +124,16 @@ def tag_to_pos(nlp: Any) -> dict[int, int]:
 class ChunkExtractor:
     """Entities, triples and mentions of one parsed chunk."""
 
-    def __init__(self, result: Accumulator, chunk: ChunkRecord, doc: Any, titles: list[tuple[Any, list[str]]],
+    def __init__(self, result: Accumulator, chunk: ChunkRecord, doc: Doc, titles: list[tuple[Span, list[str]]],
                  title_entities: Mapping[str, EntityRecord], own_title: EntityRecord | None,
-                 lemmatizer: Any = None):
+                 lemmatizer: Lemmatizer | None = None):
         self.r = result
         self.lemmatizer = lemmatizer
         self.chunk = chunk
         self.doc = doc
         self.own_title = own_title
         self.title_entities = title_entities
-        self.token_title: dict[int, tuple[Any, EntityRecord]] = {}
+        self.token_title: dict[int, tuple[Span, EntityRecord]] = {}
         for span, ent_ids in titles:
             # An ambiguous span (several titles share the form) names each; the first resolves triples.
             ents = [title_entities[i] for i in ent_ids if i in title_entities]
@@ -137,16 +147,16 @@ class ChunkExtractor:
             if ents:
                 for i in range(span.start, span.end):
                     self.token_title[i] = (span, ents[0])
-        self.token_ent: dict[int, tuple[Any, EntityRecord | None]] = {}
+        self.token_ent: dict[int, tuple[Span, EntityRecord | None]] = {}
         self.first_person: list[tuple[int, EntityRecord]] = []
-        for ent in doc.ents:
-            record = self._ner_entity(ent)
-            for i in range(ent.start, ent.end):
-                self.token_ent[i] = (ent, record)
-            if record is not None and ent.label_ == "PERSON":
-                self.first_person.append((ent.start, record))
+        for ner in doc.ents:
+            record = self._ner_entity(ner)
+            for i in range(ner.start, ner.end):
+                self.token_ent[i] = (ner, record)
+            if record is not None and ner.label_ == "PERSON":
+                self.first_person.append((ner.start, record))
 
-    def _ner_entity(self, ent: Any) -> EntityRecord | None:
+    def _ner_entity(self, ent: Span) -> EntityRecord | None:
         label = ent.label_
         if label not in KEPT_LABELS:
             return None
@@ -160,7 +170,7 @@ class ChunkExtractor:
     # -- triples --
     def triples(self) -> None:
         doc = self.doc
-        self.noun_chunk_of: dict[int, Any] = {}
+        self.noun_chunk_of: dict[int, Span] = {}
         self.topic_nouns: set[str] = set()
         try:
             for nc in doc.noun_chunks:
@@ -194,12 +204,12 @@ class ChunkExtractor:
                     self.r.triple(self.chunk.id, s[0], p, o[0], s[1].id, o[1].id)
                     if p == "be" and self.own_title is not None and s[1].id == self.own_title.id:
                         # '<Title> is a 1948 American film noir': later 'the film' is the title too.
-                        nc = self.noun_chunk_of.get(o_tok.i)
-                        for w in nc if nc is not None else (o_tok,):
+                        o_chunk = self.noun_chunk_of.get(o_tok.i)
+                        for w in o_chunk if o_chunk is not None else (o_tok,):
                             if w.pos_ == "NOUN":
                                 self.topic_nouns.add(w.lower_)
 
-    def _lemma(self, tok: Any) -> str:
+    def _lemma(self, tok: Token) -> str:
         if tok.lemma_:  # the lemmatizer ran
             return tok.lemma_.lower()
         low = tok.lower_
@@ -214,7 +224,7 @@ class ChunkExtractor:
         except Exception:  # noqa: BLE001 - a lemma is a nicety; the surface form will do
             return low
 
-    def _subjects(self, verb: Any) -> tuple[list[Any], bool]:
+    def _subjects(self, verb: Token) -> tuple[list[Token], bool]:
         passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children)
         subjects = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
         if not subjects:
@@ -237,7 +247,7 @@ class ChunkExtractor:
         return out, passive
 
     @staticmethod
-    def _through_copula(noun: Any) -> Any:
+    def _through_copula(noun: Token) -> Token:
         """'X is an English footballer who plays ...': the footballer is X."""
         n = noun
         while n.dep_ == "conj" and n.head is not n:
@@ -248,7 +258,7 @@ class ChunkExtractor:
                 return subj[0]
         return noun
 
-    def _objects(self, verb: Any, pred: str) -> Iterator[tuple[str, Any]]:
+    def _objects(self, verb: Token, pred: str) -> Iterator[tuple[str, Token]]:
         for c in verb.children:
             if c.dep_ in ("dobj", "attr", "oprd", "dative"):
                 for o in (c, *c.conjuncts):
@@ -271,13 +281,13 @@ class ChunkExtractor:
                 if record is not None and ent.label_ == "DATE":
                     yield pred, c
 
-    def _resolve(self, tok: Any) -> tuple[str, EntityRecord] | None:
+    def _resolve(self, tok: Token) -> tuple[str, EntityRecord] | None:
         """The entity a subject/object token stands for: title span > NER span > pronoun > noun chunk."""
         if tok.i in self.token_title:
             span, ent = self.token_title[tok.i]
             return clean_surface(span.text) or ent.name, ent
         if tok.i in self.token_ent:
-            ent, record = self.token_ent[tok.i]
+            _ner, record = self.token_ent[tok.i]
             if record is None:
                 return None
             return record.name, record

@@ -8,10 +8,13 @@ with its summary and each of its rows (PIKE-RAG §5.2.2: a table is its summary 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.ingest.distill.result import Accumulator
 from kbgraph.models import ChunkRecord
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
 
 #: A sentence needs at least this many alphabetic words to become an atomic tag.
 MIN_SENTENCE_WORDS = 4
@@ -57,7 +60,7 @@ def chunk_text(chunk: ChunkRecord) -> str:
     return chunk.text
 
 
-def add_tags(result: Accumulator, chunk: ChunkRecord, doc: Any) -> None:
+def add_tags(result: Accumulator, chunk: ChunkRecord, doc: Doc) -> None:
     """Offline atomic tags of one chunk (``doc``: its spaCy Doc): its sentences, or for a table its summary
     and rows; a chunk with no sentence long enough is one tag."""
     if chunk.kind == "table":
