@@ -198,8 +198,9 @@ class GraphStore(ABC):
             self._commit(handle)
 
     def ensure_schema(self) -> None:
-        """Create constraints, range, vector and full-text indexes idempotently. Raises SchemaMismatch if
-        an existing vector index has another dimension than the configured embedder."""
+        """Create constraints, range, vector and full-text indexes idempotently; the ingest lease's and the claims'
+        (``LEASE_SCHEMA``) only where the lease lives in the database (``lease_key()`` not None). Raises
+        SchemaMismatch if an existing vector index has another dimension than the configured embedder."""
         existing = self._list_vector_dimensions()
         wrong = {label: dim for label, dim in existing.items() if dim != self.dimension}
         if wrong:
@@ -213,7 +214,7 @@ class GraphStore(ABC):
         # 10.5 s; 6.8 s with no vector index) for the same dense recall (2Wiki 200 q. R@2/R@5 51.0/60.4) and
         # hierarchical R@2/R@5 66.6/86.6 instead of 66.5/87.1 (benchmarks/query.py).
         params = {"dimension": self.dimension, "m": 16, "ef_construction": 100, "ef_runtime": 100}
-        for name in schema_statements():
+        for name in schema_statements(lease=self.lease_key() is not None):  # no lease, no lease schema
             self._create_schema_statement(name, params)
 
     def vector_search(self, label: str, embedding: Sequence[float], k: int) -> list[VectorHit]:

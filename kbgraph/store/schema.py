@@ -10,6 +10,11 @@ from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, VECTOR_LABELS
 
 #: Labels whose nodes carry ``document_id`` and get a range index on it.
 DOCUMENT_SCOPED_LABELS = ("Section", "Chunk", "AtomicQuestion", "Triple")
+#: The schema of the ingest lease and of the per-file claims (kbgraph.ingest.lease, kbgraph.ingest.claims): only a
+#: store whose ingest lock lives in its database (``GraphStore.lease_key()`` not None: Neo4j) writes and reads
+#: those nodes; the embedded FalkorDB keeps a file lock, and each index would cost its server ~110 KB for nothing
+#: (docs/benchmarks.md, "Where the bytes go per passage").
+LEASE_SCHEMA = ("schema/ingest_lease_kb", "schema/ingest_claim_key")
 #: The layers of retrieve/seed_vectors with a query vector of their own ($<snake label>_embedding; Chunk: $embedding).
 SEED_LAYERS = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
 
@@ -19,11 +24,12 @@ def snake(label: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", label).lower()
 
 
-def schema_statements() -> list[str]:
-    """Names of the schema statements, in creation order."""
+def schema_statements(*, lease: bool = True) -> list[str]:
+    """Names of the schema statements, in creation order; ``lease``: with LEASE_SCHEMA (for a store that keeps the
+    ingest lease in its database)."""
     names = [f"schema/id_{snake(label)}" for label in NODE_LABELS]
     names += [f"schema/document_id_{snake(label)}" for label in DOCUMENT_SCOPED_LABELS]
-    names += ["schema/title_document", "schema/ingest_lease_kb", "schema/ingest_claim_key"]
+    names += ["schema/title_document", *(LEASE_SCHEMA if lease else ())]
     names += [f"schema/vector_{snake(label)}" for label in VECTOR_LABELS]
     names += [f"schema/fulltext_{snake(label)}_{prop}" for label, prop in FULLTEXT_INDEXES]
     return names
