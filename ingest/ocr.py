@@ -30,11 +30,19 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from kbgraph.errors import IngestError
 from kbgraph.text import one_line
-from kbgraph.ingest.parse_common import warn
+from kbgraph.ingest.parse_common import RawElement, warn
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+    from pymupdf import Page, TextPage
+
+    from kbgraph.ingest.pdf_layout import TextBlock
+    from kbgraph.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +70,7 @@ class OcrOptions:
     dpi: int = 300
 
     @classmethod
-    def from_settings(cls, settings: Any) -> OcrOptions:
+    def from_settings(cls, settings: Settings) -> OcrOptions:
         return cls(mode=settings.ingest.ocr, languages=settings.ingest.ocr_languages, dpi=settings.ingest.ocr_dpi)
 
     @property
@@ -145,15 +153,16 @@ def check_languages(options: OcrOptions) -> None:
                           f"{options.languages}): apt-get install {pkgs}")  # fmt: skip
 
 
-def _pytesseract():
+def _pytesseract() -> ModuleType:
     try:
         import pytesseract
     except ImportError as exc:
         raise IngestError(f"OCR needs the pytesseract package: pip install pytesseract ({INSTALL_HINT})") from exc
-    return pytesseract
+    module: ModuleType = pytesseract  # (untyped: no py.typed)
+    return module
 
 
-def detect_rotation(image) -> int:
+def detect_rotation(image: Image) -> int:
     """Degrees (0, 90, 180, 270) to turn ``image`` (PIL) counter-clockwise so that its text is upright, from
     Tesseract's OSD; 0 when OSD cannot tell (too little text, no osd data)."""
     pytesseract = _pytesseract()
@@ -167,7 +176,7 @@ def detect_rotation(image) -> int:
     return rotate if float(osd.get("orientation_conf", 0) or 0) >= 1.0 else 0
 
 
-def upright(image):
+def upright(image: Image) -> Image:
     """``image`` (PIL) turned upright: EXIF orientation, then Tesseract's OSD."""
     from PIL import ImageOps
 
@@ -180,14 +189,14 @@ def upright(image):
 # --- PDF pages ---------------------------------------------------------------------------------------------
 
 
-def needs_ocr(page, blocks: list[dict]) -> bool:
+def needs_ocr(page: Page, blocks: list[TextBlock]) -> bool:
     """A PDF page is OCR'd when it has no text at all (``blocks``: its text dict's blocks) but shows an image."""
     has_text = any(span.get("text", "").strip() for b in blocks if b.get("type") == 0
                    for line in b.get("lines", []) for span in line.get("spans", []))  # fmt: skip
     return not has_text and bool(page.get_image_info())
 
 
-def pdf_page_textpage(page, options: OcrOptions):
+def pdf_page_textpage(page: Page, options: OcrOptions) -> TextPage | None:
     """An OCR text page of a PDF page without text (the whole page rendered at ``options.dpi`` and read by
     Tesseract through PyMuPDF, ``_full_page_ocr``), the page first turned upright (OSD) when it was scanned
     sideways, its words in the upright page's coordinates; None (and a parse warning) when Tesseract fails on
@@ -208,7 +217,7 @@ def pdf_page_textpage(page, options: OcrOptions):
     return textpage
 
 
-def _full_page_ocr(page, options: OcrOptions):
+def _full_page_ocr(page: Page, options: OcrOptions) -> TextPage:
     """PyMuPDF's ``get_textpage_ocr(full=True)`` without its derotation: that maps the OCR'd words of a rotated
     page back to the unrotated page and then clips them to the rotated one, so that a sideways scan lost its
     lines outside the overlap of the two (the first line of a landscape page, the last ones of a portrait
@@ -226,7 +235,7 @@ def _full_page_ocr(page, options: OcrOptions):
         ocr_page = ocr_pdf.load_page(0)
         unzoom = page.rect.width / ocr_page.rect.width
         flags = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
-        textpage = ocr_page.get_textpage(flags=flags, matrix=pymupdf.Matrix(unzoom, unzoom))
+        textpage: TextPage = ocr_page.get_textpage(flags=flags, matrix=pymupdf.Matrix(unzoom, unzoom))
     finally:
         ocr_pdf.close()
     textpage.parent = weakref.proxy(page)
@@ -238,7 +247,7 @@ def _full_page_ocr(page, options: OcrOptions):
 _WS = re.compile(r"\s+")
 
 
-def parse_image(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
+def parse_image(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
     """(None, elements) of an image file read by OCR: one text element per paragraph Tesseract finds, its
     lines kept as lines (a table's rows stay rows); a multi-frame TIFF page by page. Raises IngestError."""
     options = current()
@@ -253,7 +262,7 @@ def parse_image(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict
         img.load()
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise IngestError(f"corrupt or unreadable image {name}: {one_line(exc, 200, empty='unknown error')}") from exc
-    elements: list[dict] = []
+    elements: list[RawElement] = []
     for number, frame in enumerate(ImageSequence.Iterator(img), start=1):
         frame = frame.convert("RGB") if frame.mode not in ("RGB", "L") else frame.copy()
         frame = upright(frame)
@@ -268,7 +277,7 @@ def parse_image(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict
     return None, elements
 
 
-def _paragraphs(d: dict) -> tuple[list[str], float | None]:
+def _paragraphs(d: dict[str, list[Any]]) -> tuple[list[str], float | None]:  # (pytesseract's DICT: untyped)
     """Paragraphs and the mean word confidence of pytesseract's ``image_to_data`` output. A paragraph whose
     lines have column gaps (a word gap wider than twice the line's height: a table without rulings) is one
     paragraph per line, so that its rows stay rows."""

@@ -44,12 +44,12 @@ from pydantic import BaseModel, Field
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse_common import MIME_TYPES, WARNINGS, register_dispatch
+from kbgraph.ingest.parse_common import MIME_TYPES, WARNINGS, RawElement, register_dispatch
 from kbgraph.ingest.parse_common import UNKNOWN_ERROR as UNKNOWN_ERROR  # re-exported
 from kbgraph.ingest.parse_common import warn as warn  # re-exported
 from kbgraph.text import one_line
 from kbgraph.ingest import ocr as ocr_mod, parse_email, parse_unstructured as pu
-from kbgraph.ingest.ocr import OCR_IMAGES, parse_image
+from kbgraph.ingest.ocr import OCR_IMAGES, OcrOptions, parse_image
 from kbgraph.ingest.parse_office import parse_office, unread_reason
 from kbgraph.ingest.parse_pdf import parse_pdf
 from kbgraph.ingest.parse_sheets import parse_sheet_file
@@ -114,7 +114,7 @@ def clean_text(text: str) -> str:
 
 
 
-def normalize_elements(raw: list[dict]) -> list[Element]:
+def normalize_elements(raw: list[RawElement]) -> list[Element]:
     """Clean parser output: strip control characters (``clean_text``), collapse whitespace (tables keep their
     lines), drop empty elements, demote over-long headings to text, clamp heading levels to 1..6."""
     out: list[Element] = []
@@ -140,7 +140,7 @@ def normalize_elements(raw: list[dict]) -> list[Element]:
     return out
 
 
-def skip_reason(path: Path, ocr=None) -> str | None:
+def skip_reason(path: Path, ocr: OcrOptions | None = None) -> str | None:
     """Why ``parse_file`` would not read ``path`` at all, as one line with the fix (e.g. "image: no OCR
     configured; …"), or None when it reads that kind of file (``.jsonl`` included). Decided by the name
     alone (and, for legacy .doc/.ppt, whether LibreOffice is installed; for images, whether OCR runs:
@@ -183,7 +183,7 @@ def _ocr_images() -> dict[str, str]:
     return OCR_IMAGES
 
 
-def parse_file(path: Path, *, max_bytes: int, ocr=None) -> ParsedDocument:
+def parse_file(path: Path, *, max_bytes: int, ocr: OcrOptions | None = None) -> ParsedDocument:
     """Parse one file into a ParsedDocument (its ``warnings`` list the elements skipped on the way). ``ocr``:
     ``kbgraph.ingest.ocr.OcrOptions`` (default: ``auto``, English, 300 dpi); the pages it read are in
     ``ocr_pages``. Raises IngestError for empty (0 bytes or only whitespace), too large, unsupported, corrupt,
@@ -239,7 +239,7 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
     )  # fmt: skip
 
 
-def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
+def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
     """(title or None, raw element dicts) of the bytes of a file of type ``ext`` (a key of ``MIME_TYPES``);
     ``name`` is used in messages. The dispatch behind ``parse_file``, also used for e-mail attachments.
     Raises IngestError."""
@@ -267,7 +267,7 @@ def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict
     raise IngestError(f"unsupported file type '{ext}': {name}")
 
 
-def _parse_plain_text(text: str) -> list[dict]:
+def _parse_plain_text(text: str) -> list[RawElement]:
     """Plain text: paragraphs at blank lines (a very long paragraph stays one element; the chunker splits
     it by sentences)."""
     paragraphs = re.split(r"\n\s*\n", text.replace("\r\n", "\n").replace("\r", "\n"))

@@ -10,6 +10,7 @@ import contextvars
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal, Required, TypedDict
 
 from kbgraph.text import one_line
 
@@ -62,8 +63,22 @@ def warn(message: str) -> None:
         sink.append(message)
 
 
+class RawElement(TypedDict, total=False):
+    """One element as a parser returns it, in reading order (``kbgraph.ingest.parse.normalize_elements`` cleans
+    it into an ``Element``): ``kind``, its ``text``, a heading's ``level`` (1 = top), the 1-based ``page`` where
+    known, a table's ``markdown`` (its ``text`` too); ``styled``: a .docx heading found by its style
+    (``parse_unstructured.parse_docx``, which reads it)."""
+
+    kind: Required[Literal["heading", "text", "table"]]
+    text: str
+    level: int | None
+    page: int | None
+    markdown: str | None
+    styled: bool
+
+
 #: ``parse_bytes(data, ext, name) -> (title, raw elements)``: the dispatch by file type.
-ParseBytes = Callable[[bytes, str, str], tuple[str | None, list[dict]]]
+ParseBytes = Callable[[bytes, str, str], tuple[str | None, list[RawElement]]]
 #: ``skip_reason(path) -> why the file is not read, or None``.
 SkipReason = Callable[[Path], str | None]
 

@@ -25,13 +25,13 @@ import email.policy
 import io
 import mimetypes
 import re
+from collections.abc import Sequence
 from email.message import EmailMessage, MIMEPart
 from pathlib import Path
-from typing import Any
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse_common import MIME_TYPES, UNKNOWN_ERROR, dispatch, warn
+from kbgraph.ingest.parse_common import MIME_TYPES, UNKNOWN_ERROR, RawElement, dispatch, warn
 from kbgraph.text import one_line
 from kbgraph.ingest.ocr import OCR_IMAGES
 from kbgraph.ingest.parse_unstructured import from_unstructured, quiet_unstructured
@@ -41,20 +41,20 @@ MAX_DEPTH = 3
 _WS = re.compile(r"\s+")
 
 
-def _header_element(fields: list[tuple[str, Any]]) -> list[dict]:
+def _header_element(fields: Sequence[tuple[str, object]]) -> list[RawElement]:
     head = [f"{k}: {_WS.sub(' ', str(v)).strip()}" for k, v in fields if v and str(v).strip()]
     return [{"kind": "text", "text": ". ".join(head)}] if head else []
 
 
-def _nested(label: str, raw: list[dict]) -> list[dict]:
+def _nested(label: str, raw: list[RawElement]) -> list[RawElement]:
     """``raw`` under a level-1 heading ``label``, its own headings one level down."""
-    out = [{"kind": "heading", "text": label, "level": 1}]
+    out: list[RawElement] = [{"kind": "heading", "text": label, "level": 1}]
     for r in raw:
         out.append({**r, "level": min((r.get("level") or 1) + 1, 6)} if r["kind"] == "heading" else r)
     return out
 
 
-def _body(html: str | None, text: str | None, where: str) -> list[dict]:
+def _body(html: str | None, text: str | None, where: str) -> list[RawElement]:
     """Elements of a message body: the HTML version when there is one (else, or when it fails, the text)."""
     quiet_unstructured()
     if html and html.strip():
@@ -72,7 +72,7 @@ def _body(html: str | None, text: str | None, where: str) -> list[dict]:
     return []
 
 
-def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> list[dict]:
+def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> list[RawElement]:
     """Elements of one attached file under an "Attachment: name" heading; [] (and a warning) when skipped."""
     parse_bytes, skip_reason = dispatch()  # kbgraph.ingest.parse's, which imports this module
 
@@ -105,7 +105,7 @@ def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> li
 # --- .eml ----------------------------------------------------------------------------------------------
 
 
-def parse_eml(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, list[dict]]:
+def parse_eml(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, list[RawElement]]:
     """(subject, elements) of an RFC 822 message and its attachments. Raises IngestError."""
     try:
         if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")) or b"\x00" in data[:4096]:
@@ -121,7 +121,7 @@ def parse_eml(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, li
     return _message(msg, name, depth)
 
 
-def _message(msg: EmailMessage, where: str, depth: int) -> tuple[str | None, list[dict]]:
+def _message(msg: EmailMessage, where: str, depth: int) -> tuple[str | None, list[RawElement]]:
     subject = _WS.sub(" ", str(msg.get("Subject", "") or "")).strip() or None
     raw = _header_element([(k, msg.get(k)) for k in ("From", "To", "Cc", "Date", "Subject")])
     html = text = None
@@ -202,7 +202,7 @@ def _part_text(part: MIMEPart) -> str | None:
 # --- .msg ----------------------------------------------------------------------------------------------
 
 
-def parse_msg(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, list[dict]]:
+def parse_msg(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, list[RawElement]]:
     """(subject, elements) of an Outlook .msg and its attachments (python-oxmsg). Raises IngestError."""
     if not data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
         raise IngestError(f"corrupt or unreadable .msg {name}: not an Outlook message (no OLE header)")

@@ -22,15 +22,19 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse_common import UNKNOWN_ERROR
+from kbgraph.ingest.parse_common import UNKNOWN_ERROR, RawElement
 from kbgraph.text import one_line
 from kbgraph.ingest import parse_unstructured as pu
 from kbgraph.ingest.ocr import OCR_IMAGES, OcrOptions
+
+if TYPE_CHECKING:
+    from unstructured.documents.elements import Element
 
 #: Seconds LibreOffice may take to convert one legacy file.
 SOFFICE_TIMEOUT = 180
@@ -62,7 +66,7 @@ def office_binary() -> str | None:
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
-def unread_reason(name: str, supported: list[str], ocr: Any = None) -> str | None:
+def unread_reason(name: str, supported: list[str], ocr: OcrOptions | None = None) -> str | None:
     """Why a file called ``name`` is not read, with the fix, in one line; None when some parser reads it.
     ``supported``: the extensions read (``parse.supported_extensions()``); ``ocr``: the ``OcrOptions`` of the
     run (why an image is not read)."""
@@ -99,7 +103,7 @@ def unread_reason(name: str, supported: list[str], ocr: Any = None) -> str | Non
 # --- parsing -------------------------------------------------------------------------------------------
 
 
-def parse_office(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
+def parse_office(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
     """(title, raw elements) of an .odt, .rtf, .epub, .rst, .org, .xml, .doc or .ppt file. Raises
     IngestError."""
     if ext in (".doc", ".ppt"):
@@ -124,7 +128,7 @@ def parse_office(data: bytes, ext: str, name: str) -> tuple[str | None, list[dic
     return (_epub_title(data) if ext == ".epub" else None), pu.from_unstructured(els)
 
 
-def _partition(kind: str, name: str, call: Any) -> list[Any]:
+def _partition(kind: str, name: str, call: Callable[[], Iterable[Element]]) -> list[Element]:
     try:
         return list(call())
     except ImportError as exc:
@@ -161,7 +165,7 @@ def _pandoc_to_docx(data: bytes, source: str, name: str) -> bytes:
         return out.read_bytes()
 
 
-def _parse_legacy(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
+def _parse_legacy(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
     app, new, pkg = LEGACY[ext]
     if ext == ".doc" and data.lstrip()[:5] == b"{\\rtf":
         return parse_office(data, ".rtf", name)  # Word's "save as .doc" of an RTF document

@@ -32,15 +32,20 @@ import logging
 import os
 import re
 from collections import Counter
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.parse_common import RawElement
 from kbgraph.ingest.pdf_layout import Item, Line, in_margin, inside, join_lines, line_from, norm_key, reading_order
-from kbgraph.ingest.pdf_layout import upright_rotation
+from kbgraph.ingest.pdf_layout import PdfTable, TextDict, upright_rotation
 from kbgraph.ingest.pdf_tables import extract_table, may_have_table
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.text import one_line
 from kbgraph.ingest import ocr
+
+if TYPE_CHECKING:
+    from pymupdf import Document, Page, Rect, TextPage
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +59,18 @@ MAX_HEADING_LINES = 3
 MAX_HEADING_CHARS = 200
 
 
-def open_pdf(data: bytes, name: str):
+class _PageElement(TypedDict):
+    """An element of a page in reading order, before heading levels and page-break joins: a heading with its
+    style (size, bold), a text block, or a table."""
+
+    kind: Literal["heading", "text", "table"]
+    page: int
+    text: NotRequired[str]
+    style: NotRequired[tuple[float, bool]]
+    table: NotRequired[PdfTable]
+
+
+def open_pdf(data: bytes, name: str) -> Document:
     """Open PDF bytes with pymupdf; IngestError for anything that is not a readable, unlocked PDF."""
     import pymupdf
 
@@ -78,7 +94,7 @@ def open_pdf(data: bytes, name: str):
     return doc
 
 
-def parse_pdf(data: bytes, name: str) -> tuple[str | None, list[dict]]:
+def parse_pdf(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
     """(title or None, elements as dicts {kind, text, level, page, markdown}) of a PDF."""
     import pymupdf
 
@@ -89,11 +105,11 @@ def parse_pdf(data: bytes, name: str) -> tuple[str | None, list[dict]]:
         doc.close()
 
 
-def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
-    flags = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
-    pages: list[tuple[int, Any, list[Item]]] = []
+def _parse(doc: Document, name: str, pymupdf: ModuleType) -> tuple[str | None, list[RawElement]]:
+    flags: int = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+    pages: list[tuple[int, Rect, list[Item]]] = []
     bad_pages = 0
-    for page in doc:
+    for page in doc:  # type: ignore[attr-defined]  # (pymupdf: iterable through __getitem__, which mypy does not follow)
         try:
             items = _page_items(page, flags)  # (first: OCR may turn a sideways scan upright, changing its rect)
             pages.append((page.number + 1, page.rect, items))
@@ -135,7 +151,7 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
             return (size, True)
         return None
 
-    raw: list[dict] = []  # {kind, text, page, style?, table?}
+    raw: list[_PageElement] = []
     for pno, rect, items in pages:
         for it in reading_order(items):
             if it.table is not None:
@@ -155,10 +171,11 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
             head_text = join_lines([ln.text for ln in it.lines[:n_head]])
             if (
                 0 < n_head <= MAX_HEADING_LINES
+                and (head_style := styles[0]) is not None  # (it is, with n_head > 0)
                 and len(head_text) <= MAX_HEADING_CHARS
                 and sum(ch.isalpha() for ch in head_text) >= 2
             ):
-                raw.append({"kind": "heading", "page": pno, "text": head_text, "style": styles[0]})
+                raw.append({"kind": "heading", "page": pno, "text": head_text, "style": head_style})
                 rest = it.lines[n_head:]
             else:
                 rest = it.lines
@@ -170,7 +187,7 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
     styles_used = sorted({r["style"] for r in raw if r["kind"] == "heading"}, key=lambda s: (-s[0], not s[1]))
     level_of = {s: min(i + 1, 6) for i, s in enumerate(styles_used)}
 
-    elements: list[dict] = []
+    elements: list[RawElement] = []
     last_table: tuple[int, int, list[str]] | None = None  # (page, ncols, header) of the previous table
     for r in raw:
         if r["kind"] == "table":
@@ -221,12 +238,12 @@ def _parse(doc, name: str, pymupdf) -> tuple[str | None, list[dict]]:
     return (title or None), elements
 
 
-def _page_items(page, flags: int) -> list[Item]:
+def _page_items(page: Page, flags: int) -> list[Item]:
     items: list[Item] = []
-    tables: list[dict] = []
-    rects: list[tuple] = []
-    d = page.get_text("dict", flags=flags)
-    textpage = None
+    tables: list[PdfTable] = []
+    rects: list[tuple[float, ...]] = []
+    d: TextDict = page.get_text("dict", flags=flags)
+    textpage: TextPage | None = None
     if (options := ocr.current()).enabled and ocr.needs_ocr(page, d.get("blocks", [])):
         textpage = ocr.pdf_page_textpage(page, options)  # (turns a sideways scan upright)
         if textpage is None:

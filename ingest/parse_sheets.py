@@ -25,11 +25,10 @@ import logging
 import math
 import re
 from pathlib import Path
-from typing import Any
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse_common import UNKNOWN_ERROR
+from kbgraph.ingest.parse_common import UNKNOWN_ERROR, RawElement
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.text import one_line
 
@@ -46,7 +45,7 @@ _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _WS = re.compile(r"\s+")
 
 
-def parse_sheet_file(data: bytes, ext: str, name: str) -> tuple[str | None, list[dict]]:
+def parse_sheet_file(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
     """(title, raw elements) of a spreadsheet or delimited text file. Title: the file name's stem (a
     workbook's single sheet is usually called "Sheet1", no title). Raises IngestError."""
     if ext in (".csv", ".tsv"):
@@ -55,7 +54,7 @@ def parse_sheet_file(data: bytes, ext: str, name: str) -> tuple[str | None, list
         if not elements:
             raise IngestError(f"no data in {name}: every row is empty")
         return Path(name).stem, elements
-    raw: list[dict] = []
+    raw: list[RawElement] = []
     for sheet, rows in read_workbook(data, ext, name):
         tables = table_elements(rows, label=sheet)
         if tables:
@@ -72,7 +71,7 @@ def parse_sheet_file(data: bytes, ext: str, name: str) -> tuple[str | None, list
 def read_delimited(text: str, *, tab: bool, name: str) -> list[list[str]]:
     """Rows of a CSV (delimiter sniffed among ``, ; TAB |``, default comma) or TSV text."""
     if tab:
-        dialect: Any = csv.excel_tab
+        dialect: type[csv.Dialect] = csv.excel_tab
     else:
         sample = text[:65536]
         try:
@@ -114,7 +113,7 @@ def read_workbook(data: bytes, ext: str, name: str) -> list[tuple[str, list[list
             for sheet, frame in frames.items()]  # fmt: skip
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     """One cell as one line of text."""
     if value is None:
         return ""
@@ -144,7 +143,7 @@ def _cell(value: Any) -> str:
 # --- rows -> table elements ----------------------------------------------------------------------------
 
 
-def table_elements(rows: list[list[str]], *, label: str) -> list[dict]:
+def table_elements(rows: list[list[str]], *, label: str) -> list[RawElement]:
     """Table elements of one sheet: header = the first non-empty row (single-cell rows above it: caption),
     empty rows and columns dropped, cut into row blocks that repeat the header. [] for an empty sheet."""
     rows = [r for r in rows if any(c for c in r)]
@@ -160,7 +159,7 @@ def table_elements(rows: list[list[str]], *, label: str) -> list[dict]:
         rows.pop(0)
     header, body = rows[0], rows[1:]
     caption = " — ".join(caption_lines) or None
-    out = []
+    out: list[RawElement] = []
     for md in row_blocks(header, body, caption=caption, label=label):
         out.append({"kind": "table", "text": md, "markdown": md})
     return out

@@ -29,14 +29,20 @@ import logging
 import os
 import re
 import zipfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.nlp import import_spacy
-from kbgraph.ingest.parse_common import UNKNOWN_ERROR, warn
+from kbgraph.ingest.parse_common import UNKNOWN_ERROR, RawElement, warn
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.ingest.tables_html import html_table_to_markdown, html_tables
 from kbgraph.text import one_line
+
+if TYPE_CHECKING:
+    from docx.styles.style import ParagraphStyle
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+    from unstructured.documents.elements import Element
 
 log = logging.getLogger(__name__)
 
@@ -72,17 +78,17 @@ def _check_ooxml(data: bytes, name: str, kind: str) -> None:
 # --- unstructured elements -> our element dicts ------------------------------------------------------
 
 
-def _is_link_only(el: Any) -> bool:
+def _is_link_only(el: Element) -> bool:
     texts = getattr(el.metadata, "link_texts", None) or []
     text = _WS.sub("", el.text or "")
     linked = _WS.sub("", "".join(t or "" for t in texts))
     return bool(text) and len(linked) >= 0.9 * len(text)
 
 
-def _drop_link_farms(els: list[Any]) -> list[Any]:
+def _drop_link_farms(els: list[Element]) -> list[Element]:
     """Drop runs of >= LINK_FARM_MIN_RUN consecutive list items that are only a link."""
-    out: list[Any] = []
-    run: list[Any] = []
+    out: list[Element] = []
+    run: list[Element] = []
     for el in els + [None]:
         if el is not None and type(el).__name__ == "ListItem" and _is_link_only(el):
             run.append(el)
@@ -95,7 +101,7 @@ def _drop_link_farms(els: list[Any]) -> list[Any]:
     return out
 
 
-def _original_table(el: Any, originals: list[tuple[str, str]]) -> str | None:
+def _original_table(el: Element, originals: list[tuple[str, str]]) -> str | None:
     """The Markdown of the page's own ``<table>`` whose cell text is the Table element's text (consumed, in
     page order), or None. ``unstructured``'s ``text_as_html`` drops ``colspan``, which a multi-row header
     needs (a 'Year ended December 31' spanning '2021 | 2020')."""
@@ -107,11 +113,11 @@ def _original_table(el: Any, originals: list[tuple[str, str]]) -> str | None:
     return None
 
 
-def from_unstructured(els: list[Any], *, headings: bool = True,
-                      originals: list[tuple[str, str]] | None = None) -> list[dict]:  # fmt: skip
+def from_unstructured(els: list[Element], *, headings: bool = True,
+                      originals: list[tuple[str, str]] | None = None) -> list[RawElement]:  # fmt: skip
     """Our element dicts; ``originals``: (key, markdown) of the source's own tables (HTML), preferred to
     ``text_as_html`` for the Table elements they match."""
-    out: list[dict] = []
+    out: list[RawElement] = []
     for el in els:
         kind = type(el).__name__
         if kind in _SKIP_TYPES:
@@ -145,7 +151,7 @@ def _partition_error(kind: str, name: str, exc: Exception) -> IngestError:
 # --- HTML ---------------------------------------------------------------------------------------------
 
 
-def parse_html(html: str, name: str) -> tuple[str | None, list[dict]]:
+def parse_html(html: str, name: str) -> tuple[str | None, list[RawElement]]:
     """(title, elements) of an HTML page. Title: the page's first ``<h1>``, else ``<title>``."""
     quiet_unstructured()
     from unstructured.partition.html import partition_html
@@ -171,7 +177,7 @@ def parse_html(html: str, name: str) -> tuple[str | None, list[dict]]:
 # --- Markdown -----------------------------------------------------------------------------------------
 
 
-def parse_markdown(text: str, name: str) -> tuple[str | None, list[dict]]:
+def parse_markdown(text: str, name: str) -> tuple[str | None, list[RawElement]]:
     quiet_unstructured()
     from unstructured.partition.md import partition_md
 
@@ -185,7 +191,7 @@ def parse_markdown(text: str, name: str) -> tuple[str | None, list[dict]]:
 # --- PPTX ---------------------------------------------------------------------------------------------
 
 
-def parse_pptx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
+def parse_pptx(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
     """(title, elements) of a slide deck; ``page`` is the slide number."""
     _check_ooxml(data, name, ".pptx")
     quiet_unstructured()
@@ -212,7 +218,7 @@ _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _HEADING_NAME = re.compile(r"^heading\s*(\d)$", re.I)
 
 
-def _style_level(style: Any, cache: dict) -> int | None:
+def _style_level(style: ParagraphStyle, cache: dict[str | None, int | None]) -> int | None:
     """Heading level of a paragraph style: 'Heading N', or an outline level, following base styles."""
     key = getattr(style, "style_id", None)
     if key in cache:
@@ -235,7 +241,7 @@ def _style_level(style: Any, cache: dict) -> int | None:
     return level
 
 
-def _paragraph_level(p: Any, cache: dict) -> int | None:
+def _paragraph_level(p: Paragraph, cache: dict[str | None, int | None]) -> int | None:
     ppr = p._p.pPr
     if ppr is not None:
         lvl = ppr.find(f"{_W}outlineLvl")
@@ -251,7 +257,7 @@ def _paragraph_level(p: Any, cache: dict) -> int | None:
     return _style_level(style, cache) if style is not None else None
 
 
-def _docx_table(tbl: Any) -> tuple[list[list[str]], int]:
+def _docx_table(tbl: Table) -> tuple[list[list[str]], int]:
     rows: list[list[str]] = []
     for row in tbl.rows:
         cells: list[str] = []
@@ -265,7 +271,7 @@ def _docx_table(tbl: Any) -> tuple[list[list[str]], int]:
     return [r + [""] * (width - len(r)) for r in rows], width
 
 
-def _docx_table_cells(tbl: Any) -> tuple[list[list[str]], int]:
+def _docx_table_cells(tbl: Any) -> tuple[list[list[str]], int]:  # (a w:tbl lxml element: no type information)
     """The rows of a ``w:tbl`` read cell by cell from the XML, for a merged-cell grid python-docx cannot lay
     out: a cell spanning n grid columns (``gridSpan``) is repeated n times, vertical merges are ignored."""
     rows: list[list[str]] = []
@@ -285,7 +291,7 @@ def _docx_table_cells(tbl: Any) -> tuple[list[list[str]], int]:
     return [r + [""] * (width - len(r)) for r in rows], width
 
 
-def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
+def parse_docx(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
     """(title, elements) of a .docx: python-docx heading styles, else ``partition_docx``."""
     _check_ooxml(data, name, ".docx")
     try:
@@ -301,15 +307,15 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
     body = d.element.body
     paged = body.find(f".//{_W}lastRenderedPageBreak") is not None
     page = 1
-    cache: dict = {}
-    raw: list[dict] = []
+    cache: dict[str | None, int | None] = {}
+    raw: list[RawElement] = []
     title = (d.core_properties.title or "").strip() or None
     doc_title: str | None = None
 
     tables = 0
     last = ""  # the text before a table, to name it in a warning
 
-    def walk(parent: Any) -> None:
+    def walk(parent: Any) -> None:  # (an lxml element: no type information)
         nonlocal page, doc_title, tables, last
         for child in parent.iterchildren():
             tag = child.tag
@@ -368,8 +374,9 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[dict]]:
         # A 'Title' paragraph sits above the Heading 1 chapters: push styled headings one level down.
         if doc_title is not None:
             for r in raw:
-                if r.get("styled"):
-                    r["level"] = min(r["level"] + 1, 6)
+                level = r.get("level")
+                if r.get("styled") and level is not None:  # (a styled heading has its level)
+                    r["level"] = min(level + 1, 6)
         return title or doc_title, raw
     log.info("%s: no heading styles; falling back to unstructured.partition_docx", name)
     quiet_unstructured()

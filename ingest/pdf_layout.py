@@ -14,10 +14,56 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from pymupdf import Matrix, Rect
 
 _WS = re.compile(r"\s+")
 MARGIN = 0.10  # top/bottom fraction of the page where running headers/footers live
+
+
+class TextSpan(TypedDict, total=False):
+    """A span of MuPDF's text dict (``page.get_text("dict")``), as read here."""
+
+    text: str
+    size: float
+    flags: int
+    font: str
+
+
+class TextLine(TypedDict, total=False):
+    """A line of MuPDF's text dict: its spans, its direction (unit vector, y pointing down) and box."""
+
+    spans: list[TextSpan]
+    dir: tuple[float, float]
+    bbox: tuple[float, float, float, float]
+
+
+class TextBlock(TypedDict, total=False):
+    """A block of MuPDF's text dict: ``type`` 0 for text (1: an image), its lines."""
+
+    type: int
+    lines: list[TextLine]
+
+
+class TextDict(TypedDict, total=False):
+    """MuPDF's text dict of a page (``page.get_text("dict")``), as read here: its blocks."""
+
+    blocks: list[TextBlock]
+
+
+class PdfTable(TypedDict):
+    """A table rebuilt by ``kbgraph.ingest.pdf_tables.extract_table``: its caption, composed header (None: no
+    header row), body rows, notes below it and number of columns."""
+
+    caption: str | None
+    header: list[str] | None
+    rows: list[list[str]]
+    notes: list[str]
+    ncols: int
 
 
 @dataclass
@@ -38,28 +84,29 @@ class Item:
 
     bbox: tuple[float, float, float, float]
     lines: list[Line] = field(default_factory=list)
-    table: dict | None = None  # {'caption','header','rows','notes','ncols'}
+    table: PdfTable | None = None
 
 
-def is_bold(span: dict) -> bool:
+def is_bold(span: TextSpan) -> bool:
     """Whether a MuPDF text span is bold (by its flags or its font name)."""
     font = span.get("font", "")
     return bool(span.get("flags", 0) & 16) or bool(re.search(r"bold|black|heavy|semibold|demi", font, re.I))
 
 
-def _reads_left_to_right(d) -> bool:
+def _reads_left_to_right(d: Sequence[float]) -> bool:
     """Whether a line direction ``d`` (unit vector, y pointing down) runs within 30 degrees of left to right."""
     return abs(d[1]) <= 0.5 and d[0] >= 0
 
 
-def upright_rotation(blocks: list[dict], current: int = 0) -> int | None:
+def upright_rotation(blocks: list[TextBlock], current: int = 0) -> int | None:
     """The page rotation (degrees clockwise, as PDF's ``/Rotate``: 0, 90, 180 or 270) under which most of a
     page's text reads left to right. ``blocks``: the blocks of MuPDF's text dict (``page.get_text("dict")``),
     whose lines and ``dir`` vectors are in the unrotated page's coordinates whatever the page's ``/Rotate``.
     Each line counts, by its non-blank characters, for the one rotation that turns its direction to within 30
     degrees of left to right (diagonal text counts for none); a tie keeps ``current`` (the page's own rotation).
     None when no line counts (no text, or diagonal text only)."""
-    turns = {0: lambda x, y: (x, y), 90: lambda x, y: (-y, x), 180: lambda x, y: (-x, -y), 270: lambda x, y: (y, -x)}
+    turns: dict[int, Callable[[float, float], tuple[float, float]]] = {
+        0: lambda x, y: (x, y), 90: lambda x, y: (-y, x), 180: lambda x, y: (-x, -y), 270: lambda x, y: (y, -x)}  # fmt: skip
     chars: Counter[int] = Counter()
     for b in blocks:
         if b.get("type") != 0:
@@ -75,11 +122,12 @@ def upright_rotation(blocks: list[dict], current: int = 0) -> int | None:
     return max(chars, key=lambda r: (chars[r], r == current % 360))
 
 
-def line_from(line: dict, rot=None) -> Line | None:
+def line_from(line: TextLine, rot: Matrix | None = None) -> Line | None:
     """A text line in display coordinates (``rot``: the page's rotation matrix when it is rotated, since
     MuPDF reports text in unrotated coordinates)."""
-    d = line.get("dir", (1, 0))
-    bbox = tuple(line["bbox"])
+    d: Sequence[float] = line.get("dir", (1, 0))
+    x0, y0, x1, y1 = line["bbox"]
+    bbox = (x0, y0, x1, y1)
     if rot is not None:
         import pymupdf
 
@@ -98,7 +146,7 @@ def line_from(line: dict, rot=None) -> Line | None:
     return Line(text=text, bbox=bbox, size=size, bold=bold, chars=chars)
 
 
-def inside(bbox, rect, pad: float = 1.0) -> bool:
+def inside(bbox: Sequence[float], rect: Sequence[float], pad: float = 1.0) -> bool:
     """Whether the centre of ``bbox`` lies in ``rect`` grown by ``pad`` points."""
     cx, cy = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
     return rect[0] - pad <= cx <= rect[2] + pad and rect[1] - pad <= cy <= rect[3] + pad
@@ -159,7 +207,7 @@ def reading_order(items: list[Item]) -> list[Item]:
     return out
 
 
-def in_margin(it: Item, rect) -> bool:
+def in_margin(it: Item, rect: Rect) -> bool:
     """A text item entirely in the top or bottom MARGIN of the page."""
     top, bottom = rect.y0 + MARGIN * rect.height, rect.y1 - MARGIN * rect.height
     return it.table is None and (it.bbox[3] < top or it.bbox[1] > bottom)
@@ -171,6 +219,6 @@ def norm_key(text: str) -> str:
 
 
 __all__ = [
-    "MARGIN", "Item", "Line", "in_margin", "inside", "is_bold", "join_lines", "line_from", "norm_key", "reading_order",
-    "upright_rotation",
+    "MARGIN", "Item", "Line", "PdfTable", "TextBlock", "TextDict", "TextLine", "TextSpan", "in_margin", "inside",
+    "is_bold", "join_lines", "line_from", "norm_key", "reading_order", "upright_rotation",
 ]

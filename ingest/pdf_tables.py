@@ -21,14 +21,42 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
-from kbgraph.ingest.pdf_layout import inside, join_lines
+from kbgraph.ingest.pdf_layout import PdfTable, inside, join_lines
 from kbgraph.ingest.tables import normalize_signs
+
+if TYPE_CHECKING:
+    from pymupdf import Page
+    from pymupdf.table import Table
+
+#: A word of ``page.get_text("words")``: x0, y0, x1, y1, text, then block, line and word numbers.
+Word = tuple[float, float, float, float, str, *tuple[int, ...]]
+#: A word of a table followed by its index in the table's words.
+IndexedWord = tuple[float, float, float, float, str, *tuple[int, ...], int]
+W = TypeVar("W", bound=Word)
+#: A phrase of a printed line: (its column, the first and last column of its cell, its words).
+Phrase = tuple[int, int, int, list[IndexedWord]]
+
+
+class _PrintedLine(TypedDict):
+    """A printed line of a grid row: its phrases and, per column, their text."""
+
+    phrases: list[Phrase]
+    cols: dict[int, str]
+
+
+class _GridRow(TypedDict):
+    """A grid row of the table: its printed lines, whether one cell spans the whole width, its cells' spans."""
+
+    lines: list[_PrintedLine]
+    full: bool
+    spans: list[tuple[int, int]]
 
 _NUMERIC_CELL = re.compile(r"^[\s$€£¥(+\-–]*\d[\d\s.,:/\-–]*[%)]?\s*$")
 
 
-def _phrases(words: list[tuple]) -> list[list[tuple]]:
+def _phrases(words: list[W]) -> list[list[W]]:
     """Split one printed line (words sorted by x) into phrases at gaps wider than ~0.8 word height."""
     if not words:
         return []
@@ -42,13 +70,13 @@ def _phrases(words: list[tuple]) -> list[list[tuple]]:
     return out
 
 
-def _cluster_lines(words: list[tuple]) -> list[list[tuple]]:
+def _cluster_lines(words: list[W]) -> list[list[W]]:
     """Group words into printed lines by vertical centre; each line sorted left to right."""
     if not words:
         return []
     ws = sorted(words, key=lambda w: ((w[1] + w[3]) / 2, w[0]))
     h = statistics.median([w[3] - w[1] for w in ws]) or 1.0
-    lines: list[list[tuple]] = [[ws[0]]]
+    lines: list[list[W]] = [[ws[0]]]
     centre = (ws[0][1] + ws[0][3]) / 2
     for w in ws[1:]:
         c = (w[1] + w[3]) / 2
@@ -69,11 +97,11 @@ def _col_of(x: float, starts: list[float]) -> int:
     return col
 
 
-def _text(ws: list[tuple]) -> str:
+def _text(ws: list[IndexedWord]) -> str:
     return " ".join(w[4] for w in ws)
 
 
-def extract_table(tb, page_words: list[tuple]) -> dict | None:
+def extract_table(tb: Table, page_words: list[Word]) -> PdfTable | None:
     """Rebuild one pymupdf table from the page's words; see the module docstring. None if not a table."""
     rows = tb.rows
     ncols = tb.col_count
@@ -87,7 +115,7 @@ def extract_table(tb, page_words: list[tuple]) -> dict | None:
         starts.append(min(xs) if xs else (starts[-1] + 1 if starts else bbox[0]))
     # minus signs first (U+2212, a dash or an unmapped glyph U+FFFD before a number -> '-'), so a row of
     # negative numbers reads as numeric, not as a header
-    words = [w[:4] + (normalize_signs(w[4]),) + tuple(w[5:]) for w in page_words if inside(w[:4], bbox, pad=0.5)]
+    words: list[Word] = [(*w[:4], normalize_signs(w[4]), *w[5:]) for w in page_words if inside(w[:4], bbox, pad=0.5)]
     if not words:
         return None
 
@@ -95,9 +123,9 @@ def extract_table(tb, page_words: list[tuple]) -> dict | None:
     # to the first cell containing its centre), cut into printed lines; a line is its phrases, each phrase
     # tagged with its column (clamped to its cell's span).
     used: set[int] = set()
-    grid: list[dict] = []
+    grid: list[_GridRow] = []
     for r in rows:
-        cells = []
+        cells: list[tuple[int, int, list[int]]] = []
         y0, y1 = r.bbox[1] - 0.5, r.bbox[3] + 0.5
         in_row = [k for k, w in enumerate(words) if k not in used and y0 <= (w[1] + w[3]) / 2 <= y1]
         for c in r.cells[:ncols]:
@@ -111,9 +139,10 @@ def extract_table(tb, page_words: list[tuple]) -> dict | None:
             continue
         owner = {k: (a, b) for a, b, cw in cells for k in cw}
         row_words = sorted(owner)
-        plines = []
-        for line in _cluster_lines([words[k] + (k,) for k in row_words]):
-            phrases: list[tuple[int, int, int, list[tuple]]] = []  # (col, a, b, words)
+        plines: list[_PrintedLine] = []
+        indexed: list[IndexedWord] = [words[k] + (k,) for k in row_words]
+        for line in _cluster_lines(indexed):
+            phrases: list[Phrase] = []  # (col, a, b, words)
             for a, b in dict.fromkeys(owner[w[-1]] for w in line):
                 for p in _phrases([w for w in line if owner[w[-1]] == (a, b)]):
                     col = min(max(_col_of((p[0][0] + p[-1][2]) / 2, starts), a), b)
@@ -128,7 +157,7 @@ def extract_table(tb, page_words: list[tuple]) -> dict | None:
     if not grid:
         return None
 
-    def is_prose(g) -> bool:  # a full-width row whose every printed line is one phrase: caption or notes
+    def is_prose(g: _GridRow) -> bool:  # a full-width row whose every printed line is one phrase: caption or notes
         return g["full"] and all(len(pl["phrases"]) == 1 for pl in g["lines"])
 
     caption_lines: list[str] = []
@@ -140,19 +169,19 @@ def extract_table(tb, page_words: list[tuple]) -> dict | None:
     if not grid:
         return None
 
-    def cells_of(g) -> dict[int, str]:
+    def cells_of(g: _GridRow) -> dict[int, str]:
         out: dict[int, list[str]] = defaultdict(list)
         for pl in g["lines"]:
             for j, t in pl["cols"].items():
                 out[j].append(t)
         return {j: " ".join(v) for j, v in out.items()}
 
-    def header_like(g) -> bool:
+    def header_like(g: _GridRow) -> bool:
         vals = [t for t in cells_of(g).values() if t.strip()]
         return bool(vals) and not any(_NUMERIC_CELL.match(t) for t in vals)
 
     # Header rows: a leading non-numeric row, plus up to two more non-numeric rows with empty cells.
-    header_rows: list[dict] = []
+    header_rows: list[_GridRow] = []
     if len(grid) > 1 and header_like(grid[0]):
         header_rows.append(grid.pop(0))
         while len(grid) > 1 and len(header_rows) < 3 and header_like(grid[0]) and len(cells_of(grid[0])) < ncols:
@@ -162,7 +191,7 @@ def extract_table(tb, page_words: list[tuple]) -> dict | None:
         labels: list[list[str]] = [[] for _ in range(ncols)]
         for g in header_rows:
             for pl in g["lines"]:
-                by_cell: dict[tuple[int, int], list] = defaultdict(list)
+                by_cell: dict[tuple[int, int], list[tuple[int, list[IndexedWord]]]] = defaultdict(list)
                 for col, a, b, p in pl["phrases"]:
                     by_cell[(a, b)].append((col, p))
                 for (a, b), phr in by_cell.items():
@@ -207,7 +236,7 @@ def extract_table(tb, page_words: list[tuple]) -> dict | None:
     }
 
 
-def may_have_table(page) -> bool:
+def may_have_table(page: Page) -> bool:
     """Ruling-line table detection needs at least two horizontal and two vertical edges: skip the (costly)
     detector on pages without them (a two-column page with only a column rule, say)."""
     h = v = 0
