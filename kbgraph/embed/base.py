@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["BACKENDS", "DEFAULT_MODEL", "OPENAI_PREFIX", "Embedder", "cpu_count", "normalise"]
 
@@ -34,7 +37,7 @@ class Embedder(Protocol):
 
 
 
-def normalise(vectors: Any, dimension: int) -> np.ndarray:
+def normalise(vectors: ArrayLike, dimension: int) -> np.ndarray:
     """``vectors`` as a C-contiguous float32 array (n, ``dimension``) with unit-length rows; (0, ``dimension``)
     for none. An all-zero row stays zero rather than becoming NaN."""
     arr = np.asarray(vectors, dtype=np.float32)

@@ -17,17 +17,19 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
-from kbgraph.embed.late import can_embed_spans
+from kbgraph.embed.base import Embedder
+from kbgraph.embed.late import SpanEmbedder, can_embed_spans
 
 
 class CachedEmbedder:
     """Wraps ``embedder`` (``.embed(texts) -> float32 (n, d)``, ``.dimension``, ``.model_name``) with the
     cache file ``path``. Same shapes and values as the wrapped embedder."""
 
-    def __init__(self, embedder, path: Path):
+    def __init__(self, embedder: Embedder, path: Path):
         self.inner = embedder
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,7 +114,8 @@ class CachedEmbedder:
         found = self._lookup(keys + [k for ks in late_keys for k in ks])
         todo = [i for i, k in enumerate(keys) if k not in found or any(lk not in found for lk in late_keys[i])]
         if todo:
-            vectors, late = self.inner.embed_spans([texts[i] for i in todo], [list(spans[i]) for i in todo])
+            inner = cast(SpanEmbedder, self.inner)  # (callers check can_embed_spans first)
+            vectors, late = inner.embed_spans([texts[i] for i in todo], [list(spans[i]) for i in todo])
             rows = [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(todo, vectors, strict=True)]
             for i, vecs in zip(todo, late, strict=True):
                 rows += [(lk, b"" if v is None else np.asarray(v, dtype=np.float32).tobytes())

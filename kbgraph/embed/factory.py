@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.embed import onnx_export, onnx_model, onnx_quant
 from kbgraph.embed.base import BACKENDS, DEFAULT_MODEL, OPENAI_PREFIX, Embedder
@@ -17,11 +17,14 @@ from kbgraph.embed.sentence import SentenceTransformerEmbedder, local_model_dir
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
 
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
 __all__ = ["check_dimension", "clear_cache", "get_embedder", "make_embedder", "onnx_model_path"]
 
 log = logging.getLogger("kbgraph.embed")
 
-_CACHE: dict[tuple[Any, ...], Embedder] = {}
+_CACHE: dict[tuple[object, ...], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 def onnx_model_path(settings: Settings) -> Path | None:
@@ -31,7 +34,7 @@ def onnx_model_path(settings: Settings) -> Path | None:
     return plan[1] if plan is not None else None
 
 
-def _onnx_plan(settings: Settings, *, strict: bool = False) -> tuple[Any, Path] | None:
+def _onnx_plan(settings: Settings, *, strict: bool = False) -> tuple[onnx_model.ModelSpec, Path] | None:
     """(ModelSpec, export path) of the configured model, or None (ConfigError instead if ``strict``)."""
     name = (settings.embedding.embedding_model or "").strip()
     folder = local_model_dir(name)
@@ -53,7 +56,7 @@ def _onnx_plan(settings: Settings, *, strict: bool = False) -> tuple[Any, Path] 
         return None
 
 
-def _try_export(settings: Settings, spec: Any, path: Path) -> ConfigError | None:
+def _try_export(settings: Settings, spec: onnx_model.ModelSpec, path: Path) -> ConfigError | None:
     """Export the ONNX file of ``spec`` to ``path`` unless it exists or an earlier export failed (``<file>.failed``)
     or the ``onnx`` package is missing (not remembered: installing it fixes it). Returns the failure as a
     ConfigError naming the marker, after writing the marker so later runs do not retry it; None otherwise."""
@@ -79,11 +82,11 @@ def _try_export(settings: Settings, spec: Any, path: Path) -> ConfigError | None
     return None
 
 
-def _export_after_load(settings: Settings) -> Callable[[Any], None]:
+def _export_after_load(settings: Settings) -> Callable[[SentenceTransformer], None]:
     """The ``on_load`` hook of a torch embedder under ``embedding_backend='auto'``: export the ONNX file
     (once; a failure is remembered in ``<file>.failed`` so later runs do not retry it, and raised)."""
 
-    def export(_model: Any) -> None:
+    def export(_model: SentenceTransformer) -> None:
         plan = _onnx_plan(settings)  # again: a hub model is in the cache only now
         if plan is not None and (error := _try_export(settings, *plan)) is not None:
             raise error
@@ -91,7 +94,7 @@ def _export_after_load(settings: Settings) -> Callable[[Any], None]:
     return export
 
 
-def _export_first(settings: Settings, spec: Any, path: Path) -> None:
+def _export_first(settings: Settings, spec: onnx_model.ModelSpec, path: Path) -> None:
     """Under ``embedding_backend='auto'`` with ``late_chunking`` on: write the ONNX export before the first
     embedding instead of after torch's first load, so that a fresh home's first ingestion already pools its
     sentence tags from the chunks' pass (only the ONNX embedder offers ``embed_spans``). The first run
@@ -155,7 +158,7 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     if settings is None:
         settings = Settings()
     name = (settings.embedding.embedding_model or "").strip()
-    key: tuple[Any, ...] = (name, settings.embedding.embedding_batch_size, settings.embedding.embedding_batch_tokens)
+    key: tuple[object, ...] = (name, settings.embedding.embedding_batch_size, settings.embedding.embedding_batch_tokens)
     if name.lower().startswith(OPENAI_PREFIX):
         key += (settings.llm.llm_base_url, settings.embedding.embedding_dimension)
     else:

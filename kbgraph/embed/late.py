@@ -14,11 +14,14 @@ pooling modes have no per-span analogue that matches how the model was trained.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from kbgraph.embed.base import Embedder
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 __all__ = ["Span", "SpanEmbedder", "can_embed_spans", "pool_spans", "token_range"]
 
@@ -40,7 +43,7 @@ def can_embed_spans(embedder: Embedder) -> bool:
     return bool(getattr(embedder, "can_embed_spans", False)) and callable(getattr(embedder, "embed_spans", None))
 
 
-def token_range(encoding: Any, span: Span, text: str, shift: int = 0) -> tuple[int, int] | None:
+def token_range(encoding: Encoding, span: Span, text: str, shift: int = 0) -> tuple[int, int] | None:
     """The token indices ``[i, j)`` of ``encoding`` (a ``tokenizers.Encoding`` of ``text``, possibly with
     ``shift`` characters of prompt before it) whose characters overlap ``span`` of ``text``; None when the span
     covers no token (empty, whitespace only, out of range) or runs past the tokens that survived truncation
@@ -60,7 +63,7 @@ def token_range(encoding: Any, span: Span, text: str, shift: int = 0) -> tuple[i
     return hits[0], hits[-1] + 1
 
 
-def pool_spans(hidden: np.ndarray, encoding: Any, text: str, spans: Sequence[Span], shift: int = 0
+def pool_spans(hidden: np.ndarray, encoding: Encoding, text: str, spans: Sequence[Span], shift: int = 0
                ) -> list[np.ndarray | None]:
     """One L2-normalised float32 vector (h,) per span of ``text``: the mean of ``hidden`` (the text's final
     token states, (seq, h), seq >= its tokens) over the span's tokens (``token_range``), or None for a span with

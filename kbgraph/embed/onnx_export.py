@@ -10,12 +10,15 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kbgraph.embed.base import normalise
 from kbgraph.embed.onnx_model import ModelSpec, load_tokenizer, pad_batch, pool, prepare_texts, read_model_spec
 from kbgraph.embed.onnx_runtime import open_session
 from kbgraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["EXPORT_MIN_COSINE", "OPSET", "export_onnx", "write_once"]
 
@@ -95,7 +98,7 @@ def _export(spec: ModelSpec, path: Path) -> None:
     try:
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # (transformers: no annotations)
     except Exception:  # noqa: BLE001 - cosmetic
         pass
     # Eager attention: the traced graph then applies the attention mask as plain tensor ops (SDPA/flash
@@ -107,12 +110,13 @@ def _export(spec: ModelSpec, path: Path) -> None:
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if "token_type_ids" in accepted else [])
 
     class _Encoder(torch.nn.Module):
-        def __init__(self, inner: Any):
+        def __init__(self, inner: torch.nn.Module):
             super().__init__()
             self.inner = inner
 
-        def forward(self, *args: Any) -> Any:
-            return self.inner(**dict(zip(names, args, strict=True))).last_hidden_state
+        def forward(self, *args: torch.Tensor) -> torch.Tensor:
+            hidden: torch.Tensor = self.inner(**dict(zip(names, args, strict=True))).last_hidden_state
+            return hidden
 
     tok = load_tokenizer(spec)
     # a batch with padding in it, so that the masking path is what gets traced
@@ -139,5 +143,5 @@ def _export(spec: ModelSpec, path: Path) -> None:
                           "set KBGRAPH_EMBEDDING_BACKEND=torch")
 
 
-def _unit(vectors: Any) -> Any:
+def _unit(vectors: np.ndarray) -> np.ndarray:
     return normalise(vectors, vectors.shape[1])

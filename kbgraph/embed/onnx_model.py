@@ -30,11 +30,14 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kbgraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
 
 __all__ = [
     "ModelSpec", "UnsupportedModelError", "load_tokenizer", "models_dir", "onnx_path_for", "pad_batch", "pool",
@@ -220,7 +223,7 @@ def onnx_path_for(home: str | Path, model_name: str, spec: ModelSpec) -> Path:
 # --- tokenising and pooling (numpy; shared by the embedder and the export check) ---------------------------
 
 
-def load_tokenizer(spec: ModelSpec) -> Any:
+def load_tokenizer(spec: ModelSpec) -> Tokenizer:
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(spec.transformer_dir / "tokenizer.json"))
@@ -241,7 +244,7 @@ def prepare_texts(spec: ModelSpec, texts: Sequence[str]) -> list[str]:
     return out
 
 
-def pad_batch(encodings: Sequence[Any], pad_id: int) -> dict[str, np.ndarray]:
+def pad_batch(encodings: Sequence[Encoding], pad_id: int) -> dict[str, np.ndarray]:
     """input_ids, attention_mask and token_type_ids (int64, right-padded to the longest encoding)."""
     n = len(encodings)
     width = max(1, max(len(e.ids) for e in encodings))

@@ -7,7 +7,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +15,9 @@ from kbgraph.embed.base import cpu_count, normalise
 from kbgraph.embed.late import Span, pool_spans
 from kbgraph.embed.onnx_model import ModelSpec, load_tokenizer, pad_batch, pool, prepare_texts, read_model_spec
 from kbgraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
 
 __all__ = ["OnnxEmbedder", "default_threads", "open_session"]
 
@@ -93,7 +96,7 @@ class OnnxEmbedder:
         self.batch_tokens = max(1, int(batch_tokens))
         self.threads = threads if threads is not None else default_threads()
         self._session: Any = None
-        self._tokenizer: Any = None
+        self._tokenizer: Tokenizer | None = None
         self._inputs: list[str] = []
         self._lock = threading.Lock()
 
@@ -105,7 +108,7 @@ class OnnxEmbedder:
     def dimension(self) -> int:
         return self.spec.dimension
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[Any, Tokenizer]:  # (an onnxruntime InferenceSession: untyped)
         if self._session is None:
             with self._lock:
                 if self._session is None:
@@ -114,6 +117,7 @@ class OnnxEmbedder:
                     session = open_session(self.onnx_path, self.threads)
                     self._inputs = [i.name for i in session.get_inputs()]
                     self._session = session
+        assert self._tokenizer is not None  # loaded before the session
         return self._session, self._tokenizer
 
     @property
@@ -121,7 +125,7 @@ class OnnxEmbedder:
         """Whether ``embed_spans`` works: the model pools by mean alone (late chunking)."""
         return tuple(self.spec.pooling) == ("mean",)
 
-    def _forward(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, list[Any]]]:
+    def _forward(self, texts: Sequence[str]) -> Iterator[tuple[list[int], np.ndarray, np.ndarray, list[Encoding]]]:
         """Per batch: (indices into ``texts``, final token states (b, seq, h), attention mask (b, seq), the
         encodings of all ``texts``). Texts are sorted by token count and cut by ``token_batches``."""
         session, tok = self._load()

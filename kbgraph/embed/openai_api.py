@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kbgraph.embed.base import OPENAI_PREFIX, normalise
 from kbgraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 __all__ = ["OPENAI_DIMENSIONS", "OpenAIEmbedder"]
 
@@ -25,7 +28,7 @@ class OpenAIEmbedder:
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  batch_size: int = 64, dimensions: int | None = None, timeout: float = 60.0,
-                 client: Any = None):
+                 client: OpenAI | None = None):
         if not model:
             raise ConfigError("embedding_model 'openai:' names no model: use e.g. openai:text-embedding-3-small")
         self._name = model
@@ -49,7 +52,7 @@ class OpenAIEmbedder:
         return self._dimension
 
     @property
-    def client(self) -> Any:
+    def client(self) -> OpenAI:
         if self._client is None:
             with self._lock:
                 if self._client is None:

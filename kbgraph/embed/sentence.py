@@ -9,12 +9,16 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kbgraph.embed.base import DEFAULT_MODEL, cpu_count, normalise
 from kbgraph.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 __all__ = ["PACKAGED_NAMES", "SentenceTransformerEmbedder", "local_model_dir", "packaged_model_path"]
 
@@ -47,13 +51,13 @@ class SentenceTransformerEmbedder:
     file there); its exceptions are logged, not raised."""
 
     def __init__(self, model_name: str = DEFAULT_MODEL, *, batch_size: int = 64, device: str | None = None,
-                 threads: int | None = None, on_load: Callable[[Any], None] | None = None):
+                 threads: int | None = None, on_load: Callable[[SentenceTransformer], None] | None = None):
         self._name = model_name
         self.batch_size = max(1, int(batch_size))
         self.device = device
         self.threads = threads
         self.on_load = on_load
-        self._model: Any = None
+        self._model: SentenceTransformer | None = None
         self._dimension: int | None = None
         self._lock = threading.Lock()
 
@@ -69,7 +73,7 @@ class SentenceTransformerEmbedder:
         return self._dimension
 
     @property
-    def model(self) -> Any:
+    def model(self) -> SentenceTransformer:
         """The underlying ``SentenceTransformer`` (loads it)."""
         return self._load()
 
@@ -83,7 +87,7 @@ class SentenceTransformerEmbedder:
             return "sentence-transformers/all-MiniLM-L6-v2", False
         return self._name, False
 
-    def _load(self) -> Any:
+    def _load(self) -> SentenceTransformer:
         if self._model is not None:
             return self._model
         with self._lock:
@@ -108,7 +112,7 @@ class SentenceTransformerEmbedder:
             try:  # no "Loading weights" progress bar on stderr
                 from transformers.utils import logging as hf_logging
 
-                hf_logging.disable_progress_bar()
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # (transformers: no annotations)
             except Exception:  # noqa: BLE001 - cosmetic
                 pass
             try:
@@ -130,7 +134,7 @@ class SentenceTransformerEmbedder:
                     log.warning("after loading %s: %s: %s", self._name, type(exc).__name__, exc)
             return model
 
-    def _set_threads(self, torch: Any) -> None:
+    def _set_threads(self, torch: ModuleType) -> None:
         threads = self.threads
         if threads is None:
             if os.environ.get("OMP_NUM_THREADS"):

@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +33,8 @@ from kbgraph.embed.sentence import local_model_dir
 from kbgraph.errors import ConfigError
 
 if TYPE_CHECKING:
+    from model2vec import StaticModel
+
     from kbgraph.settings import Settings
 
 __all__ = ["STATIC_SUFFIX", "StaticEmbedder", "build_static_model", "get_static_embedder", "static_model_dir"]
@@ -150,10 +152,10 @@ class StaticEmbedder:
     def __init__(self, path: str | Path, *, teacher_name: str):
         self.path = Path(path)
         self._name = teacher_name + STATIC_SUFFIX
-        self._model: Any = None
+        self._model: StaticModel | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> Any:
+    def _load(self) -> StaticModel:
         if self._model is None:
             with self._lock:
                 if self._model is None:
