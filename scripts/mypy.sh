@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Type-checks kbgraph with mypy under pyproject.toml [tool.mypy] (strict on kbgraph.query, kbgraph.store,
-# kbgraph.llm, kbgraph.serve, kbgraph.kb, kbgraph.eval, kbgraph.ingest and kbgraph.embed; every other module
-# checked without the strict flags).
+# kbgraph.llm, kbgraph.serve, kbgraph.kb, kbgraph.eval, kbgraph.ingest, kbgraph.embed and kbgraph.cli; every other
+# module checked without the strict flags).
 # kbgraph.ingest, kbgraph.query and kbgraph.cypher live in the folders ingest/, query/ and cypher/ (package-dir in
 # pyproject.toml), which mypy cannot map to their import names: so, as scripts/lint_imports.sh does, the package
 # is laid out as installed in a folder of symbolic links (.mypy_cache/tree, kept so that mypy's cache stays valid

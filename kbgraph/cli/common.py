@@ -30,7 +30,7 @@ class State:
     debug: bool = False
 
 
-def settings():
+def settings() -> Settings:
     """Effective Settings: CLI flags over environment over kbgraph.toml over defaults."""
     return Settings(**State.overrides)
 
@@ -53,6 +53,6 @@ def _main(
     State.debug = debug
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     """``data`` as indented JSON on stdout."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")

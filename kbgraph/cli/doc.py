@@ -133,7 +133,7 @@ def _walk(cmd: Any, ctx: Any) -> list[str]:
     return out
 
 
-def render(app: Any = None) -> str:
+def render(app: typer.Typer | None = None) -> str:
     """The whole of docs/cli.md for the Typer ``app`` (default: kbgraph's)."""
     root = typer.main.get_command(kbgraph_app if app is None else app)
     lines = [HEADER, *_walk(root, root.context_class(root, info_name="kbgraph"))]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -14,6 +15,9 @@ from kbgraph.browse import can_open_browser, CATALOGUE, parse_param_args, render
 from kbgraph.errors import ConfigError
 from kbgraph.settings import env_names, GROUPS
 from kbgraph.store import backend_name
+
+if TYPE_CHECKING:
+    from kbgraph.ingest.report import IngestReport
 
 # --- knowledge base -----------------------------------------------------------------------------
 def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
@@ -114,7 +118,7 @@ def ingest_cmd(
 SKIPPED_LISTED = 10
 
 
-def _print_ingest_files(report) -> None:
+def _print_ingest_files(report: IngestReport) -> None:
     """Failed files (one line each, on stderr), warnings, and skipped files: one line each, or per reason
     when more than SKIPPED_LISTED share it ("skipped 57 files (a.png, b.png, … +54 more): image: …")."""
     from collections import defaultdict

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -23,6 +23,7 @@ from kbgraph.query.render import render_answer, render_round
 
 if TYPE_CHECKING:
     from kbgraph.query.models import Answer, AskEvent
+    from kbgraph.query.rationale import SavedRationale
 
 
 def ask_cmd(
@@ -66,7 +67,8 @@ def ask_cmd(
         )  # fmt: skip
 
 
-def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool, saved: Callable[[], Any]) -> Answer:
+def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool,
+                  saved: Callable[[], SavedRationale | None]) -> Answer:  # fmt: skip
     """Print a streamed ask as it comes: with ``as_json`` one ``AskEvent`` JSON object per line (the ``answer``
     line also has ``saved``), else the answer text piece by piece (stdout, flushed) and, with ``trace``,
     Algorithm 1's rounds as they finish. Returns the final Answer."""
@@ -74,8 +76,8 @@ def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool, sav
     for event in events:
         if as_json:
             line = event.model_dump(mode="json", exclude_none=True)
-            if event.type == "answer" and saved() is not None:
-                line["saved"] = saved().model_dump(mode="json")
+            if event.type == "answer" and (rationale := saved()) is not None:
+                line["saved"] = rationale.model_dump(mode="json")
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
             out.flush()
         elif event.type == "round" and trace and event.round is not None:
@@ -140,7 +142,7 @@ def eval_cmd(
     for col in ("n", "EM", "F1", "Acc", *[f"R@{k}" for k in summary.ks], "SF", "R@5 ÷ dense"):
         table.add_column(col, justify="right")
 
-    def pct(v):
+    def pct(v: float | None) -> str:
         return "–" if v is None else f"{100 * v:.1f}"
 
     for name, m in summary.methods.items():

@@ -10,12 +10,17 @@ to the ``kbgraph`` command.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import typer
 
 from kbgraph.cli import common
 from kbgraph.errors import ConfigError
 from kbgraph.query.ranking import default_model_path, load_model
+
+if TYPE_CHECKING:
+    from kbgraph.eval.rank_train import LabelledPool
 
 rank_app = typer.Typer(no_args_is_help=True, help="The learned ranker of score propagation (train it, show it).")
 
@@ -44,8 +49,8 @@ def train_cmd(
     settings = common.settings()
     size = pool or settings.retrieval.ranker_pool
     err = common.err_console
-    say = (lambda m: None) if as_json else (lambda m: err.print(m, highlight=False))
-    by_set = {}
+    say: Callable[[str], None] = (lambda m: None) if as_json else (lambda m: err.print(m, highlight=False))
+    by_set: dict[str, list[LabelledPool]] = {}
     kb_name = common.State.overrides.get("name")
     if kb_name and len(dataset) > 1:
         raise ConfigError("--kb names the knowledge base of one data set; with several, each has its own (drop --kb)")

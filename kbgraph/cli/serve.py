@@ -7,6 +7,7 @@ revoke`` manage the scoped keys of ``KBGRAPH_API_KEYS_FILE`` (kbgraph.serve.acce
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 
@@ -14,10 +15,11 @@ from kbgraph.cli import common
 from kbgraph.errors import ConfigError
 from kbgraph.serve.access import add_key, load_keys, revoke_key
 from kbgraph.serve.guard import check_bind
+from kbgraph.settings import Settings
 from kbgraph.store import backend_name
 
 
-def _settings(**update):
+def _settings(**update: str | int | None) -> Settings:
     s = common.settings()
     return s.updated({k: v for k, v in update.items() if v is not None}) if update else s
 
@@ -60,7 +62,7 @@ def serve_cmd(
     uvicorn.run(create_app(s), host=s.serve.serve_host, port=s.serve.serve_port, log_level="info")
 
 
-def _keys_file():
+def _keys_file() -> Path:
     path = common.settings().serve.api_keys_file
     if path is None:
         raise ConfigError("no keys file: set KBGRAPH_API_KEYS_FILE (e.g. ~/.kbgraph/api-keys.toml; .json for JSON) "

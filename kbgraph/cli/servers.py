@@ -4,7 +4,7 @@ Each verb is one library call; ``register(app)`` adds the three groups to the ``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,13 +13,18 @@ from kbgraph.cli.common import State, console, print_json
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
 
+if TYPE_CHECKING:
+    from kbgraph.llm.server import LLMServerStatus, LocalLLMServer
+    from kbgraph.neo4j_local import Neo4jLocal
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
 store_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server of a knowledge base.")
 neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5 server assembled from Maven Central.")
 llm_app = typer.Typer(no_args_is_help=True, help="A local llama.cpp LLM server (OpenAI-compatible) for kbgraph.")
 
 
 # --- embedded store -------------------------------------------------------------------------------
-def _embedded():
+def _embedded() -> EmbeddedFalkorDB:
     from kbgraph.store.falkor_server import EmbeddedFalkorDB  # lazy: kept out of the unit tier
 
     s = common.settings()
@@ -54,7 +59,7 @@ def store_status(as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 # --- local Neo4j ------------------------------------------------------------------------------------
-def _neo4j_local():
+def _neo4j_local() -> Neo4jLocal:
     from kbgraph.neo4j_local import Neo4jLocal  # lazy: kept out of the unit tier
 
     return Neo4jLocal(common.settings())
@@ -94,13 +99,13 @@ def neo4j_status(as_json: bool = typer.Option(False, "--json")) -> None:
 # --- local LLM server (llama.cpp) -------------------------------------------------------------------
 
 
-def _llm_server(**update: Any):
+def _llm_server(**update: int | None) -> LocalLLMServer:
     from kbgraph.llm.server import LocalLLMServer  # lazy: CLI start-up (+30 ms: filelock, the server's module)
 
     return LocalLLMServer(Settings(**{**State.overrides, **{k: v for k, v in update.items() if v is not None}}))
 
 
-def _print_llm_status(status, as_json: bool) -> None:
+def _print_llm_status(status: LLMServerStatus, as_json: bool) -> None:
     if as_json:
         print_json(status.model_dump(mode="json"))
         return
