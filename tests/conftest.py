@@ -101,8 +101,18 @@ if REPO.parent != REPO:  # (a repo at / has no siblings)
     sys.addaudithook(_audit)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist, in the controller: a worker's outside reads (its ``workeroutput``) join the controller's."""
+    OUTSIDE_READS.extend(getattr(node, "workeroutput", {}).get("outside_reads", []))
+
+
 def pytest_sessionfinish(session, exitstatus):
     real = [p for p in OUTSIDE_READS if not p.endswith(".kbgraph-guard-probe")]
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller fails the run (pytest_testnodedown)
+        workeroutput["outside_reads"] = real
+        return
     if real:
         print(f"\nFAILED: the suite read {len(real)} file(s) outside the repository, e.g. {real[0]}")
         session.exitstatus = 1
@@ -123,8 +133,13 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(mark)
 
 
-TEST_BOLT_PORT = int(os.environ.get("KBGRAPH_TEST_BOLT_PORT", "17687"))
-TEST_HTTP_PORT = int(os.environ.get("KBGRAPH_TEST_HTTP_PORT", "17474"))
+#: pytest-xdist's worker (``gw0``, ``gw1``, …; "" without xdist): the suite runs on both cores (`-n 2`, README.md),
+#: and each worker starts its own local Neo4j (its own ports and folder) and its own llama.cpp server, so no test
+#: sees another worker's graph. Worker i takes the base ports + 10 x i.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+WORKER_INDEX = int(WORKER[2:]) if WORKER.startswith("gw") and WORKER[2:].isdigit() else 0
+TEST_BOLT_PORT = int(os.environ.get("KBGRAPH_TEST_BOLT_PORT", "17687")) + 10 * WORKER_INDEX
+TEST_HTTP_PORT = int(os.environ.get("KBGRAPH_TEST_HTTP_PORT", "17474")) + 10 * WORKER_INDEX
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
@@ -172,9 +187,10 @@ def falkor_settings(falkor_home, embed_cache_dir):
 
 
 def neo4j_test_settings(home: Path) -> Settings:
+    folder = Path(os.environ.get("KBGRAPH_TEST_NEO4J_HOME", Path.home() / ".kbgraph" / "neo4j-test"))
     return Settings(
         home=home,
-        neo4j_local_home=Path(os.environ.get("KBGRAPH_TEST_NEO4J_HOME", Path.home() / ".kbgraph" / "neo4j-test")),
+        neo4j_local_home=folder.with_name(f"{folder.name}-{WORKER}") if WORKER_INDEX else folder,
         neo4j_bolt_port=TEST_BOLT_PORT,
         neo4j_http_port=TEST_HTTP_PORT,
         neo4j_password="kbgraph-test",

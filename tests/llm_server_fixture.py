@@ -25,14 +25,18 @@ from kbgraph.process import port_free
 from kbgraph.settings import Settings
 
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-TEST_PORT = int(os.environ.get("KBGRAPH_TEST_LLM_PORT", "18088"))
+#: pytest-xdist's worker index (gw1 -> 1): each worker has its own server, on the base port + worker index, and
+#: the cores are shared out between the workers' servers.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+WORKERS = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+TEST_PORT = int(os.environ.get("KBGRAPH_TEST_LLM_PORT", "18088")) + (int(_WORKER[2:]) if _WORKER[2:].isdigit() else 0)
 TEST_CTX = int(os.environ.get("KBGRAPH_TEST_LLM_CTX", "4096"))
 #: 2 threads (at most the cores): the suite runs one test at a time and waits while the server answers, so the
 #: server has the cores. Measured on 2 quiet cores, tests/test_llm_real.py on FalkorDB: the LLM ingestion took
 #: 384 s with 1 thread and 137 s with 2, the multi-hop questions 107 s and 58 s. On cores other work keeps busy
 #: (load average 5) 2 threads decode several times slower than 1 (140-290 against 35-47 ms/token): there, set
 #: KBGRAPH_TEST_LLM_THREADS=1.
-TEST_THREADS = int(os.environ.get("KBGRAPH_TEST_LLM_THREADS", str(min(2, os.cpu_count() or 1))))
+TEST_THREADS = int(os.environ.get("KBGRAPH_TEST_LLM_THREADS", str(max(1, min(2, (os.cpu_count() or 1) // WORKERS)))))
 
 
 class LLMServerInfo(BaseModel):

@@ -19,7 +19,7 @@ from pydantic import SecretStr
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import stable_id
-from tests.backends import BACKENDS
+from kbgraph.settings import Settings
 
 FAA = "docs/pdf/faa_amt_general_handbook_sample.pdf"  # one page of prose: 3 chunks at 256 words
 SENATE = "docs/pdf/us_senate_expenditures.pdf"  # one ledger table: a table chunk
@@ -43,14 +43,11 @@ def _answer_budget_of_200_tokens():
         yield
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def llm_kb(request, falkor_settings, llm_server, tmp_path_factory, examples_dir):
-    """A knowledge base on each store whose LLM is the real local server, with the two documents ingested by
-    it once per module (a fresh response cache: every answer is a real request)."""
-    if request.param == "falkordb":
-        base = falkor_settings.updated({"name": f"llm{uuid.uuid4().hex[:8]}"})
-    else:
-        base = request.getfixturevalue("neo4j_settings")
+def llm_kb_on(store: str, base: Settings, llm_server, tmp_path_factory, examples_dir):
+    """A knowledge base on ``base``'s store whose LLM is the real local server, with the documents ingested by it
+    once (a fresh response cache: every answer is a real request); yields it, then resets it. tests/
+    test_llm_real_neo4j.py runs this module's knowledge-base tests on Neo4j (a module of its own, so that
+    pytest-xdist can run it on the other worker: the two LLM ingestions are the suite's longest steps)."""
     settings = base.updated({
         "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
         "llm_cache_dir": tmp_path_factory.mktemp("llm-cache"), "llm_timeout": 300.0, "llm_max_tokens": 200,
@@ -60,8 +57,8 @@ def llm_kb(request, falkor_settings, llm_server, tmp_path_factory, examples_dir)
     kb.reset()
     # both documents on FalkorDB; on Neo4j the table alone (the LLM ingestion of the prose is the suite's longest
     # step, and what differs by store is the writing, which the table's chunk, questions and triples exercise)
-    kb.test_files = [FAA, SENATE] if request.param == "falkordb" else [SENATE]
-    kb.test_store = request.param
+    kb.test_files = [FAA, SENATE] if store == "falkordb" else [SENATE]
+    kb.test_store = store
     report = kb.ingest([examples_dir / f for f in kb.test_files], progress=False)
     kb.ingest_report = report
     kb.ingest_usage = kb.llm.usage.model_copy()
@@ -69,6 +66,13 @@ def llm_kb(request, falkor_settings, llm_server, tmp_path_factory, examples_dir)
     yield kb
     kb.reset()
     kb.close()
+
+
+@pytest.fixture(scope="module")
+def llm_kb(falkor_settings, llm_server, tmp_path_factory, examples_dir):
+    """The LLM knowledge base on the embedded FalkorDB (tests/test_llm_real_neo4j.py: on Neo4j)."""
+    yield from llm_kb_on("falkordb", falkor_settings.updated({"name": f"llm{uuid.uuid4().hex[:8]}"}), llm_server,
+                         tmp_path_factory, examples_dir)  # fmt: skip
 
 
 def _document(kb: KnowledgeBase, path) -> list[dict]:
