@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Type-checks kbgraph with mypy under pyproject.toml [tool.mypy] (strict on kbgraph.query, kbgraph.store,
-# kbgraph.llm, kbgraph.serve, kbgraph.kb, kbgraph.eval, kbgraph.ingest, kbgraph.embed and kbgraph.cli; every other
-# module checked without the strict flags).
+# Type-checks kbgraph and its tests with mypy under pyproject.toml [tool.mypy] (strict on kbgraph.query,
+# kbgraph.store, kbgraph.llm, kbgraph.serve, kbgraph.kb, kbgraph.eval, kbgraph.ingest, kbgraph.embed and kbgraph.cli,
+# and on the test modules listed there; every other module of kbgraph checked without the strict flags, every other
+# test module with check_untyped_defs, so that a test double that is not what it stands in for is found).
 # kbgraph.ingest, kbgraph.query and kbgraph.cypher live in the folders ingest/, query/ and cypher/ (package-dir in
 # pyproject.toml), which mypy cannot map to their import names: so, as scripts/lint_imports.sh does, the package
 # is laid out as installed in a folder of symbolic links (.mypy_cache/tree, kept so that mypy's cache stays valid
-# between runs) and mypy runs there.
+# between runs) and mypy runs there; tests/ is linked in beside it (the tests import kbgraph.* as installed and
+# tests.* as a package).
 # Errors name paths as installed (kbgraph/query/x.py is query/x.py). Usage: scripts/mypy.sh [PY] [MYPY ARGS...]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,5 +19,6 @@ rm -rf "$tree"
 mkdir -p "$tree/kbgraph"
 for entry in "$repo"/kbgraph/*; do ln -s "$entry" "$tree/kbgraph/"; done
 for sub in ingest query cypher; do ln -s "$repo/$sub" "$tree/kbgraph/$sub"; done
+ln -s "$repo/tests" "$tree/tests"
 cd "$tree"
-"$py" -m mypy --config-file "$repo/pyproject.toml" --cache-dir "$repo/.mypy_cache" "$@" -p kbgraph
+"$py" -m mypy --config-file "$repo/pyproject.toml" --cache-dir "$repo/.mypy_cache" "$@" -p kbgraph -p tests

@@ -91,7 +91,7 @@ def outside_repo(path: str | Path) -> bool:
 
 
 def _audit(event: str, args: tuple) -> None:
-    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)) and outside_repo(args[0]):
+    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)) and outside_repo(args[0]):  # type: ignore[arg-type]
         OUTSIDE_READS.append(os.fsdecode(args[0]))
 
 

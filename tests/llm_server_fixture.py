@@ -71,7 +71,7 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def llm_server(tmp_path_factory) -> LLMServerInfo:
+def llm_server(tmp_path_factory) -> LLMServerInfo:  # type: ignore[misc]
     """A running llama-server with SmolLM2-135M-Instruct for the whole session (stopped at its end)."""
     require_llm_server()
     port = TEST_PORT if port_free(TEST_PORT) else free_port()

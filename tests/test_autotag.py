@@ -80,7 +80,7 @@ class TaggingLLM(ScriptedLLM):
 
     def __init__(self, failing=()):
         self.failing = set(failing)
-        self.asked = Counter()  # prompt kind -> requests
+        self.asked: Counter[str] = Counter()  # prompt kind -> requests
         self.tagged_titles: list[str] = []
         super().__init__(self.respond)
 
@@ -92,7 +92,7 @@ class TaggingLLM(ScriptedLLM):
         if "extract the semantic tags of the passage" in text:
             self.asked["tags"] += 1
             content = text.split("# Passage\n", 1)[1].rsplit("# Your Output", 1)[0].strip()
-            title = re.match(r"Title: (.*)", content).group(1)
+            title = re.match(r"Title: (.*)", content).group(1)  # type: ignore[union-attr]
             self.tagged_titles.append(title)
             if title in self.failing:
                 raise LLMError("the LLM server is down (scripted)")
@@ -286,9 +286,9 @@ def test_tag_chunks_with_the_local_llm(falkor_settings, llm_server, passages, em
         rows = [{"id": tag_class_id(c["name"]), **c} for c in CLASSES]
         store.write_batches("tags/upsert_classes", rows, {"now": "2025-01-01T00:00:00Z"})
         llm = get_llm(s)
-        report = tag_chunks(store, s, llm, embedder, pending_chunks(store))
+        report = tag_chunks(store, s, llm, embedder, pending_chunks(store))  # type: ignore[arg-type]
         assert report.chunks == report.asked == 2 and not report.classes_proposed and report.stopped is None
-        assert llm.usage.calls >= 2 and report.tagged + report.failed == 2
+        assert llm.usage.calls >= 2 and report.tagged + report.failed == 2  # type: ignore[union-attr]
         assert len(pending_chunks(store)) == report.failed
         nodes, classes, edges = counts(store)
         assert classes == 3 and edges == report.tags and nodes == report.new_tags

@@ -43,7 +43,7 @@ def corpus(request, falkor_settings, examples_dir):
     kb.reset()
     report = kb.ingest([examples_dir / FEDERAL_REGISTER, examples_dir / FAA_HANDBOOK], progress=False)
     assert report.errors == [] and report.added == 2, report
-    kb.examples_dir = examples_dir
+    kb.examples_dir = examples_dir  # type: ignore[attr-defined]
     yield kb
     kb.reset()
     kb.close()
@@ -159,13 +159,13 @@ def test_browser_text_with_values_written_in_matches_parameters(corpus):
     for name, params in [("document", {"document": FR_TITLE, "limit": 4}), ("entity", {"entity": "faa"}),
                          ("top_entities", {"limit": 5}), ("document", {"document": "it's a \\ 'trap'"})]:  # fmt: skip
         query = browse.get(name)
-        values = browse.resolve_params(query, params)
+        values = browse.resolve_params(query, params)  # type: ignore[arg-type]
         text = browse.inline_params(cypher.load(query.statement, dialect), values)
         assert "$" not in text
         literal_rows = corpus.store._execute(text.rstrip(";"), {})
         param_rows = corpus.store.run(query.statement, values)
         assert literal_rows == param_rows, name
-        assert name != "document" or params["document"] != FR_TITLE or len(param_rows) == 4
+        assert name != "document" or params["document"] != FR_TITLE or len(param_rows) == 4  # type: ignore[index]
 
 
 def test_unknown_query_or_parameter_is_a_usage_error(corpus):

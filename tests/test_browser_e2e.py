@@ -26,7 +26,7 @@ from kbgraph.neo4j_local import browser_style
 try:
     from playwright.sync_api import expect
 except ImportError:  # the playwright_api fixture skips (or fails under CI)
-    expect = None
+    expect = None  # type: ignore[assignment]
 
 CHROMIUM = os.environ.get("KBGRAPH_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -17,13 +17,15 @@ import pytest
 
 from kbgraph.errors import LLMError
 from kbgraph.ingest import prompts
-from kbgraph.ingest.chunk import _Block, _block_units, _pack, _render, build_structure
+from kbgraph.ingest.chunk import _Block, _block_units, _pack, build_structure
+from kbgraph.ingest.chunk_units import render as _render
 from kbgraph.ingest.chunk_llm import ChunkCut, _greedy, recurrent_split
 from kbgraph.ingest.nlp import split_sentences
 from kbgraph.ingest.parse import parse_file
-from kbgraph.ingest.tables import llm_summarize_table, parse_markdown_table, summarize_table
-from kbgraph.llm.client import REPAIR_PROMPT
+from kbgraph.ingest.tables import llm_summarize_table, summarize_table
+from kbgraph.llm.json_answers import REPAIR_PROMPT
 from kbgraph.llm.fake import ScriptedLLM
+from kbgraph.text import parse_markdown_table
 
 MAX = 50 * 1024 * 1024
 _LINE = re.compile(r"^\[(\d+)\] (.*)$")
@@ -67,7 +69,7 @@ def _window(prompt: str) -> list[str]:
     body = prompt.split("# Window", 1)[1].split("# Task", 1)[0]
     lines = [m for m in (_LINE.match(x) for x in body.splitlines()) if m]
     assert [int(m.group(1)) for m in lines] == list(range(len(lines)))
-    last = int(re.search(r"numbered \[0\] to \[(\d+)\]", prompt).group(1))
+    last = int(re.search(r"numbered \[0\] to \[(\d+)\]", prompt).group(1))  # type: ignore[union-attr]
     assert last == len(lines) - 1
     return [m.group(2) for m in lines]
 
@@ -222,11 +224,11 @@ def test_server_errors_propagate_and_sentence_numbers_are_lenient(taxonomy):
 def test_llm_table_summary_of_the_nics_table(examples_dir: Path):
     parsed = parse_file(examples_dir / "docs/pdf/fbi_nics_background_checks_2015-11.pdf", max_bytes=MAX)
     md = next(e.markdown for e in parsed.elements if e.kind == "table")
-    caption, header, rows = parse_markdown_table(md)
+    caption, header, rows = parse_markdown_table(md)  # type: ignore[arg-type]
     states = [r[0] for r in rows]
     said = "Monthly NICS firearm background checks for November 2015, one row per state (Alabama, Alaska, ...)."
     llm = ScriptedLLM([json.dumps({"summary": said})])
-    assert llm_summarize_table(md, llm, context="NICS report") == said
+    assert llm_summarize_table(md, llm, context="NICS report") == said  # type: ignore[arg-type]
     prompt = _user(llm.calls[0])
     assert "Caption: NICS Firearm Background Checks November - 2015" in prompt
     assert "Found in: NICS report" in prompt and f"It has {len(rows)} data rows" in prompt
@@ -236,11 +238,11 @@ def test_llm_table_summary_of_the_nics_table(examples_dir: Path):
     assert len(rows) > 50 and "Wyoming" in states
     # no usable answer even after the repair: the deterministic summary
     llm = ScriptedLLM(["It is a table.", '{"summary": "   "}'])
-    assert llm_summarize_table(md, llm) == summarize_table(md)
+    assert llm_summarize_table(md, llm) == summarize_table(md)  # type: ignore[arg-type]
     assert len(llm.calls) == 2
     # a server failure is not hidden
     with pytest.raises(LLMError):
-        llm_summarize_table(md, ScriptedLLM([LLMError("401")]))
+        llm_summarize_table(md, ScriptedLLM([LLMError("401")]))  # type: ignore[arg-type]
 
 
 # --- build_structure and the offline path -----------------------------------------------------------------
@@ -253,7 +255,7 @@ def _model(messages) -> str:
     prompt = _user(messages)
     if "# Window" in prompt:
         window = _window(prompt)
-        section = re.search(r"^Section: (.*)$", prompt, re.M).group(1)
+        section = re.search(r"^Section: (.*)$", prompt, re.M).group(1)  # type: ignore[union-attr]
         fs = _forward(prompt)
         step = 0 if fs == prompts.NO_FORWARD_SUMMARY else int(fs.rsplit("#", 1)[1]) + 1
         stop = len(window) if "The section ends" in prompt else max(1, len(window) - 1)
@@ -264,7 +266,7 @@ def _model(messages) -> str:
         cuts = [{"end": e, "summary": "About: " + " ".join(window[s].split()[:4])} for s, e in zip(starts, ends)]
         return json.dumps({"chunks": cuts, "forward_summary": f"{section} #{step}"})
     if prompt.startswith("# Table"):
-        caption = re.search(r"^Caption: (.*)$", prompt, re.M).group(1)
+        caption = re.search(r"^Caption: (.*)$", prompt, re.M).group(1)  # type: ignore[union-attr]
         return json.dumps({"summary": f"LLM table summary of {caption}."})
     if "extract as many questions" in prompt:
         return '{"questions": []}'
@@ -308,7 +310,7 @@ def test_offline_path_is_unchanged_and_the_llm_only_touches_long_blocks_and_tabl
     ]
     long = [c for c in chunks if c.kind == "text" and c.section_path not in short]
     assert long and all(c.summary and c.summary.startswith("About: ") for c in long)
-    assert all(" ".join(c.text.split()).startswith(c.summary[len("About: "):]) for c in long)  # its own summary
+    assert all(" ".join(c.text.split()).startswith(c.summary[len("About: "):]) for c in long)  # type: ignore[index]  # its own summary
     assert [c.order for c in chunks] == list(range(len(chunks)))
     # every paragraph of the page is in the text chunks once, in reading order
     paragraphs = [e.text for e in duck.elements if e.kind not in ("heading", "table") and e.text.strip()]
@@ -337,7 +339,7 @@ def test_ingested_chunks_and_summaries_land_in_the_graph(store, backend_settings
     by_section: dict[str, list[str]] = {}
     for c in llm.calls:
         if "# Window" in _user(c):
-            by_section.setdefault(re.search(r"^Section: (.*)$", _user(c), re.M).group(1), []).append(_user(c))
+            by_section.setdefault(re.search(r"^Section: (.*)$", _user(c), re.M).group(1), []).append(_user(c))  # type: ignore[union-attr]
     assert sorted(by_section) == ["Duck > Notes > Citations", "Duck > Notes > Sources", "Duck > Taxonomy"]
     for section, calls in by_section.items():
         assert len(calls) >= 2, section

@@ -20,7 +20,9 @@ from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query import answering, baselines, decompose
 from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import answer_pike
+from kbgraph.query.models import TraceRound
 from tests.graph_kb import loaded_store, user_message
+from tests.traces import trace_of
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> APA -> G. Stanley Hall
 EXTRA_QUESTIONS = ("2hop__205146_62031", "2hop__468258_495107")
@@ -73,9 +75,9 @@ def graphs(corpus, falkor_settings):
         ]
         out.append(DocumentGraph(document=doc, chunks=[chunk], questions=questions))
     records = [r for g in out for r in (g.document, *g.chunks, *g.questions)]
-    texts = [getattr(r, "title", None) or r.text for r in records]
+    texts = [getattr(r, "title", None) or r.text for r in records]  # type: ignore[attr-defined]
     for rec, vec in zip(records, embedder.embed(texts), strict=True):
-        rec.embedding = vec.tolist()
+        rec.embedding = vec.tolist()  # type: ignore[attr-defined]
     return out, embedder
 
 
@@ -174,8 +176,8 @@ def test_rounds_candidates_and_final_answer(kb, corpus):
     answer = answer_pike(question, QueryContext(store, settings, embedder, llm))
 
     assert answer.method == "pike" and answer.answer == "G. Stanley Hall" and answer.rationale == "because"
-    assert [r.round for r in answer.trace] == [1, 2, 3]
-    r1, r2, r3 = answer.trace
+    assert [r.round for r in trace_of(answer, TraceRound)] == [1, 2, 3]
+    r1, r2, r3 = trace_of(answer, TraceRound)
     assert r1.proposals == [HOP1] and r1.thinking == "round 1"
     assert_candidates(r1, store, embedder, settings)
     assert_candidates(r2, store, embedder, settings, exclude=[r1.chunk_id])
@@ -203,9 +205,9 @@ def test_chosen_chunks_are_excluded(kb, corpus):
     script = Script([[HOP1], [HOP1], [HOP1]])
     answer = answer_pike(corpus["question"]["question"],
                          QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
-    assert [r.proposals for r in answer.trace] == [[HOP1]] * 3 + [[]]
-    chosen = []
-    for rnd in answer.trace[:3]:
+    assert [r.proposals for r in trace_of(answer, TraceRound)] == [[HOP1]] * 3 + [[]]
+    chosen: list[str] = []
+    for rnd in trace_of(answer, TraceRound)[:3]:
         assert not {c.chunk_id for c in rnd.candidates} & set(chosen)
         assert_candidates(rnd, store, embedder, settings, exclude=chosen)
         if rnd.chunk_id:
@@ -222,7 +224,7 @@ def test_rounds_are_capped_at_n(kb, corpus):
     settings = settings.updated({"decompose_rounds": 2, "decompose_threshold": 0.0})
     script = Script([[HOP1]] * 5)
     answer = answer_pike("anything", QueryContext(store, settings, embedder, ScriptedLLM(script)))
-    assert len(answer.trace) == 2 and all(r.chunk_id for r in answer.trace) and len(answer.citations) == 2
+    assert len(trace_of(answer, TraceRound)) == 2 and all(r.chunk_id for r in trace_of(answer, TraceRound)) and len(answer.citations) == 2
     assert script.kinds == ["propose", "select", "propose", "select", "answer"]
 
 
@@ -234,7 +236,7 @@ def test_threshold_falls_back_to_the_original_question(kb):
     script = Script([["Which rivers flow through the Gobi desert in winter?"]])
     answer = answer_pike(tag.properties["text"],
                          QueryContext(store, strict, embedder, ScriptedLLM(script)))  # fmt: skip
-    r1 = answer.trace[0]
+    r1 = trace_of(answer, TraceRound)[0]
     assert r1.fallback == "question_atoms"
     assert r1.candidates and all(c.query == tag.properties["text"] and c.score >= 0.99 for c in r1.candidates)
     assert tag.id in {c.question_id for c in r1.candidates} and r1.chunk_id == r1.candidates[0].chunk_id
@@ -242,7 +244,7 @@ def test_threshold_falls_back_to_the_original_question(kb):
     script = Script([["Which rivers flow through the Gobi desert in winter?"]])
     answer = answer_pike("Which rivers flow through the Gobi desert in winter?",
                          QueryContext(store, strict, embedder, ScriptedLLM(script)))  # fmt: skip
-    r1 = answer.trace[0]
+    r1 = trace_of(answer, TraceRound)[0]
     assert r1.fallback == "question_chunks" and r1.candidates == [] and "0.99" in r1.note
     assert script.kinds == ["propose", "answer"] and answer.citations == []
 
@@ -261,7 +263,7 @@ def test_chunk_backup_retrieval(kb):
     script = Script([["zxqv plugh xyzzy"]])
     low = settings.updated({"decompose_threshold": delta})
     answer = answer_pike(question, QueryContext(store, low, embedder, ScriptedLLM(script)))
-    r1 = answer.trace[0]
+    r1 = trace_of(answer, TraceRound)[0]
     assert r1.fallback == "question_chunks" and r1.candidates
     assert chunk.id in {c.chunk_id for c in r1.candidates}
     rows = store.run("retrieve/questions_of_chunks", {"ids": [r1.candidates[0].chunk_id]})
@@ -275,15 +277,15 @@ def test_selector_declines_then_backup_chunk_selection(kb, corpus):
     script = Script([[HOP1, HOP2]], select=[None], select_chunk=[None])
     answer = answer_pike(question, QueryContext(store, settings, embedder, ScriptedLLM(script)))
     assert script.kinds == ["propose", "select", "select_chunk", "answer"]
-    assert len(answer.trace) == 1 and answer.trace[0].chunk_id is None and answer.trace[0].candidates
-    assert "nothing selected" in answer.trace[0].note and answer.citations == []
+    assert len(trace_of(answer, TraceRound)) == 1 and trace_of(answer, TraceRound)[0].chunk_id is None and trace_of(answer, TraceRound)[0].candidates
+    assert "nothing selected" in trace_of(answer, TraceRound)[0].note and answer.citations == []
     # the paragraph list shows each candidate chunk once
-    n_chunks = len({c.chunk_id for c in answer.trace[0].candidates})
+    n_chunks = len({c.chunk_id for c in trace_of(answer, TraceRound)[0].candidates})
     assert len(re.findall(r"^Paragraph \d+:", script.prompts[2], re.M)) == n_chunks
     # backup chunk selection picks paragraph 2 -> that chunk joins the context
     script = Script([[HOP1, HOP2]], select=[0], select_chunk=[2])
     answer = answer_pike(question, QueryContext(store, settings, embedder, ScriptedLLM(script)))
-    r1 = answer.trace[0]
+    r1 = trace_of(answer, TraceRound)[0]
     distinct = list(dict.fromkeys(c.chunk_id for c in r1.candidates))
     assert r1.selection == "chunk" and r1.chunk_id == distinct[1] and answer.citations[0].chunk_id == distinct[1]
     # without backup selection (the papers' loop) a declined selection ends the loop at once
@@ -298,7 +300,7 @@ def test_empty_proposal_stops_at_once(kb, corpus):
     script = Script([[]])
     llm = ScriptedLLM(script)
     answer = answer_pike(corpus["question"]["question"], QueryContext(store, settings, embedder, llm))
-    assert script.kinds == ["propose", "answer"] and len(answer.trace) == 1 and answer.citations == []
+    assert script.kinds == ["propose", "answer"] and len(trace_of(answer, TraceRound)) == 1 and answer.citations == []
     assert answer.answer == "G. Stanley Hall" and answer.usage.calls == 2
 
 
@@ -307,7 +309,7 @@ def test_invalid_selector_index_is_no_selection(kb, corpus):
     script = Script([[HOP1]], select=[99], select_chunk=["none"])
     answer = answer_pike(corpus["question"]["question"],
                          QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
-    assert answer.trace[0].chunk_id is None and script.kinds[-1] == "answer"
+    assert trace_of(answer, TraceRound)[0].chunk_id is None and script.kinds[-1] == "answer"
 
 
 # --- baselines ------------------------------------------------------------------------------------------
@@ -348,7 +350,7 @@ def test_naive_hr_uses_both_paths(kb, corpus):
     ids = [c.chunk_id for c in answer.citations]
     assert answer.method == "naive_hr" and ids[: len(path_a)] == path_a
     assert set(ids) == set(path_a) | set(path_b) and len(ids) == len(set(ids)) <= s.baselines.hr_k + s.baselines.hr_question_k
-    assert [(c.question_id, c.chunk_id) for c in answer.trace[0].candidates] == [
+    assert [(c.question_id, c.chunk_id) for c in trace_of(answer, TraceRound)[0].candidates] == [
         (q, c) for q, c, _ in expected_candidates(store, embedder, question, k=s.baselines.hr_question_k, threshold=0.3)
     ]
     assert_citations_in_graph(answer, store)
@@ -375,13 +377,13 @@ def test_self_ask_with_retrieval(kb, corpus):
                                        QueryContext(store, settings, embedder, ScriptedLLM(respond)))  # fmt: skip
     assert answer.method == "self_ask" and answer.answer == "G. Stanley Hall"
     assert [k for k, _ in seen] == ["self_ask", "answer", "self_ask", "answer", "self_ask"]
-    assert [r.proposals for r in answer.trace] == [[HOP1], [HOP2]]
+    assert [r.proposals for r in trace_of(answer, TraceRound)] == [[HOP1], [HOP2]]
     assert f"Follow up: {HOP1}\nIntermediate answer: American Psychological Association" in seen[2][1]
-    for rnd in answer.trace:
+    for rnd in trace_of(answer, TraceRound):
         want = [h.id for h in store.vector_search("Chunk", embedder.embed(rnd.proposals)[0].tolist(), k=4)
                 if h.score >= settings.baselines.naive_threshold]  # fmt: skip
         assert [c.chunk_id for c in rnd.candidates] == want
-    all_ids = list(dict.fromkeys(c.chunk_id for r in answer.trace for c in r.candidates))
+    all_ids = list(dict.fromkeys(c.chunk_id for r in trace_of(answer, TraceRound) for c in r.candidates))
     assert [c.chunk_id for c in answer.citations] == all_ids
     assert_citations_in_graph(answer, store)
     # the round limit forces the final answer
@@ -412,10 +414,10 @@ def test_self_ask_hr_follow_ups_use_hierarchical_retrieval(kb, corpus):
     ctx = QueryContext(store, s, embedder, ScriptedLLM(respond))
     answer = answer_question(corpus["question"]["question"], ctx, method="self_ask_hr")
     assert answer.method == "self_ask_hr" and answer.answer == "G. Stanley Hall"
-    assert [r.proposals for r in answer.trace] == [[HOP1], [HOP2]]
+    assert [r.proposals for r in trace_of(answer, TraceRound)] == [[HOP1], [HOP2]]
     b = s.baselines
     cited = []
-    for rnd, context in zip(answer.trace, contexts, strict=True):
+    for rnd, context in zip(trace_of(answer, TraceRound), contexts, strict=True):
         follow = rnd.proposals[0]
         vec = embedder.embed([follow])[0].tolist()
         path_a = [h.id for h in store.vector_search("Chunk", vec, k=b.hr_k) if h.score >= b.hr_threshold]
@@ -432,7 +434,7 @@ def test_self_ask_hr_follow_ups_use_hierarchical_retrieval(kb, corpus):
     # with the flat retriever (self_ask), the follow-ups reach no atomic question
     replies = iter([f"Yes.\nFollow up: {HOP1}", "No.\nSo the final answer is: G. Stanley Hall"])
     flat = answer_question(corpus["question"]["question"], ctx, method="self_ask")
-    assert all(c.question_id == "" for r in flat.trace for c in r.candidates)
+    assert all(c.question_id == "" for r in trace_of(flat, TraceRound) for c in r.candidates)
 
 
 def store_chunks(store, ids):
@@ -475,7 +477,7 @@ def test_pike_and_naive_on_neo4j(store, backend_settings, graphs, corpus):
     script = Script([[HOP1], [HOP1, HOP2]])
     answer = answer_pike(corpus["question"]["question"],
                          QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
-    r1, r2 = answer.trace[:2]
+    r1, r2 = trace_of(answer, TraceRound)[:2]
     assert_candidates(r1, store, embedder, settings)
     assert_candidates(r2, store, embedder, settings, exclude=[r1.chunk_id])
     assert answer.citations[0].document_title == "Journal of Psychotherapy Integration"

@@ -25,6 +25,8 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import answer_pike
 from kbgraph.eval.decomposer_data import Trajectory, collect_trajectories
 from kbgraph.eval.decomposer_sft import read_trajectories, sft_pairs, write_sft
+from kbgraph.query.models import TraceRound
+from tests.traces import trace_of
 from tests.test_decompose import EXTRA_QUESTIONS, HOP1, HOP2, Q_ID, corpus, graphs, kb
 
 FIXTURES = (corpus, graphs, kb)  # test_decompose.py's graph, built again for this module
@@ -237,7 +239,7 @@ def test_sft_pairs_match_the_trajectories(kb, corpus, tmp_path):
     report = write_sft(tmp_path, tmp_path / "sft.jsonl", min_score=1.0)
     lines = [json.loads(x) for x in (tmp_path / "sft.jsonl").read_text().splitlines()]
     traj = trajs[0]
-    subs = [(s.selected.text, s.chunk_id) for s in traj.steps if s.chunk_id]
+    subs = [(s.selected.text, s.chunk_id) for s in traj.steps if s.chunk_id]  # type: ignore[union-attr]
     assert len(subs) >= 2 and report.kept == 1 and report.trajectories == 2
     assert len(lines) == report.pairs == len(subs) + 1
     chunk_text = {c.chunk_id: c.text for c in traj.context}
@@ -278,23 +280,23 @@ def test_learned_proposer_is_one_call_per_round(kb, corpus):
     answer = answer_pike(question, QueryContext(store, s, embedder, llm))
     assert [k for k, _ in responder.seen] == ["learned", "learned", "learned", "answer"]
     assert [r["model"] for r in llm.requests] == ["kb-decomposer-ft"] * 3 + ["scripted"]
-    assert [r.selection for r in answer.trace] == ["learned"] * 3
-    assert "kb-decomposer-ft" in answer.trace[0].note and "needs no further" in answer.trace[2].note
+    assert [r.selection for r in trace_of(answer, TraceRound)] == ["learned"] * 3
+    assert "kb-decomposer-ft" in trace_of(answer, TraceRound)[0].note and "needs no further" in trace_of(answer, TraceRound)[2].note
     context = []
-    for rnd, sub in zip(answer.trace[:2], (HOP1, HOP2), strict=True):  # c^t: the nearest atomic question's chunk
+    for rnd, sub in zip(trace_of(answer, TraceRound)[:2], (HOP1, HOP2), strict=True):  # c^t: the nearest atomic question's chunk
         want = [h for h in store.vector_search("AtomicQuestion", embedder.embed([sub])[0].tolist(), k=K)
                 if h.score >= DELTA]  # fmt: skip
         found = store.run("retrieve/chunks_of_questions", {"ids": [h.id for h in want]})
         rows = {r["via"]: r["chunk_id"] for r in found}
         want = [h for h in want if rows[h.id] not in context]
-        assert rnd.proposals == [sub] and rnd.selected.question_id == want[0].id and rnd.chunk_id == rows[want[0].id]
+        assert rnd.proposals == [sub] and rnd.selected.question_id == want[0].id and rnd.chunk_id == rows[want[0].id]  # type: ignore[union-attr]
         context.append(rnd.chunk_id)
     assert [c.chunk_id for c in answer.citations] == context
     # each request is the SFT x_i of the same decomposition, so a model trained on the pairs sees its format
     traj = Trajectory(question_id="q", question=question, steps=[], context=[])
     from kbgraph.eval.decomposer_data import ContextChunk, TrajectoryStep
 
-    for rnd, c in zip(answer.trace[:2], answer.chunks, strict=True):
+    for rnd, c in zip(trace_of(answer, TraceRound)[:2], answer.chunks, strict=True):
         traj.steps.append(TrajectoryStep(round=rnd.round, selected=rnd.selected, chunk_id=rnd.chunk_id))
         traj.context.append(ContextChunk(chunk_id=c.id, title=c.document_title, text=c.text))
     assert [x for k, x in responder.seen if k == "learned"] == [p.x for p in sft_pairs(traj)]

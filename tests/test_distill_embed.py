@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pytest
@@ -34,6 +35,9 @@ from kbgraph.ingest.distill import (
 )
 from kbgraph.models import ChunkRecord, stable_id
 from kbgraph.settings import Settings
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 # --- data -------------------------------------------------------------------------------------------
 
@@ -502,7 +506,7 @@ class _FakeEmbeddingsAPI:
         r = Response()
         # returned out of order, unnormalised: the embedder must sort by index and normalise
         items = [Item(i, [float(len(t)), 1.0, 0.0, 2.0]) for i, t in enumerate(kwargs["input"])]
-        r.data = list(reversed(items))
+        r.data = list(reversed(items))  # type: ignore[attr-defined]
         return r
 
 
@@ -515,7 +519,7 @@ def test_openai_embedder_batches_orders_and_normalises():
     from kbgraph.embed import OpenAIEmbedder, check_dimension, make_embedder
 
     client = _FakeOpenAI()
-    e = OpenAIEmbedder("local-embedder", batch_size=2, client=client)
+    e = OpenAIEmbedder("local-embedder", batch_size=2, client=cast("OpenAI", client))  # embeddings.create only
     texts = ["a", "bb", "ccc", "", "eeeee"]
     v = e.embed(texts)
     assert v.shape == (5, 4) and v.dtype == np.float32

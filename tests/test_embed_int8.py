@@ -5,12 +5,14 @@ cache never hands an fp32 vector to an int8 knowledge base or back."""
 from __future__ import annotations
 
 import json
+from typing import cast
 
 import numpy as np
 
 from kbgraph.embed import get_embedder, make_embedder, onnx_model_path
 from kbgraph.embed.onnx_quant import quantized_path
 from kbgraph.embed.cache import CachedEmbedder
+from kbgraph.embed.onnx_runtime import OnnxEmbedder
 
 
 def test_int8_embedder_quantises_once_and_stays_close_to_fp32(falkor_settings, examples_dir, tmp_path):
@@ -19,12 +21,12 @@ def test_int8_embedder_quantises_once_and_stays_close_to_fp32(falkor_settings, e
     texts = [p["title"] for p in passages] + [p["text"] for p in passages]
     fp32_settings = falkor_settings.updated({"embedding_backend": "onnx"})
     int8_settings = fp32_settings.updated({"embedding_precision": "int8"})
-    fp32, int8 = make_embedder(fp32_settings), make_embedder(int8_settings)
+    fp32, int8 = make_embedder(fp32_settings), cast(OnnxEmbedder, make_embedder(int8_settings))
     export = onnx_model_path(fp32_settings)
-    assert int8.onnx_path == quantized_path(export) and int8.onnx_path.is_file() and export.is_file()
+    assert int8.onnx_path == quantized_path(export) and int8.onnx_path.is_file() and export.is_file()  # type: ignore[arg-type, union-attr]
     assert int8.model_name == fp32.model_name + "@int8"
     mtime = int8.onnx_path.stat().st_mtime_ns
-    assert make_embedder(int8_settings).onnx_path.stat().st_mtime_ns == mtime  # reused, not rewritten
+    assert cast(OnnxEmbedder, make_embedder(int8_settings)).onnx_path.stat().st_mtime_ns == mtime  # reused, not rewritten
 
     a, b = fp32.embed(texts), int8.embed(texts)
     assert b.shape == a.shape and b.dtype == np.float32

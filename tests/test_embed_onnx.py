@@ -142,12 +142,12 @@ def test_auto_with_late_chunking_exports_first(torch_run, tmp_path, monkeypatch,
     off = tmp_path / "off"
     assert isinstance(make_embedder(Settings(home=off, embedding_backend="auto", late_chunking=False)),
                       SentenceTransformerEmbedder)
-    assert exported == [] and not onnx_model_path(Settings(home=off)).exists()
+    assert exported == [] and not onnx_model_path(Settings(home=off)).exists()  # type: ignore[union-attr]
 
     on = Settings(home=tmp_path / "on", embedding_backend="auto")
     assert on.embedding.late_chunking is True  # the default
     path = onnx_model_path(on)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
     e = make_embedder(on)
     assert isinstance(e, OnnxEmbedder) and e.onnx_path == path and exported == [path]
     assert e.can_embed_spans
@@ -157,10 +157,10 @@ def test_auto_with_late_chunking_exports_first(torch_run, tmp_path, monkeypatch,
 
     monkeypatch.setattr(onnx_export, "export_onnx", broken)
     bad = Settings(home=tmp_path / "bad", embedding_backend="auto")
-    onnx_model_path(bad).parent.mkdir(parents=True, exist_ok=True)
+    onnx_model_path(bad).parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
     with caplog.at_level("WARNING", logger="kbgraph.embed"):
         assert isinstance(make_embedder(bad), SentenceTransformerEmbedder)
-    failed = onnx_model_path(bad).with_name(onnx_model_path(bad).name + ".failed")
+    failed = onnx_model_path(bad).with_name(onnx_model_path(bad).name + ".failed")  # type: ignore[union-attr]
     assert "exporter crashed" in failed.read_text() and "staying on torch" in caplog.text
     monkeypatch.setattr(onnx_export, "export_onnx", copy_export)  # remembered: not tried again
     assert isinstance(make_embedder(bad), SentenceTransformerEmbedder) and exported == [path]

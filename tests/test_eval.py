@@ -69,7 +69,7 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
     with KnowledgeBase(settings=kb_settings) as kb:
         first = evaluate(kb, dataset, methods=RETRIEVAL, limit=8, out=out, llm=None, progress=False)
         assert first.new_records == 8 * 4 and first.reused_records == 0
-        assert first.ingest["added"] == 0 and first.ingest["unchanged"] == 150  # the KB is reused, not rebuilt
+        assert first.ingest["added"] == 0 and first.ingest["unchanged"] == 150  # type: ignore[index]  # the KB is reused, not rebuilt
         stamps = {(r["question_id"], r["method"]): r["finished_at"] for r in _records(out)}
         with (out / "results.jsonl").open("a", encoding="utf-8") as fh:
             fh.write('{"question_id": "cut short by a cra')  # a line a kill -9 left half-written
@@ -241,7 +241,7 @@ def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings, datase
         ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
         r5 = [M.recall_at_k(M.passage_ids(c.document_uri for c in retrieve_propagation(q.question, ctx, k=10)),
                             q.gold_passage_ids, 5) for q in questions]  # fmt: skip
-    assert row["weights"]["R@5"] == pytest.approx(100 * sum(r5) / len(r5), abs=1e-6)
+    assert row["weights"]["R@5"] == pytest.approx(100 * sum(r5) / len(r5), abs=1e-6)  # type: ignore[arg-type]
     # propagation with that model: the scores are the model's (not the weighted sums)
     with KnowledgeBase(settings=kb_settings.updated({"ranker_model": out})) as kb:
         ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
@@ -344,8 +344,8 @@ def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(backend_sett
     (docs / "cork.txt").write_text("Cork is a city in Ireland on the River Lee.\n", encoding="utf-8")
     (docs / "zanzibar.txt").write_text("Zanzibar exports cloves and other spices.\n", encoding="utf-8")
     opened = []
-    real_open = bm25.BM25Index.open.__func__
-    monkeypatch.setattr(bm25.BM25Index, "open", classmethod(lambda cls, *a, **k: opened.append(1) or real_open(cls, *a, **k)))
+    real_open = bm25.BM25Index.open.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(bm25.BM25Index, "open", classmethod(lambda cls, *a, **k: opened.append(1) or real_open(cls, *a, **k)))  # type: ignore[func-returns-value]
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
         assert kb.ingest([docs], progress=False).added == 2

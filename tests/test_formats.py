@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from kbgraph.errors import IngestError
-from kbgraph.ingest.parse import decode_text, parse_file, skip_reason
+from kbgraph.ingest.decode import decode_text
+from kbgraph.ingest.parse import parse_file, skip_reason
 from kbgraph.ingest.parse_sheets import BLOCK_ROWS
 from kbgraph.kb import KnowledgeBase
 
@@ -209,7 +210,7 @@ def docx_with_broken_grid(path: Path) -> Path:
     table.rows[2]._tr.tc_lst[0].get_or_add_tcPr().append(span)
     d.add_heading("Outlook", 2)
     d.add_paragraph("We expect growth in Basel.")
-    d.save(path)
+    d.save(path)  # type: ignore[arg-type]
     return path
 
 
@@ -387,8 +388,8 @@ def test_unread_kinds_say_why_and_the_fix(tmp_path: Path, monkeypatch):
                           ("Makefile", r"no file extension")):  # fmt: skip
         (tmp_path / name).write_bytes(b"x" * 10)
         msg = _raises(tmp_path / name, pattern)
-        assert skip_reason(tmp_path / name) in msg
-    assert skip_reason(tmp_path / "~$report.docx").startswith("Office lock file")
+        assert skip_reason(tmp_path / name) in msg  # type: ignore[operator]
+    assert skip_reason(tmp_path / "~$report.docx").startswith("Office lock file")  # type: ignore[union-attr]
     for name in ("a.pdf", "a.xlsx", "a.csv", "a.msg", "a.epub", "a.jsonl"):
         assert skip_reason(tmp_path / name) is None, name
 
@@ -408,17 +409,17 @@ def test_legacy_doc_and_ppt_are_converted_with_libreoffice(tmp_path: Path):
     d = docx.Document()
     d.add_heading("Ferry timetable", 1)
     d.add_paragraph("The first ferry leaves Basel at 9:00.")
-    d.save(tmp_path / "t.docx")
+    d.save(tmp_path / "t.docx")  # type: ignore[arg-type]
     deck = pptx.Presentation()
     slide = deck.slides.add_slide(deck.slide_layouts[1])
     slide.shapes.title.text = "Harbour budget"
     slide.placeholders[1].text = "The harbour needs 2 million francs for new cranes."
-    deck.save(tmp_path / "t.pptx")
+    deck.save(tmp_path / "t.pptx")  # type: ignore[arg-type]
     binary = shutil.which("soffice") or shutil.which("libreoffice")
     profile = f"-env:UserInstallation={(tmp_path / 'p').as_uri()}"
     for src, fmt in (("t.docx", "doc"), ("t.pptx", "ppt")):
         cmd = [binary, profile, "--headless", "--convert-to", fmt, "--outdir", str(tmp_path / "out"), str(tmp_path / src)]
-        subprocess.run(cmd, check=True, timeout=180, capture_output=True)
+        subprocess.run(cmd, check=True, timeout=180, capture_output=True)  # type: ignore[arg-type]
     doc = parse_file(tmp_path / "out" / "t.doc", max_bytes=MAX)
     assert doc.mime == "application/msword" and doc.title == "Ferry timetable"
     assert "The first ferry leaves Basel at 9:00." in _texts(doc)
@@ -485,13 +486,13 @@ def test_directory_ingest_accounts_for_every_file(backend_settings, tmp_path):
         assert report.skipped == sum(1 for o in expected.values() if o == "skipped")
         failed = sum(1 for o in expected.values() if o == "failed")
         assert (report.added, report.failed, report.exit_code) == (17, failed, 1)
-        assert ("corrupt or unreadable image photo.png" if shutil.which("tesseract") else "no OCR configured") in \
-            got["photo.png"].reason
-        assert "extract it" in got["backup.zip"].reason
-        assert "broken symbolic link" in got["gone.txt"].reason
+        assert ("corrupt or unreadable image photo.png" if shutil.which("tesseract") else "no OCR configured") in (  # type: ignore[operator]
+            got["photo.png"].reason)
+        assert "extract it" in got["backup.zip"].reason  # type: ignore[operator]
+        assert "broken symbolic link" in got["gone.txt"].reason  # type: ignore[operator]
         assert got[".DS_Store"].reason == "excluded by the default rules (macOS folder settings): .DS_Store"
-        assert got["broken.xlsx"].reason.startswith("corrupt or unreadable .xlsx broken.xlsx")
-        assert all(f.documents == 1 and f.chunks >= 1 for f in got.values() if f.outcome == "ingested")
+        assert got["broken.xlsx"].reason.startswith("corrupt or unreadable .xlsx broken.xlsx")  # type: ignore[union-attr]
+        assert all(f.documents == 1 and f.chunks >= 1 for f in got.values() if f.outcome == "ingested")  # type: ignore[operator]
         assert [w.split("'")[1] for w in got["memo.eml"].warnings] == ["memo.wav", "logo.png", "broken.docx"]
         assert got["budget.docx"].warnings and got["budget.docx"].warnings[0].startswith("table 1")
         assert got["memo.msg"].warnings and got["revenue.xlsx"].warnings == []

@@ -5,9 +5,11 @@ results in order, errors raised to the caller."""
 from __future__ import annotations
 
 import threading
+from typing import cast
 
 import pytest
 
+from kbgraph.store.base import GraphStore
 from kbgraph.store.parallel import gather
 
 
@@ -16,13 +18,18 @@ class _Store:
         self.parallel_reads = parallel
 
 
+def _store(parallel: bool) -> GraphStore:
+    """A stand-in GraphStore with only ``parallel_reads``, the one member gather reads."""
+    return cast(GraphStore, _Store(parallel))
+
+
 def test_parallel_reads_run_at_once_and_keep_their_order():
     barrier = threading.Barrier(3, timeout=5)  # passes only when all three calls run at the same time
 
     def call(i: int):
         return lambda: (barrier.wait(), i)[1]
 
-    assert gather(_Store(True), call(0), call(1), call(2)) == (0, 1, 2)
+    assert gather(_store(True), call(0), call(1), call(2)) == (0, 1, 2)
 
 
 def test_without_parallel_reads_calls_run_one_after_the_other():
@@ -39,7 +46,7 @@ def test_without_parallel_reads_calls_run_one_after_the_other():
             return threading.current_thread().name, i
         return run
 
-    got = gather(_Store(False), call(0), call(1))
+    got = gather(_store(False), call(0), call(1))
     assert [i for _, i in got] == [0, 1] and peak[0] == 1
     assert {name for name, _ in got} == {threading.current_thread().name}
 
@@ -56,7 +63,7 @@ def test_an_error_of_any_call_reaches_the_caller_after_all_finished():
         return 1
 
     with pytest.raises(ValueError, match="boom"):
-        gather(_Store(True), slow, fail)
+        gather(_store(True), slow, fail)
     with pytest.raises(ValueError, match="boom"):
-        gather(_Store(True), fail, slow)
+        gather(_store(True), fail, slow)
     assert done == [1, 1]

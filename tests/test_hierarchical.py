@@ -16,8 +16,10 @@ import pytest
 
 from kbgraph.models import AtomicQuestionRecord, ChunkRecord, DocumentGraph, DocumentRecord
 from kbgraph.query.context import QueryContext
-from kbgraph.query.methods import METHODS
+from kbgraph.query.methods import get_method
 from tests.graph_kb import loaded_store
+from kbgraph.query.models import TraceRound
+from tests.traces import trace_of
 
 DIM = 384
 QUESTION = "Which planted chunk answers the planted question?"
@@ -79,7 +81,7 @@ def planted(falkor_settings):
 def _ids(planted, k: int = 20, **update) -> list[str]:
     store, settings = planted
     ctx = QueryContext(store, settings.updated(update), PlantedEmbedder(), None)
-    return [c.id.split(":")[1] for c in METHODS["hierarchical"].run(QUESTION, ctx, k=k)]
+    return [c.id.split(":")[1] for c in get_method("hierarchical", "retrieval").run(QUESTION, ctx, k=k)]
 
 
 def test_hierarchical_is_the_union_of_paths_a_and_b(planted):
@@ -89,7 +91,7 @@ def test_hierarchical_is_the_union_of_paths_a_and_b(planted):
     assert _ids(planted, k=3) == ["A", "D", "B"]
     store, settings = planted
     ctx = QueryContext(store, settings, PlantedEmbedder(), None)
-    chunks = METHODS["hierarchical"].run(QUESTION, ctx, k=4, explain=True)
+    chunks = get_method("hierarchical", "retrieval").run(QUESTION, ctx, k=4, explain=True)
     assert [round(c.score, 4) for c in chunks] == [0.9, 0.55, 0.9, 0.6]
     assert [[b.term for b in c.breakdown] for c in chunks] == [["Chunk"], ["Chunk"], ["AtomicQuestion"],
                                                                  ["AtomicQuestion"]]  # fmt: skip
@@ -116,6 +118,6 @@ def test_naive_hr_answers_from_the_same_union(planted):
 
     store, settings = planted
     llm = ScriptedLLM([json.dumps({"answer": "A", "rationale": "planted"})])
-    answer = METHODS["naive_hr"].run(QUESTION, QueryContext(store, settings, PlantedEmbedder(), llm))
+    answer = get_method("naive_hr", "answer").run(QUESTION, QueryContext(store, settings, PlantedEmbedder(), llm))
     assert [c.id.split(":")[1] for c in answer.chunks] == _ids(planted)
-    assert answer.trace[0].note == "path (a): 2 chunks; path (b): 2 atomic questions, 2 new chunks"
+    assert trace_of(answer, TraceRound)[0].note == "path (a): 2 chunks; path (b): 2 atomic questions, 2 new chunks"

@@ -27,6 +27,7 @@ from kbgraph.query.prompts import hirag as hp
 from kbgraph.query.retrieval import retrieve_propagation
 from kbgraph.text import index_text
 from tests.graph_kb import loaded_store
+from tests.traces import trace_of
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> American Psychological Association -> Hall
 HOP1 = "What company published Journal of Psychotherapy Integration?"
@@ -136,7 +137,7 @@ class Script:
                                                                                    "rationale": "summed"}]}  # fmt: skip
         options = self.answers.get(kind) or defaults.get(kind)
         assert options, f"no scripted answer for {kind}"
-        item = options[min(i, len(options) - 1)]
+        item = options[min(i, len(options) - 1)]  # type: ignore[arg-type, index]
         item = item(messages[-1]["content"]) if callable(item) else item
         return item if isinstance(item, str) else json.dumps(item)
 
@@ -215,7 +216,7 @@ def test_answerable_at_once_streamed(kb, corpus, graphs):
     script = Script(decompose=[HOP1, HOP2, ENOUGH], entity=[entity_for({HOP1: JPI, HOP2: APA})])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script, events.append))
     assert answer.method == "hirag" and answer.answer == "G. Stanley Hall" and answer.rationale == "summed"
-    r1, r2, r3 = answer.trace
+    r1, r2, r3 = trace_of(answer, HiragRound)
     assert (r1.sub_question, r1.entity, r2.sub_question, r2.entity) == (HOP1, JPI, HOP2, APA)
     assert r3.stop == "enough" and r3.sub_questions() == [] and r1.sub_questions() == [HOP1]
     assert [d.title for d in r1.documents] == [JPI] and r1.documents[0].tried
@@ -237,7 +238,7 @@ def test_answerable_at_once_streamed(kb, corpus, graphs):
     assert_citations_in_graph(answer, store)
     assert answer.usage.calls == len(script.calls) and answer.usage.prompt_tokens > 0
     rounds = [e.round for e in events if e.type == "round"]
-    assert [r.round for r in rounds] == [1, 2, 3] and events[-1].type in ("delta", "reset")
+    assert [r.round for r in rounds] == [1, 2, 3] and events[-1].type in ("delta", "reset")  # type: ignore[union-attr]
     assert "".join(e.text for e in events if e.type == "delta") == "G. Stanley Hall"
 
 
@@ -245,7 +246,7 @@ def test_rethink_at_chunk_then_document_level(kb, corpus, graphs):
     """th2 = 3: three chunks of the first document, then the first chunk of the second one."""
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "no", "no", "yes"])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script))
-    rnd = answer.trace[0]
+    rnd = trace_of(answer, HiragRound)[0]
     assert [a.level for a in rnd.attempts] == ["first", "chunk", "chunk", "document"] and rnd.rethink == "document"
     assert [a.verified for a in rnd.attempts] == [False, False, False, True]
     assert [a.t for a in rnd.attempts] == [1, 2, 3, 4]
@@ -260,7 +261,7 @@ def test_rethink_at_chunk_then_document_level(kb, corpus, graphs):
 
 def test_chunk_level_only_with_a_larger_th2(kb, corpus, graphs):
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "yes"])
-    rnd = answer_hirag(corpus["question"], ctx_of(kb, script, hirag_th2=5)).trace[0]
+    rnd = trace_of(answer_hirag(corpus["question"], ctx_of(kb, script, hirag_th2=5)), HiragRound)[0]
     assert [a.level for a in rnd.attempts] == ["first", "chunk"] and rnd.rethink == "chunk"
     assert_attempts(rnd, graphs, [("Adolescence", 0), ("Adolescence", 1)])
 
@@ -270,7 +271,7 @@ def test_give_up_after_th3_then_fallback(kb, corpus):
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "no", "no", "no", "no", "yes"])
     ctx = ctx_of(kb, script)
     answer = answer_hirag(corpus["question"], ctx)
-    rnd = answer.trace[0]
+    rnd = trace_of(answer, HiragRound)[0]
     assert [a.level for a in rnd.attempts] == ["first", "chunk", "chunk", "document", "fallback", "fallback"]
     assert (rnd.fallback, rnd.fallback_query) == ("gave_up", HOP2) and [a.t for a in rnd.attempts][-2:] == [5, 6]
     tried = [a.chunk_id for a in rnd.attempts[:4]]
@@ -286,7 +287,7 @@ def test_nothing_verified_then_repeated_sub_question(kb, corpus):
     sub-question, which stops the loop. An entity no document matches goes straight to the fallback."""
     script = Script(decompose=[HOP2.upper(), HOP2 + "  "], entity=["Zzyzx Quux"], verify=["no"])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script, hirag_th2=1))
-    r1, r2 = answer.trace
+    r1, r2 = trace_of(answer, HiragRound)
     assert (r1.fallback, r1.documents, r1.answer, r1.chunk_id) == ("no_document", [], "", None)
     assert [a.level for a in r1.attempts] == ["fallback"] and r1.note == "no chunk verified"
     assert r2.stop == "repeat" and r2.sub_question == HOP2 and r2.sub_questions() == []
@@ -298,14 +299,14 @@ def test_nothing_verified_then_repeated_sub_question(kb, corpus):
 def test_enough_at_once(kb, corpus):
     script = Script(decompose=["That's enough. The question can be answered."])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script))
-    assert [r.stop for r in answer.trace] == ["enough"] and script.kinds() == ["decompose", "summarize"]
+    assert [r.stop for r in trace_of(answer, HiragRound)] == ["enough"] and script.kinds() == ["decompose", "summarize"]
     assert answer.answer == "G. Stanley Hall" and answer.citations == [] and answer.usage.calls == 2
 
 
 def test_rounds_are_capped(kb, corpus):
     script = Script(decompose=[HOP1, HOP2, "Who founded it?"], entity=[entity_for({HOP1: JPI, HOP2: APA})])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script, hirag_rounds=2))
-    assert [r.sub_question for r in answer.trace] == [HOP1, HOP2] and "2 rounds: stop" in answer.trace[-1].note
+    assert [r.sub_question for r in trace_of(answer, HiragRound)] == [HOP1, HOP2] and "2 rounds: stop" in trace_of(answer, HiragRound)[-1].note
     assert script.kinds().count("decompose") == 2
 
 
@@ -316,7 +317,7 @@ def test_tie_then_rewrite_from_the_question_then_from_an_answer(kb, corpus):
     script = Script(decompose=[q1, q2, ENOUGH], entity=["Madonna"], rewrite=[rewritten], describe=[described])
     ctx = ctx_of(kb, script)
     answer = answer_hirag("Who wrote Madonna and when was it released?", ctx)
-    r1, r2, _ = answer.trace
+    r1, r2, _ = trace_of(answer, HiragRound)
     for r in (r1, r2):
         assert r.tie == ["Madonna (book)", "Madonna (entertainer)"] and r.fallback == "tie"
         assert [a.level for a in r.attempts] == ["fallback"] and r.attempts[0].verified
@@ -358,10 +359,10 @@ def test_ask_render_and_rationale(kb, corpus):
     assert f"round 1: sub-question “{HOP1}”" in text and f"entity “{JPI}”: {JPI} (2.00 title, tried)" in text
     assert "try 1 (first)" in text and "the Definer: answerable, stop" in text
     again = Answer.model_validate_json(answer.model_dump_json())  # the trace survives JSON (--json, the API)
-    assert isinstance(again.trace[0], HiragRound) and again.trace[0].attempts == answer.trace[0].attempts
+    assert isinstance(trace_of(again, HiragRound)[0], HiragRound) and trace_of(again, HiragRound)[0].attempts == trace_of(answer, HiragRound)[0].attempts
     rows = rationale_rows(answer, "2025-01-01T00:00:00Z")
     assert [s["text"] for s in rows.sub_questions] == [HOP1]
-    assert [u["chunk_id"] for u in rows.used] == [answer.trace[0].chunk_id]
+    assert [u["chunk_id"] for u in rows.used] == [trace_of(answer, HiragRound)[0].chunk_id]
 
 
 # --- Neo4j --------------------------------------------------------------------------------------------------
@@ -374,7 +375,7 @@ def test_rethink_on_neo4j(store, backend_settings, graphs, corpus):
     write_documents(store, graphs[0])
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "no", "no", "yes"])
     answer = answer_hirag(corpus["question"], QueryContext(store, backend_settings, graphs[1], ScriptedLLM(script)))
-    rnd = answer.trace[0]
+    rnd = trace_of(answer, HiragRound)[0]
     assert {d.title for d in rnd.documents} == {"Adolescence", JPI}
     assert [a.level for a in rnd.attempts] == ["first", "chunk", "chunk", "document"]
     assert_attempts(rnd, graphs, [("Adolescence", 0), ("Adolescence", 1), ("Adolescence", 2), (JPI, 0)])
@@ -396,8 +397,8 @@ def test_hirag_with_the_real_llm(kb, corpus, llm_server, tmp_path):
         "hirag_th3": 1,
     })  # fmt: skip
     answer = answer_hirag(corpus["question"], QueryContext(store, s, embedder, get_llm(s)))
-    assert answer.method == "hirag" and isinstance(answer.answer, str) and len(answer.trace) == 1
-    rnd = answer.trace[0]
+    assert answer.method == "hirag" and isinstance(answer.answer, str) and len(trace_of(answer, HiragRound)) == 1
+    rnd = trace_of(answer, HiragRound)[0]
     assert rnd.decomposer_output and (rnd.stop or rnd.entity)
     assert answer.usage.calls >= 2 and answer.usage.prompt_tokens > 0 and answer.usage.completion_tokens > 0
     calls = 2 + (1 if rnd.entity else 0) + (1 if rnd.tie else 0) + 2 * len(rnd.attempts)

@@ -152,7 +152,7 @@ def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, examples_d
     (d / "huge.txt").write_text("word " * 100_000, encoding="utf-8")
     doc = pymupdf.open()
     doc.new_page().insert_text((72, 72), "secret numbers")
-    doc.save(str(d / "locked.pdf"), encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")
+    doc.save(str(d / "locked.pdf"), encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")  # type: ignore[attr-defined]
     (d / "good.txt").write_text("The Rhine flows through Basel and Cologne.", encoding="utf-8")
     loop = d / "loop"
     loop.mkdir()

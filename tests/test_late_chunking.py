@@ -146,7 +146,7 @@ def test_embedders_without_the_method_embed_tags_as_before(onnx, tmp_path):
     assert not can_embed_spans(plain) and not can_embed_spans(CachedEmbedder(plain, tmp_path / "c.sqlite3"))
     g = _graph(["Alice met Bob in Paris."], [(0, "Alice met Bob in Paris.", "sentence")])
     assert embed_layers([g], plain, None, late_chunking=True) == 3
-    np.testing.assert_allclose(np.dot(g.questions[0].embedding, onnx.embed(["Alice met Bob in Paris."])[0]), 1.0,
+    np.testing.assert_allclose(np.dot(g.questions[0].embedding, onnx.embed(["Alice met Bob in Paris."])[0]), 1.0,  # type: ignore[arg-type]
                                atol=1e-5)  # fmt: skip
 
 
@@ -169,7 +169,7 @@ def test_cache_keeps_late_vectors_apart_and_skips_cached_chunks(onnx, passages, 
     np.testing.assert_array_equal(v2, v)
     np.testing.assert_array_equal(late2[0][0], late[0][0])
     sentence = passages[3][slice(*spans[3][1])]  # a sentence, not its whole passage
-    assert not np.allclose(cache.embed([sentence])[0], late[3][1])  # the plain text's vector is its own
+    assert not np.allclose(cache.embed([sentence])[0], late[3][1])  # type: ignore[arg-type]  # the plain text's vector is its own
     assert calls == [5, 1]
     cache.embed_spans(texts[:2], [spans[0], spans[1][:1] + [(0, 5)]])  # a new span: that chunk runs again
     assert calls == [5, 1, 1]

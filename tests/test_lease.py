@@ -137,7 +137,7 @@ def test_killed_holders_lease_expires_and_the_next_run_converges(kb, neo4j_setti
     partial = _documents(kb)
     assert 0 < partial < 120
     lease = _lease(kb)
-    assert lease["pid"] == holder.pid and lease["remaining_ms"] > 0
+    assert lease["pid"] == holder.pid and lease["remaining_ms"] > 0  # type: ignore[index]
     with pytest.raises(LockTimeout, match=f"pid {holder.pid} on "):  # not expired: still the dead holder's
         kb.ingest([corpus], progress=False)
 
@@ -185,7 +185,7 @@ def test_a_run_that_lost_its_lease_stops_before_its_next_write(kb, neo4j_setting
     assert _documents(kb) <= written + 16  # at most the group whose write was under way
     assert _documents(kb) < 120
     assert all(r["status"] == "complete" for r in kb.store.run("ingest/list_documents"))
-    assert _lease(kb)["owner"] == "thief"  # a lost lease is not released by its former owner
+    assert _lease(kb)["owner"] == "thief"  # type: ignore[index]  # a lost lease is not released by its former owner
 
 
 def test_two_takers_of_an_expired_lease_never_both_get_it(kb, neo4j_settings):
@@ -212,7 +212,7 @@ def test_two_takers_of_an_expired_lease_never_both_get_it(kb, neo4j_settings):
         t.join(timeout=120)
     try:
         assert len(won) == 1 and len(refused) == len(locks) - 1
-        assert _lease(kb)["owner"] == won[0].owner
+        assert _lease(kb)["owner"] == won[0].owner  # type: ignore[index]
         assert kb.store._execute("MATCH (l:IngestLease) RETURN count(l) AS n", {})[0]["n"] == 1
         won[0].check()  # held and renewed
     finally:

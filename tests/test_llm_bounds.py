@@ -169,17 +169,17 @@ def test_schema_sent_requires_every_field_and_a_non_empty_item():
     from kbgraph.query.decompose import SUB_QUESTION_MIN_CHARS, Proposal
     from kbgraph.query.migres import LeafOutput, NewQueries
 
-    sent = response_format("json_schema", Proposal)["json_schema"]["schema"]
+    sent = response_format("json_schema", Proposal)["json_schema"]["schema"]  # type: ignore[index]
     assert sent["required"] == ["thinking", "sub_questions"]
     assert sent["properties"]["sub_questions"]["items"]["minLength"] == SUB_QUESTION_MIN_CHARS
-    assert response_format("json_object_schema", NewQueries)["schema"]["properties"]["queries"]["items"]["minLength"]
-    assert response_format("json_schema", NewQueries)["json_schema"]["schema"]["required"] == ["queries"]
+    assert response_format("json_object_schema", NewQueries)["schema"]["properties"]["queries"]["items"]["minLength"]  # type: ignore[index]
+    assert response_format("json_schema", NewQueries)["json_schema"]["schema"]["required"] == ["queries"]  # type: ignore[index]
     # only the loops that stop on an empty answer opt in: required, the bounded lists a small model fills made
     # its atomizing answers longer and more often cut
     from kbgraph.ingest.distill.schemas import AtomicQuestions
 
-    assert "required" not in response_format("json_schema", AtomicQuestions)["json_schema"]["schema"]
-    assert "required" not in response_format("json_schema", LeafOutput)["json_schema"]["schema"]
+    assert "required" not in response_format("json_schema", AtomicQuestions)["json_schema"]["schema"]  # type: ignore[index]
+    assert "required" not in response_format("json_schema", LeafOutput)["json_schema"]["schema"]  # type: ignore[index]
     # unconstrained endpoints: the defaults, empty items dropped, short ones kept, repeats once
     assert Proposal.model_validate({"thinking": "x"}).sub_questions == []
     answer = Proposal.model_validate({"sub_questions": ["", "Who?", "Who is Harvey Berman?", "who is harvey berman?"]})

@@ -57,12 +57,12 @@ def llm_kb_on(store: str, base: Settings, llm_server, tmp_path_factory, examples
     kb.reset()
     # both documents on FalkorDB; on Neo4j the table alone (the LLM ingestion of the prose is the suite's longest
     # step, and what differs by store is the writing, which the table's chunk, questions and triples exercise)
-    kb.test_files = [FAA, SENATE] if store == "falkordb" else [SENATE]
-    kb.test_store = store
-    report = kb.ingest([examples_dir / f for f in kb.test_files], progress=False)
-    kb.ingest_report = report
-    kb.ingest_usage = kb.llm.usage.model_copy()
-    kb.ingest_json = kb.llm.json_report()
+    kb.test_files = [FAA, SENATE] if store == "falkordb" else [SENATE]  # type: ignore[attr-defined]
+    kb.test_store = store  # type: ignore[attr-defined]
+    report = kb.ingest([examples_dir / f for f in kb.test_files], progress=False)  # type: ignore[attr-defined]
+    kb.ingest_report = report  # type: ignore[attr-defined]
+    kb.ingest_usage = kb.llm.usage.model_copy()  # type: ignore[attr-defined, union-attr]
+    kb.ingest_json = kb.llm.json_report()  # type: ignore[attr-defined, union-attr]
     yield kb
     kb.reset()
     kb.close()

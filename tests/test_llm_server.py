@@ -81,7 +81,7 @@ def test_start_chat_idempotent_stop(installed, server_settings, tmp_path):
         # the CLI process has exited; the server it launched lives on, in a session of its own
         status = server.status()
         assert status.running and status.pid == started["pid"]
-        assert os.getsid(status.pid) == status.pid
+        assert os.getsid(status.pid) == status.pid  # type: ignore[arg-type]
         assert status.base_url == f"http://127.0.0.1:{port}/v1"
         assert status.alias == ALIAS and status.model == default_model().resolve()
         assert status.ctx == 2048, "the context the server reports (/props) is the one asked for"
@@ -95,7 +95,7 @@ def test_start_chat_idempotent_stop(installed, server_settings, tmp_path):
         reply = client.chat.completions.create(
             model=ALIAS, messages=[{"role": "user", "content": "Name one colour."}], max_tokens=16, temperature=0
         )
-        assert reply.choices[0].message.content.strip()
+        assert reply.choices[0].message.content.strip()  # type: ignore[union-attr]
         assert reply.usage is not None and reply.usage.completion_tokens > 0 and reply.usage.prompt_tokens > 0
 
         again = server.start()  # idempotent: the same process

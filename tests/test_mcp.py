@@ -9,6 +9,7 @@ import os
 import sys
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ async def _call(client, tool: str, args: dict) -> dict:
     return result.structured_content
 
 
-async def _read_tools(client, kb: str | None) -> None:
+async def _read_tools(client, kb: str | None) -> dict[str, Any]:
     """List the tools and call each read-only one; every description says what it returns and costs."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert READ_ONLY <= set(tools)

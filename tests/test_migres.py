@@ -23,6 +23,7 @@ from kbgraph.query.migres import answer_migres
 from kbgraph.query.models import Answer, AskEvent, MigresRound
 from kbgraph.text import index_text
 from tests.graph_kb import loaded_store, user_message
+from tests.traces import trace_of
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> American Psychological Association -> Hall
 HOP2 = "Who was the first president of the American Psychological Association?"
@@ -177,7 +178,7 @@ def test_answerable_at_once(kb, corpus):
     assert answer.method == "migres" and answer.answer == "G. Stanley Hall"
     assert answer.rationale == "because G. Stanley Hall"
     assert script.kinds == ["leaf", "main"] and answer.usage.calls == 2 and answer.usage.prompt_tokens > 0
-    (rnd,) = answer.trace
+    (rnd,) = trace_of(answer, MigresRound)
     assert rnd.type == "migres" and rnd.queries == [question] and not rnd.generated and rnd.sub_questions() == []
     assert rnd.retriever == "graph" and rnd.retrieved > len(rnd.passages) > 0 and not rnd.knowledge_prompting
     assert_kept(rnd, store, embedder, THETA)
@@ -207,7 +208,7 @@ def test_missing_information_then_answerable(kb, corpus):
     answer = answer_migres(question, ctx_of(kb, script, migres_passages=1))  # round 1 shows the top chunk only
 
     assert script.kinds == ["leaf", "main", "query", "leaf", "main"] and answer.usage.calls == 5
-    r1, r2 = answer.trace
+    r1, r2 = trace_of(answer, MigresRound)
     assert not r1.answerable and r1.answer == "unanswerable" and r1.explanation == "because unanswerable"
     assert r2.missing_information == MISSING and r2.generated and r2.queries == [HOP2] == r2.sub_questions()
     # the Query Generator saw the question, the history, the known information and the missing information
@@ -238,7 +239,7 @@ def test_unsupported_statements_are_dropped(kb, corpus):
                                    {"info": FACT1, "support_passages": ["Passage 0"]}]}  # fmt: skip
     script = Script(leaf=[leaf], main=[main("G. Stanley Hall")])
     answer = answer_migres(corpus["question"], ctx_of(kb, script))
-    (rnd,) = answer.trace
+    (rnd,) = trace_of(answer, MigresRound)
     assert rnd.dropped == ["Invented."] and [e.info for e in rnd.extractions] == [FACT1]
     assert [c.chunk_id for c in answer.citations] == [rnd.passages[0].chunk_id]
 
@@ -250,7 +251,7 @@ def test_filter_rejects_everything_then_knowledge_prompting(kb, corpus):
     script = Script(knowledge=[knowledge], leaf=[{"useful_information": [{"info": FACT2, "support_passages": [0]}]}],
                     main=[main("G. Stanley Hall")])  # fmt: skip
     answer = answer_migres(question, ctx_of(kb, script, migres_threshold=0.99))
-    (rnd,) = answer.trace
+    (rnd,) = trace_of(answer, MigresRound)
     assert script.kinds == ["knowledge", "leaf", "main"] and answer.usage.calls == 3
     assert rnd.retrieved > 0 and rnd.passages == [] and rnd.knowledge_prompting and rnd.knowledge == [knowledge]
     assert passages_of(script.prompt("leaf")) == [knowledge]  # shown as a passage without a title
@@ -261,8 +262,8 @@ def test_filter_rejects_everything_then_knowledge_prompting(kb, corpus):
     # knowledge prompting off (the paper's "w/o GPT knowledge" ablation): no such call, the trace says why
     script = Script(main=[main("unanswerable", MISSING)], query=[{"queries": []}])
     answer = answer_migres(question, ctx_of(kb, script, migres_threshold=0.99, migres_knowledge_prompting=False))
-    assert script.kinds == ["main", "query", "solve"] and "θ = 0.99" in answer.trace[0].note
-    assert "no new query" in answer.trace[1].note and answer.answer == "scripted"
+    assert script.kinds == ["main", "query", "solve"] and "θ = 0.99" in trace_of(answer, MigresRound)[0].note
+    assert "no new query" in trace_of(answer, MigresRound)[1].note and answer.answer == "scripted"
 
 
 def test_iteration_cap_then_solve_streamed(kb, corpus):
@@ -275,17 +276,17 @@ def test_iteration_cap_then_solve_streamed(kb, corpus):
     events: list[AskEvent] = []
     ctx = ctx_of(kb, script, migres_iterations=3).with_events(events.append)
     answer = answer_migres(question, ctx)
-    assert [r.round for r in answer.trace] == [1, 2, 3] and not any(r.answerable for r in answer.trace)
+    assert [r.round for r in trace_of(answer, MigresRound)] == [1, 2, 3] and not any(r.answerable for r in trace_of(answer, MigresRound))
     assert script.kinds == ["leaf", "main", "query", "leaf", "main", "query", "leaf", "main", "solve"]
     assert answer.usage.calls == 9
-    assert [r.queries for r in answer.trace[1:]] == [["Who founded the journal?"], ["Who edits the journal?"]]
-    rounds_shown = [shown(r) for r in answer.trace]
+    assert [r.queries for r in trace_of(answer, MigresRound)[1:]] == [["Who founded the journal?"], ["Who edits the journal?"]]
+    rounds_shown = [shown(r) for r in trace_of(answer, MigresRound)]
     assert sum(map(len, rounds_shown)) == len(set().union(*rounds_shown))  # the Memory Module: nothing twice
     assert answer.answer == "G. Stanley Hall" and "answered from the known information" in answer.rationale
     assert f"# Context, if any\n{FACT1}\n# Question" in script.prompt("solve")
     # streamed: each iteration as it ends, then the solve step's answer text
     rounds = [e.round for e in events if e.type == "round"]
-    assert [r.round for r in rounds] == [1, 2, 3] and rounds[-1] is answer.trace[-1]
+    assert [r.round for r in rounds] == [1, 2, 3] and rounds[-1] is trace_of(answer, MigresRound)[-1]  # type: ignore[union-attr]
     assert "".join(e.text for e in events if e.type == "delta") == "G. Stanley Hall"
     assert_citations_in_graph(answer, store)
 
@@ -296,7 +297,7 @@ def test_bm25_retriever(kb, corpus):
     store, settings, embedder = kb
     script = Script(leaf=[cite("Journal of Psychotherapy Integration", FACT1)], main=[main("G. Stanley Hall")])
     answer = answer_migres(corpus["question"], ctx_of(kb, script, migres_retriever="bm25", migres_retrieve_k=5))
-    (rnd,) = answer.trace
+    (rnd,) = trace_of(answer, MigresRound)
     paper = {"k1": settings.migres.migres_bm25_k1, "b": settings.migres.migres_bm25_b}
     hits = [cid for cid, _ in BM25Index.open(store, settings, **paper).search(corpus["question"], 5)]
     assert rnd.retriever == "bm25" and rnd.retrieved == len(hits) and {p.chunk_id for p in rnd.passages} <= set(hits)
@@ -363,7 +364,7 @@ def test_ask_and_render(kb, corpus):
     text = buf.getvalue()
     assert f"extracted: {FACT1}" in text and "answerable: G. Stanley Hall (confidence 5)" in text
     again = Answer.model_validate_json(answer.model_dump_json())  # the trace survives JSON (--json, the API)
-    assert isinstance(again.trace[0], MigresRound) and again.trace[0].passages == answer.trace[0].passages
+    assert isinstance(trace_of(again, MigresRound)[0], MigresRound) and trace_of(again, MigresRound)[0].passages == trace_of(answer, MigresRound)[0].passages
 
 
 # --- Neo4j --------------------------------------------------------------------------------------------------
@@ -380,7 +381,7 @@ def test_migres_on_neo4j(store, backend_settings, graphs, corpus):
         main=[main("unanswerable", MISSING, 1), main("G. Stanley Hall")], query=[{"queries": [HOP2]}],
     )  # fmt: skip
     answer = answer_migres(corpus["question"], QueryContext(store, settings, embedder, ScriptedLLM(script)))
-    r1, r2 = answer.trace
+    r1, r2 = trace_of(answer, MigresRound)
     assert_kept(r1, store, embedder, THETA)
     assert_kept(r2, store, embedder, THETA)
     assert [c.document_title for c in answer.citations] == ["Journal of Psychotherapy Integration", "Adolescence"]
@@ -403,7 +404,7 @@ def test_migres_with_the_real_llm(kb, corpus, llm_server, tmp_path):
     })  # fmt: skip
     answer = answer_migres(corpus["question"], QueryContext(store, s, embedder, get_llm(s)))
     assert answer.method == "migres" and isinstance(answer.answer, str)
-    assert 1 <= len(answer.trace) <= 2 and answer.trace[0].queries == [corpus["question"]]
+    assert 1 <= len(trace_of(answer, MigresRound)) <= 2 and trace_of(answer, MigresRound)[0].queries == [corpus["question"]]
     assert answer.usage.calls >= 2 and answer.usage.prompt_tokens > 0 and answer.usage.completion_tokens > 0
-    assert answer.trace[0].passages or answer.trace[0].knowledge_prompting
+    assert trace_of(answer, MigresRound)[0].passages or trace_of(answer, MigresRound)[0].knowledge_prompting
     assert_citations_in_graph(answer, store)

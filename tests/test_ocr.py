@@ -134,13 +134,13 @@ def test_ocr_off_or_missing_keeps_the_skip_message(tmp_path: Path, monkeypatch):
     page_image().save(path)
     scan = scanned_pdf(tmp_path / "scan.pdf", [page_image()])
     off = OcrOptions(mode="off")
-    assert "OCR is off (setting ocr=off)" in skip_reason(path, off)
+    assert "OCR is off (setting ocr=off)" in skip_reason(path, off)  # type: ignore[operator]
     with pytest.raises(IngestError, match=r"a scanned PDF needs OCR first: OCR is off"):
         parse_file(scan, max_bytes=MAX, ocr=off)
     with monkeypatch.context() as m:  # no tesseract on PATH
         m.setenv("PATH", str(tmp_path / "no-bin"))
         reason = skip_reason(path, OcrOptions())
-        assert reason.startswith("image: no OCR configured") and "apt-get install tesseract-ocr" in reason, reason
+        assert reason.startswith("image: no OCR configured") and "apt-get install tesseract-ocr" in reason, reason  # type: ignore[operator, union-attr]
         with pytest.raises(IngestError, match=r"scan\.pdf \(a scanned PDF needs OCR first: no OCR configured.*"
                                               r"apt-get install tesseract-ocr"):  # fmt: skip
             parse_file(scan, max_bytes=MAX)
@@ -231,7 +231,7 @@ def test_folder_of_scans_is_ingested_and_asked_offline(falkor_settings, tmp_path
         assert report.added == 1 and outcomes["harbour.txt"].outcome == "ingested"
         for name in SCANS:
             want = "failed" if name.endswith(".pdf") else "skipped"
-            assert outcomes[name].outcome == want and "OCR is off" in outcomes[name].reason, outcomes[name]
+            assert outcomes[name].outcome == want and "OCR is off" in outcomes[name].reason, outcomes[name]  # type: ignore[operator]
         for _, question, words in SCANS.values():
             answer = off.ask(question)
             assert all(Path(c.document_uri).name == "harbour.txt" for c in answer.citations), answer.citations

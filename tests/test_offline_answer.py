@@ -102,7 +102,7 @@ def test_table_cell_question_answers_with_the_row(sample_kb):
     answer = sample_kb.ask(TABLE_Q)
     lines = evidence_lines(sample_kb, answer)
     text, chunk, citation = lines[0]
-    assert chunk["kind"] == "table" and citation.document_uri.endswith("fbi_nics_background_checks_2015-11.pdf")
+    assert chunk["kind"] == "table" and citation.document_uri.endswith("fbi_nics_background_checks_2015-11.pdf")  # type: ignore[attr-defined]
     assert "State / Territory: Kentucky" in text and "Handgun: 12,155" in text
     # the named row, not a neighbour: no other state's row is offered as evidence
     for other in ("Kansas", "Ohio", "Tennessee", "Louisiana", "Totals"):
@@ -118,7 +118,7 @@ def test_handbook_question_answers_with_sentences(sample_kb):
     assert "Summary of Standing Trustee Duties" not in answer.answer
     sections = {p.strip().lower() for c in answer.citations for p in c.section.split(" > ")}
     for text, _chunk, citation in lines:
-        assert citation.document_uri.endswith("us_doj_chapter13_standing_trustee_handbook.docx"), citation
+        assert citation.document_uri.endswith("us_doj_chapter13_standing_trustee_handbook.docx"), citation  # type: ignore[attr-defined]
         assert _is_sentence(text), f"not a sentence: {text!r}"
         assert text.lower() not in sections
     assert any("trustee" in text.lower() and "dut" in text.lower() for text, _, _ in lines), answer.answer
@@ -129,7 +129,7 @@ def test_html_question_answers_from_the_page(sample_kb):
     answer = sample_kb.ask(HTML_Q)
     lines = evidence_lines(sample_kb, answer)
     for text, _chunk, citation in lines:
-        assert citation.document_uri.endswith("wikipedia_duck.html") and citation.document_title == "Duck"
+        assert citation.document_uri.endswith("wikipedia_duck.html") and citation.document_title == "Duck"  # type: ignore[attr-defined]
         assert _is_sentence(text), f"not a sentence: {text!r}"
         assert not re.search(r"\[\d+\]", text[:-1]), f"a Wikipedia reference mark is left in {text!r}"
     first = lines[0][0].lower()

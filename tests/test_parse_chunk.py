@@ -18,8 +18,9 @@ from kbgraph.errors import IngestError
 from kbgraph.ingest.chunk import build_structure
 from kbgraph.ingest.decode import decode_text
 from kbgraph.ingest.parse import Element, ParsedDocument, parse_file, parse_passages_jsonl
-from kbgraph.ingest.tables import parse_markdown_table, summarize_table
+from kbgraph.ingest.tables import summarize_table
 from kbgraph.models import stable_id
+from kbgraph.text import parse_markdown_table
 
 MAX = 50 * 1024 * 1024
 
@@ -91,7 +92,7 @@ def test_federal_register_headings_tables_and_running_headers(docs: Path):
     document, sections, chunks = build_structure(parsed)
     titles = {s.title for s in sections}
     assert {"Background", "Proposed Design Changes", "Costs of Compliance"} <= titles
-    assert max(c.page for c in chunks) == 15
+    assert max(c.page for c in chunks) == 15  # type: ignore[type-var]
     # the running header 'Federal Register / Vol. 85, No. 152 / ...' of every page is not body text
     assert not any("Federal Register / Vol. 85" in c.text for c in chunks if c.kind == "text")
     costs = [c for c in chunks if c.kind == "table"]
@@ -103,11 +104,11 @@ def test_warn_report_tables_continue_across_pages(docs: Path):
     tables = [e for e in parsed.elements if e.kind == "table"]
     assert len(tables) == 17 and len({t.page for t in tables}) == 16
     # pages 2-15 have no header row of their own: they reuse page 1's
-    assert all("| Notice Date | Effective | Received | Company | City |" in t.markdown for t in tables[:15])
+    assert all("| Notice Date | Effective | Received | Company | City |" in t.markdown for t in tables[:15])  # type: ignore[operator]
     # the monthly summary starts on page 15 with its own header and continues on page 16
     assert [t.page for t in tables[15:]] == [15, 16]
-    assert all(t.markdown.startswith("| Summary by Month | Notices | Employees Affected |") for t in tables[15:])
-    assert "| 06/22/2015 | 03/25/2016 | 07/01/2015 | Maxim Integrated Product | San Jose | 150 |" in tables[0].markdown
+    assert all(t.markdown.startswith("| Summary by Month | Notices | Employees Affected |") for t in tables[15:])  # type: ignore[union-attr]
+    assert "| 06/22/2015 | 03/25/2016 | 07/01/2015 | Maxim Integrated Product | San Jose | 150 |" in tables[0].markdown  # type: ignore[operator]
 
 
 # --- DOCX / HTML ----------------------------------------------------------------------------------------
@@ -195,7 +196,7 @@ def test_bad_inputs_raise_clear_errors(docs: Path, tmp_path: Path):
 
     locked = pymupdf.open()
     locked.new_page().insert_text((72, 72), "Secret text")
-    locked.save(tmp_path / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")
+    locked.save(tmp_path / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="x", owner_pw="y")  # type: ignore[attr-defined]
     locked.close()
     _raises(tmp_path / "locked.pdf", r"password-protected PDF")
 

@@ -18,7 +18,7 @@ def _conftest():
     """tests/conftest.py as pytest imported it (its module name depends on pytest's import mode)."""
     here = Path(__file__).with_name("conftest.py")
     for mod in list(sys.modules.values()):
-        if getattr(mod, "__file__", None) and Path(mod.__file__) == here:
+        if getattr(mod, "__file__", None) and Path(mod.__file__) == here:  # type: ignore[arg-type]
             return mod
     raise RuntimeError("tests/conftest.py is not loaded")
 

@@ -268,7 +268,7 @@ def test_api_key_with_the_real_command(tmp_path):
                 assert httpx.get(f"{base}/healthz", timeout=2).status_code == 200  # open: liveness only
                 break
             except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()  # type: ignore[union-attr]
                 time.sleep(0.2)
         assert httpx.get(f"{base}/openapi.json").status_code == 401
         wrong = httpx.get(f"{base}/openapi.json", headers={"Authorization": "Bearer nope"})

@@ -45,7 +45,7 @@ def raw(url: str, method: str, path: str, *, body: bytes | None = None, headers:
     """``(status, parsed JSON or text)`` of a request whose path is sent byte for byte (no client
     normalisation of ``%xx``, ``//`` or ``/./``)."""
     u = urlparse(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)  # type: ignore[arg-type]
     try:
         conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()

@@ -65,7 +65,7 @@ def served(tmp_path_factory, falkor_home, embed_cache_dir):
             kb.reset()
             assert kb.ingest([docs / "kentucky.md"], progress=False).added == 1
     keys = {}
-    for role, kb, rights in (("reader", "alpha", "read"), ("reader_all", "*", "read"), ("writer", "beta", "read,write"),
+    for role, kb, rights in (("reader", "alpha", "read"), ("reader_all", "*", "read"), ("writer", "beta", "read,write"),  # type: ignore[assignment]
                              ("admin", "*", "read,write")):  # fmt: skip
         import contextlib
         import io
@@ -74,7 +74,7 @@ def served(tmp_path_factory, falkor_home, embed_cache_dir):
         os.environ["KBGRAPH_API_KEYS_FILE"] = str(keys_file)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            assert main(["serve", "keys", "add", "--kb", kb, "--rights", rights, "--name", role]) == 0
+            assert main(["serve", "keys", "add", "--kb", kb, "--rights", rights, "--name", role]) == 0  # type: ignore[list-item]
         keys[role] = out.getvalue().strip()
     os.environ.pop("KBGRAPH_API_KEYS_FILE", None)
     app = create_app(settings)
@@ -123,7 +123,7 @@ def test_every_spelling_of_a_path_decides_as_the_canonical_one(served):
     canonical: dict[tuple[int, str], int] = {}
     for i, (method, template, body) in enumerate(ROUTES):
         for kb in ("alpha", "beta"):
-            canonical[i, kb] = _request(url, keys["reader"], method, template.format(kb=kb), body)
+            canonical[i, kb] = _request(url, keys["reader"], method, template.format(kb=kb), body)  # type: ignore[arg-type]
     # the reader key: reads alpha, nothing on beta, no writes
     assert canonical[0, "alpha"] == 200 and canonical[0, "beta"] == 403 and canonical[2, "alpha"] == 403
     assert canonical[4, "alpha"] == 403 and canonical[8, "alpha"] == 404

@@ -142,7 +142,7 @@ def test_the_store_uses_at_most_serve_store_connections(served_settings):
                 with pool.use(pool.default) as kb:
                     for _ in range(5):
                         results.append(kb.retrieve("handgun checks in Kentucky", k=2, method="dense"))
-                        results.append(kb.documents())
+                        results.append(kb.documents())  # type: ignore[arg-type]
             except Exception as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 

@@ -105,7 +105,7 @@ def _values(name: str) -> list[Any]:
         start = default if isinstance(default, int) else 16
         return [start + 1, start + 2, start + 3]
     if base is float:
-        start = default if isinstance(default, float) else 1.0
+        start = default if isinstance(default, float) else 1.0  # type: ignore[assignment]
         return [start + 0.25, start + 0.5, start + 0.75]
     if base is Path:
         return [Path("/p/one"), Path("/p/two"), Path("/p/three")]
@@ -179,7 +179,7 @@ def test_precedence_per_group(group, clean_env, monkeypatch):
     monkeypatch.setenv(f"KBGRAPH_{name.upper()}", _env_text(v_env))
     assert _read(Settings(), name) == v_env  # environment over kbgraph.toml
     assert _read(Settings(**{name: v_init}), name) == v_init  # keyword over environment
-    assert _read(Settings(**{group: {name: v_init}}), name) == v_init  # the group given whole, too
+    assert _read(Settings(**{group: {name: v_init}}), name) == v_init  # type: ignore[arg-type]  # the group given whole, too
     # a keyword of another setting of the group leaves this one to the environment
     other = next((n for n in GROUPS[group].model_fields if n != name), None)
     if other is not None:

@@ -136,13 +136,13 @@ def test_static_model_dir_is_remembered_until_the_weights_change(tmp_path, monke
 
     teacher = tmp_path / "teacher"
     teacher.mkdir()
-    for item in packaged_model_path().iterdir():
+    for item in packaged_model_path().iterdir():  # type: ignore[union-attr]
         if item.name != "model.safetensors":
             (teacher / item.name).symlink_to(item)
-    shutil.copyfile(packaged_model_path() / "model.safetensors", teacher / "model.safetensors")
+    shutil.copyfile(packaged_model_path() / "model.safetensors", teacher / "model.safetensors")  # type: ignore[operator]
     reads = []
-    real = static_model.read_model_spec
-    monkeypatch.setattr(static_model, "read_model_spec", lambda folder: reads.append(folder) or real(folder))
+    real = static_model.read_model_spec  # type: ignore[attr-defined]
+    monkeypatch.setattr(static_model, "read_model_spec", lambda folder: reads.append(folder) or real(folder))  # type: ignore[func-returns-value]
     settings = Settings(home=tmp_path, embedding_model=str(teacher))
     first = static_model_dir(settings)
     assert static_model_dir(settings) == first and len(reads) == 1

@@ -249,9 +249,9 @@ def test_stream_with_the_real_llm_server(falkor_settings, llm_server, examples_d
                 seen_before_answer = sum(e.type == "delta" for e in events)
         final = events[-1].answer
         assert events[-1].type == "answer" and seen_before_answer >= 2, events
-        assert joined(events) == final.answer
-        if not final.answer:  # (a 135M model may ramble past max_tokens: cut JSON, repaired, still cut)
-            assert "reset" in [e.type for e in events] and "no valid answer JSON" in final.rationale
-        assert final.usage.calls >= 1 and final.usage.prompt_tokens > 0 and final.usage.completion_tokens > 0
-        assert final.usage.cached_calls == 0 and final.citations
+        assert joined(events) == final.answer  # type: ignore[union-attr]
+        if not final.answer:  # type: ignore[union-attr]  # (a 135M model may ramble past max_tokens: cut JSON, repaired, still cut)
+            assert "reset" in [e.type for e in events] and "no valid answer JSON" in final.rationale  # type: ignore[union-attr]
+        assert final.usage.calls >= 1 and final.usage.prompt_tokens > 0 and final.usage.completion_tokens > 0  # type: ignore[union-attr]
+        assert final.usage.cached_calls == 0 and final.citations  # type: ignore[union-attr]
         kb.reset()

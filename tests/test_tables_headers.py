@@ -12,7 +12,8 @@ from pathlib import Path
 import pymupdf
 
 from kbgraph.ingest.parse import parse_file
-from kbgraph.ingest.tables import normalize_signs, parse_markdown_table, summarize_table
+from kbgraph.ingest.tables import normalize_signs, summarize_table
+from kbgraph.text import parse_markdown_table
 
 MAX_BYTES = 10_000_000
 

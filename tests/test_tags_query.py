@@ -64,8 +64,8 @@ def build_graph(store, embedder) -> dict:
         chunk_of[pid] = chunk.id
         graphs.append(DocumentGraph(document=doc, chunks=[chunk]))
     records = [r for g in graphs for r in (g.document, *g.chunks)]
-    for rec, vec in zip(records, embedder.embed([getattr(r, "text", None) or r.title for r in records]), strict=True):
-        rec.embedding = vec.tolist()
+    for rec, vec in zip(records, embedder.embed([getattr(r, "text", None) or r.title for r in records]), strict=True):  # type: ignore[attr-defined]
+        rec.embedding = vec.tolist()  # type: ignore[attr-defined]
     write_documents(store, graphs)
     tags = [(pid, name, cls) for pid, _, _, tagged in PASSAGES for name, cls in tagged]
     vectors = embedder.embed([name for _, name, _ in tags])
@@ -100,7 +100,7 @@ def responder(question_tags: dict[str, list], pairs: list[dict], log: list | Non
         user = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         if log is not None:
             log.append(user)
-        question = re.search(r"# Question\n(.*?)\n#", user, re.S).group(1).strip()
+        question = re.search(r"# Question\n(.*?)\n#", user, re.S).group(1).strip()  # type: ignore[union-attr]
         if "semantic tags of the question" in user:
             return json.dumps({"tags": [{"name": n, "class": c} for n, c in question_tags.get(question, [])]})
         assert "Map each tag of the question" in user
@@ -172,13 +172,13 @@ def test_question_tags_map_through_maps_to_and_vector_index(store, backend_setti
     ctx = _ctx(store, backend_settings, embedder, ScriptedLLM(responder(tags, [])), tag_vector_k=2,
                tag_threshold=0.6)  # fmt: skip
     mapping = question_tags(QUESTION, ctx)
-    assert [t.name for t in mapping.question_tags] == ["heart attack", "high blood pressure", "Copenhagen"]
-    got = {m.name: (m.how, m.via, m.score) for m in mapping.mapped}
+    assert [t.name for t in mapping.question_tags] == ["heart attack", "high blood pressure", "Copenhagen"]  # type: ignore[union-attr]
+    got = {m.name: (m.how, m.via, m.score) for m in mapping.mapped}  # type: ignore[union-attr]
     assert got["myocardial infarction"][:2] == ("maps_to", "heart attack") and got["myocardial infarction"][2] == 0.9
     # independently: the cosine of each question tag with each corpus tag, kept when >= the threshold, top 2
     names = graph["tags"]
     qv, cv = embedder.embed(["heart attack", "high blood pressure", "Copenhagen"]), embedder.embed(names)
-    expected = {}
+    expected: dict[str, tuple[str, float]] = {}
     for q, sims in zip(["heart attack", "high blood pressure", "Copenhagen"], np.asarray(qv) @ np.asarray(cv).T,
                        strict=True):  # fmt: skip
         for i in np.argsort(-sims)[:2]:
@@ -189,7 +189,7 @@ def test_question_tags_map_through_maps_to_and_vector_index(store, backend_setti
     assert set(vector) == set(expected) - {"myocardial infarction"}
     for name, (via, sim) in vector.items():
         assert via == expected[name][0] and sim == pytest.approx(expected[name][1], abs=1e-3)
-    assert mapping.rewrite(QUESTION).startswith(QUESTION + " myocardial infarction")
+    assert mapping.rewrite(QUESTION).startswith(QUESTION + " myocardial infarction")  # type: ignore[union-attr]
 
 
 def test_tag_layer_in_explain_and_off_is_identical(store, backend_settings, embedder, graph):

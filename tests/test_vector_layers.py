@@ -57,8 +57,10 @@ def test_setting_parses_csv_and_rejects_unknown_labels(monkeypatch):
 
 
 def test_embed_layers_skips_the_layers_that_are_off():
-    class Counting:
+    class CountingEmbedder:  # an Embedder (the protocol): dimension and model_name too, though not read here
         texts: list[str] = []
+        dimension = 3
+        model_name = "counting"
 
         def embed(self, texts):
             import numpy as np
@@ -70,7 +72,7 @@ def test_embed_layers_skips_the_layers_that_are_off():
     chunk = ChunkRecord(id="c", document_id="d", parent_id="d", text="Alice met Bob.", order=0, section_path="T")
     ents = [EntityRecord(id="e", name="Alice", type="PERSON")]
     g = DocumentGraph(document=doc, chunks=[chunk], entities=ents)
-    emb = Counting()
+    emb = CountingEmbedder()
     assert embed_layers([g], emb, ["Document"]) == 2
     assert len(emb.texts) == 2 and emb.texts[0] == "T"  # the document's title, then the chunk's text
     assert g.document.embedding is not None and g.chunks[0].embedding is not None

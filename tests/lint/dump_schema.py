@@ -55,7 +55,7 @@ def dump(uri: str, user: str, password: str, database: str | None = None) -> dic
             functions = _rows(session, "SHOW FUNCTIONS YIELD *")
     return {
         "_comment": (
-            f"Dumped from {version['name']} {version['v']} {version['edition']} by tests/lint/dump_schema.py "
+            f"Dumped from {version['name']} {version['v']} {version['edition']} by tests/lint/dump_schema.py "  # type: ignore[index]
             f"({len(procedures)} procedures, {len(functions)} functions). Regenerate, do not edit by hand."
         ),
         "defaultLanguage": "CYPHER 5",

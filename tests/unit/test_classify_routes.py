@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from pydantic import ValidationError
 
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query import classify
+from kbgraph.query.context import QueryContext
 from kbgraph.query.classify import ClassifyOutput, QuestionClass, answer_auto, enum_value, route
 from kbgraph.query.methods import METHODS
 from kbgraph.query.models import Answer
@@ -61,7 +63,7 @@ def test_auto_answers_with_the_method_of_the_level(monkeypatch, kind, route_take
 
     monkeypatch.setattr(classify, "LEVEL_RUN", {"l1": stub("l1"), "pike": stub("pike")})
     llm = ScriptedLLM([json.dumps({"rationale": "it is", "kind": kind})])
-    answer = answer_auto("Who?", SimpleNamespace(need_llm=lambda: llm))
+    answer = answer_auto("Who?", cast(QueryContext, SimpleNamespace(need_llm=lambda: llm)))  # need_llm only
     assert ran == [route_taken.split(":")[1]] and answer.answer == f"by {ran[0]}"
     assert (answer.method, answer.question_class, answer.route) == ("auto", kind, route_taken)
     assert answer.rationale.startswith("Question class:") and answer.rationale.endswith("because")

@@ -43,7 +43,7 @@ def protocol_members(protocol: type) -> dict[str, set[str] | None]:
     return members
 
 
-def _accepted(fn: ast.FunctionDef) -> set[str] | None:
+def _accepted(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str] | None:
     """The parameter names ``fn`` accepts besides ``self``; None for any (``**kwargs``)."""
     if fn.args.kwarg is not None:
         return None
@@ -61,7 +61,7 @@ class ClassInfo:
 
 def _imports(tree: ast.Module) -> dict[str, str]:
     """{name: the kbgraph module it is imported from} of a module's ``from kbgraph... import name``."""
-    return {a.asname or a.name: node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+    return {a.asname or a.name: node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
             and (node.module or "").startswith("kbgraph") for a in node.names}  # fmt: skip
 
 
@@ -90,12 +90,12 @@ def class_info(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], imports: dic
             info.members[node.target.id] = "attribute"
         elif isinstance(node, ast.Assign):
             for target in node.targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        info.members[name.id] = "attribute"
-    for node in ast.walk(cls):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) else []  # fmt: skip
+                for leaf in ast.walk(target):
+                    if isinstance(leaf, ast.Name):
+                        info.members[leaf.id] = "attribute"
+    for sub in ast.walk(cls):
+        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
+            sub, ast.AnnAssign) else []  # fmt: skip
         for target in targets:
             for attr in ast.walk(target):
                 if isinstance(attr, ast.Attribute) and ast.unparse(attr.value) == "self":
@@ -136,8 +136,11 @@ def test_the_doubles_are_found():
 
 
 @pytest.mark.parametrize("where, cls, classes, imports", doubles(), ids=lambda v: v if isinstance(v, str) else "")
-def test_each_double_satisfies_its_protocol(where, cls, classes, imports):
-    protocol = PROTOCOLS[NAMED.search(cls.name).group(1)]
+def test_each_double_satisfies_its_protocol(where: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef],
+                                            imports: dict[str, str]) -> None:
+    named = NAMED.search(cls.name)
+    assert named is not None  # doubles() found it by this name
+    protocol = PROTOCOLS[named.group(1)]
     found = problems(class_info(cls, classes, imports), protocol)
     assert not found, f"{where} is no {protocol.__module__}.{protocol.__name__}: {'; '.join(found)}"
 

@@ -39,7 +39,7 @@ def test_normalize_elements_cleans_demotes_and_clamps():
         {"kind": "heading", "text": "word " * 31, "level": 1},  # too long for a heading
         {"kind": "table", "text": "| a | b |\n|---|---|\n| 1 | 2 |", "page": 3},
     ]
-    out = normalize_elements(raw)
+    out = normalize_elements(raw)  # type: ignore[arg-type]
     assert [(e.kind, e.level) for e in out] == [("heading", 6), ("text", None), ("text", None), ("table", None)]
     assert out[0].text == "Intro" and out[1].text == "a b c d"
     assert out[3].markdown == out[3].text and "\n" in out[3].text and out[3].page == 3

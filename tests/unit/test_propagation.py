@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import cast
 
 import pytest
 
 from kbgraph.query.models import Seeds
 from kbgraph.query.propagation import _add, _layer_sum, propagate, score_terms
 from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 
 
 class PlantedStore:
-    """Answers the statements score propagation runs with planted rows; records what it was asked."""
+    """Answers the statements score propagation runs with planted rows; records what it was asked. A stand-in for
+    a GraphStore (an ABC) with the two methods score propagation calls, cast to one where it is passed."""
 
     def __init__(self, rows: dict[str, list[dict]], similarities: dict[str, float]):
         self.rows, self.similarities = rows, similarities
@@ -36,7 +39,7 @@ SEEDS = Seeds(
             "Section": {"s1": (0.6, "Intro")}},
     query_vector=[1.0, 0.0], question="who?",
 )  # fmt: skip
-ROWS = {
+ROWS: dict[str, list[dict]] = {
     "retrieve/layer_chunks": [
         {"layer": "AtomicQuestion", "via": "q1", "chunk_id": "c3"},
         {"layer": "AtomicQuestion", "via": "q1", "chunk_id": "c2"},
@@ -55,7 +58,7 @@ SIMILARITIES = {"c3": 0.7, "c4": 0.3, "c5": 0.2, "c6": 0.1}
 
 def scored(**settings):
     store = PlantedStore(ROWS, SIMILARITIES)
-    return store, score_terms(store, Settings(ranker="weights", **settings), SEEDS, k=5)
+    return store, score_terms(cast(GraphStore, store), Settings(ranker="weights", **settings), SEEDS, k=5)
 
 
 def test_the_formula_by_hand():
@@ -118,7 +121,7 @@ def test_a_layer_keeps_its_best_term_only():
 
 def test_propagate_explains_each_score_exactly():
     store = PlantedStore(ROWS, SIMILARITIES)
-    chunks = propagate(store, Settings(ranker="weights"), SEEDS, k=3, explain=True)
+    chunks = propagate(cast(GraphStore, store), Settings(ranker="weights"), SEEDS, k=3, explain=True)
     assert [c.id for c in chunks] == ["c1", "c3", "c2"]
     for chunk in chunks:
         assert chunk.score == pytest.approx(sum(t.score for t in chunk.breakdown))

@@ -8,6 +8,7 @@ import json
 from importlib.metadata import version
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
 from pydantic import SecretStr
@@ -17,6 +18,9 @@ from kbgraph.eval import runfolder as rf
 from kbgraph.query.ranking import default_model_path
 from kbgraph.settings import GROUPS, TOP_LEVEL, Settings
 
+if TYPE_CHECKING:
+    from kbgraph.eval.dataset import Dataset
+
 
 def target(tmp_path: Path, **settings) -> SimpleNamespace:
     """What run_identity reads of a knowledge base: its settings and name (no store opened)."""
@@ -24,7 +28,8 @@ def target(tmp_path: Path, **settings) -> SimpleNamespace:
     return SimpleNamespace(settings=s, name=s.name)
 
 
-DATASET = SimpleNamespace(questions_path=Path("examples/multihop/2wiki/2wiki.jsonl"), corpus_path=None)
+#: A stand-in Dataset: run_identity reads its two paths only.
+DATASET = cast("Dataset", SimpleNamespace(questions_path=Path("examples/multihop/2wiki/2wiki.jsonl"), corpus_path=None))
 
 
 def identity(tmp_path: Path, **settings) -> dict:
@@ -83,7 +88,7 @@ def test_no_secret_and_no_path_is_in_the_identity(tmp_path):
     """A secret must never reach run.json; a path may change between runs (what it holds is hashed)."""
     volatile = rf.volatile_settings()
     for model in (*GROUPS.values(), Settings):
-        for name, info in model.model_fields.items():
+        for name, info in model.model_fields.items():  # type: ignore[attr-defined]
             if name in GROUPS:
                 continue
             kind = repr(info.annotation)
