@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +25,14 @@ HEAVY_MODULES = ("torch", "sentence_transformers", "transformers", "onnxruntime"
                  "matplotlib", "pandas", "kbgraph.store.falkor_server", "kbgraph.neo4j_local")  # fmt: skip
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.unit)
 
 
 @pytest.fixture(autouse=True)
-def clean_config(monkeypatch, tmp_path):
+def clean_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No setting from the environment or a kbgraph.toml: the defaults, and what a test sets."""
     for name in list(os.environ):
         if name.startswith(("KBGRAPH_", "NEO4J_", "OPENAI_")):
@@ -56,7 +57,7 @@ def child_processes() -> list[str]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def stays_light(request):
+def stays_light(request: pytest.FixtureRequest) -> Iterator[None]:
     """After a session of unit tests only: nothing heavy imported, no process started."""
     yield
     items = request.session.items

@@ -4,6 +4,7 @@ the keys file, TOML or JSON."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from kbgraph.serve.access import MASTER, Forbidden, KeyScope, inside, key_hash, 
 DIGEST = key_hash("kbg_secret")
 
 
-def test_a_key_may_use_its_knowledge_bases_with_its_rights():
+def test_a_key_may_use_its_knowledge_bases_with_its_rights() -> None:
     key = KeyScope(name="team-a", kbs=("team-a", "team-a-*"), rights=frozenset({"read"}))
     key.check("team-a", "read")
     key.check("team-a-docs", "read")
@@ -24,12 +25,12 @@ def test_a_key_may_use_its_knowledge_bases_with_its_rights():
     MASTER.check("anything", "write")
 
 
-def test_globs_match_case_sensitively():
+def test_globs_match_case_sensitively() -> None:
     key = KeyScope(name="k", kbs=("Docs-?",))
     assert key.allows_kb("Docs-1") and not key.allows_kb("docs-1") and not key.allows_kb("Docs-12")
 
 
-def test_load_keys_from_toml_and_json(tmp_path):
+def test_load_keys_from_toml_and_json(tmp_path: Path) -> None:
     toml = tmp_path / "keys.toml"
     toml.write_text(f'[[keys]]\nname = "a"\nsha256 = "{DIGEST.upper()}"\nkbs = "kb1"\nrights = ["read", "WRITE"]\n'
                     f'[[keys]]\nname = "b"\nsha256 = "{DIGEST}"\nkbs = ["*"]\nrights = ["read"]\n'
@@ -49,7 +50,7 @@ def test_load_keys_from_toml_and_json(tmp_path):
     (f'name = "a"\nsha256 = "{DIGEST}"\nrights = []', "at least one right"),
     (f'sha256 = "{DIGEST}"\nrights = ["read"]', "malformed"),
 ])  # fmt: skip
-def test_a_malformed_keys_file_names_the_file_and_the_fix(tmp_path, entry, message):
+def test_a_malformed_keys_file_names_the_file_and_the_fix(tmp_path: Path, entry: str, message: str) -> None:
     path = tmp_path / "keys.toml"
     path.write_text(f"[[keys]]\n{entry}\n")
     with pytest.raises(ConfigError, match=message) as info:
@@ -57,7 +58,7 @@ def test_a_malformed_keys_file_names_the_file_and_the_fix(tmp_path, entry, messa
     assert str(path) in str(info.value) and "kbgraph serve keys" in str(info.value)
 
 
-def test_a_path_is_inside_a_root_only_below_it(tmp_path):
+def test_a_path_is_inside_a_root_only_below_it(tmp_path: Path) -> None:
     root = tmp_path / "root"
     assert inside(root / "a" / "b.txt", [root]) and inside(root, [root])
     assert not inside(tmp_path / "rootless" / "x", [root]) and not inside(tmp_path, [root])

@@ -78,7 +78,7 @@ def sources() -> list[Path]:
     return [p for p in files if not any(e in p.parents for e in EXEMPT) and "__pycache__" not in p.parts]
 
 
-def test_no_backend_name_outside_the_store():
+def test_no_backend_name_outside_the_store() -> None:
     found = [
         f"{path.relative_to(REPO)}:{line}: {what}"
         for path in sources()
@@ -104,7 +104,7 @@ def test_no_backend_name_outside_the_store():
         'if scheme == "bolt+s": pass',
     ],
 )
-def test_flags(code):
+def test_flags(code: str) -> None:
     assert findings(code), code
 
 
@@ -123,5 +123,5 @@ def test_flags(code):
         'if backend == "torch": pass',
     ],
 )
-def test_allows(code):
+def test_allows(code: str) -> None:
     assert not findings(code), code

@@ -15,11 +15,11 @@ from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.query import classify
 from kbgraph.query.context import QueryContext
 from kbgraph.query.classify import ClassifyOutput, QuestionClass, answer_auto, enum_value, route
-from kbgraph.query.methods import METHODS
+from kbgraph.query.methods import METHODS, AnswerMethod
 from kbgraph.query.models import Answer
 
 
-def test_the_routed_functions_are_the_registrys():
+def test_the_routed_functions_are_the_registrys() -> None:
     assert set(classify.LEVEL_RUN) == set(classify.LEVEL_METHODS.values())
     for name, run in classify.LEVEL_RUN.items():
         assert METHODS[name].run is run and METHODS[name].kind == "answer"
@@ -31,11 +31,11 @@ def test_the_routed_functions_are_the_registrys():
     ("FACTUAL", "factual"), ("non-factual", "non-factual"), ("predictive (not factual)", "predictive (not factual)"),
     (3, 3),
 ])  # fmt: skip
-def test_a_class_is_its_enum_value_up_to_case_and_separators_never_a_substring(value, parsed):
+def test_a_class_is_its_enum_value_up_to_case_and_separators_never_a_substring(value: str | int, parsed: str | int) -> None:
     assert enum_value(value, classify.KINDS) == parsed
 
 
-def test_the_classification_answer_is_validated():
+def test_the_classification_answer_is_validated() -> None:
     out = ClassifyOutput.model_validate({"kind": "Linkable Reasoning", "subtype": "Comparative", "rationale": 5})
     assert (out.kind, out.subtype, out.rationale) == ("linkable_reasoning", "comparative", "5")
     assert ClassifyOutput.model_validate({"kind": "factual", "subtype": "bridging"}).subtype is None
@@ -46,16 +46,16 @@ def test_the_classification_answer_is_validated():
 
 @pytest.mark.parametrize("kind, level", [("factual", "L1"), ("linkable_reasoning", "L2"), ("predictive", "L2"),
                                          ("creative", "L2"), ("unknown", "L2"), ("anything", "L2")])  # fmt: skip
-def test_each_class_has_its_level(kind, level):
+def test_each_class_has_its_level(kind: str, level: str) -> None:
     assert route(kind) == level
 
 
 @pytest.mark.parametrize("kind, route_taken", [("factual", "L1:l1"), ("creative", "L2:pike")])
-def test_auto_answers_with_the_method_of_the_level(monkeypatch, kind, route_taken):
-    ran = []
+def test_auto_answers_with_the_method_of_the_level(monkeypatch: pytest.MonkeyPatch, kind: str, route_taken: str) -> None:
+    ran: list[str] = []
 
-    def stub(name):
-        def run(question, ctx):
+    def stub(name: str) -> AnswerMethod:
+        def run(question: str, ctx: QueryContext, /) -> Answer:
             ran.append(name)
             return Answer(question=question, answer=f"by {name}", method=name, rationale="because")
 
@@ -70,6 +70,6 @@ def test_auto_answers_with_the_method_of_the_level(monkeypatch, kind, route_take
     assert answer.usage.calls == 1  # the classification
 
 
-def test_an_unusable_classification_is_unknown_and_goes_to_l2():
+def test_an_unusable_classification_is_unknown_and_goes_to_l2() -> None:
     qc = classify.classify_question("Who?", ScriptedLLM(["no json", "still no json"]))
     assert isinstance(qc, QuestionClass) and qc.kind == "unknown" and "no valid classification" in qc.rationale

@@ -3,21 +3,26 @@ text changed without `python -m kbgraph.cli.doc --write`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from kbgraph.cli import app
 from kbgraph.cli.doc import DOC, main, render
 
 
-def test_cli_reference_is_current():
+def test_cli_reference_is_current() -> None:
     assert DOC.read_text(encoding="utf-8") == render(), "docs/cli.md is stale: run python -m kbgraph.cli.doc --write"
 
 
-def test_cli_reference_names_every_verb_and_option(tmp_path, capsys):
+def test_cli_reference_names_every_verb_and_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import typer
 
     text = render()
     root = typer.main.get_command(app)
 
-    def walk(cmd, path):
+    def walk(cmd: Any, path: str) -> None:  # a click Command of Typer's (read by attribute)
         for param in cmd.params:
             for opt in getattr(param, "opts", []) if param.param_type_name == "option" else []:
                 assert f"`{opt}`" in text, f"{path}: {opt} missing"

@@ -130,7 +130,7 @@ def doubles() -> list[tuple[str, ast.ClassDef, dict[str, ast.ClassDef], dict[str
     return found
 
 
-def test_the_doubles_are_found():
+def test_the_doubles_are_found() -> None:
     names = {where.split()[-1] for where, *_ in doubles()}
     assert {"ScriptedLLM", "TaggingLLM", "PlantedEmbedder", "SlowEmbedder"} <= names
 
@@ -145,7 +145,7 @@ def test_each_double_satisfies_its_protocol(where: str, cls: ast.ClassDef, class
     assert not found, f"{where} is no {protocol.__module__}.{protocol.__name__}: {'; '.join(found)}"
 
 
-def test_a_double_without_complete_and_sink_is_refused():
+def test_a_double_without_complete_and_sink_is_refused() -> None:
     tree = ast.parse("class HalfLLM:\n    def complete_json(self, messages, schema, *, temperature=None): ...\n")
     cls = tree.body[0]
     assert isinstance(cls, ast.ClassDef)
@@ -153,5 +153,5 @@ def test_a_double_without_complete_and_sink_is_refused():
         "complete_json() does not accept max_tokens, model, sink", "no complete", "no usage"]
 
 
-def test_the_runtime_protocol_agrees_on_the_scripted_llm():
+def test_the_runtime_protocol_agrees_on_the_scripted_llm() -> None:
     assert isinstance(ScriptedLLM([]), LLM)

@@ -28,7 +28,7 @@ print(json.dumps({m: sorted(g.find_modules_directly_imported_by(m)) for m in g.m
 
 
 @pytest.fixture(scope="module")
-def imports(tmp_path_factory) -> dict[str, set[str]]:
+def imports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
     """{module: the kbgraph modules it imports}."""
     tree = tmp_path_factory.mktemp("layout")
     (tree / "kbgraph").mkdir()
@@ -85,13 +85,13 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_graph_holds_every_folder_of_the_package(imports):
+def test_the_graph_holds_every_folder_of_the_package(imports: dict[str, set[str]]) -> None:
     for module in ("kbgraph.kb", "kbgraph.ingest.parse", "kbgraph.query.methods", "kbgraph.cypher"):
         assert module in imports
     assert "kbgraph.ingest.parse_pdf" in imports["kbgraph.ingest.parse"]  # an import inside a function counts
 
 
-def test_the_root_package_imports_nothing_when_imported():
+def test_the_root_package_imports_nothing_when_imported() -> None:
     """kbgraph/__init__.py imports its public names in ``__getattr__`` (so ``import kbgraph`` is cheap): every
     module imports the root package first anyway, and the root's lazy imports are no cycle. Keep it that way:
     a module-level import of a kbgraph module there (outside ``if TYPE_CHECKING``) fails here."""
@@ -109,7 +109,7 @@ def test_the_root_package_imports_nothing_when_imported():
     assert not eager, f"kbgraph/__init__.py imports at import time: {eager}"
 
 
-def test_no_import_cycle_between_kbgraph_modules(imports):
+def test_no_import_cycle_between_kbgraph_modules(imports: dict[str, set[str]]) -> None:
     # the root package's edges are its lazy __getattr__ imports (previous test)
     edges = {m: ds for m, ds in imports.items() if m != "kbgraph"}
     found = cycles(edges)
@@ -117,6 +117,6 @@ def test_no_import_cycle_between_kbgraph_modules(imports):
     assert not found, f"{len(found)} import cycle(s) between kbgraph modules: {shown}"
 
 
-def test_cycles_finds_a_ring_and_a_pair():
+def test_cycles_finds_a_ring_and_a_pair() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d", "a"}, "f": {"a"}}
     assert sorted(cycles(edges)) == [["a", "b", "c"], ["d", "e"]]

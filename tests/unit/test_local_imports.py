@@ -46,7 +46,7 @@ def _modules() -> list[Path]:
     return sorted(p for folder in FOLDERS for p in (REPO / folder).rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def test_no_function_imports_a_kbgraph_module_without_a_reason():
+def test_no_function_imports_a_kbgraph_module_without_a_reason() -> None:
     offenders = []
     for path in _modules():
         for line, statement, reason in local_imports(path.read_text(encoding="utf-8")):
@@ -56,7 +56,7 @@ def test_no_function_imports_a_kbgraph_module_without_a_reason():
                            f"the module, or say why not with '# lazy: <reason>' on the line\n" + "\n".join(offenders))
 
 
-def test_the_check_finds_a_local_import_and_its_reason():
+def test_the_check_finds_a_local_import_and_its_reason() -> None:
     source = ("import os\nfrom kbgraph.errors import ConfigError\n\n\ndef f():\n    from kbgraph.kb import KnowledgeBase\n"
               "    from . import sibling  # lazy: a cycle\n    import json\n\n    def g():\n        import kbgraph.store\n")
     assert local_imports(source) == [(6, "from kbgraph.kb import KnowledgeBase", None),

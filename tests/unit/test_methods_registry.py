@@ -32,7 +32,7 @@ def toy_answer(question: str, ctx: QueryContext) -> Answer:
     return Answer(question=question, answer="toy", method="toy_answer")
 
 
-def test_a_new_method_is_its_function_and_one_row(monkeypatch):
+def test_a_new_method_is_its_function_and_one_row(monkeypatch: pytest.MonkeyPatch) -> None:
     """Adding a method = its module (here, the functions above) + its row: ask finds and runs it."""
     monkeypatch.setitem(METHODS, "toy", RetrievalRow("toy", toy_retrieve, "a toy retrieval method"))
     monkeypatch.setitem(METHODS, "toy_answer", AnswerRow("toy_answer", toy_answer, "a toy answer method"))
@@ -47,7 +47,7 @@ def test_a_new_method_is_its_function_and_one_row(monkeypatch):
         ask.retrieve("q", _ctx(), k=1, method="toy_answer")
 
 
-def test_rows_carry_their_kind_and_capabilities():
+def test_rows_carry_their_kind_and_capabilities() -> None:
     for name, row in METHODS.items():
         assert row.name == name and row.summary
         assert (row.kind, row.needs_llm) == (("answer", True) if isinstance(row, AnswerRow) else ("retrieval", False))
@@ -56,7 +56,7 @@ def test_rows_carry_their_kind_and_capabilities():
     assert prepared == ["bm25"]  # its index is built or loaded before an evaluation's clock starts
 
 
-def test_every_method_group_is_named_by_a_method():
+def test_every_method_group_is_named_by_a_method() -> None:
     named = {row.settings_group for row in METHODS.values() if row.settings_group is not None}
     assert named <= set(GROUPS), f"rows name unknown settings groups: {named - set(GROUPS)}"
     assert named == set(METHOD_GROUPS), "a method group no method names, or a method naming a non-method group"
@@ -78,7 +78,7 @@ def _table(text: str, heading: str | None) -> list[list[str]]:
     return rows[2:]
 
 
-def test_docs_method_table_matches_the_registry():
+def test_docs_method_table_matches_the_registry() -> None:
     names: list[str] = []
     for row in _table(DOC.read_text(encoding="utf-8"), None):
         names += re.findall(r"`([a-z0-9_]+)`", row[0])
@@ -89,7 +89,7 @@ def test_docs_method_table_matches_the_registry():
     )
 
 
-def test_departures_name_real_settings():
+def test_departures_name_real_settings() -> None:
     """Each departure's last column names the settings that give the paper's version back (`name` or
     `name=value`, each a setting of Settings, or a method of the registry), or says there is none."""
     rows = _table(DOC.read_text(encoding="utf-8"), "## Departures")

@@ -7,7 +7,7 @@ from tests.unit.conftest import REPO
 MAX_LINES = 450
 
 
-def test_no_module_is_over_the_line_limit():
+def test_no_module_is_over_the_line_limit() -> None:
     sizes = {
         str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
         for folder in ("kbgraph", "ingest", "query")

@@ -30,7 +30,7 @@ from kbgraph.ingest.parse_common import WARNINGS, dispatch
 from kbgraph.models import stable_id
 
 
-def test_normalize_elements_cleans_demotes_and_clamps():
+def test_normalize_elements_cleans_demotes_and_clamps() -> None:
     raw = [
         {"kind": "heading", "text": "  Intro\x07  ", "level": 9},
         {"kind": "text", "text": "a\x0cb   c\n d"},
@@ -45,23 +45,23 @@ def test_normalize_elements_cleans_demotes_and_clamps():
     assert out[3].markdown == out[3].text and "\n" in out[3].text and out[3].page == 3
 
 
-def test_clean_text_removes_control_characters_but_keeps_lines():
+def test_clean_text_removes_control_characters_but_keeps_lines() -> None:
     assert clean_text("a\x00b\tc\nd\x1fe\r") == "ab\tc\nd e\r"
 
 
-def test_plain_text_paragraphs_at_blank_lines():
+def test_plain_text_paragraphs_at_blank_lines() -> None:
     title, raw = parse_bytes(b"First line\nstill first.\r\n\r\nSecond.\n \nThird.", ".txt", "x.txt")
     assert title is None
     assert [r["text"] for r in raw] == ["First line\nstill first.", "Second.", "Third."]
 
 
-def test_decode_text_byte_order_marks_and_utf8():
+def test_decode_text_byte_order_marks_and_utf8() -> None:
     assert decode_text("héllo".encode("utf-16"), "x") == "héllo"
     assert decode_text(b"\xef\xbb\xbfhi", "x") == "hi"
     assert decode_text("naïve".encode(), "x") == "naïve"
 
 
-def test_parse_file_of_a_text_file(tmp_path):
+def test_parse_file_of_a_text_file(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("Alpha beta.\n\nGamma delta.", encoding="utf-8")
     doc = parse_file(path, max_bytes=1000)
@@ -77,20 +77,20 @@ def test_parse_file_of_a_text_file(tmp_path):
     ("data.bin", b"\x00\x01", "cannot ingest data.bin"),
     ("corpus.jsonl", b"{}", "parse_passages_jsonl"),
 ])  # fmt: skip
-def test_parse_file_refuses_with_the_fix(tmp_path, name, content, message):
+def test_parse_file_refuses_with_the_fix(tmp_path: Path, name: str, content: bytes, message: str) -> None:
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(IngestError, match=message):
         parse_file(path, max_bytes=1000)
 
 
-def test_skip_reason_by_name():
+def test_skip_reason_by_name() -> None:
     assert skip_reason(Path("a.pdf")) is None
     assert skip_reason(Path("a.zip"))
     assert skip_reason(Path("a.mp3"))
 
 
-def test_passage_corpus(tmp_path):
+def test_passage_corpus(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     lines = [{"id": "p 1", "title": "T\x07one", "text": "Some   text."}, {"text": "No id."}, {"id": "p3", "text": ""}]
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n", encoding="utf-8")
@@ -106,14 +106,14 @@ def test_passage_corpus(tmp_path):
     (["[1, 2]"], "found a JSON array"),
     (["not json"], "not valid UTF-8 JSON"),
 ])  # fmt: skip
-def test_a_passage_corpus_line_that_is_no_passage(tmp_path, lines, message):
+def test_a_passage_corpus_line_that_is_no_passage(tmp_path: Path, lines: list[str], message: str) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text("\n".join(lines), encoding="utf-8")
     with pytest.raises(IngestError, match=message):
         list(parse_passages_jsonl(path))
 
 
-def test_warnings_go_to_the_document_being_parsed_else_to_the_log(caplog):
+def test_warnings_go_to_the_document_being_parsed_else_to_the_log(caplog: pytest.LogCaptureFixture) -> None:
     sink: list[str] = []
     token = WARNINGS.set(sink)
     try:
@@ -127,7 +127,7 @@ def test_warnings_go_to_the_document_being_parsed_else_to_the_log(caplog):
     assert "outside" in caplog.text
 
 
-def test_the_dispatch_is_registered_for_the_parsers_of_attachments():
+def test_the_dispatch_is_registered_for_the_parsers_of_attachments() -> None:
     assert dispatch() == (parse_bytes, skip_reason)
 
 
@@ -135,7 +135,7 @@ def doc(*elements: Element) -> ParsedDocument:
     return ParsedDocument(uri="file:///d.txt", title="D", mime="text/plain", sha256="0" * 64, elements=list(elements))
 
 
-def test_sections_follow_heading_levels_and_chunks_stay_in_their_section():
+def test_sections_follow_heading_levels_and_chunks_stay_in_their_section() -> None:
     d = doc(Element(kind="text", text="Preface."), Element(kind="heading", text="A", level=1),
             Element(kind="text", text="In A."), Element(kind="heading", text="B", level=2),
             Element(kind="text", text="In B.", page=2), Element(kind="text", text="Also in B."),
@@ -154,7 +154,7 @@ def test_sections_follow_heading_levels_and_chunks_stay_in_their_section():
     assert [c.id for c in build_structure(d, chunk_tokens=50)[2]] == [c.id for c in chunks]
 
 
-def test_a_long_block_is_packed_by_sentences_with_overlap(monkeypatch):
+def test_a_long_block_is_packed_by_sentences_with_overlap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nlp, "split_sentences", lambda texts: [[s.strip() + "." for s in t.split(".") if s.strip()]
                                                                for t in texts])  # fmt: skip
     text = "one two three. four five six. seven eight nine. ten eleven twelve."
@@ -165,12 +165,12 @@ def test_a_long_block_is_packed_by_sentences_with_overlap(monkeypatch):
     assert [c.text for c in chunks] == ["one two three. four five six.", "seven eight nine. ten eleven twelve."]
 
 
-def test_an_over_long_sentence_is_cut_into_windows():
+def test_an_over_long_sentence_is_cut_into_windows() -> None:
     assert chunk_mod._windows("a b c d e", 2) == ["a b", "c d", "e"]
     with pytest.raises(ValueError):
         build_structure(doc(Element(kind="text", text="x")), chunk_tokens=0)
 
 
-def test_a_document_of_headings_only_keeps_them_findable():
+def test_a_document_of_headings_only_keeps_them_findable() -> None:
     _, sections, chunks = build_structure(doc(Element(kind="heading", text="Only", level=1)))
     assert len(sections) == 1 and [c.text for c in chunks] == ["Only"]

@@ -5,25 +5,25 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
 from kbgraph.query.models import Seeds
-from kbgraph.query.propagation import _add, _layer_sum, propagate, score_terms
+from kbgraph.query.propagation import Scored, _add, _layer_sum, propagate, score_terms
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore
+from kbgraph.store.base import GraphStore, Row
 
 
 class PlantedStore:
     """Answers the statements score propagation runs with planted rows; records what it was asked. A stand-in for
     a GraphStore (an ABC) with the two methods score propagation calls, cast to one where it is passed."""
 
-    def __init__(self, rows: dict[str, list[dict]], similarities: dict[str, float]):
+    def __init__(self, rows: dict[str, list[Row]], similarities: dict[str, float]) -> None:
         self.rows, self.similarities = rows, similarities
-        self.calls: list[tuple[str, dict]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def run(self, name: str, params: dict) -> list[dict]:
+    def run(self, name: str, params: dict[str, Any]) -> list[Row]:
         self.calls.append((name, params))
         if name == "retrieve/chunk_details":
             return [{"id": cid, "text": f"text of {cid}", "document_title": "Doc"} for cid in params["ids"]]
@@ -39,7 +39,7 @@ SEEDS = Seeds(
             "Section": {"s1": (0.6, "Intro")}},
     query_vector=[1.0, 0.0], question="who?",
 )  # fmt: skip
-ROWS: dict[str, list[dict]] = {
+ROWS: dict[str, list[Row]] = {
     "retrieve/layer_chunks": [
         {"layer": "AtomicQuestion", "via": "q1", "chunk_id": "c3"},
         {"layer": "AtomicQuestion", "via": "q1", "chunk_id": "c2"},
@@ -56,12 +56,12 @@ ROWS: dict[str, list[dict]] = {
 SIMILARITIES = {"c3": 0.7, "c4": 0.3, "c5": 0.2, "c6": 0.1}
 
 
-def scored(**settings):
+def scored(**settings: Any) -> tuple[PlantedStore, Scored]:
     store = PlantedStore(ROWS, SIMILARITIES)
     return store, score_terms(cast(GraphStore, store), Settings(ranker="weights", **settings), SEEDS, k=5)
 
 
-def test_the_formula_by_hand():
+def test_the_formula_by_hand() -> None:
     _, (terms, scores, ranked, _) = scored()
     s1 = {"c1": 0.9 + 0.05 * 0.6, "c2": 0.5 + 0.1 * 0.8, "c3": 0.1 * 0.8 + 0.7}
     expected = {
@@ -76,12 +76,12 @@ def test_the_formula_by_hand():
     assert set(terms["c1"]) == {"Chunk", "Section", "Next"} and set(terms["c4"]) == {"Hop", "Chunk"}
 
 
-def test_a_section_prior_only_for_chunks_that_have_a_score():
+def test_a_section_prior_only_for_chunks_that_have_a_score() -> None:
     _, (terms, scores, _, _) = scored()
     assert "c9" not in scores and "Section" not in terms["c2"]
 
 
-def test_a_zero_weight_removes_its_term_and_its_statement_parameters():
+def test_a_zero_weight_removes_its_term_and_its_statement_parameters() -> None:
     store, (terms, scores, _, _) = scored(weight_question=0.0, weight_hop=0.0)
     assert not any("AtomicQuestion" in t or "Hop" in t for t in terms.values())
     layer_params = dict(store.calls)["retrieve/layer_chunks"]
@@ -90,7 +90,7 @@ def test_a_zero_weight_removes_its_term_and_its_statement_parameters():
     assert "c3" not in scores and "c4" not in scores  # reached only through the terms weighted 0
 
 
-def test_rescoring_gives_candidates_their_exact_chunk_similarity_once():
+def test_rescoring_gives_candidates_their_exact_chunk_similarity_once() -> None:
     store, _ = scored()
     asked = [params["ids"] for name, params in store.calls if name == "chunk_similarities"]
     assert asked == [["c3"], ["c5", "c6", "c4"]]  # the layers' candidates, then the hops', best first
@@ -99,15 +99,15 @@ def test_rescoring_gives_candidates_their_exact_chunk_similarity_once():
     assert "Chunk" not in terms["c3"]
 
 
-def test_hops_start_only_from_the_hop_from_best_chunks():
+def test_hops_start_only_from_the_hop_from_best_chunks() -> None:
     store, _ = scored(hop_from=1)
     params = dict(store.calls)["retrieve/hop_neighbours"]
     assert [s["id"] for s in params["entity_hop_sources"]] == ["c1"] and params["title_hop_ids"] == ["c1"]
     assert params["next_ids"] == ["c1", "c3", "c2"]  # NEXT from the top max(hop_from, k)
 
 
-def test_a_layer_keeps_its_best_term_only():
-    terms: dict = defaultdict(dict)
+def test_a_layer_keeps_its_best_term_only() -> None:
+    terms: dict[str, dict[str, Any]] = defaultdict(dict)
     _add(terms, "c", "Entity", "e1", "a", 0.5, 0.1)
     _add(terms, "c", "Entity", "e2", "b", 0.9, 0.1)  # better: replaces
     _add(terms, "c", "Entity", "e3", "c", 0.7, 0.1)  # worse: ignored
@@ -119,7 +119,7 @@ def test_a_layer_keeps_its_best_term_only():
     assert _layer_sum(terms["c"]) == pytest.approx(0.1 * 0.9 + 0.3 * 0.8 * 0.5)
 
 
-def test_propagate_explains_each_score_exactly():
+def test_propagate_explains_each_score_exactly() -> None:
     store = PlantedStore(ROWS, SIMILARITIES)
     chunks = propagate(cast(GraphStore, store), Settings(ranker="weights"), SEEDS, k=3, explain=True)
     assert [c.id for c in chunks] == ["c1", "c3", "c2"]

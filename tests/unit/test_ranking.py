@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ def pool() -> list[Candidate]:
     ]
 
 
-def test_feature_rows_of_a_planted_pool():
+def test_feature_rows_of_a_planted_pool() -> None:
     rows = feature_rows(QUESTION, pool())
     assert rows.shape == (3, len(FEATURES))
     assert rows[:, COL["Chunk"]].tolist() == [0.8, 0.6, 0.0]
@@ -47,7 +48,7 @@ def test_feature_rows_of_a_planted_pool():
     assert rows[:, COL["rank_bm25"]].tolist() == [0.0, 1.0, 0.25]
 
 
-def test_an_empty_pool_has_no_rows():
+def test_an_empty_pool_has_no_rows() -> None:
     assert feature_rows(QUESTION, []).shape == (0, len(FEATURES))
     model = RankerModel(features=["Chunk"], mean=[0.0], scale=[1.0], coef=[1.0])
     assert score_rows(model, np.zeros((0, len(FEATURES)))).shape == (0,)
@@ -61,11 +62,11 @@ def test_an_empty_pool_has_no_rows():
     ("", "anything", False),
     ("C++", "Who designed C++?", True),  # regex characters are literal
 ])  # fmt: skip
-def test_title_in_question(title, question, found):
+def test_title_in_question(title: str, question: str, found: bool) -> None:
     assert title_in_question(title, question) is found
 
 
-def test_the_linear_score_is_the_sum_of_its_contributions():
+def test_the_linear_score_is_the_sum_of_its_contributions() -> None:
     model = RankerModel(features=["Chunk", "title_in_q", "bm25"], mean=[0.5, 0.1, 0.2], scale=[0.2, 0.3, 0.4],
                         coef=[1.0, 2.0, 0.5], intercept=-1.0)  # fmt: skip
     rows = feature_rows(QUESTION, pool())
@@ -78,7 +79,7 @@ def test_the_linear_score_is_the_sum_of_its_contributions():
     assert int(np.argmax(scores)) == 1
 
 
-def test_a_ranker_model_is_validated():
+def test_a_ranker_model_is_validated() -> None:
     with pytest.raises(ValueError, match="same length"):
         RankerModel(features=["Chunk"], mean=[0.0, 1.0], scale=[1.0], coef=[1.0])
     with pytest.raises(ValueError, match="unknown feature"):
@@ -87,7 +88,7 @@ def test_a_ranker_model_is_validated():
         RankerModel(features=["Chunk"], mean=[0.0], scale=[0.0], coef=[1.0])
 
 
-def test_load_model_names_the_file_and_the_fix(tmp_path):
+def test_load_model_names_the_file_and_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no ranker model at .*KBGRAPH_RANKER=weights"):
         load_model(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
@@ -96,7 +97,7 @@ def test_load_model_names_the_file_and_the_fix(tmp_path):
         load_model(bad)
 
 
-def test_the_shipped_model_loads_and_uses_known_features():
+def test_the_shipped_model_loads_and_uses_known_features() -> None:
     model = load_model()
     assert model.features and set(model.features) <= set(FEATURES)
     assert load_model(default_model_path()) == model

@@ -8,7 +8,7 @@ import json
 from importlib.metadata import version
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from pydantic import SecretStr
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kbgraph.eval.dataset import Dataset
 
 
-def target(tmp_path: Path, **settings) -> SimpleNamespace:
+def target(tmp_path: Path, **settings: Any) -> SimpleNamespace:
     """What run_identity reads of a knowledge base: its settings and name (no store opened)."""
     s = Settings(**{"home": tmp_path / "home", "embedding_model": "unit-test-model", **settings})
     return SimpleNamespace(settings=s, name=s.name)
@@ -32,7 +32,7 @@ def target(tmp_path: Path, **settings) -> SimpleNamespace:
 DATASET = cast("Dataset", SimpleNamespace(questions_path=Path("examples/multihop/2wiki/2wiki.jsonl"), corpus_path=None))
 
 
-def identity(tmp_path: Path, **settings) -> dict:
+def identity(tmp_path: Path, **settings: Any) -> dict[str, Any]:
     return rf.run_identity(target(tmp_path, **settings), DATASET, seed=0, sample=None, depth=10, judge_model=None)
 
 
@@ -41,7 +41,7 @@ def all_settings() -> set[str]:
 
 
 @pytest.mark.parametrize("change", [{"ranker": "weights"}, {"vector_layers": ["AtomicQuestion"]}])
-def test_resuming_after_a_change_of_ranker_or_vector_layers_is_refused(tmp_path, change):
+def test_resuming_after_a_change_of_ranker_or_vector_layers_is_refused(tmp_path: Path, change: dict[str, Any]) -> None:
     run_dir = tmp_path / "run"
     rf.open_run_folder(run_dir, identity(tmp_path))
     changed = identity(tmp_path, **change)
@@ -56,7 +56,7 @@ def test_resuming_after_a_change_of_ranker_or_vector_layers_is_refused(tmp_path,
     {"late_chunking": False}, {"ranker_pool": 20}, {"llm_response_format": "none"}, {"static_layers": []},
     {"embedding_backend": "torch"}, {"ocr_dpi": 200}, {"name": "other"}, {"neo4j_database": "kb2"},
 ])  # fmt: skip
-def test_every_setting_that_shapes_results_is_in_the_identity(tmp_path, change):
+def test_every_setting_that_shapes_results_is_in_the_identity(tmp_path: Path, change: dict[str, Any]) -> None:
     before, after = identity(tmp_path), identity(tmp_path, **change)
     assert before["identity"] != after["identity"]
     name = next(iter(change))
@@ -68,13 +68,13 @@ def test_every_setting_that_shapes_results_is_in_the_identity(tmp_path, change):
     {"serve_port": 9000}, {"api_key": "secret"}, {"batch_size": 10}, {"tag_workers": 1}, {"debug": True},
     {"llm_base_url": "http://127.0.0.1:9999/v1"}, {"llm_server_ctx": 8192}, {"embedding_cache": False},
 ])  # fmt: skip
-def test_volatile_settings_may_change_between_runs(tmp_path, change):
+def test_volatile_settings_may_change_between_runs(tmp_path: Path, change: dict[str, Any]) -> None:
     run_dir = tmp_path / "run"
     rf.open_run_folder(run_dir, identity(tmp_path))
     rf.open_run_folder(run_dir, identity(tmp_path, **change))  # no ConfigError
 
 
-def test_every_setting_is_in_the_identity_or_volatile_with_a_reason(tmp_path):
+def test_every_setting_is_in_the_identity_or_volatile_with_a_reason(tmp_path: Path) -> None:
     fields = all_settings()
     volatile = rf.volatile_settings()
     assert set(volatile) <= fields, f"not settings: {sorted(set(volatile) - fields)}"
@@ -84,7 +84,7 @@ def test_every_setting_is_in_the_identity_or_volatile_with_a_reason(tmp_path):
     assert not in_identity & set(volatile)
 
 
-def test_no_secret_and_no_path_is_in_the_identity(tmp_path):
+def test_no_secret_and_no_path_is_in_the_identity(tmp_path: Path) -> None:
     """A secret must never reach run.json; a path may change between runs (what it holds is hashed)."""
     volatile = rf.volatile_settings()
     for model in (*GROUPS.values(), Settings):
@@ -100,7 +100,7 @@ def test_no_secret_and_no_path_is_in_the_identity(tmp_path):
     assert "do-not-store" not in text
 
 
-def test_run_json_is_readable_and_holds_the_settings_and_their_hash(tmp_path):
+def test_run_json_is_readable_and_holds_the_settings_and_their_hash(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     ident = identity(tmp_path, seed_k=7)
     rf.open_run_folder(run_dir, ident)
@@ -112,7 +112,7 @@ def test_run_json_is_readable_and_holds_the_settings_and_their_hash(tmp_path):
     assert stored["embedder"] == {"model": "unit-test-model", "weights_sha256": None}
 
 
-def test_an_old_run_json_gives_a_clear_error_not_a_crash(tmp_path):
+def test_an_old_run_json_gives_a_clear_error_not_a_crash(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     old = {"dataset": str(DATASET.questions_path), "corpus": None, "seed": 0, "sample": None, "depth": 10,
@@ -127,7 +127,7 @@ def test_an_old_run_json_gives_a_clear_error_not_a_crash(tmp_path):
     rf.open_run_folder(run_dir, identity(tmp_path), fresh=True)
 
 
-def test_the_ranker_model_is_identified_by_its_content_not_its_path(tmp_path):
+def test_the_ranker_model_is_identified_by_its_content_not_its_path(tmp_path: Path) -> None:
     shipped = json.loads(default_model_path().read_text())
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(shipped))
@@ -139,7 +139,7 @@ def test_the_ranker_model_is_identified_by_its_content_not_its_path(tmp_path):
     assert rf.ranker_identity(Settings(ranker="weights")) == {"ranker": "weights", "model_sha256": None}
 
 
-def test_kbgraph_version_and_the_embedding_model_are_in_the_identity(tmp_path, monkeypatch):
+def test_kbgraph_version_and_the_embedding_model_are_in_the_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = identity(tmp_path)
     with monkeypatch.context() as patch:
         patch.setattr(rf, "kbgraph_version", lambda: "0.0.0-other")
@@ -149,6 +149,6 @@ def test_kbgraph_version_and_the_embedding_model_are_in_the_identity(tmp_path, m
     assert other["identity"] != before["identity"]
 
 
-def test_a_secret_value_is_written_as_whether_it_is_set():
+def test_a_secret_value_is_written_as_whether_it_is_set() -> None:
     assert rf._plain(SecretStr("x")) is True and rf._plain(SecretStr("")) is False
     assert rf._plain([Path("/a"), Path("/b")]) == ["/a", "/b"]

@@ -34,7 +34,7 @@ def _created(uri: str | None) -> tuple[str, list[str]]:
 
 
 @pytest.mark.parametrize("uri", [None, "bolt://h:7687"])
-def test_every_index_is_on_a_label_the_dialect_reads(uri):
+def test_every_index_is_on_a_label_the_dialect_reads(uri: str | None) -> None:
     dialect, names = _created(uri)
     assert names and set(names) <= set(schema_statements())
     others = "\n".join(cypher.load(name, dialect) for name in cypher.statements(dialect) if not name.startswith("schema/"))
@@ -45,7 +45,7 @@ def test_every_index_is_on_a_label_the_dialect_reads(uri):
         assert re.search(rf":{label}\b", others), f"{name} ({dialect}) indexes {label}, which no {dialect} statement names"
 
 
-def test_falkordb_creates_no_lease_schema_neo4j_does():
+def test_falkordb_creates_no_lease_schema_neo4j_does() -> None:
     assert not set(LEASE_SCHEMA) & set(_created(None)[1])  # the embedded store's file lock: no lease, no claims
     assert set(LEASE_SCHEMA) <= set(_created("bolt://h:7687")[1])
     assert not any(cypher.statements("falkordb").get(name) for name in LEASE_SCHEMA)  # no FalkorDB variant left

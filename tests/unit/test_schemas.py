@@ -10,25 +10,25 @@ from kbgraph.models import NODE_LABELS, VECTOR_LABELS, ChunkRecord, stable_id
 from kbgraph.query.models import Answer, Contribution, HiragRound, MigresRound, ScoredChunk, TraceRound
 
 
-def test_stable_ids_are_content_derived_and_prefixed():
+def test_stable_ids_are_content_derived_and_prefixed() -> None:
     a = stable_id("chunk", "doc:1", "0", "abc")
     assert a == stable_id("chunk", "doc:1", "0", "abc") and a.startswith("chunk:") and len(a) == len("chunk:") + 24
     assert a != stable_id("chunk", "doc:1", "0abc")  # parts are separated, not concatenated
     assert a != stable_id("sec", "doc:1", "0", "abc")
 
 
-def test_vector_labels_are_node_labels():
+def test_vector_labels_are_node_labels() -> None:
     assert set(VECTOR_LABELS) <= set(NODE_LABELS)
 
 
-def test_a_chunk_record_checks_its_kind():
+def test_a_chunk_record_checks_its_kind() -> None:
     c = ChunkRecord(id="c", document_id="d", parent_id="d", text="t", order=0)
     assert c.kind == "text" and c.section_path == "" and c.embedding is None
     with pytest.raises(ValidationError):
         ChunkRecord(id="c", document_id="d", parent_id="d", text="t", order=0, kind="image")
 
 
-def test_an_answer_round_trips_with_its_trace_told_apart_by_type():
+def test_an_answer_round_trips_with_its_trace_told_apart_by_type() -> None:
     answer = Answer(
         question="q", answer="a", method="pike",
         chunks=[ScoredChunk(id="c", score=0.5, breakdown=[Contribution(term="Chunk", node_id="c", similarity=0.5,
@@ -40,7 +40,7 @@ def test_an_answer_round_trips_with_its_trace_told_apart_by_type():
     assert [type(t).__name__ for t in back.trace] == ["TraceRound", "MigresRound", "HiragRound"]
 
 
-def test_a_question_record_round_trips_and_counts_its_tokens():
+def test_a_question_record_round_trips_and_counts_its_tokens() -> None:
     rec = QuestionRecord(question_id="q1", method="dense", question="?", tokens=Tokens(prompt=3, completion=4))
     assert rec.tokens.total == 7
     assert QuestionRecord.model_validate_json(rec.model_dump_json()) == rec

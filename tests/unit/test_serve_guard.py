@@ -20,11 +20,11 @@ from kbgraph.settings import Settings
     ("/v1/kb/./ask", False),
     ("/v1/kb/default/..", False),
 ])  # fmt: skip
-def test_plain_path(path, plain):
+def test_plain_path(path: str, plain: bool) -> None:
     assert plain_path(path) is plain
 
 
-def test_origins():
+def test_origins() -> None:
     assert origin_allowed("http://127.0.0.1:8080", LOOPBACK_ORIGINS)
     assert origin_allowed("http://localhost", LOOPBACK_ORIGINS)
     assert origin_allowed("HTTP://[::1]:9", LOOPBACK_ORIGINS)
@@ -36,7 +36,7 @@ def test_origins():
     assert not origin_allowed("https://kb.example.com:444", ["https://kb.example.com"])
 
 
-def test_hosts():
+def test_hosts() -> None:
     assert host_allowed("127.0.0.1:8080", ())
     assert host_allowed("localhost", ())
     assert host_allowed("[::1]:8080", ())
@@ -46,5 +46,5 @@ def test_hosts():
     assert host_allowed("a.kb.internal", ["*.kb.internal"])
 
 
-def test_the_default_origins_setting_is_the_guards():
+def test_the_default_origins_setting_is_the_guards() -> None:
     assert tuple(Settings().serve.serve_allowed_origins) == LOOPBACK_ORIGINS

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from kbgraph.settings import GROUPS, SETTING_GROUPS, Settings, env_names, route
 
 
-def test_flat_names_are_routed_into_their_groups():
+def test_flat_names_are_routed_into_their_groups() -> None:
     assert route({"seed_k": 5, "llm_model": "m", "name": "kb"}) == {
         "retrieval": {"seed_k": 5}, "llm": {"llm_model": "m"}, "name": "kb"}  # fmt: skip
     # an environment alias and a lower-cased one route to the setting
@@ -21,13 +21,13 @@ def test_flat_names_are_routed_into_their_groups():
         "retrieval": {"seed_k": 3, "hop_from": 2}}  # fmt: skip
 
 
-def test_a_flat_keyword_and_a_group_give_the_same_settings():
+def test_a_flat_keyword_and_a_group_give_the_same_settings() -> None:
     s = Settings(seed_k=5, retrieval={"hop_from": 1})
     assert s.retrieval.seed_k == 5 and s.retrieval.hop_from == 1
     assert Settings(retrieval={"seed_k": 5}).retrieval.seed_k == 5
 
 
-def test_precedence_keyword_over_environment_over_file(tmp_path, monkeypatch):
+def test_precedence_keyword_over_environment_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "kbgraph.toml"
     config.write_text('seed_k = 3\nhop_from = 4\n[retrieval]\nfulltext_k = 6\n')
     monkeypatch.setenv("KBGRAPH_CONFIG", str(config))
@@ -37,7 +37,7 @@ def test_precedence_keyword_over_environment_over_file(tmp_path, monkeypatch):
     assert Settings(hop_from=9).retrieval.hop_from == 9
 
 
-def test_bounds_and_choices_are_validated():
+def test_bounds_and_choices_are_validated() -> None:
     with pytest.raises(ValidationError, match="seed_k"):
         Settings(seed_k=0)
     with pytest.raises(ValidationError, match="ranker"):
@@ -48,7 +48,7 @@ def test_bounds_and_choices_are_validated():
         Settings(retrieval={"no_such_setting": 1})  # a group forbids unknown keys
 
 
-def test_vector_layers_from_a_list_or_a_comma_separated_string(monkeypatch):
+def test_vector_layers_from_a_list_or_a_comma_separated_string(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings(vector_layers="Entity, Chunk,Triple,Entity").embedding.vector_layers == ["Entity", "Triple"]
     monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "Document")
     s = Settings()
@@ -58,13 +58,13 @@ def test_vector_layers_from_a_list_or_a_comma_separated_string(monkeypatch):
         Settings(vector_layers=["Paragraph"])
 
 
-def test_static_layers_apply_only_to_vector_layers_of_a_local_model():
+def test_static_layers_apply_only_to_vector_layers_of_a_local_model() -> None:
     s = Settings(vector_layers=["Entity", "Triple"], static_layers=["Entity", "Document"])
     assert s.embedding.static_vector_layers == {"Entity"}
     assert not Settings(embedding_model="openai:text-embedding-3-small").embedding.static_vector_layers
 
 
-def test_updated_is_a_validated_copy_and_leaves_the_original():
+def test_updated_is_a_validated_copy_and_leaves_the_original() -> None:
     s = Settings(seed_k=5)
     t = s.updated({"seed_k": 6}, hop_from=2)
     assert (t.retrieval.seed_k, t.retrieval.hop_from, s.retrieval.seed_k) == (6, 2, 5)
@@ -73,7 +73,7 @@ def test_updated_is_a_validated_copy_and_leaves_the_original():
         s.updated(seed_k=-1)
 
 
-def test_store_uri_and_derived_folders(tmp_path):
+def test_store_uri_and_derived_folders(tmp_path: Path) -> None:
     # (the backend a URI names: tests/unit/test_store_backends.py)
     assert Settings(uri="  ").store.uri is None
     s = Settings(home=tmp_path, name="kb1")
@@ -82,7 +82,7 @@ def test_store_uri_and_derived_folders(tmp_path):
     assert Settings(home="~/x").home == Path("~/x").expanduser()
 
 
-def test_masked_hides_secrets_and_flat_lists_every_setting():
+def test_masked_hides_secrets_and_flat_lists_every_setting() -> None:
     s = Settings(llm_api_key="sk-123", home="/tmp/h")
     masked = s.masked()
     assert masked["llm"]["llm_api_key"] == "****" and masked["store"]["neo4j_password"] == "****"
@@ -91,7 +91,7 @@ def test_masked_hides_secrets_and_flat_lists_every_setting():
     assert set(s.flat()) == {"name", "home", "debug", *SETTING_GROUPS}
 
 
-def test_env_names_of_a_setting():
+def test_env_names_of_a_setting() -> None:
     assert env_names("seed_k") == ("KBGRAPH_SEED_K",)
     assert env_names("uri") == ("KBGRAPH_URI", "NEO4J_URI")
     assert "OPENAI_API_KEY" in env_names("llm_api_key")
@@ -101,7 +101,7 @@ def test_env_names_of_a_setting():
         env_names("no_such_setting")
 
 
-def test_every_setting_has_a_description_and_one_group():
+def test_every_setting_has_a_description_and_one_group() -> None:
     for group, model in GROUPS.items():
         for name, info in model.model_fields.items():
             assert info.description and info.description.strip(), f"{group}.{name} has no description"

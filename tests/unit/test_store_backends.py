@@ -5,6 +5,8 @@ back along the dialect's chain (``kbgraph.cypher.DIALECTS``) to the plain file."
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +24,7 @@ from kbgraph.store import SCHEMES, GraphStore, backend_name, store_class
         ("bolt+ssc://h:1", "neo4j", True),
     ],
 )  # fmt: skip
-def test_scheme_picks_the_store_class(uri, backend, per_kb):
+def test_scheme_picks_the_store_class(uri: str | None, backend: str, per_kb: bool) -> None:
     before = set(sys.modules)  # (in the whole suite other tests have imported the drivers already)
     s = Settings(uri=uri)
     cls = store_class(s)
@@ -33,18 +35,18 @@ def test_scheme_picks_the_store_class(uri, backend, per_kb):
 
 
 @pytest.mark.parametrize("uri", ["http://h:1", "localhost:7687", "mysql://h/db"])
-def test_unknown_scheme_is_a_config_error(uri):
+def test_unknown_scheme_is_a_config_error(uri: str) -> None:
     with pytest.raises(ConfigError, match="unsupported store URI"):
         store_class(Settings(uri=uri))
 
 
-def test_every_scheme_names_a_store():
+def test_every_scheme_names_a_store() -> None:
     assert "" in SCHEMES  # no URI: the embedded store
     for cls in SCHEMES.values():
         assert issubclass(cls, GraphStore)
 
 
-def test_location_and_browser_url_without_connecting(tmp_path):
+def test_location_and_browser_url_without_connecting(tmp_path: Path) -> None:
     embedded = Settings(home=tmp_path, name="kb1")
     assert store_class(embedded).kb_location(embedded) == str((tmp_path / "kb1").resolve())
     assert store_class(embedded).browser_url(embedded) is None
@@ -58,7 +60,7 @@ def test_location_and_browser_url_without_connecting(tmp_path):
 
 
 @pytest.fixture
-def statements_root(tmp_path, monkeypatch):
+def statements_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A cypher root of three statements and a dialect 'child' that extends 'neo4j'."""
     (tmp_path / "g").mkdir()
     for name, text in {
@@ -74,7 +76,7 @@ def statements_root(tmp_path, monkeypatch):
     cypher.load.cache_clear()
 
 
-def test_statements_fall_back_along_the_dialect_chain(statements_root):
+def test_statements_fall_back_along_the_dialect_chain(statements_root: Path) -> None:
     assert cypher.chain("child") == (".child", ".neo4j", "")
     assert cypher.load("g/own", "child") == "RETURN 'child'"  # its own variant
     assert cypher.load("g/plain", "child") == "RETURN 'neo4j'"  # the parent's
@@ -88,7 +90,7 @@ def test_statements_fall_back_along_the_dialect_chain(statements_root):
         cypher.load("g/plain", "nope")
 
 
-def test_every_dialect_serves_every_plain_statement():
+def test_every_dialect_serves_every_plain_statement() -> None:
     plain = {n for n, p in cypher.statements("neo4j").items() if p.name.count(".") == 1}
     for dialect in cypher.DIALECTS:
         assert plain <= set(cypher.statements(dialect))
