@@ -12,12 +12,17 @@ from __future__ import annotations
 import hashlib
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from kbgraph.settings import Settings
 from tests.backends import BACKENDS
+
+if TYPE_CHECKING:
+    from kbgraph.store.base import GraphStore
 
 
 # the session's real llama.cpp server (`llm_server`): tests/llm_server_fixture.py
@@ -90,7 +95,7 @@ def outside_repo(path: str | Path) -> bool:
     return not sibling.startswith(".")
 
 
-def _audit(event: str, args: tuple) -> None:
+def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)) and outside_repo(args[0]):  # type: ignore[arg-type]
         OUTSIDE_READS.append(os.fsdecode(args[0]))
 
@@ -102,12 +107,12 @@ if REPO.parent != REPO:  # (a repo at / has no siblings)
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node, error):
+def pytest_testnodedown(node: Any, error: object) -> None:  # node: xdist's WorkerController
     """pytest-xdist, in the controller: a worker's outside reads (its ``workeroutput``) join the controller's."""
     OUTSIDE_READS.extend(getattr(node, "workeroutput", {}).get("outside_reads", []))
 
 
-def pytest_sessionfinish(session, exitstatus):
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     real = [p for p in OUTSIDE_READS if not p.endswith(".kbgraph-guard-probe")]
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller fails the run (pytest_testnodedown)
@@ -126,7 +131,7 @@ SLOW_FIXTURES = {
 }
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for name in set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys():
             for mark in SLOW_FIXTURES[name]:
@@ -152,7 +157,7 @@ def examples_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def falkor_home(tmp_path_factory) -> Path:
+def falkor_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The session's home. Its ``models/`` (the embedding model's ONNX export, written by the first torch load
     under embedding_backend=auto, and its int8 quantization) links to a folder kept between runs
     (:func:`_test_cache`): the export (~30-60 s of CPU) is paid by the first run after a change to the export
@@ -168,13 +173,13 @@ def falkor_home(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def embed_cache_dir(tmp_path_factory) -> Path:
+def embed_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One embedding cache for the session: a corpus ingested on both backends is embedded once."""
     return tmp_path_factory.mktemp("embed-cache")
 
 
 @pytest.fixture(scope="session")
-def falkor_settings(falkor_home, embed_cache_dir):
+def falkor_settings(falkor_home: Path, embed_cache_dir: Path) -> Iterator[Settings]:
     """Settings of the session's embedded FalkorDB server (stopped at the end of the session)."""
     settings = Settings(
         home=falkor_home, name="session", data_dir=falkor_home / "falkordb", falkor_idle_timeout=0, batch_size=500,
@@ -203,7 +208,7 @@ def shared_neo4j_lib() -> Path:
 
 
 @pytest.fixture(scope="session")
-def neo4j_settings(tmp_path_factory, embed_cache_dir):
+def neo4j_settings(tmp_path_factory: pytest.TempPathFactory, embed_cache_dir: Path) -> Iterator[Settings]:
     """Settings pointing at a running Neo4j 5 (the local test server, started once per session)."""
     home = tmp_path_factory.mktemp("neo4jhome")
     external = os.environ.get("KBGRAPH_TEST_NEO4J_URI")
@@ -226,7 +231,7 @@ def neo4j_settings(tmp_path_factory, embed_cache_dir):
 
 
 @pytest.fixture(params=BACKENDS)
-def backend_settings(request, falkor_settings):
+def backend_settings(request: pytest.FixtureRequest, falkor_settings: Settings) -> Iterator[Settings]:
     """Settings for one test on one backend: a fresh graph each time."""
     if request.param == "falkordb":
         settings = falkor_settings.updated({"name": f"t{uuid.uuid4().hex[:10]}"})
@@ -236,7 +241,7 @@ def backend_settings(request, falkor_settings):
 
 
 @pytest.fixture
-def store(backend_settings):
+def store(backend_settings: Settings) -> Iterator[GraphStore]:
     """A connected GraphStore with the schema ensured and an empty graph."""
     from kbgraph.store import open_store
 

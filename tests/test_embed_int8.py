@@ -5,17 +5,19 @@ cache never hands an fp32 vector to an int8 knowledge base or back."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import cast
 
 import numpy as np
 
 from kbgraph.embed import get_embedder, make_embedder, onnx_model_path
-from kbgraph.embed.onnx_quant import quantized_path
 from kbgraph.embed.cache import CachedEmbedder
+from kbgraph.embed.onnx_quant import quantized_path
 from kbgraph.embed.onnx_runtime import OnnxEmbedder
+from kbgraph.settings import Settings
 
 
-def test_int8_embedder_quantises_once_and_stays_close_to_fp32(falkor_settings, examples_dir, tmp_path):
+def test_int8_embedder_quantises_once_and_stays_close_to_fp32(falkor_settings: Settings, examples_dir: Path, tmp_path: Path) -> None:
     passages = [json.loads(x) for x in (examples_dir / "multihop" / "musique" / "hipporag_train100.corpus.jsonl")
                 .open()][:24]  # fmt: skip
     texts = [p["title"] for p in passages] + [p["text"] for p in passages]

@@ -5,6 +5,7 @@ results in order, errors raised to the caller."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import cast
 
 import pytest
@@ -23,21 +24,21 @@ def _store(parallel: bool) -> GraphStore:
     return cast(GraphStore, _Store(parallel))
 
 
-def test_parallel_reads_run_at_once_and_keep_their_order():
+def test_parallel_reads_run_at_once_and_keep_their_order() -> None:
     barrier = threading.Barrier(3, timeout=5)  # passes only when all three calls run at the same time
 
-    def call(i: int):
+    def call(i: int) -> Callable[[], int]:
         return lambda: (barrier.wait(), i)[1]
 
     assert gather(_store(True), call(0), call(1), call(2)) == (0, 1, 2)
 
 
-def test_without_parallel_reads_calls_run_one_after_the_other():
+def test_without_parallel_reads_calls_run_one_after_the_other() -> None:
     running, peak = [0], [0]
     lock = threading.Lock()
 
-    def call(i: int):
-        def run():
+    def call(i: int) -> Callable[[], tuple[str, int]]:
+        def run() -> tuple[str, int]:
             with lock:
                 running[0] += 1
                 peak[0] = max(peak[0], running[0])
@@ -51,13 +52,13 @@ def test_without_parallel_reads_calls_run_one_after_the_other():
     assert {name for name, _ in got} == {threading.current_thread().name}
 
 
-def test_an_error_of_any_call_reaches_the_caller_after_all_finished():
+def test_an_error_of_any_call_reaches_the_caller_after_all_finished() -> None:
     done = []
 
-    def fail():
+    def fail() -> int:
         raise ValueError("boom")
 
-    def slow():
+    def slow() -> int:
         threading.Event().wait(0.2)
         done.append(1)
         return 1

@@ -10,6 +10,8 @@ ranked a chunk by its own similarity even below 0.5 and let an atomic question a
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,8 +19,10 @@ import pytest
 from kbgraph.models import AtomicQuestionRecord, ChunkRecord, DocumentGraph, DocumentRecord
 from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import get_method
-from tests.graph_kb import loaded_store
 from kbgraph.query.models import TraceRound
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
+from tests.graph_kb import loaded_store
 from tests.traces import trace_of
 
 DIM = 384
@@ -48,7 +52,7 @@ class PlantedEmbedder:
     dimension = DIM
     model_name = "planted"
 
-    def embed(self, texts):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         v = np.zeros((len(texts), DIM), dtype=np.float32)
         for i, t in enumerate(texts):
             v[i, 0 if t == QUESTION else DIM - 1] = 1.0
@@ -68,8 +72,12 @@ def _graphs() -> list[DocumentGraph]:
     return out
 
 
+#: The planted graph's store and its settings.
+Planted = tuple[GraphStore, Settings]
+
+
 @pytest.fixture(scope="module")
-def planted(falkor_settings):
+def planted(falkor_settings: Settings) -> Iterator[Planted]:
     settings = falkor_settings.updated({
         "name": f"hier{uuid.uuid4().hex[:8]}", "llm_model": None, "vector_layers": ["AtomicQuestion"],
         "static_layers": [], "fulltext_k": 0,
@@ -78,13 +86,13 @@ def planted(falkor_settings):
         yield store, settings
 
 
-def _ids(planted, k: int = 20, **update) -> list[str]:
+def _ids(planted: Planted, k: int = 20, **update: Any) -> list[str]:
     store, settings = planted
     ctx = QueryContext(store, settings.updated(update), PlantedEmbedder(), None)
     return [c.id.split(":")[1] for c in get_method("hierarchical", "retrieval").run(QUESTION, ctx, k=k)]
 
 
-def test_hierarchical_is_the_union_of_paths_a_and_b(planted):
+def test_hierarchical_is_the_union_of_paths_a_and_b(planted: Planted) -> None:
     """Path (a): chunks at cosine >= 0.5, best first (A, D); then path (b)'s new chunks by their atomic question
     (B, E). C and F reach neither path; the old formula ranked them above B and E."""
     assert _ids(planted) == ["A", "D", "B", "E"]
@@ -98,7 +106,7 @@ def test_hierarchical_is_the_union_of_paths_a_and_b(planted):
     assert chunks[2].breakdown[0].node_id == "aq:B" and chunks[2].document_title == "Planted B"
 
 
-def test_its_settings_are_the_papers_k_and_thresholds(planted):
+def test_its_settings_are_the_papers_k_and_thresholds(planted: Planted) -> None:
     from kbgraph.settings import Settings
 
     s = Settings()
@@ -111,7 +119,7 @@ def test_its_settings_are_the_papers_k_and_thresholds(planted):
     assert _ids(planted, hr_question_threshold=0.08) == ["A", "D", "B", "E", "F"]  # A's own: not twice
 
 
-def test_naive_hr_answers_from_the_same_union(planted):
+def test_naive_hr_answers_from_the_same_union(planted: Planted) -> None:
     import json
 
     from kbgraph.llm.fake import ScriptedLLM

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,25 +18,27 @@ mcp = pytest.importorskip("mcp")
 pytest.importorskip("fastapi")
 
 from kbgraph.serve.app import create_app  # noqa: E402
+from kbgraph.settings import Settings  # noqa: E402
 from tests.serve_fixture import QUESTION, SENATE, build_kb, offline, running  # noqa: E402
 
 READ_ONLY = {"ask", "search", "get_chunk", "browse", "list_documents"}
 
 
 @pytest.fixture(scope="module")
-def kb_settings(falkor_settings, examples_dir):
+def kb_settings(falkor_settings: Settings, examples_dir: Path) -> Settings:
     settings = offline(falkor_settings, name=f"mcp{uuid.uuid4().hex[:8]}", serve_ingest_roots=[examples_dir])
     build_kb(settings, examples_dir)
     return settings
 
 
-async def _call(client, tool: str, args: dict) -> dict:
+async def _call(client: Any, tool: str, args: dict[str, Any]) -> dict[str, Any]:  # client: an mcp ClientSession
     result = await client.call_tool(tool, args)
     assert not result.is_error, (tool, result.content)
-    return result.structured_content
+    content: dict[str, Any] = result.structured_content
+    return content
 
 
-async def _read_tools(client, kb: str | None) -> dict[str, Any]:
+async def _read_tools(client: Any, kb: str | None) -> dict[str, Any]:
     """List the tools and call each read-only one; every description says what it returns and costs."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert READ_ONLY <= set(tools)
@@ -56,7 +59,7 @@ async def _read_tools(client, kb: str | None) -> dict[str, Any]:
     return tools
 
 
-def test_stdio(kb_settings, tmp_path):
+def test_stdio(kb_settings: Settings, tmp_path: Path) -> None:
     """`kbgraph --kb NAME mcp` over stdio: read-only (no ingest tool by default)."""
     s = kb_settings
     env = {
@@ -69,7 +72,7 @@ def test_stdio(kb_settings, tmp_path):
     exe = os.path.join(os.path.dirname(sys.executable), "kbgraph")
     params = mcp.StdioServerParameters(command=exe, args=["mcp"], env=env, cwd=str(tmp_path))
 
-    async def main():
+    async def main() -> None:
         async with mcp.Client(params, read_timeout_seconds=120) as client:
             tools = await _read_tools(client, None)
             assert "ingest" not in tools
@@ -77,11 +80,11 @@ def test_stdio(kb_settings, tmp_path):
     asyncio.run(main())
 
 
-def test_streamable_http_with_ingest(kb_settings, examples_dir):
+def test_streamable_http_with_ingest(kb_settings: Settings, examples_dir: Path) -> None:
     """`/mcp` on `kbgraph serve`, with mcp_allow_ingest: the `ingest` tool queues a job and reports it."""
     app = create_app(kb_settings.updated({"mcp_allow_ingest": True}))
 
-    async def main(url: str):
+    async def main(url: str) -> None:
         async with mcp.Client(f"{url}/mcp", read_timeout_seconds=120) as client:
             tools = await _read_tools(client, kb_settings.name)
             assert "ingest" in tools

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,16 +37,16 @@ from kbgraph.eval import (
         ("Tab\tand\nnewline", "tab and newline"),
     ],
 )
-def test_normalize_answer(raw, normalized):
+def test_normalize_answer(raw: str, normalized: str) -> None:
     assert M.normalize_answer(raw) == normalized
 
 
-def test_exact_match_ignores_case_articles_punctuation():
+def test_exact_match_ignores_case_articles_punctuation() -> None:
     assert M.exact_match("the Eiffel Tower.", "Eiffel tower") == 1.0
     assert M.exact_match("Eiffel Towers", "Eiffel Tower") == 0.0
 
 
-def test_token_scores_hand_computed():
+def test_token_scores_hand_computed() -> None:
     # answer tokens [stanley, hall, was, president], label tokens [g, stanley, hall]: 2 in common
     s = M.token_scores("Stanley Hall was president", "G. Stanley Hall")
     assert s.precision == pytest.approx(2 / 4)
@@ -54,14 +55,14 @@ def test_token_scores_hand_computed():
     assert s.em == 0.0
 
 
-def test_token_overlap_counts_repeated_tokens_once_each():
+def test_token_overlap_counts_repeated_tokens_once_each() -> None:
     # "the the cat cat" -> [cat, cat]; label [cat]: common = min(2, 1) = 1
     s = M.token_scores("the the cat cat", "Cat")
-    assert (s.precision, s.recall) == (pytest.approx(0.5), pytest.approx(1.0))
+    assert (s.precision, s.recall) == (pytest.approx(0.5), pytest.approx(1.0))  # type: ignore[comparison-overlap]
     assert s.f1 == pytest.approx(2 / 3)
 
 
-def test_no_common_token_and_empty_answers():
+def test_no_common_token_and_empty_answers() -> None:
     assert M.token_scores("Paris", "London").model_dump() == {"em": 0.0, "f1": 0.0, "precision": 0.0, "recall": 0.0}
     both_empty = M.token_scores("", "The")  # "the" normalises to nothing: two empty answers agree
     assert both_empty.em == both_empty.f1 == 1.0
@@ -69,7 +70,7 @@ def test_no_common_token_and_empty_answers():
     assert M.token_scores("a", "Paris").f1 == 0.0
 
 
-def test_several_labels_take_each_metrics_maximum_separately():
+def test_several_labels_take_each_metrics_maximum_separately() -> None:
     # label 1 "Paris": common 1 -> P 1/2, R 1, F1 2/3; label 2 "Paris Texas France USA": common 2 -> P 1, R 1/2, F1 2/3
     s = M.answer_scores("Paris, France", ["Paris", "Paris Texas France USA"])
     assert s.precision == pytest.approx(1.0)  # from label 2
@@ -82,7 +83,7 @@ def test_several_labels_take_each_metrics_maximum_separately():
 
 
 # --- retrieval --------------------------------------------------------------------------------------------
-def test_recall_at_k_counts_distinct_passages_in_rank_order():
+def test_recall_at_k_counts_distinct_passages_in_rank_order() -> None:
     ranked = ["p1", "p1", "p2", "p9", "p3"]  # p1 had two chunks: it takes one rank
     gold = ["p2", "p3"]
     assert M.recall_at_k(ranked, gold, 1) == 0.0
@@ -95,14 +96,14 @@ def test_recall_at_k_counts_distinct_passages_in_rank_order():
         M.recall_at_k(ranked, gold, 0)
 
 
-def test_supporting_fact_recall_and_mean():
+def test_supporting_fact_recall_and_mean() -> None:
     assert M.supporting_fact_recall(["a", "b", "x"], ["a", "b", "c", "d"]) == 0.5
     assert M.supporting_fact_recall(["a"], []) is None
     assert M.mean([1.0, None, 0.0, 0.5]) == 0.5
     assert M.mean([None]) is None
 
 
-def test_passage_ids_round_trip_through_ingestion_uris(tmp_path: Path):
+def test_passage_ids_round_trip_through_ingestion_uris(tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     ids = ["musique_train100:6", "a#b c/d?", "ünï"]
     corpus.write_text("".join(json.dumps({"id": i, "title": f"T{n}", "text": "x y z"}) + "\n" for n, i in enumerate(ids)))
@@ -117,15 +118,15 @@ def test_passage_ids_round_trip_through_ingestion_uris(tmp_path: Path):
     [("Yes", 1.0), ("yes.", 1.0), ("No", 0.0), ("No.", 0.0), ("**Yes**", 1.0), ("<think>hmm, no</think>\nYes", 1.0),
      ("Not sure", None), ("", None), ("Nope", None)],
 )
-def test_parse_judgement(reply, score):
+def test_parse_judgement(reply: str, score: float | None) -> None:
     assert parse_judgement(reply) == score
 
 
-def _q(i: int) -> dict:
+def _q(i: int) -> dict[str, Any]:
     return {"id": f"q{i}", "question": f"Question {i}?", "answers": [f"a{i}"], "gold_passage_ids": [f"p{i}"]}
 
 
-def test_select_questions_is_seeded_and_keeps_file_order():
+def test_select_questions_is_seeded_and_keeps_file_order() -> None:
     from kbgraph.eval import EvalQuestion
 
     qs = [EvalQuestion.model_validate(_q(i)) for i in range(50)]
@@ -138,7 +139,7 @@ def test_select_questions_is_seeded_and_keeps_file_order():
     assert [q.id for q in select_questions(qs, sample=None, limit=4, seed=0)] == ["q0", "q1", "q2", "q3"]
 
 
-def test_load_dataset_by_prefix_file_or_folder(tmp_path: Path):
+def test_load_dataset_by_prefix_file_or_folder(tmp_path: Path) -> None:
     folder = tmp_path / "mini set"
     folder.mkdir()
     (folder / "dev.questions.jsonl").write_text("\n".join(json.dumps(_q(i)) for i in range(3)) + "\n\n")
@@ -158,8 +159,8 @@ def test_load_dataset_by_prefix_file_or_folder(tmp_path: Path):
         load_dataset(folder / "bad")
 
 
-def test_summary_recomputes_recall_from_passage_ids_not_stored_figures():
-    def rec(qid, method, got, gold, stored):
+def test_summary_recomputes_recall_from_passage_ids_not_stored_figures() -> None:
+    def rec(qid: str, method: str, got: list[str], gold: list[str], stored: float) -> QuestionRecord:
         return QuestionRecord(question_id=qid, method=method, question="?", gold_passage_ids=gold,
                               retrieved_passage_ids=got, metrics={"R@1": stored, "R@2": stored, "sf_recall": stored})
 

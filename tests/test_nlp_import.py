@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 
 def _run(code: str) -> str:
@@ -14,7 +15,7 @@ def _run(code: str) -> str:
     return out.stdout.strip()
 
 
-def test_spacy_pipeline_without_torch_then_torch_imports():
+def test_spacy_pipeline_without_torch_then_torch_imports() -> None:
     out = _run("""
         import sys
         from kbgraph.ingest.nlp import load_nlp, split_sentences
@@ -28,7 +29,7 @@ def test_spacy_pipeline_without_torch_then_torch_imports():
     assert out[1] == "3.0"
 
 
-def test_torch_already_imported_is_left_alone():
+def test_torch_already_imported_is_left_alone() -> None:
     out = _run("""
         import sys
         import torch
@@ -40,7 +41,7 @@ def test_torch_already_imported_is_left_alone():
     assert out == "True True"
 
 
-def test_html_parse_does_not_import_torch(examples_dir):
+def test_html_parse_does_not_import_torch(examples_dir: Path) -> None:
     html = next((examples_dir / "docs" / "html").glob("*.html"))
     out = _run(f"""
         import sys

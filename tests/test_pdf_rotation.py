@@ -17,9 +17,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 from kbgraph.ingest.ocr import OcrOptions
 from kbgraph.ingest.parse import parse_file
+
+from kbgraph.settings import Settings
 
 MAX = 50_000_000
 
@@ -74,7 +75,7 @@ def _make(folder: Path) -> Path:
 
 @pytest.mark.parametrize("rotation", [0, 90, 180, 270])
 @pytest.mark.parametrize("upright", [False, True], ids=["sideways", "upright"])
-def test_rotated_page_with_a_text_layer_is_read_in_order(tmp_path: Path, rotation: int, upright: bool):
+def test_rotated_page_with_a_text_layer_is_read_in_order(tmp_path: Path, rotation: int, upright: bool) -> None:
     """Each line of the text layer comes out once, in reading order, whatever the page's rotation and whether
     its text reads upright or sideways on screen (0 degrees: the unturned page, as before)."""
     lines = PAGES["sideways90.pdf"][0]
@@ -86,7 +87,7 @@ def test_rotated_page_with_a_text_layer_is_read_in_order(tmp_path: Path, rotatio
     assert all(e.page == 1 for e in doc.elements)
 
 
-def test_rotated_pdfs_are_ingested_and_asked_on_the_cli(falkor_settings, tmp_path: Path):
+def test_rotated_pdfs_are_ingested_and_asked_on_the_cli(falkor_settings: Settings, tmp_path: Path) -> None:
     """Issue 38: the four rotated PDFs are ingested into the embedded FalkorDB store by ``kbgraph ingest`` (none
     failed for "no extractable text"); ``kbgraph ask`` (no LLM) answers each page's question from it, citing that
     file first, and the cited chunk holds the page's lines in reading order."""

@@ -16,9 +16,19 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pytest
+from kbgraph.embed.base import Embedder
 from kbgraph.ingest.pipeline import Ingestor
+
 from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
+
+if TYPE_CHECKING:
+    import numpy as np
 
 STAGE_LINE = re.compile(
     r"^group (\d+) (parse|chunk|distill|embed|write): .* in \d+\.\d s \([\d,.]+ \w+/s\).* \| "
@@ -31,25 +41,25 @@ INTERVAL = 0.25  # heartbeat interval of the test run
 class SlowEmbedder:
     """The embedder ``embedder`` (``kbgraph.embed.base.Embedder``), pausing PAUSE s at each call."""
 
-    def __init__(self, embedder):
+    def __init__(self, embedder: Embedder) -> None:
         self.inner = embedder
         self.calls = 0
 
     @property
-    def dimension(self):
+    def dimension(self) -> int:
         return self.inner.dimension
 
     @property
-    def model_name(self):
+    def model_name(self) -> str:
         return self.inner.model_name
 
-    def embed(self, texts):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
         time.sleep(PAUSE)
         return self.inner.embed(texts)
 
 
-def _corpus(examples_dir, folder):
+def _corpus(examples_dir: Path, folder: Path) -> tuple[int, int]:
     folder.mkdir()
     (folder / "a.txt").write_text("Grace Hopper developed the first compiler at Remington Rand.", encoding="utf-8")
     (folder / "b.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.", encoding="utf-8")
@@ -58,8 +68,8 @@ def _corpus(examples_dir, folder):
     return 3, 14  # files, documents
 
 
-def test_log_lines_per_stage_per_group_with_files_done_of_found_and_heartbeats(falkor_settings, examples_dir,
-                                                                                tmp_path, caplog):  # fmt: skip
+def test_log_lines_per_stage_per_group_with_files_done_of_found_and_heartbeats(
+        falkor_settings: Settings, examples_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     files, documents = _corpus(examples_dir, tmp_path / "in")
     settings = falkor_settings.updated({"name": f"progress{uuid.uuid4().hex[:8]}", "ingest_group_size": 8})
     kb = KnowledgeBase(settings=settings)
@@ -94,7 +104,7 @@ def test_log_lines_per_stage_per_group_with_files_done_of_found_and_heartbeats(f
         kb.close()
 
 
-def test_heartbeat_schedule(caplog):
+def test_heartbeat_schedule(caplog: pytest.LogCaptureFixture) -> None:
     """A heartbeat is written exactly when ``interval`` seconds passed without a line, by the progress's clock (a
     test clock here: no wall-clock gaps to measure on a busy machine); any line, a heartbeat too, restarts the
     wait; the heartbeat names the stage under way."""
@@ -122,7 +132,7 @@ def test_heartbeat_schedule(caplog):
     assert sum(line.startswith("working |") or line.startswith("still ") for line in lines) == 5
 
 
-def test_cli_with_stderr_captured_prints_progress_lines(falkor_settings, examples_dir, tmp_path):
+def test_cli_with_stderr_captured_prints_progress_lines(falkor_settings: Settings, examples_dir: Path, tmp_path: Path) -> None:
     files, documents = _corpus(examples_dir, tmp_path / "in")
     name = f"progresscli{uuid.uuid4().hex[:6]}"
     env = {**os.environ, "KBGRAPH_HOME": str(falkor_settings.home), "KBGRAPH_NAME": name,

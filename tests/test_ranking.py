@@ -7,24 +7,28 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-
-from kbgraph.errors import ConfigError
 from kbgraph.ingest.write import write_documents
-from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord
-from kbgraph.query.models import Seeds
+from kbgraph.query.models import ScoredChunk, Seeds
 from kbgraph.query.propagation import propagate
 from kbgraph.query.ranking import FEATURES, load_model
 
+from kbgraph.errors import ConfigError
+from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 from tests.test_propagation import SEEDS, _hand_graph, _vec
 
 LAYERS = ["Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
           "Hop", "TitleHop", "Next"]  # fmt: skip
 
 
-def _model(tmp_path, coef: dict[str, float], intercept: float = 0.25):
+def _model(tmp_path: Path, coef: dict[str, float], intercept: float = 0.25) -> Path:
     """A model file over every feature: means 0.1, scales 2 (so standardisation is not a no-op)."""
     names = list(FEATURES)
     path = tmp_path / "model.json"
@@ -33,7 +37,8 @@ def _model(tmp_path, coef: dict[str, float], intercept: float = 0.25):
     return path
 
 
-def _recompute(question: str, weighted, model: dict, extra=(), bm25=()) -> dict[str, float]:
+def _recompute(question: str, weighted: list[ScoredChunk], model: dict[str, Any],
+               extra: Sequence[tuple[str, float, str]] = (), bm25: Sequence[tuple[str, float]] = ()) -> dict[str, float]:
     """The learned score of each chunk, computed here from the weighted run's explain terms alone (and, for
     ``extra`` BM25 additions the weighted run did not return, (chunk id, its cosine, its title) from the planted
     vectors); ``bm25``: the seeds' (chunk id, BM25 score) list, best first."""
@@ -78,9 +83,9 @@ def _lone_document() -> DocumentGraph:
 def _title_graph() -> list[DocumentGraph]:
     """Document A (chunk a1 names 'Bee'), document 'Bee' (b1, b2 mention it), document C (c1)."""
     title = EntityRecord(id="eB", name="Bee", type="TITLE", embedding=_vec(50))
-    doc = lambda i, t: DocumentRecord(id=f"doc:{i}", uri=f"file:///{i}.txt", title=t, mime="text/plain", sha256=i,  # noqa: E731
+    doc: Callable[[str, str], DocumentRecord] = lambda i, t: DocumentRecord(id=f"doc:{i}", uri=f"file:///{i}.txt", title=t, mime="text/plain", sha256=i,  # noqa: E731
                                       embedding=_vec(ord(i)))  # fmt: skip
-    chunk = lambda cid, d, n: ChunkRecord(id=cid, document_id=f"doc:{d}", parent_id=f"doc:{d}", text=cid, order=n,  # noqa: E731
+    chunk: Callable[[str, str, int], ChunkRecord] = lambda cid, d, n: ChunkRecord(id=cid, document_id=f"doc:{d}", parent_id=f"doc:{d}", text=cid, order=n,  # noqa: E731
                                           embedding=_vec(60 + n + ord(d)))  # fmt: skip
     return [
         DocumentGraph(document=doc("A", "A"), chunks=[chunk("a1", "A", 0)], entities=[title],
@@ -92,7 +97,8 @@ def _title_graph() -> list[DocumentGraph]:
 
 
 @pytest.mark.parametrize("graph", ["hand", "title", "bm25"])
-def test_learned_order_equals_a_recomputation_from_the_explain_terms(store, backend_settings, tmp_path, graph):
+def test_learned_order_equals_a_recomputation_from_the_explain_terms(store: GraphStore, backend_settings: Settings,
+                                                                     tmp_path: Path, graph: str) -> None:
     extra, bm25 = [], []
     if graph == "hand":
         write_documents(store, [_hand_graph()])
@@ -141,7 +147,7 @@ def test_learned_order_equals_a_recomputation_from_the_explain_terms(store, back
     assert [c.id for c in top2] == want[:2]
 
 
-def test_the_shipped_model_loads_and_a_broken_one_is_a_clear_error(tmp_path):
+def test_the_shipped_model_loads_and_a_broken_one_is_a_clear_error(tmp_path: Path) -> None:
     model = load_model()
     assert set(model.features) <= set(FEATURES) and model.trained_on
     bad = tmp_path / "bad.json"
@@ -152,7 +158,7 @@ def test_the_shipped_model_loads_and_a_broken_one_is_a_clear_error(tmp_path):
         load_model(tmp_path / "missing.json")
 
 
-def test_fit_learns_a_planted_signal_and_scores_each_set_by_the_others():
+def test_fit_learns_a_planted_signal_and_scores_each_set_by_the_others() -> None:
     from kbgraph.eval.rank_train import LabelledPool, fit, leave_one_out, recall
 
     rng = np.random.default_rng(0)

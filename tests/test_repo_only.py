@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 
-def _conftest():
+def _conftest() -> ModuleType:
     """tests/conftest.py as pytest imported it (its module name depends on pytest's import mode)."""
     here = Path(__file__).with_name("conftest.py")
     for mod in list(sys.modules.values()):
@@ -50,7 +51,7 @@ def offences(text: str) -> list[str]:
     return out
 
 
-def test_the_scanner_catches_each_way_out():
+def test_the_scanner_catches_each_way_out() -> None:
     """The scanner is able to fail: each pattern catches a line that once read the sibling data folder. The
     lines are assembled here so that this file itself names no path outside the repo."""
     up, folder, machine = "..", _OLD, "/" + "work"
@@ -66,12 +67,12 @@ def test_the_scanner_catches_each_way_out():
 
 
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(REPO)))
-def test_sources_name_no_path_outside_the_repo(path: Path):
+def test_sources_name_no_path_outside_the_repo(path: Path) -> None:
     found = offences(path.read_text(encoding="utf-8"))
     assert not found, f"{path.relative_to(REPO)} reads outside the repository:\n" + "\n".join(found)
 
 
-def test_the_runtime_guard_records_a_read_beside_the_repo(tmp_path):
+def test_the_runtime_guard_records_a_read_beside_the_repo(tmp_path: Path) -> None:
     """conftest's audit hook sees an open() of a sibling of the repo (the file need not exist)."""
     probe = REPO.parent / "kbgraph-sibling" / "x.kbgraph-guard-probe"
     assert conftest.outside_repo(probe)
@@ -84,7 +85,7 @@ def test_the_runtime_guard_records_a_read_beside_the_repo(tmp_path):
     assert conftest.OUTSIDE_READS[before:] == [str(probe)]
 
 
-def test_examples_are_in_the_repo(examples_dir):
+def test_examples_are_in_the_repo(examples_dir: Path) -> None:
     assert (examples_dir / "docs" / "SOURCES.md").is_file()
     for prefix in ("2wikimultihopqa/dev500", "musique/hipporag_train100", "hotpotqa/hipporag_train100"):
         for part in ("questions", "corpus"):

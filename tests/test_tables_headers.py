@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
-
-from kbgraph.ingest.parse import parse_file
+from kbgraph.ingest.parse import ParsedDocument, parse_file
 from kbgraph.ingest.tables import normalize_signs, summarize_table
+
 from kbgraph.text import parse_markdown_table
 
 MAX_BYTES = 10_000_000
@@ -49,11 +49,11 @@ TEN_K = """<!DOCTYPE html>
 """
 
 
-def _tables(doc) -> list[tuple[str | None, list[str], list[list[str]]]]:
+def _tables(doc: ParsedDocument) -> list[tuple[str | None, list[str], list[list[str]]]]:
     return [parse_markdown_table(e.text) for e in doc.elements if e.kind == "table"]
 
 
-def test_html_multi_row_header_is_joined(tmp_path):
+def test_html_multi_row_header_is_joined(tmp_path: Path) -> None:
     path = tmp_path / "acme-10k.html"
     path.write_text(TEN_K, encoding="utf-8")
     doc = parse_file(path, max_bytes=MAX_BYTES)
@@ -71,7 +71,7 @@ def test_html_multi_row_header_is_joined(tmp_path):
     assert "Year ended December 31 2021, Year ended December 31 2020" in summary
 
 
-def test_html_edgar_layout_table(tmp_path):
+def test_html_edgar_layout_table(tmp_path: Path) -> None:
     """No <th> at all: the header is the rows above the first row label; '$' and ')' cells join their value,
     spacer columns go, and a row label spanning two rows stays with each of them."""
     path = tmp_path / "acme-segments.htm"
@@ -85,7 +85,7 @@ def test_html_edgar_layout_table(tmp_path):
     ]
 
 
-def test_sign_normalisation():
+def test_sign_normalisation() -> None:
     assert normalize_signs("\u22121,234") == "-1,234" and normalize_signs("5\u22123") == "5-3"
     assert normalize_signs("(\ufffd1,234)") == "(-1,234)"
     assert normalize_signs("\ufffd12") == "-12"
@@ -131,7 +131,7 @@ def _pdf_with_signed_table(path: Path) -> None:
     doc.save(path)
 
 
-def test_pdf_table_negative_numbers(tmp_path):
+def test_pdf_table_negative_numbers(tmp_path: Path) -> None:
     path = tmp_path / "statement.pdf"
     _pdf_with_signed_table(path)
     raw = pymupdf.open(path)[0].get_text(flags=PDF_FLAGS)

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -28,13 +30,13 @@ from kbgraph.store import open_store
 CONNECT_TIMEOUT = 2.0
 
 
-def _env(tmp_path, **extra) -> dict:
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KBGRAPH_", "NEO4J_"))}
     return {**env, "KBGRAPH_HOME": str(tmp_path / "home"), **extra}
 
 
 @pytest.fixture
-def silent_listener():
+def silent_listener() -> Iterator[tuple[int, list[socket.socket]]]:
     """A TCP port that accepts connections and never sends a byte."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -64,11 +66,13 @@ def silent_listener():
 def _dead_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @pytest.mark.parametrize("scheme", ["bolt", "neo4j"])
-def test_silent_bolt_endpoint_fails_within_connect_timeout(silent_listener, scheme, tmp_path):
+def test_silent_bolt_endpoint_fails_within_connect_timeout(silent_listener: tuple[int, list[socket.socket]], scheme: str,
+                                                           tmp_path: Path) -> None:
     port, accepted = silent_listener
     settings = Settings(home=tmp_path, uri=f"{scheme}://127.0.0.1:{port}", connect_timeout=CONNECT_TIMEOUT)
     started = time.monotonic()
@@ -80,7 +84,7 @@ def test_silent_bolt_endpoint_fails_within_connect_timeout(silent_listener, sche
     assert elapsed < CONNECT_TIMEOUT + 2.5, elapsed
 
 
-def test_neo4j_scheme_dead_port_prints_one_error_line(tmp_path):
+def test_neo4j_scheme_dead_port_prints_one_error_line(tmp_path: Path) -> None:
     port = _dead_port()
     cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "--uri", f"neo4j://127.0.0.1:{port}", "stats"],
                          env=_env(tmp_path), capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -90,7 +94,7 @@ def test_neo4j_scheme_dead_port_prints_one_error_line(tmp_path):
     assert lines[0].startswith(f"error: cannot reach Neo4j at neo4j://127.0.0.1:{port}")
 
 
-def test_empty_question_is_a_usage_error(tmp_path):
+def test_empty_question_is_a_usage_error(tmp_path: Path) -> None:
     for question in ("", "   "):
         cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ask", question], env=_env(tmp_path),
                              capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -99,7 +103,7 @@ def test_empty_question_is_a_usage_error(tmp_path):
     assert not (tmp_path / "home").exists()  # refused before any store was opened
 
 
-def test_wait_says_whose_lock_it_waits_for(falkor_settings, tmp_path):
+def test_wait_says_whose_lock_it_waits_for(falkor_settings: Settings, tmp_path: Path) -> None:
     from kbgraph.ingest.lock import RunLock
 
     (tmp_path / "a.txt").write_text("Locks keep runs apart.", encoding="utf-8")

@@ -20,7 +20,7 @@ from kbgraph.embed.onnx_runtime import token_batches
         ([], 64, 2048, []),
     ],
 )
-def test_token_batches(lengths, max_texts, max_tokens, expected):
+def test_token_batches(lengths: list[int], max_texts: int, max_tokens: int, expected: list[list[int]]) -> None:
     batches = list(token_batches(lengths, max_texts, max_tokens))
     assert batches == expected
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))

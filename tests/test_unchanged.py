@@ -10,24 +10,27 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-
-import pytest
+from pathlib import Path
+from typing import Any
 
 import kbgraph.ingest.compute as compute_module  # the parsers as the ingestion calls them
+import pytest
+
 from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
 
 WRITES = ("ingest/upsert_", "ingest/link_", "ingest/mark_documents_complete", "admin/delete_", "ingest/record_source",
           "ingest/forget_source")  # fmt: skip
 
 
 @pytest.fixture
-def parse_calls(monkeypatch) -> Counter:
+def parse_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Calls of the real parsers, by name."""
-    calls: Counter = Counter()
+    calls: Counter[str] = Counter()
     for name in ("parse_file", "parse_passages_jsonl"):
         real = getattr(compute_module, name)
 
-        def counted(*args, _real=real, _name=name, **kwargs):
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
             calls[_name] += 1
             return _real(*args, **kwargs)
 
@@ -35,7 +38,7 @@ def parse_calls(monkeypatch) -> Counter:
     return calls
 
 
-def test_unchanged_sources_are_not_parsed(backend_settings, examples_dir, tmp_path, parse_calls):
+def test_unchanged_sources_are_not_parsed(backend_settings: Settings, examples_dir: Path, tmp_path: Path, parse_calls: Counter[str]) -> None:
     src = tmp_path / "in"
     src.mkdir()
     (src / "a.txt").write_text("Grace Hopper developed the first compiler at Remington Rand.", encoding="utf-8")

@@ -6,6 +6,10 @@ MuSiQue passages."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
 
 from kbgraph.ingest.embed_layers import embed_layers
@@ -17,17 +21,20 @@ from kbgraph.store import backend_name
 
 from tests.musique_sample import musique_sample
 
+if TYPE_CHECKING:
+    import numpy as np
+
 OFF = ["Entity", "Triple", "Section", "Document"]  # AtomicQuestion stays on: Algorithm 1 retrieves it by vector
 ON = ["AtomicQuestion"]
 
 
 @pytest.fixture(scope="module")
-def corpus(examples_dir, tmp_path_factory):
+def corpus(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """16 passages (the gold passages of the first questions, then others) and those questions."""
     return musique_sample(examples_dir, tmp_path_factory.mktemp("vlayers"), 16, 4)
 
 
-def _fresh(settings: Settings, corpus, layers: list[str], suffix: str = "") -> KnowledgeBase:
+def _fresh(settings: Settings, corpus: tuple[Path, list[str]], layers: list[str], suffix: str = "") -> KnowledgeBase:
     """A knowledge base of ``corpus`` built with ``layers`` embedded (on FalkorDB a new graph per ``suffix``)."""
     kb = KnowledgeBase(settings=settings.updated({"vector_layers": layers, "name": settings.name + suffix}))
     kb.reset()
@@ -44,7 +51,7 @@ def _top(kb: KnowledgeBase, settings: Settings, questions: list[str]) -> list[li
     return out
 
 
-def test_setting_parses_csv_and_rejects_unknown_labels(monkeypatch):
+def test_setting_parses_csv_and_rejects_unknown_labels(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "Chunk, Entity,Entity")
     s = Settings()
     assert s.embedding.vector_layers == ["Entity"]  # Chunk is always on, not a choice
@@ -56,13 +63,13 @@ def test_setting_parses_csv_and_rejects_unknown_labels(monkeypatch):
         Settings()
 
 
-def test_embed_layers_skips_the_layers_that_are_off():
+def test_embed_layers_skips_the_layers_that_are_off() -> None:
     class CountingEmbedder:  # an Embedder (the protocol): dimension and model_name too, though not read here
         texts: list[str] = []
         dimension = 3
         model_name = "counting"
 
-        def embed(self, texts):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
             import numpy as np
 
             self.texts += list(texts)
@@ -80,7 +87,7 @@ def test_embed_layers_skips_the_layers_that_are_off():
     assert embed_layers([g], emb, None) == 3 and g.entities[0].embedding == [1.0, 1.0, 1.0]
 
 
-def test_ingest_with_layers_off_keeps_nodes_edges_and_fulltext(backend_settings, corpus):
+def test_ingest_with_layers_off_keeps_nodes_edges_and_fulltext(backend_settings: Settings, corpus: tuple[Path, list[str]]) -> None:
     kb = _fresh(backend_settings, corpus, ON)
     try:
         stats = kb.stats()
@@ -101,7 +108,7 @@ def test_ingest_with_layers_off_keeps_nodes_edges_and_fulltext(backend_settings,
         kb.close()
 
 
-def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(backend_settings, corpus):
+def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(backend_settings: Settings, corpus: tuple[Path, list[str]]) -> None:
     """Compared in full on FalkorDB (each build a new graph). A Neo4j Community server has one database: the
     second build follows a reset whose deleted documents still weigh in Lucene's term statistics, so there the
     comparison leaves the full-text seeds out (the setting does not touch them)."""
