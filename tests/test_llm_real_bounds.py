@@ -7,12 +7,15 @@ answers badly: the content is not checked, only that the answer completes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import pytest
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from kbgraph.ingest import prompts as ingest_prompts
 from kbgraph.ingest.distill.llm import ATOMIZING_TEMPERATURE
 from kbgraph.ingest.distill.schemas import MAX_ITEMS, MAX_QUESTION_CHARS, AtomicQuestions
+from kbgraph.llm.base import Messages
 from kbgraph.llm.bounds import unbounded_paths
 from kbgraph.llm.client import OpenAIClient
 from kbgraph.query import prompts
@@ -21,6 +24,7 @@ from kbgraph.query.decompose import SUB_QUESTION_CHARS, SUB_QUESTIONS, Proposal
 from kbgraph.query.migres import MAX_QUERIES, MAX_STATEMENTS, LeafOutput, NewQueries
 from kbgraph.query.prompts import migres as migres_prompts
 from kbgraph.settings import Settings
+from tests.llm_server_fixture import LLMServerInfo
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +37,7 @@ PASSAGE = (
 
 
 @pytest.fixture(scope="module")
-def llm(llm_server, tmp_path_factory):
+def llm(llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenAIClient]:
     """The real server through OpenAIClient, with the 50-question benchmark's 256-token setting and a fresh
     response cache (every answer a real request)."""
     settings = Settings(
@@ -46,7 +50,9 @@ def llm(llm_server, tmp_path_factory):
     client.close()
 
 
-CASES = [
+#: A prompt: its messages, the schema of its answer and its temperature (None: the client's).
+Case = Callable[[], tuple[Messages, type[BaseModel], float | None]]
+CASES: list[tuple[str, Case]] = [
     ("Proposal", lambda: (prompts.proposer_messages(QUESTION, ""), Proposal, None)),
     ("NewQueries", lambda: (migres_prompts.query_messages(QUESTION, [QUESTION], [], "The birth dates of the two "
                                                           "directors."), NewQueries, None)),  # fmt: skip
@@ -58,7 +64,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,case", CASES, ids=[c[0] for c in CASES])
-def test_small_model_completes_its_bounded_json(llm, name, case):
+def test_small_model_completes_its_bounded_json(llm: OpenAIClient, name: str, case: Case) -> None:
     messages, schema, temperature = case()
     assert unbounded_paths(schema) == []
     answer = llm.complete_json(messages, schema, temperature=temperature)
