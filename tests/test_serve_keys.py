@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,14 +20,17 @@ mcp = pytest.importorskip("mcp")
 from kbgraph.cli import main  # noqa: E402
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
+from kbgraph.settings import Settings  # noqa: E402
 from pydantic import SecretStr  # noqa: E402
 
 from tests.serve_fixture import QUESTION, offline, running  # noqa: E402
 
 MASTER = "master-key-29"
+#: The keys fixture: settings with a keys file, and {role: key}.
+Keys = tuple[Settings, dict[str, str]]
 
 
-def _add(capsys, *args: str) -> str:
+def _add(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     assert main(["serve", "keys", "add", *args]) == 0
     return capsys.readouterr().out.strip()
 
@@ -33,7 +39,7 @@ NOTE = "# Kentucky checks\n\nKentucky had 12,155 handgun checks in November 2015
 
 
 @pytest.fixture(scope="module")
-def kb_settings(falkor_settings, tmp_path_factory):
+def kb_settings(falkor_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
     """A knowledge base of one small note; ingest roots: a folder holding a second note."""
     docs = tmp_path_factory.mktemp("keydocs")
     (docs / "kentucky.md").write_text(NOTE)
@@ -49,7 +55,8 @@ def kb_settings(falkor_settings, tmp_path_factory):
 
 
 @pytest.fixture()
-def keys(kb_settings, tmp_path, monkeypatch, capsys):
+def keys(kb_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+         capsys: pytest.CaptureFixture[str]) -> Keys:
     """(settings with a keys file, {role: key}) made through the CLI."""
     path = tmp_path / "keys.toml"
     monkeypatch.setenv("KBGRAPH_API_KEYS_FILE", str(path))
@@ -67,11 +74,11 @@ def keys(kb_settings, tmp_path, monkeypatch, capsys):
     return kb_settings.updated({"api_keys_file": path}), made
 
 
-def _h(key: str | None) -> dict:
+def _h(key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-def test_http_scopes(keys, capsys):
+def test_http_scopes(keys: Keys, capsys: pytest.CaptureFixture[str]) -> None:
     settings, k = keys
     kb = f"/v1/kb/{settings.name}"
     senate = {"paths": [str(settings.serve.serve_ingest_roots[0] / "more.md")]}
@@ -112,12 +119,12 @@ def test_http_scopes(keys, capsys):
         capsys.readouterr()
 
 
-def test_mcp_scopes(keys):
+def test_mcp_scopes(keys: Keys) -> None:
     settings, k = keys
     name = settings.name
     more = str(settings.serve.serve_ingest_roots[0] / "more.md")
 
-    def client(url: str, key: str | None):
+    def client(url: str, key: str | None) -> Any:  # an mcp Client
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -134,7 +141,7 @@ def test_mcp_scopes(keys):
         raw = httpx.post(f"{url}/mcp", json=hello, headers={**_h(key), "Accept": "application/json, text/event-stream"})
         assert raw.status_code == 401, raw.text
 
-    async def main_(url: str):
+    async def main_(url: str) -> None:
         async with client(url, k["reader"]) as c:
             ok = await c.call_tool("search", {"question": QUESTION, "k": 1, "kb": name})
             assert not ok.is_error, ok.content
