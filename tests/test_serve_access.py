@@ -11,6 +11,9 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +22,7 @@ httpx = pytest.importorskip("httpx")
 
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
+from kbgraph.settings import Settings  # noqa: E402
 from tests.serve_fixture import offline, running  # noqa: E402
 
 SECRET_WORD = "Quokkazanzibar"
@@ -29,7 +33,7 @@ ALLOWED = "# Lighthouse\n\nThe Kilnsea lighthouse keeper counted 41 ships on 3 M
 OPENED: list[str] = []
 
 
-def _audit(event: str, args: tuple) -> None:
+def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
         path = os.fsdecode(args[0])
         if "kbg29-outside" in path:
@@ -39,8 +43,12 @@ def _audit(event: str, args: tuple) -> None:
 sys.addaudithook(_audit)
 
 
+#: The tree fixture: (the allowed root, the folder outside it).
+Tree = tuple[Path, Path]
+
+
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory):
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
     """``root/`` (allowed: a note, a link to the secret, ``sub/`` holding a link to it) and ``kbg29-outside/``
     (the secret)."""
     base = tmp_path_factory.mktemp("roots")
@@ -57,7 +65,7 @@ def tree(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def kb_settings(falkor_settings, tmp_path_factory, tree):
+def kb_settings(falkor_settings: Settings, tmp_path_factory: pytest.TempPathFactory, tree: Tree) -> Iterator[Settings]:
     """A knowledge base of one small note, served with ``serve_ingest_roots`` = the tree's root."""
     note = tmp_path_factory.mktemp("accdocs") / "ferry.md"
     note.write_text("# Ferry\n\nThe ferry to Kilnsea leaves at 7 every morning.\n")
@@ -70,23 +78,23 @@ def kb_settings(falkor_settings, tmp_path_factory, tree):
         kb.reset()
 
 
-def _wait_job(c, job_id: str, timeout: float = 300) -> dict:
+def _wait_job(c: Any, job_id: str, timeout: float = 300) -> dict[str, Any]:  # c: an httpx client
     deadline = time.monotonic() + timeout
     while True:
-        job = c.get(f"/v1/jobs/{job_id}").json()
+        job: dict[str, Any] = c.get(f"/v1/jobs/{job_id}").json()
         if job["status"] in ("done", "failed") or time.monotonic() > deadline:
             return job
         time.sleep(0.2)
 
 
-def _not_leaked(c, kb: str, stats_before: dict) -> None:
+def _not_leaked(c: Any, kb: str, stats_before: dict[str, Any]) -> None:
     assert not OPENED, OPENED
     assert c.get(f"{kb}/stats").json() == stats_before
     hits = c.post(f"{kb}/search", json={"question": f"What is the vault code word {SECRET_WORD}?", "k": 5}).json()
     assert all(SECRET_WORD not in ch["text"] for ch in hits["chunks"])
 
 
-def test_paths_outside_the_roots_are_403_and_never_read(kb_settings, tree):
+def test_paths_outside_the_roots_are_403_and_never_read(kb_settings: Settings, tree: Tree) -> None:
     root, outside = tree
     kb = f"/v1/kb/{kb_settings.name}"
     with running(create_app(kb_settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
@@ -128,7 +136,7 @@ def test_paths_outside_the_roots_are_403_and_never_read(kb_settings, tree):
         assert all(SECRET_WORD not in ch["text"] for ch in hits["chunks"])
 
 
-def test_no_roots_turns_path_ingestion_off_uploads_still_work(kb_settings, tree):
+def test_no_roots_turns_path_ingestion_off_uploads_still_work(kb_settings: Settings, tree: Tree) -> None:
     root, _ = tree
     settings = kb_settings.updated({"serve_ingest_roots": []})
     kb = f"/v1/kb/{settings.name}"
@@ -145,12 +153,12 @@ def test_no_roots_turns_path_ingestion_off_uploads_still_work(kb_settings, tree)
         assert c.delete(f"{kb}/documents/{memo['id']}").status_code == 200
 
 
-def test_mcp_ingest_obeys_the_roots(kb_settings, tree):
+def test_mcp_ingest_obeys_the_roots(kb_settings: Settings, tree: Tree) -> None:
     mcp = pytest.importorskip("mcp")
     root, outside = tree
     app = create_app(kb_settings.updated({"mcp_allow_ingest": True}))
 
-    async def main(url: str):
+    async def main(url: str) -> None:
         async with mcp.Client(f"{url}/mcp", read_timeout_seconds=120) as client:
             for path in (str(outside / "secret.md"), f"{root}/../kbg29-outside/secret.md", str(root / "link.md")):
                 result = await client.call_tool("ingest", {"paths": [path], "kb": kb_settings.name})
