@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from kbgraph.query.graph import chunk_details, scored_chunk
@@ -63,6 +63,10 @@ from kbgraph.store.base import Row
 from kbgraph.store.parallel import gather
 from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.query.bm25 import shared_index
+
+#: The parameters of ``retrieve/layer_candidates`` that give it rows: the statement is sent when one is not empty.
+LAYER_PARAMS = ("chunk_ids", "question_ids", "triple_ids", "entity_seeds", "entity_text_seeds", "tag_seeds",
+                "section_ids")
 
 #: Vector-seeded layers and the weight setting of each.
 LAYER_WEIGHTS = {
@@ -144,14 +148,14 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     the settings' ranker (``weights``: the weighted sum; ``learned``: kbgraph.query.ranking over
     :func:`learned_pool`) and return the top ``k`` chunks, best first, with provenance (and the full breakdown
     when ``explain``)."""
-    terms, scores, ranked, similarity = score_terms(store, settings, seeds, k=k)
+    terms, scores, ranked, reached = score_terms(store, settings, seeds, k=k)
     ranking: dict[str, list[RankerTerm]] = {}
     if settings.retrieval.ranker == "learned" and ranked:
-        pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, similarity)
-        top, details, scores, ranking = _learned_order(settings, seeds.question, pool, k, explain)
+        pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, reached)
+        top, scores, ranking = _learned_order(settings, seeds.question, pool, k, explain)
     else:
         top = ranked[:k]
-        details = chunk_details(store, top)
+    details = chunk_details(store, top)
     out = []
     for cid in top:
         breakdown = []
@@ -168,20 +172,34 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     return out
 
 
+class Reached(NamedTuple):
+    """What the statements of one question said of the chunks they reached (:func:`score_terms`): ``titles``
+    {chunk id: the title of its document ('' without one)} of every chunk a row named, which is every candidate
+    that is served (its document 'complete'); ``similarity`` {chunk id: exact cosine with the question, None
+    without an embedding} of every chunk whose similarity was read (empty when none was)."""
+
+    titles: dict[str, str]
+    similarity: dict[str, float | None]
+
+
 class Scored(NamedTuple):
     """The formula's result (:func:`score_terms`): {chunk id: {layer: its best term}}, {chunk id: weighted sum
-    S(c)}, chunk ids by S(c) best first (ties by id), and {chunk id: exact cosine} of BM25's hits that no term
-    gave a Chunk similarity (computed in the same round trip as the last rescoring, for :func:`learned_pool`)."""
+    S(c)}, chunk ids by S(c) best first (ties by id), and what the statements said of the chunks they reached
+    (:class:`Reached`: the titles and exact similarities :func:`learned_pool` needs, BM25's hits included)."""
 
     terms: dict[str, dict[str, _Term]]
     scores: dict[str, float]
     ranked: list[str]
-    bm25_similarity: dict[str, float]
+    reached: Reached
 
 
 def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) -> Scored:
-    """The module's formula (:class:`Scored`). ``k`` widens the NEXT hop's sources to the top ``k``. Three to
-    six statements (layer chunks, tags, document priors, exact similarities twice, hops)."""
+    """The module's formula (:class:`Scored`). ``k`` widens the NEXT hop's sources to the top ``k``. Two
+    statements, one round trip each: ``retrieve/layer_candidates`` (every layer's chunks, the tags', the section
+    and document priors' facts, and each candidate's exact similarity and document title) and
+    ``retrieve/hop_neighbours`` (the hops, with the same facts of the chunks they reach); the rescoring of the
+    best ``rescore_k`` candidates of each pass reads the similarities these rows carry."""
+    r = settings.retrieval
     # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
     # term of a layer counts (the maxima of the formula), so the others are never kept.
     terms: dict[str, dict[str, _Term]] = defaultdict(dict)
@@ -191,69 +209,89 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
 
     layers = seeds.layers
     for cid, (sim, _) in layers.get("Chunk", {}).items():
-        add(cid, "Chunk", cid, "", sim, settings.retrieval.weight_chunk)
+        add(cid, "Chunk", cid, "", sim, r.weight_chunk)
     for cid, (sim, _) in layers.get("FullText", {}).items():
-        add(cid, "FullText", cid, "", sim, settings.retrieval.weight_fulltext)
-    # every layer's seeds -> their chunks, in one statement
+        add(cid, "FullText", cid, "", sim, r.weight_fulltext)
+
     def ids(layer: str, weight: float) -> list[str]:
         return list(layers.get(layer, {})) if weight else []
 
     def sims(layer: str, weight: float) -> list[Row]:
         return [{"id": node, "sim": sim} for node, (sim, _) in layers.get(layer, {}).items()] if weight else []
 
-    params = {
-        "question_ids": ids("AtomicQuestion", settings.retrieval.weight_question),
-        "triple_ids": ids("Triple", settings.retrieval.weight_triple),
-        "entity_seeds": sims("Entity", settings.retrieval.weight_entity),
-        "entity_text_seeds": sims("EntityText", settings.retrieval.weight_fulltext),
-        "section_ids": ids("Section", settings.retrieval.weight_section),
-        "max_degree": settings.retrieval.max_entity_degree,
+    exact = bool(r.rescore_k and r.weight_chunk and seeds.query_vector is not None)
+    vector = store.check_vector(seeds.query_vector) if seeds.query_vector is not None and r.weight_chunk else None
+    reached = Reached({}, {})
+    documents: dict[str, str] = {}  # chunk id -> its document's id, when that document is 'complete'
+
+    def note(row: Row, with_similarity: bool) -> None:
+        """Keep what ``row`` says of its chunk: its document's title, and its exact similarity."""
+        cid = row["chunk_id"]
+        reached.titles[cid] = str(row.get("title") or "")
+        if with_similarity:
+            score = row.get("score")
+            reached.similarity[cid] = None if score is None else store.vector_similarity(score)
+
+    # every layer's seeds -> their chunks, and what is known of each candidate, in one statement; the seeded
+    # chunks' own rows only when something needs them (the learned ranker's titles, BM25's hits, a Document prior,
+    # the exact similarity of a full-text seed): the dense baseline sends no statement here
+    want_titles = r.ranker == "learned"
+    document_seeds = layers.get("Document", {}) if r.weight_document else {}
+    seeded = set(layers.get("Chunk", {}))
+    own_rows = want_titles or bool(seeds.bm25 or document_seeds) or (exact and any(c not in seeded for c in terms))
+    params: Row = {
+        "chunk_ids": list(dict.fromkeys([*terms, *(cid for cid, _ in seeds.bm25)])) if own_rows else [],
+        "question_ids": ids("AtomicQuestion", r.weight_question),
+        "triple_ids": ids("Triple", r.weight_triple),
+        "entity_seeds": sims("Entity", r.weight_entity),
+        "entity_text_seeds": sims("EntityText", r.weight_fulltext),
+        "tag_seeds": sims("Tag", r.weight_tag),
+        "section_ids": ids("Section", r.weight_section),
+        "max_degree": r.max_entity_degree,
+        "tag_max_degree": settings.tagging.tag_max_chunks,
+        "with_titles": want_titles,
+        # exact similarities for the rescoring, and for BM25's hits (the learned pool) even without rescoring
+        "with_similarity": vector is not None and (exact or bool(seeds.bm25)),
     }
-    weights = {"AtomicQuestion": settings.retrieval.weight_question, "Triple": settings.retrieval.weight_triple,
-               "Entity": settings.retrieval.weight_entity, "EntityText": settings.retrieval.weight_fulltext,
-               "Section": settings.retrieval.weight_section, "Document": settings.retrieval.weight_document}  # fmt: skip
+    params["embedding"] = vector if params["with_similarity"] else None
+    weights = {"AtomicQuestion": r.weight_question, "Triple": r.weight_triple, "Entity": r.weight_entity,
+               "EntityText": r.weight_fulltext, "Tag": r.weight_tag, "Section": r.weight_section}  # fmt: skip
     priors = []
-    if any(v for key, v in params.items() if key != "max_degree"):
-        for row in store.run("retrieve/layer_chunks", params):
+    if any(params[key] for key in LAYER_PARAMS):
+        for row in store.run("retrieve/layer_candidates", params):
             layer = row["layer"]
             if layer == "Section":
                 priors.append(row)
-            else:
+                continue
+            note(row, params["with_similarity"])
+            if row.get("document_id") is not None:
+                documents[row["chunk_id"]] = row["document_id"]
+            if layer != "Chunk":
                 sim, text = layers[layer][row["via"]]
                 add(row["chunk_id"], layer, row["via"], text, sim, weights[layer])
-    # the Tag layer (auto-tagging, §5.2.2): chunks TAGGED with a mapped corpus tag; absent when there are none
-    tag_seeds = sims("Tag", settings.retrieval.weight_tag)
-    if tag_seeds:
-        params = {"tag_seeds": tag_seeds, "max_degree": settings.tagging.tag_max_chunks}
-        for row in store.run("retrieve/seed_tags_chunks", params):
-            sim, text = layers["Tag"][row["via"]]
-            add(row["chunk_id"], "Tag", row["via"], text, sim, settings.retrieval.weight_tag)
-    # Section and Document priors, for chunks that already have a score from the layers above; the Document
-    # layer's rows come only for those chunks (retrieve/document_priors), one per chunk
-    document_ids = ids("Document", settings.retrieval.weight_document)
-    if document_ids and terms:
-        priors += store.run("retrieve/document_priors", {"document_ids": document_ids, "chunk_ids": list(terms)})
+    # Section and Document priors, for chunks that already have a score from the layers above (the Document
+    # layer: a chunk of a seeded document, when that document is 'complete')
     for row in priors:
         if row["chunk_id"] in terms:
-            sim, text = layers[row["layer"]][row["via"]]
-            add(row["chunk_id"], row["layer"], row["via"], text, sim, weights[row["layer"]])
+            sim, text = layers["Section"][row["via"]]
+            add(row["chunk_id"], "Section", row["via"], text, sim, r.weight_section)
+    for cid in list(terms) if document_seeds else []:
+        if documents.get(cid) in document_seeds:
+            sim, text = document_seeds[documents[cid]]
+            add(cid, "Document", documents[cid], text, sim, r.weight_document)
 
-    bm25_similarity: dict[str, float] = {}
-
-    def exact_chunk_terms(with_bm25: bool = False) -> None:
-        """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c); with
-        ``with_bm25``, also the similarity of BM25's hits without one (into ``bm25_similarity``, not a term)."""
-        if not (settings.retrieval.rescore_k and settings.retrieval.weight_chunk and seeds.query_vector is not None):
+    def exact_chunk_terms() -> None:
+        """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c), as the rows
+        of this question's statements gave it."""
+        if not exact:
             return
         todo = [c for c in terms if "Chunk" not in terms[c] and c not in rescored]
-        todo = sorted(todo, key=lambda c: (-_layer_sum(terms[c]), c))[: settings.retrieval.rescore_k]
+        todo = sorted(todo, key=lambda c: (-_layer_sum(terms[c]), c))[: r.rescore_k]
         rescored.update(todo)
-        side = [c for c, _ in seeds.bm25 if with_bm25 and c not in rescored and "Chunk" not in terms.get(c, {})]
-        for cid, sim in store.chunk_similarities(todo + side, seeds.query_vector).items():
-            if cid in rescored:
-                add(cid, "Chunk", cid, "", max(0.0, sim), settings.retrieval.weight_chunk)
-            else:
-                bm25_similarity[cid] = sim
+        for cid in todo:
+            sim = reached.similarity.get(cid)
+            if sim is not None:
+                add(cid, "Chunk", cid, "", max(0.0, sim), r.weight_chunk)
 
     rescored: set[str] = set(layers.get("Chunk", {}))
     exact_chunk_terms()
@@ -261,58 +299,60 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     sources = sorted(s1, key=lambda c: (-s1[c], c))
 
     # second hop through shared entities, along title links, and along NEXT: one statement
-    hop_sources = sources[: settings.retrieval.hop_from]
+    hop_sources = sources[: r.hop_from]
     params = {
-        "entity_hop_sources": [{"id": c, "score": s1[c]} for c in hop_sources] if settings.retrieval.weight_hop else [],
-        "title_hop_ids": hop_sources if settings.retrieval.weight_title_hop else [],
-        "next_ids": sources[: max(settings.retrieval.hop_from, k)] if settings.retrieval.weight_next else [],
-        "max_degree": settings.retrieval.max_entity_degree,
+        "entity_hop_sources": [{"id": c, "score": s1[c]} for c in hop_sources] if r.weight_hop else [],
+        "title_hop_ids": hop_sources if r.weight_title_hop else [],
+        "next_ids": sources[: max(r.hop_from, k)] if r.weight_next else [],
+        "max_degree": r.max_entity_degree,
+        "with_titles": want_titles,
+        "with_similarity": exact,
+        "embedding": vector if exact else None,
     }
     rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in list(params)[:3]) else []
     fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
     for row in rows:
         kind, source = row["kind"], row["from_id"]
+        note(row, exact)
         if kind == "Hop":
             factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
-            add(row["chunk_id"], "Hop", source, row["text"], s1[source], settings.retrieval.weight_hop, factor)
+            add(row["chunk_id"], "Hop", source, row["text"], s1[source], r.weight_hop, factor)
         elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
             factor = 1.0 / fanout[(source, row["via"])]
-            add(row["chunk_id"], "TitleHop", source, row["text"], s1[source], settings.retrieval.weight_title_hop, factor)
+            add(row["chunk_id"], "TitleHop", source, row["text"], s1[source], r.weight_title_hop, factor)
         else:
-            add(row["chunk_id"], "Next", source, "", s1[source], settings.retrieval.weight_next)
+            add(row["chunk_id"], "Next", source, "", s1[source], r.weight_next)
 
-    exact_chunk_terms(with_bm25=True)  # the chunks the hops reached (and BM25's, for the learned pool)
+    exact_chunk_terms()  # the chunks the hops reached
     scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     ranked = sorted(scores, key=lambda c: (-scores[c], c))
-    return Scored(terms, scores, ranked, bm25_similarity)
+    return Scored(terms, scores, ranked, reached)
 
 
 class LearnedPool(NamedTuple):
     """The learned ranker's candidates: chunk ids and their :class:`~kbgraph.query.ranking.Candidate` views, in
-    the same order (best first by the weighted sum; BM25 additions after, by weighted sum too), and the
-    provenance row of each (``retrieve/chunk_details``)."""
+    the same order (best first by the weighted sum; BM25 additions after, by weighted sum too)."""
 
     ids: list[str]
     candidates: list[RankCandidate]
-    details: dict[str, Row]
 
 
 def learned_pool(
     store: GraphStore, settings: Settings, seeds: Seeds, ranked: list[str], terms: dict[str, dict[str, _Term]],
-    scores: dict[str, float], k: int, similarity: Mapping[str, float] | None = None,
+    scores: dict[str, float], k: int, reached: Reached | None = None,
 ) -> LearnedPool:  # fmt: skip
     """The pool the learned ranker re-orders: the best ``ranker_pool`` (at least ``k``) chunks of the weighted
     sum ``ranked``, plus BM25's top chunks (``seeds.bm25``) not among them. A BM25 addition without a Chunk
-    term gets its exact similarity as one (from ``similarity``, :attr:`Scored.bm25_similarity`, else
-    ``store.chunk_similarities``), added to ``terms`` and ``scores`` (so ``--explain`` shows it). Chunks of
-    incomplete documents (no provenance row) leave the pool. One statement, the pool's provenance
-    (``retrieve/chunk_details``: the titles of the title feature, and the rows of the top k, in one round trip);
-    two when a BM25 addition's similarity is not in ``similarity``."""
+    term gets its exact similarity as one, added to ``terms`` and ``scores`` (so ``--explain`` shows it).
+    Chunks of incomplete documents leave the pool. ``reached`` (:attr:`Scored.reached`): the titles and exact
+    similarities :func:`score_terms` read, so no statement is sent; without it, ``retrieve/chunk_details`` gives
+    the titles and ``store.chunk_similarities`` the similarities."""
     head = ranked[: max(settings.retrieval.ranker_pool, k)]
     extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
     missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]
-    known = {cid: similarity[cid] for cid in missing if similarity and cid in similarity}
-    ask = [cid for cid in missing if cid not in known]
+    similarity = reached.similarity if reached is not None else {}
+    known = {cid: sim for cid in missing if (sim := similarity.get(cid)) is not None}
+    ask = [cid for cid in missing if cid not in similarity] if reached is None else []
     if ask and seeds.query_vector is not None and settings.retrieval.weight_chunk:
         known.update(store.chunk_similarities(ask, seeds.query_vector))
     for cid in missing:
@@ -323,8 +363,10 @@ def learned_pool(
             scores[cid] = _layer_sum(terms[cid])
     extra = sorted((cid for cid in extra if cid in terms), key=lambda c: (-scores[c], c))
     ids = head + extra
-    details = chunk_details(store, ids)
-    titles = {cid: str(row.get("document_title") or "") for cid, row in details.items()}
+    if reached is not None:  # every candidate of score_terms and every BM25 hit that is served has its title
+        titles = reached.titles
+    else:
+        titles = {cid: str(row.get("document_title") or "") for cid, row in chunk_details(store, ids).items()}
     bm25 = dict(seeds.bm25)
     best = seeds.bm25[0][1] if seeds.bm25 else 0.0
     bm25_rank = {cid: i for i, (cid, _) in enumerate(seeds.bm25)}
@@ -332,27 +374,25 @@ def learned_pool(
     return LearnedPool(pool_ids, [
         RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
                       bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
-        for c in pool_ids], details)  # fmt: skip
+        for c in pool_ids])  # fmt: skip
 
 
 def _learned_order(
     settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool,
-) -> tuple[list[str], dict[str, Row], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
     """The learned ranker (kbgraph.query.ranking) over ``pool`` (:func:`learned_pool`): (its top ``k`` chunk
-    ids, their provenance rows, {chunk id: learned score}, {chunk id: feature contributions} when
-    ``explain``). No statement: the pool carries the provenance rows."""
+    ids, {chunk id: learned score}, {chunk id: feature contributions} when ``explain``). No statement."""
     model = load_model(settings.retrieval.ranker_model)
     pool_ids = pool.ids
     rows = feature_rows(question, pool.candidates)
     learned = score_rows(model, rows)
     order = sorted(range(len(pool_ids)), key=lambda i: (-learned[i], pool_ids[i]))[:k]
     top = [pool_ids[i] for i in order]
-    details = {cid: pool.details[cid] for cid in top}
     ranking = {}
     if explain:
         ranking = {pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c)
                                  for f, v, c in model.contributions(rows[i])] for i in order}  # fmt: skip
-    return top, details, {pool_ids[i]: float(learned[i]) for i in order}, ranking
+    return top, {pool_ids[i]: float(learned[i]) for i in order}, ranking
 
 
 def _add(terms: dict[str, dict[str, _Term]], chunk_id: str, layer: str, node_id: str, text: str, sim: float,

@@ -289,6 +289,11 @@ class GraphStore(ABC):
         questions without an embedding and those of documents not complete are left out."""
         return self._similarities("retrieve/atomic_question_similarity", ids, embedding)
 
+    def vector_similarity(self, score: float) -> float:
+        """A score of this backend's vector functions (the vector indexes, ``retrieve/chunk_similarity`` and the
+        ``score`` column of score propagation's statements) as a cosine similarity in [-1, 1]."""
+        return self._vector_similarity(score)
+
     def _similarities(self, statement: str, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
         """{id: cosine in [-1, 1]} of the rows (id, backend vector score) of ``statement`` over ``ids``."""
         if not ids:

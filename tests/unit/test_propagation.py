@@ -16,8 +16,11 @@ from kbgraph.store.base import GraphStore, Row
 
 
 class PlantedStore:
-    """Answers the statements score propagation runs with planted rows; records what it was asked. A stand-in for
-    a GraphStore (an ABC) with the two methods score propagation calls, cast to one where it is passed."""
+    """Answers the statements score propagation runs with planted rows, as the database would: every row carries
+    its chunk's document title and, when the statement is asked for similarities, the chunk's planted exact
+    similarity (``score``, already a cosine: ``vector_similarity`` is the identity); ``retrieve/layer_candidates``
+    also answers for the chunks of ``$chunk_ids``. Records what it was asked. A stand-in for a GraphStore (an ABC)
+    with the methods score propagation calls, cast to one where it is passed."""
 
     def __init__(self, rows: dict[str, list[Row]], similarities: dict[str, float]) -> None:
         self.rows, self.similarities = rows, similarities
@@ -27,7 +30,18 @@ class PlantedStore:
         self.calls.append((name, params))
         if name == "retrieve/chunk_details":
             return [{"id": cid, "text": f"text of {cid}", "document_title": "Doc"} for cid in params["ids"]]
-        return self.rows[name]
+        rows = list(self.rows[name])
+        if name == "retrieve/layer_candidates":
+            rows = [{"layer": "Chunk", "via": cid, "chunk_id": cid} for cid in params["chunk_ids"]] + rows
+        return [{**row, "title": "Doc", "score": self.similarities.get(row["chunk_id"])
+                 if params["with_similarity"] and row.get("layer") != "Section" else None}
+                for row in rows]  # fmt: skip
+
+    def check_vector(self, vector: list[float]) -> list[float]:
+        return vector
+
+    def vector_similarity(self, score: float) -> float:
+        return score
 
     def chunk_similarities(self, ids: list[str], vector: list[float]) -> dict[str, float]:
         self.calls.append(("chunk_similarities", {"ids": list(ids)}))
@@ -40,7 +54,7 @@ SEEDS = Seeds(
     query_vector=[1.0, 0.0], question="who?",
 )  # fmt: skip
 ROWS: dict[str, list[Row]] = {
-    "retrieve/layer_chunks": [
+    "retrieve/layer_candidates": [
         {"layer": "AtomicQuestion", "via": "q1", "chunk_id": "c3"},
         {"layer": "AtomicQuestion", "via": "q1", "chunk_id": "c2"},
         {"layer": "Section", "via": "s1", "chunk_id": "c1"},
@@ -84,18 +98,23 @@ def test_a_section_prior_only_for_chunks_that_have_a_score() -> None:
 def test_a_zero_weight_removes_its_term_and_its_statement_parameters() -> None:
     store, (terms, scores, _, _) = scored(weight_question=0.0, weight_hop=0.0)
     assert not any("AtomicQuestion" in t or "Hop" in t for t in terms.values())
-    layer_params = dict(store.calls)["retrieve/layer_chunks"]
+    layer_params = dict(store.calls)["retrieve/layer_candidates"]
     assert layer_params["question_ids"] == [] and layer_params["section_ids"] == ["s1"]
     assert dict(store.calls)["retrieve/hop_neighbours"]["entity_hop_sources"] == []
     assert "c3" not in scores and "c4" not in scores  # reached only through the terms weighted 0
 
 
-def test_rescoring_gives_candidates_their_exact_chunk_similarity_once() -> None:
-    store, _ = scored()
-    asked = [params["ids"] for name, params in store.calls if name == "chunk_similarities"]
-    assert asked == [["c3"], ["c5", "c6", "c4"]]  # the layers' candidates, then the hops', best first
+def test_rescoring_gives_candidates_their_exact_chunk_similarity_from_the_rows() -> None:
+    store, (terms, _, _, reached) = scored()
+    assert [name for name, _ in store.calls] == ["retrieve/layer_candidates", "retrieve/hop_neighbours"]
+    assert all(params["with_similarity"] for _, params in store.calls)
+    assert {c: terms[c]["Chunk"][3] for c in ("c3", "c4", "c5", "c6")} == SIMILARITIES
+    assert reached.titles["c4"] == "Doc"
+    # rescore_k 1: only the best candidate of each pass (the layers' c3; the hops' c5, by its TitleHop term)
+    _, (terms, _, _, _) = scored(rescore_k=1)
+    assert [c for c in ("c3", "c4", "c5", "c6") if "Chunk" in terms[c]] == ["c3", "c5"]
     store, (terms, _, _, _) = scored(rescore_k=0)
-    assert not [1 for name, _ in store.calls if name == "chunk_similarities"]
+    assert not any(params["with_similarity"] for _, params in store.calls)
     assert "Chunk" not in terms["c3"]
 
 

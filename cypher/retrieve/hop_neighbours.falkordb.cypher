@@ -6,6 +6,10 @@
 //        TITLE entity e, a document d titled e.name, d's chunks that mention e too). The WITH clauses fix the
 //        plan: FalkorDB otherwise scans every Entity and Document (34 ms -> 0.4 ms on 2Wiki);
 // 'Next': reading-order neighbours of the chunks of $next_ids (NEXT in either direction).
+// Each row also gives the reached chunk's document title when $with_titles (the learned ranker's title
+// feature) and, when $with_similarity, its exact similarity to the question (score: 1 - cos, as
+// retrieve/chunk_similarity gives it; null without an embedding): the exact Chunk term of the second
+// rescoring, without a statement of its own.
 // Reached chunks are served chunks only: a chunk is left out when its Document is not 'complete' (still being
 // written, or left 'writing' by a killed run; see ingest/mark_documents_complete), looked up once per reached chunk
 // after the aggregation (a WITH before it keeps FalkorDB from scanning every Chunk). An entity's degree counts every
@@ -24,7 +28,11 @@ WITH neighbour, collect([from_id, via, text, degree])[0] AS best
 OPTIONAL MATCH (d:Document {id: neighbour.document_id})
 WITH neighbour, best, d
 WHERE coalesce(d.status, 'complete') = 'complete'
-RETURN 'Hop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, neighbour.id AS chunk_id, best[3] AS degree
+RETURN 'Hop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, neighbour.id AS chunk_id, best[3] AS degree,
+       CASE WHEN $with_titles THEN d.title END AS title,
+       CASE WHEN $with_similarity AND neighbour.embedding IS NOT NULL
+       THEN vec.cosineDistance(neighbour.embedding, vecf32($embedding))
+       END AS score
 UNION ALL
 UNWIND $title_hop_ids AS chunk_id
 MATCH (a:Chunk {id: chunk_id})
@@ -37,7 +45,10 @@ WHERE d.id <> a.document_id AND d.status = 'complete'
 WITH a, e, d
 MATCH (b:Chunk {document_id: d.id})
 WHERE (b)-[:MENTIONS]->(e)
-RETURN 'TitleHop' AS kind, a.id AS from_id, e.id AS via, e.name AS text, b.id AS chunk_id, 1 AS degree
+RETURN 'TitleHop' AS kind, a.id AS from_id, e.id AS via, e.name AS text, b.id AS chunk_id, 1 AS degree,
+       CASE WHEN $with_titles THEN d.title END AS title,
+       CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN vec.cosineDistance(b.embedding, vecf32($embedding))
+       END AS score
 UNION ALL
 UNWIND $next_ids AS chunk_id
 MATCH (a:Chunk {id: chunk_id})-[:NEXT]-(b:Chunk)
@@ -45,4 +56,7 @@ WITH a, b
 OPTIONAL MATCH (d:Document {id: b.document_id})
 WITH a, b, d
 WHERE coalesce(d.status, 'complete') = 'complete'
-RETURN 'Next' AS kind, a.id AS from_id, a.id AS via, '' AS text, b.id AS chunk_id, 1 AS degree
+RETURN 'Next' AS kind, a.id AS from_id, a.id AS via, '' AS text, b.id AS chunk_id, 1 AS degree,
+       CASE WHEN $with_titles THEN d.title END AS title,
+       CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN vec.cosineDistance(b.embedding, vecf32($embedding))
+       END AS score
