@@ -3,11 +3,14 @@ weighted sum, from the same candidate pools; ``--write`` saves the model fitted 
 default (kbgraph/resources/ranker/default.json).
 
     .venv/bin/python benchmarks/ranker_loso.py [--sets 2wiki,musique,hotpotqa] [--pool 50] [--c 1.0] \
-        [--home DIR] [--write]
+        [--home DIR] [--write] [--no-ingest] [--set KEY=VALUE ...]
 
 The knowledge bases are benchmarks/retrieval_recall.py's (``<home>/<set>_falkordb``, default home
-~/.kbgraph-bench), built on first use. The same fit runs as ``kbgraph rank train --dataset ...`` on any data
-set (kbgraph.eval.rank_train).
+~/.kbgraph-bench), built on first use; with ``--no-ingest`` they are only read (they must exist: not even the
+record of an ingestion run is written, so another engineer's knowledge bases can be measured as they are).
+``--set vector_layers=...`` switches layers' vector seeds off at query time on knowledge bases built with all of
+them, which retrieves what knowledge bases built without them do (tests/test_vector_layers.py). The same fit
+runs as ``kbgraph rank train --dataset ...`` on any data set (kbgraph.eval.rank_train).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.ranking import default_model_path
 from kbgraph.settings import Settings
+from kbgraph.store.falkordb import FalkorDBStore
 
 MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
 SETS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100"}
@@ -34,6 +38,7 @@ def main() -> None:
     ap.add_argument("--c", type=float, default=1.0)
     ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
     ap.add_argument("--write", action="store_true", help="save the model fitted on every set as the default")
+    ap.add_argument("--no-ingest", action="store_true", help="only read the knowledge bases (they must exist)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the pools")
     args = ap.parse_args()
     overrides = dict(kv.split("=", 1) for kv in args.set)
@@ -42,9 +47,11 @@ def main() -> None:
         ds = load_dataset(MULTIHOP / SETS[name])
         settings = Settings(home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None,
                             **overrides)  # fmt: skip
+        if args.no_ingest and not FalkorDBStore.exists(settings):
+            raise SystemExit(f"--no-ingest: no knowledge base at {settings.kb_dir}")
         t0 = time.perf_counter()
         with KnowledgeBase(settings=settings) as kb:
-            if ds.corpus_path is not None:
+            if ds.corpus_path is not None and not args.no_ingest:
                 kb.ingest([ds.corpus_path], progress=False)
             by_set[ds.name] = collect_pools(kb, ds, pool=args.pool)
         print(f"{ds.name}: {len(by_set[ds.name])} pools in {time.perf_counter() - t0:.0f} s", flush=True)
