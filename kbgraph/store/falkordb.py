@@ -75,7 +75,11 @@ class FalkorDBStore(GraphStore):
         self.server: EmbeddedFalkorDB | None = None
         # decode_responses as FalkorDB() sets it; timeout None: a statement waits for a connection (each is held for
         # one round trip only)
-        pooled = {"max_connections": settings.serve.serve_store_connections, "timeout": None, "decode_responses": True}
+        # socket_timeout: how long one statement may take before the store counts the server as lost (redis-py's
+        # default is 5 s: a write batch into a large graph's vector indexes on a busy machine takes longer, and the
+        # 100,000-passage ingest of benchmarks/scale.py failed there); the same bound for the embedded and a remote server
+        pooled = {"max_connections": settings.serve.serve_store_connections, "timeout": None, "decode_responses": True,
+                  "socket_timeout": settings.store.connect_timeout * 30}  # fmt: skip
         self._pool: redis.BlockingConnectionPool | None = None
         try:
             if settings.store.uri:
@@ -84,7 +88,7 @@ class FalkorDBStore(GraphStore):
                 self._pool = redis.BlockingConnectionPool(
                     host=url.hostname or "127.0.0.1", port=url.port or 6379,
                     password=url.password or None, username=url.username or None,
-                    socket_timeout=settings.store.connect_timeout * 30, **pooled,
+                    **pooled,
                 )  # fmt: skip
             else:
                 self.server = EmbeddedFalkorDB(
