@@ -280,12 +280,13 @@ class RetrievalSettings(SettingsGroup):
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
-    ranker: Literal["learned", "weights"] = Field(
+    ranker: Literal["learned", "weights", "gbm"] = Field(
         "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
-        "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings.")
+        "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings, "
+        "'gbm' = gradient-boosted trees over the same terms and list features (ranker_model; docs/scoring.md).")
     ranker_model: UserPath | None = Field(
-        None, description="A ranker model written by `kbgraph rank train` (default: the shipped one, fitted on "
-        "the repo's 2Wiki, MuSiQue and HotpotQA sets).")
+        None, description="A ranker model written by `kbgraph rank train` (--model gbm for ranker 'gbm'; default: "
+        "the shipped one of the ranker, fitted on the repo's 2Wiki, MuSiQue and HotpotQA sets).")
     ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker "
                              "re-orders.")  # fmt: skip
     ranker_bm25_k: int = Field(50, ge=0, description="BM25's top chunks that the learned ranker scores (its bm25 "

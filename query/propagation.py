@@ -56,7 +56,8 @@ from typing import NamedTuple
 from kbgraph.query.graph import chunk_details, scored_chunk
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
-from kbgraph.query.ranking import feature_rows, load_model, score_rows
+from kbgraph.query.ranking import POOL_RANKERS, feature_rows, load_model, score_rows
+from kbgraph.query.ranking_gbm import gbm_order
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
@@ -122,7 +123,7 @@ def seed_layers(
 def _bm25_hits(store: GraphStore, settings: Settings, question: str) -> list[tuple[str, float]]:
     """BM25's top ``ranker_bm25_k`` (chunk id, score) for ``question``, best first, with the learned ranker
     (kbgraph.query.bm25's shared index of this knowledge base); [] otherwise."""
-    if settings.retrieval.ranker != "learned" or not settings.retrieval.ranker_bm25_k:
+    if settings.retrieval.ranker not in POOL_RANKERS or not settings.retrieval.ranker_bm25_k:
         return []
 
     return shared_index(store, settings).search(question, settings.retrieval.ranker_bm25_k)
@@ -146,13 +147,16 @@ def _text(props: Row) -> str:
 def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
     """Aggregate layer seeds into chunk scores by the module's formula (:func:`score_terms`), order them by
     the settings' ranker (``weights``: the weighted sum; ``learned``: kbgraph.query.ranking over
-    :func:`learned_pool`) and return the top ``k`` chunks, best first, with provenance (and the full breakdown
-    when ``explain``)."""
+    :func:`learned_pool`; ``gbm``: kbgraph.query.ranking_gbm over it) and return the top ``k`` chunks, best
+    first, with provenance (and the full breakdown when ``explain``)."""
     terms, scores, ranked, reached = score_terms(store, settings, seeds, k=k)
     ranking: dict[str, list[RankerTerm]] = {}
-    if settings.retrieval.ranker == "learned" and ranked:
+    if settings.retrieval.ranker in POOL_RANKERS and ranked:
         pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, reached)
-        top, scores, ranking = _learned_order(settings, seeds.question, pool, k, explain)
+        if settings.retrieval.ranker == "gbm":
+            top, scores, ranking = gbm_order(store, settings, seeds.question, pool, k, explain)
+        else:
+            top, scores, ranking = _learned_order(settings, seeds.question, pool, k, explain)
     else:
         top = ranked[:k]
     details = chunk_details(store, top)
@@ -235,7 +239,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     # every layer's seeds -> their chunks, and what is known of each candidate, in one statement; the seeded
     # chunks' own rows only when something needs them (the learned ranker's titles, BM25's hits, a Document prior,
     # the exact similarity of a full-text seed): the dense baseline sends no statement here
-    want_titles = r.ranker == "learned"
+    want_titles = r.ranker in POOL_RANKERS
     document_seeds = layers.get("Document", {}) if r.weight_document else {}
     seeded = set(layers.get("Chunk", {}))
     own_rows = want_titles or bool(seeds.bm25 or document_seeds) or (exact and any(c not in seeded for c in terms))

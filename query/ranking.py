@@ -57,6 +57,9 @@ from kbgraph.resources import resource
 #: Score terms of propagation, in feature order (kbgraph.query.propagation's layer names).
 LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
           "Hop", "TitleHop", "Next")  # fmt: skip
+#: The rankers that re-order the learned pool (kbgraph.query.propagation learned_pool, BM25 in it): this module's
+#: linear one and the gbm one (kbgraph.query.ranking_gbm); ``weights`` orders by the weighted sum.
+POOL_RANKERS = ("learned", "gbm")
 #: Every feature, in the order of a feature row.
 FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted",
             "bm25", "rank_bm25")  # fmt: skip

@@ -1,10 +1,12 @@
 """``kbgraph rank``: the learned ranker of score propagation (kbgraph.query.ranking); ``register(app)`` adds it
 to the ``kbgraph`` command.
 
-* ``train``: fit the ranker on one or more labelled data sets (kbgraph.eval.rank_train) and write the model;
-  prints passage recall with the weighted sum, the fitted model (in-set) and, with two sets or more, each set
-  scored by a model fitted on the others (leave-one-set-out).
-* ``show``: the model in use (the shipped one, or ``KBGRAPH_RANKER_MODEL``): its features and weights.
+* ``train``: fit the ranker on one or more labelled data sets (kbgraph.eval.rank_train; ``--model gbm``: the gbm
+  ranker, kbgraph.eval.rank_train_gbm) and write the model; prints passage recall with the weighted sum, the
+  fitted model (in-set) and, with two sets or more, each set scored by a model fitted on the others
+  (leave-one-set-out).
+* ``show``: the model in use (the shipped one, or ``KBGRAPH_RANKER_MODEL``): its features and weights (a gbm
+  model: how often each feature splits).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import typer
 from kbgraph.cli import common
 from kbgraph.errors import ConfigError
 from kbgraph.query.ranking import default_model_path, load_model
+from kbgraph.query.ranking_gbm import default_gbm_path, load_gbm_model
 
 if TYPE_CHECKING:
     from kbgraph.eval.rank_train import LabelledPool
@@ -32,6 +35,8 @@ def train_cmd(
     out: str = typer.Option(..., "--out", help="Where to write the model (JSON); use it with KBGRAPH_RANKER_MODEL."),
     pool: int | None = typer.Option(None, "--pool", help="Candidate chunks per question (default KBGRAPH_RANKER_POOL)."),
     c: float = typer.Option(1.0, "--c", help="Inverse regularisation strength of the logistic regression."),
+    model_kind: str = typer.Option("linear", "--model", help="linear (ranker 'learned') or gbm (ranker 'gbm', "
+                                   "needs LightGBM: the eval extra)."),  # fmt: skip
     limit: int | None = typer.Option(None, "--limit", help="Only the first N questions of each data set."),
     no_ingest: bool = typer.Option(False, "--no-ingest", help="Do not ingest the data sets' corpora first."),
     as_json: bool = typer.Option(False, "--json", help="Print the recall table as JSON."),
@@ -44,8 +49,13 @@ def train_cmd(
 
     from kbgraph.eval.dataset import load_dataset  # lazy: CLI start-up (+50-120 ms)
     from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out, write_model  # lazy: CLI start-up (+50-120 ms)
+    from kbgraph.eval.rank_train_gbm import collect_gbm_pools, fit_gbm, leave_one_out_gbm  # lazy: CLI start-up
     from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
 
+    if model_kind not in ("linear", "gbm"):
+        raise ConfigError(f"--model {model_kind!r}: linear or gbm")
+    gbm = model_kind == "gbm"
+    collect = collect_gbm_pools if gbm else collect_pools
     settings = common.settings()
     size = pool or settings.retrieval.ranker_pool
     err = common.err_console
@@ -61,10 +71,11 @@ def train_cmd(
                 say(f"ingesting {ds.corpus_path.name} into knowledge base {ds.name!r} (incremental)")
                 kb.ingest([ds.corpus_path], progress=None if not as_json else False)
             say(f"{ds.name}: candidate pools of {len(ds.questions)} questions")
-            by_set[ds.name] = collect_pools(kb, ds, pool=size, limit=limit, log=say)
-    table = leave_one_out(by_set, pool=size, c=c)
-    model = fit(by_set, pool=size, c=c)
-    model.note = f"kbgraph rank train --pool {size} --c {c}" + (f" --limit {limit}" if limit else "")
+            by_set[ds.name] = collect(kb, ds, pool=size, limit=limit, log=say)
+    table = leave_one_out_gbm(by_set, pool=size) if gbm else leave_one_out(by_set, pool=size, c=c)
+    model = fit_gbm(by_set, pool=size) if gbm else fit(by_set, pool=size, c=c)
+    model.note = f"kbgraph rank train --model {model_kind} --pool {size}" + ("" if gbm else f" --c {c}") + \
+        (f" --limit {limit}" if limit else "")  # fmt: skip
     written = write_model(model, out)
     if as_json:
         sys.stdout.write(json.dumps({"model": str(written), "recall": table}, indent=2) + "\n")
@@ -78,13 +89,22 @@ def train_cmd(
         for variant, r in row.items():
             t.add_row(name, variant, *(f"{r[f'R@{k}']:.1f}" for k in (1, 2, 5, 10)))
     common.console.print(t)
-    common.console.print(f"model written to {written}; use it with KBGRAPH_RANKER_MODEL={written}")
+    ranker = " KBGRAPH_RANKER=gbm" if gbm else ""
+    common.console.print(f"model written to {written}; use it with KBGRAPH_RANKER_MODEL={written}{ranker}")
 
 
 @rank_app.command("show")
 def show_cmd() -> None:
     """The ranker model in use: where it comes from, what it was fitted on, and each feature's weight."""
     settings = common.settings()
+    if settings.retrieval.ranker == "gbm":
+        path = settings.retrieval.ranker_model or default_gbm_path()
+        trees = load_gbm_model(path)
+        common.console.print(f"ranker: gbm; model {path}; fitted on {', '.join(trees.trained_on) or '?'}; pool "
+                             f"{trees.pool}; {len(trees.trees)} trees; splits per feature:", highlight=False)  # fmt: skip
+        for name, n in sorted(trees.split_counts().items(), key=lambda kv: -kv[1]):
+            common.console.print(f"  {name:22} {n}", highlight=False)
+        return
     path = settings.retrieval.ranker_model or default_model_path()
     model = load_model(path)
     common.console.print(f"ranker: {settings.retrieval.ranker}; model {path}; fitted on {', '.join(model.trained_on) or '?'}; "

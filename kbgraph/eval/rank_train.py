@@ -26,8 +26,9 @@ from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import Dataset
 from kbgraph.eval.metrics import passage_id, recall_at_k
 from kbgraph.query.graph import chunk_details
-from kbgraph.query.propagation import learned_pool, score_terms, seed_layers
+from kbgraph.query.propagation import LearnedPool, learned_pool, score_terms, seed_layers
 from kbgraph.query.ranking import FEATURES, RankerModel, feature_rows, score_rows
+from kbgraph.query.ranking_gbm import GBMModel
 
 if TYPE_CHECKING:
     from kbgraph.eval.target import EvalTarget
@@ -48,10 +49,12 @@ class LabelledPool:
 
 
 def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None = None,
-                  log: Callable[[str], None] | None = None) -> list[LabelledPool]:  # fmt: skip
+                  log: Callable[[str], None] | None = None,
+                  rows: Callable[[str, LearnedPool], np.ndarray] | None = None) -> list[LabelledPool]:  # fmt: skip
     """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested):
     the query-time pool of the learned ranker with ``ranker_pool`` = ``pool`` and ``kb``'s other settings
-    (BM25 additions with ``ranker_bm25_k``). Questions without gold passages are left out."""
+    (BM25 additions with ``ranker_bm25_k``). Questions without gold passages are left out. ``rows`` (question,
+    pool) -> feature rows: the gbm ranker's (kbgraph.eval.rank_train_gbm); default the linear ranker's."""
     settings = kb.settings.updated({"ranker": "learned", "ranker_pool": pool})
     out = []
     questions = [q for q in ds.questions if q.gold_passage_ids][:limit]
@@ -64,7 +67,8 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
         uris = {cid: row.get("document_uri") or "" for cid, row in chunk_details(kb.store, ids).items()}
         passages = [passage_id(uris[c]) if uris.get(c) else "" for c in ids]
         gold = set(q.gold_passage_ids)
-        out.append(LabelledPool(rows=feature_rows(q.question, cands),
+        found_rows = rows(q.question, found) if rows is not None and found else feature_rows(q.question, cands)
+        out.append(LabelledPool(rows=found_rows,
                                 labels=np.array([1 if p in gold else 0 for p in passages]),
                                 passages=passages, gold=list(q.gold_passage_ids)))  # fmt: skip
         if log and (i + 1) % 100 == 0:
@@ -104,15 +108,16 @@ def fit(by_set: Mapping[str, Sequence[LabelledPool]], *, pool: int, c: float = D
                        trained_on=list(by_set))  # fmt: skip
 
 
-def recall(pools: Sequence[LabelledPool], model: RankerModel | None, ks: Sequence[int] = (1, 2, 5, 10)) -> dict[str, float]:
+def recall(pools: Sequence[LabelledPool], model: RankerModel | GBMModel | None,
+           ks: Sequence[int] = (1, 2, 5, 10)) -> dict[str, float]:  # fmt: skip
     """{"R@k": mean passage recall in %} of ``pools`` ordered by ``model`` (None: the weighted sum's order,
-    i.e. pool order), over distinct passages as kbgraph.eval counts them."""
+    i.e. pool order; a GBMModel scores pools of gbm rows), over distinct passages as kbgraph.eval counts them."""
     got: dict[int, list[float]] = {k: [] for k in ks}
     for p in pools:
         if model is None:
             order = list(range(len(p.passages)))
         else:
-            s = score_rows(model, p.rows)
+            s = model.score(p.rows) if isinstance(model, GBMModel) else score_rows(model, p.rows)
             order = sorted(range(len(p.passages)), key=lambda i: (-s[i], i))
         ranked = [p.passages[i] for i in order if p.passages[i]]
         for k in ks:
@@ -137,10 +142,11 @@ def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int,
     return out
 
 
-def write_model(model: RankerModel, path: str | Path) -> Path:
-    """Write ``model`` as JSON to ``path`` (parent folders made); the path written. Use it with
-    ``KBGRAPH_RANKER_MODEL=<path>``."""
+def write_model(model: RankerModel | GBMModel, path: str | Path) -> Path:
+    """Write ``model`` as JSON to ``path`` (parent folders made; a gbm model on one line); the path written. Use
+    it with ``KBGRAPH_RANKER_MODEL=<path>`` (and ``KBGRAPH_RANKER=gbm`` for a gbm model)."""
     p = Path(path).expanduser()
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
+    indent = None if isinstance(model, GBMModel) else 1
+    p.write_text(json.dumps(model.model_dump(), indent=indent) + "\n", encoding="utf-8")
     return p

@@ -26,7 +26,8 @@ from kbgraph.errors import ConfigError
 from kbgraph.store import backend_name
 from kbgraph.embed.onnx_model import models_dir, read_model_spec, UnsupportedModelError, weights_hash
 from kbgraph.embed.sentence import local_model_dir
-from kbgraph.query.ranking import default_model_path
+from kbgraph.query.ranking import POOL_RANKERS, default_model_path
+from kbgraph.query.ranking_gbm import default_gbm_path
 from kbgraph.settings import GROUPS
 
 if TYPE_CHECKING:
@@ -152,17 +153,18 @@ def embedder_identity(settings: Settings) -> dict[str, Any]:
 
 
 def ranker_identity(settings: Settings) -> dict[str, Any]:
-    """The ranker: 'weights', or 'learned' with the sha256 of its model file (``ranker_model``, else the shipped
-    one; None when the file is missing: the run then stops with the ranker's own ConfigError)."""
-    if settings.retrieval.ranker != "learned":
-        return {"ranker": settings.retrieval.ranker, "model_sha256": None}
+    """The ranker: 'weights', or 'learned' / 'gbm' with the sha256 of its model file (``ranker_model``, else the
+    ranker's shipped one; None when the file is missing: the run then stops with the ranker's own ConfigError)."""
+    ranker = settings.retrieval.ranker
+    if ranker not in POOL_RANKERS:
+        return {"ranker": ranker, "model_sha256": None}
 
-    path = settings.retrieval.ranker_model or default_model_path()
+    path = settings.retrieval.ranker_model or (default_gbm_path() if ranker == "gbm" else default_model_path())
     try:
         digest: str | None = hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
         digest = None
-    return {"ranker": "learned", "model_sha256": digest}
+    return {"ranker": ranker, "model_sha256": digest}
 
 
 def kbgraph_version() -> str:

@@ -1,0 +1,285 @@
+"""Gradient-boosted ranking over propagation's terms and list features (setting ``ranker=gbm``).
+
+The ``gbm`` ranker re-orders the learned ranker's pool (kbgraph.query.propagation ``learned_pool``: the best
+``ranker_pool`` chunks of the weighted sum plus BM25's top ``ranker_bm25_k``) by a sum of regression trees
+(LightGBM lambdarank, fitted by ``kbgraph rank train --model gbm``, kbgraph.eval.rank_train_gbm) over
+:data:`kbgraph.query.ranking_lists.GBM_FEATURES`: the linear ranker's features, each layer's rank, and list
+features (what a candidate is to the pool's best candidates). Unlike the linear ranker (kbgraph.query.ranking)
+it combines features: a hop term counts when the chunk also covers the rest of the question. The pool's texts
+are one light statement (``retrieve/pool_texts``) for the candidates this process has not seen yet.
+
+The model (:class:`GBMModel`, JSON) holds its trees as node arrays; scoring walks every tree at once with numpy
+(no LightGBM at query time), and ``--explain`` splits each score exactly into an intercept plus one contribution
+per feature (along each tree's path, the change of the node value at a split is credited to the split's
+feature). The shipped model is package data (``kbgraph/resources/ranker/gbm.json``); a user's own is named by
+``ranker_model``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+import numpy as np
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
+
+from kbgraph.errors import ConfigError
+from kbgraph.query.models import RankerTerm
+from kbgraph.query.ranking_lists import GBM_FEATURES, Facts, facts_rows, text_facts
+from kbgraph.resources import resource
+from kbgraph.settings import Settings
+from kbgraph.store import GraphStore
+
+if TYPE_CHECKING:
+    from kbgraph.query.propagation import LearnedPool
+
+#: Leaves per tree at most (a tree's leaves are bits of one int64 mask).
+MAX_LEAVES = 63
+#: Candidates whose lower-case title and text and names are kept for the next questions (~1.5 KB each).
+CACHED_CHUNKS = 8192
+_FACTS: OrderedDict[tuple[str, str], Facts] = OrderedDict()  # (chunk id, document title) -> its facts
+_LOCK = threading.Lock()
+
+
+class Tree(BaseModel):
+    """One regression tree as node arrays (node 0 the root): a split node sends a row to ``left[i]`` when its
+    value of feature ``feature[i]`` (an index into the model's ``features``) is <= ``threshold[i]``, else to
+    ``right[i]``; a leaf has feature -1 and left = right = -1. ``value[i]``: the leaf's output, or for a split
+    node the mean output of the rows that reached it in training (for the explanation)."""
+
+    feature: list[int]
+    threshold: list[float]
+    left: list[int]
+    right: list[int]
+    value: list[float]
+
+    @model_validator(mode="after")
+    def _check(self) -> Tree:
+        n = len(self.feature)
+        if n == 0 or not (len(self.threshold) == len(self.left) == len(self.right) == len(self.value) == n):
+            raise ValueError("a tree's node arrays must have the same length (> 0)")
+        for i in range(n):
+            leaf = self.feature[i] < 0
+            kids = (self.left[i], self.right[i])
+            if leaf != (kids == (-1, -1)) or (not leaf and not all(i < k < n for k in kids)):
+                raise ValueError(f"node {i}: a leaf has no children, a split two later nodes")
+        return self
+
+
+class GBMModel(BaseModel):
+    """A fitted gbm ranker: ``features`` (names, a subset of :data:`GBM_FEATURES` in any order), its trees
+    (score = ``intercept`` + Σ over trees of the leaf a row reaches), and what it was fitted on."""
+
+    kind: Literal["gbm"] = "gbm"
+    features: list[str]
+    trees: list[Tree]
+    intercept: float = 0.0
+    pool: int = Field(50, ge=1)
+    trained_on: list[str] = Field(default_factory=list)
+    note: str = ""
+    _flat: _Compiled | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check(self) -> GBMModel:
+        unknown = [f for f in self.features if f not in GBM_FEATURES]
+        if unknown or not self.features:
+            raise ValueError(f"unknown feature(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(GBM_FEATURES)}")
+        for t in self.trees:
+            if max(t.feature) >= len(self.features):
+                raise ValueError("a tree splits on a feature the model does not list")
+            if sum(1 for f in t.feature if f < 0) > MAX_LEAVES:
+                raise ValueError(f"a tree has more than {MAX_LEAVES} leaves")
+        return self
+
+    def _compiled(self) -> _Compiled:
+        if self._flat is None:
+            self._flat = _compile(self)
+        return self._flat
+
+    def score(self, rows: np.ndarray) -> np.ndarray:
+        """float64 (n,): the score of each row of ``rows`` (n, len(GBM_FEATURES)); NaN counts as 0.
+
+        Every tree at once, QuickScorer's way (Lucchese et al., SIGIR 2015): a split whose test fails (value >
+        threshold) rules out the leaves of its left subtree (a bit mask per split, leaves numbered left to
+        right); the leaf a row reaches is the leftmost one no failed split of its tree ruled out."""
+        n = len(rows)
+        c = self._compiled()
+        if n == 0 or not len(c.starts):
+            return np.full(n, c.constant)
+        x = np.nan_to_num(np.asarray(rows, dtype=np.float64), nan=0.0)
+        failed = (x[:, c.columns] > c.thresholds)[:, c.tests]  # each distinct test once, then one per split
+        masks = np.where(failed, c.masks, c.masks.dtype.type(-1))  # (n, splits)
+        alive = np.bitwise_and.reduceat(masks, c.starts, axis=1)  # (n, trees with a split)
+        leaf = np.log2((alive & -alive).astype(np.float64)).astype(np.intp)  # the lowest bit left
+        scores: np.ndarray = c.constant + c.leaves[c.tree_index, leaf].sum(axis=1)
+        return scores
+
+    def split_counts(self) -> dict[str, int]:
+        """{feature: how many splits of the trees test it}, for every feature of the model."""
+        counts = dict.fromkeys(self.features, 0)
+        for t in self.trees:
+            for f in t.feature:
+                if f >= 0:
+                    counts[self.features[f]] += 1
+        return counts
+
+    def contributions(self, row: np.ndarray) -> tuple[float, list[tuple[str, float, float]]]:
+        """(bias, [(feature, value, contribution)]) of one row (len(GBM_FEATURES) floats): along each tree's
+        path, the change of the node value at a split is credited to the split's feature; bias = intercept + Σ
+        root values. bias + Σ contributions = :meth:`score` of the row."""
+        x = np.nan_to_num(np.asarray(row, dtype=np.float64), nan=0.0)
+        cols = [GBM_FEATURES.index(f) for f in self.features]
+        got = [0.0] * len(self.features)
+        bias = self.intercept
+        for t in self.trees:
+            i = 0
+            bias += t.value[0]
+            while t.feature[i] >= 0:
+                f = t.feature[i]
+                nxt = t.left[i] if x[cols[f]] <= t.threshold[i] else t.right[i]
+                got[f] += t.value[nxt] - t.value[i]
+                i = nxt
+        return bias, [(name, float(x[c]), got[k]) for k, (name, c) in enumerate(zip(self.features, cols, strict=True))]
+
+
+class _Compiled(NamedTuple):
+    """A model's splits for :meth:`GBMModel.score`: the distinct tests (column of GBM_FEATURES, threshold); per
+    split (grouped by tree, trees in order) its test and mask (the bits of the leaves outside its left subtree);
+    where each tree's splits start; each tree's leaf values left to right (padded); the tree of each row of
+    ``leaves``; the constant (intercept plus the value of every single-leaf tree)."""
+
+    columns: np.ndarray
+    thresholds: np.ndarray
+    tests: np.ndarray
+    masks: np.ndarray
+    starts: np.ndarray
+    leaves: np.ndarray
+    tree_index: np.ndarray
+    constant: float
+
+
+def _compile(model: GBMModel) -> _Compiled:
+    cols = [GBM_FEATURES.index(f) for f in model.features]
+    columns: list[int] = []
+    thresholds: list[float] = []
+    masks: list[int] = []
+    starts: list[int] = []
+    leaves: list[list[float]] = []
+    constant = model.intercept
+    for t in model.trees:
+        order = _leaves(t, 0)  # left to right
+        if len(order) == 1:
+            constant += t.value[0]
+            continue
+        bit = {leaf: k for k, leaf in enumerate(order)}
+        starts.append(len(columns))
+        leaves.append([t.value[leaf] for leaf in order])
+        for i, f in enumerate(t.feature):
+            if f >= 0:
+                columns.append(cols[f])
+                thresholds.append(t.threshold[i])
+                mask = -1
+                for leaf in _leaves(t, t.left[i]):
+                    mask &= ~(1 << bit[leaf])
+                masks.append(mask)
+    width = max((len(v) for v in leaves), default=1)
+    bits = np.int16 if width <= 15 else np.int32 if width <= 31 else np.int64  # the narrowest mask: less to move
+    distinct = {test: i for i, test in enumerate(dict.fromkeys(zip(columns, thresholds, strict=True)))}
+    return _Compiled(np.array([col for col, _ in distinct], dtype=np.intp), np.array([thr for _, thr in distinct]),
+                     np.array([distinct[t] for t in zip(columns, thresholds, strict=True)], dtype=np.intp),
+                     np.array(masks, dtype=bits),
+                     np.array(starts, dtype=np.intp), np.array([v + [0.0] * (width - len(v)) for v in leaves]),
+                     np.arange(len(leaves)), constant)  # fmt: skip
+
+
+def _leaves(t: Tree, i: int) -> list[int]:
+    """The leaves under node ``i`` of ``t``, left to right."""
+    if t.feature[i] < 0:
+        return [i]
+    return _leaves(t, t.left[i]) + _leaves(t, t.right[i])
+
+
+def default_gbm_path() -> Path:
+    """The shipped gbm model, ``kbgraph/resources/ranker/gbm.json`` (package data)."""
+    return Path(str(resource("ranker", "gbm.json")))
+
+
+def load_gbm_model(path: str | Path | None = None) -> GBMModel:
+    """The gbm model at ``path`` (default: the shipped one). Raises ConfigError naming the file and the settings
+    ``ranker_model`` / ``ranker`` when it is missing or not a gbm model."""
+    return _load(str(Path(path) if path else default_gbm_path()))
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> GBMModel:
+    try:
+        return GBMModel.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise ConfigError(f"no gbm ranker model at {path}: set KBGRAPH_RANKER_MODEL to a file written by "
+                          "`kbgraph rank train --model gbm`, or KBGRAPH_RANKER=learned") from None  # fmt: skip
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()[0]
+        raise ConfigError(f"{path} is not a gbm ranker model ({first}): retrain it with `kbgraph rank train "
+                          "--model gbm` (KBGRAPH_RANKER_MODEL), or set KBGRAPH_RANKER=learned") from None  # fmt: skip
+
+
+def pool_texts(store: GraphStore, ids: Sequence[str]) -> list[str]:
+    """The text of each chunk of ``ids`` ("" for a chunk the store does not have), in order: one statement
+    (``retrieve/pool_texts``)."""
+    if not ids:
+        return []
+    got = {row["id"]: str(row.get("text") or "") for row in store.run("retrieve/pool_texts", {"ids": list(ids)})}
+    return [got.get(cid, "") for cid in ids]
+
+
+def pool_facts(store: GraphStore, pool: LearnedPool) -> list[Facts]:
+    """The :data:`~kbgraph.query.ranking_lists.Facts` of each candidate of ``pool``, in order: kept in this
+    process for the last :data:`CACHED_CHUNKS` chunks (a chunk id names its text: ``stable_id('chunk',
+    document, order, sha256(text))``), the others' texts read with :func:`pool_texts` (one statement, none when
+    every candidate is kept)."""
+    keys = [(cid, c.title) for cid, c in zip(pool.ids, pool.candidates, strict=True)]
+    with _LOCK:
+        missing = [key for key in keys if key not in _FACTS]
+    if missing:
+        texts = pool_texts(store, [cid for cid, _ in missing])
+        new = {key: text_facts(key[1], text) for key, text in zip(missing, texts, strict=True)}
+    with _LOCK:
+        if missing:
+            _FACTS.update(new)
+        for key in keys:
+            _FACTS.move_to_end(key)
+        got = [_FACTS[key] for key in keys]
+        while len(_FACTS) > CACHED_CHUNKS:
+            _FACTS.popitem(last=False)
+    return got
+
+
+def gbm_rows(store: GraphStore, question: str, pool: LearnedPool) -> np.ndarray:
+    """float64 (len(pool.ids), len(GBM_FEATURES)): the gbm ranker's feature rows of the learned pool
+    (kbgraph.query.ranking_lists ``list_rows``), its candidates' texts from :func:`pool_facts`."""
+    return facts_rows(question, pool.candidates, pool_facts(store, pool))
+
+
+def gbm_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
+              explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+    """The gbm ranker over ``pool`` (kbgraph.query.propagation ``learned_pool``): (its top ``k`` chunk ids, {chunk
+    id: gbm score}, {chunk id: the score's split, an ``intercept`` term first, when ``explain``}). At most one
+    statement (the texts of candidates not seen before, :func:`pool_facts`); the model is ``ranker_model``, else
+    the shipped one."""
+    model = load_gbm_model(settings.retrieval.ranker_model)
+    ids = pool.ids
+    rows = gbm_rows(store, question, pool)
+    scores = model.score(rows)
+    order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:k]
+    ranking = {}
+    if explain:
+        for i in order:
+            bias, parts = model.contributions(rows[i])
+            ranking[ids[i]] = [RankerTerm(feature="intercept", value=1.0, contribution=bias),
+                               *(RankerTerm(feature=f, value=v, contribution=c) for f, v, c in parts)]  # fmt: skip
+    return [ids[i] for i in order], {ids[i]: float(scores[i]) for i in order}, ranking

@@ -1,0 +1,199 @@
+"""List features of the gbm ranker (kbgraph.query.ranking_gbm): what a candidate chunk is to the rest of the pool.
+
+The linear ranker's features (kbgraph.query.ranking) describe one chunk at a time. These describe a chunk
+against the pool's *anchors*, the candidates a ranker trusts before ordering, which is how the second passage of
+a multi-hop question is recognised: it names, or is named by, a passage the question names, or it shares a rare
+name with one. Features of a chunk c in pool P for question q (:data:`GBM_FEATURES`, in row order):
+
+* the linear ranker's :data:`kbgraph.query.ranking.FEATURES`;
+* ``rank_<Layer>``: 1 / (1 + rank of c in P by that layer's term), 0 without the term, for every layer but
+  Chunk (whose rank is ``rank_chunk``);
+* for each anchor set A (``q``: the candidates whose title q names, ``title_in_q``; ``chunk``, ``weighted``,
+  ``bm25``: the top 3 of P by Chunk similarity, by weighted sum, by BM25 rank), the maximum over the anchors a
+  in A of another title than c's of
+
+  ==================  =========================================================================================
+  ``ent_<A>``         1 / log2(1 + n) over the names c and a share, n = the pool chunks having that name
+  ``bridge_<A>``      the same over the shared names that are not words of q (the bridge of a two-hop question)
+  ``named_by_<A>``    1 if a's title or text contains c's title (a links to c), else 0
+  ``names_<A>``       1 if c's title or text contains a's title (c links to a), else 0
+  ``pair_cover_<A>``  the share of q's word stems that c and a cover together
+  ==================  =========================================================================================
+
+* ``q_names``: the share of c's names that are words of q; ``doc_rank``: c's position among the pool chunks of
+  its own title (0 = first); ``q_cover``: the share of q's word stems c covers.
+
+A *name* is a run of 3 or more letters, digits or '-' starting with a capital letter (capitalised
+:data:`STOPWORDS` left out). A title (without its "(...)" disambiguator, at least 3 characters) is found in a
+text on word boundaries, case-insensitive. q's *stems* are its words of 3 characters or more outside
+:data:`STOPWORDS`, Snowball-stemmed (PyStemmer, a dependency of kbgraph); c covers a stem when a word of its title
+or text starts with it. Everything is computed from the candidates' titles and texts: no graph traversal.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from kbgraph.query.ranking import FEATURES, LAYERS, Candidate, feature_rows
+from kbgraph.text import strip_disambiguator
+
+#: Anchor sets of the list features, and the relations computed to each.
+ANCHORS = ("q", "chunk", "weighted", "bm25")
+RELATIONS = ("ent", "bridge", "named_by", "names", "pair_cover")
+#: Every feature of the gbm ranker, in the order of a feature row.
+RANK_FEATURES = tuple(f"rank_{layer}" for layer in LAYERS if layer != "Chunk")
+LIST_FEATURES = (*(f"{r}_{a}" for a in ANCHORS for r in RELATIONS), "q_names", "doc_rank", "q_cover")
+GBM_FEATURES = (*FEATURES, *RANK_FEATURES, *LIST_FEATURES)
+#: Words left out of the question coverage features.
+STOPWORDS = frozenset(
+    "a about after all also although an and any are as at be been before but by can could despite did do does "
+    "during following for from had has have he her him his how however if in into is it its many may more most not "
+    "of on one or other she since than that the their them then there these they this those through to today was "
+    "were what when where which while who whom whose why will with would".split()
+)
+#: Anchors per ranked anchor set (``chunk``, ``weighted``, ``bm25``).
+TOP = 3
+
+_NAME = re.compile(r"[A-Z][\w-]{2,}")
+_CAPITAL_STOP = frozenset(w.capitalize() for w in STOPWORDS)
+_WORD = re.compile(r"\w+")
+
+
+@lru_cache(maxsize=1)
+def _stem() -> Callable[[list[str]], list[str]]:
+    try:
+        import Stemmer  # PyStemmer, a dependency of kbgraph (bm25)
+    except ImportError:  # pragma: no cover - PyStemmer is a dependency of kbgraph
+        return lambda words: words
+    return Stemmer.Stemmer("english").stemWords  # type: ignore[no-any-return]
+
+
+def question_stems(question: str) -> list[str]:
+    """The stems of ``question``'s words that the coverage features count: lower-case, 3 characters or more,
+    not in :data:`STOPWORDS`, Snowball-stemmed, distinct, in order."""
+    ws = [w for w in _WORD.findall(question.lower()) if len(w) >= 3 and w not in STOPWORDS]
+    return list(dict.fromkeys(_stem()(ws)))
+
+
+def names(text: str) -> set[str]:
+    """The names of ``text``: its runs of 3 characters or more of letters, digits and '-' that start with a
+    capital letter ("Jam's" -> "Jam"), capitalised stop words left out."""
+    return set(_NAME.findall(text)) - _CAPITAL_STOP
+
+
+@lru_cache(maxsize=4096)
+def _title(title: str) -> str:
+    t = strip_disambiguator(title or "").strip().lower()
+    return t if len(t) >= 3 else ""
+
+
+#: What the list features read of one candidate: its title and text lower-case, and the text's names.
+Facts = tuple[str, frozenset[str]]
+
+
+def text_facts(title: str, text: str) -> Facts:
+    """The :data:`Facts` of a candidate of document title ``title`` and text ``text``."""
+    return f"{title} {text}".lower(), frozenset(names(text))
+
+
+def _contains(text: str, phrase: str, *, prefix: bool = False) -> bool:
+    """``phrase`` (lower-case, non-empty) in ``text`` (lower-case) on word boundaries (with ``prefix``, at the
+    start of a word only)."""
+    at = text.find(phrase)
+    while at >= 0:
+        end = at + len(phrase)
+        if (at == 0 or not text[at - 1].isalnum()) and (prefix or end == len(text) or not text[end].isalnum()):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
+
+
+def list_rows(question: str, pool: Sequence[Candidate], texts: Sequence[str]) -> np.ndarray:
+    """float64 (len(pool), len(GBM_FEATURES)): the gbm ranker's feature rows of the pool's candidates, in pool
+    order (sorted best first by the weighted sum, as :func:`kbgraph.query.ranking.feature_rows` wants), from
+    their terms, titles and ``texts`` (one per candidate, "" when unknown)."""
+    return facts_rows(question, pool, [text_facts(c.title, t) for c, t in zip(pool, texts, strict=True)])
+
+
+def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts]) -> np.ndarray:
+    """:func:`list_rows` from each candidate's :data:`Facts` (:func:`text_facts`) instead of its text."""
+    n = len(pool)
+    out = np.zeros((n, len(GBM_FEATURES)))
+    if n == 0:
+        return out
+    base = feature_rows(question, pool)
+    out[:, : len(FEATURES)] = base
+    col = {f: i for i, f in enumerate(GBM_FEATURES)}
+    terms = base[:, [FEATURES.index(layer) for layer in LAYERS[1:]]]  # Chunk's rank is rank_chunk
+    rank = np.empty_like(terms)
+    np.put_along_axis(rank, np.argsort(-terms, axis=0, kind="stable"), np.arange(n, dtype=float)[:, None], axis=0)
+    out[:, [col[f"rank_{layer}"] for layer in LAYERS[1:]]] = np.where(terms > 0, 1.0 / (1.0 + rank), 0.0)
+    titles = [_title(c.title) for c in pool]
+    lowered = [f[0] for f in facts]
+    # question coverage: cover[i, b] = c_i has a word starting with the question's stem b
+    stems = question_stems(question)
+    cover = np.zeros((n, max(1, len(stems))), dtype=bool)
+    for b, stem in enumerate(stems):
+        for i, text in enumerate(lowered):
+            if stem in text and _contains(text, stem, prefix=True):
+                cover[i, b] = True
+    fi = {f: i for i, f in enumerate(FEATURES)}
+    anchors = {
+        "q": [i for i in range(n) if base[i, fi["title_in_q"]] > 0],
+        "chunk": [int(i) for i in np.argsort(-base[:, fi["Chunk"]], kind="stable")[:TOP]],
+        "weighted": list(range(min(TOP, n))),
+        "bm25": [int(i) for i in np.argsort(-base[:, fi["rank_bm25"]], kind="stable")[:TOP] if base[i, fi["rank_bm25"]] > 0],
+    }  # fmt: skip
+    # names shared with an anchor, weighted by how few pool chunks have them (a name of the question is no bridge)
+    found = [f[1] for f in facts]
+    wanted = frozenset().union(*(found[j] for js in anchors.values() for j in js))
+    having: dict[str, list[int]] = {}
+    for i, ns in enumerate(found):
+        for x in ns & wanted:
+            having.setdefault(x, []).append(i)
+    qtokens = set(_WORD.findall(question.lower()))
+    in_q = {w.capitalize() for w in qtokens} | set(_WORD.findall(question))
+    weight = [0.0, *(1.0 / math.log2(1 + k) for k in range(1, n + 1))]  # by the number of chunks naming it
+    own = np.unique([c.title for c in pool], return_inverse=True)[1]
+    rel: dict[int, np.ndarray] = {}  # anchor -> (n, len(RELATIONS)), 0 for candidates of the anchor's title
+    for j in {j for js in anchors.values() for j in js}:
+        r = np.zeros((len(RELATIONS), n))
+        ent, bridge = [0.0] * n, [0.0] * n
+        for x in found[j]:
+            at = having[x]
+            w = weight[len(at)]
+            for i in at:
+                if w > ent[i]:
+                    ent[i] = w
+            if x not in in_q:
+                for i in at:
+                    if w > bridge[i]:
+                        bridge[i] = w
+        r[0], r[1] = ent, bridge
+        lj, tj = lowered[j], titles[j]
+        r[2] = [1.0 if ti and ti in lj and _contains(lj, ti) else 0.0 for ti in titles]
+        if tj:
+            r[3] = [1.0 if tj in li and _contains(li, tj) else 0.0 for li in lowered]
+        if stems:
+            r[4] = (cover | cover[j]).sum(axis=1) / len(stems)
+        r[:, own == own[j]] = 0.0
+        rel[j] = r.T
+    first = col[f"{RELATIONS[0]}_{ANCHORS[0]}"]
+    for ai, a in enumerate(ANCHORS):
+        if anchors[a]:
+            start = first + ai * len(RELATIONS)
+            out[:, start : start + len(RELATIONS)] = np.max([rel[j] for j in anchors[a]], axis=0)
+    sizes = np.array([len(ns) for ns in found], dtype=float)
+    in_names = np.array([len(ns & in_q) for ns in found], dtype=float)
+    out[:, col["q_names"]] = np.divide(in_names, sizes, out=np.zeros(n), where=sizes > 0)
+    out[:, col["q_cover"]] = cover.sum(axis=1) / len(stems) if stems else 0.0
+    seen: dict[str, int] = {}
+    for i, c in enumerate(pool):
+        out[i, col["doc_rank"]] = seen.get(c.title, 0)
+        seen[c.title] = seen.get(c.title, 0) + 1
+    return out
