@@ -147,12 +147,12 @@ class Ingestor:
              within: Sequence[Path] | None = None) -> IngestReport:  # fmt: skip
         t_start = time.perf_counter()
         report = IngestReport(run_id=f"run:{uuid.uuid4().hex[:16]}", started_at=utc_now())
+        lock = self._run_lock
+        ttl_ms = int(lock.ttl * 1000) if isinstance(lock, ClaimLock) else None  # known alive from its first statement
         self.store.run(
             "ingest/start_run",
-            {"id": report.run_id, "started_at": report.started_at, "paths": [str(p) for p in paths]},
+            {"id": report.run_id, "started_at": report.started_at, "paths": [str(p) for p in paths], "ttl_ms": ttl_ms},
         )
-
-        lock = self._run_lock
         if isinstance(lock, ClaimLock):
             self._claims = lock
             self._claims.attach_run(report.run_id)

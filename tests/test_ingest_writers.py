@@ -179,3 +179,25 @@ def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb, n
     runs = sorted(r["status"] for r in kb.store._execute("MATCH (r:IngestionRun) RETURN r.status AS status", {}))
     assert runs == ["completed", "completed", "interrupted"]  # the killed one, noticed once its expiry passed
     assert got == _single_writer(kb, folder)
+
+
+def test_a_run_is_known_alive_from_its_first_statement(kb, neo4j_settings, tmp_path, monkeypatch):
+    """Another writer that starts between this run's ingest/start_run and its first renewal (its
+    ingest/interrupt_stale_runs falls in that window, as it did once under load in CI) must not take the run for
+    dead: with claims, start_run itself sets expires_at."""
+    from kbgraph.ingest.claims import ClaimLock
+
+    folder = _folder(tmp_path, n=2)
+    real_attach = ClaimLock.attach_run
+
+    def another_writer_starts_first(self, run_id):
+        kb.store.run("ingest/interrupt_stale_runs", {"id": "run:another-writer", "noticed_at": "now"})
+        real_attach(self, run_id)
+
+    monkeypatch.setattr(ClaimLock, "attach_run", another_writer_starts_first)
+    with KnowledgeBase(settings=neo4j_settings.model_copy(update={"ingest_writers": "claims"})) as writer:
+        report = writer.ingest([folder], progress=False)
+    assert report.status == "completed" and report.added == 2
+    runs = kb.store._execute("MATCH (r:IngestionRun) RETURN r.status AS status, "
+                             "r.interrupted_noticed_by AS noticed_by", {})  # fmt: skip
+    assert [(r["status"], r["noticed_by"]) for r in runs] == [("completed", None)]
