@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kbgraph.settings import Settings
 
-def ingest_env(settings, tmp_path: Path, host: str, **extra: str) -> dict[str, str]:
+
+def ingest_env(settings: Settings, tmp_path: Path, host: str, **extra: str) -> dict[str, str]:
     """The environment of a `kbgraph ingest` with a home of its own (<tmp>/<host>) on the store of ``settings``.
     The embedding model's ONNX export (a cache, not the KB folder) is shared with the session's home, so each
     process does not export it. ``extra``: more variables (KBGRAPH_LEASE_TTL, ...); groups of 16 files unless
@@ -18,7 +20,9 @@ def ingest_env(settings, tmp_path: Path, host: str, **extra: str) -> dict[str, s
     shared.mkdir(parents=True, exist_ok=True)
     if not (home / "models").exists():
         (home / "models").symlink_to(shared, target_is_directory=True)
-    return {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_URI": settings.store.uri,
+    uri = settings.store.uri
+    assert uri is not None, "a store named by its URI (the session's Neo4j)"
+    return {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_URI": uri,
             "NEO4J_USERNAME": settings.store.neo4j_username, "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value(),
             "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir), "KBGRAPH_INGEST_GROUP_SIZE": "16",
             **extra}  # fmt: skip

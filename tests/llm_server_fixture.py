@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,11 +68,12 @@ def require_llm_server() -> None:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @pytest.fixture(scope="session")
-def llm_server(tmp_path_factory) -> LLMServerInfo:  # type: ignore[misc]
+def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServerInfo]:
     """A running llama-server with SmolLM2-135M-Instruct for the whole session (stopped at its end)."""
     require_llm_server()
     port = TEST_PORT if port_free(TEST_PORT) else free_port()

@@ -6,9 +6,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
@@ -21,15 +24,16 @@ QUESTION = "How many handgun checks were there in Kentucky in November 2015?"
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
-def offline(settings: Settings, **update) -> Settings:
+def offline(settings: Settings, **update: Any) -> Settings:
     """``settings`` without an LLM (retrieval-only answers), with ``update`` over them."""
     return settings.updated({"llm_model": None, "llm_base_url": None, **update})
 
 
-def build_kb(settings: Settings, examples: Path, files=(NICS,)) -> None:
+def build_kb(settings: Settings, examples: Path, files: Sequence[str] = (NICS,)) -> None:
     """Empty the knowledge base of ``settings`` and ingest ``files`` (paths under examples/)."""
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
@@ -38,7 +42,7 @@ def build_kb(settings: Settings, examples: Path, files=(NICS,)) -> None:
 
 
 @contextmanager
-def running(app, host: str = "127.0.0.1") -> Iterator[str]:
+def running(app: FastAPI, host: str = "127.0.0.1") -> Iterator[str]:
     """Serve the ASGI ``app`` with uvicorn on ``host`` and a free port; yields its base URL on 127.0.0.1."""
     import uvicorn
 

@@ -15,13 +15,19 @@ import contextlib
 import os
 import shutil
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
 
 from kbgraph import browse
 from kbgraph.kb import KnowledgeBase
 from kbgraph.neo4j_local import browser_style
+from kbgraph.settings import Settings
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page, Playwright
 
 try:
     from playwright.sync_api import expect
@@ -40,14 +46,14 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 TIMEOUT_MS = 60_000
 
 
-def _unavailable(msg: str):
+def _unavailable(msg: str) -> NoReturn:
     if IN_CI:
         pytest.fail(msg, pytrace=False)
     pytest.skip(msg)
 
 
 @pytest.fixture(scope="module")
-def playwright_api():
+def playwright_api() -> Iterator[Playwright]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -60,7 +66,7 @@ def playwright_api():
 
 
 @pytest.fixture(scope="module")
-def neo4j_kb(neo4j_settings, examples_dir):
+def neo4j_kb(neo4j_settings: Settings, examples_dir: Path) -> Iterator[KnowledgeBase]:
     """The test Neo4j holding one real PDF (53 chunks under 31 sections)."""
     kb = KnowledgeBase(settings=neo4j_settings)
     kb.reset()
@@ -71,7 +77,7 @@ def neo4j_kb(neo4j_settings, examples_dir):
     kb.close()
 
 
-def _connect(page, settings):
+def _connect(page: Page, settings: Settings) -> Locator:
     """Log in through the connect form if Browser shows it (on the first visit; after a reload Browser
     usually reconnects with the credentials it kept), then wait until it is connected: it then runs the
     server's post-connect command, which draws the `:style` frame. Returns that frame."""
@@ -88,7 +94,7 @@ def _connect(page, settings):
     return style
 
 
-def _wait_until(check, what: str, timeout: float = TIMEOUT_MS / 1000) -> None:
+def _wait_until(check: Callable[[], object], what: str, timeout: float = TIMEOUT_MS / 1000) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
@@ -96,12 +102,12 @@ def _wait_until(check, what: str, timeout: float = TIMEOUT_MS / 1000) -> None:
         time.sleep(0.25)
 
 
-def _frames(page) -> list[str]:
+def _frames(page: Page) -> list[str]:
     """The commands of the frames Browser shows, newest first (for failure messages)."""
     return [" ".join(t.split())[:80] for t in page.locator("[data-testid='frameCommand']").all_inner_texts()]
 
 
-def _run_until(page, shown, what: str, attempts: int = 3, wait_s: float = 20) -> None:
+def _run_until(page: Page, shown: Callable[[], object], what: str, attempts: int = 3, wait_s: float = 20) -> None:
     """Press the editor's Run button until `shown()` holds. On a slow fresh machine Browser has been seen to
     take a click on Run without running anything (CI, stop 10: no result frame after 60 s), so a click
     that produced no frame within `wait_s` is repeated; running the same script twice is harmless here."""
@@ -135,7 +141,7 @@ def _caption_fits(caption: str, title: str) -> bool:
     return not cut or any(w.startswith(cut) for w in title_words[pos:])
 
 
-def test_document_query_in_neo4j_browser(playwright_api, neo4j_kb, tmp_path):
+def test_document_query_in_neo4j_browser(playwright_api: Playwright, neo4j_kb: KnowledgeBase, tmp_path: Path) -> None:
     settings = neo4j_kb.settings
     out = browse.render("document", PARAMS, settings)
     rows = neo4j_kb.browse("document", **PARAMS)

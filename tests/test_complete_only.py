@@ -17,11 +17,17 @@ unknown.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import stable_id
+from kbgraph.query.models import ScoredChunk
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore, Row
 from kbgraph.store.transaction import Transaction
 
 HOPPER = "Grace Hopper developed the first compiler, the A-0 System, at Remington Rand in 1952."
@@ -36,7 +42,7 @@ class _Killed(BaseException):
     """The ingesting process dies here (as by kill -9: no handler of the pipeline runs)."""
 
 
-def _crash_while_writing(kb: KnowledgeBase, path, monkeypatch) -> tuple[str, list[str]]:
+def _crash_while_writing(kb: KnowledgeBase, path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, list[str]]:
     """Ingest ``path`` and die before its documents are marked complete. Returns the run's id and the ids of
     the chunks written."""
     store = kb.store
@@ -46,20 +52,22 @@ def _crash_while_writing(kb: KnowledgeBase, path, monkeypatch) -> tuple[str, lis
     real_store_run = type(store).run
 
     @contextlib.contextmanager
-    def autocommit(on_rollback=()):
+    def autocommit(on_rollback: Iterable[Callable[[], Any]] = ()) -> Iterator[Transaction]:
         yield Transaction(store, None)  # every statement commits on its own (FalkorDB's units of work)
 
-    def run(self, name, params=None):
+    def run(self: Transaction, name: str, params: Row | None = None) -> list[Row]:
         if name == "ingest/mark_documents_complete":
             raise _Killed()
         if name == "ingest/upsert_chunks":
+            assert params is not None
             chunk_ids.extend(row["id"] for row in params["rows"])
         return real_run(self, name, params)
 
-    def store_run(self, name, params=None):
+    def store_run(self: GraphStore, name: str, params: Row | None = None) -> list[Row]:
         if name == "ingest/finish_run":
             raise RuntimeError("the process is gone")  # a killed run records no end
         if name == "ingest/start_run":
+            assert params is not None
             run_ids.append(params["id"])
         return real_store_run(self, name, params)
 
@@ -72,14 +80,15 @@ def _crash_while_writing(kb: KnowledgeBase, path, monkeypatch) -> tuple[str, lis
     return run_ids[0], chunk_ids
 
 
-def _every_vector(settings):
+def _every_vector(settings: Settings) -> Settings:
     """``settings`` with every layer's vectors on (setting ``vector_layers``): these tests check the indexes."""
     from kbgraph.settings import VECTOR_LAYER_CHOICES
 
     return settings.updated({"vector_layers": list(VECTOR_LAYER_CHOICES)})
 
 
-def test_writing_document_is_never_served_and_next_run_repairs(backend_settings, tmp_path, monkeypatch):
+def test_writing_document_is_never_served_and_next_run_repairs(backend_settings: Settings, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "hopper.txt").write_text(HOPPER, encoding="utf-8")
     (tmp_path / "lovelace.txt").write_text(LOVELACE, encoding="utf-8")
     kb = KnowledgeBase(settings=_every_vector(backend_settings))
@@ -119,10 +128,10 @@ def test_writing_document_is_never_served_and_next_run_repairs(backend_settings,
         kb.close()
 
 
-def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_path, run_id: str) -> None:
+def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_path: Path, run_id: str) -> None:
     store = kb.store
 
-    def clean(chunks) -> bool:
+    def clean(chunks: Iterable[ScoredChunk]) -> bool:
         return all(c.id not in chunk_ids and c.document_id != doc_id for c in chunks)
 
     # retrieval and answering: the question is about the 'writing' document, so its chunks would rank first
@@ -173,7 +182,8 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
     assert any(r["label"] == "Document" and r["id"] == doc_id for r in kb.browse("orphans"))  # the repair view
 
 
-def test_every_complete_document_is_in_the_document_vector_index(backend_settings, examples_dir, tmp_path):
+def test_every_complete_document_is_in_the_document_vector_index(backend_settings: Settings, examples_dir: Path,
+                                                                 tmp_path: Path) -> None:
     """All documents are found through the Document vector index once complete. (FalkorDB 4.16 loses
     vector-index entries of nodes updated after they were indexed: marking documents complete by updating
     indexed Documents left about half of them unfindable; a Document now enters the index when complete.)"""

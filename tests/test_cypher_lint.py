@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,7 +89,7 @@ def _cache_file(items: list[dict[str, str]]) -> Path:
     return derived_cache_root() / "cypher-lint" / f"{key.hexdigest()}.json"
 
 
-def run_lint(items: list[dict[str, str]]) -> dict[str, dict]:
+def run_lint(items: list[dict[str, str]]) -> dict[str, dict[str, Any]]:
     """Lint ``[{name, query}]`` in one node process (or read the answer a run with the same inputs kept,
     :func:`_cache_file`); return {name: {"statements", "diagnostics"}}."""
     _require_linter()
@@ -122,8 +123,12 @@ def _neo4j_statements() -> dict[str, tuple[Path, str]]:
     return {name: (path, kcypher.load(name, "neo4j")) for name, path in files.items()}
 
 
+#: the statements ({name: (file, text)}) and the linter's result of each statement and canary (JSON, by name)
+LintAll = tuple[dict[str, tuple[Path, str]], dict[str, dict[str, Any]]]
+
+
 @pytest.fixture(scope="module")
-def lint_all():
+def lint_all() -> LintAll:
     """Project statements + canaries, linted in a single node run."""
     statements = _neo4j_statements()
     items = [{"name": n, "query": q} for n, (_, q) in statements.items()]
@@ -131,11 +136,11 @@ def lint_all():
     return statements, run_lint(items)
 
 
-def _errors(result: dict) -> list[dict]:
+def _errors(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [d for d in result["diagnostics"] if d["severity"] == "Error"]
 
 
-def _describe(name: str, path: Path | None, query: str, result: dict) -> str:
+def _describe(name: str, path: Path | None, query: str, result: dict[str, Any]) -> str:
     where = f"  ({path.relative_to(REPO) if path and path.is_relative_to(REPO) else path})" if path else ""
     out = [f"{name}{where}"]
     lines = query.splitlines()
@@ -149,7 +154,7 @@ def _describe(name: str, path: Path | None, query: str, result: dict) -> str:
     return "\n".join(out)
 
 
-def test_schema_is_real_neo4j_526():
+def test_schema_is_real_neo4j_526() -> None:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     procs, funcs = schema["procedures"]["CYPHER 5"], schema["functions"]["CYPHER 5"]
     assert "db.index.vector.queryNodes" in procs and "db.create.setNodeVectorProperty" in procs
@@ -159,7 +164,7 @@ def test_schema_is_real_neo4j_526():
     assert {"name", "signature", "argumentDescription", "returnDescription", "mode", "option"} <= entry.keys()
 
 
-def test_neo4j_statements_pass_linter(lint_all):
+def test_neo4j_statements_pass_linter(lint_all: LintAll) -> None:
     statements, results = lint_all
     if not statements:
         pytest.skip("no Neo4j statements under cypher/ yet")
@@ -175,14 +180,14 @@ def test_neo4j_statements_pass_linter(lint_all):
 
 
 @pytest.mark.parametrize("case", sorted(MUST_FAIL))
-def test_linter_reports_errors(lint_all, case):
+def test_linter_reports_errors(lint_all: LintAll, case: str) -> None:
     _, results = lint_all
     result = results[CANARY + case]
     assert _errors(result), f"linter found no Error in {MUST_FAIL[case]!r}: {result['diagnostics']}"
 
 
 @pytest.mark.parametrize("case", sorted(MUST_PASS))
-def test_linter_accepts_valid_neo4j(lint_all, case):
+def test_linter_accepts_valid_neo4j(lint_all: LintAll, case: str) -> None:
     _, results = lint_all
     result = results[CANARY + case]
     assert not _errors(result), _describe(case, None, MUST_PASS[case], result)

@@ -15,23 +15,29 @@ from __future__ import annotations
 import json
 import random
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kbgraph.errors import ConfigError
 from kbgraph.kb import KnowledgeBase
+from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.eval import metrics as M
 from kbgraph.eval import NO_LLM, evaluate, load_dataset
+from kbgraph.models import DocumentGraph
 from kbgraph.query.prompts import SYSTEM_JUDGE
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 
 RETRIEVAL = ["dense", "bm25", "hierarchical", "propagation"]
 N_QUESTIONS, N_OTHERS = 20, 100
 
 
 @pytest.fixture(scope="module")
-def dataset(examples_dir, tmp_path_factory) -> Path:
+def dataset(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """<folder>/mini.questions.jsonl + mini.corpus.jsonl: the first 20 MuSiQue questions, their gold passages
     and 100 other passages drawn with a fixed seed, all verbatim from examples/multihop/musique."""
     base = examples_dir / "multihop" / "musique"
@@ -49,7 +55,7 @@ def dataset(examples_dir, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def kb_settings(falkor_settings, dataset):
+def kb_settings(falkor_settings: Settings, dataset: Path) -> Iterator[Settings]:
     """The session's embedded FalkorDB, a graph of this module's own, the data set's corpus ingested once."""
     settings = falkor_settings.updated({"name": f"eval{uuid.uuid4().hex[:8]}", "llm_model": None})
     with KnowledgeBase(settings=settings) as kb:
@@ -60,11 +66,12 @@ def kb_settings(falkor_settings, dataset):
         kb.reset()
 
 
-def _records(run_dir: Path) -> list[dict]:
+def _records(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
-def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_settings, dataset, tmp_path):
+def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_settings: Settings, dataset: Path,
+                                                                            tmp_path: Path) -> None:
     out = tmp_path / "run"
     with KnowledgeBase(settings=kb_settings) as kb:
         first = evaluate(kb, dataset, methods=RETRIEVAL, limit=8, out=out, llm=None, progress=False)
@@ -134,7 +141,7 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
         evaluate(kb, dataset, methods=["dense"], limit=2, seed=1, sample=5, out=out, llm=None, progress=False)
 
 
-def test_llm_methods_without_an_llm_are_skipped_with_the_reason(kb_settings, dataset, tmp_path):
+def test_llm_methods_without_an_llm_are_skipped_with_the_reason(kb_settings: Settings, dataset: Path, tmp_path: Path) -> None:
     with KnowledgeBase(settings=kb_settings) as kb:
         summary = evaluate(kb, dataset, methods=["pike", "dense"], limit=2, out=tmp_path, llm=None,
                            ingest=False, progress=False)  # fmt: skip
@@ -149,7 +156,7 @@ def _scripted(answers: dict[str, str], fail_at: int | None = None) -> ScriptedLL
     request ``fail_at`` (1-based) to simulate a user stopping the run."""
     count = {"n": 0}
 
-    def respond(messages):
+    def respond(messages: Messages) -> str:
         count["n"] += 1
         if fail_at is not None and count["n"] == fail_at:
             raise KeyboardInterrupt
@@ -162,7 +169,7 @@ def _scripted(answers: dict[str, str], fail_at: int | None = None) -> ScriptedLL
     return ScriptedLLM(respond)
 
 
-def test_llm_plumbing_tokens_judge_and_resume_after_an_interruption(kb_settings, dataset, tmp_path):
+def test_llm_plumbing_tokens_judge_and_resume_after_an_interruption(kb_settings: Settings, dataset: Path, tmp_path: Path) -> None:
     questions = load_dataset(dataset).questions[:4]
     answers = {q.question: q.answers[0] for q in questions}
     methods = ["naive", "cot"]  # one answer request and one judge request each
@@ -193,7 +200,8 @@ def test_llm_plumbing_tokens_judge_and_resume_after_an_interruption(kb_settings,
     assert (tmp_path / "plots" / "tokens_per_question.png").is_file()
 
 
-def test_cli_eval_is_the_library_call(kb_settings, dataset, tmp_path, monkeypatch, capsys):
+def test_cli_eval_is_the_library_call(kb_settings: Settings, dataset: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from kbgraph.cli import main
 
     for var in ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_NAME", "KBGRAPH_URI", "NEO4J_URI"):
@@ -212,7 +220,9 @@ def test_cli_eval_is_the_library_call(kb_settings, dataset, tmp_path, monkeypatc
     assert "unknown method" in capsys.readouterr().err
 
 
-def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings, dataset, tmp_path, monkeypatch, capsys):
+def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings: Settings, dataset: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """`kbgraph rank train` on the data set's knowledge base: the table has the weighted sum and the fitted model
     on the same pools, the model file loads and names its data set, and propagation ranks with it."""
     from kbgraph.cli import main
@@ -253,14 +263,15 @@ def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings, datase
 
 
 # --- BM25 over the store's chunks, on both backends --------------------------------------------------------
-def _passage_graph(pid: str, title: str, texts: list[str]):
+def _passage_graph(pid: str, title: str, texts: list[str]) -> DocumentGraph:
     import numpy as np
 
     from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
 
     def vec(seed: str) -> list[float]:
         v = np.random.default_rng(abs(hash(seed)) % 2**32).normal(size=384)
-        return (v / np.linalg.norm(v)).tolist()
+        out: list[float] = (v / np.linalg.norm(v)).tolist()
+        return out
 
     doc_id = f"doc:{pid}"
     doc = DocumentRecord(id=doc_id, uri=f"file:///corpus.jsonl#{pid}", title=title, mime="application/x-ndjson",
@@ -270,8 +281,8 @@ def _passage_graph(pid: str, title: str, texts: list[str]):
     return DocumentGraph(document=doc, chunks=chunks)
 
 
-def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(store, backend_settings, tmp_path,
-                                                                            monkeypatch):  # fmt: skip
+def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(store: GraphStore, backend_settings: Settings, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from kbgraph.ingest.write import write_documents
     from kbgraph.query import bm25
 
@@ -307,7 +318,8 @@ def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(store
     assert bm25.BM25Index.open(store, backend_settings, root=root).fingerprint == index.fingerprint
 
 
-def test_shared_bm25_index_is_reused_until_the_corpus_changes(store, backend_settings, tmp_path, monkeypatch):
+def test_shared_bm25_index_is_reused_until_the_corpus_changes(store: GraphStore, backend_settings: Settings,
+                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The learned ranker's BM25 index (kbgraph.query.bm25.shared_index): one object per knowledge base while
     the corpus generation holds; a new document or a deletion is searched at once; a new process loads the
     saved index by its generation without the fingerprint pass over every chunk."""
@@ -332,7 +344,8 @@ def test_shared_bm25_index_is_reused_until_the_corpus_changes(store, backend_set
     assert sorted(again.ids) == ["chunk:p1:0", "chunk:p2:0"] and not again.built
 
 
-def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(backend_settings, tmp_path, monkeypatch):
+def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(backend_settings: Settings, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """After an ingestion that adds, updates or deletes documents the learned ranker's BM25 index is already
     built (the first question does not pay for it); a run that changes nothing builds nothing."""
     from kbgraph.kb import KnowledgeBase

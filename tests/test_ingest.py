@@ -15,11 +15,13 @@ from filelock import FileLock
 
 from kbgraph.errors import LockTimeout
 from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 
 WRITE_STATEMENTS = ("ingest/upsert_", "ingest/link_", "ingest/mark_documents_complete", "admin/delete_")
 
 
-def _kb(settings) -> KnowledgeBase:
+def _kb(settings: Settings) -> KnowledgeBase:
     kb = KnowledgeBase(settings=settings)
     kb.reset()
     return kb
@@ -33,12 +35,12 @@ def _passages(examples_dir: Path, tmp_path: Path, n: int, name: str = "corpus.js
     return out
 
 
-def _writes(store) -> int:
+def _writes(store: GraphStore) -> int:
     return sum(n for name, n in store.sent.items() if name.startswith(WRITE_STATEMENTS))
 
 
 @pytest.mark.slow  # every file of examples/docs (8 documents, ~800 chunks)
-def test_shared_documents_build_three_layers(backend_settings, examples_dir):
+def test_shared_documents_build_three_layers(backend_settings: Settings, examples_dir: Path) -> None:
     """Every file in examples/docs ingests; each layer is present and linked to its document."""
     kb = _kb(backend_settings)
     try:
@@ -68,7 +70,8 @@ def test_shared_documents_build_three_layers(backend_settings, examples_dir):
         kb.close()
 
 
-def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settings, examples_dir, tmp_path):
+def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settings: Settings, examples_dir: Path,
+                                                                  tmp_path: Path) -> None:
     corpus = tmp_path / "notes"
     corpus.mkdir()
     (corpus / "a.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.\n\n"
@@ -112,7 +115,8 @@ def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settin
         kb.close()
 
 
-def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_settings, examples_dir, tmp_path):
+def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_settings: Settings, examples_dir: Path,
+                                                                         tmp_path: Path) -> None:
     """A group (one unit of work, one `mark_documents_complete` statement) holds at most ingest_group_size
     documents and closes once it holds ingest_group_chars characters; how a corpus is grouped does not change
     the graph (entities shared between groups are merged, not duplicated)."""
@@ -136,7 +140,7 @@ def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_
     assert graphs["by documents"] == graphs["by characters"] == graphs["one group"]
 
 
-def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, examples_dir, tmp_path):
+def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings: Settings, examples_dir: Path, tmp_path: Path) -> None:
     import pymupdf
 
     settings = falkor_settings.updated({"name": "bad", "max_file_bytes": 200_000})
@@ -181,7 +185,7 @@ def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings, examples_d
         kb.close()
 
 
-def test_second_run_waits_or_exits_75(falkor_settings, tmp_path):
+def test_second_run_waits_or_exits_75(falkor_settings: Settings, tmp_path: Path) -> None:
     settings = falkor_settings.updated({"name": "locked", "lock_timeout": 0.5})
     (tmp_path / "a.txt").write_text("Locks keep runs apart.", encoding="utf-8")
     kb = KnowledgeBase(settings=settings)
@@ -204,7 +208,8 @@ def test_second_run_waits_or_exits_75(falkor_settings, tmp_path):
         kb.close()
 
 
-def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(backend_settings, examples_dir, tmp_path):
+def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(backend_settings: Settings, examples_dir: Path,
+                                                            tmp_path: Path) -> None:
     """A `kbgraph ingest` process killed with SIGKILL in the middle of a run (Neo4j: mid-transaction; FalkorDB:
     documents left 'writing'), then re-run, gives exactly the graph of one clean run, with no orphans."""
     corpus = _passages(examples_dir, tmp_path, 120)
@@ -236,7 +241,10 @@ def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(backend_settings, ex
         kb.reset()
         kb.ingest([corpus], progress=False)
         expected = kb.stats()
-        drop = lambda nodes: {k: v for k, v in nodes.items() if k != "IngestionRun"}  # noqa: E731
+
+        def drop(nodes: dict[str, int]) -> dict[str, int]:
+            return {k: v for k, v in nodes.items() if k != "IngestionRun"}
+
         assert drop(got.nodes) == drop(expected.nodes)
         assert got.relationships == expected.relationships
     finally:

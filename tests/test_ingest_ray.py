@@ -16,13 +16,17 @@ from __future__ import annotations
 import logging
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from kbgraph.errors import ConfigError
+from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
 
 PDFS = ("fbi_nics_background_checks_2015-11.pdf",)  # one small PDF with a table: the suite's time is bounded
 PASSAGES = 8
@@ -30,7 +34,7 @@ WRITES = ("ingest/upsert_", "ingest/link_", "ingest/mark_documents_complete", "a
 
 
 @pytest.fixture(scope="module")
-def sources(examples_dir, tmp_path_factory) -> tuple[Path, Path]:
+def sources(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("ray-inbox")
     for name in PDFS:
         (folder / name).write_bytes((examples_dir / "docs/pdf" / name).read_bytes())
@@ -43,6 +47,10 @@ def sources(examples_dir, tmp_path_factory) -> tuple[Path, Path]:
     return folder, corpus
 
 
+#: {engine: (kb, [report of the folder, report of the corpus], progress lines)}
+Runs = dict[str, tuple[KnowledgeBase, list[IngestReport], list[str]]]
+
+
 class _Lines(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.INFO)
@@ -53,10 +61,10 @@ class _Lines(logging.Handler):
 
 
 @pytest.fixture(scope="module")
-def runs(falkor_settings, sources):
+def runs(falkor_settings: Settings, sources: tuple[Path, Path]) -> Iterator[Runs]:
     """{engine: (kb, [report of the folder, report of the corpus], progress lines)}; the KBs are reset at the end."""
     folder, corpus = sources
-    out = {}
+    out: Runs = {}
     logger = logging.getLogger("kbgraph.ingest")
     level = logger.level
     logger.setLevel(logging.INFO)
@@ -81,7 +89,7 @@ def runs(falkor_settings, sources):
             kb.close()
 
 
-def _graph(kb: KnowledgeBase) -> dict:
+def _graph(kb: KnowledgeBase) -> dict[str, Any]:
     rows = kb.store._execute("MATCH (d:Document) RETURN d.uri AS uri, d.title AS title, d.sha256 AS sha, "
                              "d.status AS status ORDER BY uri", {})  # fmt: skip
     chunks = kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id, c.document_id AS doc, c.text AS text ORDER BY id", {})
@@ -96,7 +104,7 @@ def _vectors(kb: KnowledgeBase) -> dict[tuple[str, str], np.ndarray]:
 
 
 @pytest.mark.slow  # a local Ray and two ingests per engine (~1 min on 2 cores)
-def test_ray_builds_the_same_graph_as_local(runs):
+def test_ray_builds_the_same_graph_as_local(runs: Runs) -> None:
     local, ray = _graph(runs["local"][0]), _graph(runs["ray"][0])
     assert len(local["documents"]) == len(PDFS) + 1 + PASSAGES
     assert {d["status"] for d in ray["documents"]} == {"complete"}
@@ -122,7 +130,7 @@ def test_ray_builds_the_same_graph_as_local(runs):
 
 
 @pytest.mark.slow
-def test_a_corrupt_file_fails_alone(runs, sources):
+def test_a_corrupt_file_fails_alone(runs: Runs, sources: tuple[Path, Path]) -> None:
     kb, (folder_report, corpus_report), _ = runs["ray"]
     assert [Path(e.path).name for e in folder_report.errors] == ["corrupt.pdf"]
     assert (folder_report.added, folder_report.failed, folder_report.status, folder_report.exit_code) == (
@@ -136,7 +144,7 @@ def test_a_corrupt_file_fails_alone(runs, sources):
 
 
 @pytest.mark.slow
-def test_a_rerun_with_ray_is_a_noop(runs, sources, caplog):
+def test_a_rerun_with_ray_is_a_noop(runs: Runs, sources: tuple[Path, Path], caplog: pytest.LogCaptureFixture) -> None:
     kb = runs["ray"][0]
     before = _graph(kb)
     sent = dict(kb.store.sent)
@@ -151,7 +159,8 @@ def test_a_rerun_with_ray_is_a_noop(runs, sources, caplog):
     assert _graph(kb) == before
 
 
-def test_without_ray_the_run_fails_before_it_starts(falkor_settings, tmp_path, monkeypatch):
+def test_without_ray_the_run_fails_before_it_starts(falkor_settings: Settings, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     (tmp_path / "a.txt").write_text("Basel lies on the Rhine.", encoding="utf-8")
     settings = falkor_settings.updated({"name": f"noray{uuid.uuid4().hex[:8]}", "ingest_engine": "ray"})
@@ -162,7 +171,7 @@ def test_without_ray_the_run_fails_before_it_starts(falkor_settings, tmp_path, m
         kb.reset()
 
 
-def test_an_address_without_a_cluster_fails_before_the_run_starts(falkor_settings, tmp_path):
+def test_an_address_without_a_cluster_fails_before_the_run_starts(falkor_settings: Settings, tmp_path: Path) -> None:
     import socket
 
     with socket.socket() as s:  # a port nothing listens on

@@ -20,7 +20,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -28,6 +30,8 @@ from kbgraph.errors import LockTimeout
 from kbgraph.ingest.lease import LeaseLock
 from kbgraph.ingest.lock import open_run_lock
 from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
+from kbgraph.store.base import Row
 from tests.ingest_env import ingest_env
 
 CORPUS = "multihop/musique/hipporag_train100.corpus.jsonl"
@@ -36,7 +40,7 @@ LEASE = "MATCH (l:IngestLease) RETURN l.owner AS owner, l.pid AS pid, l.host AS 
 
 
 @pytest.fixture
-def kb(neo4j_settings):
+def kb(neo4j_settings: Settings) -> Iterator[KnowledgeBase]:
     kb = KnowledgeBase(settings=neo4j_settings)
     kb.reset()
     yield kb
@@ -52,20 +56,21 @@ def _passages(examples_dir: Path, tmp_path: Path, n: int) -> Path:
 
 
 _env = ingest_env
+T = TypeVar("T")
 
 
-def _ingest(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen:
+def _ingest(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
     out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115 (closed by the process's end)
     return subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "ingest", *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=out)  # fmt: skip
 
 
-def _lease(kb) -> dict | None:
+def _lease(kb: KnowledgeBase) -> Row | None:
     rows = kb.store._execute(LEASE, {})
     return rows[0] if rows else None
 
 
-def _until(what, timeout: float = 300.0, proc: subprocess.Popen | None = None):
+def _until(what: Callable[[], T], timeout: float = 300.0, proc: subprocess.Popen[bytes] | None = None) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = what()
@@ -77,18 +82,19 @@ def _until(what, timeout: float = 300.0, proc: subprocess.Popen | None = None):
     pytest.fail(f"timed out after {timeout:.0f} s")
 
 
-def _documents(kb) -> int:
+def _documents(kb: KnowledgeBase) -> int:
     return kb.stats().nodes.get("Document", 0)
 
 
-def _finish(*procs: subprocess.Popen) -> None:
+def _finish(*procs: subprocess.Popen[bytes]) -> None:
     for p in procs:
         if p.poll() is None:
             p.kill()
             p.wait()
 
 
-def test_second_run_on_another_home_exits_75_naming_the_holder_or_waits(kb, neo4j_settings, examples_dir, tmp_path):
+def test_second_run_on_another_home_exits_75_naming_the_holder_or_waits(kb: KnowledgeBase, neo4j_settings: Settings,
+                                                                        examples_dir: Path, tmp_path: Path) -> None:
     corpus = _passages(examples_dir, tmp_path, 120)
     (tmp_path / "b.txt").write_text("Leases keep runs of two hosts apart.", encoding="utf-8")
     holder = _ingest(_env(neo4j_settings, tmp_path, "host-a"), str(corpus))
@@ -124,7 +130,8 @@ def test_second_run_on_another_home_exits_75_naming_the_holder_or_waits(kb, neo4
     assert all(r["status"] == "complete" for r in kb.store.run("ingest/list_documents"))
 
 
-def test_killed_holders_lease_expires_and_the_next_run_converges(kb, neo4j_settings, examples_dir, tmp_path):
+def test_killed_holders_lease_expires_and_the_next_run_converges(kb: KnowledgeBase, neo4j_settings: Settings,
+                                                                 examples_dir: Path, tmp_path: Path) -> None:
     corpus = _passages(examples_dir, tmp_path, 120)
     holder = _ingest(_env(neo4j_settings, tmp_path, "host-a", KBGRAPH_LEASE_TTL="8"), str(corpus))
     try:
@@ -156,12 +163,16 @@ def test_killed_holders_lease_expires_and_the_next_run_converges(kb, neo4j_setti
     kb.reset()  # the reference: one clean run
     kb.ingest([corpus], progress=False)
     expected = kb.stats()
-    drop = lambda nodes: {k: v for k, v in nodes.items() if k != "IngestionRun"}  # noqa: E731
+
+    def drop(nodes: dict[str, int]) -> dict[str, int]:
+        return {k: v for k, v in nodes.items() if k != "IngestionRun"}
+
     assert drop(got.nodes) == drop(expected.nodes)
     assert got.relationships == expected.relationships
 
 
-def test_a_run_that_lost_its_lease_stops_before_its_next_write(kb, neo4j_settings, examples_dir, tmp_path):
+def test_a_run_that_lost_its_lease_stops_before_its_next_write(kb: KnowledgeBase, neo4j_settings: Settings,
+                                                               examples_dir: Path, tmp_path: Path) -> None:
     corpus = _passages(examples_dir, tmp_path, 120)
     log = tmp_path / "holder.log"
     holder = _ingest(_env(neo4j_settings, tmp_path, "host-a", KBGRAPH_LEASE_TTL="3"), str(corpus), log=log)
@@ -188,7 +199,7 @@ def test_a_run_that_lost_its_lease_stops_before_its_next_write(kb, neo4j_setting
     assert _lease(kb)["owner"] == "thief"  # type: ignore[index]  # a lost lease is not released by its former owner
 
 
-def test_two_takers_of_an_expired_lease_never_both_get_it(kb, neo4j_settings):
+def test_two_takers_of_an_expired_lease_never_both_get_it(kb: KnowledgeBase, neo4j_settings: Settings) -> None:
     kb.store._execute("CREATE (:IngestLease {kb: $kb, owner: 'dead', pid: -1, host: 'elsewhere', "
                       "machine: 'another machine', expires_at: timestamp() - 1000})",
                       {"kb": kb.store.lease_key()})  # fmt: skip

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, Protocol
 
 import pytest
 
@@ -25,7 +27,7 @@ class SlowServer:
     """Answers every chat completion after ``latency`` seconds (streamed or not); ``most`` is the highest number
     of requests it was answering at once. ``GET /props`` reports ``slots`` as llama-server does (404 if None)."""
 
-    def __init__(self, latency: float, slots: int | None = None):
+    def __init__(self, latency: float, slots: int | None = None) -> None:
         self.latency, self.slots = latency, slots
         self.in_flight = self.most = self.answered = 0
         lock = threading.Lock()
@@ -34,7 +36,7 @@ class SlowServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args) -> None:
+            def log_message(self, *args: object) -> None:
                 pass
 
             def do_GET(self) -> None:
@@ -79,8 +81,14 @@ class SlowServer:
         self.server.server_close()
 
 
+class MakeServer(Protocol):
+    """The ``slow_server`` fixture: starts a :class:`SlowServer` (closed at the test's end)."""
+
+    def __call__(self, latency: float = ..., slots: int | None = ...) -> SlowServer: ...
+
+
 @pytest.fixture
-def slow_server(monkeypatch):
+def slow_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeServer]:
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
@@ -96,12 +104,12 @@ def slow_server(monkeypatch):
         s.close()
 
 
-def settings(tmp_path, base_url: str, **overrides) -> Settings:
+def settings(tmp_path: Path, base_url: str, **overrides: Any) -> Settings:
     return Settings(home=tmp_path, llm_base_url=base_url, llm_model="m", llm_api_key="k", llm_response_format="none",
                     llm_timeout=30, llm_max_retries=0, **overrides)  # fmt: skip
 
 
-def test_a_bound_of_two_keeps_two_requests_in_flight(slow_server, tmp_path):
+def test_a_bound_of_two_keeps_two_requests_in_flight(slow_server: MakeServer, tmp_path: Path) -> None:
     """Six requests from three clients of one endpoint at once: the server never answers more than two together
     (six at once without the bound), and every request is answered."""
     server = slow_server(latency=0.4)
@@ -114,7 +122,7 @@ def test_a_bound_of_two_keeps_two_requests_in_flight(slow_server, tmp_path):
     assert clients[0].limit is clients[1].limit and clients[0].limit.bound == 2
 
 
-def test_a_streamed_answer_holds_its_slot_until_read(slow_server, tmp_path):
+def test_a_streamed_answer_holds_its_slot_until_read(slow_server: MakeServer, tmp_path: Path) -> None:
     server = slow_server(latency=0.3)
     client = OpenAIClient(settings(tmp_path, server.base_url, llm_max_concurrency=1), cache=False)
 
@@ -127,7 +135,7 @@ def test_a_streamed_answer_holds_its_slot_until_read(slow_server, tmp_path):
     assert server.most == 1 and client.limit.in_flight == 0
 
 
-def test_the_default_bound_is_the_servers_slots(slow_server, tmp_path):
+def test_the_default_bound_is_the_servers_slots(slow_server: MakeServer, tmp_path: Path) -> None:
     """No llm_max_concurrency: llama-server's /props total_slots; a server that reports none gets DEFAULT_BOUND."""
     llama = slow_server(latency=0.0, slots=3)
     other = slow_server(latency=0.0, slots=None)
@@ -136,12 +144,12 @@ def test_the_default_bound_is_the_servers_slots(slow_server, tmp_path):
     assert endpoint_limit(settings(tmp_path, other.base_url)).bound == DEFAULT_BOUND
 
 
-def test_bad_bound_is_refused(tmp_path):
+def test_bad_bound_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="llm_max_concurrency"):
         Settings(home=tmp_path, llm_max_concurrency=0)
 
 
-def test_llama_server_gets_a_context_per_slot():
+def test_llama_server_gets_a_context_per_slot() -> None:
     """--parallel N: N slots, each with the whole context (-c N x ctx, no unified KV cache)."""
     args = server_args("llama-server", Path("m.gguf"), "m", 8099, 4096, 2, parallel=4)
     assert args[args.index("--parallel") + 1] == "4"
@@ -152,7 +160,7 @@ def test_llama_server_gets_a_context_per_slot():
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
-def test_llm_start_parallel_sets_the_bound(tmp_path):
+def test_llm_start_parallel_sets_the_bound(tmp_path: Path) -> None:
     """kbgraph llm start --parallel 2: llama-server has two slots of the asked context each, the launch record and
     the exports line say 2, and a client of that server is bounded by 2 without llm_max_concurrency."""
     import subprocess

@@ -13,13 +13,21 @@ graph the answers land in, Algorithm 1's trace), never that an answer is right.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
+from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
+from kbgraph.llm import OpenAIClient
+from kbgraph.llm.base import Usage
 from kbgraph.models import stable_id
+from kbgraph.query.models import TraceRound
 from kbgraph.settings import Settings
+from tests.llm_server_fixture import LLMServerInfo
 
 FAA = "docs/pdf/faa_amt_general_handbook_sample.pdf"  # one page of prose: 3 chunks at 256 words
 SENATE = "docs/pdf/us_senate_expenditures.pdf"  # one ledger table: a table chunk
@@ -32,7 +40,7 @@ ROUNDS = 2  # Algorithm 1's N for these tests (the loop's machinery is the same 
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _answer_budget_of_200_tokens():
+def _answer_budget_of_200_tokens() -> Iterator[None]:
     """JSON answers get max_tokens 200 here (llm_max_tokens), not the bounded schema's budget: SmolLM2-135M fills
     every bound it is given (ExtractedKnowledge allows 2,281 tokens, AtomicQuestions 954), which makes this
     module's ingestions take over 20 minutes per store on two cores. What is tested here is the machinery against
@@ -43,7 +51,19 @@ def _answer_budget_of_200_tokens():
         yield
 
 
-def llm_kb_on(store: str, base: Settings, llm_server, tmp_path_factory, examples_dir):
+class LLMKnowledgeBase(KnowledgeBase):
+    """The module's knowledge base with what its one ingestion gave: the files and the store it ran on, the
+    report, the LLM's usage and JSON report (``llm_kb_on``)."""
+
+    test_files: list[str]
+    test_store: str
+    ingest_report: IngestReport
+    ingest_usage: Usage
+    ingest_json: dict[str, dict[str, float]]
+
+
+def llm_kb_on(store: str, base: Settings, llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory,
+              examples_dir: Path) -> Iterator[LLMKnowledgeBase]:
     """A knowledge base on ``base``'s store whose LLM is the real local server, with the documents ingested by it
     once (a fresh response cache: every answer is a real request); yields it, then resets it. tests/
     test_llm_real_neo4j.py runs this module's knowledge-base tests on Neo4j (a module of its own, so that
@@ -53,36 +73,40 @@ def llm_kb_on(store: str, base: Settings, llm_server, tmp_path_factory, examples
         "llm_cache_dir": tmp_path_factory.mktemp("llm-cache"), "llm_timeout": 300.0, "llm_max_tokens": 200,
         "chunk_tokens": 256, "llm_chunk_window_tokens": 300, "decompose_rounds": ROUNDS, "self_ask_rounds": 2,
     })  # fmt: skip
-    kb = KnowledgeBase(settings=settings)
+    kb = LLMKnowledgeBase(settings=settings)
     kb.reset()
     # both documents on FalkorDB; on Neo4j the table alone (the LLM ingestion of the prose is the suite's longest
     # step, and what differs by store is the writing, which the table's chunk, questions and triples exercise)
-    kb.test_files = [FAA, SENATE] if store == "falkordb" else [SENATE]  # type: ignore[attr-defined]
-    kb.test_store = store  # type: ignore[attr-defined]
-    report = kb.ingest([examples_dir / f for f in kb.test_files], progress=False)  # type: ignore[attr-defined]
-    kb.ingest_report = report  # type: ignore[attr-defined]
-    kb.ingest_usage = kb.llm.usage.model_copy()  # type: ignore[attr-defined, union-attr]
-    kb.ingest_json = kb.llm.json_report()  # type: ignore[attr-defined, union-attr]
+    kb.test_files = [FAA, SENATE] if store == "falkordb" else [SENATE]
+    kb.test_store = store
+    report = kb.ingest([examples_dir / f for f in kb.test_files], progress=False)
+    kb.ingest_report = report
+    llm = kb.llm
+    assert isinstance(llm, OpenAIClient)  # the real server's client
+    kb.ingest_usage = llm.usage.model_copy()
+    kb.ingest_json = llm.json_report()
     yield kb
     kb.reset()
     kb.close()
 
 
 @pytest.fixture(scope="module")
-def llm_kb(falkor_settings, llm_server, tmp_path_factory, examples_dir):
+def llm_kb(falkor_settings: Settings, llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory,
+           examples_dir: Path) -> Iterator[LLMKnowledgeBase]:
     """The LLM knowledge base on the embedded FalkorDB (tests/test_llm_real_neo4j.py: on Neo4j)."""
     yield from llm_kb_on("falkordb", falkor_settings.updated({"name": f"llm{uuid.uuid4().hex[:8]}"}), llm_server,
                          tmp_path_factory, examples_dir)  # fmt: skip
 
 
-def _document(kb: KnowledgeBase, path) -> list[dict]:
+def _document(kb: KnowledgeBase, path: Path) -> list[dict[str, Any]]:
     return kb.browse("document", document=stable_id("doc", path.resolve().as_uri()), limit=10_000, per_chunk=1_000)
 
 
-def test_ingestion_with_a_real_llm_builds_the_llm_layers(llm_kb, examples_dir):
+def test_ingestion_with_a_real_llm_builds_the_llm_layers(llm_kb: LLMKnowledgeBase, examples_dir: Path) -> None:
     report = llm_kb.ingest_report
     assert report.errors == [] and report.added == len(llm_kb.test_files), report.errors
     llm, usage = llm_kb.llm, llm_kb.ingest_usage
+    assert isinstance(llm, OpenAIClient)
     assert usage.calls > 0 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
     assert usage.cached_calls < usage.calls  # a repeated identical request may come from the response cache
     prose = _document(llm_kb, examples_dir / FAA) if FAA in llm_kb.test_files else []
@@ -120,7 +144,7 @@ def test_ingestion_with_a_real_llm_builds_the_llm_layers(llm_kb, examples_dir):
     assert llm._formats.get(f"{llm.endpoint}|{llm.default_model}") == "json_schema"  # llama-server takes it
 
 
-def test_multi_hop_questions_with_a_real_llm(llm_kb):
+def test_multi_hop_questions_with_a_real_llm(llm_kb: LLMKnowledgeBase) -> None:
     """Two questions with Algorithm 1, one with each baseline: the answer is the server's (usage > 0, nothing from
     the cache), every citation is a chunk of the graph, and pike's trace shows its rounds, proposals,
     candidates from the graph above δ and the selected chunk."""
@@ -148,8 +172,10 @@ def test_multi_hop_questions_with_a_real_llm(llm_kb):
         if method != "pike":
             continue
         assert 1 <= len(answer.trace) <= ROUNDS
+        trace = [r for r in answer.trace if isinstance(r, TraceRound)]
+        assert trace == answer.trace  # pike's rounds
         delta = llm_kb.settings.decompose.decompose_threshold
-        for i, rnd in enumerate(answer.trace, start=1):
+        for i, rnd in enumerate(trace, start=1):
             assert rnd.round == i
             if rnd.candidates:
                 assert all(c.score >= delta - 1e-6 for c in rnd.candidates)  # δ applied
@@ -158,12 +184,12 @@ def test_multi_hop_questions_with_a_real_llm(llm_kb):
                 }  # candidates come from the graph
             if rnd.selected is not None:
                 assert rnd.chunk_id in {c.chunk_id for c in rnd.candidates}
-        assert {c.id for c in answer.chunks} == {r.chunk_id for r in answer.trace if r.chunk_id}
+        assert {c.id for c in answer.chunks} == {r.chunk_id for r in trace if r.chunk_id}
 
 
 def test_a_prompt_over_the_context_is_a_clear_error_and_nothing_is_half_written(
-    backend_settings, llm_server, tmp_path
-):
+    backend_settings: Settings, llm_server: LLMServerInfo, tmp_path: Path
+) -> None:
     """One paragraph of ~9,000 words in one chunk: its atomic-question prompt cannot fit the server's context.
     The document fails with a message naming the prompt and its size; the small file beside it is ingested."""
     words = ("The anchor nut holds the bracket while the spring keeps the sections apart. " * 700).strip()

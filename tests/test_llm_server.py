@@ -36,7 +36,7 @@ def installed() -> None:
 
 
 @pytest.fixture
-def server_settings(tmp_path) -> Settings:
+def server_settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", llm_server_port=free_port(), llm_server_ctx=2048, llm_server_threads=1)
 
 
@@ -65,7 +65,7 @@ def assert_not_started(server: LocalLLMServer) -> None:
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
-def test_start_chat_idempotent_stop(installed, server_settings, tmp_path):
+def test_start_chat_idempotent_stop(installed: None, server_settings: Settings, tmp_path: Path) -> None:
     from openai import OpenAI
 
     home, port = server_settings.home, server_settings.llm_server.llm_server_port
@@ -123,7 +123,7 @@ def test_start_chat_idempotent_stop(installed, server_settings, tmp_path):
 # --- start-up errors ---------------------------------------------------------------------------------------
 
 
-def test_model_missing(server_settings, tmp_path):
+def test_model_missing(server_settings: Settings, tmp_path: Path) -> None:
     server = LocalLLMServer(server_settings)
     with pytest.raises(LLMServerError) as exc:
         server.start(model=tmp_path / "nope.gguf")
@@ -132,7 +132,7 @@ def test_model_missing(server_settings, tmp_path):
     assert_not_started(server)
 
 
-def test_not_gguf(server_settings, tmp_path):
+def test_not_gguf(server_settings: Settings, tmp_path: Path) -> None:
     text = tmp_path / "model.gguf"
     text.write_text("this is a text file, not a model\n")
     server = LocalLLMServer(server_settings)
@@ -143,7 +143,7 @@ def test_not_gguf(server_settings, tmp_path):
     assert_not_started(server)
 
 
-def test_not_gguf_cli_exit_code(server_settings, tmp_path):
+def test_not_gguf_cli_exit_code(server_settings: Settings, tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
     out = kbgraph(server_settings.home, "start", "--model", str(text), "--port", str(server_settings.llm_server.llm_server_port))
@@ -152,7 +152,7 @@ def test_not_gguf_cli_exit_code(server_settings, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error:") and "not a GGUF model" in lines[0]
 
 
-def test_port_taken(installed, server_settings):
+def test_port_taken(installed: None, server_settings: Settings) -> None:
     port = server_settings.llm_server.llm_server_port
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
@@ -166,7 +166,7 @@ def test_port_taken(installed, server_settings):
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
-def test_server_dies_during_startup(installed, server_settings, tmp_path):
+def test_server_dies_during_startup(installed: None, server_settings: Settings, tmp_path: Path) -> None:
     bad = truncated_gguf(tmp_path / "broken.gguf")
     server = LocalLLMServer(server_settings)
     with pytest.raises(LLMServerError) as exc:
@@ -184,7 +184,7 @@ def test_server_dies_during_startup(installed, server_settings, tmp_path):
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
-def test_startup_timeout_stops_the_server(installed, server_settings):
+def test_startup_timeout_stops_the_server(installed: None, server_settings: Settings) -> None:
     server = LocalLLMServer(server_settings)
     with pytest.raises(LLMServerError) as exc:
         server.start(timeout=0)  # cannot have loaded the model yet

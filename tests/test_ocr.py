@@ -10,13 +10,19 @@ from __future__ import annotations
 import io
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.ocr import OcrOptions
-from kbgraph.ingest.parse import parse_file, skip_reason
+from kbgraph.ingest.parse import ParsedDocument, parse_file, skip_reason
+from kbgraph.settings import Settings
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 MAX = 50_000_000
 TEXT = [
@@ -30,14 +36,14 @@ ROWS = [["City", "Population", "Country"], ["Basel", "173000", "Switzerland"], [
 
 
 @pytest.fixture(autouse=True)
-def _tesseract():
+def _tesseract() -> None:
     if not shutil.which("tesseract"):
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail("Tesseract is not installed; .ci/run installs tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd")
         pytest.skip("Tesseract not installed")
 
 
-def page_image(lines: list[str] | None = None, *, table: bool = False, rotate: int = 0, dpi: int = 200):
+def page_image(lines: list[str] | None = None, *, table: bool = False, rotate: int = 0, dpi: int = 200) -> Image.Image:
     """A PIL image of an A4 page of ``lines`` (or of a small table without rulings), rendered by PyMuPDF;
     turned ``rotate`` degrees counter-clockwise."""
     import pymupdf
@@ -57,7 +63,7 @@ def page_image(lines: list[str] | None = None, *, table: bool = False, rotate: i
     return img.rotate(rotate, expand=True) if rotate else img
 
 
-def scanned_pdf(path: Path, images, dpi: int = 200, text_page: str | None = None) -> Path:
+def scanned_pdf(path: Path, images: Iterable[Image.Image], dpi: int = 200, text_page: str | None = None) -> Path:
     """A PDF whose pages are ``images`` alone (no text layer), plus a page with a real text layer first when
     ``text_page`` is given."""
     import pymupdf
@@ -74,11 +80,11 @@ def scanned_pdf(path: Path, images, dpi: int = 200, text_page: str | None = None
     return path
 
 
-def _text(doc) -> str:
+def _text(doc: ParsedDocument) -> str:
     return "\n".join(e.text for e in doc.elements)
 
 
-def test_scanned_pdf_is_read_by_ocr_page_by_page(tmp_path: Path):
+def test_scanned_pdf_is_read_by_ocr_page_by_page(tmp_path: Path) -> None:
     """A half-scanned PDF: the page with text keeps its text layer (never OCR'd), the scanned one is OCR'd;
     the document says which pages OCR read."""
     path = scanned_pdf(tmp_path / "scan.pdf", [page_image()], text_page="The text layer says the lock opens at six.")
@@ -92,14 +98,14 @@ def test_scanned_pdf_is_read_by_ocr_page_by_page(tmp_path: Path):
     assert [e.page for e in doc.elements if "ferry" in e.text] == [2]
 
 
-def test_rotated_scan_is_turned_upright(tmp_path: Path):
+def test_rotated_scan_is_turned_upright(tmp_path: Path) -> None:
     path = scanned_pdf(tmp_path / "sideways.pdf", [page_image(rotate=90)])
     doc = parse_file(path, max_bytes=MAX, ocr=OcrOptions())
     assert "The ferry to Basel leaves the harbour every morning at nine o'clock." in _text(doc), _text(doc)
     assert doc.ocr_pages == [1]
 
 
-def test_rotated_scan_keeps_every_line(tmp_path: Path):
+def test_rotated_scan_keeps_every_line(tmp_path: Path) -> None:
     """A full portrait page scanned sideways: its lines near the bottom are read too (PyMuPDF's own full-page
     OCR mapped the words back to the unrotated page and clipped them to the rotated one, losing every line
     below the landscape page's height: here lines 27 to 29)."""
@@ -110,7 +116,7 @@ def test_rotated_scan_keeps_every_line(tmp_path: Path):
         assert f"Entry {i} says the tide turns at berth {i}." in text, text
 
 
-def test_png_image_file_is_read_with_its_confidence(tmp_path: Path):
+def test_png_image_file_is_read_with_its_confidence(tmp_path: Path) -> None:
     path = tmp_path / "notice.png"
     page_image(rotate=270).save(path)
     assert skip_reason(path, OcrOptions()) is None
@@ -120,7 +126,7 @@ def test_png_image_file_is_read_with_its_confidence(tmp_path: Path):
     assert doc.ocr_confidence[1] > 80, doc.ocr_confidence
 
 
-def test_table_image_comes_out_as_rows(tmp_path: Path):
+def test_table_image_comes_out_as_rows(tmp_path: Path) -> None:
     path = tmp_path / "cities.jpg"
     page_image(table=True).save(path, quality=90)
     doc = parse_file(path, max_bytes=MAX, ocr=OcrOptions())
@@ -129,7 +135,7 @@ def test_table_image_comes_out_as_rows(tmp_path: Path):
         assert " ".join(row) in texts, texts
 
 
-def test_ocr_off_or_missing_keeps_the_skip_message(tmp_path: Path, monkeypatch):
+def test_ocr_off_or_missing_keeps_the_skip_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "notice.png"
     page_image().save(path)
     scan = scanned_pdf(tmp_path / "scan.pdf", [page_image()])
@@ -189,7 +195,7 @@ def scans_folder(folder: Path) -> Path:
 
 
 @pytest.mark.slow  # ~20-30 s on 2 busy cores: 4 OCR'd pages, 2 ingests and 8 questions
-def test_folder_of_scans_is_ingested_and_asked_offline(falkor_settings, tmp_path: Path):
+def test_folder_of_scans_is_ingested_and_asked_offline(falkor_settings: Settings, tmp_path: Path) -> None:
     """Issue 31's "done when": a folder holding a scanned PDF, a rotated scan, a PNG and a JPEG of text is
     ingested into the embedded FalkorDB store; each sentence is found by ``ask`` without an LLM, its answer
     quoting it and citing the right file first; the report lists each as read by OCR. The same folder with

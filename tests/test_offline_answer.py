@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.evidence import quotable, sentences
+from kbgraph.query.models import Answer, Citation
+from kbgraph.settings import Settings
+from kbgraph.store.base import Row
 
 NICS = "docs/pdf/fbi_nics_background_checks_2015-11.pdf"
 HANDBOOK = "docs/docx/us_doj_chapter13_standing_trustee_handbook.docx"
@@ -29,7 +34,7 @@ _LINE = re.compile(r"^(?P<text>.+) \[(?P<n>\d+)\]$")
 _REF = re.compile(r"\[(?:\d{1,3}|[a-z]|[a-z ]{3,24} needed|note \d{1,3}|nb \d{1,3})\]", re.I)
 
 
-def _ingest(settings, examples_dir, files) -> KnowledgeBase:
+def _ingest(settings: Settings, examples_dir: Path, files: list[str]) -> KnowledgeBase:
     kb = KnowledgeBase(settings=settings)
     kb.reset()
     report = kb.ingest([examples_dir / f for f in files], progress=False)
@@ -38,7 +43,7 @@ def _ingest(settings, examples_dir, files) -> KnowledgeBase:
 
 
 @pytest.fixture(scope="module")
-def sample_kb(falkor_settings, examples_dir):
+def sample_kb(falkor_settings: Settings, examples_dir: Path) -> Iterator[KnowledgeBase]:
     """The three sample files, ingested once on the embedded FalkorDB (no LLM)."""
     settings = falkor_settings.updated({"name": f"answers{uuid.uuid4().hex[:8]}"})
     kb = _ingest(settings, examples_dir, [NICS, HANDBOOK, DUCK])
@@ -48,7 +53,7 @@ def sample_kb(falkor_settings, examples_dir):
 
 
 @pytest.fixture(scope="module")
-def neo4j_kb(neo4j_settings, examples_dir):
+def neo4j_kb(neo4j_settings: Settings, examples_dir: Path) -> Iterator[KnowledgeBase]:
     """The NICS report alone on the local Neo4j 5 (one file: the table question on the second store)."""
     kb = _ingest(neo4j_settings, examples_dir, [NICS])
     yield kb
@@ -60,7 +65,7 @@ def _flat(text: str) -> str:
     return " ".join(_REF.sub("", text).replace("*", "").split())
 
 
-def evidence_lines(kb: KnowledgeBase, answer) -> list[tuple[str, dict, object]]:
+def evidence_lines(kb: KnowledgeBase, answer: Answer) -> list[tuple[str, Row, Citation]]:
     """(line text, chunk row from the graph, citation) for each answer line. Asserts the shape: every line
     ends with a marker [n] naming one of the citations, every citation's chunk exists in the graph with
     its document, and the line's words stand in that chunk (a sentence verbatim, a table row cell by cell)."""
@@ -98,11 +103,11 @@ def _is_sentence(text: str) -> bool:
 
 
 @pytest.mark.slow  # sample_kb ingests three sample documents
-def test_table_cell_question_answers_with_the_row(sample_kb):
+def test_table_cell_question_answers_with_the_row(sample_kb: KnowledgeBase) -> None:
     answer = sample_kb.ask(TABLE_Q)
     lines = evidence_lines(sample_kb, answer)
     text, chunk, citation = lines[0]
-    assert chunk["kind"] == "table" and citation.document_uri.endswith("fbi_nics_background_checks_2015-11.pdf")  # type: ignore[attr-defined]
+    assert chunk["kind"] == "table" and citation.document_uri.endswith("fbi_nics_background_checks_2015-11.pdf")
     assert "State / Territory: Kentucky" in text and "Handgun: 12,155" in text
     # the named row, not a neighbour: no other state's row is offered as evidence
     for other in ("Kansas", "Ohio", "Tennessee", "Louisiana", "Totals"):
@@ -111,32 +116,32 @@ def test_table_cell_question_answers_with_the_row(sample_kb):
 
 
 @pytest.mark.slow  # sample_kb ingests three sample documents
-def test_handbook_question_answers_with_sentences(sample_kb):
+def test_handbook_question_answers_with_sentences(sample_kb: KnowledgeBase) -> None:
     answer = sample_kb.ask(PROSE_Q)
     lines = evidence_lines(sample_kb, answer)
     assert len(lines) >= 2
     assert "Summary of Standing Trustee Duties" not in answer.answer
     sections = {p.strip().lower() for c in answer.citations for p in c.section.split(" > ")}
     for text, _chunk, citation in lines:
-        assert citation.document_uri.endswith("us_doj_chapter13_standing_trustee_handbook.docx"), citation  # type: ignore[attr-defined]
+        assert citation.document_uri.endswith("us_doj_chapter13_standing_trustee_handbook.docx"), citation
         assert _is_sentence(text), f"not a sentence: {text!r}"
         assert text.lower() not in sections
     assert any("trustee" in text.lower() and "dut" in text.lower() for text, _, _ in lines), answer.answer
 
 
 @pytest.mark.slow  # sample_kb ingests three sample documents
-def test_html_question_answers_from_the_page(sample_kb):
+def test_html_question_answers_from_the_page(sample_kb: KnowledgeBase) -> None:
     answer = sample_kb.ask(HTML_Q)
     lines = evidence_lines(sample_kb, answer)
     for text, _chunk, citation in lines:
-        assert citation.document_uri.endswith("wikipedia_duck.html") and citation.document_title == "Duck"  # type: ignore[attr-defined]
+        assert citation.document_uri.endswith("wikipedia_duck.html") and citation.document_title == "Duck"
         assert _is_sentence(text), f"not a sentence: {text!r}"
         assert not re.search(r"\[\d+\]", text[:-1]), f"a Wikipedia reference mark is left in {text!r}"
     first = lines[0][0].lower()
     assert "ducks eat" in first and "aquatic plants" in first, answer.answer
 
 
-def test_units_split_and_filter():
+def test_units_split_and_filter() -> None:
     """The sentence splitter keeps list items and abbreviations whole and splits after reference marks;
     headings, captions and fragments are not quotable."""
     assert sentences("1. Be accountable for all property. 2. Investigate the U.S. Trustee's records.") == [
@@ -156,7 +161,7 @@ def test_units_split_and_filter():
 
 @pytest.mark.neo4j
 @pytest.mark.slow  # starts the local Neo4j server (~40 s) and ingests the NICS report there
-def test_table_cell_question_on_neo4j(neo4j_kb):
+def test_table_cell_question_on_neo4j(neo4j_kb: KnowledgeBase) -> None:
     answer = neo4j_kb.ask(TABLE_Q)
     text, chunk, _citation = evidence_lines(neo4j_kb, answer)[0]
     assert chunk["kind"] == "table"

@@ -5,12 +5,15 @@ ranker; that ranker's own test is tests/test_ranking.py), on both stores; and ho
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kbgraph.errors import QueryError
 from kbgraph.ingest.write import write_documents
+from kbgraph.kb import KnowledgeBase
 from kbgraph.models import (
     AtomicQuestionRecord,
     ChunkRecord,
@@ -22,13 +25,16 @@ from kbgraph.models import (
 )
 from kbgraph.query.models import Seeds
 from kbgraph.query.propagation import propagate
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 
 DIM = 384
 
 
 def _vec(seed: int) -> list[float]:
     v = np.random.default_rng(seed).normal(size=DIM)
-    return (v / np.linalg.norm(v)).tolist()
+    out: list[float] = (v / np.linalg.norm(v)).tolist()
+    return out
 
 
 def _hand_graph() -> DocumentGraph:
@@ -63,7 +69,7 @@ SEEDS = Seeds(
 )
 
 
-def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
+def test_propagated_scores_are_exactly_the_formula(store: GraphStore, backend_settings: Settings) -> None:
     write_documents(store, [_hand_graph()])
     s = backend_settings.updated({
         "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
@@ -99,7 +105,7 @@ def test_propagated_scores_are_exactly_the_formula(store, backend_settings):
     assert {c.id: c.score for c in capped}["c3"] == pytest.approx(1.0 * 0.4 + 0.2 * 0.3 + 0.1 * s1["c2"], abs=1e-9)
 
 
-def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store, backend_settings):
+def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store: GraphStore, backend_settings: Settings) -> None:
     """c2 is reached only through its triple, entity and full text; with the question's vector in the seeds,
     its Chunk term is its exact cosine, computed in the database (here the question is c2's own vector)."""
     write_documents(store, [_hand_graph()])
@@ -121,7 +127,7 @@ def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store, backe
     assert off["c2"] == pytest.approx(c2_without, abs=1e-9)
 
 
-def test_title_hop_is_shared_among_the_chunks_it_reaches(store, backend_settings):
+def test_title_hop_is_shared_among_the_chunks_it_reaches(store: GraphStore, backend_settings: Settings) -> None:
     """a1 names document B's title; B's two chunks that mention it share w_TH · S1(a1); b3 does not mention
     the title and gets nothing; a chunk of A itself is never a title-hop target."""
     title = EntityRecord(id="eB", name="Bee", type="TITLE", embedding=_vec(50))
@@ -151,9 +157,7 @@ def test_title_hop_is_shared_among_the_chunks_it_reaches(store, backend_settings
 
 
 @pytest.fixture
-def small_kb(falkor_settings, examples_dir, tmp_path):
-    from kbgraph.kb import KnowledgeBase
-
+def small_kb(falkor_settings: Settings, examples_dir: Path, tmp_path: Path) -> Iterator[KnowledgeBase]:
     src = examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl"
     corpus = tmp_path / "small.jsonl"
     corpus.write_text("\n".join(src.read_text(encoding="utf-8").splitlines()[:30]) + "\n", encoding="utf-8")
@@ -164,7 +168,7 @@ def small_kb(falkor_settings, examples_dir, tmp_path):
     kb.close()
 
 
-def test_hostile_questions_get_a_clear_error_or_a_safe_answer(small_kb):
+def test_hostile_questions_get_a_clear_error_or_a_safe_answer(small_kb: KnowledgeBase) -> None:
     before = small_kb.stats()
     for bad in ["", "   \n\t ", "\x00\x01"]:
         with pytest.raises(QueryError, match="empty"):

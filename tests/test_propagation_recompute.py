@@ -25,6 +25,8 @@ from kbgraph.models import (
 )
 from kbgraph.query.models import Seeds
 from kbgraph.query.propagation import learned_pool, propagate, score_terms
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 
 DIM = 384
 WEIGHTS = {"weight_chunk": 1.0, "weight_question": 0.7, "weight_triple": 0.3, "weight_entity": 0.25,
@@ -109,7 +111,7 @@ SEEDS = Seeds(
 )  # fmt: skip
 
 
-def recompute(graphs: list[DocumentGraph], vecs: dict[str, np.ndarray], seeds: Seeds, k: int) -> dict[str, dict]:
+def recompute(graphs: list[DocumentGraph], vecs: dict[str, np.ndarray], seeds: Seeds, k: int) -> dict[str, dict[str, tuple[str, float]]]:
     """The formula of docs/scoring.md on the records: {chunk id: {term: (node id, score)}}."""
     w = WEIGHTS
     chunks = {c.id: c for g in graphs for c in g.chunks}
@@ -182,7 +184,7 @@ def recompute(graphs: list[DocumentGraph], vecs: dict[str, np.ndarray], seeds: S
     return {cid: by_term for cid, by_term in terms.items()}
 
 
-def test_every_term_equals_a_direct_recomputation(store, backend_settings):
+def test_every_term_equals_a_direct_recomputation(store: GraphStore, backend_settings: Settings) -> None:
     graphs, vecs = _graph()
     write_documents(store, graphs)
     settings = backend_settings.updated({**WEIGHTS, **OTHER, "ranker": "weights"})
@@ -206,7 +208,8 @@ def test_every_term_equals_a_direct_recomputation(store, backend_settings):
     assert len(rescored) == 2 * OTHER["rescore_k"] and rescored < set(expected)
 
 
-def test_the_learned_pool_has_the_titles_and_bm25_similarities_of_a_recomputation(store, backend_settings):
+def test_the_learned_pool_has_the_titles_and_bm25_similarities_of_a_recomputation(store: GraphStore,
+                                                                                  backend_settings: Settings) -> None:
     """With the learned ranker, a BM25 hit outside the weighted sum's pool joins it with its exact similarity as
     its Chunk term, and every pool chunk has its document's title (the title feature), without a statement."""
     graphs, vecs = _graph()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,12 +33,17 @@ from kbgraph.settings import Settings  # noqa: E402
 from tests.serve_fixture import offline, running  # noqa: E402
 from tests.test_serve_authz import _servers, raw  # noqa: E402
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from schemathesis import Case
+    from schemathesis.schemas import APIOperation
+
 NOTE = "# Kentucky checks\n\nKentucky had 12,155 handgun checks in November 2015, says the NICS report.\n"
 QUESTION = "How many handgun checks were there in Kentucky?"
 JSON = {"Content-Type": "application/json"}
 
 #: (method, path template, body): one request per route of ROUTE_RIGHTS under /v1 ({kb}: the knowledge base).
-ROUTES = [
+ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/v1/kb/{kb}/ask", {"question": QUESTION, "k": 2}),
     ("POST", "/v1/kb/{kb}/search", {"question": QUESTION, "k": 2}),
     ("POST", "/v1/kb/{kb}/ingest", {"paths": ["/etc"]}),
@@ -49,8 +56,14 @@ ROUTES = [
 ]
 
 
+#: (base URL, settings, {role: key}, the application)
+Served = tuple[str, Settings, dict[str, str], "FastAPI"]
+#: (route index, knowledge base, positions to percent-encode, upper-case hex, extra segment, where)
+Spelling = tuple[int, str, set[int], bool, str, int]
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, falkor_home, embed_cache_dir):
+def served(tmp_path_factory: pytest.TempPathFactory, falkor_home: Path, embed_cache_dir: Path) -> Iterator[Served]:
     """(base URL, settings, {role: key}): knowledge bases ``alpha`` (one note) and ``beta`` (one note) in a home
     of the default layout; keys: ``reader`` (read alpha), ``reader_all`` (read any), ``writer`` (read, write beta), ``admin`` (all)."""
     base = tmp_path_factory.mktemp("fuzzhome")
@@ -87,13 +100,13 @@ def served(tmp_path_factory, falkor_home, embed_cache_dir):
             EmbeddedFalkorDB(folder).stop()
 
 
-def _request(url: str, key: str | None, method: str, path: str, body: dict | None) -> int:
+def _request(url: str, key: str | None, method: str, path: str, body: dict[str, Any] | None) -> int:
     headers = {**({"Authorization": f"Bearer {key}"} if key else {}), **(JSON if body is not None else {})}
     status, _ = raw(url, method, path, body=json.dumps(body).encode() if body is not None else None, headers=headers)
     return status
 
 
-def _spellings():
+def _spellings() -> st.SearchStrategy[Spelling]:
     """(route index, knowledge base, positions to percent-encode, upper-case hex, extra segment, where)."""
     return st.tuples(
         st.integers(0, len(ROUTES) - 1), st.sampled_from(["alpha", "beta"]),
@@ -118,19 +131,19 @@ def _spell(path: str, positions: set[int], upper: bool, extra: str, where: int) 
     return spelled
 
 
-def test_every_spelling_of_a_path_decides_as_the_canonical_one(served):
+def test_every_spelling_of_a_path_decides_as_the_canonical_one(served: Served) -> None:
     url, _, keys, _ = served
     canonical: dict[tuple[int, str], int] = {}
     for i, (method, template, body) in enumerate(ROUTES):
         for kb in ("alpha", "beta"):
-            canonical[i, kb] = _request(url, keys["reader"], method, template.format(kb=kb), body)  # type: ignore[arg-type]
+            canonical[i, kb] = _request(url, keys["reader"], method, template.format(kb=kb), body)
     # the reader key: reads alpha, nothing on beta, no writes
     assert canonical[0, "alpha"] == 200 and canonical[0, "beta"] == 403 and canonical[2, "alpha"] == 403
     assert canonical[4, "alpha"] == 403 and canonical[8, "alpha"] == 404
 
     @hsettings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(_spellings())
-    def check(spelling):
+    def check(spelling: Spelling) -> None:
         index, kb, positions, upper, extra, where = spelling
         method, template, body = ROUTES[index]
         path = _spell(template.format(kb=kb), positions, upper, extra, where)
@@ -171,7 +184,7 @@ def _allowed(role: str, method: str, template: str, kb: str | None) -> bool:
 
 
 @pytest.mark.parametrize("role", list(SCOPES))
-def test_schemathesis_by_key_scope(served, role):
+def test_schemathesis_by_key_scope(served: Served, role: str) -> None:
     url, settings, keys, app = served
     home: Path = settings.home
     before_dirs, before_procs = sorted(p.name for p in home.iterdir()), _servers(home)
@@ -185,7 +198,7 @@ def test_schemathesis_by_key_scope(served, role):
 
         @hsettings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         @given(strategy)
-        def run(case):
+        def run(case: Case[APIOperation]) -> None:
             method, template = case.operation.method.upper(), case.operation.path
             kb = (case.path_parameters or {}).get("name")
             if template.startswith("/v1/kb/"):

@@ -8,14 +8,22 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from kbgraph.errors import StoreUnavailable
 from kbgraph.kb import KnowledgeBase
+from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.serve.kbs import KBPool
+from kbgraph.settings import Settings
 from kbgraph.store import backend_name
+from kbgraph.store.base import GraphStore
+from kbgraph.store.falkordb import FalkorDBStore
+from kbgraph.store.neo4j import Neo4jStore
 
 TEXT = (
     "Kentucky had 12,155 handgun checks in November 2015. The standing trustee administers chapter 13 cases. "
@@ -24,7 +32,7 @@ TEXT = (
 
 
 @pytest.fixture
-def served_settings(backend_settings, tmp_path):
+def served_settings(backend_settings: Settings, tmp_path: Path) -> Iterator[Settings]:
     """One small document ingested (offline) into a fresh knowledge base of the backend."""
     settings = backend_settings.updated({"llm_model": None, "llm_base_url": None, "ranker": "weights"})
     if backend_name(settings) == "falkordb":
@@ -40,11 +48,11 @@ def served_settings(backend_settings, tmp_path):
             kb.reset()
 
 
-def pool_of(settings, connections: int) -> KBPool:
+def pool_of(settings: Settings, connections: int) -> KBPool:
     return KBPool(settings.updated({"serve_store_connections": connections}))
 
 
-def test_two_asks_wait_for_their_llm_at_once_with_one_connection(served_settings):
+def test_two_asks_wait_for_their_llm_at_once_with_one_connection(served_settings: Settings) -> None:
     """Both asks' LLM calls meet (a barrier of two) while serve_store_connections is 1: a request that held its
     store connection, or a lock, until it ended would keep the second ask out and the barrier would break
     (red against the pool that lent each request a connection of its own for its whole duration)."""
@@ -52,7 +60,7 @@ def test_two_asks_wait_for_their_llm_at_once_with_one_connection(served_settings
     meet = threading.Barrier(2, timeout=20)
     answers, errors = [], []
 
-    def respond(messages):
+    def respond(messages: Messages) -> str:
         meet.wait()  # both asks are waiting for the LLM now
         return json.dumps({"answer": "12,155", "rationale": "scripted"})
 
@@ -77,7 +85,7 @@ def test_two_asks_wait_for_their_llm_at_once_with_one_connection(served_settings
         pool.close()
 
 
-def _count_connections(store) -> dict[str, int]:
+def _count_connections(store: GraphStore) -> dict[str, int]:
     """Instruments the real store: ``most`` = the most connections (FalkorDB) or sessions (Neo4j) in use at once."""
     seen = {"now": 0, "most": 0}
     lock = threading.Lock()
@@ -92,41 +100,44 @@ def _count_connections(store) -> dict[str, int]:
             seen["now"] -= 1
 
     if store.backend == "falkordb":
-        pool = store._pool
-        get, release = pool.get_connection, pool.release
+        pool = cast(FalkorDBStore, store)._pool
+        assert pool is not None
+        get: Callable[..., Any] = pool.get_connection  # redis-py's pool: not annotated
+        release: Callable[[Any], None] = pool.release
 
-        def get_connection(*args, **kwargs):
+        def get_connection(*args: Any, **kwargs: Any) -> Any:
             conn = get(*args, **kwargs)
             opened()
             return conn
 
-        def give_back(conn):
+        def give_back(conn: Any) -> None:
             closed()
             release(conn)
 
-        pool.get_connection, pool.release = get_connection, give_back
+        # the instance's own methods, wrapped
+        pool.get_connection, pool.release = get_connection, give_back  # type: ignore[method-assign]
     else:
-        driver = store._driver
+        driver = cast(Neo4jStore, store)._driver
         session = driver.session
 
-        def counted_session(*args, **kwargs):
+        def counted_session(*args: Any, **kwargs: Any) -> Any:
             s = session(*args, **kwargs)
             opened()
             close = s.close
 
-            def close_once():
+            def close_once() -> None:
                 closed()
-                s.close = close
+                s.close = close  # type: ignore[method-assign]  # the session's own close back
                 close()
 
-            s.close = close_once
+            s.close = close_once  # type: ignore[method-assign]  # the session's close, counted
             return s
 
-        driver.session = counted_session
+        driver.session = counted_session  # type: ignore[method-assign]  # the driver's sessions, counted
     return seen
 
 
-def test_the_store_uses_at_most_serve_store_connections(served_settings):
+def test_the_store_uses_at_most_serve_store_connections(served_settings: Settings) -> None:
     """Eight requests of one knowledge base at once, each with store calls: never more than two connections in
     use with serve_store_connections 2, and every request answered."""
     pool = pool_of(served_settings, 2)
@@ -158,7 +169,7 @@ def test_the_store_uses_at_most_serve_store_connections(served_settings):
         pool.close()
 
 
-def test_a_lost_connection_retires_the_shared_store(served_settings):
+def test_a_lost_connection_retires_the_shared_store(served_settings: Settings) -> None:
     pool = pool_of(served_settings, 2)
     try:
         with pool.use(pool.default) as kb:
@@ -174,7 +185,7 @@ def test_a_lost_connection_retires_the_shared_store(served_settings):
         pool.close()
 
 
-def test_a_request_kb_is_its_own(served_settings):
+def test_a_request_kb_is_its_own(served_settings: Settings) -> None:
     """What one request sets on its knowledge base (an LLM, last_saved) is not another's; closing it closes
     nothing shared."""
     pool = pool_of(served_settings, 1)
@@ -190,7 +201,7 @@ def test_a_request_kb_is_its_own(served_settings):
         pool.close()
 
 
-def test_bad_names_are_refused(served_settings):
+def test_bad_names_are_refused(served_settings: Settings) -> None:
     from kbgraph.serve.kbs import InvalidName
 
     pool = pool_of(served_settings, 1)

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
 from kbgraph.errors import LLMError, QueryError
 from kbgraph.kb import KnowledgeBase
+from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.llm.json_stream import JSONFieldStream
+from kbgraph.query.models import AskEvent
+from kbgraph.settings import Settings
+from tests.llm_server_fixture import LLMServerInfo
 from tests.serve_fixture import QUESTION, build_kb, offline, running
 
 ANSWER = 'Kentucky had 12,155 handgun checks in November 2015 ("Handgun" column).'
@@ -28,7 +35,7 @@ def scripted(answer: str = ANSWER, *, first: str | None = None, chunk_chars: int
     proposals = iter([["How many handgun checks were there in Kentucky?"], []])
     qa = iter([x for x in (first, json.dumps({"answer": answer, "rationale": "the table row"})) if x is not None])
 
-    def respond(messages):
+    def respond(messages: Messages) -> str:
         text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         if "# Classes" in text and "linkable_reasoning" in text:  # method 'auto' (the default): route to pike
             return json.dumps({"rationale": "scripted", "kind": "linkable_reasoning", "subtype": "bridging"})
@@ -43,7 +50,7 @@ def scripted(answer: str = ANSWER, *, first: str | None = None, chunk_chars: int
     return ScriptedLLM(respond, chunk_chars=chunk_chars)
 
 
-def joined(events) -> str:
+def joined(events: Iterable[AskEvent]) -> str:
     """The deltas after the last reset, joined."""
     text = ""
     for e in events:
@@ -55,7 +62,7 @@ def joined(events) -> str:
 
 
 @pytest.fixture(scope="module")
-def settings(falkor_settings, examples_dir):
+def settings(falkor_settings: Settings, examples_dir: Path) -> Iterator[Settings]:
     s = offline(falkor_settings, name=f"stream{uuid.uuid4().hex[:8]}")
     build_kb(s, examples_dir)
     yield s
@@ -64,14 +71,14 @@ def settings(falkor_settings, examples_dir):
 
 
 @pytest.fixture
-def kb(settings):
+def kb(settings: Settings) -> Iterator[KnowledgeBase]:
     with KnowledgeBase(settings=settings) as kb:
         yield kb
 
 
 # --- the JSON field reader ------------------------------------------------------------------------------
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 1000])
-def test_json_field_stream_decodes_the_answer_piece_by_piece(size):
+def test_json_field_stream_decodes_the_answer_piece_by_piece(size: int) -> None:
     value = {"rationale": 'an "answer": {nested}', "meta": {"answer": "no"}, "answer": 'a "q" \\ é 😀\n\t/x'}
     for text in (json.dumps(value), "Sure:\n```json\n" + json.dumps(value, ensure_ascii=False) + "\n```"):
         out: list[str] = []
@@ -88,7 +95,7 @@ def test_json_field_stream_decodes_the_answer_piece_by_piece(size):
 
 
 # --- the library ----------------------------------------------------------------------------------------
-def test_streamed_pike_answer_equals_the_plain_one(kb):
+def test_streamed_pike_answer_equals_the_plain_one(kb: KnowledgeBase) -> None:
     kb.llm = scripted()
     plain = kb.ask(QUESTION, method="pike")
     kb.llm = llm = scripted()
@@ -96,6 +103,7 @@ def test_streamed_pike_answer_equals_the_plain_one(kb):
         events = list(stream)
     assert [e.type for e in events][-1] == "answer" and sum(e.type == "answer" for e in events) == 1
     final = events[-1].answer
+    assert final is not None
     assert final.model_dump() == plain.model_dump() and final.answer == ANSWER
     deltas = [e.text for e in events if e.type == "delta"]
     assert len(deltas) >= 2 and "".join(deltas) == ANSWER and joined(events) == ANSWER
@@ -107,36 +115,38 @@ def test_streamed_pike_answer_equals_the_plain_one(kb):
     assert [r["stream"] for r in llm.requests] == [False] * (len(llm.requests) - 1) + [True]  # only the QA prompt
 
 
-def test_naive_and_cot_stream_and_self_ask_comes_whole(kb):
+def test_naive_and_cot_stream_and_self_ask_comes_whole(kb: KnowledgeBase) -> None:
     for method in ("naive", "cot"):
         kb.llm = ScriptedLLM([json.dumps({"answer": ANSWER, "rationale": "r"})], chunk_chars=3)
         events = list(kb.ask(QUESTION, method=method, stream=True))
         assert len([e for e in events if e.type == "delta"]) > 2 and joined(events) == ANSWER
-        assert events[-1].answer.method == method
+        assert events[-1].answer is not None and events[-1].answer.method == method
     kb.llm = ScriptedLLM(["Are follow up questions needed here: No.\nSo the final answer is: 12,155"])
     events = list(kb.ask(QUESTION, method="self_ask", stream=True))
     assert [e.type for e in events] == ["delta", "answer"] and events[0].text == "12,155"
 
 
-def test_unusable_json_resets_the_deltas(kb):
+def test_unusable_json_resets_the_deltas(kb: KnowledgeBase) -> None:
     kb.llm = scripted(first='{"answer": "Kentucky had many', chunk_chars=5)  # cut off: the repair request follows
     events = list(kb.ask(QUESTION, method="pike", stream=True))
     kinds = [e.type for e in events]
     assert "reset" in kinds and kinds.index("delta") < kinds.index("reset")
+    assert events[-1].answer is not None
     assert joined(events) == events[-1].answer.answer == ANSWER
 
 
-def test_without_an_llm_the_retrieval_answer_comes_at_once(kb):
+def test_without_an_llm_the_retrieval_answer_comes_at_once(kb: KnowledgeBase) -> None:
     kb.llm = None
     plain = kb.ask(QUESTION)
     events = list(kb.ask(QUESTION, stream=True))
     assert [e.type for e in events] == ["delta", "answer"]
     assert events[0].text == plain.answer and "12,155" in plain.answer
     final = events[1].answer
+    assert final is not None
     assert final.retrieval_only and final.citations == plain.citations and final.chunks == plain.chunks
 
 
-def test_errors_and_closing(kb):
+def test_errors_and_closing(kb: KnowledgeBase) -> None:
     with pytest.raises(QueryError):
         kb.ask("   ", stream=True)  # at once, before any iteration
     with pytest.raises(QueryError, match="no-such"):
@@ -155,7 +165,7 @@ def test_errors_and_closing(kb):
     assert kb.ask(QUESTION, method="pike").answer == ANSWER
 
 
-def test_save_with_stream(kb):
+def test_save_with_stream(kb: KnowledgeBase) -> None:
     kb.llm = scripted()
     final = kb.ask(QUESTION, method="pike", save=True, stream=True).answer()
     assert kb.last_saved is not None and kb.browse("question", question=kb.last_saved.question_id)
@@ -163,7 +173,7 @@ def test_save_with_stream(kb):
 
 
 # --- the command line -----------------------------------------------------------------------------------
-def test_cli_ask_stream(settings, monkeypatch, capsys):
+def test_cli_ask_stream(settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from kbgraph import cli
     from kbgraph.cli import common
 
@@ -184,7 +194,7 @@ def test_cli_ask_stream(settings, monkeypatch, capsys):
 
 
 # --- HTTP: Server-Sent Events ---------------------------------------------------------------------------
-def parse_sse(text: str) -> list[tuple[str, dict]]:
+def parse_sse(text: str) -> list[tuple[str, dict[str, Any]]]:
     """(event, data) of each message of an SSE body."""
     out = []
     for block in text.replace("\r\n", "\n").strip().split("\n\n"):
@@ -193,7 +203,7 @@ def parse_sse(text: str) -> list[tuple[str, dict]]:
     return out
 
 
-def test_sse_ask(settings):
+def test_sse_ask(settings: Settings) -> None:
     httpx = pytest.importorskip("httpx")
     from kbgraph.serve.app import create_app
 
@@ -231,7 +241,8 @@ def test_sse_ask(settings):
 
 
 # --- the real local LLM server ----------------------------------------------------------------------------
-def test_stream_with_the_real_llm_server(falkor_settings, llm_server, examples_dir, tmp_path):
+def test_stream_with_the_real_llm_server(falkor_settings: Settings, llm_server: LLMServerInfo, examples_dir: Path,
+                                         tmp_path: Path) -> None:
     """One streamed naive-RAG ask against llama.cpp's server (SmolLM2-135M): the OpenAI client's streaming,
     usage from the server's last chunk. The model's answer is not under test, only the machinery."""
     base = offline(falkor_settings, name=f"streamllm{uuid.uuid4().hex[:6]}", chunk_tokens=128)

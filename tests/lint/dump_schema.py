@@ -18,14 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from neo4j import GraphDatabase
+from neo4j import GraphDatabase, Session
 
 # Per-row columns that describe who may run a routine on the dump server; not needed for linting.
 _DROP = {"rolesExecution", "rolesBoostedExecution"}
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """Neo4j driver values -> JSON-able Python values (lists/maps are already plain; keep it defensive)."""
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
@@ -36,15 +37,15 @@ def _plain(value):
     return str(value)
 
 
-def _rows(session, query: str) -> dict[str, dict]:
-    out: dict[str, dict] = {}
+def _rows(session: Session, query: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for record in session.run(query):
         row = {k: _plain(v) for k, v in record.data().items() if k not in _DROP}
         out[row["name"]] = row
     return dict(sorted(out.items()))
 
 
-def dump(uri: str, user: str, password: str, database: str | None = None) -> dict:
+def dump(uri: str, user: str, password: str, database: str | None = None) -> dict[str, Any]:
     with GraphDatabase.driver(uri, auth=(user, password)) as driver:
         driver.verify_connectivity()
         with driver.session(database=database) as session:
