@@ -11,7 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,32 +22,37 @@ from kbgraph.ingest import prompts
 from kbgraph.ingest.chunk import _Block, _block_units, _pack, build_structure
 from kbgraph.ingest.chunk_units import render as _render
 from kbgraph.ingest.chunk_llm import ChunkCut, _greedy, recurrent_split
+from kbgraph.ingest.chunk_units import Unit
 from kbgraph.ingest.nlp import split_sentences
-from kbgraph.ingest.parse import parse_file
+from kbgraph.ingest.parse import ParsedDocument, parse_file
 from kbgraph.ingest.tables import llm_summarize_table, summarize_table
+from kbgraph.llm.base import Messages
 from kbgraph.llm.json_answers import REPAIR_PROMPT
 from kbgraph.llm.fake import ScriptedLLM
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 from kbgraph.text import parse_markdown_table
 
 MAX = 50 * 1024 * 1024
 _LINE = re.compile(r"^\[(\d+)\] (.*)$")
 
 
-def _norm(texts) -> str:
+def _norm(texts: Iterable[str]) -> str:
     """The non-space characters of ``texts`` in order (sentence splitting may move a space: '537.' can
     come back as '537 .'; no character may be lost, added or repeated)."""
     return "".join("".join(t.split()) for t in texts)
 
 
 @pytest.fixture(scope="module")
-def duck(examples_dir: Path):
+def duck(examples_dir: Path) -> ParsedDocument:
     return parse_file(examples_dir / "docs/html/wikipedia_duck.html", max_bytes=MAX)
 
 
 @pytest.fixture(scope="module")
-def taxonomy(duck):
+def taxonomy(duck: ParsedDocument) -> list[str]:
     """The paragraphs of the Duck article's 'Taxonomy' section (424 words in 3 paragraphs)."""
-    out, inside = [], False
+    out: list[str] = []
+    inside = False
     for el in duck.elements:
         if el.kind == "heading":
             inside = el.text == "Taxonomy"
@@ -55,12 +62,12 @@ def taxonomy(duck):
     return out
 
 
-def _units(paragraphs: list[str], chunk_tokens: int):
+def _units(paragraphs: list[str], chunk_tokens: int) -> list[Unit]:
     block = _Block("sec", "Duck > Taxonomy", paragraphs=[(t, None) for t in paragraphs])
     return _block_units(block, list(split_sentences(paragraphs)), chunk_tokens)
 
 
-def _user(call) -> str:
+def _user(call: Messages) -> str:
     return next(m["content"] for m in call if m["role"] == "user")
 
 
@@ -86,14 +93,14 @@ def _answer(ends: list[int], fs: str, tag: str = "") -> str:
 # --- the recurrent split --------------------------------------------------------------------------------
 
 
-def test_windows_forward_summaries_and_rolling_tail(taxonomy):
+def test_windows_forward_summaries_and_rolling_tail(taxonomy: list[str]) -> None:
     """Each call sees the forward summary the previous call returned and a window that starts right after the
     previous call's last cut; the uncut tail rolls into the next window; the chunks are the cut sentences
     with the model's summaries and concatenate to the section text."""
     units = _units(taxonomy, 60)
     answers: list[tuple[list[int], str]] = []
 
-    def model(messages):
+    def model(messages: Messages) -> str:
         prompt = _user(messages)
         n = len(_window(prompt))
         final = "The section ends with sentence" in prompt
@@ -146,14 +153,14 @@ def test_windows_forward_summaries_and_rolling_tail(taxonomy):
     assert "\n\n" in "".join(c.text for c in chunks)  # paragraph breaks kept
 
 
-def test_boundary_not_in_the_window_falls_back_for_that_window_only(taxonomy):
+def test_boundary_not_in_the_window_falls_back_for_that_window_only(taxonomy: list[str]) -> None:
     """Call 1 names sentence [999] (not in the window), call 2 gives decreasing ends: those windows are split
     by the offline packing (no summary, <= chunk_tokens words), their last piece rolls into the next window,
     the forward summary is kept; the other windows stay the model's. No text is lost or repeated."""
     units = _units(taxonomy, 60)
-    log: list[dict] = []
+    log: list[dict[str, Any]] = []
 
-    def model(messages):
+    def model(messages: Messages) -> str:
         prompt = _user(messages)
         n = len(_window(prompt))
         k = len(log)
@@ -190,7 +197,7 @@ def test_boundary_not_in_the_window_falls_back_for_that_window_only(taxonomy):
     assert len(log) >= 5
 
 
-def test_invalid_json_gets_one_repair_then_falls_back(taxonomy):
+def test_invalid_json_gets_one_repair_then_falls_back(taxonomy: list[str]) -> None:
     units = _units(taxonomy, 60)
     n = len(units)
     # one window (the whole section): not JSON, then the repaired answer
@@ -209,7 +216,7 @@ def test_invalid_json_gets_one_repair_then_falls_back(taxonomy):
     assert _norm(c.text for c in chunks) == _norm(taxonomy)
 
 
-def test_server_errors_propagate_and_sentence_numbers_are_lenient(taxonomy):
+def test_server_errors_propagate_and_sentence_numbers_are_lenient(taxonomy: list[str]) -> None:
     units = _units(taxonomy, 60)
     with pytest.raises(LLMError, match="unreachable"):
         recurrent_split(units, ScriptedLLM([LLMError("the LLM server is unreachable")]), chunk_tokens=60,
@@ -221,7 +228,7 @@ def test_server_errors_propagate_and_sentence_numbers_are_lenient(taxonomy):
 # --- table summaries ---------------------------------------------------------------------------------------
 
 
-def test_llm_table_summary_of_the_nics_table(examples_dir: Path):
+def test_llm_table_summary_of_the_nics_table(examples_dir: Path) -> None:
     parsed = parse_file(examples_dir / "docs/pdf/fbi_nics_background_checks_2015-11.pdf", max_bytes=MAX)
     md = next(e.markdown for e in parsed.elements if e.kind == "table")
     caption, header, rows = parse_markdown_table(md)  # type: ignore[arg-type]
@@ -248,7 +255,7 @@ def test_llm_table_summary_of_the_nics_table(examples_dir: Path):
 # --- build_structure and the offline path -----------------------------------------------------------------
 
 
-def _model(messages) -> str:
+def _model(messages: Messages) -> str:
     """A stateless scripted model for whole documents: cuts every 4 sentences (a non-final window leaves its
     last sentence), a forward summary naming the section and step, a summary quoting the chunk's first
     words; a fixed table summary; empty distillation answers."""
@@ -275,7 +282,7 @@ def _model(messages) -> str:
     raise AssertionError(f"unexpected prompt: {prompt[:200]}")
 
 
-def test_offline_path_is_unchanged_and_the_llm_only_touches_long_blocks_and_tables(duck):
+def test_offline_path_is_unchanged_and_the_llm_only_touches_long_blocks_and_tables(duck: ParsedDocument) -> None:
     offline = build_structure(duck)[2]
     assert offline == build_structure(duck, llm=None, llm_split=True)[2]
     assert all(c.summary is None for c in offline if c.kind == "text")
@@ -320,7 +327,8 @@ def test_offline_path_is_unchanged_and_the_llm_only_touches_long_blocks_and_tabl
 # --- a real ingestion ------------------------------------------------------------------------------------
 
 
-def test_ingested_chunks_and_summaries_land_in_the_graph(store, backend_settings, duck, examples_dir):
+def test_ingested_chunks_and_summaries_land_in_the_graph(store: GraphStore, backend_settings: Settings,
+                                                         duck: ParsedDocument, examples_dir: Path) -> None:
     from kbgraph.ingest.pipeline import Ingestor
     from kbgraph.kb import KnowledgeBase
     from kbgraph.models import stable_id

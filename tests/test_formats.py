@@ -27,9 +27,10 @@ import pytest
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse import parse_file, skip_reason
+from kbgraph.ingest.parse import ParsedDocument, parse_file, skip_reason
 from kbgraph.ingest.parse_sheets import BLOCK_ROWS
 from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
 
 DATA = Path(__file__).resolve().parent / "data"
 MAX = 50_000_000
@@ -44,7 +45,7 @@ def _raises(path: Path, pattern: str) -> str:
     return msg
 
 
-def _texts(doc) -> list[str]:
+def _texts(doc: ParsedDocument) -> list[str]:
     return [e.text for e in doc.elements]
 
 
@@ -217,7 +218,7 @@ def docx_with_broken_grid(path: Path) -> Path:
 # --- parsing -------------------------------------------------------------------------------------------
 
 
-def test_spreadsheets_are_tables_with_their_header_rows(tmp_path: Path):
+def test_spreadsheets_are_tables_with_their_header_rows(tmp_path: Path) -> None:
     doc = parse_file(make_xlsx(tmp_path / "revenue.xlsx"), max_bytes=MAX)
     assert doc.title == "revenue" and doc.mime.endswith("spreadsheetml.sheet")
     kinds = [(e.kind, e.text if e.kind == "heading" else None) for e in doc.elements]
@@ -255,7 +256,7 @@ def test_spreadsheets_are_tables_with_their_header_rows(tmp_path: Path):
     _raises(tmp_path / "locked.xlsx", r"password-protected")
 
 
-def test_odt_rtf_epub_rst_org_xml(tmp_path: Path):
+def test_odt_rtf_epub_rst_org_xml(tmp_path: Path) -> None:
     odt = parse_file(make_odt(tmp_path / "harbour.odt"), max_bytes=MAX)
     assert [(e.kind, e.level) for e in odt.elements] == [("heading", 1), ("text", None), ("heading", 2),
                                                          ("table", None)]  # fmt: skip
@@ -292,7 +293,7 @@ def test_odt_rtf_epub_rst_org_xml(tmp_path: Path):
     _raises(tmp_path / "bad.xml", r"bad\.xml")
 
 
-def test_outlook_msg_keeps_body_and_text_attachment_and_skips_audio():
+def test_outlook_msg_keeps_body_and_text_attachment_and_skips_audio() -> None:
     doc = parse_file(DATA / "memo.msg", max_bytes=MAX)
     assert doc.title == "Basel office move" and doc.mime == "application/vnd.ms-outlook"
     texts = _texts(doc)
@@ -304,7 +305,7 @@ def test_outlook_msg_keeps_body_and_text_attachment_and_skips_audio():
     assert "speech-to-text" in doc.warnings[0]
 
 
-def test_email_attachments_digest_and_utf16(tmp_path: Path, monkeypatch):
+def test_email_attachments_digest_and_utf16(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "memo.eml").write_bytes(eml_with_audio())
     with monkeypatch.context() as m:  # without Tesseract on PATH (tests/test_ocr.py reads images)
         m.setenv("PATH", str(tmp_path / "no-bin"))
@@ -335,7 +336,7 @@ def test_email_attachments_digest_and_utf16(tmp_path: Path, monkeypatch):
     _raises(tmp_path / "nothing.eml", r"not an e-mail: nothing\.eml has no RFC 822 headers")
 
 
-def test_utf16_utf32_text_is_decoded_and_binary_refused(tmp_path: Path):
+def test_utf16_utf32_text_is_decoded_and_binary_refused(tmp_path: Path) -> None:
     text = "Grüße aus München. Das Wetter ist schön.\n\nZweiter Absatz über Straßen."
     cases = {"u16le": b"\xff\xfe" + text.encode("utf-16-le"), "u16be": b"\xfe\xff" + text.encode("utf-16-be"),
              "u32le": b"\xff\xfe\x00\x00" + text.encode("utf-32-le"),
@@ -356,7 +357,7 @@ def test_utf16_utf32_text_is_decoded_and_binary_refused(tmp_path: Path):
     _raises(tmp_path / "fake16.txt", r"cannot decode fake16\.txt: it starts with a UTF-16 byte-order mark")
 
 
-def test_docx_table_with_broken_grid_keeps_the_document(tmp_path: Path):
+def test_docx_table_with_broken_grid_keeps_the_document(tmp_path: Path) -> None:
     doc = parse_file(docx_with_broken_grid(tmp_path / "budget.docx"), max_bytes=MAX)
     assert [(e.kind, e.text if e.kind != "table" else None) for e in doc.elements] == [
         ("heading", "Budget report"), ("text", "Spending rose in 2023."), ("table", None),
@@ -368,7 +369,7 @@ def test_docx_table_with_broken_grid_keeps_the_document(tmp_path: Path):
     assert "irregular merged-cell grid" in doc.warnings[0]
 
 
-def test_unread_kinds_say_why_and_the_fix(tmp_path: Path, monkeypatch):
+def test_unread_kinds_say_why_and_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "old.doc").write_bytes(OLE + os.urandom(1024))
     (tmp_path / "old.ppt").write_bytes(OLE + os.urandom(1024))
     if shutil.which("soffice") or shutil.which("libreoffice"):  # junk in an OLE box is not converted
@@ -395,7 +396,7 @@ def test_unread_kinds_say_why_and_the_fix(tmp_path: Path, monkeypatch):
 
 
 @pytest.mark.slow  # LibreOffice (soffice) writes and converts the files
-def test_legacy_doc_and_ppt_are_converted_with_libreoffice(tmp_path: Path):
+def test_legacy_doc_and_ppt_are_converted_with_libreoffice(tmp_path: Path) -> None:
     """With LibreOffice on PATH a legacy .doc/.ppt is converted and read (made here by LibreOffice from a
     .docx/.pptx that python-docx/python-pptx wrote). CI installs LibreOffice: there a missing one fails."""
     import docx
@@ -473,7 +474,7 @@ def _office_dir(root: Path) -> dict[str, str]:
     return expected
 
 
-def test_directory_ingest_accounts_for_every_file(backend_settings, tmp_path):
+def test_directory_ingest_accounts_for_every_file(backend_settings: Settings, tmp_path: Path) -> None:
     expected = _office_dir(tmp_path)
     share = tmp_path / "share"
     kb = KnowledgeBase(settings=backend_settings)
@@ -511,7 +512,7 @@ def test_directory_ingest_accounts_for_every_file(backend_settings, tmp_path):
         kb.close()
 
 
-def test_skipped_files_alone_exit_0_and_the_cli_lists_them(falkor_settings, tmp_path):
+def test_skipped_files_alone_exit_0_and_the_cli_lists_them(falkor_settings: Settings, tmp_path: Path) -> None:
     """`kbgraph ingest --json` lists every file; the human summary names each skipped file, one line each."""
     settings = falkor_settings.updated({"name": "formats_cli"})
     d = tmp_path / "inbox"
@@ -541,7 +542,7 @@ def test_skipped_files_alone_exit_0_and_the_cli_lists_them(falkor_settings, tmp_
 # --- issue 31: UTF-16 without a BOM, .ndjson, passage-corpus fields, control characters ------------------
 
 
-def test_utf16_without_bom_le_and_be_is_text(tmp_path: Path):
+def test_utf16_without_bom_le_and_be_is_text(tmp_path: Path) -> None:
     """ASCII text saved as UTF-16 without a byte-order mark (LE and BE; a .txt and an e-mail) is read as text
     (NUL pattern of ASCII text), not refused as binary data."""
     text = "Fake text for testing.\n\nThe ferry leaves Basel at nine o'clock."
@@ -558,7 +559,7 @@ def test_utf16_without_bom_le_and_be_is_text(tmp_path: Path):
     _raises(tmp_path / "nul.txt", r"binary data \(NUL bytes\)")
 
 
-def test_ndjson_is_json_lines(tmp_path: Path):
+def test_ndjson_is_json_lines(tmp_path: Path) -> None:
     from kbgraph.ingest.parse import parse_passages_jsonl
     from kbgraph.ingest.report import FileError, FileOutcome
     from kbgraph.ingest.sources import discover
@@ -577,7 +578,7 @@ def test_ndjson_is_json_lines(tmp_path: Path):
     assert [x.title for x in docs] == ["Rhine", "Aare"] and docs[0].uri.endswith("rivers.ndjson#p1")
 
 
-def test_jsonl_that_is_no_passage_corpus_names_the_fields_it_expected(tmp_path: Path):
+def test_jsonl_that_is_no_passage_corpus_names_the_fields_it_expected(tmp_path: Path) -> None:
     from kbgraph.ingest.parse import parse_passages_jsonl
 
     path = tmp_path / "events.jsonl"
@@ -593,7 +594,7 @@ def test_jsonl_that_is_no_passage_corpus_names_the_fields_it_expected(tmp_path: 
         list(parse_passages_jsonl(path))
 
 
-def test_control_characters_are_stripped_from_every_parser(tmp_path: Path):
+def test_control_characters_are_stripped_from_every_parser(tmp_path: Path) -> None:
     """C0 control characters (a PDF's bullets as U+0007, form feeds, escapes) never reach a chunk; tab,
     newline and CR stay whitespace."""
     from kbgraph.ingest.parse import parse_passages_jsonl
@@ -631,7 +632,7 @@ def _excluded_tree(root: Path) -> Path:
     return d
 
 
-def test_exclusions_defaults_kbgraphignore_and_exclude_globs(tmp_path: Path):
+def test_exclusions_defaults_kbgraphignore_and_exclude_globs(tmp_path: Path) -> None:
     from kbgraph.ingest.report import FileError, FileOutcome
     from kbgraph.ingest.sources import discover
 
@@ -660,7 +661,7 @@ def test_exclusions_defaults_kbgraphignore_and_exclude_globs(tmp_path: Path):
     assert [s.reason for s in skipped] == ["excluded by --exclude: scratch.*"]
 
 
-def test_cli_exclude_option_reports_the_rule(falkor_settings, tmp_path):
+def test_cli_exclude_option_reports_the_rule(falkor_settings: Settings, tmp_path: Path) -> None:
     """`kbgraph ingest --exclude GLOB` (repeatable) leaves files out and lists them as skipped with the rule."""
     settings = falkor_settings.updated({"name": "formats_exclude"})
     d = tmp_path / "inbox"

@@ -15,14 +15,20 @@ import contextlib
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
+from kbgraph.embed import base as embed_base
 from kbgraph.ingest.groups import WRITE_THREAD
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import stable_id
 from kbgraph.settings import VECTOR_LAYER_CHOICES
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore, Row
 from kbgraph.store.transaction import Transaction
 from kbgraph.store import backend_name
 
@@ -31,7 +37,7 @@ PASSAGES, GROUP = 30, 10  # three groups
 HANDSHAKE = 20.0
 
 
-def _corpus(examples_dir: Path, tmp_path: Path) -> tuple[Path, list[dict]]:
+def _corpus(examples_dir: Path, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     import json
 
     src = examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl"
@@ -41,7 +47,7 @@ def _corpus(examples_dir: Path, tmp_path: Path) -> tuple[Path, list[dict]]:
     return out, [json.loads(line) for line in lines]
 
 
-def _kb(settings, *, overlap: bool = True) -> KnowledgeBase:
+def _kb(settings: Settings, *, overlap: bool = True) -> KnowledgeBase:
     update = {"ingest_group_size": GROUP, "ingest_group_chars": 10**9, "ingest_overlap_writes": overlap,
               "vector_layers": list(VECTOR_LAYER_CHOICES)}  # every layer: group 2's titles are embedded
     if backend_name(settings) == "falkordb":
@@ -51,7 +57,7 @@ def _kb(settings, *, overlap: bool = True) -> KnowledgeBase:
     return kb
 
 
-def _graph(kb: KnowledgeBase) -> tuple[dict, dict, dict]:
+def _graph(kb: KnowledgeBase) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
     """(node counts but IngestionRun, relationship counts, {document uri: sorted chunk ids}); every document
     complete and its chunks all in the graph."""
     stats = kb.stats()
@@ -63,7 +69,7 @@ def _graph(kb: KnowledgeBase) -> tuple[dict, dict, dict]:
     return {k: v for k, v in stats.nodes.items() if k != "IngestionRun"}, stats.relationships, chunks
 
 
-def test_overlap_gives_the_same_graph_as_writes_in_turn(backend_settings, examples_dir, tmp_path):
+def test_overlap_gives_the_same_graph_as_writes_in_turn(backend_settings: Settings, examples_dir: Path, tmp_path: Path) -> None:
     corpus, _ = _corpus(examples_dir, tmp_path)
     graphs = {}
     for overlap in (False, True):
@@ -89,7 +95,7 @@ class _Handshake:
     """The first unit of work (group 1's write) and the embedding of group 2's document titles wait for each
     other: both see the other only if they run at the same time. Records which thread ran each."""
 
-    def __init__(self, group2_titles: list[str], *, stop: type[BaseException] | None = None):
+    def __init__(self, group2_titles: list[str], *, stop: type[BaseException] | None = None) -> None:
         self.titles = group2_titles
         self.stop = stop  # raise this from group 2's embedding once the write runs
         self.write_in, self.embed_in = threading.Event(), threading.Event()
@@ -99,17 +105,17 @@ class _Handshake:
         self.embed_threads: set[str] = set()
         self.events: list[str] = []  # "check" (the run's lock checked) and "write" (a unit of work opened), in order
 
-    def wrap_store(self, store, m) -> None:
+    def wrap_store(self, store: GraphStore, m: pytest.MonkeyPatch) -> None:
         from kbgraph.ingest.lock import RunLock
 
         real, real_check = store.transaction, RunLock.check
 
-        def check(lock):
+        def check(lock: RunLock) -> None:
             self.events.append("check")
             return real_check(lock)
 
         @contextlib.contextmanager
-        def transaction(on_rollback=()):
+        def transaction(on_rollback: Iterable[Callable[[], Any]] = ()) -> Iterator[Transaction]:
             self.events.append("write")
             self.write_threads.append(threading.current_thread().name)
             if not self.write_in.is_set():
@@ -124,14 +130,14 @@ class _Handshake:
         m.setattr(store, "transaction", transaction)
         m.setattr(RunLock, "check", check)
 
-    def wrap_embedder(self, embedder):
+    def wrap_embedder(self, embedder: embed_base.Embedder) -> embed_base.Embedder:
         probe = self
 
         class Embedder:
-            def __getattr__(self, name):
+            def __getattr__(self, name: str) -> Any:
                 return getattr(embedder, name)
 
-            def embed(self, texts):
+            def embed(self, texts: Sequence[str]) -> np.ndarray:
                 probe.embed_threads.add(threading.current_thread().name)
                 if list(texts) == probe.titles:  # group 2's Document layer
                     probe.embed_saw_write = probe.write_in.wait(HANDSHAKE)
@@ -143,8 +149,8 @@ class _Handshake:
         return Embedder()
 
 
-def test_group_write_runs_in_a_thread_while_the_next_group_embeds(falkor_settings, examples_dir, tmp_path,
-                                                                  monkeypatch):  # fmt: skip
+def test_group_write_runs_in_a_thread_while_the_next_group_embeds(falkor_settings: Settings, examples_dir: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     corpus, rows = _corpus(examples_dir, tmp_path)
     kb = _kb(falkor_settings)
     probe = _Handshake([r["title"] for r in rows[GROUP : 2 * GROUP]])
@@ -164,16 +170,16 @@ def test_group_write_runs_in_a_thread_while_the_next_group_embeds(falkor_setting
         kb.close()
 
 
-def test_a_write_fault_in_the_background_fails_one_document_only(backend_settings, examples_dir, tmp_path,
-                                                                 monkeypatch):  # fmt: skip
+def test_a_write_fault_in_the_background_fails_one_document_only(backend_settings: Settings, examples_dir: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     corpus, rows = _corpus(examples_dir, tmp_path)
     bad_uri = f"{corpus.resolve().as_uri()}#{rows[GROUP + 4]['id']}"  # in the middle group
     bad_id = stable_id("doc", bad_uri)
     faults: list[str] = []  # the thread each injected fault was raised in
     real_run = Transaction.run
 
-    def run(self, name, params=None):
-        if name == "ingest/upsert_chunks" and any(r["document_id"] == bad_id for r in params["rows"]):
+    def run(self: Transaction, name: str, params: Row | None = None) -> list[Row]:
+        if name == "ingest/upsert_chunks" and params is not None and any(r["document_id"] == bad_id for r in params["rows"]):
             faults.append(threading.current_thread().name)
             raise RuntimeError("injected write fault")
         return real_run(self, name, params)
@@ -203,8 +209,8 @@ class _Stop(BaseException):
     """Ctrl-C stand-in raised in the main thread."""
 
 
-def test_an_exception_in_the_main_thread_joins_the_write_first(falkor_settings, examples_dir, tmp_path,
-                                                               monkeypatch):  # fmt: skip
+def test_an_exception_in_the_main_thread_joins_the_write_first(falkor_settings: Settings, examples_dir: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     corpus, rows = _corpus(examples_dir, tmp_path)
     kb = _kb(falkor_settings)
     probe = _Handshake([r["title"] for r in rows[GROUP : 2 * GROUP]], stop=_Stop)

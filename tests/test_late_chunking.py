@@ -5,41 +5,52 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pytest
 
 from kbgraph.embed import make_embedder
+from kbgraph.embed.base import Embedder
 from kbgraph.embed.late import can_embed_spans
 from kbgraph.embed.onnx_runtime import OnnxEmbedder
 from kbgraph.embed.cache import CachedEmbedder
 from kbgraph.ingest.embed_layers import embed_layers
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import AtomicQuestionRecord, ChunkRecord, DocumentGraph, DocumentRecord
+from kbgraph.settings import Settings
 from kbgraph.text import index_text
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
+
+#: one batch of OnnxEmbedder._forward: (indices, token states, attention mask, encodings)
+Batch = tuple[list[int], np.ndarray, np.ndarray, list["Encoding"]]
 
 
 @pytest.fixture(scope="module")
-def onnx(falkor_settings) -> OnnxEmbedder:
+def onnx(falkor_settings: Settings) -> OnnxEmbedder:
     embedder = make_embedder(falkor_settings.updated({"embedding_backend": "onnx"}))
     assert isinstance(embedder, OnnxEmbedder) and embedder.can_embed_spans
     return embedder
 
 
 @pytest.fixture(scope="module")
-def passages(examples_dir) -> list[str]:
+def passages(examples_dir: Path) -> list[str]:
     """12 real 2Wiki passages."""
     with open(examples_dir / "multihop/2wikimultihopqa/dev500.corpus.jsonl", encoding="utf-8") as fh:
         return [json.loads(next(fh))["text"] for _ in range(12)]
 
 
 @pytest.fixture
-def calls(monkeypatch) -> list[int]:
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The texts of each forward pass of the ONNX embedder (one entry per ``_forward`` call) during the test."""
     out: list[int] = []
     forward = OnnxEmbedder._forward
 
-    def counting(self, texts):
+    def counting(self: OnnxEmbedder, texts: Sequence[str]) -> Iterator[Batch]:
         out.append(len(texts))
         return forward(self, texts)
 
@@ -51,7 +62,7 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in re.finditer(r"[^.!?]+[.!?]?", text) if m.group().strip()]
 
 
-def test_span_vectors_are_the_mean_of_the_span_token_states(onnx, passages):
+def test_span_vectors_are_the_mean_of_the_span_token_states(onnx: OnnxEmbedder, passages: list[str]) -> None:
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
@@ -77,11 +88,11 @@ def test_span_vectors_are_the_mean_of_the_span_token_states(onnx, passages):
         assert got is not None and got.shape == (onnx.dimension,)
         np.testing.assert_allclose(got, want, atol=2e-5)
     standalone = onnx.embed([text[a:b] for a, b in spans[3]])
-    cos = (standalone * np.stack(late[3])).sum(axis=1)
+    cos = (standalone * np.stack(cast(list[np.ndarray], late[3]))).sum(axis=1)  # (each one asserted not None above)
     assert (cos < 0.9999).all() and (cos > 0.5).all(), cos  # context-aware, yet still about the sentence
 
 
-def test_truncated_and_empty_spans_have_no_vector(onnx):
+def test_truncated_and_empty_spans_have_no_vector(onnx: OnnxEmbedder) -> None:
     long = " ".join(["The river flows past the old mill."] * 60) + " Zebras graze at dawn."
     end = (long.index("Zebras"), len(long))
     spans = [[(0, 34), end, (5, 5), (10, 3), (len(long) // 3, len(long))], [(0, 14), (14, 14)]]
@@ -103,7 +114,7 @@ def _graph(texts: list[str], questions: list[tuple[int, str, str]]) -> DocumentG
     return DocumentGraph(document=doc, chunks=chunks, questions=qs)
 
 
-def test_ingestion_pools_found_sentences_and_embeds_the_rest_as_before(onnx):
+def test_ingestion_pools_found_sentences_and_embeds_the_rest_as_before(onnx: OnnxEmbedder) -> None:
     long = " ".join(["The river flows past the old mill."] * 60) + " Zebras graze at dawn."
     texts = ["Alice met Bob in Paris. They went\nhome together.", long]
     questions = [
@@ -134,14 +145,14 @@ def test_ingestion_pools_found_sentences_and_embeds_the_rest_as_before(onnx):
 class _Plain:
     """An embedder without late chunking (like torch or OpenAI): wraps ``embed`` only."""
 
-    def __init__(self, inner):
+    def __init__(self, inner: Embedder) -> None:
         self.inner, self.dimension, self.model_name = inner, inner.dimension, inner.model_name
 
-    def embed(self, texts):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.inner.embed(texts)
 
 
-def test_embedders_without_the_method_embed_tags_as_before(onnx, tmp_path):
+def test_embedders_without_the_method_embed_tags_as_before(onnx: OnnxEmbedder, tmp_path: Path) -> None:
     plain = _Plain(onnx)
     assert not can_embed_spans(plain) and not can_embed_spans(CachedEmbedder(plain, tmp_path / "c.sqlite3"))
     g = _graph(["Alice met Bob in Paris."], [(0, "Alice met Bob in Paris.", "sentence")])
@@ -150,7 +161,8 @@ def test_embedders_without_the_method_embed_tags_as_before(onnx, tmp_path):
                                atol=1e-5)  # fmt: skip
 
 
-def test_cache_keeps_late_vectors_apart_and_skips_cached_chunks(onnx, passages, tmp_path, calls):
+def test_cache_keeps_late_vectors_apart_and_skips_cached_chunks(onnx: OnnxEmbedder, passages: list[str], tmp_path: Path,
+                                                                calls: list[int]) -> None:
     cache = CachedEmbedder(onnx, tmp_path / "cache.sqlite3")
     spans = [_sentence_spans(t) for t in passages[:4]] + [[(0, 3)]]
     texts = passages[:4] + ["Hi." + " x" * 400]
@@ -176,7 +188,7 @@ def test_cache_keeps_late_vectors_apart_and_skips_cached_chunks(onnx, passages, 
 
 
 @pytest.fixture(scope="module")
-def musique(examples_dir, tmp_path_factory):
+def musique(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """12 MuSiQue passages as a corpus file."""
     src = examples_dir / "multihop" / "musique" / "hipporag_train100.corpus.jsonl"
     path = tmp_path_factory.mktemp("late") / "musique12.jsonl"
@@ -184,7 +196,7 @@ def musique(examples_dir, tmp_path_factory):
     return path
 
 
-def _ingest(settings, corpus, name: str) -> KnowledgeBase:
+def _ingest(settings: Settings, corpus: Path, name: str) -> KnowledgeBase:
     kb = KnowledgeBase(settings=settings.updated({"name": name}))
     kb.reset()
     report = kb.ingest([corpus], progress=False)
@@ -192,7 +204,7 @@ def _ingest(settings, corpus, name: str) -> KnowledgeBase:
     return kb
 
 
-def test_knowledge_base_ingested_with_late_chunking(backend_settings, musique, tmp_path):
+def test_knowledge_base_ingested_with_late_chunking(backend_settings: Settings, musique: Path, tmp_path: Path) -> None:
     settings = backend_settings.updated({
         "late_chunking": True, "embedding_backend": "onnx", "embedding_cache_dir": tmp_path})  # fmt: skip
     kb = _ingest(settings, musique, backend_settings.name + "late")
@@ -214,7 +226,8 @@ def test_knowledge_base_ingested_with_late_chunking(backend_settings, musique, t
         kb.close()
 
 
-def test_second_ingest_of_the_same_texts_runs_no_forward_pass(falkor_settings, musique, tmp_path, calls):
+def test_second_ingest_of_the_same_texts_runs_no_forward_pass(falkor_settings: Settings, musique: Path, tmp_path: Path,
+                                                              calls: list[int]) -> None:
     settings = falkor_settings.updated({
         "late_chunking": True, "embedding_backend": "onnx", "embedding_cache_dir": tmp_path})  # fmt: skip
     first = _ingest(settings, musique, "late_a")

@@ -8,7 +8,7 @@ import ast
 import importlib
 import pkgutil
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field
@@ -60,14 +60,14 @@ def _schemas_sent() -> dict[str, str]:
     return found
 
 
-def test_every_answer_schema_is_bounded():
+def test_every_answer_schema_is_bounded() -> None:
     _import_everything()
     assert len(ANSWER_SCHEMAS) >= 15
     problems = {name: unbounded_paths(schema) for name, schema in ANSWER_SCHEMAS.items()}
     assert {k: v for k, v in problems.items() if v} == {}
 
 
-def _patterns(node, found):
+def _patterns(node: Any, found: list[str]) -> list[str]:
     if isinstance(node, dict):
         if isinstance(node.get("pattern"), str):
             found.append(node["pattern"])
@@ -79,7 +79,7 @@ def _patterns(node, found):
     return found
 
 
-def test_no_pattern_lets_a_decoder_write_a_raw_quote():
+def test_no_pattern_lets_a_decoder_write_a_raw_quote() -> None:
     """llama.cpp applies a string's pattern to the raw JSON text: a pattern whose characters may be '"' or
     '\\' (a negated class without them, '.') lets a constrained decoder write invalid JSON, which llama-server
     refuses with a 500 ("does not match the expected peg-native format")."""
@@ -100,7 +100,7 @@ def test_no_pattern_lets_a_decoder_write_a_raw_quote():
     assert not re.fullmatch(QUESTION_PATTERN, "Is \\ a film?")
 
 
-def test_every_schema_sent_is_registered():
+def test_every_schema_sent_is_registered() -> None:
     _import_everything()
     sent = _schemas_sent()
     # the calls that send schemas (a rename of the helpers would make this test vacuous)
@@ -123,7 +123,7 @@ class Tight(BaseModel):
     n: int = 0
 
 
-def test_unbounded_places_are_named():
+def test_unbounded_places_are_named() -> None:
     problems = unbounded_paths(Loose)
     assert any(p.startswith("text:") for p in problems)
     assert any(p.startswith("items:") and "maxItems" in p for p in problems)
@@ -135,7 +135,7 @@ def test_unbounded_places_are_named():
     assert unbounded_paths(Tight) == []
 
 
-def test_budget_covers_the_longest_answer():
+def test_budget_covers_the_longest_answer() -> None:
     """The longest answer Tight allows, written out, has max_chars characters or fewer, and the budget holds
     it at CHARS_PER_TOKEN characters a token."""
     longest = Tight(text="x" * 30, items=["y" * 10] * 3, pattern="a" * 9, n=-(10**19)).model_dump_json()
@@ -143,13 +143,13 @@ def test_budget_covers_the_longest_answer():
     assert token_budget(Tight) * CHARS_PER_TOKEN >= max_chars(Tight)
 
 
-def test_longer_values_are_cut_not_refused():
+def test_longer_values_are_cut_not_refused() -> None:
     """An endpoint without a grammar may write more: the value is cut to the bound, the answer still valid."""
     t = Tight.model_validate({"text": "x" * 100, "items": ["y" * 50] * 9})
     assert t.text == "x" * 30 and t.items == ["y" * 10] * 3
 
 
-def test_requests_ask_for_the_schema_budget():
+def test_requests_ask_for_the_schema_budget() -> None:
     """Through the scripted LLM: each JSON request's max_tokens is the schema's budget (default None)."""
     from kbgraph.ingest.distill.schemas import AtomicQuestions
     from kbgraph.query.decompose import Proposal
@@ -160,7 +160,7 @@ def test_requests_ask_for_the_schema_budget():
     assert [r["max_tokens"] for r in llm.requests] == [token_budget(Proposal), token_budget(AtomicQuestions)]
 
 
-def test_schema_sent_requires_every_field_and_a_non_empty_item():
+def test_schema_sent_requires_every_field_and_a_non_empty_item() -> None:
     """A constrained decoder may close an object without a field that has a default, or a list item at once:
     SmolLM2-135M answered the proposer with only ``thinking`` (or ``[""]``) on 8 of 20 questions, ending
     Algorithm 1 after one round. The schema sent requires every property, at every depth, and sub-questions

@@ -14,11 +14,12 @@ import stat
 import threading
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kbgraph.errors import Neo4jLocalError
-from kbgraph.neo4j_local import LIB_ENV, Neo4jLocal
+from kbgraph.neo4j_local import LIB_ENV, Neo4jLocal, Neo4jStatus
 from kbgraph.settings import Settings
 
 
@@ -29,24 +30,24 @@ def free_ports(n: int = 2) -> list[int]:
             s = socket.socket()
             s.bind(("127.0.0.1", 0))
             socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+        return [int(s.getsockname()[1]) for s in socks]
     finally:
         for s in socks:
             s.close()
 
 
-def make_settings(home: Path, **kw) -> Settings:
+def make_settings(home: Path, **kw: Any) -> Settings:
     bolt, http = free_ports()
     return Settings(home=home, neo4j_bolt_port=bolt, neo4j_http_port=http, **kw)
 
 
 @pytest.fixture
-def no_lib_env(monkeypatch):
+def no_lib_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(LIB_ENV, raising=False)
 
 
 @pytest.fixture(scope="session")
-def shared_lib(tmp_path_factory) -> Path:
+def shared_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A complete jar folder, reused if one exists, else built once for the session."""
     candidates = [os.environ.get(LIB_ENV), Settings(home=Path("~/.kbgraph")).neo4j_dir / "lib"]
     for c in candidates:
@@ -66,7 +67,7 @@ def _listen(port: int) -> socket.socket:
 # --- ports ----------------------------------------------------------------------------------------------
 
 
-def test_bolt_port_taken(tmp_path, no_lib_env):
+def test_bolt_port_taken(tmp_path: Path, no_lib_env: None) -> None:
     settings = make_settings(tmp_path)
     with _listen(settings.store.neo4j_bolt_port):
         n = Neo4jLocal(settings)
@@ -80,14 +81,14 @@ def test_bolt_port_taken(tmp_path, no_lib_env):
     assert not (tmp_path / "neo4j-local" / "lib").exists(), "nothing is built when the port check fails"
 
 
-def test_http_port_taken(tmp_path, no_lib_env):
+def test_http_port_taken(tmp_path: Path, no_lib_env: None) -> None:
     settings = make_settings(tmp_path)
     with _listen(settings.store.neo4j_http_port):
         with pytest.raises(Neo4jLocalError, match=rf"port {settings.store.neo4j_http_port} .*KBGRAPH_NEO4J_HTTP_PORT"):
             Neo4jLocal(settings).start()
 
 
-def test_port_taken_on_all_interfaces(tmp_path, no_lib_env):
+def test_port_taken_on_all_interfaces(tmp_path: Path, no_lib_env: None) -> None:
     """A listener on 0.0.0.0 (e.g. another Neo4j, a Docker port) also blocks 127.0.0.1."""
     settings = make_settings(tmp_path)
     s = socket.socket()
@@ -100,7 +101,7 @@ def test_port_taken_on_all_interfaces(tmp_path, no_lib_env):
 # --- tools --------------------------------------------------------------------------------------------
 
 
-def test_no_java_no_maven(tmp_path, monkeypatch, no_lib_env):
+def test_no_java_no_maven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_lib_env: None) -> None:
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -120,7 +121,7 @@ def _fake_tool(bindir: Path, name: str, script: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def test_java_too_old(tmp_path, monkeypatch, no_lib_env):
+def test_java_too_old(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_lib_env: None) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     _fake_tool(bindir, "java", "echo 'openjdk version \"11.0.22\" 2024-01-16' >&2")
@@ -130,7 +131,7 @@ def test_java_too_old(tmp_path, monkeypatch, no_lib_env):
         Neo4jLocal(make_settings(tmp_path)).start()
 
 
-def test_java_8_version_string(tmp_path, monkeypatch, no_lib_env):
+def test_java_8_version_string(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_lib_env: None) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     _fake_tool(bindir, "java", "echo 'java version \"1.8.0_402\"' >&2")
@@ -139,7 +140,7 @@ def test_java_8_version_string(tmp_path, monkeypatch, no_lib_env):
         Neo4jLocal(make_settings(tmp_path)).build()
 
 
-def test_maven_missing(tmp_path, monkeypatch, no_lib_env):
+def test_maven_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_lib_env: None) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     _fake_tool(bindir, "java", "echo 'openjdk version \"17.0.15\" 2025-04-15' >&2")
@@ -148,7 +149,7 @@ def test_maven_missing(tmp_path, monkeypatch, no_lib_env):
         Neo4jLocal(make_settings(tmp_path)).build()
 
 
-def test_maven_failure_is_one_line(tmp_path, monkeypatch, no_lib_env):
+def test_maven_failure_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_lib_env: None) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
     _fake_tool(bindir, "java", "echo 'openjdk version \"17.0.15\" 2025-04-15' >&2")
@@ -160,7 +161,7 @@ def test_maven_failure_is_one_line(tmp_path, monkeypatch, no_lib_env):
     assert "Could not transfer artifact" in msg and "Maven Central" in msg and "\n" not in msg
 
 
-def test_status_of_a_fresh_instance(tmp_path, no_lib_env):
+def test_status_of_a_fresh_instance(tmp_path: Path, no_lib_env: None) -> None:
     settings = make_settings(tmp_path)
     st = Neo4jLocal(settings).status()
     assert not st.running and st.pid is None and not st.built
@@ -169,7 +170,7 @@ def test_status_of_a_fresh_instance(tmp_path, no_lib_env):
     assert st.home == (tmp_path / "neo4j-local").resolve()
 
 
-def test_stop_when_not_running_is_a_noop(tmp_path, no_lib_env):
+def test_stop_when_not_running_is_a_noop(tmp_path: Path, no_lib_env: None) -> None:
     n = Neo4jLocal(make_settings(tmp_path))
     (n.run_dir).mkdir(parents=True)
     n.pid_file.write_text(f"{os.getpid()}\n")  # a live pid that is not a Neo4j server: must not be killed
@@ -177,13 +178,13 @@ def test_stop_when_not_running_is_a_noop(tmp_path, no_lib_env):
     assert not n.pid_file.exists()
 
 
-def test_short_password(tmp_path, shared_lib):
+def test_short_password(tmp_path: Path, shared_lib: Path) -> None:
     n = Neo4jLocal(make_settings(tmp_path, neo4j_password="short"), lib_dir=shared_lib)
     with pytest.raises(Neo4jLocalError, match="at least 8 characters.*KBGRAPH_NEO4J_PASSWORD"):
         n.start()
 
 
-def test_server_exits_during_startup(tmp_path, shared_lib):
+def test_server_exits_during_startup(tmp_path: Path, shared_lib: Path) -> None:
     """An invalid heap size makes the JVM exit at once: the error carries the JVM's reason."""
     n = Neo4jLocal(make_settings(tmp_path, neo4j_heap="lots"), lib_dir=shared_lib)
     with pytest.raises(Neo4jLocalError, match=r"exited during start-up: Invalid maximum heap size: -Xmxlots"):
@@ -196,14 +197,14 @@ def test_server_exits_during_startup(tmp_path, shared_lib):
 
 @pytest.mark.neo4j
 @pytest.mark.slow
-def test_start_status_stop_cycle(tmp_path, shared_lib):
+def test_start_status_stop_cycle(tmp_path: Path, shared_lib: Path) -> None:
     from neo4j import GraphDatabase
 
     settings = make_settings(tmp_path, neo4j_password="cycle-test-pw", neo4j_heap="512m", neo4j_pagecache="64m")
     n = Neo4jLocal(settings, lib_dir=shared_lib)
     try:
         # Two concurrent callers, separate objects: one server, both see it.
-        results: list = []
+        results: list[Neo4jStatus] = []
         others = [Neo4jLocal(settings, lib_dir=shared_lib) for _ in range(2)]
         threads = [threading.Thread(target=lambda o=o: results.append(o.start(timeout=180))) for o in others]
         for t in threads:

@@ -19,10 +19,14 @@ from kbgraph.ingest.chunk import build_structure
 from kbgraph.ingest.decode import decode_text
 from kbgraph.ingest.parse import Element, ParsedDocument, parse_file, parse_passages_jsonl
 from kbgraph.ingest.tables import summarize_table
-from kbgraph.models import stable_id
+from kbgraph.models import ChunkRecord, DocumentRecord, SectionRecord, stable_id
 from kbgraph.text import parse_markdown_table
 
 MAX = 50 * 1024 * 1024
+
+
+#: a parsed file and its structure (Document, Sections, Chunks)
+Parsed = tuple[ParsedDocument, tuple[DocumentRecord, list[SectionRecord], list[ChunkRecord]]]
 
 
 @pytest.fixture(scope="module")
@@ -31,20 +35,20 @@ def docs(examples_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def handbook(docs: Path):
+def handbook(docs: Path) -> Parsed:
     """The DOJ Chapter 13 trustee handbook (DOCX, ~4,750 paragraphs), parsed and chunked once."""
     parsed = parse_file(docs / "docx" / "us_doj_chapter13_standing_trustee_handbook.docx", max_bytes=MAX)
     return parsed, build_structure(parsed)
 
 
 @pytest.fixture(scope="module")
-def duck(docs: Path):
+def duck(docs: Path) -> Parsed:
     parsed = parse_file(docs / "html" / "wikipedia_duck.html", max_bytes=MAX)
     return parsed, build_structure(parsed)
 
 
 @pytest.fixture(scope="module")
-def nics(docs: Path):
+def nics(docs: Path) -> Parsed:
     parsed = parse_file(docs / "pdf" / "fbi_nics_background_checks_2015-11.pdf", max_bytes=MAX)
     return parsed, build_structure(parsed)
 
@@ -52,7 +56,7 @@ def nics(docs: Path):
 # --- PDF ------------------------------------------------------------------------------------------------
 
 
-def test_nics_table_keeps_each_state_on_its_own_row(nics):
+def test_nics_table_keeps_each_state_on_its_own_row(nics: Parsed) -> None:
     """The NICS report rules a line every five states, so a grid cell holds five states; each must come out
     as its own row with its own figures. Kentucky (4th state of its group): Permit 264,140, Handgun 12,155,
     Long Gun 14,847 (read off the rendered page)."""
@@ -75,7 +79,7 @@ def test_nics_table_keeps_each_state_on_its_own_row(nics):
     assert parsed.title.startswith("NICS Firearm Background Checks")
 
 
-def test_every_pdf_parses_with_pages(docs: Path):
+def test_every_pdf_parses_with_pages(docs: Path) -> None:
     pdfs = sorted((docs / "pdf").glob("*.pdf"))
     assert len(pdfs) >= 6
     for pdf in pdfs:
@@ -87,7 +91,7 @@ def test_every_pdf_parses_with_pages(docs: Path):
         assert all(c.text.strip() for c in chunks), pdf.name
 
 
-def test_federal_register_headings_tables_and_running_headers(docs: Path):
+def test_federal_register_headings_tables_and_running_headers(docs: Path) -> None:
     parsed = parse_file(docs / "pdf" / "us_federal_register_2020-17221.pdf", max_bytes=MAX)
     document, sections, chunks = build_structure(parsed)
     titles = {s.title for s in sections}
@@ -99,7 +103,7 @@ def test_federal_register_headings_tables_and_running_headers(docs: Path):
     assert len(costs) == 2 and all("Labor cost" in c.text for c in costs)
 
 
-def test_warn_report_tables_continue_across_pages(docs: Path):
+def test_warn_report_tables_continue_across_pages(docs: Path) -> None:
     parsed = parse_file(docs / "pdf" / "california_edd_warn_report_2015-2016.pdf", max_bytes=MAX)
     tables = [e for e in parsed.elements if e.kind == "table"]
     assert len(tables) == 17 and len({t.page for t in tables}) == 16
@@ -114,7 +118,7 @@ def test_warn_report_tables_continue_across_pages(docs: Path):
 # --- DOCX / HTML ----------------------------------------------------------------------------------------
 
 
-def test_docx_handbook_section_tree(handbook):
+def test_docx_handbook_section_tree(handbook: Parsed) -> None:
     parsed, (document, sections, chunks) = handbook
     by_path = {s.path: s for s in sections}
     ch1 = by_path["CHAPTER 1 – INTRODUCTION"]
@@ -134,7 +138,7 @@ def test_docx_handbook_section_tree(handbook):
     assert document.mime.endswith("wordprocessingml.document")
 
 
-def test_wikipedia_html_sections_and_chunks(duck):
+def test_wikipedia_html_sections_and_chunks(duck: Parsed) -> None:
     parsed, (document, sections, chunks) = duck
     assert parsed.title == "Duck"
     paths = {s.path for s in sections}
@@ -147,7 +151,7 @@ def test_wikipedia_html_sections_and_chunks(duck):
     assert any(c.kind == "table" and "Anatidae" in c.text for c in chunks)
 
 
-def test_chunks_respect_the_size_and_overlap(duck):
+def test_chunks_respect_the_size_and_overlap(duck: Parsed) -> None:
     parsed, _ = duck
     _, _, chunks = build_structure(parsed, chunk_tokens=60, overlap_sentences=1)
     assert all(len(c.text.split()) <= 60 for c in chunks if c.kind == "text")
@@ -180,7 +184,7 @@ def _raises(path: Path, match: str, max_bytes: int = MAX) -> str:
     return msg
 
 
-def test_bad_inputs_raise_clear_errors(docs: Path, tmp_path: Path):
+def test_bad_inputs_raise_clear_errors(docs: Path, tmp_path: Path) -> None:
     import pymupdf
 
     real = (docs / "pdf" / "us_federal_register_2020-17221.pdf").read_bytes()
@@ -219,7 +223,7 @@ def test_bad_inputs_raise_clear_errors(docs: Path, tmp_path: Path):
     assert ".pdf" in msg and ".docx" in msg
 
 
-def test_non_utf8_text_is_decoded(tmp_path: Path):
+def test_non_utf8_text_is_decoded(tmp_path: Path) -> None:
     cp1252 = "Café crème brûlée à la française — “quoted” for 10 €. Naïve façade."
     latin1 = "Le garçon a mangé une crêpe près de la forêt. Ça coûte très cher, déjà."
     (tmp_path / "cp1252.txt").write_bytes(cp1252.encode("cp1252"))
@@ -232,7 +236,7 @@ def test_non_utf8_text_is_decoded(tmp_path: Path):
         assert decode_text(text.encode(encoding), "x") == text
 
 
-def test_markdown_and_email(tmp_path: Path):
+def test_markdown_and_email(tmp_path: Path) -> None:
     md = tmp_path / "notes.md"
     md.write_text(
         "# Project Notes\n\nStarted in 2020.\n\n## Team\n\nAlice leads it.\n\n| Name | Role |\n|---|---|\n| Alice | Lead |\n"
@@ -256,7 +260,7 @@ def test_markdown_and_email(tmp_path: Path):
 # --- passages and ids -----------------------------------------------------------------------------------
 
 
-def test_passage_corpus(examples_dir: Path, tmp_path: Path):
+def test_passage_corpus(examples_dir: Path, tmp_path: Path) -> None:
     src = examples_dir / "multihop" / "musique" / "hipporag_train100.corpus.jsonl"
     lines = src.read_text(encoding="utf-8").splitlines()[:50]
     corpus = tmp_path / "musique50.jsonl"
@@ -274,7 +278,7 @@ def test_passage_corpus(examples_dir: Path, tmp_path: Path):
     assert len({d.uri for d in parsed}) == 50 and len({d.sha256 for d in parsed}) == 50
 
 
-def test_ids_are_stable_across_runs(docs: Path, examples_dir: Path, tmp_path: Path):
+def test_ids_are_stable_across_runs(docs: Path, examples_dir: Path, tmp_path: Path) -> None:
     def ids(doc: ParsedDocument) -> list[str]:
         document, sections, chunks = build_structure(doc)
         return [document.id] + [s.id for s in sections] + [c.id for c in chunks] + [c.parent_id for c in chunks]
@@ -291,7 +295,7 @@ def test_ids_are_stable_across_runs(docs: Path, examples_dir: Path, tmp_path: Pa
     assert run1 == run2
 
 
-def test_passage_chunking_throughput(examples_dir: Path):
+def test_passage_chunking_throughput(examples_dir: Path) -> None:
     """3,301 2WikiMultihopQA passages: parsed and chunked well under 30 s (short ones skip spaCy)."""
     corpus = examples_dir / "multihop" / "2wikimultihopqa" / "dev500.corpus.jsonl"
     start = time.perf_counter()

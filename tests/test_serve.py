@@ -11,10 +11,14 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from kbgraph.settings import Settings
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -26,12 +30,19 @@ from kbgraph.serve.uploads import uploads_dir  # noqa: E402
 from tests.backends import BACKENDS  # noqa: E402
 from tests.serve_fixture import NICS, QUESTION, SENATE, build_kb, free_port, offline, running  # noqa: E402
 
+if TYPE_CHECKING:
+    from httpx import Client, Response
+
 
 UPLOAD_LIMIT = 262_144
 
 
+#: (base URL, settings, backend)
+Served = tuple[str, Settings, str]
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
-def served(request, falkor_settings, examples_dir):
+def served(request: pytest.FixtureRequest, falkor_settings: Settings, examples_dir: Path) -> Iterator[Served]:
     """(base URL, settings, backend) of a server over a KB holding the NICS report."""
     if request.param == "falkordb":
         settings = offline(falkor_settings, name=f"srv{uuid.uuid4().hex[:8]}", max_request_bytes=65536,
@@ -46,16 +57,16 @@ def served(request, falkor_settings, examples_dir):
         kb.reset()
 
 
-def _wait_job(client, job_id: str, timeout: float = 300) -> dict:
+def _wait_job(client: Client, job_id: str, timeout: float = 300) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
-        job = client.get(f"/v1/jobs/{job_id}").json()
+        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()
         if job["status"] in ("done", "failed") or time.monotonic() > deadline:
             return job
         time.sleep(0.3)
 
 
-def test_every_endpoint(served, examples_dir):
+def test_every_endpoint(served: Served, examples_dir: Path) -> None:
     url, settings, backend = served
     kb = f"/v1/kb/{settings.name}"
     with httpx.Client(base_url=url, timeout=120) as c:
@@ -111,13 +122,13 @@ def test_every_endpoint(served, examples_dir):
             assert other.status_code == 404 and "Neo4j" in other.json()["detail"], other.text
 
 
-def test_concurrent_asks_and_ingest_jobs(served, examples_dir):
+def test_concurrent_asks_and_ingest_jobs(served: Served, examples_dir: Path) -> None:
     url, settings, _ = served
     kb = f"/v1/kb/{settings.name}"
     with httpx.Client(base_url=url, timeout=300, limits=httpx.Limits(max_connections=40)) as c:
         jobs = [c.post(f"{kb}/ingest", json={"paths": [str(examples_dir / f)]}).json()["id"] for f in (NICS, SENATE)]
 
-        def ask(i: int):
+        def ask(i: int) -> tuple[int, Any]:
             r = c.post(f"{kb}/ask", json={"question": f"{QUESTION} ({i})", "k": 2})
             return r.status_code, r.json()
 
@@ -137,7 +148,7 @@ def test_concurrent_asks_and_ingest_jobs(served, examples_dir):
 HOSTILE = ["..%2Fx", "%2Fetc%2Fx", "%2Fx", "a%00b", "a%5Cb", ".hidden", "x" * 65, "a..b", "%2E%2E"]
 
 
-def test_hostile_names_are_400_and_create_nothing(served, falkor_home):
+def test_hostile_names_are_400_and_create_nothing(served: Served, falkor_home: Path) -> None:
     url, settings, backend = served
     if backend != "falkordb":
         pytest.skip("names become folders on the embedded store")
@@ -153,13 +164,13 @@ def test_hostile_names_are_400_and_create_nothing(served, falkor_home):
     assert not (falkor_home.parent / "x").exists() and not (falkor_home / "x").exists()
 
 
-def test_request_size_limit(served):
+def test_request_size_limit(served: Served) -> None:
     url, settings, _ = served
     with httpx.Client(base_url=url, timeout=30) as c:
         big = c.post(f"/v1/kb/{settings.name}/ask", json={"question": "x" * 70_000})
         assert big.status_code == 413 and "65,536" in big.json()["detail"]
 
-        def chunks():  # no Content-Length: counted as it arrives
+        def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
             for _ in range(20):
                 yield b"x" * 8192
 
@@ -170,16 +181,16 @@ def test_request_size_limit(served):
 NOTE = "# Kilnsea lighthouse log\n\nThe keeper of the Kilnsea lighthouse counted {n} ships passing on 3 May 1921.\n"
 
 
-def _upload(c, kb: str, *files: tuple[str, bytes]):
+def _upload(c: Client, kb: str, *files: tuple[str, bytes]) -> Response:
     return c.post(f"{kb}/ingest", files=[("files", (name, data)) for name, data in files])
 
 
-def _raw_upload(c, kb: str, filename: bytes, chunks):
+def _raw_upload(c: Client, kb: str, filename: bytes, chunks: Iterable[bytes]) -> Response:
     """A multipart body written by hand (``filename`` as raw bytes: httpx would escape a NUL), sent chunked
     when ``chunks`` is a generator."""
     head = b'--kbgb\r\nContent-Disposition: form-data; name="files"; filename="' + filename + b'"\r\n\r\n'
 
-    def body():
+    def body() -> Iterator[bytes]:
         yield head
         yield from chunks
         yield b"\r\n--kbgb--\r\n"
@@ -187,7 +198,7 @@ def _raw_upload(c, kb: str, filename: bytes, chunks):
     return c.post(f"{kb}/ingest", content=body(), headers={"content-type": "multipart/form-data; boundary=kbgb"})
 
 
-def test_uploaded_files(served, examples_dir):
+def test_uploaded_files(served: Served, examples_dir: Path) -> None:
     """Upload 2 readable files + a corrupt PDF + an empty file: the job ends done with 2 documents added and the
     bad ones in its report with the CLI's messages; a re-upload of a name updates its document; hostile names
     are 400 and over the size limit 413, with nothing written."""
@@ -245,7 +256,7 @@ def test_uploaded_files(served, examples_dir):
     shutil.rmtree(folder)
 
 
-def test_off_loopback_needs_a_key(monkeypatch, capsys):
+def test_off_loopback_needs_a_key(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from kbgraph.cli import main
 
     monkeypatch.delenv("KBGRAPH_API_KEY", raising=False)
@@ -253,7 +264,7 @@ def test_off_loopback_needs_a_key(monkeypatch, capsys):
     assert "KBGRAPH_API_KEY" in capsys.readouterr().err
 
 
-def test_api_key_with_the_real_command(tmp_path):
+def test_api_key_with_the_real_command(tmp_path: Path) -> None:
     """`kbgraph serve --host 0.0.0.0` with KBGRAPH_API_KEY: 401 without or with a wrong bearer, 200 with it."""
     port = free_port()
     env = {**os.environ, "KBGRAPH_API_KEY": "s3cret-key", "KBGRAPH_HOME": str(tmp_path)}

@@ -198,7 +198,7 @@ def test_schemathesis_by_key_scope(served: Served, role: str) -> None:
 
         @hsettings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         @given(strategy)
-        def run(case: Case[APIOperation]) -> None:
+        def run(case: Case[APIOperation[Any, Any, Any, Any]]) -> None:
             method, template = case.operation.method.upper(), case.operation.path
             kb = (case.path_parameters or {}).get("name")
             if template.startswith("/v1/kb/"):

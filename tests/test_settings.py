@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 import pytest
 from pydantic import SecretStr, ValidationError
+from pydantic.fields import FieldInfo
 
 from kbgraph import settings_doc
 from kbgraph.settings import GROUPS, SETTING_GROUPS, TOP_LEVEL, VECTOR_LAYER_CHOICES, Settings, env_names
@@ -61,7 +62,7 @@ OLD_ALIASES = {"NEO4J_URI": "uri", "NEO4J_USERNAME": "neo4j_username", "NEO4J_PA
 
 
 @pytest.fixture
-def clean_env(monkeypatch, tmp_path) -> Path:
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No setting in the environment; KBGRAPH_CONFIG points at tmp_path/kbgraph.toml (absent until written)."""
     for key in list(os.environ):
         if key.upper().startswith(("KBGRAPH_", "NEO4J_", "OPENAI_")):
@@ -72,7 +73,7 @@ def clean_env(monkeypatch, tmp_path) -> Path:
     return toml
 
 
-def _info(name: str):
+def _info(name: str) -> FieldInfo:
     model = GROUPS[SETTING_GROUPS[name]] if name in SETTING_GROUPS else Settings
     return model.model_fields[name]
 
@@ -134,7 +135,7 @@ def _representative(group: str) -> str:
 # --- the environment names ---------------------------------------------------------------------------------
 
 
-def test_every_old_environment_name_is_still_read(clean_env, monkeypatch):
+def test_every_old_environment_name_is_still_read(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(OLD_ENV_NAMES) == len(set(OLD_ENV_NAMES))
     current = {e for n in [*TOP_LEVEL, *SETTING_GROUPS] for e in env_names(n)}
     assert set(OLD_ENV_NAMES) <= current, f"environment names gone: {set(OLD_ENV_NAMES) - current}"
@@ -148,7 +149,7 @@ def test_every_old_environment_name_is_still_read(clean_env, monkeypatch):
         monkeypatch.delenv(env)
 
 
-def test_neo4j_and_openai_aliases_and_kbgraph_names(clean_env, monkeypatch):
+def test_neo4j_and_openai_aliases_and_kbgraph_names(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEO4J_URI", "bolt://neo4j-name:7687")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
     s = Settings()
@@ -163,7 +164,7 @@ def test_neo4j_and_openai_aliases_and_kbgraph_names(clean_env, monkeypatch):
 
 
 @pytest.mark.parametrize("group", list(GROUPS))
-def test_precedence_per_group(group, clean_env, monkeypatch):
+def test_precedence_per_group(group: str, clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     name = _representative(group)
     info = _info(name)
     v_toml, v_env, v_init = _values(name)
@@ -186,7 +187,7 @@ def test_precedence_per_group(group, clean_env, monkeypatch):
         assert _read(Settings(**{other: _values(other)[0]}), name) == v_env
 
 
-def test_table_of_kbgraph_toml_below_the_environment(clean_env, monkeypatch):
+def test_table_of_kbgraph_toml_below_the_environment(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clean_env.write_text('seed_k = 7\n[retrieval]\nweight_hop = 0.2\n[store]\nuri = "bolt://toml:1"\n')
     monkeypatch.setenv("NEO4J_URI", "bolt://env:2")
     s = Settings()
@@ -196,7 +197,7 @@ def test_table_of_kbgraph_toml_below_the_environment(clean_env, monkeypatch):
 # --- bad input ---------------------------------------------------------------------------------------------
 
 
-def test_bad_values_name_the_setting(clean_env, monkeypatch):
+def test_bad_values_name_the_setting(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KBGRAPH_SEED_K", "0")
     with pytest.raises(ValidationError, match=r"retrieval\.seed_k"):
         Settings()
@@ -211,7 +212,7 @@ def test_bad_values_name_the_setting(clean_env, monkeypatch):
         Settings()
 
 
-def test_unknown_flat_names_stay_ignored(clean_env):
+def test_unknown_flat_names_stay_ignored(clean_env: Path) -> None:
     clean_env.write_text("no_such_setting = 1\n")
     assert Settings(another_unknown=2).retrieval.seed_k == 20
 
@@ -219,7 +220,7 @@ def test_unknown_flat_names_stay_ignored(clean_env):
 # --- copies ------------------------------------------------------------------------------------------------
 
 
-def test_updated_routes_flat_names_and_validates(clean_env, monkeypatch):
+def test_updated_routes_flat_names_and_validates(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s = Settings(seed_k=3, name="kb1")
     monkeypatch.setenv("KBGRAPH_SEED_K", "9")
     c = s.updated({"weight_hop": 0.0, "uri": "bolt://h:1"}, name="kb2")
@@ -234,7 +235,7 @@ def test_updated_routes_flat_names_and_validates(clean_env, monkeypatch):
     assert s.updated(home="~/x").home == Path("~/x").expanduser()
 
 
-def test_flat_and_masked_views(clean_env):
+def test_flat_and_masked_views(clean_env: Path) -> None:
     s = Settings(llm_api_key="sk-secret", seed_k=4, serve_ingest_roots="/a,/b")
     flat = s.flat()
     assert set(flat) == set(TOP_LEVEL) | set(SETTING_GROUPS) and flat["seed_k"] == 4
@@ -244,7 +245,7 @@ def test_flat_and_masked_views(clean_env):
     assert "sk-secret" not in json.dumps(masked)
 
 
-def test_groups_list_every_setting_once():
+def test_groups_list_every_setting_once() -> None:
     names = [n for m in GROUPS.values() for n in m.model_fields]
     assert len(names) == len(set(names)) == len(SETTING_GROUPS)
     assert not (set(names) | set(TOP_LEVEL)) & set(GROUPS)
@@ -256,7 +257,8 @@ def test_groups_list_every_setting_once():
 # --- kbgraph config ----------------------------------------------------------------------------------------
 
 
-def test_config_cli_prints_groups_with_environment_names(clean_env, monkeypatch, capsys):
+def test_config_cli_prints_groups_with_environment_names(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from typer.testing import CliRunner
 
     from kbgraph.cli import app
@@ -282,7 +284,7 @@ def test_config_cli_prints_groups_with_environment_names(clean_env, monkeypatch,
 # --- docs/settings.md ----------------------------------------------------------------------------------------
 
 
-def test_docs_settings_md_is_generated_from_the_descriptions():
+def test_docs_settings_md_is_generated_from_the_descriptions() -> None:
     text = settings_doc.DOC.read_text(encoding="utf-8")
     assert settings_doc.splice(text, settings_doc.render()) == text, (
         "docs/settings.md is stale: run python -m kbgraph.settings_doc --write")
@@ -291,7 +293,7 @@ def test_docs_settings_md_is_generated_from_the_descriptions():
             assert f"`{env}`" in text
 
 
-def test_the_kbgraph_toml_example_of_docs_settings_md(clean_env):
+def test_the_kbgraph_toml_example_of_docs_settings_md(clean_env: Path) -> None:
     text = settings_doc.DOC.read_text(encoding="utf-8")
     clean_env.write_text(text.split("```toml\n", 1)[1].split("```", 1)[0], encoding="utf-8")
     s = Settings()
@@ -299,7 +301,7 @@ def test_the_kbgraph_toml_example_of_docs_settings_md(clean_env):
     assert (s.retrieval.weight_hop, s.retrieval.ranker) == (0.2, "weights")
 
 
-def test_settings_doc_check_and_bad_file(tmp_path):
+def test_settings_doc_check_and_bad_file(tmp_path: Path) -> None:
     doc = tmp_path / "settings.md"
     doc.write_text(f"intro\n\n{settings_doc.BEGIN}\nold table\n{settings_doc.END}\n\noutro\n")
     assert settings_doc.main(["--check", "--doc", str(doc)]) == 1

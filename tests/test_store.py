@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -18,17 +21,20 @@ from kbgraph.models import (
     TripleRecord,
     stable_id,
 )
+from kbgraph.settings import Settings
 from kbgraph.store import open_store
 from kbgraph.ingest.write import write_document
+from kbgraph.store.base import GraphStore, Row
 
 DIM = 384
 
 
 def unit(v: np.ndarray) -> np.ndarray:
-    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+    out: np.ndarray = v / np.linalg.norm(v, axis=-1, keepdims=True)
+    return out
 
 
-def chunk_rows(vectors: np.ndarray, prefix: str = "c", document_id: str = "doc:x") -> list[dict]:
+def chunk_rows(vectors: np.ndarray, prefix: str = "c", document_id: str = "doc:x") -> list[dict[str, Any]]:
     return [
         {
             "id": f"{prefix}{i}", "document_id": document_id, "parent_id": document_id, "text": f"chunk {i}",
@@ -39,7 +45,7 @@ def chunk_rows(vectors: np.ndarray, prefix: str = "c", document_id: str = "doc:x
     ]  # fmt: skip
 
 
-def test_schema_is_idempotent(store):
+def test_schema_is_idempotent(store: GraphStore) -> None:
     before = store.run("schema/list_indexes")
     store.ensure_schema()
     store.ensure_schema()
@@ -48,7 +54,7 @@ def test_schema_is_idempotent(store):
     assert store._list_vector_dimensions() == {label: DIM for label in VECTOR_LABELS}
 
 
-def test_upsert_10k_and_vector_top_k_finds_planted_neighbours(store):
+def test_upsert_10k_and_vector_top_k_finds_planted_neighbours(store: GraphStore) -> None:
     rng = np.random.default_rng(7)
     noise = unit(rng.normal(size=(10_000, DIM)).astype(np.float32))
     query = noise[0] * 0 + unit(rng.normal(size=DIM).astype(np.float32))
@@ -74,7 +80,7 @@ def test_upsert_10k_and_vector_top_k_finds_planted_neighbours(store):
     assert hits[0].properties["text"] == "chunk 100"
 
 
-def test_fulltext_finds_planted_phrase_and_survives_hostile_text(store):
+def test_fulltext_finds_planted_phrase_and_survives_hostile_text(store: GraphStore) -> None:
     rng = np.random.default_rng(1)
     vectors = unit(rng.normal(size=(30, DIM)).astype(np.float32))
     rows = chunk_rows(vectors)
@@ -87,9 +93,10 @@ def test_fulltext_finds_planted_phrase_and_survives_hostile_text(store):
     assert store.stats().nodes["Chunk"] == 30
 
 
-def _doc_graph(tag: str, shared_entity: EntityRecord, rng) -> DocumentGraph:
-    def vec():
-        return unit(rng.normal(size=DIM)).tolist()
+def _doc_graph(tag: str, shared_entity: EntityRecord, rng: np.random.Generator) -> DocumentGraph:
+    def vec() -> list[float]:
+        out: list[float] = unit(rng.normal(size=DIM)).tolist()
+        return out
 
     doc_id = stable_id("doc", tag)
     doc = DocumentRecord(id=doc_id, uri=f"file:///{tag}.txt", title=tag, mime="text/plain", sha256=tag, embedding=vec())
@@ -126,7 +133,7 @@ def _doc_graph(tag: str, shared_entity: EntityRecord, rng) -> DocumentGraph:
     )  # fmt: skip
 
 
-def test_delete_document_removes_its_subgraph_and_no_orphans_remain(store):
+def test_delete_document_removes_its_subgraph_and_no_orphans_remain(store: GraphStore) -> None:
     rng = np.random.default_rng(3)
     shared = EntityRecord(id=stable_id("ent", "shared"), name="Shared Corp", type="ORG", embedding=unit(rng.normal(size=DIM)).tolist())
     g1, g2 = _doc_graph("alpha", shared, rng), _doc_graph("beta", shared, rng)
@@ -154,7 +161,7 @@ def test_delete_document_removes_its_subgraph_and_no_orphans_remain(store):
     assert store.delete_document(g1.document.id)["documents"] == 0
 
 
-def test_failed_unit_of_work_leaves_nothing(store):
+def test_failed_unit_of_work_leaves_nothing(store: GraphStore) -> None:
     rng = np.random.default_rng(5)
     shared = EntityRecord(id=stable_id("ent", "s"), name="S", type="ORG", embedding=unit(rng.normal(size=DIM)).tolist())
     graph = _doc_graph("gamma", shared, rng)
@@ -167,24 +174,24 @@ def test_failed_unit_of_work_leaves_nothing(store):
     calls = {"n": 0}
     original = type(store)._execute
 
-    def failing(self, query, params, tx=None):
+    def failing(self: GraphStore, query: str, params: Row, tx: Any = None) -> list[Row]:
         calls["n"] += 1
         if "MERGE (c)-[:MENTIONS]->(e)" in query:  # fault injection: the link_mentions write fails
             raise RuntimeError("connection dropped")
         return original(self, query, params, tx)
 
-    type(store)._execute = failing
+    type(store)._execute = failing  # type: ignore[method-assign]  # fault injection into the store's class
     try:
         with pytest.raises(RuntimeError):
             write_document(store, graph)
     finally:
-        type(store)._execute = original
+        type(store)._execute = original  # type: ignore[method-assign]  # the class's own method back
     assert calls["n"] > 5  # documents, sections, chunks... were sent before the failure
     assert store.stats().total_nodes == 0
     assert store.orphans() == []
 
 
-def test_vector_dimension_mismatch_is_a_clear_error(backend_settings, store):
+def test_vector_dimension_mismatch_is_a_clear_error(backend_settings: Settings, store: GraphStore) -> None:
     other = open_store(backend_settings.updated({"embedding_dimension": 8}))
     try:
         with pytest.raises(SchemaMismatch, match="dimension 384 but the embedder produces 8"):
@@ -195,7 +202,8 @@ def test_vector_dimension_mismatch_is_a_clear_error(backend_settings, store):
         other.close()
 
 
-def test_data_persists_across_store_restart(backend_settings, store, request, tmp_path):
+def test_data_persists_across_store_restart(backend_settings: Settings, store: GraphStore,
+                                            request: pytest.FixtureRequest, tmp_path: Path) -> None:
     rng = np.random.default_rng(11)
     vectors = unit(rng.normal(size=(20, DIM)).astype(np.float32))
     if store.backend == "falkordb":
@@ -238,7 +246,7 @@ def test_data_persists_across_store_restart(backend_settings, store, request, tm
 
 
 @pytest.mark.slow  # ingests the sample DOCX (100+ chunks) twice
-def test_reset_empties_the_graph_and_a_new_ingest_works(falkor_settings, examples_dir):
+def test_reset_empties_the_graph_and_a_new_ingest_works(falkor_settings: Settings, examples_dir: Path) -> None:
     """`kbgraph reset` then `kbgraph ingest` (the rebuild the docs recommend): every node gone, the indexes in place,
     and the next ingest reads and writes normally. On FalkorDB 4.16.3 `MATCH (n) DETACH DELETE n` after ingesting
     the sample DOCX broke every label it emptied (the next run failed on its first statement with "Attempted to
@@ -274,7 +282,7 @@ def test_reset_empties_the_graph_and_a_new_ingest_works(falkor_settings, example
         kb.reset()
 
 
-def test_the_idle_watchdog_leaves_alone_a_server_that_is_not_its_own(tmp_path):
+def test_the_idle_watchdog_leaves_alone_a_server_that_is_not_its_own(tmp_path: Path) -> None:
     """A watchdog whose server is gone must not stop the next server started on the same socket: its pid may
     still look alive (a zombie nobody reaps answers kill(pid, 0)), so it checks the server's process id."""
     import os
