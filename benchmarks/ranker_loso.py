@@ -64,7 +64,9 @@ def main() -> None:
             print(f"{name:34} {variant:14} " + " ".join(f"{r[f'R@{k}']:6.1f}" for k in (1, 2, 5, 10)))
     if args.write:
         model = fit(by_set, pool=args.pool, c=args.c)
-        model.note = f"benchmarks/ranker_loso.py --sets {args.sets} --pool {args.pool} --c {args.c}"
+        model.note = f"benchmarks/ranker_loso.py --sets {args.sets} --pool {args.pool} --c {args.c}" + "".join(
+            f" --set {kv}" for kv in args.set
+        )  # the settings of its pools (vector_layers: the layers it was fitted without)
         path = default_model_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")

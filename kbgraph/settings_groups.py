@@ -195,9 +195,11 @@ class EmbeddingSettings(SettingsGroup):
 
     # --- which layers get vectors (ingest/embed_layers.py, query/propagation.py) ------
     vector_layers: Annotated[list[str], NoDecode] = Field(
-        ["AtomicQuestion", "Triple", "Entity", "Section", "Document"],  # all: docs/benchmarks.md, layer ablation
+        ["AtomicQuestion", "Entity", "Section", "Document"],  # docs/benchmarks.md "Which layer vectors ..."
         description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
-        "or comma-separated labels of " + ", ".join(VECTOR_LAYER_CHOICES) + ". A layer that is off keeps its "
+        "or comma-separated labels of " + ", ".join(VECTOR_LAYER_CHOICES) + ". The default leaves Triple out: "
+        "its vectors cost ~31 KB of store memory per passage and the learned ranker holds its leave-one-set-out "
+        "recall without them (docs/benchmarks.md); add Triple to restore every layer. A layer that is off keeps its "
         "nodes, edges and full-text; vectors it already has stay in the store unused. Turning a layer on for an "
         "existing knowledge base gives vectors only to nodes created afterwards: rebuild it (reset, then ingest; "
         "the embedding cache keeps that cheap) for all of them. "

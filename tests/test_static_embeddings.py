@@ -16,7 +16,7 @@ from kbgraph.embed.static_model import StaticEmbedder, build_static_model, get_s
 from kbgraph.errors import ConfigError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.propagation import seed_layers
-from kbgraph.settings import Settings
+from kbgraph.settings import VECTOR_LAYER_CHOICES, Settings
 from kbgraph.store import backend_name
 
 from tests.musique_sample import musique_sample
@@ -78,7 +78,10 @@ def test_setting_parses_and_only_counts_vector_layers(monkeypatch):
     monkeypatch.delenv("KBGRAPH_STATIC_LAYERS", raising=False)
     assert Settings().embedding.static_vector_layers == {"Entity"}  # the default
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity, Triple")
+    assert Settings().embedding.static_vector_layers == {"Entity"}  # Triple has no vectors by default
+    monkeypatch.setenv("KBGRAPH_VECTOR_LAYERS", "AtomicQuestion,Triple,Entity")
     assert Settings().embedding.static_vector_layers == {"Entity", "Triple"}
+    monkeypatch.delenv("KBGRAPH_VECTOR_LAYERS")
     assert Settings(vector_layers=["AtomicQuestion", "Entity"]).embedding.static_vector_layers == {"Entity"}
     assert not Settings(embedding_model="openai:text-embedding-3-small").embedding.static_vector_layers  # nothing to build from
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "")
@@ -96,7 +99,7 @@ def corpus(examples_dir, tmp_path_factory):
 
 @pytest.mark.slow  # `built`: a static model of its own
 def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings, corpus, built):
-    settings = backend_settings.updated({"static_layers": STATIC})
+    settings = backend_settings.updated({"static_layers": STATIC, "vector_layers": list(VECTOR_LAYER_CHOICES)})
     _install(settings, built)
     kb = KnowledgeBase(settings=settings)
     kb.reset()
