@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbgraph.models import DocumentGraph
+    from kbgraph.settings import Settings
+    from kbgraph.store.base import GraphStore
 
 
 @contextmanager
-def loaded_store(settings: Any, graphs: Sequence[Any]) -> Iterator[Any]:
+def loaded_store(settings: Settings, graphs: Sequence[DocumentGraph]) -> Iterator[GraphStore]:
     """The open store of ``settings`` holding exactly ``graphs``; cleared and closed on exit."""
     from kbgraph.ingest.write import write_documents
     from kbgraph.store import open_store

@@ -11,15 +11,24 @@ import json
 import re
 import uuid
 from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
+from kbgraph.embed.base import Embedder
 from kbgraph.errors import LLMError
 from kbgraph.ingest.autotag import pending_chunks, tag_chunks
+from kbgraph.ingest.report import IngestReport
+from kbgraph.llm.base import LLM, Messages
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 from kbgraph.tagging import normalize_tag, tag_classes, tag_id
 from kbgraph.ingest.pipeline import Ingestor
 from kbgraph.llm.fake import ScriptedLLM
+from tests.llm_server_fixture import LLMServerInfo
 
 PASSAGES = 4
 CLASSES = [
@@ -30,7 +39,7 @@ CLASSES = [
 SHARED = ["Shared Topic", "  shared   TOPIC. ", "“Shared topic”"]  # one tag once normalised
 
 
-def test_normalize_tag():
+def test_normalize_tag() -> None:
     assert normalize_tag("  The  U.S. ") == "the u.s"
     assert normalize_tag("“Shared topic”") == normalize_tag("SHARED\tTOPIC!") == "shared topic"
     assert normalize_tag("ＡＢＣ") == "abc"  # NFKC: full-width letters
@@ -40,9 +49,10 @@ def test_normalize_tag():
 
 # --- corpus and scripted LLM ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def passages(examples_dir):
+def passages(examples_dir: Path) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in (examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl").open()]
-    chosen, titles = [], set()
+    chosen: list[dict[str, Any]] = []
+    titles: set[str] = set()
     for p in rows:
         if p["title"] not in titles:
             titles.add(p["title"])
@@ -53,18 +63,18 @@ def passages(examples_dir):
 
 
 @pytest.fixture(scope="module")
-def embedder(falkor_settings):
+def embedder(falkor_settings: Settings) -> Embedder:
     from kbgraph.embed import get_embedder
 
     return get_embedder(falkor_settings)
 
 
-def write_corpus(path, passages):
+def write_corpus(path: Path, passages: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(p) + "\n" for p in passages), encoding="utf-8")
     return path
 
 
-def _first_user(messages) -> str:
+def _first_user(messages: Messages) -> str:
     return next(m["content"] for m in messages if m["role"] == "user")
 
 
@@ -78,13 +88,13 @@ class TaggingLLM(ScriptedLLM):
     Topic, asked as 'topic'; a per-text key: Place; a tag of an unknown class), and empty knowledge for the
     distill prompts. Chunks whose title is in ``failing`` get a server error."""
 
-    def __init__(self, failing=()):
+    def __init__(self, failing: Iterable[str] = ()) -> None:
         self.failing = set(failing)
         self.asked: Counter[str] = Counter()  # prompt kind -> requests
         self.tagged_titles: list[str] = []
         super().__init__(self.respond)
 
-    def respond(self, messages) -> str:
+    def respond(self, messages: Messages) -> str:
         text = _first_user(messages)
         if "generalize them into" in text:
             self.asked["classes"] += 1
@@ -108,11 +118,11 @@ class TaggingLLM(ScriptedLLM):
         return '{"entities": [], "triples": []}'
 
 
-def ingest(store, settings, path, llm, embedder):
+def ingest(store: GraphStore, settings: Settings, path: Path, llm: LLM | None, embedder: Embedder) -> IngestReport:
     return Ingestor(store, settings, llm=llm, embedder=embedder, progress=False).run([path])
 
 
-def tagged(store) -> dict[str, set[str]]:
+def tagged(store: GraphStore) -> dict[str, set[str]]:
     """{chunk's document title: names of its tags}."""
     rows = store.run("tags/query_chunk_tags", {"chunk_ids": [r["id"] for r in store.run("tags/chunk_ids")]})
     titles = {r["id"]: r["title"] for r in store.run("tags/chunk_contents", {"ids": [r["chunk_id"] for r in rows]})}
@@ -122,18 +132,20 @@ def tagged(store) -> dict[str, set[str]]:
     return out
 
 
-def counts(store) -> tuple[int, int, int]:
+def counts(store: GraphStore) -> tuple[int, int, int]:
     st = store.stats()
     return st.nodes.get("Tag", 0), st.nodes.get("TagClass", 0), st.relationships.get("TAGGED", 0)
 
 
 @pytest.fixture
-def tag_settings(backend_settings):
+def tag_settings(backend_settings: Settings) -> Settings:
     return backend_settings.updated({"auto_tagging": True, "llm_chunking": False, "tag_class_sample": 3})
 
 
 # --- ingest -----------------------------------------------------------------------------------------------
-def test_ingest_tags_chunks_incrementally(store, tag_settings, passages, embedder, tmp_path, monkeypatch, capsys):
+def test_ingest_tags_chunks_incrementally(store: GraphStore, tag_settings: Settings, passages: list[dict[str, Any]],
+                                          embedder: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     path = write_corpus(tmp_path / f"p{uuid.uuid4().hex[:6]}.jsonl", passages)
     llm = TaggingLLM()
     report = ingest(store, tag_settings, path, llm, embedder)
@@ -142,6 +154,7 @@ def test_ingest_tags_chunks_incrementally(store, tag_settings, passages, embedde
     # tag classes: proposed once from the sample, stored as (:TagClass)
     assert llm.asked["classes"] == 1 and [c.name for c in tag_classes(store)] == ["Person", "Place", "Topic"]
     t = report.tagging
+    assert t is not None
     assert t.classes_proposed and t.asked == t.tagged == PASSAGES and t.failed == 0 and t.stopped is None
     assert sorted(llm.tagged_titles) == sorted(titles) and report.seconds["tag"] > 0
     # TAGGED to the right chunks; the shared tag merged by norm; the unknown class dropped
@@ -187,6 +200,7 @@ def test_ingest_tags_chunks_incrementally(store, tag_settings, passages, embedde
     report = ingest(store, tag_settings, path, again, embedder)
     assert report.updated == 1 and again.tagged_titles == [titles[1]] and again.asked["classes"] == 0
     # (its title tag was on no other chunk: deleted with the old chunk, as orphan entities are, and created again)
+    assert report.tagging is not None
     assert not report.tagging.classes_proposed and report.tagging.new_tags == 2
     new_key = key_tag(f"Title: {titles[1]}\nContent: {changed[1]['text']}")
     names = tagged(store)[titles[1]]
@@ -219,11 +233,13 @@ def test_ingest_tags_chunks_incrementally(store, tag_settings, passages, embedde
     assert counts(store) == (0, 3, 0)  # no Tag left (the classes stay: they belong to the knowledge base)
 
 
-def test_failed_chunk_is_reported_and_retried(store, tag_settings, passages, embedder, tmp_path):
+def test_failed_chunk_is_reported_and_retried(store: GraphStore, tag_settings: Settings, passages: list[dict[str, Any]],
+                                              embedder: Embedder, tmp_path: Path) -> None:
     path = write_corpus(tmp_path / f"f{uuid.uuid4().hex[:6]}.jsonl", passages)
     bad = passages[2]["title"]
     report = ingest(store, tag_settings, path, TaggingLLM(failing={bad}), embedder)
     t = report.tagging
+    assert t is not None
     assert report.status == "completed" and report.failed == 0 and report.exit_code == 0
     assert t.asked == PASSAGES and t.tagged == PASSAGES - 1 and t.failed == 1
     assert "server is down" in t.errors[0].error
@@ -233,11 +249,13 @@ def test_failed_chunk_is_reported_and_retried(store, tag_settings, passages, emb
     # the next run asks again for that chunk only
     again = TaggingLLM()
     report = ingest(store, tag_settings, path, again, embedder)
-    assert report.unchanged == PASSAGES and again.tagged_titles == [bad] and report.tagging.tagged == 1
+    assert report.unchanged == PASSAGES and again.tagged_titles == [bad]
+    assert report.tagging is not None and report.tagging.tagged == 1
     assert set(tagged(store)) == {p["title"] for p in passages} and not pending_chunks(store)
 
 
-def test_tag_chunks_again_is_idempotent(store, tag_settings, passages, embedder, tmp_path):
+def test_tag_chunks_again_is_idempotent(store: GraphStore, tag_settings: Settings, passages: list[dict[str, Any]],
+                                        embedder: Embedder, tmp_path: Path) -> None:
     path = write_corpus(tmp_path / f"i{uuid.uuid4().hex[:6]}.jsonl", passages)
     ingest(store, tag_settings.updated({"auto_tagging": False}), path, TaggingLLM(), embedder)
     assert counts(store) == (0, 0, 0) and len(pending_chunks(store)) == PASSAGES
@@ -253,7 +271,8 @@ def test_tag_chunks_again_is_idempotent(store, tag_settings, passages, embedder,
 
 
 # --- the real local LLM server --------------------------------------------------------------------------
-def test_tag_chunks_with_the_local_llm(falkor_settings, llm_server, passages, embedder, tmp_path):
+def test_tag_chunks_with_the_local_llm(falkor_settings: Settings, llm_server: LLMServerInfo, passages: list[dict[str,
+                                       Any]], embedder: Embedder, tmp_path: Path) -> None:
     """tag_chunks over 2 chunks against llama.cpp's server (SmolLM2-135M): one request per chunk is made and the
     report and the graph agree, whatever tags (maybe none) the tiny model gives. The tag classes are written
     first: the tiny model gives no usable class proposal (the same complete_json path as the chunk requests,
@@ -299,7 +318,7 @@ def test_tag_chunks_with_the_local_llm(falkor_settings, llm_server, passages, em
         store.close()
 
 
-def test_answer_schemas_bound_what_a_constrained_decoder_writes():
+def test_answer_schemas_bound_what_a_constrained_decoder_writes() -> None:
     """The JSON schemas sent as response_format carry maxItems / maxLength, so a small model cannot list tags
     until its token limit cuts the JSON; a longer answer (an unconstrained server) is cut, not refused."""
     from kbgraph.tagging import (

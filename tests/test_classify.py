@@ -16,11 +16,17 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
 
+from kbgraph.embed.base import Embedder
+from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
+from kbgraph.models import DocumentGraph
 from kbgraph.query.ask import answer_question
 from kbgraph.query.classify import KINDS, SUBTYPES, answer_auto, classify_question, route
 from kbgraph.query.context import QueryContext
@@ -28,8 +34,11 @@ from kbgraph.query.methods import get_method
 from kbgraph.query.prompts import SYSTEM_JUDGE
 from kbgraph.query.prompts.classify import CLASSIFY
 from kbgraph.query.render import render_answer
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 from tests.graph_kb import loaded_store
 from kbgraph.query.models import TraceRound
+from tests.llm_server_fixture import LLMServerInfo
 from tests.traces import trace_of
 
 Q_IDS = ("2hop__150763_14904", "2hop__6584_6587", "2hop__205146_62031", "2hop__215852_404718")
@@ -39,7 +48,7 @@ N_OTHERS = 8
 
 # --- the graph ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def data(examples_dir, tmp_path_factory):
+def data(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A data set of the four questions (<prefix>.questions.jsonl) and its 16 passages, verbatim from
     examples/multihop/musique."""
     base = examples_dir / "multihop" / "musique"
@@ -54,10 +63,10 @@ def data(examples_dir, tmp_path_factory):
     return {"prefix": folder / "four", "questions": chosen, "passages": [by_id[pid] for pid in keep]}
 
 
-def _graphs(passages, embedder):
+def _graphs(passages: list[dict[str, Any]], embedder: Embedder) -> list[DocumentGraph]:
     """Document + Chunk per passage (URI ``...#<passage id>``, as eval reads it) and one atomic question per
     sentence, embedded with the real embedder."""
-    from kbgraph.models import AtomicQuestionRecord, ChunkRecord, DocumentGraph, DocumentRecord, stable_id
+    from kbgraph.models import AtomicQuestionRecord, ChunkRecord, DocumentRecord, stable_id
     from kbgraph.text import index_text
 
     out = []
@@ -81,15 +90,19 @@ def _graphs(passages, embedder):
 
 
 @pytest.fixture(scope="module")
-def graphs(data, falkor_settings):
+def graphs(data: dict[str, Any], falkor_settings: Settings) -> tuple[list[DocumentGraph], Embedder]:
     from kbgraph.embed import get_embedder
 
     embedder = get_embedder(falkor_settings)
     return _graphs(data["passages"], embedder), embedder
 
 
+#: (store, settings, embedder) over the 16-passage graph
+KB = tuple[GraphStore, Settings, Embedder]
+
+
 @pytest.fixture(scope="module")
-def kb(falkor_settings, graphs):
+def kb(falkor_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder]) -> Iterator[KB]:
     """(store, settings, embedder) over the 16-passage graph, on a FalkorDB graph of its own."""
     settings = falkor_settings.updated({"name": f"cls{uuid.uuid4().hex[:8]}", "llm_model": None})
     with loaded_store(settings, graphs[0]) as store:
@@ -97,11 +110,11 @@ def kb(falkor_settings, graphs):
 
 
 # --- a scripted LLM that reads the prompts ------------------------------------------------------------------
-def _prompt(messages) -> str:
+def _prompt(messages: Messages) -> str:
     return next(m["content"] for m in messages if m["role"] == "user")
 
 
-def _kind(messages) -> str:
+def _kind(messages: Messages) -> str:
     text = _prompt(messages)
     if messages[0]["content"] == SYSTEM_JUDGE:
         return "judge"
@@ -123,13 +136,13 @@ class Script:
     proposal round (``HOP1``, candidate 1 selected) and the QA answer ``answer``. ``kinds``: the prompts
     seen, repairs marked '+repair'."""
 
-    def __init__(self, *classify: str, answer: str = "G. Stanley Hall", judge: str = "Yes"):
+    def __init__(self, *classify: str, answer: str = "G. Stanley Hall", judge: str = "Yes") -> None:
         self.classify, self.answer, self.judge = list(classify), answer, judge
         self.kinds: list[str] = []
         self.prompts: list[str] = []
         self._proposals = 0
 
-    def __call__(self, messages) -> str:
+    def __call__(self, messages: Messages) -> str:
         kind = _kind(messages)
         repair = sum(m["role"] == "user" for m in messages) > 1
         self.kinds.append(kind + ("+repair" if repair else ""))
@@ -153,13 +166,13 @@ def cls(kind: str, subtype: str | None = None, rationale: str = "scripted reason
     return json.dumps({"rationale": rationale, "kind": kind, "subtype": subtype})
 
 
-def _ctx(kb, script, **update) -> QueryContext:
+def _ctx(kb: KB, script: Callable[[Messages], str], **update: Any) -> QueryContext:
     store, settings, embedder = kb
     return QueryContext(store, settings.updated(update), embedder, ScriptedLLM(script))
 
 
 # --- routing ------------------------------------------------------------------------------------------------
-def test_factual_goes_to_l1_propagation_top_k_and_one_qa_prompt(kb, data):
+def test_factual_goes_to_l1_propagation_top_k_and_one_qa_prompt(kb: KB, data: dict[str, Any]) -> None:
     question = data["questions"][0]["question"]
     script = Script(cls("factual", "bridging"))
     ctx = _ctx(kb, script, l1_k=4)
@@ -180,7 +193,7 @@ def test_factual_goes_to_l1_propagation_top_k_and_one_qa_prompt(kb, data):
 
 
 @pytest.mark.parametrize("subtype", ["bridging", "comparative", "quantitative", "summarizing"])
-def test_linkable_reasoning_goes_to_l2_pike_with_its_subtype(kb, data, subtype):
+def test_linkable_reasoning_goes_to_l2_pike_with_its_subtype(kb: KB, data: dict[str, Any], subtype: str) -> None:
     script = Script(cls("Linkable-Reasoning", subtype.capitalize()))
     answer = answer_auto(data["questions"][0]["question"], _ctx(kb, script))
     assert script.kinds == ["classify", "propose", "select", "propose", "answer"]  # Algorithm 1
@@ -193,7 +206,7 @@ def test_linkable_reasoning_goes_to_l2_pike_with_its_subtype(kb, data, subtype):
 
 
 @pytest.mark.parametrize(("kind", "level"), [("predictive", "L3"), ("creative", "L4")])
-def test_predictive_and_creative_go_to_l2_and_say_so(kb, data, kind, level):
+def test_predictive_and_creative_go_to_l2_and_say_so(kb: KB, data: dict[str, Any], kind: str, level: str) -> None:
     script = Script(cls(kind, "quantitative"))
     answer = answer_auto("How many biosimilar products will be approved in 2030?", _ctx(kb, script))
     assert script.kinds[0] == "classify" and script.kinds[1] == "propose" and script.kinds[-1] == "answer"
@@ -203,7 +216,7 @@ def test_predictive_and_creative_go_to_l2_and_say_so(kb, data, kind, level):
     assert f"needs an {level} system" in first and "sketches but does not specify" in first
 
 
-def test_unusable_classification_is_unknown_and_goes_to_l2(kb, data):
+def test_unusable_classification_is_unknown_and_goes_to_l2(kb: KB, data: dict[str, Any]) -> None:
     question = data["questions"][0]["question"]
     script = Script("I think it is a hard one", cls("astrological"))  # no JSON; then a class that does not exist
     answer = answer_auto(question, _ctx(kb, script))
@@ -220,7 +233,7 @@ def test_unusable_classification_is_unknown_and_goes_to_l2(kb, data):
 @pytest.mark.parametrize("spell", [str, str.upper, str.title, lambda k: k.replace("_", "-"),
                                    lambda k: f" {k.replace('_', ' ')} "], ids=["as is", "upper", "title", "-", " "])
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_class_name_parses_to_its_class(kind, spell):
+def test_every_class_name_parses_to_its_class(kind: str, spell: Callable[[str], str]) -> None:
     """Each of the four classes, as the schema spells it or with another letter case or word separator, is that
     class at the first answer (no repair); the enum the parse accepts is the one the schema sent declares."""
     llm = ScriptedLLM([cls(spell(kind), "Comparative")], response_format="json_schema")
@@ -232,7 +245,7 @@ def test_every_class_name_parses_to_its_class(kind, spell):
 
 
 @pytest.mark.parametrize("subtype", SUBTYPES)
-def test_every_subtype_name_parses_to_its_subtype(subtype):
+def test_every_subtype_name_parses_to_its_subtype(subtype: str) -> None:
     qc = classify_question("q?", ScriptedLLM([cls("linkable_reasoning", subtype.upper())]))
     assert (qc.kind, qc.subtype) == ("linkable_reasoning", subtype)
     qc = classify_question("q?", ScriptedLLM([cls("linkable_reasoning", f"not {subtype}")]))
@@ -241,7 +254,7 @@ def test_every_subtype_name_parses_to_its_subtype(subtype):
 
 @pytest.mark.parametrize("name", ["Linkable & Reasoning (multiple facts)", "non-factual", "predictive (not factual)",
                                   "not factual", "factual or creative", "Factual question", "facts", "creativity"])
-def test_a_name_containing_a_class_is_no_class(name):
+def test_a_name_containing_a_class_is_no_class(name: str) -> None:
     """Issue 28 defect 1: a substring parse made each of these 'factual' (or another class) and sent it to L1.
     Parsed as the enum, each is invalid: the repair request names the four classes, and a repeated invalid
     answer is 'unknown', which goes to L2."""
@@ -279,7 +292,7 @@ def _definition(kind: str) -> str:
 
 
 @pytest.mark.parametrize(("question", "kind", "subtype"), FIGURE_1, ids=[f"fig1-{i}" for i in range(1, 9)])
-def test_figure_1_examples_are_answered_by_their_level(kb, question, kind, subtype):
+def test_figure_1_examples_are_answered_by_their_level(kb: KB, question: str, kind: str, subtype: str | None) -> None:
     """Figure 1's questions through the real parse and the registry. The scripted model first echoes the class
     with the prompt's definition of it ("predictive: ... may not be purely factual", "creative: ... the
     availability of factual information ..."), which is no class, then answers the class in the repair. Factual
@@ -297,7 +310,7 @@ def test_figure_1_examples_are_answered_by_their_level(kb, question, kind, subty
         assert trace_of(answer, TraceRound) and trace_of(answer, TraceRound)[0].proposals == [HOP1]
 
 
-def test_auto_is_the_default_with_an_llm_only(kb, data):
+def test_auto_is_the_default_with_an_llm_only(kb: KB, data: dict[str, Any]) -> None:
     question = data["questions"][0]["question"]
     store, settings, embedder = kb
     script = Script(cls("factual"))
@@ -309,7 +322,7 @@ def test_auto_is_the_default_with_an_llm_only(kb, data):
     assert plain.method == "l1" and plain.question_class is None and plain.route is None
 
 
-def test_trace_render_json_and_stream_carry_class_and_route(kb, data):
+def test_trace_render_json_and_stream_carry_class_and_route(kb: KB, data: dict[str, Any]) -> None:
     from kbgraph.query.streaming import stream_answer
 
     question = data["questions"][0]["question"]
@@ -336,7 +349,8 @@ def test_trace_render_json_and_stream_carry_class_and_route(kb, data):
 
 
 # --- the saved rationale, both stores -------------------------------------------------------------------------
-def test_saved_question_has_class_and_route(store, backend_settings, graphs, data):
+def test_saved_question_has_class_and_route(store: GraphStore, backend_settings: Settings,
+                                            graphs: tuple[list[DocumentGraph], Embedder], data: dict[str, Any]) -> None:
     from kbgraph.ingest.write import write_documents
     from kbgraph.query.rationale import save_answer
 
@@ -363,7 +377,7 @@ def test_saved_question_has_class_and_route(store, backend_settings, graphs, dat
 
 
 # --- kbgraph eval: per-question records and metrics per class ------------------------------------------------
-def test_eval_records_class_and_reports_metrics_per_class(kb, data, tmp_path):
+def test_eval_records_class_and_reports_metrics_per_class(kb: KB, data: dict[str, Any], tmp_path: Path) -> None:
     from kbgraph.kb import KnowledgeBase
     from kbgraph.eval import evaluate
     from kbgraph.eval import metrics as M
@@ -373,7 +387,7 @@ def test_eval_records_class_and_reports_metrics_per_class(kb, data, tmp_path):
              questions[2]["question"]: cls("factual"), questions[3]["question"]: cls("predictive")}  # fmt: skip
     gold = {q["question"]: q["answers"][0] for q in questions}
 
-    def respond(messages):
+    def respond(messages: Messages) -> str:
         kind, text = _kind(messages), _prompt(messages)
         question = next(q for q in gold if q in text) if kind in ("classify", "answer", "judge") else None
         if kind == "classify":
@@ -427,7 +441,7 @@ def test_eval_records_class_and_reports_metrics_per_class(kb, data, tmp_path):
 
 
 # --- the real local LLM ---------------------------------------------------------------------------------------
-def test_auto_with_the_real_llm(kb, data, llm_server, tmp_path):
+def test_auto_with_the_real_llm(kb: KB, data: dict[str, Any], llm_server: LLMServerInfo, tmp_path: Path) -> None:
     """SmolLM2-135M through llama.cpp's server: the classification request completes (whatever class the tiny
     model gives, or 'unknown'), is recorded in the Answer and the saved Question, and the routed method runs."""
     from pydantic import SecretStr

@@ -11,16 +11,24 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from kbgraph.embed.base import Embedder
 from kbgraph.ingest.write import write_documents
+from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
+from kbgraph.models import DocumentGraph
 from kbgraph.query import answering, baselines, decompose
 from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import answer_pike
-from kbgraph.query.models import TraceRound
+from kbgraph.query.models import Answer, ScoredChunk, TraceRound
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 from tests.graph_kb import loaded_store, user_message
 from tests.traces import trace_of
 
@@ -32,7 +40,7 @@ HOP2 = "Who was the first president of the American Psychological Association?"
 
 # --- corpus -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def corpus(examples_dir, tmp_path_factory):
+def corpus(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = examples_dir / "multihop" / "musique"
     questions = {q["id"]: q for q in map(json.loads, (base / "hipporag_train100.questions.jsonl").open())}
     passages = [json.loads(line) for line in (base / "hipporag_train100.corpus.jsonl").open()]
@@ -50,17 +58,17 @@ def corpus(examples_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def graphs(corpus, falkor_settings):
+def graphs(corpus: dict[str, Any], falkor_settings: Settings) -> tuple[list[DocumentGraph], Embedder]:
     """One DocumentGraph per passage: Document + Chunk, one atomic tag per sentence (offline atomizing,
     003 Table 13), real all-MiniLM-L6-v2 embeddings. Built by hand rather than with the ingestion pipeline,
     whose entity and triple embeddings would take most of this file's time budget on a small machine."""
     from kbgraph.embed import get_embedder
     from kbgraph.models import (
-        AtomicQuestionRecord, ChunkRecord, DocumentGraph, DocumentRecord, stable_id,
+        AtomicQuestionRecord, ChunkRecord, DocumentRecord, stable_id,
     )  # fmt: skip
 
     embedder = get_embedder(falkor_settings)
-    out = []
+    out: list[DocumentGraph] = []
     for line in corpus["path"].read_text(encoding="utf-8").splitlines():
         p = json.loads(line)
         doc_id = stable_id("doc", p["id"])
@@ -81,8 +89,12 @@ def graphs(corpus, falkor_settings):
     return out, embedder
 
 
+#: (store, settings, embedder) over the 30-passage graph
+KB = tuple[GraphStore, Settings, Embedder]
+
+
 @pytest.fixture(scope="module")
-def kb(falkor_settings, graphs):
+def kb(falkor_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder]) -> Iterator[KB]:
     """(store, settings, embedder) over the 30-passage graph, on a FalkorDB graph of its own."""
     settings = falkor_settings.updated({"name": f"dec{uuid.uuid4().hex[:8]}"})
     with loaded_store(settings, graphs[0]) as store:
@@ -90,7 +102,7 @@ def kb(falkor_settings, graphs):
 
 
 # --- a scripted LLM that reads the prompts ---------------------------------------------------------------
-def _kind(messages) -> str:
+def _kind(messages: Messages) -> str:
     text = user_message(messages)
     if "raise atomic sub-questions" in text:
         return "propose"
@@ -111,13 +123,14 @@ class Script:
     """Responder for ScriptedLLM: proposals per round (list of lists; missing rounds propose nothing),
     a selector index per round (None = no selection), chunk-selector indexes, a final answer."""
 
-    def __init__(self, proposals, select=(1,), select_chunk=(None,), answer="G. Stanley Hall"):
+    def __init__(self, proposals: Iterable[list[str]], select: Iterable[int | None] = (1,),
+                 select_chunk: Iterable[int | str | None] = (None,), answer: str = "G. Stanley Hall") -> None:
         self.proposals, self.select, self.select_chunk, self.answer = list(proposals), list(select), list(select_chunk), answer
         self.kinds: list[str] = []
         self.prompts: list[str] = []
         self._n = {"propose": 0, "select": 0, "select_chunk": 0}
 
-    def __call__(self, messages) -> str:
+    def __call__(self, messages: Messages) -> str:
         kind = _kind(messages)
         self.kinds.append(kind)
         self.prompts.append(user_message(messages))
@@ -128,7 +141,7 @@ class Script:
             subs = self.proposals[i] if i < len(self.proposals) else []
             return json.dumps({"thinking": f"round {i + 1}", "sub_questions": subs})
         if kind == "select":
-            idx = self.select[i] if i < len(self.select) else self.select[-1]
+            idx: int | str | None = self.select[i] if i < len(self.select) else self.select[-1]
             return json.dumps({"thinking": "pick", "question_idx": idx})
         if kind == "select_chunk":
             idx = self.select_chunk[i] if i < len(self.select_chunk) else self.select_chunk[-1]
@@ -138,7 +151,8 @@ class Script:
         raise AssertionError(kind)
 
 
-def expected_candidates(store, embedder, query, *, k, threshold, exclude=()):
+def expected_candidates(store: GraphStore, embedder: Embedder, query: str, *, k: int, threshold: float,
+                        exclude: Iterable[str | None] = ()) -> list[tuple[str, str, float]]:
     """Independent recomputation of line 4 for one query: vector search + chunks_of_questions."""
     vec = embedder.embed([query])[0].tolist()
     hits = [h for h in store.vector_search("AtomicQuestion", vec, k=k) if h.score >= threshold]
@@ -147,9 +161,10 @@ def expected_candidates(store, embedder, query, *, k, threshold, exclude=()):
     return [(h.id, chunk_of[h.id], h.score) for h in hits if chunk_of[h.id] not in set(exclude)]
 
 
-def assert_candidates(rnd, store, embedder, settings, exclude=()):
+def assert_candidates(rnd: TraceRound, store: GraphStore, embedder: Embedder, settings: Settings,
+                      exclude: Iterable[str | None] = ()) -> None:
     got = [(c.question_id, c.chunk_id, c.score) for c in rnd.candidates]
-    want = []
+    want: list[tuple[str, str, float]] = []
     for p in rnd.proposals:
         want += expected_candidates(
             store, embedder, p, k=settings.decompose.decompose_candidates, threshold=settings.decompose.decompose_threshold, exclude=exclude
@@ -158,7 +173,7 @@ def assert_candidates(rnd, store, embedder, settings, exclude=()):
     assert np.allclose([s for *_, s in got], [s for *_, s in want], atol=1e-4)
 
 
-def assert_citations_in_graph(answer, store):
+def assert_citations_in_graph(answer: Answer, store: GraphStore) -> None:
     ids = [c.chunk_id for c in answer.citations]
     rows = {r["id"]: r for r in store.run("retrieve/chunk_details", {"ids": ids})} if ids else {}
     assert set(rows) == set(ids)
@@ -168,7 +183,7 @@ def assert_citations_in_graph(answer, store):
 
 
 # --- Algorithm 1 ----------------------------------------------------------------------------------------
-def test_rounds_candidates_and_final_answer(kb, corpus):
+def test_rounds_candidates_and_final_answer(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]["question"]
     script = Script([[HOP1], [HOP2, "When was the American Psychological Association founded?"]])
@@ -199,7 +214,7 @@ def test_rounds_candidates_and_final_answer(kb, corpus):
     assert answer.usage.calls == len(llm.calls) == 6 and answer.usage.prompt_tokens > 0
 
 
-def test_chosen_chunks_are_excluded(kb, corpus):
+def test_chosen_chunks_are_excluded(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     settings = settings.updated({"decompose_threshold": 0.3})  # room for other chunks in the top K
     script = Script([[HOP1], [HOP1], [HOP1]])
@@ -219,7 +234,7 @@ def test_chosen_chunks_are_excluded(kb, corpus):
     assert [c.chunk_id for c in answer.citations] == chosen
 
 
-def test_rounds_are_capped_at_n(kb, corpus):
+def test_rounds_are_capped_at_n(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     settings = settings.updated({"decompose_rounds": 2, "decompose_threshold": 0.0})
     script = Script([[HOP1]] * 5)
@@ -228,7 +243,7 @@ def test_rounds_are_capped_at_n(kb, corpus):
     assert script.kinds == ["propose", "select", "propose", "select", "answer"]
 
 
-def test_threshold_falls_back_to_the_original_question(kb):
+def test_threshold_falls_back_to_the_original_question(kb: KB) -> None:
     store, settings, embedder = kb
     strict = settings.updated({"decompose_threshold": 0.99})
     # the original question is, word for word, an atomic tag of the graph: only it passes δ = 0.99
@@ -249,7 +264,7 @@ def test_threshold_falls_back_to_the_original_question(kb):
     assert script.kinds == ["propose", "answer"] and answer.citations == []
 
 
-def test_chunk_backup_retrieval(kb):
+def test_chunk_backup_retrieval(kb: KB) -> None:
     """Backup retrieval 2: no atomic tag reaches δ but a chunk does (the question is a whole passage)."""
     store, settings, embedder = kb
     chunk = store.vector_search("Chunk", embedder.embed([HOP1])[0].tolist(), k=1)[0]
@@ -270,7 +285,7 @@ def test_chunk_backup_retrieval(kb):
     assert r1.candidates[0].question_id in {r["question_id"] for r in rows}  # offered as its best atomic tag
 
 
-def test_selector_declines_then_backup_chunk_selection(kb, corpus):
+def test_selector_declines_then_backup_chunk_selection(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]["question"]
     # the selector and the backup chunk selector both decline: the loop ends, the final answer is asked
@@ -295,7 +310,7 @@ def test_selector_declines_then_backup_chunk_selection(kb, corpus):
     assert script.kinds == ["propose", "select", "answer"]
 
 
-def test_empty_proposal_stops_at_once(kb, corpus):
+def test_empty_proposal_stops_at_once(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     script = Script([[]])
     llm = ScriptedLLM(script)
@@ -304,7 +319,7 @@ def test_empty_proposal_stops_at_once(kb, corpus):
     assert answer.answer == "G. Stanley Hall" and answer.usage.calls == 2
 
 
-def test_invalid_selector_index_is_no_selection(kb, corpus):
+def test_invalid_selector_index_is_no_selection(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     script = Script([[HOP1]], select=[99], select_chunk=["none"])
     answer = answer_pike(corpus["question"]["question"],
@@ -313,7 +328,7 @@ def test_invalid_selector_index_is_no_selection(kb, corpus):
 
 
 # --- baselines ------------------------------------------------------------------------------------------
-def test_cot_has_no_retrieval(kb, corpus):
+def test_cot_has_no_retrieval(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     script = Script([])
     answer = baselines.answer_cot(corpus["question"]["question"],
@@ -322,7 +337,7 @@ def test_cot_has_no_retrieval(kb, corpus):
     assert answer.answer == "G. Stanley Hall" and answer.usage.calls == 1
 
 
-def test_naive_respects_k_and_threshold(kb, corpus):
+def test_naive_respects_k_and_threshold(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]["question"]
     qvec = embedder.embed([question])[0].tolist()
@@ -339,7 +354,7 @@ def test_naive_respects_k_and_threshold(kb, corpus):
     assert 0 < len([h for h in store.vector_search("Chunk", qvec, k=16) if h.score >= 0.45]) < 16
 
 
-def test_naive_hr_uses_both_paths(kb, corpus):
+def test_naive_hr_uses_both_paths(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]["question"]
     s = settings.updated({"hr_threshold": 0.3, "hr_question_threshold": 0.3})
@@ -356,7 +371,7 @@ def test_naive_hr_uses_both_paths(kb, corpus):
     assert_citations_in_graph(answer, store)
 
 
-def test_self_ask_with_retrieval(kb, corpus):
+def test_self_ask_with_retrieval(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]["question"]
     replies = iter([
@@ -366,7 +381,7 @@ def test_self_ask_with_retrieval(kb, corpus):
     ])  # fmt: skip
     seen = []
 
-    def respond(messages):
+    def respond(messages: Messages) -> str:
         kind = _kind(messages)
         seen.append((kind, user_message(messages)))
         if kind == "self_ask":
@@ -394,7 +409,7 @@ def test_self_ask_with_retrieval(kb, corpus):
     assert answer.answer == "G. Stanley Hall" and seen[-1][1].endswith("So the final answer is:")
 
 
-def test_self_ask_hr_follow_ups_use_hierarchical_retrieval(kb, corpus):
+def test_self_ask_hr_follow_ups_use_hierarchical_retrieval(kb: KB, corpus: dict[str, Any]) -> None:
     """Self-Ask w/ H-R (PIKE-RAG §6.1): each follow-up retrieves through Fig. 11's paths (a) and (b), as
     'naive_hr' does with the question; the intermediate answer reads the union, which is also cited."""
     from kbgraph.query.ask import answer_question
@@ -404,7 +419,7 @@ def test_self_ask_hr_follow_ups_use_hierarchical_retrieval(kb, corpus):
     replies = iter([f"Yes.\nFollow up: {HOP1}", f"Yes.\nFollow up: {HOP2}", "No.\nSo the final answer is: G. Stanley Hall"])
     contexts = []
 
-    def respond(messages):
+    def respond(messages: Messages) -> str:
         kind = _kind(messages)
         if kind == "self_ask":
             return next(replies)
@@ -437,14 +452,14 @@ def test_self_ask_hr_follow_ups_use_hierarchical_retrieval(kb, corpus):
     assert all(c.question_id == "" for r in trace_of(flat, TraceRound) for c in r.candidates)
 
 
-def store_chunks(store, ids):
+def store_chunks(store: GraphStore, ids: list[str]) -> list[ScoredChunk]:
     from kbgraph.query.graph import chunk_details, scored_chunk
 
     details = chunk_details(store, ids)
     return [scored_chunk(details[i], 0.0) for i in ids]
 
 
-def test_ask_dispatches_to_every_method(kb, corpus):
+def test_ask_dispatches_to_every_method(kb: KB, corpus: dict[str, Any]) -> None:
     from kbgraph.query.ask import answer_question
 
     store, settings, embedder = kb
@@ -455,7 +470,7 @@ def test_ask_dispatches_to_every_method(kb, corpus):
         assert answer.method == method and answer.answer == "G. Stanley Hall"
 
 
-def test_decompose_parsers():
+def test_decompose_parsers() -> None:
     assert decompose.Selection.model_validate({"thinking": 1, "question_idx": "2"}).question_idx == 2
     assert decompose.Selection.model_validate({"question_idx": "None"}).question_idx is None
     assert decompose.Proposal.model_validate({"sub_questions": "one?"}).sub_questions == ["one?"]
@@ -469,7 +484,8 @@ def test_decompose_parsers():
 @pytest.mark.neo4j
 @pytest.mark.slow  # starting the local Neo4j server takes ~40 s here: `-m "not slow"` keeps this file under 60 s
 @pytest.mark.parametrize("backend_settings", ["neo4j"], indirect=True)
-def test_pike_and_naive_on_neo4j(store, backend_settings, graphs, corpus):
+def test_pike_and_naive_on_neo4j(store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph],
+                                 Embedder], corpus: dict[str, Any]) -> None:
     """The same statements on Neo4j 5: Algorithm 1's candidates match the independent recomputation, the
     exclusion holds, and citations resolve."""
     write_documents(store, graphs[0])

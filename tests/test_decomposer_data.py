@@ -12,22 +12,31 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
+from kbgraph.embed.base import Embedder
 from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import EvalQuestion
+from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
+from kbgraph.models import DocumentGraph
 from kbgraph.query.context import QueryContext
 from kbgraph.query.decompose import answer_pike
 from kbgraph.eval.decomposer_data import Trajectory, collect_trajectories
 from kbgraph.eval.decomposer_sft import read_trajectories, sft_pairs, write_sft
 from kbgraph.query.models import TraceRound
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
+from tests.llm_server_fixture import LLMServerInfo
+from tests.test_decompose import EXTRA_QUESTIONS, HOP1, HOP2, KB, Q_ID, corpus, graphs, kb
 from tests.traces import trace_of
-from tests.test_decompose import EXTRA_QUESTIONS, HOP1, HOP2, Q_ID, corpus, graphs, kb
 
 FIXTURES = (corpus, graphs, kb)  # test_decompose.py's graph, built again for this module
 ANSWER = "G. Stanley Hall"
@@ -41,12 +50,12 @@ class Responder:
     """Answers each prompt by its kind: proposals per proposer call (cycling over ``rounds``), selector index 1,
     the final answer, the judge's 'Yes', the learned proposer's scripted replies. Records (kind, user text)."""
 
-    def __init__(self, rounds=ROUNDS, answer=ANSWER, learned=()):
+    def __init__(self, rounds: list[list[str]] = ROUNDS, answer: str = ANSWER, learned: Iterable[str] = ()) -> None:
         self.rounds, self.answer, self.learned = rounds, answer, list(learned)
         self.seen: list[tuple[str, str]] = []
         self.proposed = 0
 
-    def __call__(self, messages):
+    def __call__(self, messages: Messages) -> str:
         text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         kind = ("propose" if "raise atomic sub-questions" in text else
                 "select" if "# Sub-Questions You Can Choose From" in text else
@@ -69,20 +78,22 @@ class Responder:
         raise AssertionError(text[:200])
 
 
-def _settings(settings, **extra):
+def _settings(settings: Settings, **extra: Any) -> Settings:
     return settings.updated({"decompose_candidates": K, "decompose_threshold": DELTA, **extra})
 
 
-def _question(corpus) -> EvalQuestion:
+def _question(corpus: dict[str, Any]) -> EvalQuestion:
     q = corpus["question"]
     return EvalQuestion(id=q["id"], question=q["question"], answers=q["answers"])
 
 
 # --- an independent Algorithm 2 bookkeeper ----------------------------------------------------------------------
-def expected_round(store, embedder, proposals, *, known=()):
+def expected_round(store: GraphStore, embedder: Embedder, proposals: list[str], *, known: Iterable[str] = ()
+                   ) -> tuple[list[tuple[str, str, float]], list[str], dict[str, float]]:
     """(AC_t as (question id, chunk id, score) per hit, RAP_t question ids, S increments per chunk)."""
     pvecs = np.asarray(embedder.embed(proposals))
-    hits, text_of = [], {}
+    hits: list[list[tuple[str, str, float]]] = []
+    text_of: dict[str, str] = {}
     for vec in pvecs:
         found = [h for h in store.vector_search("AtomicQuestion", vec.tolist(), k=K_PRIME) if h.score >= DELTA_PRIME]
         rows = store.run("retrieve/chunks_of_questions", {"ids": [h.id for h in found]}) if found else []
@@ -90,7 +101,7 @@ def expected_round(store, embedder, proposals, *, known=()):
         hits.append([(h.id, chunk_of[h.id], h.score) for h in found])
         text_of.update({h.id: h.properties["text"] for h in found})
     chunk = {q: c for lst in hits for q, c, _ in lst}
-    relevant = []
+    relevant: list[str] = []
     for lst in hits:  # line 10 with the top-K of each proposal
         relevant += [q for q, _c, s in lst[:K] if s >= DELTA and q not in relevant]
     updates: dict[str, float] = {}
@@ -103,7 +114,7 @@ def expected_round(store, embedder, proposals, *, known=()):
     return [x for lst in hits for x in lst], rap, updates
 
 
-def check_trajectories(trajs, store, embedder, responder):
+def check_trajectories(trajs: list[Trajectory], store: GraphStore, embedder: Embedder, responder: Responder) -> None:
     """Replays S and V (shared by a question's trajectories) round by round and checks every step."""
     S: dict[str, float] = {}
     V: dict[str, int] = {}
@@ -117,6 +128,7 @@ def check_trajectories(trajs, store, embedder, responder):
             if not S:  # line 5: empty pool
                 assert step.sampled is None
             else:
+                assert step.sampled is not None
                 values = {c: S[c] + ALPHA * math.sqrt(math.log(t) / V.get(c, 1)) for c in S}
                 best = max(values, key=values.__getitem__)
                 assert step.sampled.chunk_id == best and step.sampled.ucb == pytest.approx(values[best], abs=1e-9)
@@ -149,7 +161,7 @@ def check_trajectories(trajs, store, embedder, responder):
 
 
 # --- tests ------------------------------------------------------------------------------------------------------
-def test_algorithm2_bookkeeping(kb, corpus):
+def test_algorithm2_bookkeeping(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     responder = Responder()
     llm = ScriptedLLM(responder)
@@ -170,7 +182,8 @@ def test_algorithm2_bookkeeping(kb, corpus):
 
 
 @pytest.mark.slow  # ingests 30 passages with the real pipeline
-def test_line_13_reads_line_10s_vectors_on_a_late_chunked_kb(falkor_settings, examples_dir, tmp_path):
+def test_line_13_reads_line_10s_vectors_on_a_late_chunked_kb(falkor_settings: Settings, examples_dir: Path,
+                                                             tmp_path: Path) -> None:
     """Late chunking (the default) stores each sentence tag's in-context vector: line 13's S increment must be the
     cosine with that stored vector (what line 10 compares through the index), not with a fresh embedding of the
     tag's text alone, which differs on such a knowledge base."""
@@ -208,7 +221,7 @@ def test_line_13_reads_line_10s_vectors_on_a_late_chunked_kb(falkor_settings, ex
         kb.reset()
 
 
-def test_until_correct_and_the_parameter_checks(kb, corpus):
+def test_until_correct_and_the_parameter_checks(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     q = _question(corpus)
     for answer, n in ((ANSWER, 1), ("Paris", 3)):
@@ -227,7 +240,7 @@ def test_until_correct_and_the_parameter_checks(kb, corpus):
         list(collect_trajectories(QueryContext(store, settings, embedder, None), [q]))
 
 
-def test_sft_pairs_match_the_trajectories(kb, corpus, tmp_path):
+def test_sft_pairs_match_the_trajectories(kb: KB, corpus: dict[str, Any], tmp_path: Path) -> None:
     store, settings, embedder = kb
     ctx = QueryContext(store, _settings(settings), embedder, ScriptedLLM(Responder()))
     trajs = list(collect_trajectories(ctx, [_question(corpus)], k_prime=K_PRIME, delta_prime=DELTA_PRIME, rounds=3,
@@ -269,7 +282,7 @@ def test_sft_pairs_match_the_trajectories(kb, corpus, tmp_path):
     assert (tmp_path / "c.jsonl").read_text() == (tmp_path / "sft.jsonl").read_text()
 
 
-def test_learned_proposer_is_one_call_per_round(kb, corpus):
+def test_learned_proposer_is_one_call_per_round(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]["question"]
     replies = [f"<decompose>True</decompose>\n<sub-question>{HOP1}</sub-question>",
@@ -302,7 +315,8 @@ def test_learned_proposer_is_one_call_per_round(kb, corpus):
     assert [x for k, x in responder.seen if k == "learned"] == [p.x for p in sft_pairs(traj)]
 
 
-def test_collect_verb_resumes_and_refuses_another_run(kb, corpus, tmp_path, monkeypatch):
+def test_collect_verb_resumes_and_refuses_another_run(kb: KB, corpus: dict[str, Any], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """``kbgraph decomposer collect`` with the scripted LLM (the real server's run is below): written, resumed,
     refused for another configuration or a foreign folder."""
     from kbgraph.kb import KnowledgeBase
@@ -333,7 +347,8 @@ def test_collect_verb_resumes_and_refuses_another_run(kb, corpus, tmp_path, monk
 @pytest.mark.neo4j
 @pytest.mark.slow
 @pytest.mark.parametrize("backend_settings", ["neo4j"], indirect=True)
-def test_algorithm2_on_neo4j(store, backend_settings, graphs, corpus):
+def test_algorithm2_on_neo4j(store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph],
+                             Embedder], corpus: dict[str, Any]) -> None:
     from kbgraph.ingest.write import write_documents
 
     write_documents(store, graphs[0])
@@ -346,7 +361,8 @@ def test_algorithm2_on_neo4j(store, backend_settings, graphs, corpus):
 
 
 # --- the real local LLM --------------------------------------------------------------------------------------------
-def test_collect_with_the_real_llm(kb, corpus, llm_server, tmp_path, examples_dir):
+def test_collect_with_the_real_llm(kb: KB, corpus: dict[str, Any], llm_server: LLMServerInfo, tmp_path: Path,
+                                   examples_dir: Path) -> None:
     """``kbgraph decomposer collect`` on 2 questions against llama.cpp's server (SmolLM2-135M): the run completes
     and every trajectory is written with its steps and score (a 135M model's answers are not under test)."""
     from kbgraph.cli import app

@@ -12,12 +12,20 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
+
+if TYPE_CHECKING:
+    from kbgraph.embed import OnnxEmbedder, SentenceTransformerEmbedder
+
+#: (torch embedder, its vectors of ``sentences``, the export path)
+TorchRun = tuple["SentenceTransformerEmbedder", np.ndarray, Path]
 
 # torch loads the model and exports it to ONNX in a home of this module's own (~100 s of CPU on 2 cores)
 pytestmark = pytest.mark.slow
@@ -26,7 +34,7 @@ QUESTION = "Who directed the film Sleep, My Love?"
 
 
 @pytest.fixture(scope="session")
-def sentences(examples_dir) -> list[str]:
+def sentences(examples_dir: Path) -> list[str]:
     """50 real sentences of different lengths from the 2Wiki corpus (plus titles, which are short)."""
     out: list[str] = []
     with open(examples_dir / "multihop/2wikimultihopqa/dev500.corpus.jsonl", encoding="utf-8") as fh:
@@ -42,12 +50,12 @@ def sentences(examples_dir) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def onnx_home(tmp_path_factory):
+def onnx_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("onnx-home")
 
 
 @pytest.fixture(scope="session")
-def torch_run(onnx_home, sentences):
+def torch_run(onnx_home: Path, sentences: list[str]) -> TorchRun:
     """(torch embedder, its vectors of ``sentences``, the export path): backend 'auto' before any export."""
     from kbgraph.embed import SentenceTransformerEmbedder, make_embedder, onnx_model_path
 
@@ -63,7 +71,7 @@ def torch_run(onnx_home, sentences):
 
 
 @pytest.fixture(scope="session")
-def onnx_embedder(torch_run, onnx_home):
+def onnx_embedder(torch_run: TorchRun, onnx_home: Path) -> OnnxEmbedder:
     from kbgraph.embed import make_embedder
     from kbgraph.embed import OnnxEmbedder
 
@@ -72,7 +80,7 @@ def onnx_embedder(torch_run, onnx_home):
     return embedder
 
 
-def test_onnx_matches_torch(torch_run, onnx_embedder, sentences):
+def test_onnx_matches_torch(torch_run: TorchRun, onnx_embedder: OnnxEmbedder, sentences: list[str]) -> None:
     _, ref, _ = torch_run
     got = onnx_embedder.embed(sentences)
     assert got.shape == ref.shape == (50, 384) and got.dtype == np.float32
@@ -88,7 +96,7 @@ def test_onnx_matches_torch(torch_run, onnx_embedder, sentences):
     assert np.allclose(onnx_embedder.embed([sentences[3]])[0], got[3], atol=2e-5)
 
 
-def test_onnx_shape_dtype_norm_empty(onnx_embedder):
+def test_onnx_shape_dtype_norm_empty(onnx_embedder: OnnxEmbedder) -> None:
     v = onnx_embedder.embed([QUESTION, "", "  Douglas Sirk  ", "x" * 5000])
     assert v.shape == (4, 384) and v.dtype == np.float32 and v.flags.c_contiguous
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
@@ -100,7 +108,7 @@ def test_onnx_shape_dtype_norm_empty(onnx_embedder):
     assert float(a @ b) > 0.7 > float(a @ c)
 
 
-def test_export_is_reused(torch_run, onnx_home):
+def test_export_is_reused(torch_run: TorchRun, onnx_home: Path) -> None:
     from kbgraph.embed import make_embedder
     from kbgraph.embed import OnnxEmbedder, export_onnx
 
@@ -113,7 +121,7 @@ def test_export_is_reused(torch_run, onnx_home):
     assert not list(path.parent.glob("*.tmp*"))  # the temporary file was renamed, nothing left behind
 
 
-def _packaged():
+def _packaged() -> Path:
     from kbgraph.embed import packaged_model_path
 
     path = packaged_model_path()
@@ -121,7 +129,8 @@ def _packaged():
     return path
 
 
-def test_auto_with_late_chunking_exports_first(torch_run, tmp_path, monkeypatch, caplog):
+def test_auto_with_late_chunking_exports_first(torch_run: TorchRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               caplog: pytest.LogCaptureFixture) -> None:
     """Late chunking (the default) needs the ONNX embedder's token states: under 'auto' a fresh home exports
     before the first embedding instead of after a torch load; a failed export is remembered and stays on torch;
     late chunking off keeps torch-first. (The exporter itself is the session's real one in ``torch_run``; here it
@@ -131,9 +140,9 @@ def test_auto_with_late_chunking_exports_first(torch_run, tmp_path, monkeypatch,
     from kbgraph.embed import OnnxEmbedder, SentenceTransformerEmbedder, make_embedder, onnx_model_path
     from kbgraph.embed import onnx_export
 
-    exported: list = []
+    exported: list[Path] = []
 
-    def copy_export(folder, path):
+    def copy_export(folder: Path, path: Path) -> Path:
         exported.append(path)
         shutil.copyfile(torch_run[2], path)
         return path
@@ -152,7 +161,7 @@ def test_auto_with_late_chunking_exports_first(torch_run, tmp_path, monkeypatch,
     assert isinstance(e, OnnxEmbedder) and e.onnx_path == path and exported == [path]
     assert e.can_embed_spans
 
-    def broken(folder, path):
+    def broken(folder: Path, path: Path) -> Path:
         raise RuntimeError("exporter crashed")
 
     monkeypatch.setattr(onnx_export, "export_onnx", broken)
@@ -166,7 +175,7 @@ def test_auto_with_late_chunking_exports_first(torch_run, tmp_path, monkeypatch,
     assert isinstance(make_embedder(bad), SentenceTransformerEmbedder) and exported == [path]
 
 
-def test_torch_backend_ignores_export(torch_run, onnx_home):
+def test_torch_backend_ignores_export(torch_run: TorchRun, onnx_home: Path) -> None:
     from kbgraph.embed import SentenceTransformerEmbedder, make_embedder
 
     assert isinstance(make_embedder(Settings(home=onnx_home, embedding_backend="torch")),
@@ -175,7 +184,8 @@ def test_torch_backend_ignores_export(torch_run, onnx_home):
         Settings(embedding_backend="tensorrt")
 
 
-def test_cold_process_uses_onnx_without_torch(torch_run, onnx_embedder, onnx_home, tmp_path):
+def test_cold_process_uses_onnx_without_torch(torch_run: TorchRun, onnx_embedder: OnnxEmbedder, onnx_home: Path,
+                                              tmp_path: Path) -> None:
     code = textwrap.dedent("""
         import sys, time
         t = time.perf_counter()
@@ -199,7 +209,7 @@ def test_cold_process_uses_onnx_without_torch(torch_run, onnx_embedder, onnx_hom
     assert np.allclose(v, onnx_embedder.embed([QUESTION])[0], atol=1e-5)
 
 
-def test_export_waits_for_the_lock(tmp_path):
+def test_export_waits_for_the_lock(tmp_path: Path) -> None:
     from filelock import FileLock
 
     from kbgraph.embed import export_onnx
@@ -211,7 +221,7 @@ def test_export_waits_for_the_lock(tmp_path):
     assert not out.exists()
 
 
-def test_unsupported_model_stays_on_torch(tmp_path):
+def test_unsupported_model_stays_on_torch(tmp_path: Path) -> None:
     from kbgraph.embed import SentenceTransformerEmbedder, make_embedder
     from kbgraph.embed import UnsupportedModelError, read_model_spec
 
@@ -230,7 +240,7 @@ def test_unsupported_model_stays_on_torch(tmp_path):
         make_embedder(Settings(home=tmp_path, embedding_model=str(folder), embedding_backend="onnx"))
 
 
-def test_pooling_modes():
+def test_pooling_modes() -> None:
     from kbgraph.embed import pool
 
     hidden = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2)  # rows: [[0,1],[2,3],[4,5]], [[6,7],...]
@@ -244,7 +254,7 @@ def test_pooling_modes():
     assert pool(hidden, mask, ["cls", "mean"]).shape == (2, 4)
 
 
-def test_import_stays_cheap():
+def test_import_stays_cheap() -> None:
     code = ("import sys, kbgraph.embed; "
             "print(sorted(m for m in ('torch', 'onnxruntime', 'tokenizers', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,12 +12,18 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from kbgraph.embed.base import Embedder
 from kbgraph.ingest.write import write_documents
+from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
+from kbgraph.models import DocumentGraph
 from kbgraph.query import hirag
 from kbgraph.query.context import QueryContext
 from kbgraph.query.hirag import answer_hirag
@@ -25,8 +31,11 @@ from kbgraph.query.hirag_retrieve import EXACT, document_candidates, document_ch
 from kbgraph.query.models import Answer, AskEvent, HiragRound
 from kbgraph.query.prompts import hirag as hp
 from kbgraph.query.retrieval import retrieve_propagation
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 from kbgraph.text import index_text
 from tests.graph_kb import loaded_store
+from tests.llm_server_fixture import LLMServerInfo
 from tests.traces import trace_of
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> American Psychological Association -> Hall
@@ -42,7 +51,7 @@ SENTENCE_END = re.compile(r"(?<=[a-z0-9)\"][.!?])\s+(?=[A-Z0-9\"])")  # not afte
 
 # --- the graph ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def corpus(examples_dir):
+def corpus(examples_dir: Path) -> dict[str, Any]:
     base = examples_dir / "multihop" / "musique"
     questions = {q["id"]: q for q in map(json.loads, (base / "hipporag_train100.questions.jsonl").open())}
     passages = [json.loads(line) for line in (base / "hipporag_train100.corpus.jsonl").open()]
@@ -52,12 +61,12 @@ def corpus(examples_dir):
 
 
 @pytest.fixture(scope="module")
-def graphs(corpus, falkor_settings):
+def graphs(corpus: dict[str, Any], falkor_settings: Settings) -> tuple[list[DocumentGraph], Embedder]:
     """One Document per title (the paper's one entry per entity), one Chunk per sentence of its passages, chunks
     embedded from their index text as ingestion does; an Entity per name of ENTITIES mentioned by every chunk
     whose text contains it."""
     from kbgraph.embed import get_embedder
-    from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord, stable_id
+    from kbgraph.models import ChunkRecord, DocumentRecord, EntityRecord, MentionRecord, stable_id
 
     embedder = get_embedder(falkor_settings)
     by_title: dict[str, list[str]] = {}
@@ -66,7 +75,7 @@ def graphs(corpus, falkor_settings):
     entities = {name: EntityRecord(id=stable_id("ent", name), name=name, type="ORG") for name in ENTITIES}
     for rec, vec in zip(entities.values(), embedder.embed(list(entities)), strict=True):
         rec.embedding = vec.tolist()
-    out = []
+    out: list[DocumentGraph] = []
     for title, texts in by_title.items():
         doc_id = stable_id("doc", title)
         doc = DocumentRecord(id=doc_id, uri=f"musique:{title}", title=title, mime="application/x-passages+jsonl",
@@ -85,8 +94,12 @@ def graphs(corpus, falkor_settings):
     return out, embedder
 
 
+#: (store, settings, embedder)
+KB = tuple[GraphStore, Settings, Embedder]
+
+
 @pytest.fixture(scope="module")
-def kb(falkor_settings, graphs):
+def kb(falkor_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder]) -> Iterator[KB]:
     """(store, settings, embedder) on a FalkorDB graph of its own."""
     settings = falkor_settings.updated({"name": f"hir{uuid.uuid4().hex[:8]}"})
     with loaded_store(settings, graphs[0]) as store:
@@ -94,7 +107,7 @@ def kb(falkor_settings, graphs):
 
 
 # --- a scripted LLM that reads the prompts -----------------------------------------------------------------
-def _kind(messages) -> str:
+def _kind(messages: Messages) -> str:
     system, user = messages[0]["content"], messages[-1]["content"]
     if "Question Decomposition Specialist" in system:
         return "decompose"
@@ -119,47 +132,52 @@ def from_chunk(prompt: str) -> str:
     return f"1. Analyzing the Question:\n- it asks a fact\n\n3. Answer the Question:\n- {text}"
 
 
+#: a scripted answer: text, a JSON object, or a function of the last message's text giving either
+Reply = str | dict[str, Any] | Callable[[str], str | dict[str, Any]]
+
+
 class Script:
     """Responder for ScriptedLLM. Per kind, a list of answers used in turn (the last one repeats); an answer may
     be a function of the last message's text. Records (kind, messages) of every call."""
 
-    def __init__(self, **answers):
-        self.answers = {k: list(v) for k, v in answers.items()}
-        self.calls: list[tuple[str, list]] = []
+    def __init__(self, **answers: Iterable[Reply]) -> None:
+        self.answers: dict[str, list[Reply]] = {k: list(v) for k, v in answers.items()}
+        self.calls: list[tuple[str, Messages]] = []
         self._n: dict[str, int] = {}
 
-    def __call__(self, messages) -> str:
+    def __call__(self, messages: Messages) -> str:
         kind = _kind(messages)
         self.calls.append((kind, messages))
         i = self._n.get(kind, 0)
         self._n[kind] = i + 1
-        defaults = {"sub_answer": [from_chunk], "verify": ["yes"], "summarize": [{"answer": "G. Stanley Hall",
+        defaults: dict[str, list[Reply]] = {"sub_answer": [from_chunk], "verify": ["yes"], "summarize": [{"answer": "G. Stanley Hall",
                                                                                    "rationale": "summed"}]}  # fmt: skip
         options = self.answers.get(kind) or defaults.get(kind)
         assert options, f"no scripted answer for {kind}"
-        item = options[min(i, len(options) - 1)]  # type: ignore[arg-type, index]
+        item = options[min(i, len(options) - 1)]
         item = item(messages[-1]["content"]) if callable(item) else item
         return item if isinstance(item, str) else json.dumps(item)
 
     def kinds(self) -> list[str]:
         return [k for k, _ in self.calls]
 
-    def prompts(self, kind: str) -> list[list]:
+    def prompts(self, kind: str) -> list[Messages]:
         return [m for k, m in self.calls if k == kind]
 
 
-def entity_for(mapping: dict[str, str]):
+def entity_for(mapping: dict[str, str]) -> Callable[[str], str]:
     """An entity answer: the entity of the sub-question the prompt ends with."""
     return lambda prompt: next(e for q, e in mapping.items() if prompt.rstrip().endswith(q + "\n##output:"))
 
 
-def ctx_of(kb, script, events=None, **update) -> QueryContext:
+def ctx_of(kb: KB, script: Callable[[Messages], str], events: Callable[[AskEvent], None] | None = None,
+           **update: Any) -> QueryContext:
     store, settings, embedder = kb
     return QueryContext(store, settings.updated(update), embedder, ScriptedLLM(script), events)
 
 
 # --- independent checks -------------------------------------------------------------------------------------
-def expected_chunks(graphs, title: str, query: str) -> list[tuple[str, float]]:
+def expected_chunks(graphs: tuple[list[DocumentGraph], Embedder], title: str, query: str) -> list[tuple[str, float]]:
     """The document's chunks ranked by the cosine of their index text, embedded again, to ``query``."""
     doc_graphs, embedder = graphs
     g = next(g for g in doc_graphs if g.document.title == title)
@@ -169,7 +187,7 @@ def expected_chunks(graphs, title: str, query: str) -> list[tuple[str, float]]:
     return [(g.chunks[i].id, float(sims[i])) for i in order]
 
 
-def assert_citations_in_graph(answer: Answer, store) -> None:
+def assert_citations_in_graph(answer: Answer, store: GraphStore) -> None:
     ids = [c.chunk_id for c in answer.citations]
     rows = {r["id"]: r for r in store.run("retrieve/chunk_details", {"ids": ids})} if ids else {}
     assert set(rows) == set(ids) and len(ids) == len(set(ids))
@@ -179,7 +197,7 @@ def assert_citations_in_graph(answer: Answer, store) -> None:
         assert c.quote and c.quote.replace("...", "")[:40] in " ".join(rows[c.chunk_id]["text"].split())
 
 
-def assert_attempts(rnd: HiragRound, graphs, plan: list[tuple[str, int]]) -> None:
+def assert_attempts(rnd: HiragRound, graphs: tuple[list[DocumentGraph], Embedder], plan: list[tuple[str, int]]) -> None:
     """``plan``: per try, (document title, rank of the chunk in the recomputed ranking of that document)."""
     assert len(rnd.attempts) >= len(plan)
     for a, (title, rank) in zip(rnd.attempts, plan, strict=False):
@@ -189,7 +207,7 @@ def assert_attempts(rnd: HiragRound, graphs, plan: list[tuple[str, int]]) -> Non
 
 
 # --- the retriever ------------------------------------------------------------------------------------------
-def test_document_and_chunk_levels(kb, graphs):
+def test_document_and_chunk_levels(kb: KB, graphs: tuple[list[DocumentGraph], Embedder]) -> None:
     store, settings, embedder = kb
     assert name_match("Franco Rossi", "franco  rossi (director)") == EXACT and name_match("Jaws", "JAWS") == EXACT
     assert 0 < name_match("Journal of Psychotherapy", JPI) < 1 and name_match("", JPI) == 0
@@ -210,7 +228,7 @@ def test_document_and_chunk_levels(kb, graphs):
 
 
 # --- the loop -----------------------------------------------------------------------------------------------
-def test_answerable_at_once_streamed(kb, corpus, graphs):
+def test_answerable_at_once_streamed(kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph], Embedder]) -> None:
     store = kb[0]
     events: list[AskEvent] = []
     script = Script(decompose=[HOP1, HOP2, ENOUGH], entity=[entity_for({HOP1: JPI, HOP2: APA})])
@@ -242,7 +260,8 @@ def test_answerable_at_once_streamed(kb, corpus, graphs):
     assert "".join(e.text for e in events if e.type == "delta") == "G. Stanley Hall"
 
 
-def test_rethink_at_chunk_then_document_level(kb, corpus, graphs):
+def test_rethink_at_chunk_then_document_level(kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph],
+                                              Embedder]) -> None:
     """th2 = 3: three chunks of the first document, then the first chunk of the second one."""
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "no", "no", "yes"])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script))
@@ -259,14 +278,14 @@ def test_rethink_at_chunk_then_document_level(kb, corpus, graphs):
     assert sum(line.startswith("try ") for line in lines) == 4
 
 
-def test_chunk_level_only_with_a_larger_th2(kb, corpus, graphs):
+def test_chunk_level_only_with_a_larger_th2(kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph], Embedder]) -> None:
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "yes"])
     rnd = trace_of(answer_hirag(corpus["question"], ctx_of(kb, script, hirag_th2=5)), HiragRound)[0]
     assert [a.level for a in rnd.attempts] == ["first", "chunk"] and rnd.rethink == "chunk"
     assert_attempts(rnd, graphs, [("Adolescence", 0), ("Adolescence", 1)])
 
 
-def test_give_up_after_th3_then_fallback(kb, corpus):
+def test_give_up_after_th3_then_fallback(kb: KB, corpus: dict[str, Any]) -> None:
     store = kb[0]
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "no", "no", "no", "no", "yes"])
     ctx = ctx_of(kb, script)
@@ -282,7 +301,7 @@ def test_give_up_after_th3_then_fallback(kb, corpus):
     assert any(line.startswith("fallback (gave up)") for line in rnd.summary_lines())
 
 
-def test_nothing_verified_then_repeated_sub_question(kb, corpus):
+def test_nothing_verified_then_repeated_sub_question(kb: KB, corpus: dict[str, Any]) -> None:
     """Nothing verified anywhere: the sub-answer is '' and the Decomposer hears so; it repeats the
     sub-question, which stops the loop. An entity no document matches goes straight to the fallback."""
     script = Script(decompose=[HOP2.upper(), HOP2 + "  "], entity=["Zzyzx Quux"], verify=["no"])
@@ -296,21 +315,21 @@ def test_nothing_verified_then_repeated_sub_question(kb, corpus):
     assert script.prompts("summarize")[0][-1]["content"].endswith("##konwn information:\n##output:")
 
 
-def test_enough_at_once(kb, corpus):
+def test_enough_at_once(kb: KB, corpus: dict[str, Any]) -> None:
     script = Script(decompose=["That's enough. The question can be answered."])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script))
     assert [r.stop for r in trace_of(answer, HiragRound)] == ["enough"] and script.kinds() == ["decompose", "summarize"]
     assert answer.answer == "G. Stanley Hall" and answer.citations == [] and answer.usage.calls == 2
 
 
-def test_rounds_are_capped(kb, corpus):
+def test_rounds_are_capped(kb: KB, corpus: dict[str, Any]) -> None:
     script = Script(decompose=[HOP1, HOP2, "Who founded it?"], entity=[entity_for({HOP1: JPI, HOP2: APA})])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script, hirag_rounds=2))
     assert [r.sub_question for r in trace_of(answer, HiragRound)] == [HOP1, HOP2] and "2 rounds: stop" in trace_of(answer, HiragRound)[-1].note
     assert script.kinds().count("decompose") == 2
 
 
-def test_tie_then_rewrite_from_the_question_then_from_an_answer(kb, corpus):
+def test_tie_then_rewrite_from_the_question_then_from_an_answer(kb: KB, corpus: dict[str, Any]) -> None:
     q1, q2 = "Who wrote the biography Madonna?", "When was the biography Madonna released?"
     rewritten = "Who wrote the 2001 biography Madonna by Andrew Morton?"
     described = "Madonna is a biography by English author Andrew Morton."
@@ -331,7 +350,7 @@ def test_tie_then_rewrite_from_the_question_then_from_an_answer(kb, corpus):
     assert any(line.startswith("rewrite (with the question)") for line in r1.summary_lines())
 
 
-def test_parsers():
+def test_parsers() -> None:
     assert hirag.definer("That's enough.") and hirag.definer("that’s enough") and hirag.definer("That is enough")
     assert not hirag.definer("Is there enough water in the Ohio River?")
     assert hirag.sub_question_of("\n2nd Simple Question: Who is X?\nmore") == "Who is X?"
@@ -341,7 +360,7 @@ def test_parsers():
     assert hirag.sub_answer_of("It is X.") == "It is X."
 
 
-def test_ask_render_and_rationale(kb, corpus):
+def test_ask_render_and_rationale(kb: KB, corpus: dict[str, Any]) -> None:
     """Through the registry (``kbgraph ask --method hirag``), the --trace rendering, JSON and the rationale rows."""
     import io
 
@@ -369,7 +388,8 @@ def test_ask_render_and_rationale(kb, corpus):
 @pytest.mark.neo4j
 @pytest.mark.slow  # starting the local Neo4j server takes ~40 s here: `-m "not slow"` keeps this file fast
 @pytest.mark.parametrize("backend_settings", ["neo4j"], indirect=True)
-def test_rethink_on_neo4j(store, backend_settings, graphs, corpus):
+def test_rethink_on_neo4j(store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder],
+                          corpus: dict[str, Any]) -> None:
     """Chunk- then document-level rethink on Neo4j 5: the same documents, the same recomputed chunk ranking
     (Neo4j's similarity mapped back to a cosine), citations that resolve."""
     write_documents(store, graphs[0])
@@ -383,7 +403,7 @@ def test_rethink_on_neo4j(store, backend_settings, graphs, corpus):
 
 
 # --- the real local LLM -------------------------------------------------------------------------------------
-def test_hirag_with_the_real_llm(kb, corpus, llm_server, tmp_path):
+def test_hirag_with_the_real_llm(kb: KB, corpus: dict[str, Any], llm_server: LLMServerInfo, tmp_path: Path) -> None:
     """SmolLM2-135M through llama.cpp's server: the loop runs, its rounds are recorded, usage is the server's,
     and whatever is cited is a chunk of the graph (a 135M model's answer is not checked)."""
     from pydantic import SecretStr

@@ -11,18 +11,27 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kbgraph.embed.base import Embedder
 from kbgraph.ingest.write import write_documents
+from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
+from kbgraph.models import DocumentGraph
 from kbgraph.query import migres
 from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import sentences
 from kbgraph.query.migres import answer_migres
 from kbgraph.query.models import Answer, AskEvent, MigresRound
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
 from kbgraph.text import index_text
 from tests.graph_kb import loaded_store, user_message
+from tests.llm_server_fixture import LLMServerInfo
 from tests.traces import trace_of
 
 Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> American Psychological Association -> Hall
@@ -35,7 +44,7 @@ THETA = 0.4  # the tests' θ: measured cosines put the two gold passages above i
 
 # --- the graph ----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def corpus(examples_dir):
+def corpus(examples_dir: Path) -> dict[str, Any]:
     base = examples_dir / "multihop" / "musique"
     questions = {q["id"]: q for q in map(json.loads, (base / "hipporag_train100.questions.jsonl").open())}
     passages = [json.loads(line) for line in (base / "hipporag_train100.corpus.jsonl").open()]
@@ -45,14 +54,14 @@ def corpus(examples_dir):
 
 
 @pytest.fixture(scope="module")
-def graphs(corpus, falkor_settings):
+def graphs(corpus: dict[str, Any], falkor_settings: Settings) -> tuple[list[DocumentGraph], Embedder]:
     """One Document + one Chunk per passage, the chunk embedded from its index text as ingestion does
     (no atomic questions or entities: MIGRES reads chunks; built by hand to keep this file fast)."""
     from kbgraph.embed import get_embedder
-    from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, stable_id
+    from kbgraph.models import ChunkRecord, DocumentRecord, stable_id
 
     embedder = get_embedder(falkor_settings)
-    out = []
+    out: list[DocumentGraph] = []
     for p in corpus["passages"]:
         doc_id = stable_id("doc", p["id"])
         doc = DocumentRecord(id=doc_id, uri=f"musique:{p['id']}", title=p["title"], mime="application/x-passages+jsonl",
@@ -66,8 +75,12 @@ def graphs(corpus, falkor_settings):
     return out, embedder
 
 
+#: (store, settings with θ = THETA, embedder)
+KB = tuple[GraphStore, Settings, Embedder]
+
+
 @pytest.fixture(scope="module")
-def kb(falkor_settings, graphs):
+def kb(falkor_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder]) -> Iterator[KB]:
     """(store, settings with θ = THETA, embedder) on a FalkorDB graph of its own."""
     settings = falkor_settings.updated({"name": f"mig{uuid.uuid4().hex[:8]}", "migres_threshold": THETA})
     with loaded_store(settings, graphs[0]) as store:
@@ -75,7 +88,7 @@ def kb(falkor_settings, graphs):
 
 
 # --- a scripted LLM that reads the prompts -----------------------------------------------------------------
-def _kind(messages) -> str:
+def _kind(messages: Messages) -> str:
     text = user_message(messages)
     for marker, kind in (("Answer the Question based solely on the provided Information", "main"),
                          ("write no more than 3 queries", "query"), ("distillate useful information", "leaf"),
@@ -91,17 +104,21 @@ def passages_of(prompt: str) -> list[str]:
     return [m.group(2) or m.group(3) for m in re.finditer(r"^Passage (\d+): (?:\(Title: ([^)]*)\)|(.*))", prompt, re.M)]
 
 
+#: a scripted answer: text, a JSON object, or a function of the prompt giving either
+Reply = str | dict[str, Any] | Callable[[str], str | dict[str, Any]]
+
+
 class Script:
     """Responder for ScriptedLLM. Per kind, a list of answers used in turn (the last one repeats); an answer
     may be a function of the prompt. Records the kinds and prompts."""
 
-    def __init__(self, **answers):
-        self.answers = {k: list(v) for k, v in answers.items()}
+    def __init__(self, **answers: Iterable[Reply]) -> None:
+        self.answers: dict[str, list[Reply]] = {k: list(v) for k, v in answers.items()}
         self.kinds: list[str] = []
         self.prompts: list[str] = []
         self._n: dict[str, int] = {}
 
-    def __call__(self, messages) -> str:
+    def __call__(self, messages: Messages) -> str:
         kind, prompt = _kind(messages), user_message(messages)
         self.kinds.append(kind)
         self.prompts.append(prompt)
@@ -116,18 +133,18 @@ class Script:
         return [p for k, p in zip(self.kinds, self.prompts, strict=True) if k == kind][n]
 
 
-def cite(title: str, info: str):
+def cite(title: str, info: str) -> Callable[[str], dict[str, Any]]:
     """A Leaf answer: ``info`` citing the passage titled ``title`` (wherever the prompt put it)."""
     return lambda prompt: {"useful_information": [{"info": info,
                                                     "support_passages": [passages_of(prompt).index(title)]}]}
 
 
-def main(text: str, missing: str = "", confidence: int = 5):
+def main(text: str, missing: str = "", confidence: int = 5) -> dict[str, Any]:
     return {"answer": {"text": text, "confidence": confidence}, "explanation": f"because {text}",
             "missing_information": missing}  # fmt: skip
 
 
-def ctx_of(kb, script, **update) -> QueryContext:
+def ctx_of(kb: KB, script: Callable[[Messages], str], **update: Any) -> QueryContext:
     """The loop's tests run on the graph retriever (their passages were chosen with it); ``update`` overrides."""
     store, settings, embedder = kb
     update = {"migres_retriever": "graph", **update}
@@ -135,7 +152,7 @@ def ctx_of(kb, script, **update) -> QueryContext:
 
 
 # --- independent checks -------------------------------------------------------------------------------------
-def assert_kept(rnd: MigresRound, store, embedder, theta: float) -> None:
+def assert_kept(rnd: MigresRound, store: GraphStore, embedder: Embedder, theta: float) -> None:
     """Every kept chunk: its cosine to its query recomputed from the chunk text (as ingestion embeds it) and
     >= θ; every kept sentence is in the chunk, >= θ, recomputed; ``whole`` iff the chunk beats its sentences."""
     rows = {r["id"]: r for r in store.run("retrieve/chunk_details", {"ids": [p.chunk_id for p in rnd.passages]})}
@@ -159,7 +176,7 @@ def shown(rnd: MigresRound) -> set[tuple[str, str]]:
     return {(p.chunk_id, s) for p in rnd.passages for s in ([""] if p.whole else [x.text for x in p.sentences])}
 
 
-def assert_citations_in_graph(answer: Answer, store) -> None:
+def assert_citations_in_graph(answer: Answer, store: GraphStore) -> None:
     ids = [c.chunk_id for c in answer.citations]
     rows = {r["id"]: r for r in store.run("retrieve/chunk_details", {"ids": ids})} if ids else {}
     assert set(rows) == set(ids) and len(ids) == len(set(ids))
@@ -169,7 +186,7 @@ def assert_citations_in_graph(answer: Answer, store) -> None:
 
 
 # --- the loop's branches ------------------------------------------------------------------------------------
-def test_answerable_at_once(kb, corpus):
+def test_answerable_at_once(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]
     script = Script(leaf=[cite("Journal of Psychotherapy Integration", FACT1)], main=[main("G. Stanley Hall")])
@@ -197,7 +214,7 @@ def test_answerable_at_once(kb, corpus):
     assert f"Information: {FACT1}\nQuestion: {question}" in script.prompt("main")
 
 
-def test_missing_information_then_answerable(kb, corpus):
+def test_missing_information_then_answerable(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]
     script = Script(
@@ -234,7 +251,7 @@ def test_missing_information_then_answerable(kb, corpus):
     assert_citations_in_graph(answer, store)
 
 
-def test_unsupported_statements_are_dropped(kb, corpus):
+def test_unsupported_statements_are_dropped(kb: KB, corpus: dict[str, Any]) -> None:
     leaf = {"useful_information": [{"info": "Invented.", "support_passages": [99]},
                                    {"info": FACT1, "support_passages": ["Passage 0"]}]}  # fmt: skip
     script = Script(leaf=[leaf], main=[main("G. Stanley Hall")])
@@ -244,7 +261,7 @@ def test_unsupported_statements_are_dropped(kb, corpus):
     assert [c.chunk_id for c in answer.citations] == [rnd.passages[0].chunk_id]
 
 
-def test_filter_rejects_everything_then_knowledge_prompting(kb, corpus):
+def test_filter_rejects_everything_then_knowledge_prompting(kb: KB, corpus: dict[str, Any]) -> None:
     store, _, _ = kb
     question = corpus["question"]
     knowledge = "The American Psychological Association publishes the journal; G. Stanley Hall was its first president."
@@ -266,7 +283,7 @@ def test_filter_rejects_everything_then_knowledge_prompting(kb, corpus):
     assert "no new query" in trace_of(answer, MigresRound)[1].note and answer.answer == "scripted"
 
 
-def test_iteration_cap_then_solve_streamed(kb, corpus):
+def test_iteration_cap_then_solve_streamed(kb: KB, corpus: dict[str, Any]) -> None:
     store, _, _ = kb
     question = corpus["question"]
     queries = iter([["Who founded the journal?"], ["Who edits the journal?"], ["never asked"]])
@@ -291,7 +308,7 @@ def test_iteration_cap_then_solve_streamed(kb, corpus):
     assert_citations_in_graph(answer, store)
 
 
-def test_bm25_retriever(kb, corpus):
+def test_bm25_retriever(kb: KB, corpus: dict[str, Any]) -> None:
     from kbgraph.query.bm25 import BM25Index
 
     store, settings, embedder = kb
@@ -299,13 +316,13 @@ def test_bm25_retriever(kb, corpus):
     answer = answer_migres(corpus["question"], ctx_of(kb, script, migres_retriever="bm25", migres_retrieve_k=5))
     (rnd,) = trace_of(answer, MigresRound)
     paper = {"k1": settings.migres.migres_bm25_k1, "b": settings.migres.migres_bm25_b}
-    hits = [cid for cid, _ in BM25Index.open(store, settings, **paper).search(corpus["question"], 5)]
+    hits = [cid for cid, _ in BM25Index.open(store, settings, k1=paper["k1"], b=paper["b"]).search(corpus["question"], 5)]
     assert rnd.retriever == "bm25" and rnd.retrieved == len(hits) and {p.chunk_id for p in rnd.passages} <= set(hits)
     assert_kept(rnd, store, embedder, THETA)
     assert_citations_in_graph(answer, store)
 
 
-def test_bm25_retriever_has_the_papers_k1_and_b(kb):
+def test_bm25_retriever_has_the_papers_k1_and_b(kb: KB) -> None:
     """MIGRES' default retriever is BM25 at the paper's k1 0.9, b 0.4 (002 §4.1): its scores equal bm25s' at
     those parameters over the same chunk texts, computed here, and differ from bm25s' defaults 1.5 / 0.75 (red
     if the retriever or the index ignored the MIGRES settings)."""
@@ -337,7 +354,7 @@ def test_bm25_retriever_has_the_papers_k1_and_b(kb):
     assert any(got[c] != pytest.approx(defaults.get(c, 0.0), rel=1e-3) for c in got)
 
 
-def test_parsers_take_near_misses():
+def test_parsers_take_near_misses() -> None:
     assert migres.MainOutput.model_validate({"answer": "Unanswerable."}).answerable is False
     out = migres.MainOutput.model_validate({"answer": {"text": "Paris", "confidence": "4"},
                                             "missing_information": None})
@@ -347,7 +364,7 @@ def test_parsers_take_near_misses():
     assert s.useful_information[0].support_passages == [2, 1]
 
 
-def test_ask_and_render(kb, corpus):
+def test_ask_and_render(kb: KB, corpus: dict[str, Any]) -> None:
     """Through the registry (``kbgraph ask --method migres``) and the --trace rendering."""
     import io
 
@@ -371,7 +388,8 @@ def test_ask_and_render(kb, corpus):
 @pytest.mark.neo4j
 @pytest.mark.slow  # starting the local Neo4j server takes ~40 s here: `-m "not slow"` keeps this file fast
 @pytest.mark.parametrize("backend_settings", ["neo4j"], indirect=True)
-def test_migres_on_neo4j(store, backend_settings, graphs, corpus):
+def test_migres_on_neo4j(store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder],
+                         corpus: dict[str, Any]) -> None:
     """The same two iterations on Neo4j 5: the kept chunks' cosines (Neo4j's similarity converted back to a
     cosine) match the recomputation, and the citations resolve."""
     write_documents(store, graphs[0])
@@ -389,7 +407,7 @@ def test_migres_on_neo4j(store, backend_settings, graphs, corpus):
 
 
 # --- the real local LLM -------------------------------------------------------------------------------------
-def test_migres_with_the_real_llm(kb, corpus, llm_server, tmp_path):
+def test_migres_with_the_real_llm(kb: KB, corpus: dict[str, Any], llm_server: LLMServerInfo, tmp_path: Path) -> None:
     """SmolLM2-135M through llama.cpp's server: the loop runs, every iteration is recorded, usage is the
     server's, and whatever is cited is a chunk of the graph (a 135M model's answer is not checked)."""
     from pydantic import SecretStr

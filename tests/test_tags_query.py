@@ -8,17 +8,26 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
 import pytest
 
+from kbgraph.embed.base import Embedder
+from kbgraph.llm.base import LLM, Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, stable_id
 from kbgraph.query.context import QueryContext
+from kbgraph.query.models import Contribution
 from kbgraph.query.retrieval import retrieve_propagation
 from kbgraph.eval.tag_pairs import learn_tag_pairs, load_qa_samples
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore, Row
 from kbgraph.tagging import normalize_tag, tag_class_id, tag_id
 from kbgraph.query.tags import question_tags
+from tests.llm_server_fixture import LLMServerInfo
 
 HOSTILE = "x\"}) MATCH (n) DETACH DELETE n // {braces} 'quote'"
 PASSAGES = [  # (passage id, title, text, [(corpus tag, class)])
@@ -39,23 +48,31 @@ QUESTION = "What happens in a heart attack?"
 
 
 @pytest.fixture(scope="module")
-def embedder(falkor_settings):
+def embedder(falkor_settings: Settings) -> Embedder:
     from kbgraph.embed import get_embedder
 
     return get_embedder(falkor_settings)
 
 
+class Graph(TypedDict):
+    """What ``build_graph`` wrote: chunk ids by passage id, the corpus tags' names."""
+
+    chunks: dict[str, str]
+    tags: list[str]
+
+
 @pytest.fixture
-def graph(store, embedder):
+def graph(store: GraphStore, embedder: Embedder) -> Graph:
     """The five passages as Documents + Chunks with URIs '...#p<i>', their corpus Tags and the TagClasses."""
     return build_graph(store, embedder)
 
 
-def build_graph(store, embedder) -> dict:
+def build_graph(store: GraphStore, embedder: Embedder) -> Graph:
     """Write the five passages, their corpus Tags and the TagClasses; chunk ids by passage and tag rows by name."""
     from kbgraph.ingest.write import write_documents
 
-    graphs, chunk_of = [], {}
+    graphs: list[DocumentGraph] = []
+    chunk_of: dict[str, str] = {}
     for pid, title, text, _ in PASSAGES:
         doc = DocumentRecord(id=stable_id("doc", pid), uri=f"file:///qa/corpus.jsonl#{pid}", title=title,
                              mime="application/x-passages+jsonl", sha256=stable_id("sha", text))  # fmt: skip
@@ -81,7 +98,7 @@ def build_graph(store, embedder) -> dict:
     return {"chunks": chunk_of, "tags": [name for _, name, _ in tags]}
 
 
-def _await_tag_index(store, vec) -> None:
+def _await_tag_index(store: GraphStore, vec: np.ndarray) -> None:
     """Neo4j fills a new vector index asynchronously: wait until it answers."""
     import time
 
@@ -92,11 +109,12 @@ def _await_tag_index(store, vec) -> None:
     raise AssertionError("the Tag vector index never answered")
 
 
-def responder(question_tags: dict[str, list], pairs: list[dict], log: list | None = None):
+def responder(question_tags: dict[str, list[tuple[str, str]]], pairs: list[dict[str, Any]],
+              log: list[str] | None = None) -> Callable[[Messages], str]:
     """A scripted LLM: the question-tag prompt answers ``question_tags[question]`` (default []), the tag-pair
     prompt answers ``pairs`` (those whose tags were offered in the prompt)."""
 
-    def answer(messages) -> str:
+    def answer(messages: Messages) -> str:
         user = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         if log is not None:
             log.append(user)
@@ -109,16 +127,17 @@ def responder(question_tags: dict[str, list], pairs: list[dict], log: list | Non
     return answer
 
 
-def _ctx(store, settings, embedder, llm, **update) -> QueryContext:
+def _ctx(store: GraphStore, settings: Settings, embedder: Embedder, llm: LLM | None, **update: Any) -> QueryContext:
     return QueryContext(store, settings.updated({"auto_tagging": True, **update}), embedder, llm)
 
 
-def _pairs(store) -> list[dict]:
+def _pairs(store: GraphStore) -> list[Row]:
     return store.run("tags/maps_to_list")
 
 
 # --- tag-pair collection ----------------------------------------------------------------------------------
-def test_learn_pairs_writes_maps_to_and_relearning_updates(store, backend_settings, embedder, graph, tmp_path):
+def test_learn_pairs_writes_maps_to_and_relearning_updates(store: GraphStore, backend_settings: Settings,
+                                                           embedder: Embedder, graph: Graph, tmp_path: Path) -> None:
     qa = tmp_path / "qa.jsonl"
     lines = [{"question": QUESTION, "chunk_ids": [graph["chunks"]["p1"]]},
              {"question": "Is a heart attack deadly?", "gold_passage_ids": ["p1"]}]
@@ -148,7 +167,8 @@ def test_learn_pairs_writes_maps_to_and_relearning_updates(store, backend_settin
     assert store.stats().nodes["Tag"] == len(graph["tags"]) + 1
 
 
-def test_learn_skips_samples_without_gold_tags(store, backend_settings, embedder, graph):
+def test_learn_skips_samples_without_gold_tags(store: GraphStore, backend_settings: Settings, embedder: Embedder,
+                                               graph: Graph) -> None:
     llm = ScriptedLLM(responder({}, []))
     samples = [{"question": "Where is Copenhagen?", "gold_passage_ids": ["p5"]},  # untagged passage
                {"question": "?", "gold_passage_ids": ["nowhere"]},
@@ -159,14 +179,15 @@ def test_learn_skips_samples_without_gold_tags(store, backend_settings, embedder
 
 
 # --- query time --------------------------------------------------------------------------------------------
-def _learn(store, settings, embedder, graph, score=0.9):
+def _learn(store: GraphStore, settings: Settings, embedder: Embedder, graph: Graph, score: float = 0.9) -> None:
     tags = {QUESTION: [("heart attack", "Disease")]}
     pairs = [{"question_tag": "heart attack", "corpus_tag": "myocardial infarction", "score": score}]
     llm = ScriptedLLM(responder(tags, pairs))
     learn_tag_pairs(_ctx(store, settings, embedder, llm), [{"question": QUESTION, "gold_passage_ids": ["p1"]}])
 
 
-def test_question_tags_map_through_maps_to_and_vector_index(store, backend_settings, embedder, graph):
+def test_question_tags_map_through_maps_to_and_vector_index(store: GraphStore, backend_settings: Settings,
+                                                            embedder: Embedder, graph: Graph) -> None:
     _learn(store, backend_settings, embedder, graph)
     tags = {QUESTION: [("heart attack", "Disease"), ("high blood pressure", ""), ("Copenhagen", "")]}
     ctx = _ctx(store, backend_settings, embedder, ScriptedLLM(responder(tags, [])), tag_vector_k=2,
@@ -192,7 +213,8 @@ def test_question_tags_map_through_maps_to_and_vector_index(store, backend_setti
     assert mapping.rewrite(QUESTION).startswith(QUESTION + " myocardial infarction")  # type: ignore[union-attr]
 
 
-def test_tag_layer_in_explain_and_off_is_identical(store, backend_settings, embedder, graph):
+def test_tag_layer_in_explain_and_off_is_identical(store: GraphStore, backend_settings: Settings, embedder: Embedder,
+                                                   graph: Graph) -> None:
     # the Tag term of the weighted sum (the learned ranker re-orders the same terms: tests/test_ranking.py)
     backend_settings = backend_settings.updated({"ranker": "weights"})
     _learn(store, backend_settings, embedder, graph, score=0.8)
@@ -222,7 +244,8 @@ def test_tag_layer_in_explain_and_off_is_identical(store, backend_settings, embe
     assert retrieve_propagation(QUESTION, ctx, k=5, explain=True) == before and quiet.calls == []
 
 
-def test_mapped_tags_rewrite_the_fulltext_query(store, backend_settings, embedder, graph):
+def test_mapped_tags_rewrite_the_fulltext_query(store: GraphStore, backend_settings: Settings, embedder: Embedder,
+                                                graph: Graph) -> None:
     """'flu' shares no word with the influenza passage; its mapped tag 'influenza' does (weight_tag 0: only the
     rewrite uses the tags)."""
     flu = "Why do people get flu?"
@@ -232,7 +255,7 @@ def test_mapped_tags_rewrite_the_fulltext_query(store, backend_settings, embedde
                     [{"question": flu, "gold_passage_ids": ["p3"]}])  # fmt: skip
     p3 = graph["chunks"]["p3"]
 
-    def fulltext_of_p3(**update) -> list:
+    def fulltext_of_p3(**update: Any) -> list[Contribution]:
         ctx = _ctx(store, backend_settings, embedder, ScriptedLLM(responder(tags, [])), weight_tag=0.0,
                    tag_vector_k=0, **update)  # fmt: skip
         chunks = retrieve_propagation(flu, ctx, k=5, explain=True)
@@ -242,7 +265,7 @@ def test_mapped_tags_rewrite_the_fulltext_query(store, backend_settings, embedde
     assert len(fulltext_of_p3(tag_rewrite=True)) == 1
 
 
-def test_hostile_tag_text_is_a_parameter(store, backend_settings, embedder, graph):
+def test_hostile_tag_text_is_a_parameter(store: GraphStore, backend_settings: Settings, embedder: Embedder, graph: Graph) -> None:
     tags = {QUESTION: [(HOSTILE, "Disease\"}) RETURN 1 //")]}
     pairs = [{"question_tag": HOSTILE, "corpus_tag": HOSTILE, "score": 1}]
     nodes = store.stats().total_nodes
@@ -258,7 +281,8 @@ def test_hostile_tag_text_is_a_parameter(store, backend_settings, embedder, grap
 
 
 # --- the real local LLM server ------------------------------------------------------------------------------
-def test_learn_and_ask_with_the_local_llm(falkor_settings, embedder, llm_server, tmp_path):
+def test_learn_and_ask_with_the_local_llm(falkor_settings: Settings, embedder: Embedder, llm_server: LLMServerInfo,
+                                          tmp_path: Path) -> None:
     """Machinery only (a 135M model): learning on 2 samples and a tagged ask complete, usage is recorded."""
     import uuid
 
