@@ -13,17 +13,28 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from kbgraph import browse, cypher
 from kbgraph.errors import ConfigError, StoreError
 from kbgraph.kb import KnowledgeBase
+from kbgraph.llm.base import Messages
 from kbgraph.models import NODE_LABELS, RELATIONSHIP_TYPES
 from kbgraph.neo4j_local import browser_style
+from kbgraph.query.models import Answer, TraceRound
 from kbgraph.store import backend_name, store_class
+from kbgraph.store.base import Row
 from tests.backends import BACKENDS
+from tests.traces import trace_of
+
+if TYPE_CHECKING:
+    from kbgraph.llm.fake import ScriptedLLM
+    from kbgraph.settings import Settings
+    from kbgraph.store.transaction import Transaction
 
 REPO = Path(__file__).resolve().parents[1]
 FEDERAL_REGISTER = "docs/pdf/us_federal_register_2020-17221.pdf"  # 53 chunks under 31 sections
@@ -32,28 +43,34 @@ FR_TITLE, FAA_TITLE = "Proposed Rules", "AMT General Handbook"
 QUESTION = "Which airplanes does the FAA's proposed airworthiness directive apply to?"
 
 
+class BrowseKB(KnowledgeBase):
+    """The module's knowledge base, with the examples folder its files came from."""
+
+    examples_dir: Path
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
-def corpus(request, falkor_settings, examples_dir):
+def corpus(request: pytest.FixtureRequest, falkor_settings: Settings, examples_dir: Path) -> Iterator[BrowseKB]:
     """A knowledge base holding the two PDFs, ingested in one run, on each store."""
     if request.param == "falkordb":
         settings = falkor_settings.updated({"name": f"browse{uuid.uuid4().hex[:8]}"})
     else:
         settings = request.getfixturevalue("neo4j_settings")
-    kb = KnowledgeBase(settings=settings)
+    kb = BrowseKB(settings=settings)
     kb.reset()
     report = kb.ingest([examples_dir / FEDERAL_REGISTER, examples_dir / FAA_HANDBOOK], progress=False)
     assert report.errors == [] and report.added == 2, report
-    kb.examples_dir = examples_dir  # type: ignore[attr-defined]
+    kb.examples_dir = examples_dir
     yield kb
     kb.reset()
     kb.close()
 
 
-def _ids(nodes) -> list[str]:
+def _ids(nodes: Iterable[dict[str, Any]]) -> list[str]:
     return [n["id"] for n in nodes]
 
 
-def _no_embeddings(value) -> bool:
+def _no_embeddings(value: Any) -> bool:
     if isinstance(value, dict):
         return "embedding" not in value and all(_no_embeddings(v) for v in value.values())
     if isinstance(value, list):
@@ -62,7 +79,7 @@ def _no_embeddings(value) -> bool:
 
 
 # --- the ready queries ----------------------------------------------------------------------------------
-def test_document_query_returns_the_three_layers(corpus):
+def test_document_query_returns_the_three_layers(corpus: BrowseKB) -> None:
     stats = corpus.stats()
     fr = corpus.browse("document", document=FR_TITLE, limit=1000, per_chunk=1000)
     faa = corpus.browse("document", document="amt general", limit=1000, per_chunk=1000)
@@ -104,7 +121,7 @@ def test_document_query_returns_the_three_layers(corpus):
     assert corpus.browse("document", document="no such document title") == []
 
 
-def test_entity_query_gives_neighbourhood_and_mentions(corpus):
+def test_entity_query_gives_neighbourhood_and_mentions(corpus: BrowseKB) -> None:
     (row,) = corpus.browse("entity", entity="faa", limit=1000)
     assert row["entity"]["name"] == "FAA"  # an exact (case-insensitive) name wins over names containing it
     assert row["mentions"] == len(row["chunks"]) > 10
@@ -122,7 +139,7 @@ def test_entity_query_gives_neighbourhood_and_mentions(corpus):
     assert corpus.browse("entity", entity="zzz-no-such-entity") == []
 
 
-def test_top_entities_by_degree(corpus):
+def test_top_entities_by_degree(corpus: BrowseKB) -> None:
     rows = corpus.browse("top_entities", limit=10)
     assert len(rows) == 10
     degrees = [r["degree"] for r in rows]
@@ -133,7 +150,7 @@ def test_top_entities_by_degree(corpus):
     assert rows[0]["name"] == "FAA"  # 43 chunks of the Federal Register mention it
 
 
-def test_changed_lists_the_last_runs_documents(corpus):
+def test_changed_lists_the_last_runs_documents(corpus: BrowseKB) -> None:
     (row,) = corpus.browse("changed")
     assert row["status"] == "completed" and row["added"] == 2
     assert sorted(d["title"] for d in row["documents"]) == sorted([FR_TITLE, FAA_TITLE])
@@ -147,12 +164,12 @@ def test_changed_lists_the_last_runs_documents(corpus):
     assert len(earlier["documents"]) == 2
 
 
-def test_orphans_query_finds_none(corpus):
+def test_orphans_query_finds_none(corpus: BrowseKB) -> None:
     assert corpus.browse("orphans") == []
     assert corpus.store.orphans() == []
 
 
-def test_browser_text_with_values_written_in_matches_parameters(corpus):
+def test_browser_text_with_values_written_in_matches_parameters(corpus: BrowseKB) -> None:
     """The statement a person runs in Browser with the values as literals gives the rows kbgraph gets with
     parameters, on both stores (quotes and backslashes included)."""
     dialect = store_class(corpus.settings).dialect
@@ -168,7 +185,7 @@ def test_browser_text_with_values_written_in_matches_parameters(corpus):
         assert name != "document" or params["document"] != FR_TITLE or len(param_rows) == 4  # type: ignore[index]
 
 
-def test_unknown_query_or_parameter_is_a_usage_error(corpus):
+def test_unknown_query_or_parameter_is_a_usage_error(corpus: BrowseKB) -> None:
     with pytest.raises(ConfigError, match="no browse query 'nope'"):
         corpus.browse("nope")
     with pytest.raises(ConfigError, match="has no parameter 'title'"):
@@ -179,14 +196,14 @@ def test_unknown_query_or_parameter_is_a_usage_error(corpus):
 
 
 # --- saved rationales ------------------------------------------------------------------------------------
-def _question_row(kb, question_id: str) -> dict:
+def _question_row(kb: KnowledgeBase, question_id: str) -> dict[str, Any]:
     rows = kb.browse("question", question=question_id)
     assert len(rows) == 1, rows
     assert rows[0]["question"]["id"] == question_id
     return rows[0]
 
 
-def test_ask_save_writes_retrieval_only_rationale(corpus):
+def test_ask_save_writes_retrieval_only_rationale(corpus: BrowseKB) -> None:
     answer = corpus.ask(QUESTION, save=True)
     assert answer.retrieval_only and answer.citations
     saved = corpus.last_saved
@@ -211,12 +228,12 @@ def test_ask_save_writes_retrieval_only_rationale(corpus):
     assert corpus.browse("question", question="FAA's proposed")[0]["question"]["id"] == saved.question_id
     # another ask of the same question is another Question node
     corpus.ask(QUESTION, save=True)
-    assert corpus.last_saved.question_id != saved.question_id
+    assert corpus.last_saved is not None and corpus.last_saved.question_id != saved.question_id
     assert corpus.stats().nodes["Question"] == 2
     assert corpus.browse("orphans") == []
 
 
-def _scripted_pike_llm():
+def _scripted_pike_llm() -> ScriptedLLM:
     """Algorithm 1 with scripted LLM turns (the LLM is not under test here; the saved rationale is): round 1
     proposes two sub-questions and selects the first candidate, round 2 one sub-question and its second
     candidate, round 3 proposes nothing."""
@@ -229,7 +246,7 @@ def _scripted_pike_llm():
     ])  # fmt: skip
     picks = iter([1, 2, 1, 1])
 
-    def respond(messages):
+    def respond(messages: Messages) -> str:
         text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         if "raise atomic sub-questions" in text:
             return json.dumps({"thinking": "scripted", "sub_questions": next(proposals)})
@@ -242,17 +259,18 @@ def _scripted_pike_llm():
     return ScriptedLLM(respond)
 
 
-def test_save_pike_rationale_rounds_subquestions_matches(corpus):
+def test_save_pike_rationale_rounds_subquestions_matches(corpus: BrowseKB) -> None:
     from kbgraph.query.rationale import rationale_rows, save_answer
 
     answer = answer_pike_cached(corpus)
-    joined = [r for r in answer.trace if r.chunk_id]
-    assert len(joined) == 2 and answer.trace[-1].note.startswith("stopped")
+    trace = trace_of(answer, TraceRound)
+    joined = [r for r in trace if r.chunk_id]
+    assert len(joined) == 2 and trace[-1].note.startswith("stopped")
     saved = save_answer(corpus.store, answer)
     row = _question_row(corpus, saved.question_id)
     assert row["question"]["method"] == "pike" and row["question"]["rounds"] == len(answer.trace)
     # PROPOSED: each round's proposals in order (plus the question itself where a round fell back to it)
-    expected = [(r.round, p) for r in answer.trace for p in r.proposals]
+    expected = [(r.round, p) for r in trace for p in r.proposals]
     got = [(s["round"], s["text"]) for s in row["sub_questions"] if not s["fallback"]]
     assert got == expected
     assert all(s["question_id"] == saved.question_id for s in row["sub_questions"])
@@ -262,22 +280,23 @@ def test_save_pike_rationale_rounds_subquestions_matches(corpus):
     sub_text = {s["id"]: s["text"] for s in row["sub_questions"]}
     for rnd in joined:
         sel = rnd.selected
+        assert sel is not None
         hits = [m for m in row["matched"] if m["atomic_question_id"] == sel.question_id and m["selected"]]
         assert len(hits) == 1 and sub_text[hits[0]["sub_question_id"]] == sel.query
         assert hits[0]["score"] == pytest.approx(sel.score, abs=1e-6)
     assert sum(m["selected"] for m in row["matched"]) == len(joined)
-    cand_scores = {(c.query, c.question_id): c.score for r in answer.trace for c in r.candidates if c.question_id}
+    cand_scores = {(c.query, c.question_id): c.score for r in trace for c in r.candidates if c.question_id}
     for m in row["matched"]:
         assert m["score"] == pytest.approx(cand_scores[(sub_text[m["sub_question_id"]], m["atomic_question_id"])],
                                            abs=1e-6)  # fmt: skip
-    assert {sel.question_id for sel in (r.selected for r in joined)} <= set(_ids(row["atomic_questions"]))
+    assert {r.selected.question_id for r in joined if r.selected is not None} <= set(_ids(row["atomic_questions"]))
     # USED: the chunk each round added to the context, with that round
     assert [(u["chunk_id"], u["round"]) for u in row["used"]] == [(r.chunk_id, r.round) for r in joined]
     assert saved.used == 2 and saved.sub_questions == len(row["sub_questions"])
     assert corpus.browse("orphans") == []
 
 
-def test_save_is_one_unit_of_work(corpus, monkeypatch):
+def test_save_is_one_unit_of_work(corpus: BrowseKB, monkeypatch: pytest.MonkeyPatch) -> None:
     """A statement failing half-way leaves nothing of the Question (Neo4j: rollback; FalkorDB: the
     compensation deletes it)."""
     from kbgraph.query.rationale import rationale_rows, save_answer
@@ -289,7 +308,7 @@ def test_save_is_one_unit_of_work(corpus, monkeypatch):
     before = corpus.stats()
     real_run = Transaction.run
 
-    def failing(self, name, params=None):
+    def failing(self: Transaction, name: str, params: Row | None = None) -> list[Row]:
         if name == "rationale/link_matched":
             raise StoreError("injected failure")
         return real_run(self, name, params)
@@ -307,10 +326,10 @@ def test_save_is_one_unit_of_work(corpus, monkeypatch):
     assert corpus.stats().nodes["Question"] == before.nodes["Question"] + 1
 
 
-_PIKE: dict[str, object] = {}
+_PIKE: dict[str, Answer] = {}
 
 
-def answer_pike_cached(corpus):
+def answer_pike_cached(corpus: KnowledgeBase) -> Answer:
     from kbgraph.query.context import QueryContext
     from kbgraph.query.decompose import answer_pike
 
@@ -321,7 +340,7 @@ def answer_pike_cached(corpus):
     return _PIKE[key]
 
 
-def test_cli_ask_save_and_browse(corpus, monkeypatch, capsys):
+def test_cli_ask_save_and_browse(corpus: BrowseKB, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from kbgraph import cli
     from kbgraph.cli import common
 
@@ -337,7 +356,7 @@ def test_cli_ask_save_and_browse(corpus, monkeypatch, capsys):
     assert corpus.browse("question")[0]["question"]["id"] == qid
 
 
-def test_questions_lists_saved_questions(corpus):
+def test_questions_lists_saved_questions(corpus: BrowseKB) -> None:
     before = corpus.stats().nodes.get("Question", 0)
     saved = [corpus.ask(q, save=True) for q in ("What does the rule require?", "Who inspects the aircraft?")]
     rows = corpus.browse("questions")
@@ -349,7 +368,7 @@ def test_questions_lists_saved_questions(corpus):
         assert r["text"] == r["question"]["text"] and r["method"] in ("propagation", "pike")
 
 
-def test_deleting_a_document_removes_rationale_edges(corpus):
+def test_deleting_a_document_removes_rationale_edges(corpus: BrowseKB) -> None:
     """Deleting the Federal Register detaches its chunks and atomic questions: no USED or MATCHED edge is left
     pointing at them, the others stay, and so do the Questions and SubQuestions (with their answers). Its own
     saves: an Algorithm 1 rationale (MATCHED edges) and a score-propagation answer, both citing the Register
@@ -385,7 +404,7 @@ def test_deleting_a_document_removes_rationale_edges(corpus):
 
 
 # --- the catalogue, the CLI, the style ------------------------------------------------------------------
-def test_every_browse_query_renders_for_browser():
+def test_every_browse_query_renders_for_browser() -> None:
     assert set(browse.CATALOGUE) == {"document", "entity", "question", "questions", "top_entities", "changed", "orphans"}
     from kbgraph.settings import Settings
 
@@ -419,7 +438,7 @@ def test_every_browse_query_renders_for_browser():
     assert ":param entity => 'AT&T #1'" in tricky.script
 
 
-def test_cypher_literals():
+def test_cypher_literals() -> None:
     lit = browse.cypher_literal
     assert lit("O'Brien \\ x") == "'O\\'Brien \\\\ x'"
     assert lit("a\nb\tc") == "'a\\nb\\tc'"
@@ -432,7 +451,7 @@ def test_cypher_literals():
     assert browse.resolve_params(browse.get("entity"), {"limit": " 5"})["limit"] == 5
 
 
-def test_cli_browse_prints_params_query_and_url(capsys, monkeypatch):
+def test_cli_browse_prints_params_query_and_url(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     from kbgraph import cli
 
     monkeypatch.delenv("DISPLAY", raising=False)
@@ -462,7 +481,7 @@ def _grass() -> dict[str, dict[str, str]]:
     return browser_style.parse_grass(browser_style.grass_path().read_text(encoding="utf-8"))
 
 
-def test_grass_styles_every_label_and_relationship():
+def test_grass_styles_every_label_and_relationship() -> None:
     style = _grass()
     captions = {"Document": "{title}", "Section": "{title}", "Chunk": "{text}", "AtomicQuestion": "{text}",
                 "Triple": "{text}", "Entity": "{name}", "IngestionRun": "{status}", "Question": "{text}",
@@ -480,7 +499,7 @@ def test_grass_styles_every_label_and_relationship():
     assert {"USED", "PROPOSED", "MATCHED"} <= {k.split(".", 1)[1] for k in style if k.startswith("relationship.")}
 
 
-def test_grass_file_is_what_browsers_parser_reads():
+def test_grass_file_is_what_browsers_parser_reads() -> None:
     """Neo4j Browser 5.24 parses GraSS character by character: no comments, one ':' per declaration."""
     text = browser_style.grass_path().read_text(encoding="utf-8")
     assert "/*" not in text and "//" not in text
@@ -489,7 +508,7 @@ def test_grass_file_is_what_browsers_parser_reads():
             assert decl.count(":") == 1, decl
 
 
-def test_post_connect_cmd_in_compose_and_local_neo4j(tmp_path):
+def test_post_connect_cmd_in_compose_and_local_neo4j(tmp_path: Path) -> None:
     import yaml
 
     from kbgraph.neo4j_local import Neo4jLocal

@@ -9,7 +9,10 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 import pytest
 from pydantic import BaseModel
@@ -29,15 +32,15 @@ class Answer(BaseModel):
 # --- the fake server ---------------------------------------------------------------------------------
 
 
-def ok(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, finish: str = "stop") -> dict:
+def ok(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, finish: str = "stop") -> dict[str, Any]:
     return {"status": 200, "text": text, "usage": (prompt_tokens, completion_tokens), "finish": finish}
 
 
-def error(status: int, message: str = "boom", code: str | None = None, **extra) -> dict:
+def error(status: int, message: str = "boom", code: str | None = None, **extra: Any) -> dict[str, Any]:
     return {"status": status, "error": {"message": message, "type": "error", "code": code, **extra}}
 
 
-def slow(seconds: float, then: dict) -> dict:
+def slow(seconds: float, then: dict[str, Any]) -> dict[str, Any]:
     return {**then, "sleep": seconds}
 
 
@@ -45,15 +48,15 @@ class FakeOpenAI:
     """POST /v1/chat/completions answered from a queue of behaviours; every request body is recorded."""
 
     def __init__(self) -> None:
-        self.script: deque[dict] = deque()
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
+        self.script: deque[dict[str, Any]] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, Any]] = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args) -> None:  # quiet
+            def log_message(self, *args: object) -> None:  # quiet
                 pass
 
             def do_POST(self) -> None:
@@ -92,7 +95,7 @@ class FakeOpenAI:
                     },
                 )
 
-            def _stream(self, body: dict, text: str, finish: str) -> None:
+            def _stream(self, body: dict[str, Any], text: str, finish: str) -> None:
                 """Server-sent events: the text in 5-character deltas, then the finish reason, then [DONE]."""
                 chunk = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 0, "model": body.get("model")}
                 events = [{**chunk, "choices": [{"index": 0, "delta": {"content": text[i : i + 5]}, "finish_reason": None}]}
@@ -105,7 +108,7 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _send(self, status: int, payload: dict) -> None:
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -125,12 +128,12 @@ class FakeOpenAI:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def queue(self, *behaviours: dict) -> None:
+    def queue(self, *behaviours: dict[str, Any]) -> None:
         self.script.extend(behaviours)
 
 
 @pytest.fixture
-def server(monkeypatch):
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
@@ -141,11 +144,17 @@ def server(monkeypatch):
     fake.server.server_close()
 
 
+class MakeClient(Protocol):
+    """The ``make_client`` fixture: an OpenAIClient of the fake server (closed at the test's end)."""
+
+    def __call__(self, cache: bool = ..., **overrides: Any) -> OpenAIClient: ...
+
+
 @pytest.fixture
-def make_client(server, tmp_path):
+def make_client(server: FakeOpenAI, tmp_path: Path) -> Iterator[MakeClient]:
     clients: list[OpenAIClient] = []
 
-    def make(cache: bool = False, **overrides) -> OpenAIClient:
+    def make(cache: bool = False, **overrides: Any) -> OpenAIClient:
         values = {
             "home": tmp_path / "home",
             "llm_base_url": server.base_url,
@@ -169,7 +178,7 @@ def make_client(server, tmp_path):
 # --- plain completions, retries, errors ----------------------------------------------------------------
 
 
-def test_normal_answer(server, make_client):
+def test_normal_answer(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(ok("42", prompt_tokens=13, completion_tokens=2))
     llm = make_client()
     assert isinstance(llm, LLM)
@@ -187,7 +196,7 @@ def test_normal_answer(server, make_client):
     assert llm.usage.cached_calls == 0 and llm.usage.seconds > 0
 
 
-def test_model_and_temperature_per_call(server, make_client):
+def test_model_and_temperature_per_call(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(ok("a"))
     llm = make_client()
     llm.complete(MESSAGES, model="other-model", temperature=0.9, max_tokens=64)
@@ -196,7 +205,7 @@ def test_model_and_temperature_per_call(server, make_client):
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])
-def test_transient_error_then_success(server, make_client, status):
+def test_transient_error_then_success(server: FakeOpenAI, make_client: MakeClient, status: int) -> None:
     server.queue(error(status), ok("fine"))
     llm = make_client()
     assert llm.complete(MESSAGES) == "fine"
@@ -204,7 +213,7 @@ def test_transient_error_then_success(server, make_client, status):
     assert llm.usage.calls == 1
 
 
-def test_timeout_is_retried(server, make_client):
+def test_timeout_is_retried(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(slow(1.5, ok("too late")), ok("in time"))
     llm = make_client(llm_timeout=0.5)
     started = time.monotonic()
@@ -213,7 +222,7 @@ def test_timeout_is_retried(server, make_client):
     assert time.monotonic() - started < 1.4  # gave up on the slow answer instead of waiting for it
 
 
-def test_retries_exhausted(server, make_client):
+def test_retries_exhausted(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(*[error(503, "overloaded")] * 3)
     llm = make_client(llm_max_retries=2)
     with pytest.raises(LLMError, match="503") as info:
@@ -222,7 +231,7 @@ def test_retries_exhausted(server, make_client):
     assert "\n" not in str(info.value)
 
 
-def test_unauthorized_is_not_retried(server, make_client):
+def test_unauthorized_is_not_retried(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(error(401, "Incorrect API key provided"), ok("never"))
     llm = make_client()
     with pytest.raises(LLMError, match="KBGRAPH_LLM_API_KEY") as info:
@@ -232,7 +241,7 @@ def test_unauthorized_is_not_retried(server, make_client):
     assert "\n" not in str(info.value)
 
 
-def test_model_not_found(server, make_client):
+def test_model_not_found(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(error(404, "model 'nope' not found", code="model_not_found"))
     llm = make_client()
     with pytest.raises(LLMError, match="KBGRAPH_LLM_MODEL"):
@@ -240,7 +249,7 @@ def test_model_not_found(server, make_client):
     assert len(server.requests) == 1
 
 
-def test_unreachable_server(tmp_path):
+def test_unreachable_server(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, llm_base_url="http://127.0.0.1:9/v1", llm_model="m", llm_max_retries=1)
     with pytest.raises(LLMError, match="KBGRAPH_LLM_BASE_URL"):
         OpenAIClient(settings, cache=False, retry_wait=0.01).complete(MESSAGES)
@@ -249,7 +258,7 @@ def test_unreachable_server(tmp_path):
 # --- JSON answers ------------------------------------------------------------------------------------------
 
 
-def test_json_answer_with_fences_and_prose(server, make_client):
+def test_json_answer_with_fences_and_prose(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(ok('Sure!\n```json\n{"answer": 42, "reason": "6*7"}\n```\nHope that helps.'))
     llm = make_client()
     result = llm.complete_json(MESSAGES, Answer)
@@ -262,7 +271,7 @@ def test_json_answer_with_fences_and_prose(server, make_client):
     assert "response_format" not in body  # json mode is off by default
 
 
-def test_fixed_json_object_mode_sends_response_format(server, make_client):
+def test_fixed_json_object_mode_sends_response_format(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(ok('{"answer": 1, "reason": "r"}'))
     llm = make_client(llm_response_format="json_object")
     llm.complete_json([{"role": "system", "content": "You are terse."}, *MESSAGES], Answer)
@@ -272,7 +281,8 @@ def test_fixed_json_object_mode_sends_response_format(server, make_client):
     assert body["messages"][0]["content"].startswith("You are terse.")
 
 
-def test_auto_sends_the_schema_as_json_schema_and_remembers_it(server, make_client, tmp_path):
+def test_auto_sends_the_schema_as_json_schema_and_remembers_it(server: FakeOpenAI, make_client: MakeClient,
+                                                               tmp_path: Path) -> None:
     server.queue(ok('{"answer": 42, "reason": "6*7"}'))
     llm = make_client(llm_response_format="auto", llm_cache_dir=tmp_path / "c")
     assert llm.complete_json(MESSAGES, Answer).answer == 42
@@ -283,7 +293,8 @@ def test_auto_sends_the_schema_as_json_schema_and_remembers_it(server, make_clie
     assert memory == {f"{server.base_url}|test-model": "json_schema"}
 
 
-def test_auto_falls_back_per_endpoint_and_does_not_probe_again(server, make_client, tmp_path):
+def test_auto_falls_back_per_endpoint_and_does_not_probe_again(server: FakeOpenAI, make_client: MakeClient,
+                                                               tmp_path: Path) -> None:
     """llama-cpp-python refuses json_schema with a 500; a second server refuses the schema field: the client
     steps down to json_object, and a new client on the same endpoint starts there."""
     server.queue(
@@ -293,7 +304,7 @@ def test_auto_falls_back_per_endpoint_and_does_not_probe_again(server, make_clie
     )
     llm = make_client(llm_response_format="auto", llm_cache_dir=tmp_path / "c")
     assert llm.complete_json(MESSAGES, Answer).answer == 42
-    sent = [r.get("response_format") for r in server.requests]
+    sent = cast(list[dict[str, Any]], [r.get("response_format") for r in server.requests])  # (each request sent one)
     assert [f["type"] for f in sent] == ["json_schema", "json_object", "json_object"]
     assert "schema" in sent[1] and "schema" not in sent[2]
     assert llm.usage.calls == 1  # the refused requests were not answers, and the 500 was not retried
@@ -304,7 +315,7 @@ def test_auto_falls_back_per_endpoint_and_does_not_probe_again(server, make_clie
     assert len(server.requests) == 4
 
 
-def test_a_fixed_mode_the_server_refuses_is_a_clear_error(server, make_client):
+def test_a_fixed_mode_the_server_refuses_is_a_clear_error(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(error(400, "response_format json_schema is not supported"))
     llm = make_client(llm_response_format="json_schema")
     with pytest.raises(LLMError, match="KBGRAPH_LLM_RESPONSE_FORMAT=auto"):
@@ -312,7 +323,7 @@ def test_a_fixed_mode_the_server_refuses_is_a_clear_error(server, make_client):
     assert len(server.requests) == 1
 
 
-def test_prompt_over_the_context_names_the_prompt_and_its_tokens(server, make_client):
+def test_prompt_over_the_context_names_the_prompt_and_its_tokens(server: FakeOpenAI, make_client: MakeClient) -> None:
     """llama.cpp's server answers 400 exceed_context_size_error with n_prompt_tokens and n_ctx."""
     server.queue(error(400, "the request exceeds the available context size, try increasing it",
                        n_prompt_tokens=5210, n_ctx=4096))  # fmt: skip
@@ -325,7 +336,7 @@ def test_prompt_over_the_context_names_the_prompt_and_its_tokens(server, make_cl
     assert len(server.requests) == 1  # not retried, not mistaken for a refused response_format
 
 
-def test_openai_context_length_message_is_parsed(server, make_client):
+def test_openai_context_length_message_is_parsed(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(error(400, "This model's maximum context length is 8192 tokens. However, your messages "
                        "resulted in 9001 tokens. Please reduce the length of the messages.",
                        code="context_length_exceeded"))  # fmt: skip
@@ -333,7 +344,7 @@ def test_openai_context_length_message_is_parsed(server, make_client):
         make_client().complete(MESSAGES)
 
 
-def test_json_stats_count_answers_and_repairs_per_prompt(server, make_client):
+def test_json_stats_count_answers_and_repairs_per_prompt(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(ok('{"answer": 1, "reason": "a"}'), ok("no json"), ok('{"answer": 2, "reason": "b"}'))
     llm = make_client()
     llm.complete_json(MESSAGES, Answer)
@@ -343,7 +354,7 @@ def test_json_stats_count_answers_and_repairs_per_prompt(server, make_client):
     assert report["repair_share"] == 0.5
 
 
-def test_malformed_json_is_repaired(server, make_client):
+def test_malformed_json_is_repaired(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(ok('{"answer": "forty-two", "reason": "6*7"}'), ok('{"answer": 42, "reason": "6*7"}'))
     llm = make_client()
     assert llm.complete_json(MESSAGES, Answer).answer == 42
@@ -355,20 +366,21 @@ def test_malformed_json_is_repaired(server, make_client):
     assert llm.usage.calls == 2
 
 
-def test_malformed_twice_raises(server, make_client):
+def test_malformed_twice_raises(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(ok("I think it is 42."), ok('{"answer": 42'))
     llm = make_client(cache=True)
     with pytest.raises(LLMError, match="Answer") as info:
         llm.complete_json(MESSAGES, Answer)
     assert len(server.requests) == 2
     assert "\n" not in str(info.value)
+    assert llm.cache is not None
     assert len(llm.cache) == 0  # failed answers are not replayed from the cache
 
 
 # --- cache --------------------------------------------------------------------------------------------------
 
 
-def test_cache_across_instances(server, make_client, tmp_path):
+def test_cache_across_instances(server: FakeOpenAI, make_client: MakeClient, tmp_path: Path) -> None:
     server.queue(ok("cached answer", prompt_tokens=5, completion_tokens=3))
     cache_dir = tmp_path / "shared-cache"
     first = make_client(cache=True, llm_cache_dir=cache_dir)
@@ -381,7 +393,7 @@ def test_cache_across_instances(server, make_client, tmp_path):
     assert (cache_dir / "responses.sqlite3").is_file()
 
 
-def test_cache_key_includes_parameters(server, make_client):
+def test_cache_key_includes_parameters(server: FakeOpenAI, make_client: MakeClient) -> None:
     server.queue(ok("a"), ok("b"), ok("c"))
     llm = make_client(cache=True)
     assert llm.complete(MESSAGES) == "a"
@@ -392,7 +404,7 @@ def test_cache_key_includes_parameters(server, make_client):
     assert (llm.settings.home / "llm-cache" / "responses.sqlite3").is_file()  # default folder
 
 
-def test_cache_concurrent_writers(tmp_path):
+def test_cache_concurrent_writers(tmp_path: Path) -> None:
     from kbgraph.llm.cache import ResponseCache
 
     caches = [ResponseCache(tmp_path) for _ in range(4)]
@@ -412,7 +424,7 @@ def test_cache_concurrent_writers(tmp_path):
 # --- ScriptedLLM, helpers, offline mode -------------------------------------------------------------------
 
 
-def test_repair_quotes_a_long_answer_in_part_and_a_repair_over_the_context_is_an_unusable_answer():
+def test_repair_quotes_a_long_answer_in_part_and_a_repair_over_the_context_is_an_unusable_answer() -> None:
     """The repair request quotes at most REPAIR_ECHO_CHARS of the bad answer (a cut answer quoted whole made the
     repair of a table chunk overflow SmolLM2's 4,096-token context, failing the document); a repair that still
     does not fit is an unusable answer (an LLMError caused by a ValueError, which ingestion falls back from
@@ -437,7 +449,7 @@ def test_repair_quotes_a_long_answer_in_part_and_a_repair_over_the_context_is_an
         ScriptedLLM([LLMContextError("the Answer prompt has 5,000 tokens")]).complete_json(MESSAGES, Answer)
 
 
-def test_scripted_llm_shares_json_path():
+def test_scripted_llm_shares_json_path() -> None:
     llm = ScriptedLLM(["<think>hmm</think> not json at all", '```json\n{"answer": 42, "reason": "r"}\n```', "plain"])
     assert isinstance(llm, LLM)
     assert llm.complete_json(MESSAGES, Answer) == Answer(answer=42, reason="r")
@@ -454,14 +466,14 @@ def test_scripted_llm_shares_json_path():
     assert len(bad.calls) == 2
 
 
-def test_extract_json():
+def test_extract_json() -> None:
     assert json.loads(extract_json('prefix {"a": {"b": 1}} suffix')) == {"a": {"b": 1}}
     assert json.loads(extract_json('```\n{"a": 1}\n```')) == {"a": 1}
     with pytest.raises(ValueError):
         extract_json("no object here")
 
 
-def test_get_llm_offline(tmp_path, monkeypatch):
+def test_get_llm_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     llm_vars = ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_LLM_API_KEY", "OPENAI_API_KEY")
     for var in llm_vars:
         monkeypatch.delenv(var, raising=False)
@@ -471,12 +483,12 @@ def test_get_llm_offline(tmp_path, monkeypatch):
     assert isinstance(llm, OpenAIClient)
 
 
-def test_import_does_not_load_openai():
+def test_import_does_not_load_openai() -> None:
     code = "import sys, kbgraph.llm; assert 'openai' not in sys.modules, 'openai imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
 
 
-def test_an_answer_the_server_could_not_parse_counts_as_failed():
+def test_an_answer_the_server_could_not_parse_counts_as_failed() -> None:
     """llama-server's own parse failure of a constrained answer (an LLMError caused by a JSONAnswerError) is a
     failed answer of that schema in json_report, as an answer that fails validation after its repair is."""
     from pydantic import BaseModel
@@ -501,7 +513,7 @@ def test_an_answer_the_server_could_not_parse_counts_as_failed():
 # --- answers cut by the token limit (finish_reason "length"; issue 28) ------------------------------------
 
 
-def test_cut_answer_names_the_token_limit(server, make_client):
+def test_cut_answer_names_the_token_limit(server: FakeOpenAI, make_client: MakeClient) -> None:
     """Both answers stop at max_tokens inside a string: the error says the answer was cut by the token limit,
     names max_tokens and the setting, not "the answer contains no JSON object"; the repair request tells the
     model why; the cuts are counted for the schema."""
@@ -521,7 +533,7 @@ def test_cut_answer_names_the_token_limit(server, make_client):
     assert llm.json_report()["QAOutput"]["cut"] == 2 and llm.json_report()["QAOutput"]["failed"] == 1
 
 
-def test_cut_answer_streamed(server, make_client):
+def test_cut_answer_streamed(server: FakeOpenAI, make_client: MakeClient) -> None:
     """The same through a streamed answer: the finish reason comes in the last event."""
     from kbgraph.llm.json_stream import TextSink
     from kbgraph.query.answering import QAOutput
@@ -546,7 +558,7 @@ def test_cut_answer_streamed(server, make_client):
     assert llm.json_report()["QAOutput"] == {"answers": 1, "repaired": 1, "failed": 0, "cut": 1, "repair_share": 1.0}
 
 
-def test_json_budget_from_the_schema(server, make_client):
+def test_json_budget_from_the_schema(server: FakeOpenAI, make_client: MakeClient) -> None:
     """A JSON request asks for max(llm_max_tokens, the schema's budget); a plain completion for the setting."""
     from kbgraph.llm.bounds import token_budget
     from kbgraph.query.migres import LeafOutput
