@@ -35,6 +35,7 @@ from kbgraph.ingest.distill import (
 )
 from kbgraph.models import ChunkRecord, stable_id
 from kbgraph.settings import Settings
+from kbgraph.llm.base import Messages
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -47,12 +48,12 @@ def _load(path: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def wiki(examples_dir) -> dict[str, dict]:
+def wiki(examples_dir: Path) -> dict[str, dict]:
     return _load(examples_dir / "multihop/2wikimultihopqa/dev500.corpus.jsonl")
 
 
 @pytest.fixture(scope="module")
-def musique(examples_dir) -> dict[str, dict]:
+def musique(examples_dir: Path) -> dict[str, dict]:
     return _load(examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl")
 
 
@@ -91,7 +92,7 @@ def _by_text(chunks: list[ChunkRecord], wiki: dict, pid: str) -> ChunkRecord:
 # --- names and ids ----------------------------------------------------------------------------------
 
 
-def test_normalize_name_and_dates():
+def test_normalize_name_and_dates() -> None:
     assert normalize_name("The Beatles") == normalize_name("beatles") == "beatles"
     assert normalize_name("St. George's") == "st georges"
     assert normalize_name("  Sleep,   My Love ") == "sleep my love"
@@ -295,11 +296,11 @@ class ScriptedLLM:
         self.calls: list[tuple[list[dict[str, str]], type]] = []
         self.usage = Usage()
 
-    def complete(self, messages, *, model: str | None = None, temperature: float | None = None,
+    def complete(self, messages: Messages, *, model: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None) -> str:
         raise AssertionError("distillation asks for JSON answers only")
 
-    def complete_json(self, messages, schema: type[BaseModel], *, model: str | None = None,
+    def complete_json(self, messages: Messages, schema: type[BaseModel], *, model: str | None = None,
                       temperature: float | None = None, max_tokens: int | None = None, sink: TextSink | None = None):
         self.calls.append((messages, schema))
         answer = self.answers[schema]
@@ -365,7 +366,7 @@ def test_llm_failure_falls_back_to_offline(wiki, nlp):
     assert title_entity("Emperor Daigo").id in {e.id for e in entities}
 
 
-def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor_settings, tmp_path):
+def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor_settings: Settings, tmp_path: Path) -> None:
     """Issue 28 defect 4: knowledge atomizing at temperature 0.7 (PIKE-RAG §6.1, paper 003 A.3), the setting
     ``atomizing_temperature``; the extraction request and every JSON decision at ``llm_temperature`` (0). Read
     from the requests the scripted LLM client received in a real ingestion (embedded FalkorDB)."""
@@ -378,7 +379,7 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
     (tmp_path / "hopper.txt").write_text("Grace Hopper developed the first compiler at Remington Rand in 1952.",
                                          encoding="utf-8")  # fmt: skip
 
-    def model(messages):
+    def model(messages: Messages):
         prompt = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         if "extract as many questions" in prompt:
             return json.dumps({"questions": ["Who developed the first compiler?"]})
@@ -409,7 +410,7 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
     assert [(r["purpose"], r["temperature"]) for r in decision.requests] == [("ClassifyOutput", 0.0)]
 
 
-def test_atomic_question_prompt_is_the_papers():
+def test_atomic_question_prompt_is_the_papers() -> None:
     p = prompts.ATOMIC_QUESTION_TAGGING_PROMPT
     assert p.startswith("# Task\nYour task is to extract as many questions as possible that are relevant and can "
                         "be answered by the given content.")
@@ -465,7 +466,7 @@ def test_dimension_mismatch_is_a_config_error(embedder):
     assert "384" in str(err.value) and "768" in str(err.value)
 
 
-def test_import_does_not_load_torch():
+def test_import_does_not_load_torch() -> None:
     code = ("import sys, kbgraph.embed, kbgraph.ingest.distill; "
             "print(sorted(m for m in ('torch', 'sentence_transformers', 'spacy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -473,7 +474,7 @@ def test_import_does_not_load_torch():
 
 
 @pytest.mark.slow
-def test_unreachable_hub_model_is_a_config_error(tmp_path):
+def test_unreachable_hub_model_is_a_config_error(tmp_path: Path) -> None:
     code = (
         "from kbgraph.embed import get_embedder\n"
         "from kbgraph.settings import Settings\n"
@@ -515,7 +516,7 @@ class _FakeOpenAI:
         self.embeddings = _FakeEmbeddingsAPI()
 
 
-def test_openai_embedder_batches_orders_and_normalises():
+def test_openai_embedder_batches_orders_and_normalises() -> None:
     from kbgraph.embed import OpenAIEmbedder, check_dimension, make_embedder
 
     client = _FakeOpenAI()
