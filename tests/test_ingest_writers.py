@@ -18,12 +18,16 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kbgraph.ingest.claims import ClaimLock
 from kbgraph.ingest.sources import uri_to_path
 from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
 from tests.ingest_env import ingest_env
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
@@ -34,7 +38,7 @@ CLAIMS = "MATCH (c:IngestClaim) RETURN c.document_key AS key, c.pid AS pid, c.ex
 
 
 @pytest.fixture
-def kb(neo4j_settings):
+def kb(neo4j_settings: Settings) -> Iterator[KnowledgeBase]:
     kb = KnowledgeBase(settings=neo4j_settings)
     kb.reset()
     yield kb
@@ -55,23 +59,24 @@ def _folder(tmp_path: Path, n: int = 12) -> Path:
     return folder
 
 
-def _env(settings, tmp_path: Path, host: str, **extra: str) -> dict[str, str]:
+def _env(settings: Settings, tmp_path: Path, host: str, **extra: str) -> dict[str, str]:
     """tests.ingest_env's environment, writing with claims in groups of 2 files."""
     return ingest_env(settings, tmp_path, host, **{"KBGRAPH_INGEST_GROUP_SIZE": "2", "KBGRAPH_INGEST_WRITERS": "claims",
                                                    **extra})  # fmt: skip
 
 
-def _start(env: dict[str, str], folder: Path, out: Path) -> subprocess.Popen:
+def _start(env: dict[str, str], folder: Path, out: Path) -> subprocess.Popen[bytes]:
     with open(out, "w", encoding="utf-8") as fh, open(out.with_suffix(".log"), "w", encoding="utf-8") as err:
         return subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(folder)], env=env,
                                 stdout=fh, stderr=err)  # fmt: skip
 
 
-def _report(out: Path) -> dict:
-    return json.loads(out.read_text(encoding="utf-8"))
+def _report(out: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return report
 
 
-def _graph(kb) -> dict:
+def _graph(kb: KnowledgeBase) -> dict[str, Any]:
     """What must equal between the writers' graph and one writer's: documents with their chunk counts, entity ids,
     node and relationship counts (runs aside)."""
     docs = kb.store._execute("MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
@@ -82,13 +87,14 @@ def _graph(kb) -> dict:
             "nodes": {k: v for k, v in stats.nodes.items() if k != "IngestionRun"}}  # fmt: skip
 
 
-def _single_writer(kb, folder: Path) -> dict:
+def _single_writer(kb: KnowledgeBase, folder: Path) -> dict[str, Any]:
     kb.reset()
     kb.ingest([folder], progress=False)
     return _graph(kb)
 
 
-def test_writers_share_the_files_and_build_one_writers_graph(kb, neo4j_settings, tmp_path):
+def test_writers_share_the_files_and_build_one_writers_graph(kb: KnowledgeBase, neo4j_settings: Settings,
+                                                            tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     files = sorted(str(p) for p in folder.iterdir())
     t0 = time.monotonic()
@@ -128,7 +134,8 @@ def test_writers_share_the_files_and_build_one_writers_graph(kb, neo4j_settings,
     assert got == expected
 
 
-def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb, neo4j_settings, tmp_path):
+def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb: KnowledgeBase, neo4j_settings: Settings,
+                                                                           tmp_path: Path) -> None:
     folder = _folder(tmp_path)
     files = sorted(str(p) for p in folder.iterdir())
     out_a = tmp_path / "a.json"
@@ -181,7 +188,8 @@ def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb, n
     assert got == _single_writer(kb, folder)
 
 
-def test_a_run_is_known_alive_from_its_first_statement(kb, neo4j_settings, tmp_path, monkeypatch):
+def test_a_run_is_known_alive_from_its_first_statement(kb: KnowledgeBase, neo4j_settings: Settings, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Another writer that starts between this run's ingest/start_run and its first renewal (its
     ingest/interrupt_stale_runs falls in that window, as it did once under load in CI) must not take the run for
     dead: with claims, start_run itself sets expires_at."""
@@ -190,7 +198,7 @@ def test_a_run_is_known_alive_from_its_first_statement(kb, neo4j_settings, tmp_p
     folder = _folder(tmp_path, n=2)
     real_attach = ClaimLock.attach_run
 
-    def another_writer_starts_first(self, run_id):
+    def another_writer_starts_first(self: ClaimLock, run_id: str) -> None:
         kb.store.run("ingest/interrupt_stale_runs", {"id": "run:another-writer", "noticed_at": "now"})
         real_attach(self, run_id)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ STATIC = ["Entity", "Triple"]
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Path]:
     """(settings of a home holding the static model, its folder): distilled once for the module."""
     home = tmp_path_factory.mktemp("static-home")
     settings = Settings(home=home, static_models_dir=home / "models")
@@ -35,7 +36,7 @@ def built(tmp_path_factory):
     return settings, out
 
 
-def _install(settings: Settings, built) -> None:
+def _install(settings: Settings, built: tuple[Settings, Path]) -> None:
     """Copy the module's static model into ``settings.home`` (it would build the same folder again, ~10 s more)."""
     _, out = static_model_dir(settings)
     if not out.exists():
@@ -43,7 +44,7 @@ def _install(settings: Settings, built) -> None:
 
 
 @pytest.mark.slow  # `built` builds a static model of its own (~10 s quiet, minutes on 2 busy cores)
-def test_static_embedder_shapes_determinism_and_built_once(built):
+def test_static_embedder_shapes_determinism_and_built_once(built: tuple[Settings, Path]) -> None:
     settings, out = built
     static_model._CACHE.clear()
     stamp = (out / "config.json").stat().st_mtime_ns
@@ -62,7 +63,7 @@ def test_static_embedder_shapes_determinism_and_built_once(built):
     assert (out / "config.json").stat().st_mtime_ns == stamp  # ... of the same folder: not distilled again
 
 
-def test_errors_name_the_fix(tmp_path):
+def test_errors_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="KBGRAPH_STATIC_LAYERS"):
         static_model_dir(Settings(home=tmp_path, embedding_model="openai:text-embedding-3-small"))
     teacher = tmp_path / "broken-model"
@@ -74,7 +75,7 @@ def test_errors_name_the_fix(tmp_path):
     assert not out.exists() and not [p for p in out.parent.iterdir() if p.name.endswith(".tmp")]  # nothing left
 
 
-def test_setting_parses_and_only_counts_vector_layers(monkeypatch):
+def test_setting_parses_and_only_counts_vector_layers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KBGRAPH_STATIC_LAYERS", raising=False)
     assert Settings().embedding.static_vector_layers == {"Entity"}  # the default
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity, Triple")
@@ -92,13 +93,14 @@ def test_setting_parses_and_only_counts_vector_layers(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def corpus(examples_dir, tmp_path_factory):
+def corpus(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """12 MuSiQue passages (the gold passages of the first questions first) and those questions."""
     return musique_sample(examples_dir, tmp_path_factory.mktemp("static-corpus"), 12, 3)
 
 
 @pytest.mark.slow  # `built`: a static model of its own
-def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings, corpus, built):
+def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings: Settings, corpus: tuple[Path, list[str]],
+                                                                 built: tuple[Settings, Path]) -> None:
     settings = backend_settings.updated({"static_layers": STATIC, "vector_layers": list(VECTOR_LAYER_CHOICES)})
     _install(settings, built)
     kb = KnowledgeBase(settings=settings)
@@ -132,7 +134,7 @@ def test_static_layers_ingested_and_seeded_with_the_static_model(backend_setting
         kb.close()
 
 
-def test_static_model_dir_is_remembered_until_the_weights_change(tmp_path, monkeypatch):
+def test_static_model_dir_is_remembered_until_the_weights_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every question with static layers asks for the static model's folder: the model's spec is read once
     per process, and again when the teacher's weights file changes (size or modification time)."""
     from kbgraph.embed.sentence import packaged_model_path
