@@ -46,6 +46,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -63,6 +64,9 @@ POOL_RANKERS = ("learned", "gbm")
 #: Every feature, in the order of a feature row.
 FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted",
             "bm25", "rank_bm25")  # fmt: skip
+
+M = TypeVar("M", bound=BaseModel)
+
 
 class Candidate(BaseModel):
     """A candidate chunk of the pool: ``terms`` {layer: (similarity, factor)} of propagation, the title of its
@@ -175,17 +179,27 @@ def load_model(path: str | Path | None = None) -> RankerModel:
     """The ranker model at ``path`` (default: the shipped one). Raises ConfigError naming the file and the
     setting ``ranker_model`` when it is missing or not a valid model."""
     p = Path(path) if path else default_model_path()
-    return _load(str(p))
+    return read_model(str(p), RankerModel, kind="ranker model", train="kbgraph rank train", fallback="weights")
 
 
-@lru_cache(maxsize=8)
-def _load(path: str) -> RankerModel:
+def read_model(path: str, cls: type[M], *, kind: str, train: str, fallback: str) -> M:
+    """The model of class ``cls`` (a pydantic model) in the JSON file ``path``, read once per process (the
+    same object again after). Raises ConfigError when the file is missing or does not validate as ``cls``,
+    naming the file, what it should be (``kind``, e.g. "gbm ranker model"), the command that writes one
+    (``train``) and the ``KBGRAPH_RANKER`` to fall back to (``fallback``)."""
+    model = _read(path, cls, kind, train, fallback)
+    assert isinstance(model, cls)
+    return model
+
+
+@lru_cache(maxsize=16)
+def _read(path: str, cls: type[BaseModel], kind: str, train: str, fallback: str) -> BaseModel:
     try:
-        return RankerModel.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
+        return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
     except FileNotFoundError:
-        raise ConfigError(f"no ranker model at {path}: set KBGRAPH_RANKER_MODEL to a file written by "
-                          "`kbgraph rank train`, or KBGRAPH_RANKER=weights") from None  # fmt: skip
+        raise ConfigError(f"no {kind} at {path}: set KBGRAPH_RANKER_MODEL to a file written by `{train}`, or "
+                          f"KBGRAPH_RANKER={fallback}") from None  # fmt: skip
     except (ValueError, ValidationError) as exc:
         first = str(exc).splitlines()[0]
-        raise ConfigError(f"{path} is not a ranker model ({first}): retrain it with `kbgraph rank train` "
-                          "(KBGRAPH_RANKER_MODEL), or set KBGRAPH_RANKER=weights") from None  # fmt: skip
+        raise ConfigError(f"{path} is not a {kind} ({first}): retrain it with `{train}` (KBGRAPH_RANKER_MODEL), "
+                          f"or set KBGRAPH_RANKER={fallback}") from None  # fmt: skip

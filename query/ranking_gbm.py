@@ -17,19 +17,17 @@ feature). The shipped model is package data (``kbgraph/resources/ranker/gbm.json
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
-from kbgraph.errors import ConfigError
 from kbgraph.query.models import RankerTerm
+from kbgraph.query.ranking import read_model
 from kbgraph.query.ranking_lists import GBM_FEATURES, Facts, facts_rows, text_facts
 from kbgraph.resources import resource
 from kbgraph.settings import Settings
@@ -104,19 +102,22 @@ class GBMModel(BaseModel):
     def score(self, rows: np.ndarray) -> np.ndarray:
         """float64 (n,): the score of each row of ``rows`` (n, len(GBM_FEATURES)); NaN counts as 0.
 
-        Every tree at once, QuickScorer's way (Lucchese et al., SIGIR 2015): a split whose test fails (value >
-        threshold) rules out the leaves of its left subtree (a bit mask per split, leaves numbered left to
-        right); the leaf a row reaches is the leftmost one no failed split of its tree ruled out."""
+        Every tree and every row at once, QuickScorer's way (Lucchese et al., SIGIR 2015): a split whose test
+        fails (value > threshold) rules out the leaves of its left subtree (a bit mask per split, leaves numbered
+        left to right); the leaf a row reaches is the leftmost one no failed split of its tree ruled out. Each
+        distinct test is compared once for all rows; the k-th splits of all trees are applied together."""
         n = len(rows)
         c = self._compiled()
-        if n == 0 or not len(c.starts):
+        if n == 0 or not len(c.leaves):
             return np.full(n, c.constant)
-        x = np.nan_to_num(np.asarray(rows, dtype=np.float64), nan=0.0)
-        failed = (x[:, c.columns] > c.thresholds)[:, c.tests]  # each distinct test once, then one per split
-        masks = np.where(failed, c.masks, c.masks.dtype.type(-1))  # (n, splits)
-        alive = np.bitwise_and.reduceat(masks, c.starts, axis=1)  # (n, trees with a split)
-        leaf = np.log2((alive & -alive).astype(np.float64)).astype(np.intp)  # the lowest bit left
-        scores: np.ndarray = c.constant + c.leaves[c.tree_index, leaf].sum(axis=1)
+        x = np.nan_to_num(np.asarray(rows, dtype=np.float64), nan=0.0).T  # (features, n)
+        failed = (x[c.columns] > c.thresholds[:, None])[c.tests].reshape(*c.clears.shape, n)  # (k, trees, n)
+        out = failed[0] * c.clears[0][:, None]  # the leaves each tree's failed splits rule out, as bits
+        for k in range(1, len(failed)):
+            out |= failed[k] * c.clears[k][:, None]
+        alive = ~out
+        leaf = np.log2((alive & -alive).astype(np.float64)).astype(np.intp).T  # (n, trees): the lowest bit left
+        scores: np.ndarray = c.constant + c.leaves[c.tree_index, np.ascontiguousarray(leaf)].sum(axis=1)
         return scores
 
     def split_counts(self) -> dict[str, int]:
@@ -148,16 +149,16 @@ class GBMModel(BaseModel):
 
 
 class _Compiled(NamedTuple):
-    """A model's splits for :meth:`GBMModel.score`: the distinct tests (column of GBM_FEATURES, threshold); per
-    split (grouped by tree, trees in order) its test and mask (the bits of the leaves outside its left subtree);
-    where each tree's splits start; each tree's leaf values left to right (padded); the tree of each row of
-    ``leaves``; the constant (intercept plus the value of every single-leaf tree)."""
+    """A model's splits for :meth:`GBMModel.score`: the distinct tests (column of GBM_FEATURES, threshold); the
+    k-th split of each tree with a split (k < the most splits of a tree) as its test (``tests``, flat, k-major)
+    and the bits of the leaves of its left subtree (``clears[k, tree]``, 0 past a tree's last split); each
+    tree's leaf values left to right (padded); the tree of each row of ``leaves``; the constant (intercept plus
+    the value of every single-leaf tree)."""
 
     columns: np.ndarray
     thresholds: np.ndarray
     tests: np.ndarray
-    masks: np.ndarray
-    starts: np.ndarray
+    clears: np.ndarray
     leaves: np.ndarray
     tree_index: np.ndarray
     constant: float
@@ -165,10 +166,7 @@ class _Compiled(NamedTuple):
 
 def _compile(model: GBMModel) -> _Compiled:
     cols = [GBM_FEATURES.index(f) for f in model.features]
-    columns: list[int] = []
-    thresholds: list[float] = []
-    masks: list[int] = []
-    starts: list[int] = []
+    splits: list[list[tuple[int, float, int]]] = []  # per tree: (column, threshold, bits of the left leaves)
     leaves: list[list[float]] = []
     constant = model.intercept
     for t in model.trees:
@@ -177,23 +175,21 @@ def _compile(model: GBMModel) -> _Compiled:
             constant += t.value[0]
             continue
         bit = {leaf: k for k, leaf in enumerate(order)}
-        starts.append(len(columns))
         leaves.append([t.value[leaf] for leaf in order])
-        for i, f in enumerate(t.feature):
-            if f >= 0:
-                columns.append(cols[f])
-                thresholds.append(t.threshold[i])
-                mask = -1
-                for leaf in _leaves(t, t.left[i]):
-                    mask &= ~(1 << bit[leaf])
-                masks.append(mask)
+        splits.append([(cols[f], t.threshold[i], sum(1 << bit[leaf] for leaf in _leaves(t, t.left[i])))
+                       for i, f in enumerate(t.feature) if f >= 0])  # fmt: skip
     width = max((len(v) for v in leaves), default=1)
     bits = np.int16 if width <= 15 else np.int32 if width <= 31 else np.int64  # the narrowest mask: less to move
-    distinct = {test: i for i, test in enumerate(dict.fromkeys(zip(columns, thresholds, strict=True)))}
+    depth = max((len(s) for s in splits), default=0)
+    distinct = {test: i for i, test in enumerate(dict.fromkeys((col, thr) for s in splits for col, thr, _ in s))}
+    tests = np.zeros((depth, len(splits)), dtype=np.intp)
+    clears = np.zeros((depth, len(splits)), dtype=bits)
+    for k, s in enumerate(splits):
+        for d, (col, thr, left) in enumerate(s):
+            tests[d, k] = distinct[(col, thr)]
+            clears[d, k] = left
     return _Compiled(np.array([col for col, _ in distinct], dtype=np.intp), np.array([thr for _, thr in distinct]),
-                     np.array([distinct[t] for t in zip(columns, thresholds, strict=True)], dtype=np.intp),
-                     np.array(masks, dtype=bits),
-                     np.array(starts, dtype=np.intp), np.array([v + [0.0] * (width - len(v)) for v in leaves]),
+                     tests.ravel(), clears, np.array([v + [0.0] * (width - len(v)) for v in leaves]),
                      np.arange(len(leaves)), constant)  # fmt: skip
 
 
@@ -212,20 +208,8 @@ def default_gbm_path() -> Path:
 def load_gbm_model(path: str | Path | None = None) -> GBMModel:
     """The gbm model at ``path`` (default: the shipped one). Raises ConfigError naming the file and the settings
     ``ranker_model`` / ``ranker`` when it is missing or not a gbm model."""
-    return _load(str(Path(path) if path else default_gbm_path()))
-
-
-@lru_cache(maxsize=8)
-def _load(path: str) -> GBMModel:
-    try:
-        return GBMModel.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise ConfigError(f"no gbm ranker model at {path}: set KBGRAPH_RANKER_MODEL to a file written by "
-                          "`kbgraph rank train --model gbm`, or KBGRAPH_RANKER=learned") from None  # fmt: skip
-    except (ValueError, ValidationError) as exc:
-        first = str(exc).splitlines()[0]
-        raise ConfigError(f"{path} is not a gbm ranker model ({first}): retrain it with `kbgraph rank train "
-                          "--model gbm` (KBGRAPH_RANKER_MODEL), or set KBGRAPH_RANKER=learned") from None  # fmt: skip
+    return read_model(str(Path(path) if path else default_gbm_path()), GBMModel, kind="gbm ranker model",
+                      train="kbgraph rank train --model gbm", fallback="learned")  # fmt: skip
 
 
 def pool_texts(store: GraphStore, ids: Sequence[str]) -> list[str]:
