@@ -131,13 +131,20 @@ def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int,
                   c: float = DEFAULT_C) -> dict[str, dict[str, dict[str, float]]]:  # fmt: skip
     """For each data set: recall with the weighted sum ("weights"), with a model fitted on every set ("in_set")
     and with a model fitted on the other sets only ("leave_one_out"; absent with one set)."""
+    return loso_table(by_set, lambda sets: fit(sets, pool=pool, c=c))
+
+
+def loso_table(by_set: dict[str, list[LabelledPool]],
+               fit_sets: Callable[[dict[str, list[LabelledPool]]], RankerModel | GBMModel],
+               ) -> dict[str, dict[str, dict[str, float]]]:  # fmt: skip
+    """``leave_one_out``'s table for any model: ``fit_sets(sets)`` fits one on the pools of ``sets``."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    every = fit(by_set, pool=pool, c=c)
+    every = fit_sets(by_set)
     for name, pools in by_set.items():
         row = {"weights": recall(pools, None), "in_set": recall(pools, every)}
         others = {other: ps for other, ps in by_set.items() if other != name}
         if others:
-            row["leave_one_out"] = recall(pools, fit(others, pool=pool, c=c))
+            row["leave_one_out"] = recall(pools, fit_sets(others))
         out[name] = row
     return out
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import Dataset
-from kbgraph.eval.rank_train import LabelledPool, collect_pools, recall
+from kbgraph.eval.rank_train import LabelledPool, collect_pools, loso_table
 from kbgraph.query.ranking_gbm import GBMModel, Tree, gbm_rows
 from kbgraph.query.ranking_lists import GBM_FEATURES
 
@@ -105,12 +105,4 @@ def leave_one_out_gbm(by_set: dict[str, list[LabelledPool]], *, pool: int,
     """As kbgraph.eval.rank_train ``leave_one_out``, for the gbm ranker: per data set, recall with the weighted
     sum ("weights"), the model fitted on every set ("in_set") and the model fitted on the others
     ("leave_one_out"; absent with one set)."""
-    every = fit_gbm(by_set, pool=pool, params=params)
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for name, pools in by_set.items():
-        row = {"weights": recall(pools, None), "in_set": recall(pools, every)}
-        others = {o: ps for o, ps in by_set.items() if o != name}
-        if others:
-            row["leave_one_out"] = recall(pools, fit_gbm(others, pool=pool, params=params))
-        out[name] = row
-    return out
+    return loso_table(by_set, lambda sets: fit_gbm(sets, pool=pool, params=params))
