@@ -22,6 +22,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
+from tests.planted_pools import planted_pools
 from tests.test_propagation import SEEDS, _hand_graph, _vec
 
 LAYERS = ["Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
@@ -164,16 +165,7 @@ def test_fit_learns_a_planted_signal_and_scores_each_set_by_the_others() -> None
     rng = np.random.default_rng(0)
 
     def pools(n: int, gold_feature: str) -> list[LabelledPool]:
-        out = []
-        for q in range(n):
-            rows = rng.random((20, len(FEATURES)))
-            labels = np.zeros(20, dtype=int)
-            gold = rng.choice(20, size=2, replace=False)
-            labels[gold] = 1
-            rows[gold, FEATURES.index(gold_feature)] += 1.0  # the gold chunks stand out on one feature
-            out.append(LabelledPool(rows=rows, labels=labels, passages=[f"{q}:{i}" for i in range(20)],
-                                    gold=[f"{q}:{i}" for i in gold]))  # fmt: skip
-        return out
+        return planted_pools(rng, n, FEATURES, gold_feature)
 
     by_set = {"a": pools(60, "title_in_q"), "b": pools(30, "title_in_q"), "c": pools(30, "title_in_q")}
     model = fit(by_set, pool=20)

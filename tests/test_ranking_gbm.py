@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
+from kbgraph.eval.rank_train import LabelledPool
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
 from kbgraph.query.models import Seeds
@@ -21,6 +21,7 @@ from kbgraph.query.ranking import Candidate
 from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
+from tests.planted_pools import planted_pools
 from tests.test_propagation import _vec
 from tests.unit.test_ranking_gbm import PLANTED, _walk
 
@@ -68,19 +69,8 @@ def test_gbm_order_equals_a_recomputation(store: GraphStore, backend_settings: S
         assert c.ranking[0].feature == "intercept"
 
 
-def _pools(rng: np.random.Generator, n: int, gold_feature: str) -> list[Any]:
-    from kbgraph.eval.rank_train import LabelledPool
-
-    out = []
-    for q in range(n):
-        rows = rng.random((20, len(GBM_FEATURES)))
-        labels = np.zeros(20, dtype=int)
-        gold = rng.choice(20, size=2, replace=False)
-        labels[gold] = 1
-        rows[gold, GBM_FEATURES.index(gold_feature)] += 1.0  # the gold chunks stand out on one feature
-        out.append(LabelledPool(rows=rows, labels=labels, passages=[f"{q}:{i}" for i in range(20)],
-                                gold=[f"{q}:{i}" for i in gold]))  # fmt: skip
-    return out
+def _pools(rng: np.random.Generator, n: int, gold_feature: str) -> list[LabelledPool]:
+    return planted_pools(rng, n, GBM_FEATURES, gold_feature)
 
 
 def test_converted_lightgbm_trees_score_as_lightgbm_and_learn_a_planted_signal() -> None:
