@@ -95,9 +95,9 @@ class ClaimLock(RenewedLock):
                         len(keys), one_line(err), self.ttl)  # fmt: skip
 
     def attach_run(self, run_id: str) -> None:
-        """The run is recorded as ``(:IngestionRun {id: run_id})``: keep it known alive from now on."""
+        """The run is recorded as ``(:IngestionRun {id: run_id})``, its ``expires_at`` set by ``ingest/start_run``:
+        the renewals keep it known alive from now on."""
         self.run_id = run_id
-        self.store.run_apart("ingest/renew_run", {"id": run_id, "ttl_ms": int(self.ttl * 1000)})
 
     # --- claims -------------------------------------------------------------------------------------
     def take(self, key: str) -> str | None:
