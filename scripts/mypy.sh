@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Type-checks kbgraph and its tests with mypy under pyproject.toml [tool.mypy] (strict on kbgraph.query,
 # kbgraph.store, kbgraph.llm, kbgraph.serve, kbgraph.kb, kbgraph.eval, kbgraph.ingest, kbgraph.embed and kbgraph.cli,
-# and on the test modules listed there; every other module of kbgraph checked without the strict flags, every other
-# test module with check_untyped_defs, so that a test double that is not what it stands in for is found).
+# and on every test module, so that a test double that is not what it stands in for is found; every other module of
+# kbgraph checked without the strict flags).
 # kbgraph.ingest, kbgraph.query and kbgraph.cypher live in the folders ingest/, query/ and cypher/ (package-dir in
 # pyproject.toml), which mypy cannot map to their import names: so, as scripts/lint_imports.sh does, the package
 # is laid out as installed in a folder of symbolic links (.mypy_cache/tree, kept so that mypy's cache stays valid

@@ -12,7 +12,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pytest
@@ -20,10 +21,12 @@ from pydantic import BaseModel
 
 from kbgraph.errors import ConfigError
 from kbgraph.ingest import prompts
-from kbgraph.llm.base import Usage
+from kbgraph.llm.base import LLM, Usage
 from kbgraph.llm.json_stream import TextSink
+from kbgraph.embed.base import Embedder
 from kbgraph.ingest.distill import (
     AtomicQuestions,
+    Distilled,
     ExtractedKnowledge,
     TitleMatcher,
     distill,
@@ -39,26 +42,33 @@ from kbgraph.llm.base import Messages
 
 if TYPE_CHECKING:
     from openai import OpenAI
+    from spacy.language import Language
+
+Row = dict[str, Any]  # a corpus line: id, title, text
+Corpus = dict[str, Row]
+WikiDistilled = tuple[list[ChunkRecord], dict[str, str], Distilled]
+M = TypeVar("M", bound=BaseModel)
 
 # --- data -------------------------------------------------------------------------------------------
 
 
-def _load(path: Path) -> dict[str, dict]:
+def _load(path: Path) -> Corpus:
     return {row["id"]: row for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
 
 
 @pytest.fixture(scope="module")
-def wiki(examples_dir: Path) -> dict[str, dict]:
+def wiki(examples_dir: Path) -> Corpus:
     return _load(examples_dir / "multihop/2wikimultihopqa/dev500.corpus.jsonl")
 
 
 @pytest.fixture(scope="module")
-def musique(examples_dir: Path) -> dict[str, dict]:
+def musique(examples_dir: Path) -> Corpus:
     return _load(examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl")
 
 
-def _chunks(rows: list[dict]) -> tuple[list[ChunkRecord], dict[str, str]]:
-    chunks, titles = [], {}
+def _chunks(rows: list[Row]) -> tuple[list[ChunkRecord], dict[str, str]]:
+    chunks: list[ChunkRecord] = []
+    titles: dict[str, str] = {}
     for row in rows:
         doc_id = stable_id("doc", row["id"])
         titles[doc_id] = row["title"]
@@ -68,7 +78,7 @@ def _chunks(rows: list[dict]) -> tuple[list[ChunkRecord], dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def nlp():
+def nlp() -> Language:
     from kbgraph.ingest.nlp import load_nlp
 
     return load_nlp()
@@ -80,12 +90,12 @@ WIKI_IDS = [f"2wiki500:{i}" for i in range(0, 20)]
 
 
 @pytest.fixture(scope="module")
-def wiki_distilled(wiki, nlp):
+def wiki_distilled(wiki: Corpus, nlp: Language) -> WikiDistilled:
     chunks, titles = _chunks([wiki[i] for i in WIKI_IDS])
     return chunks, titles, distill(chunks, nlp=nlp, titles=titles)
 
 
-def _by_text(chunks: list[ChunkRecord], wiki: dict, pid: str) -> ChunkRecord:
+def _by_text(chunks: list[ChunkRecord], wiki: Corpus, pid: str) -> ChunkRecord:
     return next(c for c in chunks if c.text == wiki[pid]["text"])
 
 
@@ -108,7 +118,7 @@ def test_normalize_name_and_dates() -> None:
 # --- offline distillation on real passages -----------------------------------------------------------
 
 
-def test_sentences_become_atomic_tags(wiki_distilled, wiki):
+def test_sentences_become_atomic_tags(wiki_distilled: WikiDistilled, wiki: Corpus) -> None:
     chunks, _titles, (questions, _e, _t, _m) = wiki_distilled
     daigo = _by_text(chunks, wiki, "2wiki500:3")  # "Daigo's reign spanned ... He is named after ..."
     tags = [q for q in questions if q.chunk_id == daigo.id]
@@ -121,7 +131,7 @@ def test_sentences_become_atomic_tags(wiki_distilled, wiki):
     assert len({q.id for q in questions}) == len(questions)
 
 
-def test_entities_found_by_spacy_are_really_there(wiki_distilled, wiki):
+def test_entities_found_by_spacy_are_really_there(wiki_distilled: WikiDistilled, wiki: Corpus) -> None:
     chunks, _titles, (_q, entities, _t, mentions) = wiki_distilled
     by_id = {e.id: e for e in entities}
     names = {(e.name, e.type) for e in entities}
@@ -142,7 +152,7 @@ def test_entities_found_by_spacy_are_really_there(wiki_distilled, wiki):
     assert len({(m.chunk_id, m.entity_id) for m in mentions}) == len(mentions)
 
 
-def test_entity_merged_across_chunks(wiki_distilled, wiki):
+def test_entity_merged_across_chunks(wiki_distilled: WikiDistilled, wiki: Corpus) -> None:
     chunks, _titles, (_q, entities, _t, mentions) = wiki_distilled
     grant = [e for e in entities if e.name == "Cary Grant"]
     assert len(grant) == 1 and grant[0].type == "PERSON"
@@ -157,7 +167,7 @@ def test_entity_merged_across_chunks(wiki_distilled, wiki):
     assert {son.id, father_page.id} <= {m.chunk_id for m in mentions if m.entity_id == father[0].id}
 
 
-def test_title_entities_link_passages(wiki_distilled, wiki):
+def test_title_entities_link_passages(wiki_distilled: WikiDistilled, wiki: Corpus) -> None:
     chunks, titles, (_q, entities, _t, mentions) = wiki_distilled
     by_id = {e.id: e for e in entities}
     sirk_title = title_entity("Douglas Sirk")
@@ -178,7 +188,7 @@ def test_title_entities_link_passages(wiki_distilled, wiki):
     assert (fox.id, title_entity("Charles James (footballer)").id) not in pairs
 
 
-def test_link_title_mentions_alone(wiki, nlp):
+def test_link_title_mentions_alone(wiki: Corpus, nlp: Language) -> None:
     chunks, titles = _chunks([wiki["2wiki500:10"], wiki["2wiki500:11"]])
     corpus_titles = {"x": "Douglas Sirk", "y": "George Stevens", "z": "Sleep", "w": "World War II"}
     mentions = link_title_mentions(chunks, corpus_titles, nlp)
@@ -193,7 +203,7 @@ def test_link_title_mentions_alone(wiki, nlp):
     assert link_title_mentions(chunks, {}, nlp) == []
 
 
-def test_title_matcher_disambiguator_and_case(nlp):
+def test_title_matcher_disambiguator_and_case(nlp: Language) -> None:
     m = TitleMatcher(nlp, ["Anthony Robinson (Unitarian)", "The More the Merrier", "sleep"])
     found = m.find(nlp.make_doc("A sermon by Anthony Robinson; the more the merrier, said The More The Merrier."))
     texts = [span.text for span, _ids in found]
@@ -201,7 +211,7 @@ def test_title_matcher_disambiguator_and_case(nlp):
     assert found[0][1] == [title_entity("Anthony Robinson (Unitarian)").id]
 
 
-def test_triples_map_to_entities(wiki_distilled, wiki):
+def test_triples_map_to_entities(wiki_distilled: WikiDistilled, wiki: Corpus) -> None:
     chunks, _titles, (_q, entities, triples, mentions) = wiki_distilled
     sleep = _by_text(chunks, wiki, "2wiki500:10")
     t = next(t for t in triples if t.chunk_id == sleep.id and t.predicate == "directed by")
@@ -224,7 +234,7 @@ def test_triples_map_to_entities(wiki_distilled, wiki):
         assert t.subject_id != t.object_id
 
 
-def test_musique_passage(musique, nlp):
+def test_musique_passage(musique: Corpus, nlp: Language) -> None:
     chunks, titles = _chunks([musique["musique_train100:0"]])
     questions, entities, triples, _m = distill(chunks, nlp=nlp, titles=titles)
     names = {(e.name, e.type) for e in entities}
@@ -237,7 +247,7 @@ def test_musique_passage(musique, nlp):
     assert any(t.text == "Journal of Mathematical Physics published in January 1960" for t in triples)
 
 
-def test_deterministic_and_without_triples(wiki, nlp):
+def test_deterministic_and_without_triples(wiki: Corpus, nlp: Language) -> None:
     chunks, titles = _chunks([wiki[i] for i in WIKI_IDS[:8]])
     a = distill(chunks, nlp=nlp, titles=titles)
     b = distill(list(chunks), nlp=nlp, titles=dict(titles))
@@ -247,7 +257,7 @@ def test_deterministic_and_without_triples(wiki, nlp):
     assert len(q) >= len(chunks)
 
 
-def test_pipeline_state_is_restored(wiki, nlp):
+def test_pipeline_state_is_restored(wiki: Corpus, nlp: Language) -> None:
     before = (list(nlp.pipe_names), list(nlp.disabled))
     chunks, titles = _chunks([wiki["2wiki500:10"]])
     distill(chunks, nlp=nlp, titles=titles, triples=False)
@@ -256,14 +266,14 @@ def test_pipeline_state_is_restored(wiki, nlp):
 
 
 @pytest.mark.slow
-def test_two_processes_give_the_same_records(wiki, nlp):
+def test_two_processes_give_the_same_records(wiki: Corpus, nlp: Language) -> None:
     chunks, titles = _chunks(list(wiki.values())[:150])
     one = distill(chunks, nlp=nlp, titles=titles, n_process=1)
     two = distill(chunks, nlp=nlp, titles=titles, n_process=2)
     assert [[r.model_dump() for r in part] for part in one] == [[r.model_dump() for r in part] for part in two]
 
 
-def test_table_chunk_tags(nlp):
+def test_table_chunk_tags(nlp: Language) -> None:
     table = "| Film | Director | Year |\n|---|---|---|\n| Sleep, My Love | Douglas Sirk | 1948 |\n" \
             "| The More the Merrier | George Stevens | 1943 |"
     chunk = ChunkRecord(id="chunk:t", document_id="doc:t", parent_id="doc:t", text=table, kind="table",
@@ -278,7 +288,7 @@ def test_table_chunk_tags(nlp):
     assert {m.chunk_id for m in mentions} == {"chunk:t"}
 
 
-def test_empty_input(nlp):
+def test_empty_input(nlp: Language) -> None:
     assert distill([], nlp=nlp) == ([], [], [], [])
     blank = ChunkRecord(id="c", document_id="d", parent_id="d", text="   ", order=0)
     assert distill([blank], nlp=nlp) == ([], [], [], [])
@@ -291,25 +301,32 @@ class ScriptedLLM:
     """An LLM (``kbgraph.llm.base.LLM``) whose ``complete_json`` gives the canned answer of the schema asked for,
     recording the prompts it was sent; ``complete`` is never asked."""
 
-    def __init__(self, answers: dict[type, object]):
+    def __init__(self, answers: dict[type[BaseModel], object]) -> None:
         self.answers = answers
-        self.calls: list[tuple[list[dict[str, str]], type]] = []
+        self.calls: list[tuple[Messages, type[BaseModel]]] = []
         self.usage = Usage()
 
     def complete(self, messages: Messages, *, model: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None) -> str:
         raise AssertionError("distillation asks for JSON answers only")
 
-    def complete_json(self, messages: Messages, schema: type[BaseModel], *, model: str | None = None,
-                      temperature: float | None = None, max_tokens: int | None = None, sink: TextSink | None = None):
+    def complete_json(self, messages: Messages, schema: type[M], *, model: str | None = None,
+                      temperature: float | None = None, max_tokens: int | None = None,
+                      sink: TextSink | None = None) -> M:
         self.calls.append((messages, schema))
         answer = self.answers[schema]
         if isinstance(answer, Exception):
             raise answer
-        return schema.model_validate(answer) if isinstance(answer, dict) else answer
+        if isinstance(answer, dict):
+            return schema.model_validate(answer)
+        assert isinstance(answer, schema), answer
+        return answer
 
 
-def test_llm_path_maps_output_to_records(wiki, nlp):
+_: type[LLM] = ScriptedLLM  # the protocol it stands in for (mypy checks the signatures)
+
+
+def test_llm_path_maps_output_to_records(wiki: Corpus, nlp: Language) -> None:
     chunks, titles = _chunks([wiki["2wiki500:10"]])
     llm = ScriptedLLM({
         AtomicQuestions: {"questions": [
@@ -358,7 +375,7 @@ def test_llm_path_maps_output_to_records(wiki, nlp):
     assert {(chunks[0].id, e.id) for e in entities} == pairs
 
 
-def test_llm_failure_falls_back_to_offline(wiki, nlp):
+def test_llm_failure_falls_back_to_offline(wiki: Corpus, nlp: Language) -> None:
     chunks, titles = _chunks([wiki["2wiki500:3"]])
     llm = ScriptedLLM({AtomicQuestions: ValueError("model returned prose"), ExtractedKnowledge: {}})
     questions, entities, _t, _m = distill(chunks, llm=llm, nlp=nlp, titles=titles)
@@ -379,7 +396,7 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
     (tmp_path / "hopper.txt").write_text("Grace Hopper developed the first compiler at Remington Rand in 1952.",
                                          encoding="utf-8")  # fmt: skip
 
-    def model(messages: Messages):
+    def model(messages: Messages) -> str:
         prompt = next(m["content"] for m in reversed(messages) if m["role"] == "user")
         if "extract as many questions" in prompt:
             return json.dumps({"questions": ["Who developed the first compiler?"]})
@@ -389,7 +406,7 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
             return json.dumps({"rationale": "", "kind": "factual", "subtype": None})
         raise AssertionError(prompt[:200])
 
-    def ingest(**update) -> dict[str, set[float]]:
+    def ingest(**update: Any) -> dict[str, set[float]]:
         settings = falkor_settings.updated({"name": f"atom{uuid.uuid4().hex[:8]}", **update})
         with KnowledgeBase(settings=settings) as kb:
             kb.reset()
@@ -424,13 +441,13 @@ def test_atomic_question_prompt_is_the_papers() -> None:
 
 
 @pytest.fixture(scope="module")
-def embedder():
+def embedder() -> Embedder:
     from kbgraph.embed import get_embedder
 
     return get_embedder(Settings())
 
 
-def test_embedder_shape_dtype_norm(embedder):
+def test_embedder_shape_dtype_norm(embedder: Embedder) -> None:
     texts = ["Douglas Sirk was a German film director.", "Sleep, My Love is a 1948 film noir.", ""]
     v = embedder.embed(texts)
     assert v.shape == (3, 384) and v.dtype == np.float32
@@ -440,7 +457,7 @@ def test_embedder_shape_dtype_norm(embedder):
     assert empty.shape == (0, 384) and empty.dtype == np.float32
 
 
-def test_embedder_semantics(embedder):
+def test_embedder_semantics(embedder: Embedder) -> None:
     a, b, c = embedder.embed([
         "Who directed the film Sleep, My Love?",
         "Which director made the movie Sleep, My Love?",
@@ -452,13 +469,13 @@ def test_embedder_semantics(embedder):
     assert np.allclose(one, a, atol=1e-5)
 
 
-def test_get_embedder_is_cached(embedder):
+def test_get_embedder_is_cached(embedder: Embedder) -> None:
     from kbgraph.embed import get_embedder
 
     assert get_embedder(Settings()) is embedder
 
 
-def test_dimension_mismatch_is_a_config_error(embedder):
+def test_dimension_mismatch_is_a_config_error(embedder: Embedder) -> None:
     from kbgraph.embed import get_embedder
 
     with pytest.raises(ConfigError) as err:
@@ -490,30 +507,33 @@ def test_unreachable_hub_model_is_a_config_error(tmp_path: Path) -> None:
     assert "KBGRAPH_EMBEDDING_MODEL" in out.stdout
 
 
+@dataclass
+class _Item:
+    index: int
+    embedding: list[float]
+
+
+@dataclass
+class _Response:
+    data: list[_Item]
+
+
+@dataclass
 class _FakeEmbeddingsAPI:
-    def __init__(self):
-        self.requests: list[dict] = []
+    """``OpenAI().embeddings``: ``create`` only."""
 
-    def create(self, **kwargs):
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def create(self, **kwargs: Any) -> _Response:
         self.requests.append(kwargs)
-
-        class Item:
-            def __init__(self, index, embedding):
-                self.index, self.embedding = index, embedding
-
-        class Response:
-            pass
-
-        r = Response()
         # returned out of order, unnormalised: the embedder must sort by index and normalise
-        items = [Item(i, [float(len(t)), 1.0, 0.0, 2.0]) for i, t in enumerate(kwargs["input"])]
-        r.data = list(reversed(items))  # type: ignore[attr-defined]
-        return r
+        items = [_Item(i, [float(len(t)), 1.0, 0.0, 2.0]) for i, t in enumerate(kwargs["input"])]
+        return _Response(list(reversed(items)))
 
 
+@dataclass
 class _FakeOpenAI:
-    def __init__(self):
-        self.embeddings = _FakeEmbeddingsAPI()
+    embeddings: _FakeEmbeddingsAPI = field(default_factory=_FakeEmbeddingsAPI)
 
 
 def test_openai_embedder_batches_orders_and_normalises() -> None:
