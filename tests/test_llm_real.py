@@ -4,9 +4,10 @@ machinery works with a real OpenAI-compatible server (structured outputs, token 
 graph the answers land in, Algorithm 1's trace), never that an answer is right.
 
 * ingestion with the LLM: atomic questions (paper 003 A.7) stored as ``AtomicQuestion {kind: 'question'}``
-  with embeddings, LLM triples, the recurrent split (PIKE-RAG §5.2.1) and an LLM table summary;
-* two multi-hop questions with ``pike`` (Algorithm 1) and each baseline: trace, citations, usage (on Neo4j the
-  table document alone, one question with ``pike`` and ``naive``);
+  with embeddings and LLM triples; on FalkorDB a prose document (the recurrent split, PIKE-RAG §5.2.1), on Neo4j
+  a table (the LLM table summary); both cut from sample documents to keep the suite's time;
+* a question with ``pike`` (Algorithm 1) and, on FalkorDB, each baseline: trace, citations, usage (on Neo4j
+  ``pike`` and ``naive``);
 * a prompt over the server's context: a clear error naming the prompt, nothing half-written.
 """
 
@@ -29,8 +30,10 @@ from kbgraph.query.models import TraceRound
 from kbgraph.settings import Settings
 from tests.llm_server_fixture import LLMServerInfo
 
-FAA = "docs/pdf/faa_amt_general_handbook_sample.pdf"  # one page of prose: 3 chunks at 256 words
-SENATE = "docs/pdf/us_senate_expenditures.pdf"  # one ledger table: a table chunk
+FAA = "docs/pdf/faa_amt_general_handbook_sample.pdf"  # one page of prose (635 words)
+PROSE_WORDS = 330  # its first 330 words, the Boots self-locking nut's section: one block, 2 chunks at 256 words
+SENATE = "docs/pdf/us_senate_expenditures.pdf"  # one ledger table (903 words)
+TABLE_ROWS = 14  # its header and first 14 rows (321 words, 5 of them travel) as a Markdown table: one table chunk
 QUESTIONS = [
     "What kind of nut is the Boots self-locking nut, and what keeps its locking section apart from the load section?",
     "Which office spent money on travel according to the Senate expenditure ledger, and how much?",
@@ -52,10 +55,11 @@ def _answer_budget_of_200_tokens() -> Iterator[None]:
 
 
 class LLMKnowledgeBase(KnowledgeBase):
-    """The module's knowledge base with what its one ingestion gave: the files and the store it ran on, the
-    report, the LLM's usage and JSON report (``llm_kb_on``)."""
+    """The module's knowledge base with what its one ingestion gave: the prose or the table file and the store it
+    ran on, the report, the LLM's usage and JSON report (``llm_kb_on``)."""
 
-    test_files: list[str]
+    prose: Path | None
+    table: Path | None
     test_store: str
     ingest_report: IngestReport
     ingest_usage: Usage
@@ -75,11 +79,15 @@ def llm_kb_on(store: str, base: Settings, llm_server: LLMServerInfo, tmp_path_fa
     })  # fmt: skip
     kb = LLMKnowledgeBase(settings=settings)
     kb.reset()
-    # both documents on FalkorDB; on Neo4j the table alone (the LLM ingestion of the prose is the suite's longest
-    # step, and what differs by store is the writing, which the table's chunk, questions and triples exercise)
-    kb.test_files = [FAA, SENATE] if store == "falkordb" else [SENATE]
+    # the prose on FalkorDB, the table on Neo4j: the LLM ingestions are the suite's longest steps (one LLM server
+    # thread per pytest-xdist worker), and what differs by store is the writing, which either exercises
+    kb.prose = kb.table = None
+    if store == "falkordb":
+        kb.prose = _prose(examples_dir / FAA, tmp_path_factory.mktemp("prose") / "boots_self_locking_nut.txt")
+    else:
+        kb.table = _table(examples_dir / SENATE, tmp_path_factory.mktemp("table") / "senate_expenditures.md")
     kb.test_store = store
-    report = kb.ingest([examples_dir / f for f in kb.test_files], progress=False)
+    report = kb.ingest([p for p in (kb.prose, kb.table) if p], progress=False)
     kb.ingest_report = report
     llm = kb.llm
     assert isinstance(llm, OpenAIClient)  # the real server's client
@@ -98,27 +106,47 @@ def llm_kb(falkor_settings: Settings, llm_server: LLMServerInfo, tmp_path_factor
                          tmp_path_factory, examples_dir)  # fmt: skip
 
 
+def _prose(pdf: Path, out: Path) -> Path:
+    """The first PROSE_WORDS words of ``pdf``'s text as one paragraph in the text file ``out``."""
+    import pymupdf
+
+    with pymupdf.open(pdf) as doc:
+        words = " ".join(page.get_text() for page in doc).split()
+    out.write_text(" ".join(words[:PROSE_WORDS]) + "\n", encoding="utf-8")
+    return out
+
+
+def _table(pdf: Path, out: Path) -> Path:
+    """The first TABLE_ROWS rows of ``pdf``'s first table (as kbgraph's parser reads it: Markdown, a header row)
+    in the Markdown file ``out``."""
+    from kbgraph.ingest.parse import parse_file
+
+    [table] = [e for e in parse_file(pdf, max_bytes=10_000_000).elements if e.kind == "table"][:1]
+    out.write_text("\n".join(table.text.splitlines()[: 2 + TABLE_ROWS]) + "\n", encoding="utf-8")
+    return out
+
+
 def _document(kb: KnowledgeBase, path: Path) -> list[dict[str, Any]]:
     return kb.browse("document", document=stable_id("doc", path.resolve().as_uri()), limit=10_000, per_chunk=1_000)
 
 
-def test_ingestion_with_a_real_llm_builds_the_llm_layers(llm_kb: LLMKnowledgeBase, examples_dir: Path) -> None:
+def test_ingestion_with_a_real_llm_builds_the_llm_layers(llm_kb: LLMKnowledgeBase) -> None:
     report = llm_kb.ingest_report
-    assert report.errors == [] and report.added == len(llm_kb.test_files), report.errors
+    assert report.errors == [] and report.added == 1, report.errors
     llm, usage = llm_kb.llm, llm_kb.ingest_usage
     assert isinstance(llm, OpenAIClient)
     assert usage.calls > 0 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
     assert usage.cached_calls < usage.calls  # a repeated identical request may come from the response cache
-    prose = _document(llm_kb, examples_dir / FAA) if FAA in llm_kb.test_files else []
-    table = _document(llm_kb, examples_dir / SENATE)
-    assert (prose or FAA not in llm_kb.test_files) and table
+    prose = _document(llm_kb, llm_kb.prose) if llm_kb.prose else []
+    table = _document(llm_kb, llm_kb.table) if llm_kb.table else []
+    assert len(prose) >= 2 if llm_kb.prose else table
     # the recurrent split was asked for the prose (its one block is longer than chunk_tokens); where the model's
     # cut was usable its chunks carry its summary, else that window fell back to the offline split (no summary)
     summaries = [r["chunk"].get("summary") for r in prose]
     assert all(s is None or (isinstance(s, str) and s.strip()) for s in summaries), summaries  # no empty summary
     # the table chunk carries the LLM's summary (not the deterministic one, which starts 'Table with')
     tables = [r["chunk"] for r in table if r["chunk"]["kind"] == "table"]
-    assert tables and all(t.get("summary") for t in tables)
+    assert all(t.get("summary") for t in tables) and (tables or not llm_kb.table)
     questions = [(r["chunk"]["id"], q) for r in prose + table for q in r["questions"]]
     llm_questions = [(cid, q) for cid, q in questions if q.get("kind") == "question"]
     # (a 135M model often writes statements where questions are asked for: they are dropped, so a chunk may
@@ -141,19 +169,21 @@ def test_ingestion_with_a_real_llm_builds_the_llm_layers(llm_kb: LLMKnowledgeBas
     assert 1 <= asked.get("AtomicQuestions", 0) <= stats.nodes["Chunk"], asked
     assert asked.get("ExtractedKnowledge", 0) <= asked["AtomicQuestions"], asked
     assert set(asked) <= {"AtomicQuestions", "ExtractedKnowledge", "WindowSplit", "TableSummary"}, asked
+    assert asked.get("WindowSplit", 0) >= (1 if llm_kb.prose else 0), asked  # the prose's block was split
+    assert asked.get("TableSummary", 0) >= (1 if llm_kb.table else 0), asked
     assert llm._formats.get(f"{llm.endpoint}|{llm.default_model}") == "json_schema"  # llama-server takes it
 
 
 def test_multi_hop_questions_with_a_real_llm(llm_kb: LLMKnowledgeBase) -> None:
-    """Two questions with Algorithm 1, one with each baseline: the answer is the server's (usage > 0, nothing from
+    """A question with Algorithm 1 and with each baseline: the answer is the server's (usage > 0, nothing from
     the cache), every citation is a chunk of the graph, and pike's trace shows its rounds, proposals,
     candidates from the graph above δ and the selected chunk."""
     from kbgraph.query.graph import chunk_details
 
     store = llm_kb.store
-    # FalkorDB: both questions with pike, the first with each baseline; Neo4j: the table's question with pike and
-    # naive (the suite's time on a 2-core machine; the methods' machinery does not depend on the store)
-    asks = [("pike", q) for q in QUESTIONS] + [(m, QUESTIONS[0]) for m in METHODS[1:]]
+    # FalkorDB: the prose's question with pike and each baseline; Neo4j: the table's question with pike and naive
+    # (the suite's time on a 2-core machine; the methods' machinery does not depend on the store)
+    asks = [(m, QUESTIONS[0]) for m in METHODS]
     if llm_kb.test_store != "falkordb":
         asks = [("pike", QUESTIONS[1]), ("naive", QUESTIONS[1])]
     for method, question in asks:
