@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from kbgraph.errors import ConfigError
 from kbgraph.ingest import prompts
-from kbgraph.llm.base import LLM, Usage
+from kbgraph.llm.base import Usage
 from kbgraph.llm.json_stream import TextSink
 from kbgraph.embed.base import Embedder
 from kbgraph.ingest.distill import (
@@ -322,8 +322,6 @@ class ScriptedLLM:
         assert isinstance(answer, schema), answer
         return answer
 
-
-_: type[LLM] = ScriptedLLM  # the protocol it stands in for (mypy checks the signatures)
 
 
 def test_llm_path_maps_output_to_records(wiki: Corpus, nlp: Language) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from kbgraph.ingest.parse import parse_file
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
 from kbgraph.llm import OpenAIClient
@@ -107,11 +108,9 @@ def llm_kb(falkor_settings: Settings, llm_server: LLMServerInfo, tmp_path_factor
 
 
 def _prose(pdf: Path, out: Path) -> Path:
-    """The first PROSE_WORDS words of ``pdf``'s text as one paragraph in the text file ``out``."""
-    import pymupdf
-
-    with pymupdf.open(pdf) as doc:
-        words = " ".join(page.get_text() for page in doc).split()
+    """The first PROSE_WORDS words of ``pdf``'s text (as kbgraph's parser reads it) as one paragraph in the text
+    file ``out``."""
+    words = " ".join(e.text for e in parse_file(pdf, max_bytes=10_000_000).elements).split()
     out.write_text(" ".join(words[:PROSE_WORDS]) + "\n", encoding="utf-8")
     return out
 
@@ -119,8 +118,6 @@ def _prose(pdf: Path, out: Path) -> Path:
 def _table(pdf: Path, out: Path) -> Path:
     """The first TABLE_ROWS rows of ``pdf``'s first table (as kbgraph's parser reads it: Markdown, a header row)
     in the Markdown file ``out``."""
-    from kbgraph.ingest.parse import parse_file
-
     [table] = [e for e in parse_file(pdf, max_bytes=10_000_000).elements if e.kind == "table"][:1]
     out.write_text("\n".join(table.text.splitlines()[: 2 + TABLE_ROWS]) + "\n", encoding="utf-8")
     return out
