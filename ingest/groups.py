@@ -57,6 +57,34 @@ WRITE_THREAD = "kbgraph-ingest-write"
 
 
 @dataclass
+class GroupCut:
+    """Where a group closes (settings ``ingest_group_size``, ``ingest_group_chars``), one rule for both engines so
+    that they write the same units of work in the same order: documents come in order, ``before(n)`` says the
+    open group must close before a document of ``n`` characters (it would take it over the limit; a huge
+    document is a group of its own), ``add(n)`` counts the document in and says the group is now full."""
+
+    size: int
+    max_chars: int
+    count: int = 0
+    chars: int = 0
+
+    def before(self, n: int) -> bool:
+        return self.count > 0 and self.chars + n > self.max_chars
+
+    def add(self, n: int) -> bool:
+        self.count, self.chars = self.count + 1, self.chars + n
+        return self.count >= self.size or self.chars >= self.max_chars
+
+    def reset(self) -> None:
+        self.count = self.chars = 0
+
+
+def document_chars(doc: ParsedDocument) -> int:
+    """Characters of ``doc``'s elements (what ``ingest_group_chars`` counts)."""
+    return sum(len(e.text) for e in doc.elements)
+
+
+@dataclass
 class Built:
     """A group chunked, distilled and embedded, waiting for its write: ``group`` is its number (progress)."""
 

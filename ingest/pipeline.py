@@ -19,10 +19,8 @@ files by per-file claims (``kbgraph.ingest.claims``). Every run is recorded as a
 that finds another still 'running' (killed) marks it 'interrupted'. Progress: ``kbgraph.ingest.progress``
 (a line per stage per group, and at least every 30 s, when stdout or stderr is not a terminal).
 
-This module reads the files and forms the groups; the parts it uses live beside it: ``sources`` (finding the
-files), ``groups`` (each group through chunk, distill, embed and write), ``report`` (``IngestReport`` and the
-per-file outcomes), ``distill`` (stage 3), ``embed_layers`` (stage 4), ``write`` (stage 5), ``progress`` (what
-the run tells while it runs).
+This module reads the files and forms the groups; beside it: ``sources`` (finding files), ``groups`` (a group through
+chunk, distill, embed, write), ``report``, ``distill``, ``embed_layers``, ``write``, ``progress``, ``ray_engine``.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbgraph.errors import IngestError
-from kbgraph.ingest.groups import Built, distilled_line, GroupRunner
+from kbgraph.ingest.groups import Built, distilled_line, document_chars, GroupCut, GroupRunner
 from kbgraph.ingest.progress import open_progress, Progress, Stage
 from kbgraph.ingest.report import FileError, FileOutcome, IngestReport, WrittenCounts, file_outcomes
 from kbgraph.ingest.sources import discover, Exclusions, uri_to_path
@@ -95,6 +93,8 @@ class Ingestor:
         self._corpora: dict[str, int] = {}  # {corpus file URI: passages} parsed in this run (SourceFile records)
         self._check: SourceCheck | None = None  # the run's check of unchanged sources (_start_check)
         self._group = 0
+        self._cut = GroupCut(settings.ingest.ingest_group_size, settings.ingest.ingest_group_chars)
+        self._pending: list[tuple[ParsedDocument, DocumentGraph]] = []  # the ray engine's open group
         self._embedder = embedder
         self._existing: set[str] = set()  # ids of changed documents already in the graph
         self._titles: dict[str, str] = {}  # {document_id: title} of every passage corpus read in this run
@@ -131,11 +131,10 @@ class Ingestor:
         of files to leave out (``kbgraph.ingest.sources``: besides the default rules and ``.kbgraphignore``
         files); each file left out is reported as skipped with its rule. ``within``: resolved folders no file
         outside of which is read (``discover``; ``kbgraph serve``'s serve_ingest_roots). Raises ValueError for a
-        bad pattern,
-        before the run starts. Raises LockTimeout if another run
-        holds the knowledge base's lock: at once without ``wait``; with ``wait`` after logging "waiting up to N s
-        for the lock held by <pid, host, since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock). Raises
-        LeaseLost (a LockTimeout) before a write once a Neo4j run's lease is lost (kbgraph.ingest.lease)."""
+        bad pattern, before the run starts. Raises LockTimeout if another run holds the knowledge base's lock: at
+        once without ``wait``; with ``wait`` after logging "waiting up to N s for the lock held by <pid, host,
+        since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock). Raises LeaseLost (a LockTimeout) before a
+        write once a Neo4j run's lease is lost (kbgraph.ingest.lease)."""
         Exclusions(exclude)  # a bad pattern fails before the run
         if self.settings.ingest.ingest_engine == "ray":
             import_ray()  # so do a missing Ray (ConfigError naming the extra) and a cluster that does not answer
@@ -158,7 +157,8 @@ class Ingestor:
             self._claims.attach_run(report.run_id)
         self._repair(report)
         skipped = self._skipped = []
-        files = discover(paths, report.errors, skipped, exclude=exclude, ocr=self._ocr(), within=within)
+        files = discover(paths, report.errors, skipped, exclude=exclude, ocr=OcrOptions.from_settings(self.settings),
+                         within=within)  # fmt: skip
         seen_uris: set[str] = set()
         try:
             with open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:
@@ -214,23 +214,21 @@ class Ingestor:
         documents that close once they hold ingest_group_chars characters or before a document that would
         take them over it (a huge document is a group of its own and holds back no other file). An unchanged
         file is recognised from the hash of its raw bytes and not parsed (kbgraph.ingest.unchanged)."""
-        size, max_chars = self.settings.ingest.ingest_group_size, self.settings.ingest.ingest_group_chars
+        cut = self._cut
         self._start_check(files)
         pending: list[ParsedDocument] = []
-        chars = 0
         for path in files:
             for doc in self._read(path, report, seen, bar) or ():
-                n = sum(len(e.text) for e in doc.elements)
-                if pending and chars + n > max_chars:
-                    yield self._close_group(pending, chars, bar)
-                    pending, chars = [], 0
+                n = document_chars(doc)
+                if cut.before(n):
+                    yield self._close_group(pending, bar)
+                    pending = []
                 pending.append(doc)
-                chars += n
-                if len(pending) >= size or chars >= max_chars:
-                    yield self._close_group(pending, chars, bar)
-                    pending, chars = [], 0
+                if cut.add(n):
+                    yield self._close_group(pending, bar)
+                    pending = []
         if pending:
-            yield self._close_group(pending, chars, bar)
+            yield self._close_group(pending, bar)
 
     def _start_check(self, files: list[Path]) -> None:
         self._check = SourceCheck(self.store, self.settings.ingest.max_file_bytes)
@@ -300,10 +298,9 @@ class Ingestor:
     # --- the ray engine (kbgraph.ingest.ray_engine) ------------------------------------------------
     def _run_ray(self, files: list[Path], report: IngestReport, seen: set[str], bar: Progress,
                  runner: GroupRunner) -> None:  # fmt: skip
-        """Setting ingest_engine=ray: every file is checked here as in the local engine (hashed, unchanged ones
-        skipped; passage corpora read and their unchanged passages dropped); the files and passages left are
-        parsed, chunked, distilled and embedded on Ray, and each group that comes back is written here, in
-        order, by ``runner`` (the same write path, unit of work and retries as the local engine)."""
+        """Setting ingest_engine=ray: files checked here as by the local engine (unchanged ones skipped, corpora read);
+        the rest parsed, chunked, distilled and embedded on Ray and written here, in order, in the local engine's
+        groups, by ``runner`` (the same write path, unit of work and retries)."""
         self._start_check(files)
         remote: list[Path] = []
         passages: list[ParsedDocument] = []
@@ -324,19 +321,20 @@ class Ingestor:
                 if batch is None:
                     break
                 self._ray_group(batch, report, seen, bar, runner)
+            self._write_ray_group(bar, runner)
         finally:
             batches.close()  # shuts down the local Ray it started
 
     def _ray_group(self, batch: Batch, report: IngestReport, seen: set[str], bar: Progress,
                    runner: GroupRunner) -> None:  # fmt: skip
-        """Account for one group computed on Ray (its files read, its documents failed) and write the rest."""
+        """Account for one batch computed on Ray (files read, documents failed); add the rest to the open group,
+        written when the local engine's rule closes it (``GroupCut``): both engines write the same groups."""
         for stage in ("parse", "chunk", "distill", "embed"):
             report.seconds[stage] += batch.seconds.get(stage, 0.0)
         for w in batch.works:
             if w.fatal is not None:
                 raise w.fatal  # the installation or configuration is broken: no document would succeed
-        docs: list[ParsedDocument] = []  # the documents to write, and their graphs
-        graphs: list[DocumentGraph] = []
+        docs = chunks = 0
         for w in batch.works:
             key = Path(w.path).resolve().as_uri()
             if not w.parsed:
@@ -347,35 +345,42 @@ class Ingestor:
             assert doc is not None  # a parsed file's document (ray_engine.parse_chunk)
             if "#" not in doc.uri and not self._fresh(key, [doc], report, seen, bar):
                 continue  # a file whose document is unchanged after all (same content, other bytes)
+            n = document_chars(doc)
+            if self._cut.before(n):
+                self._write_ray_group(bar, runner)
+            full = self._cut.add(n)  # a failed document counts, as in the local engine's groups
             if w.error is not None:
                 report.errors.append(FileError(path=uri_to_path(doc.uri), error=w.error))
                 bar.document_failed(doc.uri)
-                continue
-            assert w.graph is not None  # chunked, and no stage failed
-            docs.append(doc)
-            graphs.append(w.graph)
+            else:
+                assert w.graph is not None  # chunked, and no stage failed
+                self._pending.append((doc, w.graph))
+                docs, chunks = docs + 1, chunks + len(w.graph.chunks)
+            if full:
+                self._write_ray_group(bar, runner)
         if not docs:
             return
-        self._group += 1
-        group = self._group
-        bar.group_ready(group, len(docs), sum(len(e.text) for d in docs for e in d.elements))
-        chunks = sum(len(g.chunks) for g in graphs)
-        counts = distilled_line(batch.questions, batch.triples, batch.entities)
-        for name, n, unit, detail in (("chunk", len(docs), "documents", f"{chunks:,} chunks"),
+        group, counts = self._group + 1, distilled_line(batch.questions, batch.triples, batch.entities)
+        for name, n, unit, detail in (("chunk", docs, "documents", f"{chunks:,} chunks"),
                                       ("distill", chunks, "chunks", counts), ("embed", batch.texts, "texts", "")):  # fmt: skip
             st = Stage(name, group, "")
             st.started = time.monotonic() - batch.seconds.get(name, 0.0)  # the line gives the workers' time
             st.done(n, unit, detail)
             bar.stage_done(st)
-        runner.write_in_turn(Built(docs, graphs, group))
 
-    def _ocr(self) -> OcrOptions:
-        """The run's OCR options (settings ``ocr``, ``ocr_languages``, ``ocr_dpi``; kbgraph.ingest.ocr)."""
-        return OcrOptions.from_settings(self.settings)
+    def _write_ray_group(self, bar: Progress, runner: GroupRunner) -> None:
+        """Write the open group of the ray engine (if it holds a document to write) and start the next."""
+        if self._pending:
+            self._group += 1
+            bar.group_ready(self._group, len(self._pending), self._cut.chars)
+            runner.write_in_turn(Built([d for d, _ in self._pending], [g for _, g in self._pending], self._group))
+        self._pending = []
+        self._cut.reset()
 
-    def _close_group(self, docs: list[ParsedDocument], chars: int, bar: Progress) -> list[ParsedDocument]:
+    def _close_group(self, docs: list[ParsedDocument], bar: Progress) -> list[ParsedDocument]:
         self._group += 1
-        bar.group_ready(self._group, len(docs), chars)
+        bar.group_ready(self._group, len(docs), self._cut.chars)
+        self._cut.reset()
         return docs
 
     def _record_corpora(self, report: IngestReport) -> None:

@@ -328,7 +328,9 @@ class RayCompute:
         workers = max(1, self.workers or 1)
         size = max(1, min(self.settings.ingest.ingest_group_size, math.ceil(n_docs / (2 * workers))))
         self.gpus = int(ray.cluster_resources().get("GPU", 0))
-        embedders = self.gpus or max(1, workers // 2)  # one per GPU; on CPU ONNX Runtime already uses several threads
+        # one per GPU; on CPU one per worker: Ray runs an actor of a fraction of a CPU with OMP_NUM_THREADS=1, so
+        # an embedder uses one core (ONNX Runtime's intra-op threads follow it, kbgraph.embed.onnx_runtime)
+        embedders = self.gpus or workers
         # logical CPUs per process, so that every stage fits the cluster at once (a stage never waits for another)
         cpu = min(1.0, float(ray.cluster_resources().get("CPU", workers)) / (2 * workers + embedders))
         ds = ray.data.from_items(rows, override_num_blocks=len(rows))

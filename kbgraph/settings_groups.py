@@ -155,8 +155,8 @@ class IngestSettings(SettingsGroup):
         "a local Ray on this machine for the run (ingest_workers CPUs, no dashboard).",
     )
     ingest_workers: int | None = Field(
-        None, ge=1, description="ingest_engine=ray: parse tasks and distill actors running at once (embed actors: "
-        "one per GPU, else half as many); none = the machine's cores (a local Ray) or the cluster's CPUs.",
+        None, ge=1, description="ingest_engine=ray: parse tasks, distill actors and embed actors running at once "
+        "(embed actors: one per GPU when the cluster has GPUs, each on one CPU thread otherwise); none = the machine's cores (a local Ray) or the cluster's CPUs.",
     )
 
 
