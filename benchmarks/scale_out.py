@@ -180,48 +180,46 @@ def engines(args: argparse.Namespace, tmp: Path) -> None:
 
 # --- cluster -------------------------------------------------------------------------------------------
 def cluster(args: argparse.Namespace, tmp: Path) -> None:
+    src, n = _corpus(args.corpus, tmp)
+    local = _home(tmp, f"{args.corpus}-local")
+    wall, _ = _ingest(_env(local), [src], tmp / f"{args.corpus}-local.json")
+    questions = _questions(args.corpus, _settings(local), args.questions)
+    base = _graph(_settings(local), questions)
+    _stop_falkordb(local)
+    print(f"local engine: {wall:.1f} s ({n / wall:.2f} items/s)", flush=True)
     ray_bin = Path(sys.executable).with_name("ray")
-    port = 16380
+    port, dashboard = 16380, 18265
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    temp = tmp / "ray"  # one session folder for both nodes (Ray's default, /tmp/ray, may hold another's)
-    head = [str(ray_bin), "start", "--head", "--num-cpus", "1", "--port", str(port), "--temp-dir", str(temp),
-            "--include-dashboard", "true", "--dashboard-port", "18265", "--disable-usage-stats"]  # fmt: skip
+    head = [str(ray_bin), "start", "--head", "--num-cpus", "1", "--port", str(port), "--temp-dir", str(tmp / "ray"),
+            "--include-dashboard", "true", "--dashboard-port", str(dashboard), "--disable-usage-stats"]  # fmt: skip
     worker = [str(ray_bin), "start", "--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--disable-usage-stats"]
     subprocess.run(head, env=env, check=True, capture_output=True)
     try:
         subprocess.run(worker, env=env, check=True, capture_output=True)
-        import ray
+        from ray.util.state import list_nodes, list_tasks
 
-        ray.init(address=f"127.0.0.1:{port}", logging_level="ERROR", log_to_driver=False)
-        nodes = [n for n in ray.nodes() if n["Alive"]]
-        print(f"cluster: {len(nodes)} nodes alive, CPUs {ray.cluster_resources().get('CPU')}", flush=True)
-        ray.shutdown()
-        src, n = _corpus(args.corpus, tmp)
+        address = f"http://127.0.0.1:{dashboard}"
+        deadline = time.monotonic() + 60
+        while len(nodes := list_nodes(address=address)) < 2 and time.monotonic() < deadline:
+            time.sleep(1)
+        names = {nd.node_id: ("head" if nd.is_head_node else "worker") for nd in nodes}
+        print(f"cluster: {len(nodes)} nodes ({', '.join(f'{v} {k[:8]}' for k, v in names.items())}), 1 CPU each",
+              flush=True)  # fmt: skip
         home = _home(tmp, f"{args.corpus}-cluster")
         wall, _ = _ingest(_env(home, KBGRAPH_INGEST_ENGINE="ray", KBGRAPH_RAY_ADDRESS=f"127.0.0.1:{port}"), [src],
                           tmp / f"{args.corpus}-cluster.json")  # fmt: skip
-        from ray.util.state import list_nodes, list_tasks
-
-        address = "http://127.0.0.1:18265"
-        names = {nd.node_id: ("head" if nd.is_head_node else "worker") for nd in list_nodes(address=address)}
         per_node: dict[tuple[str, str], int] = {}
         for task in list_tasks(address=address, limit=10000, raise_on_missing_output=False):
-            if task.state != "FINISHED" and task.type != "ACTOR_CREATION_TASK":
-                continue
-            key = (names.get(task.node_id, task.node_id or "?"), task.name.split(".")[-1][:60])
+            key = (names.get(task.node_id or "", str(task.node_id)), f"{task.type} {task.name}"[:90])
             per_node[key] = per_node.get(key, 0) + 1
-        print(f"ingest on the cluster: {wall:.1f} s ({n / wall:.2f} items/s)")
+        print(f"ingest on the cluster: {wall:.1f} s ({n / wall:.2f} items/s); tasks per node (ray.util.state.list_tasks):")
         for (node, task_name), count in sorted(per_node.items()):
             print(f"  {node:6} {count:5d}  {task_name}")
-        got = _graph(_settings(home), None)
+        got = _graph(_settings(home), questions)
         _stop_falkordb(home)
     finally:
         subprocess.run([str(ray_bin), "stop", "--force"], env=env, capture_output=True)
-    local = _home(tmp, f"{args.corpus}-local")
-    wall, _ = _ingest(_env(local), [src], tmp / f"{args.corpus}-local.json")
-    base = _graph(_settings(local), None)
-    _stop_falkordb(local)
-    print(f"local engine: {wall:.1f} s; cluster build against it: {_compare(base, got)}")
+    print(f"cluster build against the local one: {_compare(base, got)}")
 
 
 # --- writers -------------------------------------------------------------------------------------------
