@@ -4,6 +4,7 @@ cluster of two nodes, and several writers on one Neo4j knowledge base.
     .venv/bin/python benchmarks/scale_out.py engines [--corpus docs,2wiki] [--workers 2,1] [--questions 50]
     .venv/bin/python benchmarks/scale_out.py cluster [--corpus docs]
     .venv/bin/python benchmarks/scale_out.py writers [--passages 1000] [--files 20]
+    .venv/bin/python benchmarks/scale_out.py compare --corpus docs --homes LOCAL_HOME,OTHER_HOME
 
 Every build is a ``kbgraph ingest --json`` process, as a user runs it, with a home of its own and a cold
 embedding cache (the ONNX export of the model, made once per machine, is shared); ``seconds`` is that process's
@@ -24,8 +25,9 @@ local-engine build as in ``engines``.
 ``writers`` (Neo4j, a scratch local server): the first ``--passages`` passages of the 2Wiki corpus as ``--files``
 .jsonl files (a file is a claim), then (1) one ``kbgraph ingest`` with ``ingest_writers=claims`` pinned to core 0
 (``taskset``), (2) two at once, one pinned to each core, each with a home of its own (two hosts of one core each;
-Neo4j itself unpinned), (3) two at once with one killed (SIGKILL) once it has written a quarter of the files,
-then a re-run of the other writer's home after the claims' TTL. After each: node and relationship counts against
+Neo4j itself unpinned), (3) two at once, in groups of 2 files, with one killed (SIGKILL) once a quarter of the
+passages are written and it holds a claim on a file none of whose passages is complete (its claims made to look
+held on another machine, so they must expire), then a re-run of the other writer's home after the claims' TTL. After each: node and relationship counts against
 build (1), duplicate ``Entity`` ids, documents not complete, claims left.
 """
 
@@ -148,13 +150,15 @@ def _questions(name: str, base_settings: Any, n: int) -> list[str]:
 
     with KnowledgeBase(settings=base_settings) as kb:
         rows = kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text ORDER BY id", {})
-    step = max(1, len(rows) // n)
-    out = []
-    for r in rows[::step]:
-        sentence = " ".join(str(r["text"]).split())[:300].split(". ")[0]
-        if len(sentence) >= 20:
-            out.append(sentence)
-    return out[:n]
+    out: list[str] = []
+    for start in range(max(1, len(rows) // n)):  # every k-th chunk, then the ones after them, until n questions
+        for r in rows[start :: max(1, len(rows) // n)]:
+            sentence = " ".join(str(r["text"]).split())[:300].split(". ")[0]
+            if len(sentence) >= 20 and sentence not in out:
+                out.append(sentence)
+            if len(out) == n:
+                return out
+    return out
 
 
 # --- engines -------------------------------------------------------------------------------------------
@@ -178,17 +182,35 @@ def engines(args: argparse.Namespace, tmp: Path) -> None:
             print(f"{name:8} {'ray':8} {workers:7d} {wall:8.1f} {n / wall:8.2f}  {_compare(base, got)}", flush=True)
 
 
+# --- compare -------------------------------------------------------------------------------------------
+def compare(args: argparse.Namespace, tmp: Path) -> None:
+    """Two kept builds of one corpus (``--homes A,B``, A by the local engine): counts and top-10 compared."""
+    a, b = (Path(h) for h in args.homes.split(","))
+    questions = _questions(args.corpus, _settings(a), args.questions)
+    base = _graph(_settings(a), questions)
+    got = _graph(_settings(b), questions)
+    _stop_falkordb(a)
+    _stop_falkordb(b)
+    print(f"{b.name} against {a.name}: {_compare(base, got)}")
+
+
 # --- cluster -------------------------------------------------------------------------------------------
 def cluster(args: argparse.Namespace, tmp: Path) -> None:
     src, n = _corpus(args.corpus, tmp)
-    local = _home(tmp, f"{args.corpus}-local")
-    wall, _ = _ingest(_env(local), [src], tmp / f"{args.corpus}-local.json")
+    if args.local_home:  # the local-engine build of the same corpus made by an `engines` run
+        local = Path(args.local_home)
+    else:
+        local = _home(tmp, f"{args.corpus}-local")
+        wall, _ = _ingest(_env(local), [src], tmp / f"{args.corpus}-local.json")
+        print(f"local engine: {wall:.1f} s ({n / wall:.2f} items/s)", flush=True)
     questions = _questions(args.corpus, _settings(local), args.questions)
     base = _graph(_settings(local), questions)
     _stop_falkordb(local)
-    print(f"local engine: {wall:.1f} s ({n / wall:.2f} items/s)", flush=True)
     ray_bin = Path(sys.executable).with_name("ray")
-    port, dashboard = 16380, 18265
+    port, dashboard = 6390, 8266  # outside Ray's worker ports (10002-19999)
+    # a cluster started by `ray start --head` (Ray >= 2.5x) authenticates with a token it writes to ~/.ray/auth_token;
+    # the other node, the ingest and this script read it there once RAY_AUTH_MODE says so
+    os.environ["RAY_AUTH_MODE"] = "token"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     head = [str(ray_bin), "start", "--head", "--num-cpus", "1", "--port", str(port), "--temp-dir", str(tmp / "ray"),
             "--include-dashboard", "true", "--dashboard-port", str(dashboard), "--disable-usage-stats"]  # fmt: skip
@@ -281,24 +303,31 @@ def writers(args: argparse.Namespace, tmp: Path) -> None:
         reset()
         ttl = "30"
         a_out, b_out = tmp / "kill-a.json", tmp / "kill-b.json"
-        env_a = _env(home("kill-a"), **extra, KBGRAPH_LEASE_TTL=ttl)
-        env_b = _env(home("kill-b"), **extra, KBGRAPH_LEASE_TTL=ttl)
+        small = {"KBGRAPH_INGEST_GROUP_SIZE": str(2 * per)}  # groups of 2 files: a writer holds claims it has not written
+        env_a = _env(home("kill-a"), **extra, **small, KBGRAPH_LEASE_TTL=ttl)
+        env_b = _env(home("kill-b"), **extra, **small, KBGRAPH_LEASE_TTL=ttl)
         a = _start(env_a, [folder], a_out, cpu=0)
         b = _start(env_b, [folder], b_out, cpu=1)
+        held_q = ("MATCH (c:IngestClaim {pid: $pid}) OPTIONAL MATCH (d:Document {status: 'complete'}) "
+                  "WHERE d.uri STARTS WITH c.document_key + '#' RETURN c.document_key AS key, count(d) AS complete")  # fmt: skip
         with KnowledgeBase(settings=settings) as kb:
-            while kb.stats().nodes.get("Document", 0) < len(lines) // 4:
+            while True:  # a quarter written, and a holds a claim on a file none of whose passages is complete
+                held = kb.store._execute(held_q, {"pid": a.pid})
+                if kb.stats().nodes.get("Document", 0) >= len(lines) // 4 and any(r["complete"] == 0 for r in held):
+                    break
                 if a.poll() is not None:
                     sys.exit("writer a finished before the kill")
-                time.sleep(0.5)
+                time.sleep(0.2)
             # its claims look held on another machine, whose death nobody here can see: they must expire
             kb.store._execute("MATCH (c:IngestClaim) SET c.machine = 'another machine'", {})
-            held = len(kb.store._execute("MATCH (c:IngestClaim {pid: $pid}) RETURN c.document_key", {"pid": a.pid}))
+            held = kb.store._execute(held_q, {"pid": a.pid})
         os.kill(a.pid, signal.SIGKILL)
         a.wait()
         t_kill = time.monotonic()
         rb = _finish(b, b_out)
         skipped = sum(1 for f in rb["files"] if f["outcome"] == "skipped")
-        print(f"writer a killed holding {held} claims; writer b finished {time.monotonic() - t_kill:.1f} s later, "
+        print(f"writer a killed holding {len(held)} claims ({sum(r['complete'] == 0 for r in held)} of files none of "
+              f"whose passages was complete); writer b finished {time.monotonic() - t_kill:.1f} s later, "
               f"added {rb['added']}, skipped {skipped} (claimed)", flush=True)  # fmt: skip
         time.sleep(max(0.0, int(ttl) + 2 - (time.monotonic() - t_kill)))
         wall3, rerun = _ingest(env_b, [folder], b_out.with_name("kill-b2.json"), cpu=1)
@@ -320,7 +349,7 @@ def _outcomes(report: dict[str, Any]) -> dict[str, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("part", choices=["engines", "cluster", "writers"])
+    ap.add_argument("part", choices=["engines", "cluster", "writers", "compare"])
     ap.add_argument("--corpus", default=None, help="engines: docs,2wiki; cluster: docs")
     ap.add_argument("--workers", default="2,1", help="engines: ingest_workers of the ray builds")
     ap.add_argument("--questions", type=int, default=50)
@@ -329,6 +358,8 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=1000, help="writers: passages of the 2Wiki corpus")
     ap.add_argument("--files", type=int, default=20, help="writers: .jsonl files they are split into")
     ap.add_argument("--limit", type=int, default=0, help="engines, cluster: the first N 2Wiki passages only")
+    ap.add_argument("--homes", help="compare: two kept builds' homes, the local engine's first")
+    ap.add_argument("--local-home", help="cluster: the home of a local-engine build of the corpus to compare with")
     ap.add_argument("--keep", help="a folder for the builds (kept); default a temporary one")
     args = ap.parse_args()
     global LIMIT
@@ -338,7 +369,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(args.keep) if args.keep else Path(t)
         tmp.mkdir(parents=True, exist_ok=True)
-        {"engines": engines, "cluster": cluster, "writers": writers}[args.part](args, tmp)
+        {"engines": engines, "cluster": cluster, "writers": writers, "compare": compare}[args.part](args, tmp)
 
 
 if __name__ == "__main__":

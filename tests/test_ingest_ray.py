@@ -3,7 +3,8 @@ embedded FalkorDB store and a local Ray with 2 CPUs. One knowledge base per engi
 a folder (three small PDFs, a text file and a corrupt PDF), then a 12-passage MuSiQue corpus. Then:
 
 * both engines build the same graph: the same documents, chunk ids and texts, atomic question, triple and entity
-  counts, and vectors within 1e-5 (the embedding cache off, so both really embed);
+  counts, and vectors within 1e-5 (the embedding cache off, so both really embed), written in the same groups
+  (``ingest_group_size`` 3; Ray computes batches of 2) in the same order;
 * the corrupt PDF is a failed file of the report and the other files are written and complete;
 * a re-run with ray over both sources is a no-op: everything unchanged, nothing written (the corrupt file fails
   again, as with local);
@@ -30,6 +31,7 @@ from kbgraph.settings import Settings
 
 PDFS = ("fbi_nics_background_checks_2015-11.pdf",)  # one small PDF with a table: the suite's time is bounded
 PASSAGES = 8
+GROUP = 3  # ingest_group_size: the corpus is 3 groups (3, 3, 2 passages); Ray's batches are of 2 (ray_engine)
 WRITES = ("ingest/upsert_", "ingest/link_", "ingest/mark_documents_complete", "admin/delete_")
 
 
@@ -71,7 +73,8 @@ def runs(falkor_settings: Settings, sources: tuple[Path, Path]) -> Iterator[Runs
     try:
         for engine in ("local", "ray"):
             settings = falkor_settings.updated({"name": f"ray{engine}{uuid.uuid4().hex[:8]}", "embedding_cache": False,
-                                                "ingest_engine": engine, "ingest_workers": 2})  # fmt: skip
+                                                "ingest_engine": engine, "ingest_workers": 2,
+                                                "ingest_group_size": GROUP})  # fmt: skip
             kb = KnowledgeBase(settings=settings)
             kb.reset()
             lines = _Lines()
@@ -94,7 +97,10 @@ def _graph(kb: KnowledgeBase) -> dict[str, Any]:
                              "d.status AS status ORDER BY uri", {})  # fmt: skip
     chunks = kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id, c.document_id AS doc, c.text AS text ORDER BY id", {})
     nodes = {k: v for k, v in kb.stats().nodes.items() if k != "IngestionRun"}
-    return {"documents": [dict(r) for r in rows], "chunks": [dict(r) for r in chunks], "nodes": nodes}
+    # the order the chunks were created in (and the Chunk indexes filled): that of the groups written
+    created = [r["id"] for r in kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id ORDER BY id(c)", {})]
+    return {"documents": [dict(r) for r in rows], "chunks": [dict(r) for r in chunks], "nodes": nodes,
+            "created": created, "groups": kb.store.sent["ingest/mark_documents_complete"]}  # fmt: skip
 
 
 def _vectors(kb: KnowledgeBase) -> dict[tuple[str, str], np.ndarray]:
@@ -110,6 +116,9 @@ def test_ray_builds_the_same_graph_as_local(runs: Runs) -> None:
     assert {d["status"] for d in ray["documents"]} == {"complete"}
     assert ray["documents"] == local["documents"]
     assert ray["chunks"] == local["chunks"]
+    # the same units of work in the same order: the folder's 2 documents in one group, the passages in 3
+    assert local["groups"] == 1 + -(-PASSAGES // GROUP) and ray["groups"] == local["groups"]
+    assert ray["created"] == local["created"]
     for label in ("AtomicQuestion", "Triple", "Entity", "Chunk"):
         assert local["nodes"].get(label, 0) > 0, label
     assert ray["nodes"] == local["nodes"]
