@@ -233,6 +233,7 @@ class Ingestor:
     def _start_check(self, files: list[Path]) -> None:
         self._check = SourceCheck(self.store, self.settings.ingest.max_file_bytes)
         self._check.prefetch(files)
+        self._titles.update(self._check.run_titles(files))  # before any group is distilled: links do not depend on order
 
     def _read(self, path: Path, report: IngestReport, seen: set[str], bar: Progress, *,
               parse_files: bool = True) -> list[ParsedDocument] | None:  # fmt: skip

@@ -22,7 +22,8 @@ from pathlib import Path
 from kbgraph.models import stable_id
 from kbgraph.store import GraphStore
 from kbgraph.store.params import Row
-from kbgraph.ingest.parse import JSONL_EXTENSIONS
+from kbgraph.errors import IngestError
+from kbgraph.ingest.parse import JSONL_EXTENSIONS, parse_passages_jsonl
 
 
 def is_corpus(path: Path) -> bool:
@@ -98,6 +99,27 @@ class SourceCheck:
         if not (int(row["documents"]) == int(row["complete"]) == int(rows[0]["passages"] or -1)):
             return None
         return Unchanged(uris=list(row["uris"]), titles={doc_id: title for doc_id, title in row["titles"]})
+
+    def run_titles(self, files: list[Path]) -> dict[str, str]:
+        """{document id: title} of the passages of every passage corpus among ``files`` when there are several,
+        read before any group is distilled, so that a passage names a title of any corpus of the run whatever
+        the order the files are read in and however writers share them (ingest_writers=claims): from the graph
+        for a corpus recorded unchanged (not parsed), else from the file. {} for one corpus (its own read gives
+        them all at once); a file that cannot be read gives none (the run's own read reports it)."""
+        corpora = [p for p in files if is_corpus(p)]
+        titles: dict[str, str] = {}
+        for path in corpora if len(corpora) > 1 else ():
+            uri = path.resolve().as_uri()
+            try:
+                rows = self.store.run("ingest/source_file", {"id": uri})
+                if rows and rows[0]["sha256"] == file_sha256(path):
+                    row = self.store.run("ingest/corpus_documents", {"prefix": f"{uri}#"})[0]
+                    titles.update({doc_id: title for doc_id, title in row["titles"]})
+                else:
+                    titles.update({stable_id("doc", d.uri): d.title for d in parse_passages_jsonl(path)})
+            except (OSError, IngestError):
+                continue
+        return titles
 
     def forget(self, uri: str) -> None:
         """Remove a corpus's record (before any of its passages is rewritten)."""

@@ -8,7 +8,9 @@ from kbgraph.ingest.groups import GroupCut
 
 def _groups(sizes: list[int], size: int, max_chars: int) -> list[list[int]]:
     """Documents of ``sizes`` characters, in order, cut as kbgraph.ingest.pipeline cuts them."""
-    cut, out, open_group = GroupCut(size, max_chars), [], []
+    cut = GroupCut(size, max_chars)
+    out: list[list[int]] = []
+    open_group: list[int] = []
     for n in sizes:
         if cut.before(n):
             out.append(open_group)
