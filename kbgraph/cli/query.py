@@ -10,6 +10,7 @@ per line (not a usage error: the same events as the HTTP API's SSE).
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -127,6 +128,8 @@ def eval_cmd(
 
     from kbgraph.kb import evaluate_dataset  # lazy: CLI start-up (+350 ms)
 
+    if not sys.stderr.isatty():  # cron, CI, a log: the ingest's and the question loop's progress as lines on stderr
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     err = common.err_console
     summary = evaluate_dataset(
         dataset, settings=common.settings(), kb_name=common.State.overrides.get("name"),

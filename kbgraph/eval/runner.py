@@ -16,6 +16,9 @@ chunks a method returned, in rank order (for answer methods, their context chunk
 it; none for ``cot``); ``sf_recall`` over the whole context (paper 003 Table 8). The run folder, summary and
 report: kbgraph.eval.runfolder, .summary, .report.
 
+Progress: a bar on a terminal; elsewhere (cron, CI, a log) a line on the ``kbgraph.eval`` logger at least every
+``HEARTBEAT_S`` seconds ("evaluating: 1,234 of 4,000 (question, method) pairs done, ...").
+
 Reproducible: questions are sampled with ``random.Random(seed)``; LLM answers come from the client's on-disk
 response cache when the same request was made before (kbgraph.llm.cache), at ``llm_temperature`` (0).
 """
@@ -23,6 +26,7 @@ response cache when the same request was made before (kbgraph.llm.cache), at ``l
 from __future__ import annotations
 
 import enum
+import logging
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -65,6 +69,11 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from kbgraph.eval.target import EvalTarget
+
+log = logging.getLogger("kbgraph.eval")
+
+#: Seconds between progress lines of the question loop when no bar is shown (stderr not a terminal).
+HEARTBEAT_S = 30.0
 
 NO_LLM = "no LLM configured: set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL (and KBGRAPH_LLM_API_KEY if needed)"
 
@@ -295,8 +304,10 @@ class _progress:
         self._p: Progress | None = None
 
     def __enter__(self) -> Callable[[], None]:
-        if not self.enabled or not self.total:
+        if not self.total:
             return lambda: None
+        if not self.enabled:
+            return self._lines()
         from rich.console import Console
         from rich.progress import Progress
 
@@ -304,6 +315,23 @@ class _progress:
         p.start()
         task = p.add_task("evaluating", total=self.total)
         return lambda: p.advance(task)
+
+    def _lines(self) -> Callable[[], None]:
+        """advance() that logs a line every HEARTBEAT_S seconds and at the last pair."""
+        start = last = time.monotonic()
+        done = 0
+
+        def advance() -> None:
+            nonlocal done, last
+            done += 1
+            now = time.monotonic()
+            if now - last >= HEARTBEAT_S or done == self.total:
+                last = now
+                rate = done / max(now - start, 1e-9)
+                log.info("evaluating: %s of %s (question, method) pairs done, %.1f/s, %d s elapsed", f"{done:,}",
+                         f"{self.total:,}", rate, round(now - start))  # fmt: skip
+
+        return advance
 
     def __exit__(self, *exc: object) -> None:
         if self._p is not None:
