@@ -90,10 +90,14 @@ class SourceCheck:
     def _check_corpus(self, path: Path, uri: str) -> Unchanged | None:
         self.corpus_sha[uri] = sha = file_sha256(path)
         rows = self.store.run("ingest/source_file", {"id": uri})
-        if not rows:
-            return None
-        if rows[0]["sha256"] != sha:
+        if rows and rows[0]["sha256"] != sha:
             self.forget(uri)  # its changed passages are about to be written
+        return self._same_corpus(uri, sha, rows)
+
+    def _same_corpus(self, uri: str, sha: str, rows: list[Row]) -> Unchanged | None:
+        """``Unchanged`` when corpus ``uri`` is recorded (``rows``: its ingest/source_file record) with the
+        sha256 ``sha`` and every passage of it is complete, else None."""
+        if not rows or rows[0]["sha256"] != sha:
             return None
         row = self.store.run("ingest/corpus_documents", {"prefix": f"{uri}#"})[0]
         if not (int(row["documents"]) == int(row["complete"]) == int(rows[0]["passages"] or -1)):
@@ -104,19 +108,16 @@ class SourceCheck:
         """{document id: title} of the passages of every passage corpus among ``files`` when there are several,
         read before any group is distilled, so that a passage names a title of any corpus of the run whatever
         the order the files are read in and however writers share them (ingest_writers=claims): from the graph
-        for a corpus recorded unchanged (not parsed), else from the file. {} for one corpus (its own read gives
+        for a corpus unchanged by the rule ``check`` applies (not parsed), else from the file. {} for one corpus (its own read gives
         them all at once); a file that cannot be read gives none (the run's own read reports it)."""
         corpora = [p for p in files if is_corpus(p)]
         titles: dict[str, str] = {}
         for path in corpora if len(corpora) > 1 else ():
             uri = path.resolve().as_uri()
             try:
-                rows = self.store.run("ingest/source_file", {"id": uri})
-                if rows and rows[0]["sha256"] == file_sha256(path):
-                    row = self.store.run("ingest/corpus_documents", {"prefix": f"{uri}#"})[0]
-                    titles.update({doc_id: title for doc_id, title in row["titles"]})
-                else:
-                    titles.update({stable_id("doc", d.uri): d.title for d in parse_passages_jsonl(path)})
+                same = self._same_corpus(uri, file_sha256(path), self.store.run("ingest/source_file", {"id": uri}))
+                titles.update(same.titles if same is not None else
+                              {stable_id("doc", d.uri): d.title for d in parse_passages_jsonl(path)})  # fmt: skip
             except (OSError, IngestError):
                 continue
         return titles

@@ -17,7 +17,7 @@ it; none for ``cot``); ``sf_recall`` over the whole context (paper 003 Table 8).
 report: kbgraph.eval.runfolder, .summary, .report.
 
 Progress: a bar on a terminal; elsewhere (cron, CI, a log) a line on the ``kbgraph.eval`` logger at least every
-``HEARTBEAT_S`` seconds ("evaluating: 1,234 of 4,000 (question, method) pairs done, ...").
+``HEARTBEAT_SECONDS`` seconds (30, as ingestion's) ("evaluating: 1,234 of 4,000 (question, method) pairs done, ...").
 
 Reproducible: questions are sampled with ``random.Random(seed)``; LLM answers come from the client's on-disk
 response cache when the same request was made before (kbgraph.llm.cache), at ``llm_temperature`` (0).
@@ -56,6 +56,7 @@ from kbgraph.eval.summary import (
     summarize_by_class,
 )
 from kbgraph.eval import metrics as M
+from kbgraph.ingest.progress import HEARTBEAT_SECONDS
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.ask import answer_question, clean_question
 from kbgraph.query.context import QueryContext
@@ -72,8 +73,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbgraph.eval")
 
-#: Seconds between progress lines of the question loop when no bar is shown (stderr not a terminal).
-HEARTBEAT_S = 30.0
 
 NO_LLM = "no LLM configured: set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL (and KBGRAPH_LLM_API_KEY if needed)"
 
@@ -317,7 +316,7 @@ class _progress:
         return lambda: p.advance(task)
 
     def _lines(self) -> Callable[[], None]:
-        """advance() that logs a line every HEARTBEAT_S seconds and at the last pair."""
+        """advance() that logs a line every HEARTBEAT_SECONDS seconds and at the last pair."""
         start = last = time.monotonic()
         done = 0
 
@@ -325,7 +324,7 @@ class _progress:
             nonlocal done, last
             done += 1
             now = time.monotonic()
-            if now - last >= HEARTBEAT_S or done == self.total:
+            if now - last >= HEARTBEAT_SECONDS or done == self.total:
                 last = now
                 rate = done / max(now - start, 1e-9)
                 log.info("evaluating: %s of %s (question, method) pairs done, %.1f/s, %d s elapsed", f"{done:,}",

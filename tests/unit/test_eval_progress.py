@@ -1,5 +1,5 @@
 """Progress of ``kbgraph eval``'s question loop where no bar is shown (cron, CI, a log; kbgraph.eval.runner):
-a line on the ``kbgraph.eval`` logger at least every HEARTBEAT_S seconds and at the last (question, method) pair."""
+a line on the ``kbgraph.eval`` logger at least every HEARTBEAT_SECONDS seconds and at the last (question, method) pair."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_without_a_bar_a_line_every_heartbeat(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "HEARTBEAT_S", 0.0)
+    monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.0)
     caplog.set_level(logging.INFO, logger="kbgraph.eval")
     with runner._progress(False, 3) as advance:
         for _ in range(3):
