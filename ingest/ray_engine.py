@@ -77,7 +77,8 @@ def import_ray() -> ModuleType:
         raise ConfigError(f"ingest_engine=ray needs Ray Data, which is not installed ({exc}): {RAY_HINT}") from exc
     for name in ("ray", "ray.data"):  # Ray's notices would interleave with the progress lines (ray.data has its own)
         logging.getLogger(name).setLevel(logging.ERROR)
-    return ray
+    module: ModuleType = ray
+    return module
 
 
 def check_address(address: str | None, timeout: float = 10.0) -> None:

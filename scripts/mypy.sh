@@ -8,6 +8,7 @@
 # is laid out as installed in a folder of symbolic links (.mypy_cache/tree, kept so that mypy's cache stays valid
 # between runs) and mypy runs there; tests/ is linked in beside it (the tests import kbgraph.* as installed and
 # tests.* as a package).
+# The cache is .mypy_cache, or $MYPY_CACHE_DIR (an empty folder there gives the cold check of a fresh clone).
 # Errors name paths as installed (kbgraph/query/x.py is query/x.py). Usage: scripts/mypy.sh [PY] [MYPY ARGS...]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,4 +22,4 @@ for entry in "$repo"/kbgraph/*; do ln -s "$entry" "$tree/kbgraph/"; done
 for sub in ingest query cypher; do ln -s "$repo/$sub" "$tree/kbgraph/$sub"; done
 ln -s "$repo/tests" "$tree/tests"
 cd "$tree"
-"$py" -m mypy --config-file "$repo/pyproject.toml" --cache-dir "$repo/.mypy_cache" "$@" -p kbgraph -p tests
+"$py" -m mypy --config-file "$repo/pyproject.toml" --cache-dir "${MYPY_CACHE_DIR:-$repo/.mypy_cache}" "$@" -p kbgraph -p tests

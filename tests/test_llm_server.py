@@ -95,7 +95,7 @@ def test_start_chat_idempotent_stop(installed: None, server_settings: Settings, 
         reply = client.chat.completions.create(
             model=ALIAS, messages=[{"role": "user", "content": "Name one colour."}], max_tokens=16, temperature=0
         )
-        assert reply.choices[0].message.content.strip()  # type: ignore[union-attr]
+        assert reply.choices[0].message.content.strip()
         assert reply.usage is not None and reply.usage.completion_tokens > 0 and reply.usage.prompt_tokens > 0
 
         again = server.start()  # idempotent: the same process

@@ -98,7 +98,7 @@ def _export(spec: ModelSpec, path: Path) -> None:
     try:
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # (transformers: no annotations)
+        hf_logging.disable_progress_bar()
     except Exception:  # noqa: BLE001 - cosmetic
         pass
     # Eager attention: the traced graph then applies the attention mask as plain tensor ops (SDPA/flash
@@ -109,7 +109,7 @@ def _export(spec: ModelSpec, path: Path) -> None:
     accepted = inspect.signature(model.forward).parameters
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if "token_type_ids" in accepted else [])
 
-    class _Encoder(torch.nn.Module):
+    class _Encoder(torch.nn.Module):  # type: ignore[misc]  # torch is not analysed (pyproject.toml [tool.mypy])
         def __init__(self, inner: torch.nn.Module):
             super().__init__()
             self.inner = inner

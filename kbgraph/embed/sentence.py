@@ -112,7 +112,7 @@ class SentenceTransformerEmbedder:
             try:  # no "Loading weights" progress bar on stderr
                 from transformers.utils import logging as hf_logging
 
-                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # (transformers: no annotations)
+                hf_logging.disable_progress_bar()
             except Exception:  # noqa: BLE001 - cosmetic
                 pass
             try:
