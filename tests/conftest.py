@@ -174,8 +174,13 @@ def falkor_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def embed_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One embedding cache for the session: a corpus ingested on both backends is embedded once."""
-    return tmp_path_factory.mktemp("embed-cache")
+    """One embedding cache for the session, shared by the pytest-xdist workers (their temporary folders have one
+    parent; the cache is SQLite in WAL mode, safe for several processes): a text embedded by one test on either
+    worker (a corpus ingested on both backends, the sample DOCX of three modules) is embedded once a session."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if WORKER else root) / "embed-cache"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")

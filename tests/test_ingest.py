@@ -40,8 +40,14 @@ def _writes(store: GraphStore) -> int:
 
 
 @pytest.mark.slow  # every file of examples/docs (8 documents, ~800 chunks)
-def test_shared_documents_build_three_layers(backend_settings: Settings, examples_dir: Path) -> None:
-    """Every file in examples/docs ingests; each layer is present and linked to its document."""
+def test_shared_documents_build_three_layers_then_reset_and_ingest_again(backend_settings: Settings,
+                                                                          examples_dir: Path, tmp_path: Path) -> None:
+    """Every file in examples/docs ingests; each layer is present and linked to its document. Then `kbgraph reset`
+    and `kbgraph ingest` (the rebuild the docs recommend): every node gone, the indexes in place, and the next
+    ingest, on a new connection, reads and writes normally. On FalkorDB 4.16.3 `MATCH (n) DETACH DELETE n` after
+    ingesting the sample DOCX broke every label it emptied (the next run failed on its first statement with
+    "Attempted to access undefined attribute", then the server crashed); the FalkorDB store deletes the graph
+    instead. Neo4j's reset is a plain DETACH DELETE."""
     kb = _kb(backend_settings)
     try:
         report = kb.ingest([examples_dir / "docs"], progress=False)
@@ -66,8 +72,30 @@ def test_shared_documents_build_three_layers(backend_settings: Settings, example
         answer = kb.ask("Which family do ducks belong to?", k=3)
         assert answer.retrieval_only and answer.citations
         assert any("Duck" in c.document_title for c in answer.citations)
+        indexes = sorted((r["label"], str(r.get("properties"))) for r in kb.store.run("schema/list_indexes"))
+        assert {"Chunk", "Entity", "AtomicQuestion", "Document"} <= {label for label, _ in indexes}
+        kb.reset()
+        assert dict(kb.stats().nodes) == {}
+        # the same connection still has every index (a KnowledgeBase ensures the schema only when it connects)
+        assert sorted((r["label"], str(r.get("properties"))) for r in kb.store.run("schema/list_indexes")) == indexes
     finally:
         kb.close()
+    notes = tmp_path / "after-reset"
+    notes.mkdir()
+    (notes / "fraud.txt").write_text("The standing trustee must report suspected fraud to the United States Trustee.\n\n"
+                                     "A chapter 13 plan pays creditors from the debtor's future income.", encoding="utf-8")
+    with KnowledgeBase(settings=backend_settings) as kb:  # a new connection, as the next `kbgraph ingest`
+        again = kb.ingest([notes], progress=False)
+        assert (again.added, again.unchanged, again.failed) == (1, 0, 0)
+        nodes = dict(kb.stats().nodes)
+        assert nodes["Document"] == 1 and nodes["Chunk"] >= 1 and nodes["Entity"] >= 1
+        runs = kb.store.run("ingest/last_run")
+        assert runs and runs[0]["status"] == "completed"
+        hits = kb.store.fulltext_search("Chunk", "standing trustee fraud", k=3)
+        assert hits  # the full-text index is in place after the reset
+        top = kb.retrieve("What must the standing trustee do about fraud?", k=3)
+        assert top and any("trustee" in c.text.lower() for c in top)  # and the vector indexes
+        kb.reset()
 
 
 def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settings: Settings, examples_dir: Path,

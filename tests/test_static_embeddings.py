@@ -27,23 +27,17 @@ STATIC = ["Entity", "Triple"]
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Path]:
-    """(settings of a home holding the static model, its folder): distilled once for the module."""
-    home = tmp_path_factory.mktemp("static-home")
-    settings = Settings(home=home, static_models_dir=home / "models")
+    """(settings of a fresh home, the static model's folder): the suite's folder (KBGRAPH_STATIC_MODELS_DIR,
+    tests/conftest.py), which the session's first test that needs it distils, on a fresh machine here or in the
+    first ingestion, under the file lock every other test and process then waits on: one distillation a session."""
+    settings = Settings(home=tmp_path_factory.mktemp("static-home"))
     teacher, out = static_model_dir(settings)
-    assert not out.exists()
-    build_static_model(teacher, out)
+    assert out.parent == Path(os.environ["KBGRAPH_STATIC_MODELS_DIR"])
+    assert build_static_model(teacher, out) == out and (out / "config.json").is_file()
     return settings, out
 
 
-def _install(settings: Settings, built: tuple[Settings, Path]) -> None:
-    """Copy the module's static model into ``settings.home`` (it would build the same folder again, ~10 s more)."""
-    _, out = static_model_dir(settings)
-    if not out.exists():
-        shutil.copytree(built[1], out)
-
-
-@pytest.mark.slow  # `built` builds a static model of its own (~10 s quiet, minutes on 2 busy cores)
+@pytest.mark.slow  # `built` distils the static model on a fresh machine (~10 s quiet, minutes on 2 busy cores)
 def test_static_embedder_shapes_determinism_and_built_once(built: tuple[Settings, Path]) -> None:
     settings, out = built
     static_model._CACHE.clear()
@@ -98,11 +92,10 @@ def corpus(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     return musique_sample(examples_dir, tmp_path_factory.mktemp("static-corpus"), 12, 3)
 
 
-@pytest.mark.slow  # `built`: a static model of its own
+@pytest.mark.slow  # `built`: the static model
 def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings: Settings, corpus: tuple[Path, list[str]],
                                                                  built: tuple[Settings, Path]) -> None:
     settings = backend_settings.updated({"static_layers": STATIC, "vector_layers": list(VECTOR_LAYER_CHOICES)})
-    _install(settings, built)
     kb = KnowledgeBase(settings=settings)
     kb.reset()
     try:

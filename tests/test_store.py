@@ -245,43 +245,6 @@ def test_data_persists_across_store_restart(backend_settings: Settings, store: G
             EmbeddedFalkorDB(backend_settings.kb_dir).stop()
 
 
-@pytest.mark.slow  # ingests the sample DOCX (100+ chunks) twice
-def test_reset_empties_the_graph_and_a_new_ingest_works(falkor_settings: Settings, examples_dir: Path) -> None:
-    """`kbgraph reset` then `kbgraph ingest` (the rebuild the docs recommend): every node gone, the indexes in place,
-    and the next ingest reads and writes normally. On FalkorDB 4.16.3 `MATCH (n) DETACH DELETE n` after ingesting
-    the sample DOCX broke every label it emptied (the next run failed on its first statement with "Attempted to
-    access undefined attribute", then the server crashed); the FalkorDB store deletes the graph instead. (Neo4j's
-    reset is a plain DETACH DELETE, which every other test's ``kb.reset()`` runs.)"""
-    from kbgraph.kb import KnowledgeBase
-
-    docx = examples_dir / "docs" / "docx" / "us_doj_chapter13_standing_trustee_handbook.docx"
-    settings = falkor_settings.updated({"name": "reset_docx"})
-    with KnowledgeBase(settings=settings) as kb:
-        kb.reset()
-        first = kb.ingest([docx], progress=False)
-        assert (first.added, first.failed) == (1, 0)
-        before = dict(kb.stats().nodes)
-        assert before["Chunk"] > 100 and before["Section"] > 10
-        indexes = sorted((r["label"], str(r.get("properties"))) for r in kb.store.run("schema/list_indexes"))
-        assert {"Chunk", "Entity", "AtomicQuestion", "Document"} <= {label for label, _ in indexes}
-        kb.reset()
-        assert dict(kb.stats().nodes) == {}
-        # the same connection still has every index (a KnowledgeBase ensures the schema only when it connects)
-        assert sorted((r["label"], str(r.get("properties"))) for r in kb.store.run("schema/list_indexes")) == indexes
-    with KnowledgeBase(settings=settings) as kb:  # a new connection, as the next `kbgraph ingest`
-        again = kb.ingest([docx], progress=False)
-        assert (again.added, again.unchanged, again.failed) == (1, 0, 0)
-        after = dict(kb.stats().nodes)
-        assert after == before
-        runs = kb.store.run("ingest/last_run")
-        assert runs and runs[0]["status"] == "completed"
-        hits = kb.store.fulltext_search("Chunk", "standing trustee fraud", k=3)
-        assert hits  # the full-text index is in place after the reset
-        top = kb.retrieve("What is the standing trustee's duty regarding fraud?", k=3)
-        assert top and any("trustee" in c.text.lower() for c in top)  # and the vector indexes
-        kb.reset()
-
-
 def test_the_idle_watchdog_leaves_alone_a_server_that_is_not_its_own(tmp_path: Path) -> None:
     """A watchdog whose server is gone must not stop the next server started on the same socket: its pid may
     still look alive (a zombie nobody reaps answers kill(pid, 0)), so it checks the server's process id."""

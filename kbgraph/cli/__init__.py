@@ -10,9 +10,9 @@ A package of verb modules, each adding its verbs to the one Typer ``app`` of kbg
 the module of its kind (or a new module) and one line in its ``register``. ``python -m kbgraph.cli`` runs
 kbgraph/cli/__main__.py.
 
-``kbgraph --help`` loads the CLI, the settings and the method registry only: a verb imports ``kbgraph.kb``,
-``kbgraph.eval``, the ingestion and the server modules when it runs (those lines say ``# lazy: CLI start-up``, with
-what importing them at the top would add to ``kbgraph --help``; tests/unit/test_local_imports.py).
+Each verb module imports what its verbs call at its top (``kbgraph.kb``, ``kbgraph.eval``, ...), so ``kbgraph
+--help`` loads the library's modules, not the heavy libraries behind them: torch, spaCy, the store drivers and
+the server (fastapi, uvicorn, mcp) are imported when a verb needs them (tests/unit/test_local_imports.py).
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ import sys
 import typer
 
 from kbgraph.cli import common
+from kbgraph.eval.dataset import load_dataset
+from kbgraph.kb import KnowledgeBase
+from kbgraph.eval.decomposer_run import collect_dataset
+from kbgraph.eval.decomposer_sft import write_sft
 
 decomposer_app = typer.Typer(
     no_args_is_help=True, help="Training data for a knowledge-aware decomposer (PIKE-RAG Algorithms 2 and 3)."
@@ -39,9 +43,6 @@ def collect_cmd(
     """Run Algorithm 2 (UCB context sampling, K' > K at δ' < δ) on a data set's questions and write every
     trajectory, scored against the gold answers. The knowledge base is named after the data set unless --kb is
     given."""
-    from kbgraph.eval.dataset import load_dataset  # lazy: CLI start-up (+50-120 ms)
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
-    from kbgraph.eval.decomposer_run import collect_dataset  # lazy: CLI start-up (+50-120 ms)
 
     settings = common.settings()
     name = common.State.overrides.get("name") or load_dataset(dataset).name
@@ -77,7 +78,6 @@ def sft_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Turn trajectories into Algorithm 3's (x_i, y_i) pairs, one chat record (system, user, assistant) a line."""
-    from kbgraph.eval.decomposer_sft import write_sft  # lazy: CLI start-up (+50-120 ms)
 
     threshold = common.settings().decomposer.decomposer_correct_score if min_score is None else min_score
     report = write_sft(source, out, min_score=threshold)

@@ -15,6 +15,8 @@ from kbgraph.browse import can_open_browser, CATALOGUE, parse_param_args, render
 from kbgraph.errors import ConfigError
 from kbgraph.settings import env_names, GROUPS
 from kbgraph.store import backend_name
+from kbgraph.kb import KnowledgeBase
+from kbgraph.ingest.sources import Exclusions
 
 if TYPE_CHECKING:
     from kbgraph.ingest.report import IngestReport
@@ -45,7 +47,6 @@ def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
 
 def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Node counts per label and relationship counts per type."""
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
 
     with KnowledgeBase(settings=common.settings()) as kb:
         st = kb.stats()
@@ -86,8 +87,6 @@ def ingest_cmd(
     configuration error, 75 when another run holds the lock."""
     import logging
 
-    from kbgraph.ingest.sources import Exclusions  # lazy: CLI start-up (+130 ms)
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
 
     try:
         Exclusions(exclude)
@@ -185,7 +184,6 @@ def browse_cmd(
 
 def delete_cmd(document: str = typer.Argument(..., help="Document id (doc:…) or its source path/URI.")) -> None:
     """Remove one document's whole subgraph and the entities no other document uses."""
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
 
     with KnowledgeBase(settings=common.settings()) as kb:
         counts = kb.delete(document)
@@ -197,7 +195,6 @@ def delete_cmd(document: str = typer.Argument(..., help="Document id (doc:…) o
 
 def reset_cmd(yes: bool = typer.Option(False, "--yes", help="Do not ask.")) -> None:
     """Delete every node and relationship of the knowledge base."""
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
 
     s = common.settings()
     if not yes and not typer.confirm(f"Delete everything in knowledge base {s.name!r} ({backend_name(s)})?"):

@@ -21,6 +21,8 @@ from kbgraph.cli import common
 from kbgraph.errors import KBGraphError
 from kbgraph.query.methods import ALL_METHODS, methods_help
 from kbgraph.query.render import render_answer, render_round
+from kbgraph.kb import KnowledgeBase
+from kbgraph.kb import evaluate_dataset
 
 if TYPE_CHECKING:
     from kbgraph.query.models import Answer, AskEvent
@@ -45,7 +47,6 @@ def ask_cmd(
     ),
 ) -> None:
     """Answer a question from the knowledge base, with citations."""
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
 
     with KnowledgeBase(settings=common.settings()) as kb:
         if stream:
@@ -126,7 +127,6 @@ def eval_cmd(
     The knowledge base is named after the data set unless --kb is given; an interrupted run resumes."""
     from rich.table import Table
 
-    from kbgraph.kb import evaluate_dataset  # lazy: CLI start-up (+350 ms)
 
     if not sys.stderr.isatty():  # cron, CI, a log: the ingest's and the question loop's progress as lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)

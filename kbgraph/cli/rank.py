@@ -21,6 +21,10 @@ from kbgraph.cli import common
 from kbgraph.errors import ConfigError
 from kbgraph.query.ranking import default_model_path, load_model
 from kbgraph.query.ranking_gbm import default_gbm_path, load_gbm_model
+from kbgraph.eval.dataset import load_dataset
+from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out, write_model
+from kbgraph.eval.rank_train_gbm import collect_gbm_pools, fit_gbm, leave_one_out_gbm
+from kbgraph.kb import KnowledgeBase
 
 if TYPE_CHECKING:
     from kbgraph.eval.rank_train import LabelledPool
@@ -47,10 +51,6 @@ def train_cmd(
     fit."""
     import json
 
-    from kbgraph.eval.dataset import load_dataset  # lazy: CLI start-up (+50-120 ms)
-    from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out, write_model  # lazy: CLI start-up (+50-120 ms)
-    from kbgraph.eval.rank_train_gbm import collect_gbm_pools, fit_gbm, leave_one_out_gbm  # lazy: CLI start-up
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
 
     if model_kind not in ("linear", "gbm"):
         raise ConfigError(f"--model {model_kind!r}: linear or gbm")

@@ -13,10 +13,13 @@ import typer
 
 from kbgraph.cli import common
 from kbgraph.errors import ConfigError
+from kbgraph.serve import build_mcp, create_app
 from kbgraph.serve.access import add_key, load_keys, revoke_key
 from kbgraph.serve.guard import check_bind
 from kbgraph.settings import Settings
 from kbgraph.store import backend_name
+from kbgraph.serve.jobs import JobManager
+from kbgraph.serve.kbs import KBPool
 
 
 def _settings(**update: str | int | None) -> Settings:
@@ -54,7 +57,6 @@ def serve_cmd(
     check_bind(s.serve.serve_host, s.serve.api_key.get_secret_value() if s.serve.api_key else None, s.serve.api_keys_file)
     import uvicorn
 
-    from kbgraph.serve.app import create_app  # lazy: fastapi, uvicorn, mcp
 
     where = f"[{s.serve.serve_host}]" if ":" in s.serve.serve_host else s.serve.serve_host
     sys.stderr.write(f"kbgraph serve: http://{where}:{s.serve.serve_port}/docs (MCP at /mcp; default knowledge base "
@@ -113,10 +115,6 @@ def mcp_cmd() -> None:
     """Serve the MCP tools over stdio (register `kbgraph mcp` in an MCP client; --kb picks the default knowledge
     base)."""
     _need_extra()
-    from kbgraph.serve.jobs import JobManager  # lazy: CLI start-up (+450 ms)
-    from kbgraph.serve.kbs import KBPool  # lazy: CLI start-up (+450 ms)
-    from kbgraph.serve.mcp import build_mcp  # lazy: fastapi, uvicorn, mcp
-
     pool = KBPool(_settings())
     try:
         build_mcp(pool, JobManager(pool)).run("stdio")

@@ -12,11 +12,12 @@ from kbgraph.cli import common
 from kbgraph.cli.common import State, console, print_json
 from kbgraph.errors import ConfigError
 from kbgraph.settings import Settings
+from kbgraph.llm.server import LocalLLMServer
+from kbgraph.neo4j_local import Neo4jLocal
+from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
 if TYPE_CHECKING:
-    from kbgraph.llm.server import LLMServerStatus, LocalLLMServer
-    from kbgraph.neo4j_local import Neo4jLocal
-    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+    from kbgraph.llm.server import LLMServerStatus
 
 store_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server of a knowledge base.")
 neo4j_app = typer.Typer(no_args_is_help=True, help="The local Neo4j 5 server assembled from Maven Central.")
@@ -25,7 +26,6 @@ llm_app = typer.Typer(no_args_is_help=True, help="A local llama.cpp LLM server (
 
 # --- embedded store -------------------------------------------------------------------------------
 def _embedded() -> EmbeddedFalkorDB:
-    from kbgraph.store.falkor_server import EmbeddedFalkorDB  # lazy: kept out of the unit tier
 
     s = common.settings()
     if s.store.uri:
@@ -60,7 +60,6 @@ def store_status(as_json: bool = typer.Option(False, "--json")) -> None:
 
 # --- local Neo4j ------------------------------------------------------------------------------------
 def _neo4j_local() -> Neo4jLocal:
-    from kbgraph.neo4j_local import Neo4jLocal  # lazy: kept out of the unit tier
 
     return Neo4jLocal(common.settings())
 
@@ -100,7 +99,6 @@ def neo4j_status(as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 def _llm_server(**update: int | None) -> LocalLLMServer:
-    from kbgraph.llm.server import LocalLLMServer  # lazy: CLI start-up (+30 ms: filelock, the server's module)
 
     return LocalLLMServer(Settings(**{**State.overrides, **{k: v for k, v in update.items() if v is not None}}))
 

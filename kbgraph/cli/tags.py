@@ -13,6 +13,10 @@ import typer
 
 from kbgraph.cli import common
 from kbgraph.errors import ConfigError
+from kbgraph.kb import KnowledgeBase
+from kbgraph.eval.tag_pairs import dataset_samples, learn_tag_pairs, load_qa_samples
+from kbgraph.eval.dataset import load_dataset
+from kbgraph.eval.tag_pairs import list_tag_pairs
 
 tags_app = typer.Typer(
     no_args_is_help=True, help="Auto-tagging (PIKE-RAG §5.2.2): tag classes, corpus and query tags."
@@ -25,7 +29,6 @@ def classes_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     with the number of corpus tags of each."""
     from rich.table import Table
 
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
 
     with KnowledgeBase(settings=common.settings()) as kb:
         classes = kb.tag_classes()
@@ -55,14 +58,11 @@ def learn_cmd(
     """Learn the tag pair collection (PIKE-RAG §5.2.2) from QA samples: the LLM maps each question's tags to
     its gold chunks' corpus tags -> (:Tag {side: 'query'})-[:MAPS_TO {score}]->(:Tag). Re-learning updates the
     scores. Needs an LLM and a corpus tagged at ingest (KBGRAPH_AUTO_TAGGING=true)."""
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
-    from kbgraph.eval.tag_pairs import dataset_samples, learn_tag_pairs, load_qa_samples  # lazy: CLI start-up (+50-120 ms)
 
     if (qa is None) == (dataset is None):
         raise ConfigError("give one of --qa FILE.jsonl or --dataset PREFIX")
     settings = common.settings()
     if dataset is not None:
-        from kbgraph.eval.dataset import load_dataset  # lazy: CLI start-up (+50-120 ms)
 
         name = common.State.overrides.get("name") or load_dataset(dataset).name
         settings = settings.updated({"name": name})
@@ -90,8 +90,6 @@ def pairs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     """The tag pair collection: query tag -> corpus tag, score and samples (kbgraph tags learn)."""
     from rich.table import Table
 
-    from kbgraph.kb import KnowledgeBase  # lazy: CLI start-up (+350 ms)
-    from kbgraph.eval.tag_pairs import list_tag_pairs  # lazy: CLI start-up (+50-120 ms)
 
     with KnowledgeBase(settings=common.settings()) as kb:
         pairs = list_tag_pairs(kb.store)

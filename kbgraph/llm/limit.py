@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from kbgraph.llm.llama import http_get
+from kbgraph.llm.server import LocalLLMServer
 
 if TYPE_CHECKING:
     from kbgraph.settings import Settings
@@ -96,7 +97,6 @@ def _bound(settings: Settings, endpoint: str) -> tuple[int, str]:
 
 def _local_server_slots(settings: Settings, endpoint: str) -> int | None:
     """The ``parallel`` of the running local server (``kbgraph llm start``) when ``endpoint`` is its URL."""
-    from kbgraph.llm.server import LocalLLMServer  # lazy: CLI start-up (+30 ms: filelock, the server's module)
 
     status = LocalLLMServer(settings).status()
     if status.pid is not None and status.base_url.rstrip("/") == endpoint and status.parallel:

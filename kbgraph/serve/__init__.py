@@ -30,8 +30,14 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+    from mcp.server.mcpserver import MCPServer
 
+    from kbgraph.serve.jobs import JobManager
+    from kbgraph.serve.kbs import KBPool
     from kbgraph.settings import Settings
+
+# The one place where the package's modules that import fastapi, uvicorn and mcp at their top are loaded: when an
+# application is built, so that importing kbgraph.serve (the CLI does, for `kbgraph serve keys`) stays cheap.
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -39,3 +45,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     from kbgraph.serve.app import create_app as _create  # lazy: serve.app imports fastapi, uvicorn and mcp
 
     return _create(settings)
+
+
+def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
+    """The MCP server of ``kbgraph mcp`` and ``/mcp`` (see :func:`kbgraph.serve.mcp.build_mcp`)."""
+    from kbgraph.serve.mcp import build_mcp as _build  # lazy: serve.mcp imports mcp
+
+    return _build(pool, jobs)

@@ -13,7 +13,7 @@ waits for a free connection. A connection the server dropped is discarded by the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
@@ -22,11 +22,9 @@ from kbgraph.errors import StoreError, StoreUnavailable
 from kbgraph.models import NODE_LABELS
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
+from kbgraph.store.falkor_server import EmbeddedFalkorDB
 from kbgraph.store.params import Row, map_vectors
 from kbgraph.store.schema import snake
-
-if TYPE_CHECKING:  # imported on connecting: asking the class about the backend starts and imports nothing
-    from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
 _ALREADY = ("already indexed", "already exists", "already created", "constraint already")
 
@@ -68,8 +66,6 @@ class FalkorDBStore(GraphStore):
         super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size)
         import redis
         from falkordb import FalkorDB
-
-        from kbgraph.store.falkor_server import EmbeddedFalkorDB  # lazy: loaded on connecting; the unit tier must not load it
 
         self.graph_name = settings.name
         self.server: EmbeddedFalkorDB | None = None

@@ -22,7 +22,7 @@ REPO = HERE.parent.parent
 #: Modules the unit tier must not import: the embedding model's runtimes, NLP, the store clients, HTTP servers, LLMs.
 HEAVY_MODULES = ("torch", "sentence_transformers", "transformers", "onnxruntime", "spacy", "thinc", "unstructured",
                  "pymupdf", "falkordb", "redis", "neo4j", "openai", "fastapi", "uvicorn", "mcp", "sklearn",
-                 "matplotlib", "pandas", "kbgraph.store.falkor_server", "kbgraph.neo4j_local")  # fmt: skip
+                 "matplotlib", "pandas")  # fmt: skip
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
