@@ -196,6 +196,12 @@ def falkor_settings(falkor_home: Path, embed_cache_dir: Path) -> Iterator[Settin
     EmbeddedFalkorDB(settings.kb_dir).stop()
 
 
+#: The JVM of the suite's Neo4j servers: the client compiler only (no C2 JIT) and the serial collector. Over
+#: test_store's and test_browse's Neo4j tests: 92 s of CPU against 130 s with the JVM's defaults, 136 s wall against
+#: 148 s (docs/benchmarks.md, 2026-11-28): the suite is CPU-bound on two cores, and its servers live minutes.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def neo4j_test_settings(home: Path) -> Settings:
     folder = Path(os.environ.get("KBGRAPH_TEST_NEO4J_HOME", Path.home() / ".kbgraph" / "neo4j-test"))
     return Settings(
@@ -204,6 +210,7 @@ def neo4j_test_settings(home: Path) -> Settings:
         neo4j_bolt_port=TEST_BOLT_PORT,
         neo4j_http_port=TEST_HTTP_PORT,
         neo4j_password="kbgraph-test",
+        neo4j_jvm_options=TEST_JVM_OPTIONS,
     )
 
 

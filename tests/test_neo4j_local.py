@@ -21,6 +21,7 @@ import pytest
 from kbgraph.errors import Neo4jLocalError
 from kbgraph.neo4j_local import LIB_ENV, Neo4jLocal, Neo4jStatus
 from kbgraph.settings import Settings
+from tests.conftest import TEST_JVM_OPTIONS
 
 
 def free_ports(n: int = 2) -> list[int]:
@@ -192,6 +193,22 @@ def test_server_exits_during_startup(tmp_path: Path, shared_lib: Path) -> None:
     assert n.status().pid is None
 
 
+def test_jvm_options_reach_the_jvm(tmp_path: Path, shared_lib: Path) -> None:
+    """Setting neo4j_jvm_options is passed to the server's JVM (an option it does not know stops it, with the
+    JVM's reason); one that cannot be split is a clear error before anything starts."""
+    n = Neo4jLocal(make_settings(tmp_path, neo4j_password="options-pw", neo4j_jvm_options="-XX:+UseSerialGC "
+                                 "-XX:+KbgraphNoSuchOption"), lib_dir=shared_lib)  # fmt: skip
+    try:
+        with pytest.raises(Neo4jLocalError, match=r"Unrecognized VM option 'KbgraphNoSuchOption'"):
+            n.start(timeout=60)
+        assert n.status().pid is None
+    finally:
+        n.stop()  # a server that started all the same is not left running
+    n = Neo4jLocal(make_settings(tmp_path / "b", neo4j_jvm_options="-Dx='unclosed"), lib_dir=shared_lib)
+    with pytest.raises(Neo4jLocalError, match="KBGRAPH_NEO4J_JVM_OPTIONS cannot be split"):
+        n.start(timeout=60)
+
+
 # --- a real server ---------------------------------------------------------------------------------------
 
 
@@ -200,7 +217,8 @@ def test_server_exits_during_startup(tmp_path: Path, shared_lib: Path) -> None:
 def test_start_status_stop_cycle(tmp_path: Path, shared_lib: Path) -> None:
     from neo4j import GraphDatabase
 
-    settings = make_settings(tmp_path, neo4j_password="cycle-test-pw", neo4j_heap="512m", neo4j_pagecache="64m")
+    settings = make_settings(tmp_path, neo4j_password="cycle-test-pw", neo4j_heap="512m", neo4j_pagecache="64m",
+                             neo4j_jvm_options=TEST_JVM_OPTIONS)
     n = Neo4jLocal(settings, lib_dir=shared_lib)
     try:
         # Two concurrent callers, separate objects: one server, both see it.

@@ -95,7 +95,8 @@ VOLATILE_SETTINGS: dict[str, tuple[str, ...]] = {
         "connect_timeout", "falkor_idle_timeout", "falkor_start_timeout", "lock_timeout", "lease_ttl", "llm_timeout",
         "llm_max_retries"),
     "concurrency, batching of writes or memory: the same graph and answers": (
-        "batch_size", "ingest_overlap_writes", "tag_workers", "llm_max_concurrency", "neo4j_heap", "neo4j_pagecache"),
+        "batch_size", "ingest_overlap_writes", "tag_workers", "llm_max_concurrency", "neo4j_heap", "neo4j_pagecache",
+        "neo4j_jvm_options"),
     "a port of the local Neo4j server": ("neo4j_bolt_port", "neo4j_http_port"),
     "a cache of exact vectors: the same vectors either way": ("embedding_cache",),
     "read by nothing (tracebacks: `kbgraph --debug`)": ("debug",),

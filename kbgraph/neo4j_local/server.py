@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -163,6 +164,16 @@ class Neo4jLocal:
         env["NEO4J_CONF"] = str(self.conf_dir)
         return env
 
+    def _jvm_options(self) -> list[str]:
+        """Setting neo4j_jvm_options as arguments of the server's JVM (split as a shell splits words; the one-off
+        admin command that sets the password runs with the JVM's defaults); Neo4jLocalError if it cannot be split
+        (an unclosed quote)."""
+        try:
+            return shlex.split(self.settings.store.neo4j_jvm_options)
+        except ValueError as exc:
+            raise Neo4jLocalError(f"KBGRAPH_NEO4J_JVM_OPTIONS cannot be split into words ({exc}); "
+                                  "check its quotes") from None
+
     def _set_initial_password(self, java: str) -> None:
         password = self._password()
         if len(password) < MIN_PASSWORD:
@@ -283,6 +294,7 @@ class Neo4jLocal:
                 self.console_log.replace(self.logs_dir / "console.log.1")
             cmd = [
                 java, f"-Xmx{s.store.neo4j_heap}", "-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8",
+                *self._jvm_options(),
                 "-cp", f"{self.lib_dir}/*", ENTRY_POINT,
                 f"--home-dir={self.home}", f"--config-dir={self.conf_dir}", "--console-mode",
             ]
