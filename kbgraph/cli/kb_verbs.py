@@ -87,7 +87,6 @@ def ingest_cmd(
     configuration error, 75 when another run holds the lock."""
     import logging
 
-
     try:
         Exclusions(exclude)
     except ValueError as exc:

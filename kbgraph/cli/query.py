@@ -21,8 +21,7 @@ from kbgraph.cli import common
 from kbgraph.errors import KBGraphError
 from kbgraph.query.methods import ALL_METHODS, methods_help
 from kbgraph.query.render import render_answer, render_round
-from kbgraph.kb import KnowledgeBase
-from kbgraph.kb import evaluate_dataset
+from kbgraph.kb import KnowledgeBase, evaluate_dataset
 
 if TYPE_CHECKING:
     from kbgraph.query.models import Answer, AskEvent
@@ -126,7 +125,6 @@ def eval_cmd(
 
     The knowledge base is named after the data set unless --kb is given; an interrupted run resumes."""
     from rich.table import Table
-
 
     if not sys.stderr.isatty():  # cron, CI, a log: the ingest's and the question loop's progress as lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)

@@ -51,7 +51,6 @@ def train_cmd(
     fit."""
     import json
 
-
     if model_kind not in ("linear", "gbm"):
         raise ConfigError(f"--model {model_kind!r}: linear or gbm")
     gbm = model_kind == "gbm"

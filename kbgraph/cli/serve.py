@@ -57,7 +57,6 @@ def serve_cmd(
     check_bind(s.serve.serve_host, s.serve.api_key.get_secret_value() if s.serve.api_key else None, s.serve.api_keys_file)
     import uvicorn
 
-
     where = f"[{s.serve.serve_host}]" if ":" in s.serve.serve_host else s.serve.serve_host
     sys.stderr.write(f"kbgraph serve: http://{where}:{s.serve.serve_port}/docs (MCP at /mcp; default knowledge base "
                      f"{s.name!r} on {backend_name(s)})\n")  # fmt: skip

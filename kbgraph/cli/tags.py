@@ -14,9 +14,8 @@ import typer
 from kbgraph.cli import common
 from kbgraph.errors import ConfigError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.eval.tag_pairs import dataset_samples, learn_tag_pairs, load_qa_samples
 from kbgraph.eval.dataset import load_dataset
-from kbgraph.eval.tag_pairs import list_tag_pairs
+from kbgraph.eval.tag_pairs import dataset_samples, learn_tag_pairs, list_tag_pairs, load_qa_samples
 
 tags_app = typer.Typer(
     no_args_is_help=True, help="Auto-tagging (PIKE-RAG §5.2.2): tag classes, corpus and query tags."
@@ -28,7 +27,6 @@ def classes_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     """The tag classes (proposed once per knowledge base by the LLM at the first ingest with auto_tagging on),
     with the number of corpus tags of each."""
     from rich.table import Table
-
 
     with KnowledgeBase(settings=common.settings()) as kb:
         classes = kb.tag_classes()
@@ -89,7 +87,6 @@ def learn_cmd(
 def pairs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """The tag pair collection: query tag -> corpus tag, score and samples (kbgraph tags learn)."""
     from rich.table import Table
-
 
     with KnowledgeBase(settings=common.settings()) as kb:
         pairs = list_tag_pairs(kb.store)
