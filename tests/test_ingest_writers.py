@@ -143,9 +143,16 @@ def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb: K
                folder, out_a)  # fmt: skip
     try:
         deadline = time.monotonic() + 300
-        while not (kb.stats().nodes.get("Document", 0) >= 2 and kb.store._execute(CLAIMS, {})):
+        while True:
             assert a.poll() is None, "the writer finished before it could be killed"
             assert time.monotonic() < deadline
+            if kb.stats().nodes.get("Document", 0) >= 2 and kb.store._execute(CLAIMS, {}):
+                # frozen first, so that its claims stay as they are between the change below and the kill (a writer
+                # still running there could release a claim and take the next one, not marked 'another machine's)
+                os.kill(a.pid, signal.SIGSTOP)
+                if kb.store._execute(CLAIMS, {}):
+                    break
+                os.kill(a.pid, signal.SIGCONT)
             time.sleep(0.05)
         # its claims look held by a process on another machine, whose death nobody here can see (test_lease.py)
         kb.store._execute("MATCH (c:IngestClaim) SET c.machine = 'another machine'", {})
