@@ -124,7 +124,7 @@ class _ReportSaver:
     def merged(self) -> dict[str, dict[str, float]]:
         now = self.llm.json_report()
         names = sorted(set(now) | set(self.earlier))
-        keys = ("answers", "repaired", "failed", "cut")
+        keys = ("answers", "repaired", "failed", "cut", "salvaged")
         return {n: {k: now.get(n, {}).get(k, 0) + self.earlier.get(n, {}).get(k, 0) for k in keys} for n in names}
 
     def save(self) -> None:
@@ -209,12 +209,15 @@ def _print(records: list[QuestionRecord], methods: list[str], args: Any, report:
         ratios = {k: (p[k] / n[k] if n[k] else float("nan")) for k in ("EM", "F1", "Acc", "prompt", "completion", "calls", "s")}
         print("pike/naive " + " ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
         print(f"pike - naive F1: {p['F1'] - n['F1']:+.1f} points (paper goal with a capable model: >= +5 at <= 8.8k tokens/q)")
-    print("\nJSON answers per schema (valid at once / repaired / failed / requests cut by the token limit; valid share):")
+    print("\nJSON answers per schema (valid at once / repaired / failed / requests cut by the token limit (of them "
+          "answered by their whole items); valid share):")
     for name, s in sorted(report.items()):
-        answers, repaired, failed, cut = (int(s.get(k, 0)) for k in ("answers", "repaired", "failed", "cut"))
+        answers, repaired, failed, cut, salvaged = (int(s.get(k, 0)) for k in ("answers", "repaired", "failed", "cut",
+                                                                                "salvaged"))  # fmt: skip
         total = answers + failed
         share = 100 * answers / total if total else float("nan")
-        print(f"  {name:18} {answers - repaired:5d} / {repaired:4d} / {failed:4d} / {cut:4d}   {share:5.1f} % valid")
+        print(f"  {name:18} {answers - repaired:5d} / {repaired:4d} / {failed:4d} / {cut:4d} ({salvaged:3d})   "
+              f"{share:5.1f} % valid")
     print(f"\ncommand: .venv/bin/python benchmarks/llm_qa.py --base-url {args.base_url} --model {args.model} "
           f"--dataset {args.dataset} --limit {args.limit} --methods {','.join(methods)}"
           + (f" --max-tokens {args.max_tokens}" if args.max_tokens else "")

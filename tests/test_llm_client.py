@@ -555,7 +555,47 @@ def test_cut_answer_streamed(server: FakeOpenAI, make_client: MakeClient) -> Non
     assert out.answer == "Paris" and "".join(sink.pieces) == '{"answer": "Paris", "rationale": ""}'
     assert all(r.get("stream") for r in server.requests)
     assert "cut by the token limit" in server.requests[1]["messages"][-1]["content"]
-    assert llm.json_report()["QAOutput"] == {"answers": 1, "repaired": 1, "failed": 0, "cut": 1, "repair_share": 1.0}
+    assert llm.json_report()["QAOutput"] == {"answers": 1, "repaired": 1, "failed": 0, "cut": 1, "salvaged": 0,
+                                             "repair_share": 1.0}  # fmt: skip
+
+
+def test_cut_list_answer_keeps_its_whole_items(server: FakeOpenAI, make_client: MakeClient, tmp_path: Path) -> None:
+    """A list answer cut by the token limit after whole items: those items are the answer, with no repair
+    request; counted cut and salvaged. A replay from the response cache takes the same path (no request), so
+    a re-run gives the same answer as the first."""
+    from kbgraph.ingest.distill.schemas import AtomicQuestions
+
+    cut = '{"questions": ["Who directed Wild Ride?", "When was Harvey Berman born?", "Who direc'
+    server.queue(ok(cut, finish="length"))
+    cache_dir = tmp_path / "llm-cache"
+    first = make_client(cache=True, llm_cache_dir=cache_dir)
+    want = ["Who directed Wild Ride?", "When was Harvey Berman born?"]
+    assert first.complete_json(MESSAGES, AtomicQuestions).questions == want
+    assert len(server.requests) == 1
+    report = first.json_report()["AtomicQuestions"]
+    assert (report["cut"], report["salvaged"], report["repaired"], report["failed"]) == (1, 1, 0, 0)
+    again = make_client(cache=True, llm_cache_dir=cache_dir)
+    assert again.complete_json(MESSAGES, AtomicQuestions).questions == want
+    assert len(server.requests) == 1 and again.usage.cached_calls == 1
+
+
+def test_a_cache_file_from_before_the_cut_column_is_upgraded(tmp_path: Path) -> None:
+    """A cache written before cut answers were marked opens, keeps its answers, and then keeps cut ones."""
+    import sqlite3
+
+    from kbgraph.llm.cache import ResponseCache
+    from kbgraph.llm.json_answers import CutAnswer, cut_answer
+
+    with sqlite3.connect(tmp_path / ResponseCache.FILENAME) as conn:
+        conn.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, "
+                     "created REAL NOT NULL)")  # fmt: skip
+        conn.execute("INSERT INTO responses VALUES ('old', 'm', 'an old answer', 0)")
+    cache = ResponseCache(tmp_path)
+    assert cache.get("old") == "an old answer" and not isinstance(cache.get("old"), CutAnswer)
+    cache.put("new", "m", cut_answer('{"questions": ["A?", "B', 954))
+    hit = cache.get("new")
+    assert isinstance(hit, CutAnswer) and hit.max_tokens == 954 and hit == '{"questions": ["A?", "B'
+    assert isinstance(ResponseCache(tmp_path).get("new"), CutAnswer)  # opened again: no second ALTER
 
 
 def test_json_budget_from_the_schema(server: FakeOpenAI, make_client: MakeClient) -> None:

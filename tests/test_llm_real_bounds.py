@@ -2,8 +2,10 @@
 ``llm_server`` fixture) answers the prompts whose answers a 135M model used to leave cut by ``max_tokens``
 (unbounded strings, list items repeated until the limit): Algorithm 1's proposer, MIGRES' Query Generator and
 Leaf Module, the QA prompt, and LLM knowledge atomizing at its temperature 0.7. Each answer is valid JSON of
-its bounded schema, within the bounds, and no request was cut (the server's finish_reason). A 135M model
-answers badly: the content is not checked, only that the answer completes."""
+its bounded schema, within the bounds, with no repair request; no greedy answer was cut (the server's
+finish_reason), and a sampled one that was (1 in 10 at 0.7: repeated years and digits write ~1.3 characters a
+token, past the budget's 3) is answered by its whole items. A 135M model answers badly: the content is not
+checked, only that the answer completes."""
 
 from __future__ import annotations
 
@@ -70,7 +72,11 @@ def test_small_model_completes_its_bounded_json(llm: OpenAIClient, name: str, ca
     answer = llm.complete_json(messages, schema, temperature=temperature)
     assert isinstance(answer, schema)
     report = llm.json_report()[name]
-    assert report["cut"] == 0 and report["failed"] == 0, report
+    assert report["failed"] == 0 and report["repaired"] == 0, report
+    if temperature is None:  # greedy: the answer closes within the schema's token budget
+        assert report["cut"] == 0, report
+    else:  # sampled (0.7): 4 of 40 answers ran into short tokens past the budget; their whole items are kept
+        assert report["cut"] == report["salvaged"], report
     if isinstance(answer, Proposal):  # the schema sent requires the list and a non-empty item
         assert 1 <= len(answer.sub_questions) <= SUB_QUESTIONS
         assert all(len(q) <= SUB_QUESTION_CHARS for q in answer.sub_questions)

@@ -31,6 +31,7 @@ from kbgraph.llm.json_answers import (
     cut_message,
     describe_error,
     parse_json_answer,
+    salvage_cut,
     with_json_instructions,
 )
 from kbgraph.llm.json_stream import TextSink
@@ -201,6 +202,8 @@ class BaseLLM:
             return answer
         except ValueError as exc:
             error = cut_message(budget) + "; write a shorter answer" if cut else describe_error(exc)
+        if cut and (salvaged := self._salvaged(text, schema, stats)) is not None:
+            return salvaged
         log.info("LLM answer is not a valid %s (%s); asking for a repair", schema.__name__, error)
         repair = first + [
             {"role": "assistant", "content": echoed(str(text))},
@@ -228,6 +231,9 @@ class BaseLLM:
             self._tally(stats, "answers", "repaired")
             return answer
         except ValueError as exc:
+            if isinstance(text, CutAnswer) and (salvaged := self._salvaged(text, schema, stats)) is not None:
+                self._tally(stats, "repaired")
+                return salvaged
             self._tally(stats, "failed")
             # Keep neither bad answer: the next run asks the server again instead of replaying the failure.
             self._forget(first, **params, response_format=fmt)
@@ -327,6 +333,18 @@ class BaseLLM:
             if isinstance(exc.__cause__, JSONAnswerError):
                 self._tally(stats, "failed")
             raise
+
+    def _salvaged(self, text: str, schema: type[M], stats: JSONStats) -> M | None:
+        """The whole items of an answer cut by the token limit (``salvage_cut``), counted as an answer and
+        ``salvaged``; None when nothing whole is left (the caller repairs or fails as before)."""
+        try:
+            answer = salvage_cut(text, schema)
+        except ValueError as exc:
+            log.debug("the cut %s answer has nothing whole to keep: %s", schema.__name__, one_line(exc, 160))
+            return None
+        log.info("the %s answer was cut at the token limit; its whole items are kept", schema.__name__)
+        self._tally(stats, "answers", "salvaged")
+        return answer
 
     def _tally(self, stats: JSONStats, *fields: str) -> None:
         with self._usage_lock:

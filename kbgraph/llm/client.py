@@ -192,8 +192,9 @@ class OpenAIClient(BaseLLM):
             prompt=(usage.prompt_tokens or 0) if usage else 0,
             completion=(usage.completion_tokens or 0) if usage else 0,
         )
+        whole = cut_answer("".join(parts), max_tokens) if finish == "length" else "".join(parts)
         if key is not None:
-            self.cache.put(key, model, "".join(parts))  # type: ignore[union-attr]
+            self.cache.put(key, model, whole)  # type: ignore[union-attr]
         if finish == "length":
             log.info("the %s answer was cut at max_tokens %s", purpose, max_tokens)
             yield cut_answer("", max_tokens)

@@ -148,12 +148,14 @@ class FormatMemory:
 class JSONStats(BaseModel):
     """JSON answers of one prompt (by schema name): ``answers`` validated, of which ``repaired`` needed the
     repair request, and ``failed`` that were unusable even after it; ``cut``: requests (first or repair) the
-    server stopped at the token limit (``finish_reason`` "length")."""
+    server stopped at the token limit (``finish_reason`` "length"); ``salvaged``: answers taken from the whole
+    items of a cut answer (``kbgraph.llm.json_answers.salvage_cut``) instead of a repair."""
 
     answers: int = 0
     repaired: int = 0
     failed: int = 0
     cut: int = 0
+    salvaged: int = 0
 
     @property
     def repair_share(self) -> float:
