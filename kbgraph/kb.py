@@ -102,6 +102,7 @@ class KnowledgeBase:
         fence = [Path(w).expanduser().resolve() for w in within] if within is not None else None
         report = ingestor.run(paths, prune=prune, wait=wait, exclude=exclude, within=fence)
         if report.added or report.updated or report.deleted:
+            self.store.compact()
             self._warm_bm25()
         return report
 
@@ -255,6 +256,7 @@ class KnowledgeBase:
         for row in rows:
             for name, n in self.store.delete_document(row["id"]).items():
                 counts[name] = counts.get(name, 0) + n
+        self.store.compact()
         return counts
 
     def reset(self) -> None:

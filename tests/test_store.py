@@ -274,3 +274,46 @@ def test_the_idle_watchdog_leaves_alone_a_server_that_is_not_its_own(tmp_path: P
         assert not server.status().running  # its own server, idle: stopped
     finally:
         server.stop()
+
+
+def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settings, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a write run the embedded server rewrites its append-only file in the background (BGREWRITEAOF), so
+    the next start loads one snapshot instead of replaying every statement: the logged statements since the
+    rewrite are back to none, and a restarted server holds the same graph."""
+    import time
+
+    from kbgraph.kb import KnowledgeBase
+    from kbgraph.store import falkor_server
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+    monkeypatch.setattr(falkor_server, "COMPACT_MIN_BYTES", 0)  # this small graph logs ~0.2 MB
+    settings = falkor_settings.updated({"data_dir": tmp_path / "falkordb-compact"})
+    server = EmbeddedFalkorDB(settings.kb_dir)
+    rng = np.random.default_rng(5)
+    shared = EntityRecord(id=stable_id("ent", "shared"), name="Shared Corp", type="ORG",
+                          embedding=unit(rng.normal(size=DIM)).tolist())  # fmt: skip
+    graphs = [_doc_graph(tag, shared, rng) for tag in ("alpha", "beta", "gamma")]
+    try:
+        with KnowledgeBase(settings=settings) as kb:
+            kb.store.ensure_schema()
+            for g in graphs:
+                write_document(kb.store, g)
+            persistence = server._client().info("persistence")
+            assert persistence["aof_current_size"] > 2 * persistence["aof_base_size"]  # all of it in the log
+            rewrites = persistence["aof_rewrites"]  # Redis made the first, empty, base at start
+            assert kb.delete(graphs[0].document.id)["documents"] == 1
+            for _ in range(100):
+                persistence = server._client().info("persistence")
+                if not persistence["aof_rewrite_in_progress"] and persistence["aof_rewrites"] > rewrites:
+                    break
+                time.sleep(0.1)
+            assert persistence["aof_rewrites"] == rewrites + 1 and persistence["aof_last_bgrewrite_status"] == "ok"
+            assert persistence["aof_current_size"] == persistence["aof_base_size"]
+            before = kb.store.stats()
+            assert not server.compact()  # nothing logged since: no second rewrite
+        assert server.stop()
+        with KnowledgeBase(settings=settings) as kb:
+            assert kb.store.stats() == before and before.nodes["Document"] == 2
+    finally:
+        server.stop()

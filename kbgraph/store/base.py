@@ -366,6 +366,13 @@ class GraphStore(ABC):
         """Delete every node and relationship (indexes stay). FalkorDB deletes the graph instead (FalkorDBStore)."""
         self.run("admin/clear_graph")
 
+    def compact(self) -> None:
+        """After a run of writes (an ingestion, a delete): let the store compact what it keeps on disk, in the
+        background, so that its next start loads a snapshot instead of replaying every write. The embedded
+        FalkorDB server rewrites its append-only file (``EmbeddedFalkorDB.compact``); other stores manage their
+        own files (nothing to do). Never raises."""
+        return None
+
     def __enter__(self) -> GraphStore:
         return self
 

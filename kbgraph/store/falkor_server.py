@@ -32,6 +32,12 @@ if TYPE_CHECKING:
     import redis
 
 _SOCKET_MAX = 100  # sun_path is 108 bytes on Linux, keep a margin
+#: ``compact`` rewrites the append-only file when the commands written since its last rewrite exceed this many
+#: bytes and ``COMPACT_SHARE`` of its rewritten base. Redis rewrites on its own only past 64 MB and at 100 %
+#: growth, so a knowledge base as small as examples/docs (60 MB of logged statements, 22.6 MB rewritten) was
+#: replayed statement by statement at every start: 5.4 s against 2.4 s after a rewrite (docs/benchmarks.md).
+COMPACT_MIN_BYTES = 1 << 20
+COMPACT_SHARE = 0.1
 
 
 class ServerStatus(BaseModel):
@@ -94,6 +100,28 @@ class EmbeddedFalkorDB:
         terminate(pid, timeout)
         self._cleanup()
         return True
+
+    def compact(self) -> bool:
+        """Start a rewrite of the append-only file (Redis ``BGREWRITEAOF``: a forked child writes the data as one
+        snapshot, the server goes on answering) when the statements logged since the last rewrite exceed
+        ``COMPACT_MIN_BYTES`` and ``COMPACT_SHARE`` of the snapshot. Loading the snapshot replaces replaying
+        every statement of every ingestion at the next start. Returns whether a rewrite was started (False: no
+        server, nothing to gain, or one already running); never waits for it, never raises (a failed rewrite
+        leaves the old file whole)."""
+        if not self._alive():
+            return False
+        try:
+            client = self._client()
+            info = client.info("persistence")
+            if not info.get("aof_enabled") or info.get("aof_rewrite_in_progress") or info.get("aof_rewrite_scheduled"):
+                return False
+            base, current = int(info.get("aof_base_size", 0)), int(info.get("aof_current_size", 0))
+            if current - base <= max(COMPACT_MIN_BYTES, COMPACT_SHARE * base):
+                return False
+            client.bgrewriteaof()
+            return True
+        except Exception:  # noqa: BLE001 - a rewrite is an optimisation; the file as it is stays valid
+            return False
 
     def status(self) -> ServerStatus:
         aof = self.data_dir / "appendonlydir"

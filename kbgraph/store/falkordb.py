@@ -138,6 +138,12 @@ class FalkorDBStore(GraphStore):
     def _rollback(self, handle: Any) -> None:
         return None  # nothing to roll back: GraphStore.transaction runs the unit's compensations
 
+    def compact(self) -> None:
+        """The embedded server's append-only file rewritten when it has grown (``EmbeddedFalkorDB.compact``); a
+        ``falkor://`` server's persistence is its owner's (nothing done)."""
+        if self.server is not None:
+            self.server.compact()
+
     def close(self) -> None:
         try:
             if self._pool is not None:

@@ -1,0 +1,125 @@
+"""The quick-start ``ask`` with the embedded store stopped (issue 38): the FalkorDB server's start on the
+knowledge base's append-only file as an ingestion leaves it without compaction (every statement logged, replayed
+at start) and after ``GraphStore.compact`` (one snapshot), and the CLI's ``kbgraph ask`` on each, cold (server
+stopped) and warm (server up), alternating, in one invocation.
+
+    .venv/bin/python benchmarks/cold_start.py [--home DIR] [--repeats 3] [--question "..."]
+
+The examples knowledge base is built once under ``--home`` (default ~/.kbgraph-bench/cold-start, name
+``cold-docs``) from examples/docs with compaction off, and its data folder copied to ``<home>/logged`` before
+anything else touches it; ``<home>/compacted`` is a copy rewritten by BGREWRITEAOF. Later runs reuse both. Each
+measurement is a fresh process (``kbgraph ask`` with ``KBGRAPH_DATA_DIR`` on the copy), as a user's shell runs
+it; the question is asked once before timing so that its embedding is cached in both states alike. Output: a
+JSON line per measurement and a table (median of the repeats) with date, commit and cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from store_bytes import copy_store  # noqa: E402
+
+from kbgraph.kb import KnowledgeBase  # noqa: E402
+from kbgraph.settings import Settings  # noqa: E402
+from kbgraph.store import falkor_server  # noqa: E402
+from kbgraph.store.falkor_server import EmbeddedFalkorDB  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+NAME = "cold-docs"
+QUESTION = "How many handgun checks were there in Kentucky in November 2015?"
+
+
+def build(home: Path) -> None:
+    """examples/docs ingested with compaction off, the folder copied as the logged state, then compacted."""
+    logged, compacted = home / "logged", home / "compacted"
+    if (logged / "appendonlydir").is_dir() and (compacted / "appendonlydir").is_dir():
+        return
+    falkor_server.COMPACT_MIN_BYTES = 1 << 62  # this process's ingestion leaves its log as it is
+    settings = Settings(home=home, name=NAME)
+    t0 = time.perf_counter()
+    with KnowledgeBase(settings=settings) as kb:
+        report = kb.ingest([REPO / "examples" / "docs"], progress=False)
+    print(json.dumps({"ingest_s": round(time.perf_counter() - t0, 1), "documents": report.added}), flush=True)
+    EmbeddedFalkorDB(settings.kb_dir).stop()
+    copy_store(settings.kb_dir, logged)
+    copy_store(settings.kb_dir, compacted)
+    server = EmbeddedFalkorDB(compacted, idle_timeout=0)
+    server.ensure_running()
+    server._client().bgrewriteaof()
+    while (info := server._client().info("persistence"))["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]:
+        time.sleep(0.2)
+    server.stop()
+
+
+def aof_bytes(folder: Path) -> dict[str, int]:
+    files = list((folder / "appendonlydir").iterdir())
+    return {kind: sum(f.stat().st_size for f in files if f.name.endswith(kind)) for kind in (".rdb", ".aof")}
+
+
+def server_start(folder: Path) -> float:
+    server = EmbeddedFalkorDB(folder, idle_timeout=0)
+    server.stop()
+    t0 = time.perf_counter()
+    server.ensure_running()
+    took = time.perf_counter() - t0
+    server.stop()
+    return took
+
+
+def cli_ask(home: Path, folder: Path, question: str, *, cold: bool) -> float:
+    if cold:
+        EmbeddedFalkorDB(folder).stop()
+    env = {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_NAME": NAME, "KBGRAPH_DATA_DIR": str(folder)}
+    t0 = time.perf_counter()
+    subprocess.run([str(Path(sys.executable).with_name("kbgraph")), "ask", question], env=env, check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--home", type=Path, default=Path.home() / ".kbgraph-bench" / "cold-start")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--question", default=QUESTION)
+    args = ap.parse_args()
+    home = args.home.expanduser().resolve()
+    build(home)
+    states = {"logged": home / "logged", "compacted": home / "compacted"}
+    for folder in states.values():
+        cli_ask(home, folder, args.question, cold=False)  # the question's embedding cached for both
+        EmbeddedFalkorDB(folder).stop()
+    times: dict[tuple[str, str], list[float]] = {}
+    for _ in range(args.repeats):
+        for state, folder in states.items():
+            for what, measure in (("server start", lambda f=folder: server_start(f)),
+                                  ("cold ask", lambda f=folder: cli_ask(home, f, args.question, cold=True)),
+                                  ("warm ask", lambda f=folder: cli_ask(home, f, args.question, cold=False))):  # fmt: skip
+                took = measure()
+                times.setdefault((state, what), []).append(took)
+                print(json.dumps({"state": state, "measure": what, "s": round(took, 3)}), flush=True)
+        for folder in states.values():
+            EmbeddedFalkorDB(folder).stop()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
+    print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit.strip()}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f}; medians of {args.repeats}")
+    print("| append-only file | snapshot / log MB | server start s | cold `kbgraph ask` s | warm `kbgraph ask` s |")
+    print("|---|---:|---:|---:|---:|")
+    for state, folder in states.items():
+        size = aof_bytes(folder)
+        med = [statistics.median(times[(state, w)]) for w in ("server start", "cold ask", "warm ask")]
+        print(f"| {state} | {size['.rdb'] / 1e6:.1f} / {size['.aof'] / 1e6:.1f} | {med[0]:.2f} | {med[1]:.2f} | "
+              f"{med[2]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
