@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from kbgraph.ingest.pipeline import Ingestor
 from kbgraph.llm import get_llm
 from kbgraph.llm.base import LLM
 from kbgraph.models import StoreStats
-from kbgraph.query.ask import answer_question, clean_question, retrieve
+from kbgraph.query.ask import answer_question, clean_question, preload, retrieve
 from kbgraph.query.bm25 import shared_index
 from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import get_method
@@ -153,6 +154,7 @@ class KnowledgeBase:
         if stream:
             return stream_answer(question, self.query_context, method=method, k=k, explain=explain,
                                  then=self._save if save else None)  # fmt: skip
+        self._open_beside(question)
         answer = answer_question(question, self.query_context(), method=method, k=k, explain=explain)
         if save:
             self._save(answer)
@@ -180,7 +182,22 @@ class KnowledgeBase:
         over-long question or an unknown retrieval method."""
         question = clean_question(question)  # before the store is connected
         get_method(method, "retrieval")
+        self._open_beside(question)
         return retrieve(question, self.query_context(llm=False), k=k, method=method, explain=explain)
+
+    def _open_beside(self, question: str) -> None:
+        """On the first question: the store opened in a thread of its own while this one loads what the question
+        needs in Python (``kbgraph.query.ask.preload``: the embedder, the static model, bm25s). A stopped
+        embedded server loads its data in its own process meanwhile (2.4 s for examples/docs), so the two
+        waits overlap. Errors are raised as they would be one after the other: the store's first."""
+        if self._store is not None or self._lender is not None:
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="kbgraph-open") as pool:
+            opening = pool.submit(lambda: self.store)
+            try:
+                preload(question, self.settings, self.embedder)
+            finally:
+                opening.result()
 
     def query_context(self, *, llm: bool = True) -> QueryContext:
         """This knowledge base as the query methods take it (kbgraph.query.context): store (connected),

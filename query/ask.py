@@ -16,12 +16,17 @@ from __future__ import annotations
 
 import time
 
+from kbgraph.embed.base import Embedder
 from kbgraph.errors import QueryError
 from kbgraph.query.answering import UsageMeter
+from kbgraph.query.bm25 import load_library as load_bm25
 from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_answer
 from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, AnswerRow, get_method
 from kbgraph.query.models import Answer, ScoredChunk
+from kbgraph.query.propagation import static_question_vectors
+from kbgraph.query.ranking import POOL_RANKERS
+from kbgraph.settings import Settings
 
 MAX_QUESTION_CHARS = 4000
 
@@ -37,6 +42,17 @@ def clean_question(question: str) -> str:
     if len(text) > MAX_QUESTION_CHARS:
         raise QueryError(f"the question has {len(text):,} characters; the limit is {MAX_QUESTION_CHARS:,}")
     return text
+
+
+def preload(question: str, settings: Settings, embedder: Embedder) -> None:
+    """Load in this process what answering ``question`` loads on first use, before any store is needed: the
+    embedder's model and its vector of the question (kept by the embedding cache when it is on), the static
+    model's vector (``static_layers``), and bm25s when the ranker's pools use BM25. ``KnowledgeBase`` runs it
+    while its store opens in another thread. Raises as those loads do (ConfigError, ImportError, ...)."""
+    embedder.embed([question])
+    static_question_vectors(settings, question)
+    if settings.retrieval.ranker in POOL_RANKERS and settings.retrieval.ranker_bm25_k:
+        load_bm25()
 
 
 def retrieve(question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_RETRIEVAL_METHOD,

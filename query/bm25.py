@@ -54,6 +54,12 @@ def _stemmer() -> tuple[Callable[[list[str]], list[str]] | None, str]:
     return Stemmer.Stemmer("english").stemWords, "snowball-english"
 
 
+def load_library() -> None:
+    """Import bm25s now (~0.5 s: it imports numba when installed). Raises ImportError as :meth:`BM25Index.open`
+    when it is missing."""
+    import bm25s  # noqa: F401
+
+
 def index_root(settings: Settings) -> Path:
     """The folder of this knowledge base's BM25 indexes (one subfolder per corpus fingerprint)."""
     store = store_class(settings)

@@ -317,3 +317,34 @@ def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settin
             assert kb.store.stats() == before and before.nodes["Document"] == 2
     finally:
         server.stop()
+
+
+def test_a_server_started_on_a_long_log_compacts_it(falkor_settings: Settings, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder whose append-only file was left long (written before compaction existed, or by a run killed
+    before it compacted) is rewritten by the server that starts on it, so the start after it loads a snapshot."""
+    import time
+
+    from kbgraph.store import falkor_server
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+    settings = falkor_settings.updated({"data_dir": tmp_path / "falkordb-long-log"})
+    server = EmbeddedFalkorDB(settings.kb_dir)
+    rng = np.random.default_rng(7)
+    try:
+        with open_store(settings) as store:
+            store.ensure_schema()
+            store.write_batches("ingest/upsert_chunks", chunk_rows(unit(rng.normal(size=(50, DIM)).astype(np.float32))))
+        assert server.stop()
+        monkeypatch.setattr(falkor_server, "COMPACT_MIN_BYTES", 0)
+        server.ensure_running()
+        for _ in range(100):
+            persistence = server._client().info("persistence")
+            if not (persistence["aof_rewrite_in_progress"] or persistence["aof_rewrite_scheduled"]):
+                break
+            time.sleep(0.1)
+        assert persistence["aof_rewrites"] >= 1 and persistence["aof_current_size"] == persistence["aof_base_size"]
+        with open_store(settings) as store:
+            assert store.stats().nodes.get("Chunk") == 50
+    finally:
+        server.stop()

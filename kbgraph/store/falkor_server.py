@@ -230,6 +230,7 @@ class EmbeddedFalkorDB:
             )
         if self.idle_timeout > 0:
             self._spawn_watchdog(proc.pid)
+        self.compact()  # a log left long (by a version before compaction, a killed run): the next start loads less
 
     def _wait_ready(self, proc: subprocess.Popen[bytes] | None, pid: int) -> bool:
         import redis
