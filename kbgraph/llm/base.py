@@ -180,7 +180,8 @@ class BaseLLM:
         sink: TextSink | None = None,
     ) -> M:
         """A ``schema`` instance from the model's answer: the schema in the system message and, where the
-        endpoint takes it, in ``response_format``; one repair request when the answer does not validate.
+        endpoint takes it, in ``response_format``; one repair request when the answer does not validate (an
+        answer the server cut at the token limit is first read for its whole items: ``salvage_cut``).
         ``sink``: stream the answer: every request's text goes to ``sink.text`` piece by piece as the server
         sends it (a cached answer as one piece), and ``sink.restart()`` comes before the repair request.
         Raises LLMError when the repaired answer is still unusable (its cause a ValueError) or the server
