@@ -52,6 +52,8 @@ _SMALL_WORDS = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into",
                 "with", "vs", "via", "per"}  # fmt: skip
 _TERMINAL = tuple(".!?;:\"”’)")
 _PLACEHOLDER_HEADER = re.compile(r"^Column \d+$")  # tables written before headers were kept
+#: A list enumerator or numbered heading prefix ('C.', '2.', 'CHAPTER 1 –'), dropped by _norm.
+_HEADING_PREFIX = re.compile(r"^(?:chapter|part|section|article)?\s*(?:\d+|[A-Z]|[ivxIVX]+)\s*[.)–—:-]\s*", re.I)
 
 
 def sentences(text: str) -> list[str]:
@@ -136,7 +138,7 @@ def evidence_units(chunk: ScoredChunk, limit: int = 60) -> list[str]:
 def _norm(text: str) -> str:
     """Lower-case words only, list enumerators ('C.', '2.', 'CHAPTER 1 –') dropped: for comparing a
     sentence with a heading."""
-    text = re.sub(r"^(?:chapter|part|section|article)?\s*(?:\d+|[A-Z]|[ivxIVX]+)\s*[.)–—:-]\s*", "", text.strip(), flags=re.I)
+    text = _HEADING_PREFIX.sub("", text.strip())
     return " ".join(w.lower() for w in _WORD.findall(text))
 
 
@@ -211,7 +213,8 @@ def evidence_answer(question: str, chunks: list[ScoredChunk], embedder: Embedder
     sims = vecs[1:] @ vecs[0]
     for u, sim in zip(flat, sims, strict=True):
         u.score = float(sim) - RANK_PENALTY * u.chunk + u.bonus
-    good = [u for u in flat if u.row or quotable(u.text, _headings(chunks[u.chunk]))]
+    headings = [_headings(c) for c in chunks]  # once per chunk, not per unit
+    good = [u for u in flat if u.row or quotable(u.text, headings[u.chunk])]
     good_ids = {id(u) for u in good}
     picked = _pick(good or flat)
     chosen: dict[int, _Unit] = {}  # chunk index -> its first picked unit
