@@ -30,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from store_bytes import copy_store  # noqa: E402
+from layer_rss import rewrite_aof  # noqa: E402
+from store_bytes import Server, copy_store  # noqa: E402
 
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.settings import Settings  # noqa: E402
@@ -56,11 +57,8 @@ def build(home: Path) -> None:
     EmbeddedFalkorDB(settings.kb_dir).stop()
     copy_store(settings.kb_dir, logged)
     copy_store(settings.kb_dir, compacted)
-    server = EmbeddedFalkorDB(compacted, idle_timeout=0)
-    server.ensure_running()
-    server._client().bgrewriteaof()
-    while (info := server._client().info("persistence"))["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"]:
-        time.sleep(0.2)
+    server = Server(compacted, NAME)
+    rewrite_aof(server)
     server.stop()
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from tests.backends import BACKENDS
 
 if TYPE_CHECKING:
     from kbgraph.store.base import GraphStore
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
 
 # the session's real llama.cpp server (`llm_server`): tests/llm_server_fixture.py
@@ -194,6 +196,18 @@ def falkor_settings(falkor_home: Path, embed_cache_dir: Path) -> Iterator[Settin
     from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
     EmbeddedFalkorDB(settings.kb_dir).stop()
+
+
+def aof_when(server: EmbeddedFalkorDB, until: Callable[[dict[str, Any]], bool], timeout: float = 30.0) -> dict[str, Any]:
+    """The embedded server's ``INFO persistence`` once no rewrite of its append-only file runs or waits and
+    ``until`` holds of it; the last reading after ``timeout`` seconds otherwise (the caller asserts on it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info: dict[str, Any] = server._client().info("persistence")
+        idle = not (info["aof_rewrite_in_progress"] or info["aof_rewrite_scheduled"])
+        if (idle and until(info)) or time.monotonic() > deadline:
+            return info
+        time.sleep(0.1)
 
 
 #: The JVM of the suite's Neo4j servers: the client compiler only (no C2 JIT) and the serial collector. Over

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -18,6 +19,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 from kbgraph.store.falkor_server import COMPACT_MIN_BYTES, COMPACT_SHARE, EmbeddedFalkorDB
+from tests.conftest import aof_when
 
 NICS = "docs/pdf/fbi_nics_background_checks_2015-11.pdf"
 DUCK = "docs/html/wikipedia_duck.html"
@@ -28,14 +30,12 @@ def _assert_compacted(settings: Settings) -> None:
     """The embedded server's append-only file was rewritten after the ingestion (KnowledgeBase.ingest ->
     GraphStore.compact): what it logged since is within the compaction threshold, not the ~60 MB of statements
     the sample documents write."""
-    persistence = EmbeddedFalkorDB(settings.kb_dir)._client().info("persistence")
-    for _ in range(300):
-        if not (persistence["aof_rewrite_in_progress"] or persistence["aof_rewrite_scheduled"]):
-            break
-        time.sleep(0.1)
-        persistence = EmbeddedFalkorDB(settings.kb_dir)._client().info("persistence")
-    logged, base = persistence["aof_current_size"] - persistence["aof_base_size"], persistence["aof_base_size"]
-    assert logged <= max(COMPACT_MIN_BYTES, COMPACT_SHARE * base), persistence
+
+    def within(p: dict[str, Any]) -> bool:
+        return bool(p["aof_current_size"] - p["aof_base_size"] <= max(COMPACT_MIN_BYTES, COMPACT_SHARE * p["aof_base_size"]))
+
+    persistence = aof_when(EmbeddedFalkorDB(settings.kb_dir), within)
+    assert within(persistence), persistence
 
 
 def _kb(settings: Settings) -> KnowledgeBase:

@@ -25,6 +25,7 @@ from kbgraph.settings import Settings
 from kbgraph.store import open_store
 from kbgraph.ingest.write import write_document
 from kbgraph.store.base import GraphStore, Row
+from tests.conftest import aof_when
 
 DIM = 384
 
@@ -276,13 +277,16 @@ def test_the_idle_watchdog_leaves_alone_a_server_that_is_not_its_own(tmp_path: P
         server.stop()
 
 
+def _no_log(persistence: dict[str, Any]) -> bool:
+    """Nothing logged since the append-only file's last rewrite."""
+    return bool(persistence["aof_current_size"] == persistence["aof_base_size"])
+
+
 def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settings, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """After a write run the embedded server rewrites its append-only file in the background (BGREWRITEAOF), so
     the next start loads one snapshot instead of replaying every statement: the logged statements since the
     rewrite are back to none, and a restarted server holds the same graph."""
-    import time
-
     from kbgraph.kb import KnowledgeBase
     from kbgraph.store import falkor_server
     from kbgraph.store.falkor_server import EmbeddedFalkorDB
@@ -303,11 +307,7 @@ def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settin
             assert persistence["aof_current_size"] > 2 * persistence["aof_base_size"]  # all of it in the log
             rewrites = persistence["aof_rewrites"]  # Redis made the first, empty, base at start
             assert kb.delete(graphs[0].document.id)["documents"] == 1
-            for _ in range(100):
-                persistence = server._client().info("persistence")
-                if not persistence["aof_rewrite_in_progress"] and persistence["aof_rewrites"] > rewrites:
-                    break
-                time.sleep(0.1)
+            persistence = aof_when(server, lambda p: bool(p["aof_rewrites"] > rewrites))
             assert persistence["aof_rewrites"] == rewrites + 1 and persistence["aof_last_bgrewrite_status"] == "ok"
             assert persistence["aof_current_size"] == persistence["aof_base_size"]
             before = kb.store.stats()
@@ -317,12 +317,8 @@ def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settin
             assert kb.store.stats() == before and before.nodes["Document"] == 2
             write_document(kb.store, _doc_graph("delta", shared, rng))
             kb.reset()  # GRAPH.DELETE empties the data set: the server rewrites its log on its own (no compact needed)
-            for _ in range(100):
-                persistence = server._client().info("persistence")
-                if not (persistence["aof_rewrite_in_progress"] or persistence["aof_rewrite_scheduled"]):
-                    break
-                time.sleep(0.1)
-            assert persistence["aof_current_size"] == persistence["aof_base_size"], persistence
+            persistence = aof_when(server, _no_log)
+            assert _no_log(persistence), persistence
     finally:
         server.stop()
 
@@ -331,8 +327,6 @@ def test_a_server_started_on_a_long_log_compacts_it(falkor_settings: Settings, t
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A folder whose append-only file was left long (written before compaction existed, or by a run killed
     before it compacted) is rewritten by the server that starts on it, so the start after it loads a snapshot."""
-    import time
-
     from kbgraph.store import falkor_server
     from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
@@ -346,12 +340,8 @@ def test_a_server_started_on_a_long_log_compacts_it(falkor_settings: Settings, t
         assert server.stop()
         monkeypatch.setattr(falkor_server, "COMPACT_MIN_BYTES", 0)
         server.ensure_running()
-        for _ in range(100):
-            persistence = server._client().info("persistence")
-            if not (persistence["aof_rewrite_in_progress"] or persistence["aof_rewrite_scheduled"]):
-                break
-            time.sleep(0.1)
-        assert persistence["aof_rewrites"] >= 1 and persistence["aof_current_size"] == persistence["aof_base_size"]
+        persistence = aof_when(server, _no_log)
+        assert persistence["aof_rewrites"] >= 1 and _no_log(persistence), persistence
         with open_store(settings) as store:
             assert store.stats().nodes.get("Chunk") == 50
     finally:
