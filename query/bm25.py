@@ -54,10 +54,14 @@ def _stemmer() -> tuple[Callable[[list[str]], list[str]] | None, str]:
     return Stemmer.Stemmer("english").stemWords, "snowball-english"
 
 
-def load_library() -> None:
-    """Import bm25s now (~0.5 s: it imports numba when installed). Raises ImportError as :meth:`BM25Index.open`
-    when it is missing."""
-    import bm25s  # noqa: F401
+def load_library() -> Any:
+    """The bm25s module, imported now if it was not (~0.5 s: it imports numba when installed). Raises ImportError
+    with an install hint when bm25s is missing."""
+    try:
+        import bm25s
+    except ImportError as exc:  # pragma: no cover - bm25s is a dependency of kbgraph
+        raise ImportError("method 'bm25' needs bm25s: pip install bm25s PyStemmer") from exc
+    return bm25s
 
 
 def index_root(settings: Settings) -> Path:
@@ -137,10 +141,7 @@ class BM25Index:
         fingerprint (one pass over every chunk key), and a saved index records it. Raises ImportError with
         an install hint when bm25s is missing. ``k1``, ``b``: BM25's parameters (MIGRES, paper 002 §4.1: 0.9 and
         0.4); other values than K1, B are kept under ``<root>-k1_<k1>-b_<b>``."""
-        try:
-            import bm25s  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - bm25s is a dependency of kbgraph
-            raise ImportError("method 'bm25' needs bm25s: pip install bm25s PyStemmer") from exc
+        bm25s = load_library()
         stem, stem_name = _stemmer()
         salt = f"bm25s {bm25s.__version__} {METHOD} k1={k1} b={b} stemmer={stem_name} stopwords=en\n"
         root = Path(root) if root is not None else index_root(settings)
