@@ -28,11 +28,16 @@ def fulltext_terms(text: str, max_terms: int = 32) -> list[str]:
 
 def map_vectors(params: Row, convert: Callable[[np.ndarray], Any]) -> Row:
     """``params`` with every numpy array (a checked embedding, at the top level or in a row of ``$rows``)
-    replaced by ``convert(array)``: each driver has its own fastest form of a vector."""
+    replaced by ``convert(array)``: each driver has its own fastest form of a vector. An array that several
+    parameters hold (the question's vector, once per vector index in retrieve/seed_vectors) is converted once."""
+    done: dict[int, Any] = {}  # id(array) -> its converted form; the arrays live as long as ``params``
 
     def fix(v: Any) -> Any:
         if isinstance(v, np.ndarray):
-            return convert(v)
+            key = id(v)
+            if key not in done:
+                done[key] = convert(v)
+            return done[key]
         if isinstance(v, dict):
             return {k: fix(x) for k, x in v.items()}
         if isinstance(v, list) and v and isinstance(v[0], (dict, np.ndarray)):
