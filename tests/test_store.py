@@ -55,6 +55,43 @@ def test_schema_is_idempotent(store: GraphStore) -> None:
     assert store._list_vector_dimensions() == {label: DIM for label in VECTOR_LABELS}
 
 
+#: Drops the Entity.name full-text index, per dialect (a test's own statement: kbgraph never drops an index).
+DROP_ENTITY_FULLTEXT = {"falkordb": "CALL db.idx.fulltext.drop('Entity')", "neo4j": "DROP INDEX entity_name"}
+
+
+def _entities_without_fulltext(store: GraphStore, n: int) -> None:
+    """``n`` Entity nodes named '<i> shared', written while the graph has no Entity.name full-text index."""
+    store._execute(DROP_ENTITY_FULLTEXT[store.dialect], {})
+    for start in range(0, n, 50_000):
+        store._execute(
+            "UNWIND range($start, $end) AS i CREATE (:Entity {id: 'e' + toString(i), name: toString(i) + ' shared'})",
+            {"start": start, "end": min(n, start + 50_000) - 1},
+        )
+
+
+def test_ensure_schema_returns_once_a_new_index_serves(store: GraphStore) -> None:
+    # Both stores build a new index over existing nodes in the background; until then FalkorDB's full-text
+    # procedure answers no rows (red without the wait: 0 hits on FalkorDB at 120k nodes). Neo4j's smaller graph
+    # checks its own statement (schema/pending_indexes.neo4j) in the same path.
+    _entities_without_fulltext(store, 120_000 if store.dialect == "falkordb" else 10_000)
+    store.ensure_schema()
+    hits = store.fulltext_search("Entity", "shared", k=5)
+    assert len(hits) == 5 and all(h.properties["name"].endswith(" shared") for h in hits)
+    assert store.run("schema/pending_indexes") == []
+
+
+@pytest.mark.parametrize("backend_settings", ["falkordb"], indirect=True)  # a build that lasts ~1 s
+def test_await_indexes_names_an_index_still_being_built(store: GraphStore) -> None:
+    from kbgraph.errors import StoreError
+
+    _entities_without_fulltext(store, 200_000)
+    store.run("schema/fulltext_entity_name", {})  # created, not awaited
+    with pytest.raises(StoreError, match=r"not built after 0 s \(Entity: "):
+        store.await_indexes(timeout=0)
+    store.await_indexes()
+    assert len(store.fulltext_search("Entity", "shared", k=3)) == 3
+
+
 def test_upsert_10k_and_vector_top_k_finds_planted_neighbours(store: GraphStore) -> None:
     rng = np.random.default_rng(7)
     noise = unit(rng.normal(size=(10_000, DIM)).astype(np.float32))

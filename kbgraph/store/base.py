@@ -9,6 +9,7 @@ shared here so that both backends behave the same way.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections import Counter
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,6 +24,9 @@ from kbgraph.models import FULLTEXT_INDEXES, VECTOR_LABELS, FulltextHit, StoreSt
 from kbgraph.store.params import Row, fulltext_terms, map_vectors
 from kbgraph.store.schema import DOCUMENT_SCOPED_LABELS, SEED_LAYERS, schema_statements, snake
 from kbgraph.store.transaction import Transaction, delete_orphan_tags
+
+#: How long ``GraphStore.await_indexes`` waits for the indexes to be built by default, in seconds.
+INDEX_WAIT_SECONDS = 600.0
 
 if TYPE_CHECKING:
     from kbgraph.settings import Settings
@@ -216,6 +220,28 @@ class GraphStore(ABC):
         params = {"dimension": self.dimension, "m": 16, "ef_construction": 100, "ef_runtime": 100}
         for name in schema_statements(lease=self.lease_key() is not None):  # no lease, no lease schema
             self._create_schema_statement(name, params)
+        self.await_indexes()
+
+    def await_indexes(self, timeout: float = INDEX_WAIT_SECONDS) -> None:
+        """Return once every index of the graph serves queries (``schema/pending_indexes`` finds none): both
+        stores build a new index in the background, and until it is built FalkorDB's full-text and vector
+        procedures answer no rows at all, and Neo4j's refuse. One statement when nothing is pending, then one
+        every 50 ms. Raises StoreError when an index failed (Neo4j 'FAILED') or is still being built after
+        ``timeout`` seconds (the message names the index and its progress)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pending = self.run("schema/pending_indexes")
+            if not pending:
+                return
+            failed = [r for r in pending if str(r["state"]).startswith("FAILED")]
+            if failed or time.monotonic() >= deadline:
+                what = "; ".join(f"{r['label']}: {r['state']}" for r in (failed or pending))
+                raise StoreError(
+                    f"index{'es' if len(failed or pending) > 1 else ''} of {self.location} "
+                    f"{'failed' if failed else f'not built after {timeout:.0f} s'} ({what}); run the command "
+                    f"again to wait longer, or re-create the knowledge base with `kbgraph reset`"
+                )
+            time.sleep(0.05)
 
     def vector_search(self, label: str, embedding: Sequence[float], k: int) -> list[VectorHit]:
         """Top-``k`` nodes of ``label`` by cosine similarity to ``embedding`` (``dimension`` floats).
