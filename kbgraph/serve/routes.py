@@ -26,7 +26,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
-from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
@@ -101,11 +101,12 @@ def readyz(request: Request) -> Ready:
     responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
                      "description": "The Answer; with `stream` or `Accept: text/event-stream`, Server-Sent Events."}},
 )  # fmt: skip
-def ask(name: str, body: AskRequest, request: Request) -> AskResponse | StreamingResponse:
+def ask(name: str, body: AskRequest, request: Request) -> Response:
     """Answer a question with citations and rationale (``KnowledgeBase.ask``; PIKE-RAG §5.3, Algorithm 1 with
     an LLM, retrieval only without). 400 for an empty or over-long question or an unknown method. With
     ``"stream": true`` or ``Accept: text/event-stream``: Server-Sent Events (delta, round, answer, done; see the
-    module doc)."""
+    module doc). The AskResponse is validated once, where it is built, and sent as its own JSON: returned as a
+    model, FastAPI would validate and serialise it again in its thread pool."""
     accept = request.headers.get("accept", "")
     if body.stream or ("text/event-stream" in accept and "application/json" not in accept):
         check_name(name)
@@ -119,7 +120,8 @@ def ask(name: str, body: AskRequest, request: Request) -> AskResponse | Streamin
     with _pool(request).use(name) as kb:
         answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save)
         saved = kb.last_saved if body.save else None
-    return AskResponse(**answer.model_dump(), saved=saved)
+    reply = AskResponse(**answer.model_dump(), saved=saved)
+    return Response(content=reply.model_dump_json(), media_type="application/json")
 
 
 def _sse(event: str, data: object) -> str:
