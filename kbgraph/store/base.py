@@ -95,6 +95,14 @@ class GraphStore(ABC):
         (the BM25 indexes of kbgraph.query.bm25)."""
 
     @classmethod
+    def prestart(cls, settings: Settings) -> None:
+        """Begin bringing up the store of an existing knowledge base in the background, without waiting and without
+        creating anything, so that a process which will connect later finds it up sooner (the ``kbgraph`` console
+        script calls it before importing its verbs, kbgraph.launch). Never raises; the later ``connect`` reports
+        what went wrong. Default: nothing (a server the store does not start)."""
+        return None
+
+    @classmethod
     def browser_url(cls, settings: Settings) -> str | None:
         """The Neo4j Browser address (without query string) that opens the store of ``settings``, or None when
         Neo4j Browser cannot open this store (default)."""

@@ -12,6 +12,8 @@ waits for a free connection. A connection the server dropped is discarded by the
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -52,6 +54,25 @@ class FalkorDBStore(GraphStore):
             return settings.name in store._db.list_graphs()
         finally:
             store.close()
+
+    @classmethod
+    def prestart(cls, settings: Settings) -> None:
+        """As GraphStore.prestart: the embedded server of a knowledge base whose folder holds a store's files is
+        started in a daemon thread (``EmbeddedFalkorDB.ensure_running``: loading the examples knowledge base takes
+        2.4 s); the file lock makes a later ``connect`` wait for that start instead of starting another. Nothing
+        for a ``falkor://`` server or a data folder that holds no store yet (an unknown knowledge base's folder is
+        not created; a shared ``data_dir`` that holds other knowledge bases gets its server, as any read of it
+        would start it)."""
+        if settings.store.uri or not any((settings.kb_dir / name).exists() for name in cls.STORE_FILES):
+            return
+        server = EmbeddedFalkorDB(settings.kb_dir, idle_timeout=settings.store.falkor_idle_timeout,
+                                  start_timeout=settings.store.falkor_start_timeout)  # fmt: skip
+
+        def start() -> None:
+            with contextlib.suppress(Exception):  # the later connect raises it, with its fix
+                server.ensure_running()
+
+        threading.Thread(target=start, name="kbgraph-prestart", daemon=True).start()
 
     @classmethod
     def connect(cls, settings: Settings) -> FalkorDBStore:

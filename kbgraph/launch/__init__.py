@@ -1,0 +1,77 @@
+"""The ``kbgraph`` console script (:func:`main`): for a verb that opens the knowledge base's store, that store is
+started in the background before the verbs are imported, then the command line runs (kbgraph.cli).
+
+Importing the command-line verbs takes ~1.3 s (they import the library); a stopped embedded FalkorDB server then
+takes ~2.5 s to load the examples knowledge base. Begun first, the server loads while Python imports, and a cold
+``kbgraph ask`` waits for the longer of the two instead of their sum (docs/benchmarks.md, "Cold start"). Only an
+existing knowledge base is started (``GraphStore.prestart``): an unknown name creates nothing, as before.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from kbgraph.settings import Settings
+from kbgraph.store import store_class
+
+__all__ = ["PRESTART_VERBS", "main", "parse_global", "prestart"]
+
+#: The verbs whose first act is to open the knowledge base's store.
+PRESTART_VERBS = frozenset({"ask"})
+
+#: kbgraph's global options that take a value (kbgraph.cli.common), by the setting each overrides.
+_VALUED = {"--kb": "name", "--uri": "uri", "--home": "home"}
+
+
+def parse_global(argv: Sequence[str]) -> tuple[str | None, dict[str, Any]]:
+    """``(verb, overrides)`` of a ``kbgraph`` command line (``argv`` without the program): the first word that is not
+    a global option or its value, and the settings the global options ``--kb``, ``--uri`` and ``--home`` set (as
+    ``--kb NAME`` or ``--kb=NAME``). ``(None, {})`` for a line the launcher should leave alone: no verb, an
+    unknown option before it, or ``--help`` anywhere. Never raises."""
+    overrides: dict[str, Any] = {}
+    if any(arg in ("--help", "-h") for arg in argv):
+        return None, {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if name in _VALUED:
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None, {}
+                value, i = argv[i + 1], i + 1
+            if value:
+                overrides[_VALUED[name]] = value
+        elif arg == "--debug":
+            pass
+        elif arg.startswith("-"):
+            return None, {}
+        else:
+            return arg, overrides
+        i += 1
+    return None, {}
+
+
+def prestart(argv: Sequence[str]) -> None:
+    """Begin starting the store of the knowledge base ``argv`` (a ``kbgraph`` command line without the program)
+    will open, when its verb is one of :data:`PRESTART_VERBS` (``GraphStore.prestart``); nothing otherwise. Never
+    raises and never waits: an invalid setting or an unreachable store is reported by the verb itself."""
+    verb, overrides = parse_global(argv)
+    if verb not in PRESTART_VERBS:
+        return
+    try:
+        settings = Settings(**overrides)
+        store_class(settings).prestart(settings)
+    except Exception:  # noqa: BLE001 - the verb reports it, with its exit code and fix
+        return
+
+
+def main() -> int:
+    """The ``kbgraph`` console script: :func:`prestart` on the command line, then ``kbgraph.cli.main``. Returns the
+    exit code."""
+    prestart(sys.argv[1:])
+    from kbgraph.cli import main as run  # lazy: the verbs import the library (~1.3 s) while the store starts
+
+    return run()

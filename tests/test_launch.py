@@ -1,0 +1,57 @@
+"""The console script starts an existing knowledge base's embedded store before it imports its verbs
+(kbgraph.launch.prestart, FalkorDBStore.prestart), and creates nothing for a knowledge base that does not exist."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kbgraph.launch import prestart
+from kbgraph.settings import Settings
+from kbgraph.store import open_store
+from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+
+def _join_prestarts(timeout: float = 120.0) -> int:
+    """Wait for the prestart threads of this process; how many there were."""
+    threads = [t for t in threading.enumerate() if t.name == "kbgraph-prestart"]
+    for t in threads:
+        t.join(timeout)
+    return len(threads)
+
+
+@pytest.fixture
+def stopped_kb(tmp_path: Path) -> Settings:
+    """A knowledge base with a store on disk and its embedded server stopped."""
+    settings = Settings(home=tmp_path, name="kb1", falkor_idle_timeout=0)
+    store = open_store(settings)
+    store.ensure_schema()
+    store.close()
+    EmbeddedFalkorDB(settings.kb_dir).stop()
+    assert not EmbeddedFalkorDB(settings.kb_dir).status().running
+    return settings
+
+
+def test_ask_starts_the_stopped_store_before_the_verbs_load(stopped_kb: Settings) -> None:
+    server = EmbeddedFalkorDB(stopped_kb.kb_dir)
+    try:
+        t0 = time.monotonic()
+        prestart(["--home", str(stopped_kb.home), "--kb", "kb1", "ask", "What is in it?"])
+        assert time.monotonic() - t0 < 1.0  # it does not wait for the server
+        assert _join_prestarts() == 1
+        assert server.status().running
+    finally:
+        server.stop()
+
+
+def test_other_verbs_and_unknown_knowledge_bases_start_nothing(stopped_kb: Settings) -> None:
+    home = str(stopped_kb.home)
+    prestart(["--home", home, "--kb", "kb1", "stats"])  # not a verb that opens the store first
+    prestart(["--home", home, "--kb", "nope", "ask", "q"])  # no such knowledge base
+    prestart(["--home", home, "--kb", "kb1", "--uri", "bolt://127.0.0.1:1", "ask", "q"])  # not the embedded store
+    _join_prestarts()
+    assert not EmbeddedFalkorDB(stopped_kb.kb_dir).status().running
+    assert not (stopped_kb.home / "nope").exists()  # a read of an unknown knowledge base creates nothing
