@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from kbgraph.launch import prestart
+from kbgraph.launch import main, prestart
 from kbgraph.settings import Settings
 from kbgraph.store import open_store
 from kbgraph.store.falkor_server import EmbeddedFalkorDB
@@ -39,19 +40,43 @@ def test_ask_starts_the_stopped_store_before_the_verbs_load(stopped_kb: Settings
     server = EmbeddedFalkorDB(stopped_kb.kb_dir)
     try:
         t0 = time.monotonic()
-        prestart(["--home", str(stopped_kb.home), "--kb", "kb1", "ask", "What is in it?"])
+        starting = prestart(["--home", str(stopped_kb.home), "--kb", "kb1", "ask", "What is in it?"])
         assert time.monotonic() - t0 < 1.0  # it does not wait for the server
-        assert _join_prestarts() == 1
+        assert starting is not None and _join_prestarts() == 1
         assert server.status().running
     finally:
         server.stop()
 
 
+def test_the_console_script_waits_for_the_start_when_the_verb_ends_first(
+    stopped_kb: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an empty question fails before the store is opened; the start must still end (its last step starts the
+    # server's idle watchdog) before the process does
+    finished: list[bool] = []
+    start = EmbeddedFalkorDB.ensure_running
+
+    def slow_start(self: EmbeddedFalkorDB) -> Path:
+        time.sleep(2.0)
+        try:
+            return start(self)
+        finally:
+            finished.append(True)
+
+    monkeypatch.setattr(EmbeddedFalkorDB, "ensure_running", slow_start)
+    monkeypatch.setattr(sys, "argv", ["kbgraph", "--home", str(stopped_kb.home), "--kb", "kb1", "ask", ""])
+    try:
+        assert main() == 2
+        assert finished == [True]
+    finally:
+        EmbeddedFalkorDB(stopped_kb.kb_dir).stop()
+
+
 def test_other_verbs_and_unknown_knowledge_bases_start_nothing(stopped_kb: Settings) -> None:
     home = str(stopped_kb.home)
-    prestart(["--home", home, "--kb", "kb1", "stats"])  # not a verb that opens the store first
-    prestart(["--home", home, "--kb", "nope", "ask", "q"])  # no such knowledge base
-    prestart(["--home", home, "--kb", "kb1", "--uri", "bolt://127.0.0.1:1", "ask", "q"])  # not the embedded store
+    assert prestart(["--home", home, "--kb", "kb1", "stats"]) is None  # not a verb that opens the store first
+    assert prestart(["--home", home, "--kb", "nope", "ask", "q"]) is None  # no such knowledge base
+    assert prestart(["--home", home, "--kb", "kb1", "--uri", "bolt://127.0.0.1:1", "ask", "q"]) is None  # not embedded
     _join_prestarts()
     assert not EmbeddedFalkorDB(stopped_kb.kb_dir).status().running
     assert not (stopped_kb.home / "nope").exists()  # a read of an unknown knowledge base creates nothing

@@ -10,6 +10,7 @@ existing knowledge base is started (``GraphStore.prestart``): an unknown name cr
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,24 +55,29 @@ def parse_global(argv: Sequence[str]) -> tuple[str | None, dict[str, Any]]:
     return None, {}
 
 
-def prestart(argv: Sequence[str]) -> None:
+def prestart(argv: Sequence[str]) -> threading.Thread | None:
     """Begin starting the store of the knowledge base ``argv`` (a ``kbgraph`` command line without the program)
-    will open, when its verb is one of :data:`PRESTART_VERBS` (``GraphStore.prestart``); nothing otherwise. Never
-    raises and never waits: an invalid setting or an unreachable store is reported by the verb itself."""
+    will open, when its verb is one of :data:`PRESTART_VERBS` (``GraphStore.prestart``); nothing otherwise. Returns
+    the thread that starts it (to join before the process exits), or None. Never raises and never waits: an
+    invalid setting or an unreachable store is reported by the verb itself."""
     verb, overrides = parse_global(argv)
     if verb not in PRESTART_VERBS:
-        return
+        return None
     try:
         settings = Settings(**overrides)
-        store_class(settings).prestart(settings)
+        return store_class(settings).prestart(settings)
     except Exception:  # noqa: BLE001 - the verb reports it, with its exit code and fix
-        return
+        return None
 
 
 def main() -> int:
-    """The ``kbgraph`` console script: :func:`prestart` on the command line, then ``kbgraph.cli.main``. Returns the
-    exit code."""
-    prestart(sys.argv[1:])
-    from kbgraph.cli import main as run  # lazy: the verbs import the library (~1.3 s) while the store starts
+    """The ``kbgraph`` console script: :func:`prestart` on the command line, then ``kbgraph.cli.main``; the store's
+    start is waited for before returning. Returns the exit code."""
+    starting = prestart(sys.argv[1:])
+    try:
+        from kbgraph.cli import main as run  # lazy: the verbs import the library (~1.3 s) while the store starts
 
-    return run()
+        return run()
+    finally:
+        if starting is not None:  # a verb that ended early (a usage error, Ctrl-C) leaves no server without watchdog
+            starting.join()

@@ -9,6 +9,7 @@ shared here so that both backends behave the same way.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections import Counter
 from abc import ABC, abstractmethod
@@ -95,11 +96,12 @@ class GraphStore(ABC):
         (the BM25 indexes of kbgraph.query.bm25)."""
 
     @classmethod
-    def prestart(cls, settings: Settings) -> None:
+    def prestart(cls, settings: Settings) -> threading.Thread | None:
         """Begin bringing up the store of an existing knowledge base in the background, without waiting and without
         creating anything, so that a process which will connect later finds it up sooner (the ``kbgraph`` console
-        script calls it before importing its verbs, kbgraph.launch). Never raises; the later ``connect`` reports
-        what went wrong. Default: nothing (a server the store does not start)."""
+        script calls it before importing its verbs, kbgraph.launch). Returns the thread doing it, which a process
+        must join before it exits (a server's idle watchdog is started at its end), or None. Never raises; the
+        later ``connect`` reports what went wrong. Default: nothing (a server the store does not start)."""
         return None
 
     @classmethod

@@ -56,7 +56,7 @@ class FalkorDBStore(GraphStore):
             store.close()
 
     @classmethod
-    def prestart(cls, settings: Settings) -> None:
+    def prestart(cls, settings: Settings) -> threading.Thread | None:
         """As GraphStore.prestart: the embedded server of a knowledge base whose folder holds a store's files is
         started in a daemon thread (``EmbeddedFalkorDB.ensure_running``: loading the examples knowledge base takes
         2.4 s); the file lock makes a later ``connect`` wait for that start instead of starting another. Nothing
@@ -64,7 +64,7 @@ class FalkorDBStore(GraphStore):
         not created; a shared ``data_dir`` that holds other knowledge bases gets its server, as any read of it
         would start it)."""
         if settings.store.uri or not any((settings.kb_dir / name).exists() for name in cls.STORE_FILES):
-            return
+            return None
         server = EmbeddedFalkorDB(settings.kb_dir, idle_timeout=settings.store.falkor_idle_timeout,
                                   start_timeout=settings.store.falkor_start_timeout)  # fmt: skip
 
@@ -72,7 +72,9 @@ class FalkorDBStore(GraphStore):
             with contextlib.suppress(Exception):  # the later connect raises it, with its fix
                 server.ensure_running()
 
-        threading.Thread(target=start, name="kbgraph-prestart", daemon=True).start()
+        thread = threading.Thread(target=start, name="kbgraph-prestart", daemon=True)
+        thread.start()
+        return thread
 
     @classmethod
     def connect(cls, settings: Settings) -> FalkorDBStore:
