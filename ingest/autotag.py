@@ -15,7 +15,7 @@ a comprehensive corpus tag collection." (§5.2.2). In the graph:
   (``tag_classes`` lists them; ``kbgraph tags classes`` prints them).
 * ``tag_chunks``: per chunk one LLM request for its tags of those classes (tags of another class are dropped);
   tags are merged by normalised name (``normalize_tag``) across chunks and runs, a new one is embedded by its
-  name with the knowledge base's embedder (the Tag vector index; a full-text index on Tag.name), and TAGGED
+  name with the knowledge base's embedder (the Tag vector index; a full-text index on Tag.norm), and TAGGED
   edges written. Chunks go in batches of ``4 * settings.tagging.tag_workers`` requests, each batch written in one unit
   of work; a chunk whose request fails is reported (``TaggingReport.errors``) and stays untagged (no
   ``tagged_at``), so the next ingest asks again; the others are written.

@@ -40,7 +40,7 @@ RELATIONSHIP_TYPES: tuple[str, ...] = (
 )
 #: Full-text indexes: (label, property).
 FULLTEXT_INDEXES: tuple[tuple[str, str], ...] = (
-    ("Chunk", "text"), ("Entity", "name"), ("Document", "title"), ("Tag", "name"),
+    ("Chunk", "text"), ("Entity", "name"), ("Document", "title"), ("Tag", "norm"),
 )
 
 
