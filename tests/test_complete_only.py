@@ -156,6 +156,12 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
     assert store.chunk_similarities(sorted(chunk_ids), qvec) == {}
     seeds = {**store.seed_vectors(qvec, 50), **store.seed_fulltext("Lovelace Analytical Engine Babbage", 50)}
     assert not {h.id for key in ("Chunk", "Chunk.text") for h in seeds[key]} & chunk_ids
+    # one label at a time, as the seeding reads them at once: the same hits as both together
+    alone = {**store.seed_fulltext("Lovelace Analytical Engine Babbage", 50, ("Chunk",)),
+             **store.seed_fulltext("Lovelace Analytical Engine Babbage", 50, ("Entity",))}  # fmt: skip
+    assert alone == {key: seeds[key] for key in ("Chunk.text", "Entity.name")} and alone["Entity.name"]
+    with pytest.raises(ValueError, match="no full-text seeds on 'Tag'"):
+        store.seed_fulltext("Lovelace", 5, ("Tag",))
     # Algorithm 1's path (b) and backup retrieval, and the BM25 baseline's corpus
     from kbgraph.query.bm25 import BM25Index, corpus_fingerprint
     from kbgraph.query.graph import retrieve_atomic, retrieve_chunks_as_candidates

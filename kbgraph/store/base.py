@@ -23,11 +23,10 @@ from kbgraph.errors import SchemaMismatch, StoreError
 from kbgraph.models import FULLTEXT_INDEXES, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
 
 from kbgraph.store.params import Row, fulltext_terms, map_vectors
-from kbgraph.store.schema import DOCUMENT_SCOPED_LABELS, SEED_LAYERS, schema_statements, snake
+from kbgraph.store.schema import (
+    DOCUMENT_SCOPED_LABELS, INDEX_WAIT_SECONDS, SEED_FULLTEXT, SEED_LAYERS, schema_statements, snake,
+)  # fmt: skip
 from kbgraph.store.transaction import Transaction, delete_orphan_tags
-
-#: How long ``GraphStore.await_indexes`` waits for the indexes to be built by default, in seconds.
-INDEX_WAIT_SECONDS = 600.0
 
 if TYPE_CHECKING:
     from kbgraph.settings import Settings
@@ -295,21 +294,28 @@ class GraphStore(ABC):
             hits.sort(key=lambda h: h.score, reverse=True)
         return out
 
-    def seed_fulltext(self, text: str, k: int) -> dict[str, list[VectorHit | FulltextHit]]:
-        """Full-text top-``k`` on Chunk.text and Entity.name in one round trip (keys 'Chunk.text',
-        'Entity.name'; raw engine score; properties {'text': ...}; best first); {} when ``text`` has no words or
-        ``k`` is 0. Chunks of documents not complete are left out."""
+    def seed_fulltext(self, text: str, k: int, labels: Sequence[str] = ("Chunk", "Entity")
+                      ) -> dict[str, list[VectorHit | FulltextHit]]:  # fmt: skip
+        """Full-text top-``k`` on Chunk.text and Entity.name (``labels``: 'Chunk', 'Entity' or both; keys
+        'Chunk.text', 'Entity.name'; raw engine score; properties {'text': ...}; best first); {} when ``text`` has
+        no words or ``k`` is 0. Chunks of documents not complete are left out. One statement per label
+        (``retrieve/seed_fulltext_chunk``, ``retrieve/seed_fulltext_entity``): the seeding asks for each label in a
+        read of its own, at once (kbgraph.query.propagation.seed_layers). Raises ValueError for another label."""
         terms = fulltext_terms(text)
         if not (terms and k):
             return {}
-        keys = {"Chunk": "Chunk.text", "Entity": "Entity.name"}
-        out: dict[str, list[VectorHit | FulltextHit]] = {key: [] for key in keys.values()}
-        for r in self.run("retrieve/seed_fulltext", {"query": self._fulltext_query(terms), "k": k}):
-            out[keys[r["layer"]]].append(FulltextHit(
-                id=r["id"], label=r["layer"], score=float(r["score"]), properties={"text": r["text"] or ""}
-            ))  # fmt: skip
-        for key in keys.values():
-            out[key].sort(key=lambda h: h.score, reverse=True)
+        params = {"query": self._fulltext_query(terms), "k": k}
+        out: dict[str, list[VectorHit | FulltextHit]] = {}
+        for label in labels:
+            if label not in SEED_FULLTEXT:
+                raise ValueError(f"no full-text seeds on {label!r}: use one of {sorted(SEED_FULLTEXT)}")
+            key, statement = SEED_FULLTEXT[label]
+            hits: list[VectorHit | FulltextHit] = [
+                FulltextHit(id=r["id"], label=r["layer"], score=float(r["score"]), properties={"text": r["text"] or ""})
+                for r in self.run(statement, params)
+            ]  # fmt: skip
+            hits.sort(key=lambda h: h.score, reverse=True)
+            out[key] = hits
         return out
 
     def chunk_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:

@@ -14,6 +14,7 @@ T = TypeVar("T")
 A = TypeVar("A")
 B = TypeVar("B")
 C = TypeVar("C")
+D = TypeVar("D")
 
 _GATHER = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kbgraph-read")
 
@@ -23,10 +24,13 @@ def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], /) -> tupl
 @overload
 def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], c: Callable[[], C], /) -> tuple[A, B, C]: ...
 @overload
+def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], c: Callable[[], C], d: Callable[[], D], /
+           ) -> tuple[A, B, C, D]: ...  # fmt: skip
+@overload
 def gather(store: GraphStore, *calls: Callable[[], T]) -> tuple[T, ...]: ...
 def gather(store: GraphStore, *calls: Callable[[], Any]) -> tuple[Any, ...]:
     """The results of ``calls`` (independent reads of ``store``), as a tuple in their order (typed per call for
-    two or three): the first runs in this thread and the others at once on a shared pool of 8 threads when
+    two to four): the first runs in this thread and the others at once on a shared pool of 8 threads when
     ``store.parallel_reads``, else one after the other. A call's exception is raised here (after every call has
     finished). Calls must not gather themselves."""
     if not store.parallel_reads or len(calls) < 2:

@@ -33,3 +33,11 @@ def schema_statements(*, lease: bool = True) -> list[str]:
     names += [f"schema/vector_{snake(label)}" for label in VECTOR_LABELS]
     names += [f"schema/fulltext_{snake(label)}_{prop}" for label, prop in FULLTEXT_INDEXES]
     return names
+
+
+#: The full-text seeds of score propagation per label: (the key of ``GraphStore.seed_fulltext``'s result, statement).
+SEED_FULLTEXT = {"Chunk": ("Chunk.text", "retrieve/seed_fulltext_chunk"),
+                 "Entity": ("Entity.name", "retrieve/seed_fulltext_entity")}  # fmt: skip
+
+#: How long ``GraphStore.await_indexes`` waits for the indexes to be built by default, in seconds.
+INDEX_WAIT_SECONDS = 600.0
