@@ -161,6 +161,24 @@ def test_percent_encoded_paths_are_checked_as_routed(keyed: Keyed) -> None:
         assert status == 200 and body["citations"], body
 
 
+def test_ask_through_encoded_paths_and_unknown_names_with_scoped_keys(keyed: Keyed) -> None:
+    # /ask answers with its own JSON and the scope check is a coroutine: both still see the routed, decoded name
+    settings, k = keyed
+    home = settings.home
+    ask = json.dumps({"question": QUESTION}).encode()
+    ro = _h(k["reader"], **{"Content-Type": "application/json"})
+    rw = _h(k["writer"], **{"Content-Type": "application/json"})
+    with running(create_app(settings)) as url:
+        status, body = raw(url, "POST", "/v1/kb/%64efault/ask", body=ask, headers=ro)  # 'default', its own scope
+        assert status == 200 and body["citations"] and body["saved"] is None, body
+        for path in ("/v1/kb/%6Fther/ask", "/v1%2Fkb/spawn-ro/ask", "/v1/kb/spawn%2Dro/ask"):  # outside its scope
+            status, body = raw(url, "POST", path, body=ask, headers=ro)
+            assert status == 403 and "may not use" in body["detail"], (path, body)
+        status, body = raw(url, "POST", "/v1/kb/team%2Dzz/ask", body=ask, headers=rw)  # in scope, unknown: 404
+        assert status == 404 and "no knowledge base" in body["detail"], body
+    assert not any((home / name).exists() for name in ("spawn-ro", "team-zz"))
+
+
 def test_a_read_creates_no_knowledge_base(home: Home, capsys: pytest.CaptureFixture[str]) -> None:
     settings, _ = home
     base = settings.home
