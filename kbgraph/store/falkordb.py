@@ -48,7 +48,7 @@ class FalkorDBStore(GraphStore):
         files: no server is started to find out. A FalkorDB server (``falkor://``) or a shared data folder
         (``data_dir``) holds many knowledge bases as graphs: connected, the graph must be listed there."""
         if not settings.store.uri and settings.store.data_dir is None:
-            return any((settings.kb_dir / name).exists() for name in cls.STORE_FILES)
+            return cls._holds_store(settings)
         store = cls(settings)
         try:
             return settings.name in store._db.list_graphs()
@@ -63,10 +63,9 @@ class FalkorDBStore(GraphStore):
         for a ``falkor://`` server or a data folder that holds no store yet (an unknown knowledge base's folder is
         not created; a shared ``data_dir`` that holds other knowledge bases gets its server, as any read of it
         would start it)."""
-        if settings.store.uri or not any((settings.kb_dir / name).exists() for name in cls.STORE_FILES):
+        if settings.store.uri or not cls._holds_store(settings):
             return None
-        server = EmbeddedFalkorDB(settings.kb_dir, idle_timeout=settings.store.falkor_idle_timeout,
-                                  start_timeout=settings.store.falkor_start_timeout)  # fmt: skip
+        server = cls._embedded(settings)
 
         def start() -> None:
             with contextlib.suppress(Exception):  # the later connect raises it, with its fix
@@ -75,6 +74,17 @@ class FalkorDBStore(GraphStore):
         thread = threading.Thread(target=start, name="kbgraph-prestart", daemon=True)
         thread.start()
         return thread
+
+    @classmethod
+    def _holds_store(cls, settings: Settings) -> bool:
+        """Does the embedded store's data folder (``settings.kb_dir``) hold a store's files (:data:`STORE_FILES`)?"""
+        return any((settings.kb_dir / name).exists() for name in cls.STORE_FILES)
+
+    @staticmethod
+    def _embedded(settings: Settings) -> EmbeddedFalkorDB:
+        """The embedded server of ``settings.kb_dir``, with the settings' idle and start timeouts (not started)."""
+        return EmbeddedFalkorDB(settings.kb_dir, idle_timeout=settings.store.falkor_idle_timeout,
+                                start_timeout=settings.store.falkor_start_timeout)  # fmt: skip
 
     @classmethod
     def connect(cls, settings: Settings) -> FalkorDBStore:
@@ -110,10 +120,7 @@ class FalkorDBStore(GraphStore):
                     **pooled,
                 )  # fmt: skip
             else:
-                self.server = EmbeddedFalkorDB(
-                    settings.kb_dir, idle_timeout=settings.store.falkor_idle_timeout,
-                    start_timeout=settings.store.falkor_start_timeout,
-                )  # fmt: skip
+                self.server = self._embedded(settings)
                 sock = self.server.ensure_running()
                 self.location = self.kb_location(settings)  # the server's data_dir
                 self._pool = redis.BlockingConnectionPool(
