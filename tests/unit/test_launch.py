@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph.launch import PRESTART_VERBS, parse_global
+import typer
+
+from kbgraph.cli import app
+from kbgraph.launch import PRESTART_VERBS, _VALUED, parse_global
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
@@ -28,3 +31,10 @@ def test_a_line_without_a_verb_to_start_for_is_left_alone(argv: list[str]) -> No
 
 def test_only_verbs_that_open_the_store_start_it() -> None:
     assert PRESTART_VERBS == {"ask"}
+
+
+def test_the_launcher_knows_every_global_option_of_the_cli() -> None:
+    # kbgraph.launch reads the global options before kbgraph.cli is imported, from its own table: the same options
+    options = {opt: bool(getattr(param, "is_flag", False)) for param in typer.main.get_command(app).params
+               for opt in param.opts}  # fmt: skip
+    assert options == {**dict.fromkeys(_VALUED, False), "--debug": True}
