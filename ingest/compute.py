@@ -80,11 +80,13 @@ def distill_graphs(graphs: list[DocumentGraph], settings: Settings, *, llm: LLM 
 
 def embed_graphs(graphs: list[DocumentGraph], settings: Settings, embedder: Embedder) -> int:
     """Stage 4: embed the layers of ``graphs`` whose vectors are on (``kbgraph.ingest.embed_layers``, settings
-    ``vector_layers``, ``late_chunking``, ``static_layers``); returns the number of texts embedded."""
+    ``vector_layers``, ``late_chunking``, ``static_layers``, ``entity_types_without_vectors``); returns the number of
+    texts embedded."""
     e = settings.embedding
     static = e.static_vector_layers
     return embed_layers(graphs, embedder, e.vector_layers, late_chunking=e.late_chunking, static_layers=static,
-                        static=get_static_embedder(settings) if static else None)  # fmt: skip
+                        static=get_static_embedder(settings) if static else None,
+                        entity_types_without_vectors=frozenset(e.entity_types_without_vectors))  # fmt: skip
 
 
 def split_distilled(graphs: list[DocumentGraph], distilled: Distilled) -> None:

@@ -60,7 +60,8 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, Sequence[LayerRe
 
 
 def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collection[str] | None = None, *,
-                 late_chunking: bool = False, static: Embedder | None = None, static_layers: Collection[str] = ()) -> int:
+                 late_chunking: bool = False, static: Embedder | None = None, static_layers: Collection[str] = (),
+                 entity_types_without_vectors: Collection[str] = ()) -> int:  # fmt: skip
     """Set ``embedding`` (a list of floats, the embedder's dimension) on every record of ``graphs`` whose
     layer is in ``layers`` (labels: Document, Section, AtomicQuestion, Triple, Entity; None = all; Chunk is
     always embedded); the other records keep ``embedding=None``. ``embedder``: anything with ``embed(texts)``
@@ -68,14 +69,19 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collec
     and every copy carries that vector. ``late_chunking``: with an embedder that offers
     ``embed_spans`` and AtomicQuestion on, sentence tags are pooled from their chunk's pass
     (``kbgraph.ingest.embed_late``) and only the other questions are embedded. The layers in ``static_layers``
-    (not Chunk) are embedded by ``static`` (an embedder, the static model) instead. Returns the number of
-    texts embedded (a pooled tag counts as one)."""
+    (not Chunk) are embedded by ``static`` (an embedder, the static model) instead. Entities whose type is in
+    ``entity_types_without_vectors`` (upper case) keep ``embedding=None``. Returns the number of texts embedded
+    (a pooled tag counts as one)."""
     done = 0
     late = late_chunking and can_embed_spans(embedder) and (layers is None or "AtomicQuestion" in layers)
     pooled: set[str] = set()
     for label, records, texts in layer_texts(graphs):
         if not records or (layers is not None and label != "Chunk" and label not in layers):
             continue
+        if label == "Entity" and entity_types_without_vectors:
+            keep = [i for i, r in enumerate(records)
+                    if cast(EntityRecord, r).type.upper() not in entity_types_without_vectors]  # fmt: skip
+            records, texts = [records[i] for i in keep], [texts[i] for i in keep]
         done += len(texts)
         if late and label == "Chunk":
             chunks = cast("list[ChunkRecord]", records)  # the Chunk layer's records (layer_texts)

@@ -210,6 +210,15 @@ class EmbeddingSettings(SettingsGroup):
         "Algorithm 1 (pike) and H-R retrieve atomic questions by vector: keep AtomicQuestion for them.",
     )
 
+    entity_types_without_vectors: Annotated[list[str], NoDecode] = Field(
+        ["CONCEPT", "DATE"],  # docs/benchmarks.md, "Entity vectors for names only"
+        description="Entity types whose Entity nodes get no vector (a list or comma-separated types): by default "
+        "the key concepts (noun phrases) and dates, ~40 % of the entities, ~16 KB of store memory per passage; "
+        "they are still found by name (the Entity.name full-text seeds) and through the chunks that mention them. "
+        "[] = every entity embedded (when Entity is a vector layer). Changing it for an existing knowledge base "
+        "applies to entities created afterwards: rebuild it (reset, then ingest) for all of them.",
+    )
+
     # --- late chunking (kbgraph/embed/late.py, ingest/embed_late.py) ------------------
     late_chunking: bool = Field(
         True,  # the default: docs/benchmarks.md, "Late chunking" (2Wiki R@5 87.1, MuSiQue 68.7)
@@ -240,6 +249,12 @@ class EmbeddingSettings(SettingsGroup):
     @classmethod
     def _layers(cls, v: Any) -> Any:
         return _layer_list(v)
+
+    @field_validator("entity_types_without_vectors", mode="before")
+    @classmethod
+    def _types(cls, v: Any) -> Any:
+        items = v.split(",") if isinstance(v, str) else list(v)
+        return list(dict.fromkeys(t for t in (str(x).strip().upper() for x in items) if t))
 
     @property
     def vector_layers_off(self) -> frozenset[str]:

@@ -135,3 +135,23 @@ def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(backend_
         assert _top(built, built.settings, questions) == switched
     finally:
         built.close()
+
+
+def test_concept_and_date_entities_get_no_vector_and_are_found_by_name(backend_settings: Settings, corpus: tuple[Path, list[str]]) -> None:
+    """Setting ``entity_types_without_vectors`` (default CONCEPT, DATE) through a real ingestion: the Entity vector
+    index holds the named entities only, while the concepts and dates are Entity nodes found by their names."""
+    kb = _fresh(backend_settings, corpus, ["Entity"], "t")
+    try:
+        assert kb.settings.embedding.entity_types_without_vectors == ["CONCEPT", "DATE"]
+        qvec = kb.embedder.embed([corpus[1][0]])[0].tolist()
+        total = kb.stats().nodes["Entity"]
+        embedded = kb.store.vector_search("Entity", qvec, k=total)
+        types = {h.properties["type"] for h in embedded}
+        assert embedded and not types & {"CONCEPT", "DATE"} and "PERSON" in types, types
+        words = " ".join(corpus[1])  # the questions' words: full text on Entity.name
+        by_name = kb.store.fulltext_search("Entity", words, 200)
+        unembedded = [h for h in by_name if h.properties["type"] in ("CONCEPT", "DATE")]
+        assert unembedded and not {h.id for h in unembedded} & {h.id for h in embedded}
+        assert len(embedded) < total
+    finally:
+        kb.close()
