@@ -35,12 +35,19 @@ def _graph() -> DocumentGraph:
     return DocumentGraph(document=doc, chunks=[chunk], entities=ents)
 
 
-def test_concepts_and_dates_get_no_vector_by_default() -> None:
+def test_dates_get_no_vector_by_default() -> None:
     skip = frozenset(Settings().embedding.entity_types_without_vectors)
-    assert skip == {"CONCEPT", "DATE"}
+    assert skip == {"DATE"}
     g, emb = _graph(), Recorder()
-    assert embed_layers([g], emb, ["Entity"], entity_types_without_vectors=skip) == 2  # the chunk and the person
-    assert emb.texts[-1] == "Grace Hopper" and "compiler" not in emb.texts and "1952" not in emb.texts
+    assert embed_layers([g], emb, ["Entity"], entity_types_without_vectors=skip) == 3  # chunk, person, concept
+    assert emb.texts[-2:] == ["Grace Hopper", "compiler"] and "1952" not in emb.texts
+    assert {e.id: e.embedding is not None for e in g.entities} == {"p": True, "k": True, "y": False}
+
+
+def test_concepts_and_dates_both_left_out() -> None:
+    g, emb = _graph(), Recorder()
+    assert embed_layers([g], emb, ["Entity"], entity_types_without_vectors=frozenset({"CONCEPT", "DATE"})) == 2
+    assert emb.texts[-1] == "Grace Hopper" and "compiler" not in emb.texts
     assert {e.id: e.embedding is not None for e in g.entities} == {"p": True, "k": False, "y": False}
 
 
