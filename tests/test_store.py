@@ -205,6 +205,7 @@ def test_delete_document_removes_its_subgraph_and_no_orphans_remain(store: Graph
 
     deleted = store.delete_document(g1.document.id)
     assert deleted["documents"] == 1 and deleted["chunks"] == 3 and deleted["entities"] == 1
+    assert deleted["questions"] == 3 and deleted["triples"] == 1  # reached from the document's chunks
     after = store.stats()
     assert after.nodes == only_beta.nodes  # same shape as one document: the shared entity stays
     assert after.relationships == only_beta.relationships
