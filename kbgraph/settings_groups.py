@@ -20,12 +20,18 @@ VECTOR_LAYER_CHOICES: tuple[str, ...] = ("Document", "Section", "AtomicQuestion"
 UserPath = Annotated[Path, AfterValidator(lambda p: p.expanduser())]
 
 
+def comma_items(v: Any) -> list[str]:
+    """The items of a setting given as a comma-separated string (environment, CLI) or as a list, each stripped,
+    blanks dropped (the ``mode="before"`` validators of list settings)."""
+    items = v.split(",") if isinstance(v, str) else list(v)
+    return [item for item in (str(x).strip() for x in items) if item]
+
+
 def _layer_list(v: Any) -> Any:
     """A comma-separated string (environment, CLI) or a list; labels checked, Chunk dropped (always on)."""
-    items = v.split(",") if isinstance(v, str) else list(v)
     out: list[str] = []
-    for item in (str(x).strip() for x in items):
-        if item and item != "Chunk" and item not in out:
+    for item in comma_items(v):
+        if item != "Chunk" and item not in out:
             if item not in VECTOR_LAYER_CHOICES:
                 raise ValueError(f"unknown vector layer {item!r}: choose from {', '.join(VECTOR_LAYER_CHOICES)}")
             out.append(item)
@@ -254,8 +260,7 @@ class EmbeddingSettings(SettingsGroup):
     @field_validator("entity_types_without_vectors", mode="before")
     @classmethod
     def _types(cls, v: Any) -> Any:
-        items = v.split(",") if isinstance(v, str) else list(v)
-        return list(dict.fromkeys(t for t in (str(x).strip().upper() for x in items) if t))
+        return list(dict.fromkeys(t.upper() for t in comma_items(v)))
 
     @property
     def vector_layers_off(self) -> frozenset[str]:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import NoDecode
 
-from kbgraph.settings_groups import SettingsGroup, UserPath
+from kbgraph.settings_groups import SettingsGroup, UserPath, comma_items
 
 
 class LLMSettings(SettingsGroup):
@@ -134,12 +134,10 @@ class ServeSettings(SettingsGroup):
     @classmethod
     def _comma_list(cls, v: Any) -> Any:
         """A comma-separated string (environment) or a list; blanks dropped."""
-        items = v.split(",") if isinstance(v, str) else list(v or [])
-        return [str(x).strip() for x in items if str(x).strip()]
+        return comma_items(v or [])
 
     @field_validator("serve_ingest_roots", mode="before")
     @classmethod
     def _ingest_roots(cls, v: Any) -> Any:
         """A comma-separated string (environment) or a list of folders; blanks dropped, ``~`` expanded."""
-        items = v.split(",") if isinstance(v, str) else list(v or [])
-        return [Path(str(x).strip()).expanduser() for x in items if str(x).strip()]
+        return [Path(item).expanduser() for item in comma_items(v or [])]
