@@ -209,7 +209,7 @@ def _write(store: GraphStore, embedder: Embedder, answers: dict[str, list[tuple[
     new = [row for tid, row in tags.items() if tid not in existing]
     if new:
         for row, vec in zip(new, embedder.embed([row["name"] for row in new]), strict=True):
-            row["embedding"] = store.check_vector(vec.tolist() if hasattr(vec, "tolist") else vec)
+            row["embedding"] = store.check_vector(vec.tolist() if hasattr(vec, "tolist") else vec, "Tag")
     now = utc_now()
     with store.transaction() as tx:
         old = [r["id"] for r in tx.run("tags/untag_chunks", {"ids": list(answers)})]

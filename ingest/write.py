@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from kbgraph.errors import StoreTransient
 from kbgraph.models import DocumentGraph
 from kbgraph.store import GraphStore
+from kbgraph.store.schema import VECTOR_WRITES
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -59,10 +60,10 @@ def write_documents(
         "ingest/link_mentions": sorted((m.model_dump() for g in graphs for m in g.mentions),
                                        key=lambda r: (r["entity_id"], r["chunk_id"])),
     }
-    for batch in rows.values():  # validate every vector before the first write (float32 arrays from here on)
+    for name, batch in rows.items():  # validate every vector before the first write (float32 arrays from here on)
         for row in batch:
             if row.get("embedding") is not None:
-                row["embedding"] = store.check_vector(row["embedding"])
+                row["embedding"] = store.check_vector(row["embedding"], VECTOR_WRITES[name])
     doc_ids = [g.document.id for g in graphs]
 
     def undo_all() -> None:  # the store runs it only where it cannot roll the unit back (FalkorDB)

@@ -33,19 +33,21 @@ from pydantic_settings import (
 )
 
 from kbgraph.settings_groups import (
-    BaselineSettings,
-    DecomposeSettings,
-    DecomposerSettings,
     EmbeddingSettings,
-    HiragSettings,
     IngestSettings,
-    MigresSettings,
     RetrievalSettings,
-    RoutingSettings,
     SettingsGroup,
     StoreSettings,
     TaggingSettings,
     UserPath,
+)
+from kbgraph.settings_methods import (
+    BaselineSettings,
+    DecomposerSettings,
+    DecomposeSettings,
+    HiragSettings,
+    MigresSettings,
+    RoutingSettings,
 )
 from kbgraph.settings_groups import VECTOR_LAYER_CHOICES as VECTOR_LAYER_CHOICES  # re-exported
 from kbgraph.settings_services import LLMServerSettings, LLMSettings, ServeSettings

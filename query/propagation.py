@@ -133,9 +133,11 @@ def _bm25_hits(store: GraphStore, settings: Settings, question: str) -> list[tup
 
 
 def static_question_vectors(settings: Settings, question: str) -> dict[str, list[float]]:
-    """{label: the question's vector from the static model} for each layer of ``settings.embedding.static_layers`` whose
-    vectors are on; {} when there is none. ConfigError as ``kbgraph.embed.static_model.get_static_embedder``."""
-    layers = settings.embedding.static_vector_layers
+    """{label: the question's vector from the static model} for each layer of ``settings.embedding.static_layers``
+    (``static_model_layers``: its index has the static model's dimension even when its seeds are off, and every
+    vector index is searched in one statement); {} when there is none. ConfigError as
+    ``kbgraph.embed.static_model.get_static_embedder``."""
+    layers = settings.embedding.static_model_layers
     if not layers:
         return {}
 

@@ -249,7 +249,7 @@ def test_failed_unit_of_work_leaves_nothing(store: GraphStore) -> None:
 def test_vector_dimension_mismatch_is_a_clear_error(backend_settings: Settings, store: GraphStore) -> None:
     other = open_store(backend_settings.updated({"embedding_dimension": 8}))
     try:
-        with pytest.raises(SchemaMismatch, match="dimension 384 but the embedder produces 8"):
+        with pytest.raises(SchemaMismatch, match="dimension 384 but the settings give 8"):
             other.ensure_schema()
         with pytest.raises(SchemaMismatch):
             store.write_batches("ingest/upsert_chunks", chunk_rows(np.ones((1, 8), dtype=np.float32)))

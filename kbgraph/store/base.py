@@ -25,8 +25,10 @@ from kbgraph.models import FULLTEXT_INDEXES, VECTOR_LABELS, FulltextHit, StoreSt
 from kbgraph.store.params import Row, fulltext_terms, map_vectors
 from kbgraph.store.schema import (
     DOCUMENT_SCOPED_LABELS, INDEX_WAIT_SECONDS, SEED_FULLTEXT, SEED_LAYERS, schema_statements, snake,
+    vector_schema_label,
 )  # fmt: skip
 from kbgraph.store.transaction import Transaction, delete_orphan_tags
+from kbgraph.store.vectors import VectorDimensions, index_dimensions
 
 if TYPE_CHECKING:
     from kbgraph.settings import Settings
@@ -34,11 +36,11 @@ if TYPE_CHECKING:
 #: Re-exported: the names of the split-out modules (params, schema, transaction) that callers import from here.
 __all__ = [
     "DOCUMENT_SCOPED_LABELS", "SEED_LAYERS", "GraphStore", "Row", "Transaction", "delete_orphan_tags",
-    "fulltext_terms", "map_vectors", "schema_statements", "snake",
+    "fulltext_terms", "index_dimensions", "map_vectors", "schema_statements", "snake",
 ]
 
 
-class GraphStore(ABC):
+class GraphStore(VectorDimensions, ABC):
     """A graph database behind kbgraph.
 
     What a caller may need to know about a backend is asked of its class, before connecting
@@ -46,7 +48,8 @@ class GraphStore(ABC):
     people: stats, logs, run records), ``dialect`` (the Cypher statement variants it reads, ``kbgraph.cypher``),
     ``database_per_kb``, ``kb_location(settings)``, ``browser_url(settings)``, ``exists(settings)``.
     location: where this store's knowledge base lives (``kb_location``). dimension: the embedding dimension of the
-    vector indexes (validated on write).
+    vector indexes (validated on write); ``dimensions``: the labels whose index has another one (the static
+    layers', setting ``static_dimension``), read with ``dimension_of``.
     batch_size: rows per UNWIND batch.
     Errors: StoreUnavailable (cannot connect), SchemaMismatch (existing index conflicts), StoreError (a
     statement failed; the message names the statement).
@@ -109,8 +112,9 @@ class GraphStore(ABC):
         Neo4j Browser cannot open this store (default)."""
         return None
 
-    def __init__(self, *, dimension: int, batch_size: int):
+    def __init__(self, *, dimension: int, batch_size: int, dimensions: Mapping[str, int] | None = None):
         self.dimension = dimension
+        self.dimensions = {label: dim for label, dim in (dimensions or {}).items() if dim != dimension}
         self.batch_size = batch_size
         #: statement name -> times sent (auto-commit and in units of work): evidence for "no writes".
         self.sent: Counter[str] = Counter()
@@ -179,7 +183,7 @@ class GraphStore(ABC):
         each batch atomically. Rows with an ``embedding`` must have ``dimension`` finite floats
         (raises SchemaMismatch otherwise: a wrong-sized vector would silently go unindexed)."""
         total = 0
-        for batch in self._batches(rows):
+        for batch in self._batches(rows, name):
             self.run(name, {**(params or {}), "rows": batch})
             total += len(batch)
         return total
@@ -213,14 +217,17 @@ class GraphStore(ABC):
     def ensure_schema(self) -> None:
         """Create constraints, range, vector and full-text indexes idempotently; the ingest lease's and the claims'
         (``LEASE_SCHEMA``) only where the lease lives in the database (``lease_key()`` not None). Raises
-        SchemaMismatch if an existing vector index has another dimension than the configured embedder."""
+        SchemaMismatch if an existing vector index has another dimension than the configured one (``dimension_of``),
+        naming the setting that gives the dimension it was built with."""
         existing = self._list_vector_dimensions()
-        wrong = {label: dim for label, dim in existing.items() if dim != self.dimension}
+        wrong = {label: dim for label, dim in existing.items() if dim != self.dimension_of(label)}
         if wrong:
             label, dim = next(iter(wrong.items()))
             raise SchemaMismatch(
-                f"the {label} vector index has dimension {dim} but the embedder produces {self.dimension}; "
-                f"use the embedding model the graph was built with, or re-create it with `kbgraph reset`"
+                f"the {label} vector index has dimension {dim} but the settings give {self.dimension_of(label)}; "
+                f"use the embedding model the graph was built with (KBGRAPH_EMBEDDING_MODEL, "
+                f"KBGRAPH_EMBEDDING_DIMENSION; for a layer of KBGRAPH_STATIC_LAYERS, KBGRAPH_STATIC_DIMENSION={dim}), "
+                f"or re-create it with `kbgraph reset`"
             )
         # HNSW (FalkorDB; Neo4j's Lucene index uses the same M 16 / efConstruction 100 by default): building with
         # efConstruction 100 instead of 200 cut FalkorDB's write time by a quarter (600 2Wiki passages 13.9 ->
@@ -228,7 +235,8 @@ class GraphStore(ABC):
         # hierarchical R@2/R@5 66.6/86.6 instead of 66.5/87.1 (benchmarks/query.py).
         params = {"dimension": self.dimension, "m": 16, "ef_construction": 100, "ef_runtime": 100}
         for name in schema_statements(lease=self.lease_key() is not None):  # no lease, no lease schema
-            self._create_schema_statement(name, params)
+            indexed = vector_schema_label(name)  # a vector index: the dimension of its label
+            self._create_schema_statement(name, {**params, "dimension": self.dimension_of(indexed)} if indexed else params)
         self.await_indexes()
 
     def await_indexes(self, timeout: float = INDEX_WAIT_SECONDS) -> None:
@@ -260,7 +268,7 @@ class GraphStore(ABC):
         (so fewer than ``k`` may come back); entities always."""
         if label not in VECTOR_LABELS:
             raise ValueError(f"no vector index on {label!r}")
-        vec = self.check_vector(embedding)
+        vec = self.check_vector(embedding, label)
         rows = self.run("retrieve/vector_search", self._vector_params(label, vec, k))
         hits = [
             VectorHit(
@@ -284,7 +292,7 @@ class GraphStore(ABC):
         params: dict[str, Any] = {"embedding": vec, "k": k}
         for label in SEED_LAYERS:
             other = (layer_embeddings or {}).get(label)
-            params[f"{snake(label)}_embedding"] = vec if other is None else self.check_vector(other)
+            params[f"{snake(label)}_embedding"] = self.check_vector(vec if other is None else other, label)
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
         for r in self.run("retrieve/seed_vectors", params):
             out[r["layer"]].append(VectorHit(
@@ -322,25 +330,26 @@ class GraphStore(ABC):
         """Exact cosine similarity between ``embedding`` (``dimension`` floats) and each Chunk of ``ids``
         (computed in the database; no index involved). Returns {chunk id: cosine in [-1, 1]}; unknown ids,
         chunks without an embedding and chunks of documents not complete are left out."""
-        return self._similarities("retrieve/chunk_similarity", ids, embedding)
+        return self._similarities("retrieve/chunk_similarity", ids, embedding, "Chunk")
 
     def atomic_question_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
         """Exact cosine similarity between ``embedding`` (``dimension`` floats) and the stored vector of each
         AtomicQuestion of ``ids`` (the vector its index holds: with late chunking, the sentence's in-context
         vector, not an embedding of its text alone). Returns {question id: cosine in [-1, 1]}; unknown ids,
         questions without an embedding and those of documents not complete are left out."""
-        return self._similarities("retrieve/atomic_question_similarity", ids, embedding)
+        return self._similarities("retrieve/atomic_question_similarity", ids, embedding, "AtomicQuestion")
 
     def vector_similarity(self, score: float) -> float:
         """A score of this backend's vector functions (the vector indexes, ``retrieve/chunk_similarity`` and the
         ``score`` column of score propagation's statements) as a cosine similarity in [-1, 1]."""
         return self._vector_similarity(score)
 
-    def _similarities(self, statement: str, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
-        """{id: cosine in [-1, 1]} of the rows (id, backend vector score) of ``statement`` over ``ids``."""
+    def _similarities(self, statement: str, ids: Sequence[str], embedding: Sequence[float], label: str
+                      ) -> dict[str, float]:  # fmt: skip
+        """{id: cosine in [-1, 1]} of the rows (id, backend vector score) of ``statement`` over ``ids`` (of ``label``)."""
         if not ids:
             return {}
-        vec = self.check_vector(embedding)
+        vec = self.check_vector(embedding, label)
         rows = self.run(statement, {"ids": list(ids), "embedding": vec})
         return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
 
@@ -421,30 +430,3 @@ class GraphStore(ABC):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- helpers ----------------------------------------------------------------------------
-    def _batches(self, rows: Sequence[Row]) -> Iterator[list[Row]]:
-        rows = list(rows)
-        for start in range(0, len(rows), self.batch_size):
-            batch = rows[start : start + self.batch_size]
-            yield [self._prepare_row(r) for r in batch]
-
-    def _prepare_row(self, row: Row) -> Row:
-        emb = row.get("embedding")
-        if emb is None:
-            return row
-        return {**row, "embedding": self.check_vector(emb)}
-
-    def check_vector(self, embedding: Sequence[float]) -> np.ndarray:
-        """``embedding`` as a float32 array of shape (``dimension``,), ready to send. Raises SchemaMismatch for
-        another size (a wrong-sized vector would silently go unindexed) and StoreError for NaN or infinity.
-        Checked with numpy: ingestion sends ~80k vectors per 3,300 passages, a Python loop per float cost
-        seconds. Callers validate a whole unit's vectors with it before its first write."""
-        vec = np.asarray(embedding, dtype=np.float32)
-        if vec.ndim != 1 or vec.shape[0] != self.dimension:
-            raise SchemaMismatch(
-                f"embedding has {vec.size} dimensions but the vector indexes have {self.dimension}; "
-                "check KBGRAPH_EMBEDDING_MODEL and KBGRAPH_EMBEDDING_DIMENSION"
-            )
-        if not np.isfinite(vec).all():
-            raise StoreError("embedding contains NaN or infinity")
-        return vec

@@ -23,7 +23,7 @@ import numpy as np
 from kbgraph.errors import StoreError, StoreUnavailable
 from kbgraph.models import NODE_LABELS
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore
+from kbgraph.store.base import GraphStore, index_dimensions
 from kbgraph.store.falkor_server import EmbeddedFalkorDB
 from kbgraph.store.params import Row, map_vectors
 from kbgraph.store.schema import snake
@@ -96,7 +96,8 @@ class FalkorDBStore(GraphStore):
         return settings.store.uri or str(Path(settings.kb_dir).expanduser().resolve())
 
     def __init__(self, settings: Settings):
-        super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size)
+        super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size,
+                         dimensions=index_dimensions(settings))
         import redis
         from falkordb import FalkorDB
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from kbgraph.errors import ConfigError, StoreError, StoreTransient, StoreUnavailable
 from kbgraph.settings import Settings
-from kbgraph.store.base import GraphStore
+from kbgraph.store.base import GraphStore, index_dimensions
 from kbgraph.store.params import Row, map_vectors
 from kbgraph.store.schema import snake
 from kbgraph import cypher
@@ -93,7 +93,8 @@ class Neo4jStore(GraphStore):
         return f"http://{shown}:{port}/browser/"
 
     def __init__(self, settings: Settings):
-        super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size)
+        super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size,
+                         dimensions=index_dimensions(settings))
         import neo4j
         from neo4j import exceptions as nx
 

@@ -19,6 +19,20 @@ LEASE_SCHEMA = ("schema/ingest_lease_kb", "schema/ingest_claim_key")
 SEED_LAYERS = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
 
 
+#: The statements that write vectors, by the label whose index holds them (``GraphStore.write_batches`` checks each
+#: row's vector against that index's dimension; a statement not named here writes none or the Chunk's dimension).
+VECTOR_WRITES = {"ingest/upsert_document": "Document", "ingest/upsert_sections": "Section",
+                 "ingest/upsert_chunks": "Chunk", "ingest/upsert_questions": "AtomicQuestion",
+                 "ingest/upsert_entities": "Entity", "ingest/upsert_triples": "Triple",
+                 "tags/upsert_tags": "Tag"}  # fmt: skip
+
+
+def vector_schema_label(name: str) -> str | None:
+    """The label whose vector index the schema statement ``name`` creates ('schema/vector_entity' -> 'Entity'),
+    or None for another statement."""
+    return next((label for label in VECTOR_LABELS if name == f"schema/vector_{snake(label)}"), None)
+
+
 def snake(label: str) -> str:
     """'AtomicQuestion' -> 'atomic_question' (names of schema statements and Neo4j indexes)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", label).lower()

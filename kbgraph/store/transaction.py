@@ -31,7 +31,7 @@ class Transaction:
 
     def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
         total = 0
-        for batch in self._store._batches(rows):
+        for batch in self._store._batches(rows, name):
             self.run(name, {**(params or {}), "rows": batch})
             total += len(batch)
         return total

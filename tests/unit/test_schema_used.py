@@ -25,6 +25,7 @@ def _created(uri: str | None) -> tuple[str, list[str]]:
     cls = store_class(Settings(uri=uri))
     store = object.__new__(cls)
     store.dimension = 384
+    store.dimensions = {}
     store.database = "neo4j"  # type: ignore[attr-defined]  # Neo4jStore.lease_key reads it; FalkorDB's ignores it
     names: list[str] = []
     store._list_vector_dimensions = dict  # type: ignore[method-assign]
