@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from kbgraph.embed.static_model import get_static_embedder
+from kbgraph.errors import SchemaMismatch
 from kbgraph.ingest.embed_layers import embed_layers
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 OFF = ["Entity", "Triple", "Section", "Document"]  # AtomicQuestion stays on: Algorithm 1 retrieves it by vector
 ON = ["AtomicQuestion"]
+STATIC_DIMENSION = 128  # setting static_dimension's test value (a second distillation unless it is the default)
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +159,33 @@ def test_date_entities_get_no_vector_and_are_found_by_name(backend_settings: Set
         assert len(embedded) < total
     finally:
         kb.close()
+
+
+def test_static_layer_index_has_the_static_dimension(backend_settings: Settings, corpus: tuple[Path, list[str]]) -> None:
+    """Setting ``static_dimension`` through a real ingestion: the Entity vector index (a static layer) is created at
+    the static model's PCA dimension and holds the static model's vectors, the Chunk index keeps the model's; an
+    entity's own name finds it first; the question's static vector seeds the Entity layer; opening the knowledge
+    base with another static dimension is refused, naming the one it was built with."""
+    dim = STATIC_DIMENSION
+    settings = backend_settings.updated({"static_dimension": dim})
+    kb = _fresh(settings, corpus, ["AtomicQuestion", "Entity"], "sd")
+    try:
+        assert kb.store._list_vector_dimensions()["Entity"] == dim
+        assert kb.store._list_vector_dimensions()["Chunk"] == kb.settings.embedding.embedding_dimension
+        static = get_static_embedder(kb.settings)
+        assert static.dimension == dim and static.model_name.endswith(f"+static{dim}")
+        by_name = kb.store.fulltext_search("Entity", " ".join(corpus[1]), 200)
+        entity = next(h for h in by_name if h.properties["type"] not in kb.settings.embedding.entity_types_without_vectors)
+        name = entity.properties["name"]
+        hits = kb.store.vector_search("Entity", static.embed([name])[0], k=5)
+        assert hits and hits[0].properties["name"] == name and hits[0].score > 0.99, (name, hits[:2])
+        seeds = seed_layers(kb.store, kb.settings, corpus[1][0], kb.embedder.embed([corpus[1][0]])[0].tolist())
+        assert seeds.layers["Entity"] and seeds.layers["AtomicQuestion"]
+    finally:
+        kb.close()
+    other = KnowledgeBase(settings=settings.updated({"static_dimension": None, "name": kb.settings.name}))
+    try:
+        with pytest.raises(SchemaMismatch, match=f"Entity vector index has dimension {dim}.*KBGRAPH_STATIC_DIMENSION={dim}"):
+            other.store  # noqa: B018 - opening the store checks the schema
+    finally:
+        other.close()
