@@ -276,8 +276,20 @@ class KnowledgeBase:
         return counts
 
     def reset(self) -> None:
-        """Delete every node and relationship of this knowledge base."""
-        self.store.clear()
+        """Delete every node and relationship of this knowledge base, and re-create the vector indexes whose
+        dimension the settings changed (``GraphStore.clear``): the store is cleared before its schema is checked,
+        so a knowledge base that ``store`` refuses (SchemaMismatch) can still be reset."""
+        if self._store is not None:
+            self._store.clear()
+            return
+        store = open_store(self.settings)
+        try:
+            store.clear()
+            store.ensure_schema()
+        except BaseException:
+            store.close()
+            raise
+        self._store = store
 
     def close(self) -> None:
         if self._store is not None and self._lender is None:

@@ -414,8 +414,14 @@ class GraphStore(VectorDimensions, ABC):
         return self.run("admin/find_orphans", {"limit": limit})
 
     def clear(self) -> None:
-        """Delete every node and relationship (indexes stay). FalkorDB deletes the graph instead (FalkorDBStore)."""
+        """Delete every node and relationship. The indexes stay, but a vector index whose dimension is not the
+        settings' (``dimension_of``: another embedding model or static dimension) is dropped, so that the next
+        ``ensure_schema`` creates it anew (``KnowledgeBase.reset``; a reset is how a knowledge base is rebuilt at
+        another dimension). FalkorDB deletes the graph instead (FalkorDBStore)."""
         self.run("admin/clear_graph")
+        for label, dim in self._list_vector_dimensions().items():
+            if dim != self.dimension_of(label):
+                self.run(f"schema/drop_vector_{snake(label)}")
 
     def compact(self) -> None:
         """After a run of writes (an ingestion, a delete): let the store compact what it keeps on disk, in the
