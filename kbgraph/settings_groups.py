@@ -251,8 +251,9 @@ class EmbeddingSettings(SettingsGroup):
         None, ge=8,
         description="Dimensions of the static model's vectors: model2vec's PCA at distillation keeps this many "
         "principal components; none = the model's own (embedding_dimension). The vector indexes of static_layers "
-        "get this dimension, the others keep embedding_dimension. Fewer dimensions cost less store memory per "
-        "vector (docs/benchmarks.md, \"Static entity vectors with fewer dimensions\"). Changing it for an "
+        "get this dimension, the others keep embedding_dimension. Fewer dimensions cost less store memory: on 2Wiki "
+        "64 saves ~25 KB per passage (-30 %), 128 ~19 KB, at 0.1-0.5 points of 2Wiki R@5 and R@1 (MuSiQue R@5 "
+        "up to +1.8; docs/benchmarks.md, \"Static entity vectors with fewer dimensions\"). Changing it for an "
         "existing knowledge base: rebuild it (reset, then ingest); opening it otherwise raises SchemaMismatch "
         "naming the dimension it was built with.",
     )
