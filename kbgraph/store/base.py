@@ -180,8 +180,9 @@ class GraphStore(VectorDimensions, ABC):
 
     def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
         """Run ``name`` (an ``UNWIND $rows AS row ...`` statement) once per batch of ``batch_size`` rows,
-        each batch atomically. Rows with an ``embedding`` must have ``dimension`` finite floats
-        (raises SchemaMismatch otherwise: a wrong-sized vector would silently go unindexed)."""
+        each batch atomically. Rows with an ``embedding`` must have the finite floats of the vector index of the
+        label ``name`` writes (``VECTOR_WRITES``, ``dimension_of``; raises SchemaMismatch otherwise: a wrong-sized
+        vector would silently go unindexed)."""
         total = 0
         for batch in self._batches(rows, name):
             self.run(name, {**(params or {}), "rows": batch})
