@@ -303,7 +303,8 @@ class RetrievalSettings(SettingsGroup):
     """Score propagation (PIKE-RAG §5.2.3, Fig. 8; kbgraph.query.propagation, docs/scoring.md) and the ranker."""
 
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
-    fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off).")
+    fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off); the "
+                            "Chunk seeds are BM25's top k while ranker_bm25_k > 0 (docs/scoring.md).")  # fmt: skip
     rescore_k: int = Field(
         20, ge=0,
         description="Candidate chunks (not among the Chunk seeds) whose exact question similarity is computed, "
@@ -340,7 +341,8 @@ class RetrievalSettings(SettingsGroup):
     ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker "
                              "re-orders.")  # fmt: skip
     ranker_bm25_k: int = Field(50, ge=0, description="BM25's top chunks that the learned ranker scores (its bm25 "
-                               "features) and adds to its pool; 0 = no BM25 (kbgraph.query.bm25).")  # fmt: skip
+                               "features) and adds to its pool; 0 = no BM25 (kbgraph.query.bm25), and the Chunk "
+                               "full-text seeds come from the store's full-text index.")  # fmt: skip
 
 
 class TaggingSettings(SettingsGroup):

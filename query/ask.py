@@ -25,7 +25,6 @@ from kbgraph.query.evidence import evidence_answer
 from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, AnswerRow, get_method
 from kbgraph.query.models import Answer, ScoredChunk
 from kbgraph.query.propagation import static_question_vectors
-from kbgraph.query.ranking import POOL_RANKERS
 from kbgraph.settings import Settings
 
 MAX_QUESTION_CHARS = 4000
@@ -47,11 +46,11 @@ def clean_question(question: str) -> str:
 def preload(question: str, settings: Settings, embedder: Embedder) -> None:
     """Load in this process what answering ``question`` loads on first use, before any store is needed: the
     embedder's model and its vector of the question (kept by the embedding cache when it is on), the static
-    model's vector (``static_layers``), and bm25s when the ranker's pools use BM25. ``KnowledgeBase`` runs it
+    model's vector (``static_layers``), and bm25s when BM25 is on (``ranker_bm25_k``). ``KnowledgeBase`` runs it
     while its store opens in another thread. Raises as those loads do (ConfigError, ImportError, ...)."""
     embedder.embed([question])
     static_question_vectors(settings, question)
-    if settings.retrieval.ranker in POOL_RANKERS and settings.retrieval.ranker_bm25_k:
+    if settings.retrieval.ranker_bm25_k:  # the pools' BM25 and the Chunk full-text seeds (every ranker)
         load_bm25()
 
 

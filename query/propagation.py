@@ -54,6 +54,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from kbgraph.query.graph import chunk_details, scored_chunk
+from kbgraph.models import FulltextHit
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
 from kbgraph.query.ranking import POOL_RANKERS, feature_rows, load_model, score_rows
@@ -84,10 +85,12 @@ def seed_layers(
     store: GraphStore, settings: Settings, question: str, qvec: Sequence[float], layers: Sequence[str] | None = None
 ) -> Seeds:
     """Vector top-``seed_k`` on each layer's index (or on ``layers`` only), plus full-text top-``fulltext_k``
-    on Chunk.text and Entity.name when every layer is seeded; three reads for all layers. With the
-    learned ranker, also BM25's top ``ranker_bm25_k`` chunks (``Seeds.bm25``; kbgraph.query.bm25's index of
-    this knowledge base, kept in memory). The four run at once on a store with ``parallel_reads``
-    (kbgraph.store.parallel.gather). A layer whose vectors are off (``settings.embedding.vector_layers``)
+    on Chunk.text and Entity.name when every layer is seeded. The Chunk full-text seeds (the ``FullText`` term)
+    are BM25's top ``fulltext_k`` (kbgraph.query.bm25's index of this knowledge base, kept in memory) rather than the
+    store's full-text index while ``ranker_bm25_k`` > 0 (:func:`fulltext_from_bm25`): one read fewer, the longest of
+    the seeding (docs/benchmarks.md, "Chunk full-text seeds from BM25"). With the learned ranker, also BM25's top
+    ``ranker_bm25_k`` chunks (``Seeds.bm25``) from the same search. The reads run at once on a store with
+    ``parallel_reads`` (kbgraph.store.parallel.gather). A layer whose vectors are off (``settings.embedding.vector_layers``)
     has no vector seeds: its nodes still reach chunks through the full-text seeds and the hops, as in a knowledge
     base built without its vectors. A layer of ``settings.embedding.static_layers`` is
     searched with the question's vector from the static model its nodes were embedded with
@@ -104,13 +107,19 @@ def seed_layers(
     fulltext = settings.retrieval.fulltext_k if settings.retrieval.weight_fulltext else 0
     # four reads at once: the Chunk.text and Entity.name full-text seeds apart (on 2Wiki 11.0 -> 7.5 ms p50 for the
     # two: the longest read of the seeding)
-    vectors, chunk_text, entity_name, seeds.bm25 = gather(
+    from_bm25 = fulltext > 0 and fulltext_from_bm25(settings)  # the Chunk full-text seeds are BM25's
+    pool_k = settings.retrieval.ranker_bm25_k if settings.retrieval.ranker in POOL_RANKERS else 0
+    vectors, chunk_text, entity_name, bm25 = gather(
         store,
         lambda: store.seed_vectors(qvec, settings.retrieval.seed_k, layer_embeddings=own),
-        lambda: store.seed_fulltext(question, fulltext, ("Chunk",)),
+        (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
         lambda: store.seed_fulltext(question, fulltext, ("Entity",)),
-        lambda: _bm25_hits(store, settings, question),
+        lambda: _bm25_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
     )
+    seeds.bm25 = bm25[:pool_k]
+    if from_bm25:
+        chunk_text = {"Chunk.text": [FulltextHit(id=cid, label="Chunk", score=score, properties={})
+                                     for cid, score in bm25[:fulltext]]}  # fmt: skip
     found = {**chunk_text, **entity_name, **vectors}
     for label in LAYER_WEIGHTS:
         if label not in off:
@@ -123,13 +132,19 @@ def seed_layers(
     return seeds
 
 
-def _bm25_hits(store: GraphStore, settings: Settings, question: str) -> list[tuple[str, float]]:
-    """BM25's top ``ranker_bm25_k`` (chunk id, score) for ``question``, best first, with the learned ranker
-    (kbgraph.query.bm25's shared index of this knowledge base); [] otherwise."""
-    if settings.retrieval.ranker not in POOL_RANKERS or not settings.retrieval.ranker_bm25_k:
+def fulltext_from_bm25(settings: Settings) -> bool:
+    """Whether the Chunk full-text seeds (the ``FullText`` term) are BM25's top ``fulltext_k``: whenever BM25 is
+    on (``ranker_bm25_k`` > 0, every ranker), else the store's full-text index on Chunk.text."""
+    return settings.retrieval.ranker_bm25_k > 0
+
+
+def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> list[tuple[str, float]]:
+    """BM25's top ``k`` (chunk id, score) for ``question``, best first (kbgraph.query.bm25's shared index of this
+    knowledge base); [] for ``k`` 0."""
+    if k <= 0:
         return []
 
-    return shared_index(store, settings).search(question, settings.retrieval.ranker_bm25_k)
+    return shared_index(store, settings).search(question, k)
 
 
 def static_question_vectors(settings: Settings, question: str) -> dict[str, list[float]]:
