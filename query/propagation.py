@@ -105,8 +105,8 @@ def seed_layers(
                 seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
         return seeds
     fulltext = settings.retrieval.fulltext_k if settings.retrieval.weight_fulltext else 0
-    # four reads at once: the Chunk.text and Entity.name full-text seeds apart (on 2Wiki 11.0 -> 7.5 ms p50 for the
-    # two: the longest read of the seeding)
+    # reads at once: the vector seeds, the Entity.name full-text seeds, BM25 in memory, and the Chunk.text full-text
+    # seeds only without BM25 (that read was the seeding's longest: docs/benchmarks.md)
     from_bm25 = fulltext > 0 and fulltext_from_bm25(settings)  # the Chunk full-text seeds are BM25's
     pool_k = settings.retrieval.ranker_bm25_k if settings.retrieval.ranker in POOL_RANKERS else 0
     vectors, chunk_text, entity_name, bm25 = gather(
