@@ -1,6 +1,7 @@
 """The groups of kbgraph's knowledge-base settings: one pydantic model per part (store, ingest, embedding,
 retrieval, tagging), each field with its default, bounds and description; the query methods' groups are in
-kbgraph.settings_methods, the LLM, local LLM server and HTTP server groups in kbgraph.settings_services. ``kbgraph.settings.Settings`` holds one of each
+kbgraph.settings_methods, the LLM, local LLM server and HTTP server groups in kbgraph.settings_services.
+``kbgraph.settings.Settings`` holds one of each
 (``GROUPS``) and routes the flat names (environment variables, kbgraph.toml keys, keywords) into them;
 docs/settings.md is generated from the descriptions (kbgraph.settings_doc)."""
 
@@ -291,12 +292,15 @@ class EmbeddingSettings(SettingsGroup):
             return frozenset()
         return frozenset(self.static_layers)
 
+    @property
+    def static_model_dimension(self) -> int:
+        """The static model's dimension: ``static_dimension`` when it is set, else ``embedding_dimension``."""
+        return self.static_dimension if self.static_dimension is not None else self.embedding_dimension
+
     def vector_dimension(self, label: str) -> int:
-        """The dimension of ``label``'s vector index (a label of kbgraph.models.VECTOR_LABELS): ``static_dimension``
-        for a layer of ``static_model_layers`` when it is set, else ``embedding_dimension``."""
-        if self.static_dimension is not None and label in self.static_model_layers:
-            return self.static_dimension
-        return self.embedding_dimension
+        """The dimension of ``label``'s vector index (a label of kbgraph.models.VECTOR_LABELS):
+        ``static_model_dimension`` for a layer of ``static_model_layers``, else ``embedding_dimension``."""
+        return self.static_model_dimension if label in self.static_model_layers else self.embedding_dimension
 
 
 class RetrievalSettings(SettingsGroup):

@@ -4,7 +4,8 @@ triples by default), both at ingestion and for the question's vector on those la
 
 A static model is one vector per vocabulary token (the teacher's output for that token alone, Zipf-weighted;
 no PCA by default: the teacher's dimension; setting ``static_dimension`` keeps that many principal components, and
-the static layers' vector indexes get that dimension); a text's vector is the mean of its tokens' vectors. It embeds tens of thousands of names a second on one core where the transformer does ~500
+the static layers' vector indexes get that dimension); a text's vector is the mean of its tokens' vectors. It
+embeds tens of thousands of names a second on one core where the transformer does ~500
 (Tulkens & van Dongen 2024, model2vec; measured figures in docs/benchmarks.md, "Static embeddings"). It is
 built once per model, by the library ``model2vec`` (``model2vec.distill``, ~10 s on 2 cores for
 all-MiniLM-L6-v2), from the model's local folder (never the hub), into
@@ -203,7 +204,7 @@ def get_static_embedder(settings: Settings) -> StaticEmbedder:
             build_static_model(teacher, out, dimension=dimension)
             embedder = StaticEmbedder(out, teacher_name=key[1], dimension=dimension)
             _CACHE[key] = embedder
-    expected = dimension or settings.embedding.embedding_dimension
+    expected = settings.embedding.static_model_dimension
     if embedder.dimension != expected:
         raise ConfigError(f"the static model {out} gives {embedder.dimension}-dimensional vectors but the static "
                           f"layers' indexes have {expected}: set KBGRAPH_STATIC_DIMENSION, or KBGRAPH_STATIC_LAYERS= "
