@@ -330,6 +330,9 @@ class RetrievalSettings(SettingsGroup):
     weight_title_hop: float = Field(0.5, description="w_TH: title hop, from the hop_from best chunks to the chunks "
                                     "of a document whose title they name, shared among those chunks.")  # fmt: skip
     weight_next: float = Field(0.05, description="w_N: NEXT neighbours of the hop_from best chunks.")
+    weight_triple_hop: float = Field(0.0, ge=0, description="w_R: triple hop, from the question's entities along "
+                                     "their triples to the chunks mentioning the object, damped by log2(1 + the "
+                                     "object's degree); 0 = off (docs/scoring.md).")  # fmt: skip
     weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "
                               "mapped corpus tag; auto_tagging).")  # fmt: skip
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")

@@ -14,7 +14,7 @@ class Contribution(BaseModel):
     ``score``."""
 
     #: The score term: a layer's seeds (Chunk, AtomicQuestion, Triple, Entity, EntityText, FullText, Tag, Section,
-    #: Document) or a hop (Hop, TitleHop, Next); docs/scoring.md.
+    #: Document) or a hop (Hop, TitleHop, Next, TripleHop); docs/scoring.md.
     term: str
     node_id: str
     text: str = ""

@@ -22,6 +22,7 @@ with every weight a setting (``weight_*``):
     S(c)  = S1(c) + w_H · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c} S1(c') · 1/log2(1 + deg(e))
                   + w_TH · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c, e TITLE = title of d(c)} S1(c') / n(c', e)
                   + w_N · max_{c' : c' -NEXT- c} S1(c')
+                  + w_R · max_{e, o : e -RELATED-> o <-MENTIONS- c} g(q, e) · 1/log2(1 + deg(o))   triple hop
 
 where g is 0 for a node that is not among its layer's seeds, except on the Chunk layer: there g(q, c) is the
 exact cosine for every candidate chunk (``rescore_k`` per pass: once for the chunks the layers reached, once
@@ -29,8 +30,10 @@ for the chunks the hops reached), so a chunk found through an entity or a hop is
 too. The hops start only from the ``hop_from`` best chunks by S1; the title hop follows a chunk's mention of
 another document's title to the chunks of that document that mention it (the second hop of a multi-hop
 question), shared among the n(c', e) chunks it reaches, so a long document's many chunks do not flood the
-top; deg(e) is the number of chunks mentioning e. Maxima (not sums) inside a layer keep a chunk with many
-similar atomic questions from outscoring a chunk with one exact match.
+top; deg(e) is the number of chunks mentioning e. The triple hop (w_R, 0 = off by default: docs/scoring.md) starts
+from the question's entities instead (Entity and EntityText seeds), along their triples to the chunks naming
+the object. Maxima (not sums) inside a layer keep a chunk with many similar atomic questions from outscoring
+a chunk with one exact match.
 
 m(q, t) is the score of a corpus tag that the question's tags map to (kbgraph.query.tags: the MAPS_TO score of
 the tag pair collection, or the cosine of a question tag and the corpus tag on the Tag vector index); it is 0
@@ -322,18 +325,23 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     s1 = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
     sources = sorted(s1, key=lambda c: (-s1[c], c))
 
-    # second hop through shared entities, along title links, and along NEXT: one statement
+    # the second hop (shared entities, title links, NEXT, the question entities' triples): one statement
     hop_sources = sources[: r.hop_from]
+    relation: dict[str, float] = {}  # the triple hop's sources: the question's entities at their best similarity
+    for layer in ("Entity", "EntityText") if r.weight_triple_hop else ():
+        for entity, (sim, _) in layers.get(layer, {}).items():
+            relation[entity] = max(sim, relation.get(entity, 0.0))
     params = {
         "entity_hop_sources": [{"id": c, "score": s1[c]} for c in hop_sources] if r.weight_hop else [],
         "title_hop_ids": hop_sources if r.weight_title_hop else [],
         "next_ids": sources[: max(r.hop_from, k)] if r.weight_next else [],
+        "triple_hop_seeds": [{"id": e, "sim": sim} for e, sim in relation.items() if sim > 0],
         "max_degree": r.max_entity_degree,
         "with_titles": want_titles,
         "with_similarity": exact,
         "embedding": vector if exact else None,
     }
-    rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in list(params)[:3]) else []
+    rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in list(params)[:4]) else []
     fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
     for row in rows:
         kind, source = row["kind"], row["from_id"]
@@ -344,6 +352,9 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
             factor = 1.0 / fanout[(source, row["via"])]
             add(row["chunk_id"], "TitleHop", source, row["text"], s1[source], r.weight_title_hop, factor)
+        elif kind == "TripleHop":  # from a question entity along a triple to the chunks mentioning its object
+            factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
+            add(row["chunk_id"], "TripleHop", row["via"], row["text"], relation[source], r.weight_triple_hop, factor)
         else:
             add(row["chunk_id"], "Next", source, "", s1[source], r.weight_next)
 

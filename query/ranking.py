@@ -1,7 +1,8 @@
 """Learned ranking over the score terms of propagation (setting ``ranker=learned``, the default).
 
 Score propagation (kbgraph.query.propagation, PIKE-RAG §5.2.3) gives every candidate chunk one term per layer
-(Chunk, AtomicQuestion, Triple, Entity, EntityText, FullText, Section, Document, Tag, Hop, TitleHop, Next). The
+(Chunk, AtomicQuestion, Triple, Entity, EntityText, FullText, Section, Document, Tag, Hop, TitleHop, Next,
+TripleHop). The
 ``weights`` ranker adds them with the hand-set ``weight_*`` settings. The ``learned`` ranker re-orders the best
 ``ranker_pool`` chunks of that sum by a linear model fitted on labelled questions (``kbgraph rank train``,
 kbgraph.eval.rank_train): a logistic regression of "this chunk's passage is gold" over the features below,
@@ -57,7 +58,7 @@ from kbgraph.resources import resource
 
 #: Score terms of propagation, in feature order (kbgraph.query.propagation's layer names).
 LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
-          "Hop", "TitleHop", "Next")  # fmt: skip
+          "Hop", "TitleHop", "Next", "TripleHop")  # fmt: skip
 #: The rankers that re-order the learned pool (kbgraph.query.propagation learned_pool, BM25 in it): this module's
 #: linear one and the gbm one (kbgraph.query.ranking_gbm); ``weights`` orders by the weighted sum.
 POOL_RANKERS = ("learned", "gbm")

@@ -22,9 +22,8 @@ from kbgraph.settings import Settings
 
 def dense_settings(settings: Settings) -> Settings:
     """``settings`` with every propagation term but the chunk's own similarity switched off."""
-    return settings.updated({"weight_hop": 0.0, "weight_title_hop": 0.0, "weight_next": 0.0, "weight_fulltext": 0.0,
-                "ranker": "weights"}
-    )
+    off = ("weight_hop", "weight_title_hop", "weight_next", "weight_triple_hop", "weight_fulltext")
+    return settings.updated({**dict.fromkeys(off, 0.0), "ranker": "weights"})
 
 
 def _question_vector(question: str, ctx: QueryContext) -> list[float]:

@@ -26,7 +26,7 @@ from tests.planted_pools import planted_pools
 from tests.test_propagation import SEEDS, _hand_graph, _vec
 
 LAYERS = ["Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
-          "Hop", "TitleHop", "Next"]  # fmt: skip
+          "Hop", "TitleHop", "Next", "TripleHop"]  # fmt: skip
 
 
 def _model(tmp_path: Path, coef: dict[str, float], intercept: float = 0.25) -> Path:

@@ -5,7 +5,11 @@
 // 'TitleHop': from a chunk of $title_hop_ids to the chunks of the document whose title it names (a -MENTIONS->
 //        TITLE entity e, a document d titled e.name, d's chunks that mention e too). The WITH clauses fix the
 //        plan: FalkorDB otherwise scans every Entity and Document (34 ms -> 0.4 ms on 2Wiki);
-// 'Next': reading-order neighbours of the chunks of $next_ids (NEXT in either direction).
+// 'Next': reading-order neighbours of the chunks of $next_ids (NEXT in either direction);
+// 'TripleHop': from the question's entities $triple_hop_seeds ([{id, sim}]) along their triples (s -RELATED-> o, one
+//        relationship per Triple, subject to object) to the chunks that mention the object o, through objects
+//        mentioned by at most $max_degree chunks: one row per reached chunk, its best term sim / log2(1 + degree(o))
+//        (a bridge named by a relation of the question's entity, not only by co-mention with a top chunk).
 // Each row also gives the reached chunk's document title when $with_titles (the learned ranker's title
 // feature) and, when $with_similarity, its exact similarity to the question (score: (1 + cos) / 2, as
 // retrieve/chunk_similarity gives it; null without an embedding): the exact Chunk term of the second
@@ -57,6 +61,25 @@ OPTIONAL MATCH (d:Document {id: b.document_id})
 WITH a, b, d
 WHERE coalesce(d.status, 'complete') = 'complete'
 RETURN 'Next' AS kind, a.id AS from_id, a.id AS via, '' AS text, b.id AS chunk_id, 1 AS degree,
+       CASE WHEN $with_titles THEN d.title END AS title,
+       CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN vector.similarity.cosine(b.embedding, $embedding)
+       END AS score
+UNION ALL
+UNWIND $triple_hop_seeds AS seed
+MATCH (s:Entity {id: seed.id})-[:RELATED]->(o:Entity)
+WITH DISTINCT seed.id AS from_id, seed.sim AS sim, o
+MATCH (o)<-[:MENTIONS]-(b:Chunk)
+WITH from_id, sim, o, collect(b) AS reached
+WHERE size(reached) <= $max_degree
+UNWIND reached AS b
+WITH b, from_id, o.id AS via, o.name AS text, size(reached) AS degree,
+     sim * log(2.0) / log(1.0 + size(reached)) AS score
+ORDER BY score DESC, from_id, via
+WITH b, collect([from_id, via, text, degree])[0] AS best
+OPTIONAL MATCH (d:Document {id: b.document_id})
+WITH b, best, d
+WHERE coalesce(d.status, 'complete') = 'complete'
+RETURN 'TripleHop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, b.id AS chunk_id, best[3] AS degree,
        CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN vector.similarity.cosine(b.embedding, $embedding)
        END AS score
