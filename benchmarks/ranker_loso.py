@@ -3,13 +3,15 @@ weighted sum, from the same candidate pools; ``--write`` saves the model fitted 
 default (kbgraph/resources/ranker/default.json).
 
     .venv/bin/python benchmarks/ranker_loso.py [--sets 2wiki,musique,hotpotqa] [--pool 50] [--c 1.0] \
-        [--home DIR] [--write] [--no-ingest] [--set KEY=VALUE ...]
+        [--home DIR] [--write] [--no-ingest] [--set KEY=VALUE ...] [--drop-features NAME,...]
 
 The knowledge bases are benchmarks/retrieval_recall.py's (``<home>/<set>_falkordb``, default home
 ~/.kbgraph-bench), built on first use; with ``--no-ingest`` they are only read (they must exist: not even the
 record of an ingestion run is written, so another engineer's knowledge bases can be measured as they are).
 ``--set vector_layers=...`` switches layers' vector seeds off at query time on knowledge bases built with all of
-them, which retrieves what knowledge bases built without them do (tests/test_vector_layers.py). The same fit
+them, which retrieves what knowledge bases built without them do (tests/test_vector_layers.py).
+``--drop-features`` fits the models without those features (a term can then shape the pool through the weighted
+sum without a weight of its own in the ranker, e.g. ``--set weight_triple_hop=0.2 --drop-features TripleHop``). The same fit
 runs as ``kbgraph rank train --dataset ...`` on any data set (kbgraph.eval.rank_train).
 """
 
@@ -23,7 +25,7 @@ from pathlib import Path
 from kbgraph.eval.dataset import load_dataset
 from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.ranking import default_model_path
+from kbgraph.query.ranking import FEATURES, default_model_path
 from kbgraph.settings import Settings
 from kbgraph.store.falkordb import FalkorDBStore
 
@@ -40,8 +42,16 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="save the model fitted on every set as the default")
     ap.add_argument("--no-ingest", action="store_true", help="only read the knowledge bases (they must exist)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the pools")
+    ap.add_argument("--drop-features", default="", metavar="NAME,...",
+                    help="features the fitted models leave out (e.g. TripleHop: a term in the pools' weighted sum "
+                         "that the ranker does not weigh on its own)")
     args = ap.parse_args()
     overrides = dict(kv.split("=", 1) for kv in args.set)
+    dropped = [f for f in args.drop_features.split(",") if f]
+    unknown = [f for f in dropped if f not in FEATURES]
+    if unknown:
+        raise SystemExit(f"--drop-features: unknown {', '.join(unknown)}; known: {', '.join(FEATURES)}")
+    features = [f for f in FEATURES if f not in dropped]
     by_set = {}
     for name in args.sets.split(","):
         ds = load_dataset(MULTIHOP / SETS[name])
@@ -55,18 +65,19 @@ def main() -> None:
                 kb.ingest([ds.corpus_path], progress=False)
             by_set[ds.name] = collect_pools(kb, ds, pool=args.pool)
         print(f"{ds.name}: {len(by_set[ds.name])} pools in {time.perf_counter() - t0:.0f} s", flush=True)
-    table = leave_one_out(by_set, pool=args.pool, c=args.c)
-    print(f"\nPassage recall (%), pool {args.pool}, C {args.c} {' '.join(args.set)}: weights | learned in-set | "
+    table = leave_one_out(by_set, pool=args.pool, c=args.c, features=features)
+    print(f"\nPassage recall (%), pool {args.pool}, C {args.c} {' '.join(args.set)} without {dropped or 'none'}: "
+          "weights | learned in-set | "
           "learned leave-one-set-out")
     print(f"{'set':34} {'ranker':14} {'R@1':>6} {'R@2':>6} {'R@5':>6} {'R@10':>6}")
     for name, row in table.items():
         for variant, r in row.items():
             print(f"{name:34} {variant:14} " + " ".join(f"{r[f'R@{k}']:6.1f}" for k in (1, 2, 5, 10)))
     if args.write:
-        model = fit(by_set, pool=args.pool, c=args.c)
+        model = fit(by_set, pool=args.pool, c=args.c, features=features)
         model.note = f"benchmarks/ranker_loso.py --sets {args.sets} --pool {args.pool} --c {args.c}" + "".join(
             f" --set {kv}" for kv in args.set
-        )  # the settings of its pools (vector_layers: the layers it was fitted without)
+        ) + (f" --drop-features {args.drop_features}" if dropped else "")  # the settings of its pools (vector_layers: the layers it was fitted without)
         path = default_model_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")

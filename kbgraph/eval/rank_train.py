@@ -127,11 +127,12 @@ def recall(pools: Sequence[LabelledPool], model: RankerModel | GBMModel | None,
     return {f"R@{k}": 100.0 * float(np.mean(v)) if v else 0.0 for k, v in got.items()}
 
 
-def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int,
-                  c: float = DEFAULT_C) -> dict[str, dict[str, dict[str, float]]]:  # fmt: skip
+def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int, c: float = DEFAULT_C,
+                  features: Sequence[str] = FEATURES) -> dict[str, dict[str, dict[str, float]]]:  # fmt: skip
     """For each data set: recall with the weighted sum ("weights"), with a model fitted on every set ("in_set")
-    and with a model fitted on the other sets only ("leave_one_out"; absent with one set)."""
-    return loso_table(by_set, lambda sets: fit(sets, pool=pool, c=c))
+    and with a model fitted on the other sets only ("leave_one_out"; absent with one set); the models use
+    ``features`` (a subset of FEATURES)."""
+    return loso_table(by_set, lambda sets: fit(sets, pool=pool, c=c, features=features))
 
 
 def loso_table(by_set: dict[str, list[LabelledPool]],
