@@ -19,15 +19,18 @@ processes never read a half-written index.
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
 import json
 import logging
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from kbgraph.query.context import QueryContext
@@ -54,14 +57,40 @@ def _stemmer() -> tuple[Callable[[list[str]], list[str]] | None, str]:
     return Stemmer.Stemmer("english").stemWords, "snowball-english"
 
 
+_IMPORT_LOCK = threading.Lock()
+
+
+class _NoNumbaForBM25s(importlib.abc.MetaPathFinder):
+    """Refuses ``numba`` to an import that comes from bm25s (its own frames on the importing thread's stack), so
+    bm25s takes its numpy backend: importing numba cost a question's first search ~0.25 s of a ~2 s ``kbgraph
+    ask`` (docs/benchmarks.md, "Cold start"), and a single query over one knowledge base's chunks does not need its
+    compiled scoring (the scores are the same). Any other importer, on any thread, gets numba as usual."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname == "numba" or fullname.startswith("numba."):
+            frame: FrameType | None = sys._getframe(1)
+            while frame is not None:
+                if str(frame.f_globals.get("__name__", "")).split(".")[0] == "bm25s":
+                    raise ModuleNotFoundError("numba is not used by kbgraph's BM25", name=fullname)
+                frame = frame.f_back
+        return None
+
+
 def load_library() -> Any:
-    """The bm25s module, imported now if it was not (~0.5 s: it imports numba when installed). Raises ImportError
-    with an install hint when bm25s is missing."""
-    try:
-        import bm25s
-    except ImportError as exc:  # pragma: no cover - bm25s is a dependency of kbgraph
-        raise ImportError("method 'bm25' needs bm25s: pip install bm25s PyStemmer") from exc
-    return bm25s
+    """The bm25s module, imported now if it was not (~0.15 s, with its numpy backend: :class:`_NoNumbaForBM25s`).
+    Raises ImportError with an install hint when bm25s is missing."""
+    with _IMPORT_LOCK:  # one thread imports it; the others wait for the whole module
+        if "bm25s" in sys.modules:
+            return sys.modules["bm25s"]
+        finder = _NoNumbaForBM25s()
+        sys.meta_path.insert(0, finder)
+        try:
+            import bm25s
+        except ImportError as exc:  # pragma: no cover - bm25s is a dependency of kbgraph
+            raise ImportError("method 'bm25' needs bm25s: pip install bm25s PyStemmer") from exc
+        finally:
+            sys.meta_path.remove(finder)
+        return bm25s
 
 
 def index_root(settings: Settings) -> Path:
@@ -207,8 +236,7 @@ class BM25Index:
 
     def search(self, question: str, k: int) -> list[tuple[str, float]]:
         """Top-``k`` (chunk id, BM25 score) pairs, best first; chunks sharing no query term are left out."""
-        import bm25s
-
+        bm25s = load_library()
         if self.retriever is None or k < 1:
             return []
         query = bm25s.tokenize([question], stopwords="en", stemmer=self._stem, return_ids=False, show_progress=False)
@@ -236,8 +264,7 @@ def _write_meta(folder: Path, meta: dict[str, Any]) -> None:
 
 def _load_retriever(folder: Path, meta: dict[str, Any]) -> Any:
     """The bm25s retriever saved in ``folder`` (None for an index of no chunks, ``meta['ids']`` empty)."""
-    import bm25s
-
+    bm25s = load_library()
     return bm25s.BM25.load(str(folder), show_progress=False) if meta["ids"] else None
 
 

@@ -57,6 +57,20 @@ def test_static_embedder_shapes_determinism_and_built_once(built: tuple[Settings
     assert (out / "config.json").stat().st_mtime_ns == stamp  # ... of the same folder: not distilled again
 
 
+@pytest.mark.slow  # as above: `built`
+def test_the_folder_loads_as_model2vec_loads_it(built: tuple[Settings, Path]) -> None:
+    """static_model.load_folder (no huggingface_hub import: the cold ask's time) gives the model and the vectors
+    model2vec's own from_pretrained gives for the same folder: tokens, config, normalisation, truncation."""
+    from model2vec import StaticModel
+
+    _, out = built
+    ours, theirs = static_model.load_folder(out), StaticModel.from_pretrained(str(out))
+    assert ours.tokens == theirs.tokens and ours.dim == theirs.dim
+    assert (ours.normalize, ours.max_length, ours.config) == (theirs.normalize, theirs.max_length, theirs.config)
+    texts = ["Barack Obama", "Where was the director of Alpha Film born?", "unknownword zzzq", "", "a " * 600]
+    assert np.array_equal(ours.encode(texts), theirs.encode(texts))
+
+
 def test_errors_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="KBGRAPH_STATIC_LAYERS"):
         static_model_dir(Settings(home=tmp_path, embedding_model="openai:text-embedding-3-small"))

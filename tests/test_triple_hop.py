@@ -29,7 +29,7 @@ SIM_ALPHA = 0.7
 
 def _vec(seed: int) -> list[float]:
     v = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
-    return (v / np.linalg.norm(v)).tolist()
+    return [float(x) for x in v / np.linalg.norm(v)]
 
 
 def _doc(did: str, title: str, text: str, mentions: list[EntityRecord], triples: list[TripleRecord] | None = None,
@@ -77,7 +77,7 @@ def test_the_triple_hop_reaches_a_bridge_that_co_mention_does_not(store: GraphSt
     for cid in ("b1", "f1"):  # the object's chunks; f1's own triple names it too
         score, node, text, sim, weight, factor = on.terms[cid]["TripleHop"]
         assert (node, text) == (BOB.id, BOB.name)
-        assert (sim, weight) == (pytest.approx(SIM_ALPHA), 0.4)
+        assert sim == pytest.approx(SIM_ALPHA) and weight == 0.4
         assert factor == pytest.approx(1 / math.log2(3))
         assert score == pytest.approx(expected, abs=1e-6)
     assert on.terms["b1"].keys() == {"TripleHop"}

@@ -17,6 +17,7 @@ processes do not both build it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -150,6 +151,29 @@ def build_into(teacher: Path, out: Path, dimension: int | None = None) -> None:
     distill(model_name=str(teacher), pca_dims=dimension).save_pretrained(str(out))
 
 
+def load_folder(path: Path) -> StaticModel:
+    """The model2vec model ``build_into`` saved at ``path`` (``model.safetensors`` with one ``embeddings`` tensor,
+    ``tokenizer.json``, ``config.json``), built from those files with model2vec's ``StaticModel`` as its own
+    ``from_pretrained`` builds it; any other folder through ``from_pretrained`` itself. Its loading path imports
+    huggingface_hub's model cards, ~0.2 s of every ``kbgraph ask`` that searches a static layer (docs/benchmarks.md,
+    "Cold start"); tests/test_static_model.py checks that both give the same vectors."""
+    from model2vec import StaticModel
+
+    files = [path / "model.safetensors", path / "tokenizer.json", path / "config.json"]
+    if not all(f.is_file() for f in files):
+        return StaticModel.from_pretrained(str(path))
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    with safe_open(str(files[0]), framework="numpy") as tensors:
+        if set(tensors.keys()) != {"embeddings"}:  # vocabulary quantization ('weights', 'mapping'): theirs
+            return StaticModel.from_pretrained(str(path))
+        vectors = tensors.get_tensor("embeddings")
+    config = json.loads(files[2].read_text(encoding="utf-8"))
+    return StaticModel(vectors=vectors, tokenizer=Tokenizer.from_file(str(files[1])), config=config,
+                       normalize=bool(config.get("normalize", False)), max_length=config.get("max_length", 512))
+
+
 class StaticEmbedder:
     """A model2vec static model; implements ``Embedder``: ``embed(texts)`` -> float32 (len(texts), dimension),
     rows L2-normalised (a text with no known token gets the zero vector). ``model_name`` is the teacher's name +
@@ -166,9 +190,7 @@ class StaticEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    from model2vec import StaticModel
-
-                    self._model = StaticModel.from_pretrained(str(self.path))
+                    self._model = load_folder(self.path)
         return self._model
 
     @property
