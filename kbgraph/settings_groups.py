@@ -73,6 +73,13 @@ class StoreSettings(SettingsGroup):
     connect_timeout: float = Field(10.0, description="Seconds to wait for a store connection.")
     # --- writing ------------------------------------------------------------------------
     batch_size: int = Field(1000, ge=1, description="Rows per UNWIND batch.")
+    vector_ef_construction: int = Field(
+        50, ge=4, le=4096,
+        description="efConstruction of the embedded FalkorDB's HNSW vector indexes, given when an index is "
+        "created: lower writes and loads faster (the server rebuilds its vector indexes at every start), higher "
+        "finds closer neighbours (docs/benchmarks.md, 'HNSW efConstruction'). A knowledge base keeps the value it "
+        "was created with until `kbgraph reset`. Neo4j keeps its own (100).",
+    )
 
     # --- embedded FalkorDB ------------------------------------------------------------------
     data_dir: UserPath | None = Field(None, description="Embedded store data folder; default <home>/<name>.")

@@ -112,8 +112,10 @@ class GraphStore(VectorDimensions, ABC):
         Neo4j Browser cannot open this store (default)."""
         return None
 
-    def __init__(self, *, dimension: int, batch_size: int, dimensions: Mapping[str, int] | None = None):
+    def __init__(self, *, dimension: int, batch_size: int, dimensions: Mapping[str, int] | None = None,
+                 ef_construction: int = 50):  # fmt: skip
         self.dimension = dimension
+        self.ef_construction = ef_construction
         self.dimensions = {label: dim for label, dim in (dimensions or {}).items() if dim != dimension}
         self.batch_size = batch_size
         #: statement name -> times sent (auto-commit and in units of work): evidence for "no writes".
@@ -230,11 +232,11 @@ class GraphStore(VectorDimensions, ABC):
                 f"KBGRAPH_EMBEDDING_DIMENSION; for a layer of KBGRAPH_STATIC_LAYERS, KBGRAPH_STATIC_DIMENSION={dim}), "
                 f"or re-create it with `kbgraph reset`"
             )
-        # HNSW (FalkorDB; Neo4j's Lucene index uses the same M 16 / efConstruction 100 by default): building with
-        # efConstruction 100 instead of 200 cut FalkorDB's write time by a quarter (600 2Wiki passages 13.9 ->
-        # 10.5 s; 6.8 s with no vector index) for the same dense recall (2Wiki 200 q. R@2/R@5 51.0/60.4) and
-        # hierarchical R@2/R@5 66.6/86.6 instead of 66.5/87.1 (benchmarks/query.py).
-        params = {"dimension": self.dimension, "m": 16, "ef_construction": 100, "ef_runtime": 100}
+        # HNSW (FalkorDB; Neo4j's Lucene index keeps its M 16 / efConstruction 100): efConstruction 100 instead of
+        # 200 cut FalkorDB's write time by a quarter for the same dense recall; 50 instead of 100 (setting
+        # vector_ef_construction) halves the server's load time and holds the learned ranker's leave-one-set-out
+        # recall (docs/benchmarks.md, "HNSW efConstruction").
+        params = {"dimension": self.dimension, "m": 16, "ef_construction": self.ef_construction, "ef_runtime": 100}
         for name in schema_statements(lease=self.lease_key() is not None):  # no lease, no lease schema
             indexed = vector_schema_label(name)  # a vector index: the dimension of its label
             self._create_schema_statement(name, {**params, "dimension": self.dimension_of(indexed)} if indexed else params)

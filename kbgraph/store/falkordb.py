@@ -97,7 +97,7 @@ class FalkorDBStore(GraphStore):
 
     def __init__(self, settings: Settings):
         super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size,
-                         dimensions=index_dimensions(settings))
+                         dimensions=index_dimensions(settings), ef_construction=settings.store.vector_ef_construction)
         import redis
         from falkordb import FalkorDB
 

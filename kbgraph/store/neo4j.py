@@ -94,7 +94,7 @@ class Neo4jStore(GraphStore):
 
     def __init__(self, settings: Settings):
         super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size,
-                         dimensions=index_dimensions(settings))
+                         dimensions=index_dimensions(settings), ef_construction=settings.store.vector_ef_construction)
         import neo4j
         from neo4j import exceptions as nx
 
