@@ -26,6 +26,7 @@ def _created(uri: str | None) -> tuple[str, list[str]]:
     store = object.__new__(cls)
     store.dimension = 384
     store.dimensions = {}
+    store.ef_construction = 50
     store.database = "neo4j"  # type: ignore[attr-defined]  # Neo4jStore.lease_key reads it; FalkorDB's ignores it
     names: list[str] = []
     store._list_vector_dimensions = dict  # type: ignore[method-assign]
