@@ -80,3 +80,28 @@ def test_other_verbs_and_unknown_knowledge_bases_start_nothing(stopped_kb: Setti
     _join_prestarts()
     assert not EmbeddedFalkorDB(stopped_kb.kb_dir).status().running
     assert not (stopped_kb.home / "nope").exists()  # a read of an unknown knowledge base creates nothing
+
+
+CONSOLE = """
+import atexit, sys
+atexit.register(lambda: print("atexit ran"))  # no flush: the exit must flush it
+sys.argv = ["kbgraph", "--home", sys.argv[1], "--kb", "kb1", "ask", ""]
+from kbgraph.launch import console
+console()
+print("not reached")
+"""
+
+
+def test_the_console_script_exits_with_the_code_after_the_atexit_handlers(stopped_kb: Settings) -> None:
+    """After ``ask`` the console script ends without Python's teardown (os._exit), but as an exit would: the
+    verb's exit code (2: an empty question), the atexit handlers run, their output flushed."""
+    import subprocess
+
+    try:
+        proc = subprocess.run([sys.executable, "-c", CONSOLE, str(stopped_kb.home)], capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stdout.splitlines() == ["atexit ran"]
+        assert "the question is empty" in proc.stderr
+    finally:
+        EmbeddedFalkorDB(stopped_kb.kb_dir).stop()
