@@ -1,10 +1,12 @@
 """The ``kbgraph`` console script (:func:`main`): for a verb that opens the knowledge base's store, that store is
 started in the background before the verbs are imported, then the command line runs (kbgraph.cli).
 
-Importing the command-line verbs takes ~1.3 s (they import the library); a stopped embedded FalkorDB server then
-takes ~2.5 s to load the examples knowledge base. Begun first, the server loads while Python imports, and a cold
-``kbgraph ask`` waits for the longer of the two instead of their sum (docs/benchmarks.md, "Cold start"). Only an
-existing knowledge base is started (``GraphStore.prestart``): an unknown name creates nothing, as before.
+Importing the command-line verbs and loading what a question needs takes ~1 s; a stopped embedded FalkorDB server
+takes ~1 s to load the examples knowledge base (~2 s with vector indexes built before efConstruction 50). Begun
+first, the server loads while Python imports, and a cold ``kbgraph ask`` waits for the longer of the two instead of
+their sum (docs/benchmarks.md, "Cold start"). Only an existing knowledge base is started (``GraphStore.prestart``):
+an unknown name creates nothing, as before. After ``ask`` the console script (:func:`console`) exits without
+Python's teardown of the loaded modules.
 """
 
 from __future__ import annotations
