@@ -156,7 +156,7 @@ def load_folder(path: Path) -> StaticModel:
     ``tokenizer.json``, ``config.json``), built from those files with model2vec's ``StaticModel`` as its own
     ``from_pretrained`` builds it; any other folder through ``from_pretrained`` itself. Its loading path imports
     huggingface_hub's model cards, ~0.2 s of every ``kbgraph ask`` that searches a static layer (docs/benchmarks.md,
-    "Cold start"); tests/test_static_model.py checks that both give the same vectors."""
+    "Cold start"); tests/test_static_embeddings.py checks that both give the same vectors."""
     from model2vec import StaticModel
 
     files = [path / "model.safetensors", path / "tokenizer.json", path / "config.json"]
