@@ -11,8 +11,8 @@ record of an ingestion run is written, so another engineer's knowledge bases can
 ``--set vector_layers=...`` switches layers' vector seeds off at query time on knowledge bases built with all of
 them, which retrieves what knowledge bases built without them do (tests/test_vector_layers.py).
 ``--drop-features`` fits the models without those features (a term can then shape the pool through the weighted
-sum without a weight of its own in the ranker, e.g. ``--set weight_triple_hop=0.2 --drop-features TripleHop``). The same fit
-runs as ``kbgraph rank train --dataset ...`` on any data set (kbgraph.eval.rank_train).
+sum without a weight of its own in the ranker, e.g. ``--set weight_triple_hop=0.2 --drop-features TripleHop``).
+The same fit runs as ``kbgraph rank train --dataset ...`` on any data set (kbgraph.eval.rank_train).
 """
 
 from __future__ import annotations
