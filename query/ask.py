@@ -15,6 +15,7 @@ cited chunks.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from kbgraph.embed.base import Embedder
 from kbgraph.errors import QueryError
@@ -47,11 +48,17 @@ def preload(question: str, settings: Settings, embedder: Embedder) -> None:
     """Load in this process what answering ``question`` loads on first use, before any store is needed: the
     embedder's model and its vector of the question (kept by the embedding cache when it is on), the static
     model's vector (``static_layers``), and bm25s when BM25 is on (``ranker_bm25_k``). ``KnowledgeBase`` runs it
-    while its store opens in another thread. Raises as those loads do (ConfigError, ImportError, ...)."""
-    embedder.embed([question])
-    static_question_vectors(settings, question)
-    if settings.retrieval.ranker_bm25_k:  # the pools' BM25 and the Chunk full-text seeds (every ranker)
-        load_bm25()
+    while its store opens in another thread. The embedder loads in a thread of its own beside the other two (ONNX
+    Runtime builds its session without holding the interpreter). Raises as those loads do (ConfigError,
+    ImportError, ...): the embedder's first."""
+    with ThreadPoolExecutor(1, thread_name_prefix="kbgraph-preload") as pool:
+        embedding = pool.submit(embedder.embed, [question])
+        try:
+            static_question_vectors(settings, question)
+            if settings.retrieval.ranker_bm25_k:  # the pools' BM25 and the Chunk full-text seeds (every ranker)
+                load_bm25()
+        finally:
+            embedding.result()
 
 
 def retrieve(question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_RETRIEVAL_METHOD,

@@ -65,3 +65,46 @@ def test_a_store_that_cannot_open_is_the_error(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setattr(KnowledgeBase, "embedder", property(lambda self: None))
     with pytest.raises(StoreUnavailable, match="no server"):
         KnowledgeBase(settings=Settings(home=tmp_path))._open_beside("q")
+
+
+class _Embedder:
+    """Waits for the other loads to have started (the same events' trick as above), then fails or answers."""
+
+    def __init__(self, started: threading.Event, fail: bool = False) -> None:
+        self.started, self.fail = started, fail
+        self.seen: dict[str, Any] = {}
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.seen["thread"] = threading.current_thread()
+        self.seen["saw the others loading"] = self.started.wait(10)
+        if self.fail:
+            raise RuntimeError("no model")
+        return [[1.0] for _ in texts]
+
+
+def test_the_embedder_loads_beside_the_static_model_and_bm25(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """kbgraph.query.ask.preload: the embedder's load (ONNX Runtime's session) runs in a thread of its own while
+    the static model and bm25s load here; its error is raised after those end."""
+    from kbgraph.query import ask as ask_module
+
+    started = threading.Event()
+    done: list[str] = []
+
+    def static_vectors(settings: Settings, question: str) -> dict[str, list[float]]:
+        started.set()
+        done.append("static")
+        return {}
+
+    monkeypatch.setattr(ask_module, "static_question_vectors", static_vectors)
+    monkeypatch.setattr(ask_module, "load_bm25", lambda: done.append("bm25"))
+    settings = Settings(home=tmp_path)
+    embedder = _Embedder(started)
+    ask_module.preload("Who directed Wild Ride?", settings, embedder)  # type: ignore[arg-type]
+    assert embedder.seen["saw the others loading"] and embedder.seen["thread"] is not threading.main_thread()
+    assert done == ["static", "bm25"]
+    started.clear()
+    done.clear()
+    failing = _Embedder(started, fail=True)
+    with pytest.raises(RuntimeError, match="no model"):
+        ask_module.preload("Who directed Wild Ride?", settings, failing)  # type: ignore[arg-type]
+    assert done == ["static", "bm25"]
