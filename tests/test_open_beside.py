@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 import pytest
 
@@ -70,16 +73,19 @@ def test_a_store_that_cannot_open_is_the_error(monkeypatch: pytest.MonkeyPatch, 
 class _Embedder:
     """Waits for the other loads to have started (the same events' trick as above), then fails or answers."""
 
+    dimension = 1
+    model_name = "fake"
+
     def __init__(self, started: threading.Event, fail: bool = False) -> None:
         self.started, self.fail = started, fail
         self.seen: dict[str, Any] = {}
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.seen["thread"] = threading.current_thread()
         self.seen["saw the others loading"] = self.started.wait(10)
         if self.fail:
             raise RuntimeError("no model")
-        return [[1.0] for _ in texts]
+        return np.ones((len(texts), 1), dtype=np.float32)
 
 
 def test_the_embedder_loads_beside_the_static_model_and_bm25(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
@@ -99,12 +105,12 @@ def test_the_embedder_loads_beside_the_static_model_and_bm25(monkeypatch: pytest
     monkeypatch.setattr(ask_module, "load_bm25", lambda: done.append("bm25"))
     settings = Settings(home=tmp_path)
     embedder = _Embedder(started)
-    ask_module.preload("Who directed Wild Ride?", settings, embedder)  # type: ignore[arg-type]
+    ask_module.preload("Who directed Wild Ride?", settings, embedder)
     assert embedder.seen["saw the others loading"] and embedder.seen["thread"] is not threading.main_thread()
     assert done == ["static", "bm25"]
     started.clear()
     done.clear()
     failing = _Embedder(started, fail=True)
     with pytest.raises(RuntimeError, match="no model"):
-        ask_module.preload("Who directed Wild Ride?", settings, failing)  # type: ignore[arg-type]
+        ask_module.preload("Who directed Wild Ride?", settings, failing)
     assert done == ["static", "bm25"]
