@@ -77,7 +77,8 @@ def main() -> None:
         model = fit(by_set, pool=args.pool, c=args.c, features=features)
         model.note = f"benchmarks/ranker_loso.py --sets {args.sets} --pool {args.pool} --c {args.c}" + "".join(
             f" --set {kv}" for kv in args.set
-        ) + (f" --drop-features {args.drop_features}" if dropped else "")  # the settings of its pools (vector_layers: the layers it was fitted without)
+        ) + (f" --drop-features {args.drop_features}" if dropped else "")
+        # the note: the settings of its pools (vector_layers: the layers it was fitted without) and its features
         path = default_model_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")

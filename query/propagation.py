@@ -31,9 +31,9 @@ too. The hops start only from the ``hop_from`` best chunks by S1; the title hop 
 another document's title to the chunks of that document that mention it (the second hop of a multi-hop
 question), shared among the n(c', e) chunks it reaches, so a long document's many chunks do not flood the
 top; deg(e) is the number of chunks mentioning e. The triple hop (w_R, 0 = off by default: docs/scoring.md) starts
-from the question's entities instead (Entity and EntityText seeds), along their triples to the chunks naming
-the object. Maxima (not sums) inside a layer keep a chunk with many similar atomic questions from outscoring
-a chunk with one exact match.
+from the question's entities instead (Entity and EntityText seeds), along their triples to the chunks naming the
+object. Maxima (not sums) inside a layer keep a chunk with many similar atomic questions from outscoring a chunk
+with one exact match.
 
 m(q, t) is the score of a corpus tag that the question's tags map to (kbgraph.query.tags: the MAPS_TO score of
 the tag pair collection, or the cosine of a question tag and the corpus tag on the Tag vector index); it is 0
@@ -69,9 +69,11 @@ from kbgraph.store.parallel import gather
 from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.query.bm25 import shared_index
 
-#: The parameters of ``retrieve/layer_candidates`` that give it rows: the statement is sent when one is not empty.
+#: The parameters of ``retrieve/layer_candidates`` (``LAYER_PARAMS``) and of ``retrieve/hop_neighbours``
+#: (``HOP_PARAMS``) that give it rows: each statement is sent when one of its own is not empty.
 LAYER_PARAMS = ("chunk_ids", "question_ids", "triple_ids", "entity_seeds", "entity_text_seeds", "tag_seeds",
                 "section_ids")
+HOP_PARAMS = ("entity_hop_sources", "title_hop_ids", "next_ids", "triple_hop_seeds")
 
 #: Vector-seeded layers and the weight setting of each.
 LAYER_WEIGHTS = {
@@ -144,10 +146,7 @@ def fulltext_from_bm25(settings: Settings) -> bool:
 def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> list[tuple[str, float]]:
     """BM25's top ``k`` (chunk id, score) for ``question``, best first (kbgraph.query.bm25's shared index of this
     knowledge base); [] for ``k`` 0."""
-    if k <= 0:
-        return []
-
-    return shared_index(store, settings).search(question, k)
+    return shared_index(store, settings).search(question, k) if k > 0 else []
 
 
 def static_question_vectors(settings: Settings, question: str) -> dict[str, list[float]]:
@@ -341,7 +340,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         "with_similarity": exact,
         "embedding": vector if exact else None,
     }
-    rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in list(params)[:4]) else []
+    rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in HOP_PARAMS) else []
     fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
     for row in rows:
         kind, source = row["kind"], row["from_id"]

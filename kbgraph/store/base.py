@@ -112,8 +112,8 @@ class GraphStore(VectorDimensions, ABC):
         Neo4j Browser cannot open this store (default)."""
         return None
 
-    def __init__(self, *, dimension: int, batch_size: int, dimensions: Mapping[str, int] | None = None,
-                 ef_construction: int = 50):  # fmt: skip
+    def __init__(self, *, dimension: int, batch_size: int, ef_construction: int,
+                 dimensions: Mapping[str, int] | None = None):  # fmt: skip
         self.dimension = dimension
         self.ef_construction = ef_construction
         self.dimensions = {label: dim for label, dim in (dimensions or {}).items() if dim != dimension}

@@ -20,7 +20,7 @@ def _store(settings: Settings, existing: dict[str, int] | None = None) -> tuple[
     """A FalkorDB store instance that is not connected, built with ``settings``'s dimensions, whose index listing
     answers ``existing``; and the {schema statement: params} its ``ensure_schema`` sends."""
     store = object.__new__(store_class(settings))
-    GraphStore.__init__(store, dimension=settings.embedding.embedding_dimension, batch_size=10,
+    GraphStore.__init__(store, dimension=settings.embedding.embedding_dimension, batch_size=10, ef_construction=50,
                         dimensions=index_dimensions(settings))  # fmt: skip
     sent: dict[str, Row] = {}
     store._list_vector_dimensions = lambda: dict(existing or {})  # type: ignore[method-assign]
