@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+import numpy as np
+
 from kbgraph.models import AtomicQuestionRecord, ChunkRecord
 from kbgraph.text import chunk_body
 from kbgraph.embed.late import SpanEmbedder
 
-__all__ = ["embed_chunks_late", "find_span"]
+__all__ = ["embed_chunks_late", "embed_spans_distinct", "find_span"]
 
 
 def find_span(text: str, sentence: str, start: int = 0) -> tuple[int, int] | None:
@@ -33,6 +36,20 @@ def find_span(text: str, sentence: str, start: int = 0) -> tuple[int, int] | Non
         return at, at + len(sentence)
     found = re.compile(r"\s+".join(map(re.escape, sentence.split()))).search(text, start)
     return found.span() if found else None
+
+
+def embed_spans_distinct(embedder: SpanEmbedder, texts: list[str], spans: list[list[tuple[int, int]]]
+                         ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+    """``embedder.embed_spans(texts, spans)`` with each distinct (text, spans) pair sent once; the same shapes
+    and rows, a repeated pair's rows being the first's (its span vectors shared, not copied)."""
+    keys = [(t, tuple(sp)) for t, sp in zip(texts, spans, strict=True)]
+    first = {k: i for i, k in reversed(list(enumerate(keys)))}
+    if len(first) == len(keys):
+        return embedder.embed_spans(texts, spans)
+    order = sorted(first.values())
+    vectors, pooled = embedder.embed_spans([texts[i] for i in order], [spans[i] for i in order])
+    row = {keys[i]: r for r, i in enumerate(order)}
+    return vectors[[row[k] for k in keys]], [pooled[row[k]] for k in keys]
 
 
 def embed_chunks_late(chunks: Sequence[ChunkRecord], texts: Sequence[str],
@@ -54,7 +71,7 @@ def embed_chunks_late(chunks: Sequence[ChunkRecord], texts: Sequence[str],
         found = [(q, sp) for q, sp in pairs if sp is not None]
         spans.append([sp for _, sp in found])
         owners.append([q for q, _ in found])
-    vectors, pooled = embedder.embed_spans(list(texts), spans)
+    vectors, pooled = embed_spans_distinct(embedder, list(texts), spans)
     done: set[str] = set()
     for chunk, vec, qs, vecs in zip(chunks, vectors, owners, pooled, strict=True):
         chunk.embedding = vec.tolist()

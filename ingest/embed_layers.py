@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import cast
 
+import numpy as np
+
 from kbgraph.embed.late import SpanEmbedder, can_embed_spans
 from kbgraph.ingest.embed_late import embed_chunks_late
 from kbgraph.models import (
@@ -59,6 +61,18 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, Sequence[LayerRe
     ]  # fmt: skip
 
 
+def embed_distinct(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """``embedder.embed(texts)`` with each distinct text sent once: float32 (len(texts), dimension), row i the
+    vector of ``texts[i]``. The same document in two formats, or a heading repeated across sections, costs one
+    forward pass per text (docs/benchmarks.md, "Ingestion")."""
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) == len(texts):
+        return np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+    vectors = np.asarray(embedder.embed(distinct), dtype=np.float32)
+    row = {t: i for i, t in enumerate(distinct)}
+    return vectors[[row[t] for t in texts]]
+
+
 def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collection[str] | None = None, *,
                  late_chunking: bool = False, static: Embedder | None = None, static_layers: Collection[str] = (),
                  entity_types_without_vectors: Collection[str] = ()) -> int:  # fmt: skip
@@ -97,7 +111,7 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collec
         if label in static_layers and label != "Chunk":
             assert static is not None  # given with static_layers (kbgraph.ingest.compute)
             source = static
-        vectors = source.embed(texts)
+        vectors = embed_distinct(source, texts)
         for rec, vec in zip(records, vectors, strict=True):
             rec.embedding = vec.tolist()
     by_id = {e.id: e.embedding for g in graphs for e in g.entities if e.embedding is not None}
@@ -107,4 +121,4 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collec
     return done
 
 
-__all__ = ["embed_layers", "layer_texts"]
+__all__ = ["embed_distinct", "embed_layers", "layer_texts"]

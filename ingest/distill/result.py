@@ -7,6 +7,7 @@ de-duplicated by its stable id and kept in first-seen order; ``Distilled`` is th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -92,6 +93,37 @@ class Accumulator:
             self.triples.setdefault(tid, t)
         for key, m in other.mentions.items():
             self.mentions.setdefault(key, m)
+
+    def copy_chunks(self, copies: Sequence[tuple[str, str]]) -> None:
+        """For each ``(chunk_id, source_id)`` of ``copies``, give chunk ``chunk_id`` the tags, triples and
+        mentions already extracted for chunk ``source_id`` (a chunk whose text spaCy reads the same way;
+        ``kbgraph.ingest.distill.pool``), with the ids they would have had if it had been extracted itself
+        (each id hashes its chunk's id)."""
+        qs: dict[str, list[AtomicQuestionRecord]] = {}
+        ts: dict[str, list[TripleRecord]] = {}
+        ms: dict[str, list[MentionRecord]] = {}
+        for q in self.questions.values():
+            qs.setdefault(q.chunk_id, []).append(q)
+        for t in self.triples.values():
+            ts.setdefault(t.chunk_id, []).append(t)
+        for m in self.mentions.values():
+            ms.setdefault(m.chunk_id, []).append(m)
+        for chunk_id, source_id in copies:
+            for q in qs.get(source_id, ()):
+                self.question(chunk_id, q.text, q.kind)
+            for t in ts.get(source_id, ()):
+                self.triple(chunk_id, t.subject, t.predicate, t.object, t.subject_id, t.object_id)
+            for m in ms.get(source_id, ()):
+                self.mention(chunk_id, m.entity_id)
+
+    def order_by_chunk(self, chunk_ids: Sequence[str]) -> None:
+        """Put the tags, triples and mentions in the order of their chunks in ``chunk_ids`` (stable within a
+        chunk): the order extracting the chunks one after the other gives. Entities keep first-seen order."""
+        rank = {cid: i for i, cid in enumerate(chunk_ids)}
+        last = len(rank)
+        self.questions = dict(sorted(self.questions.items(), key=lambda kv: rank.get(kv[1].chunk_id, last)))
+        self.triples = dict(sorted(self.triples.items(), key=lambda kv: rank.get(kv[1].chunk_id, last)))
+        self.mentions = dict(sorted(self.mentions.items(), key=lambda kv: rank.get(kv[1].chunk_id, last)))
 
     def distilled(self) -> Distilled:
         return Distilled(
