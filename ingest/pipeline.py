@@ -43,7 +43,7 @@ from kbgraph.ingest.sources import discover, Exclusions, uri_to_path
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.text import utc_now
-from kbgraph.embed import get_embedder
+from kbgraph.embed import get_embedder, prepare_models
 from kbgraph.ingest.autotag import pending_chunks, tag_chunks
 from kbgraph.ingest.claims import ClaimLock
 from kbgraph.ingest.compute import parse_source
@@ -161,7 +161,8 @@ class Ingestor:
                          within=within)  # fmt: skip
         seen_uris: set[str] = set()
         try:
-            with open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:
+            with prepare_models(self.settings, bool(files) and (self._embedder is None or _is_factory(self._embedder))), \
+                    open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:
                 runner = GroupRunner(
                     self.store, self.settings, report, bar, llm=self.llm, embedder=lambda: self.embedder,
                     lock=lock, titles=self._titles, existing=self._existing, written=self._written,

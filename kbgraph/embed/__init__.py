@@ -24,7 +24,8 @@ sentence-transformers model is first used, onnxruntime only when an ONNX model i
 
 Modules, one job each: ``base`` (the protocol, names, normalisation), ``sentence`` (torch), ``openai_api``,
 ``onnx_model`` (reading a model folder, naming the export, tokenising and pooling), ``onnx_export``,
-``onnx_runtime`` and ``factory`` (choosing and caching instances): everything public of these is importable from
+``onnx_runtime``, ``factory`` (choosing and caching instances) and ``prepare`` (a fresh home's models made in the
+background while ingestion parses): everything public of these is importable from
 ``kbgraph.embed``. ``late`` (late chunking) and ``cache`` (``CachedEmbedder``, the on-disk embedding cache) are
 imported by their module names. The vectors feed every layer's vector index (PIKE-RAG §5.1.2, §5.2.3).
 """
@@ -42,6 +43,7 @@ from kbgraph.embed.onnx_model import (
 )
 from kbgraph.embed.onnx_runtime import OnnxEmbedder
 from kbgraph.embed.openai_api import OpenAIEmbedder
+from kbgraph.embed.prepare import missing_models, prepare_models
 from kbgraph.embed.sentence import SentenceTransformerEmbedder, local_model_dir, packaged_model_path
 
 __all__ = [
@@ -60,10 +62,12 @@ __all__ = [
     "get_embedder",
     "local_model_dir",
     "make_embedder",
+    "missing_models",
     "onnx_model_path",
     "onnx_path_for",
     "packaged_model_path",
     "pool",
+    "prepare_models",
     "read_model_spec",
     "weights_hash",
 ]
