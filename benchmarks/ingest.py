@@ -4,7 +4,7 @@ time the same run's chunks take to embed alone; graph writes <= 15 % of the tota
 
     .venv/bin/python benchmarks/ingest.py [--corpus 2wiki|musique|hotpotqa|docs] [--stores falkordb,neo4j]
         [--limit N] [--no-cache] [--compare-overlap] [--before KEY=VALUE[,KEY=VALUE...]]
-        [--engine local,ray] [--workers N]
+        [--engine local,ray] [--workers N] [--fresh-models]
 
 Printed per run: seconds end to end, items/s, seconds per stage (parse, chunk, distill, embed, write: the
 writes' own time wherever they ran), ``wait`` (the time the run's main thread spent on writes: its own writes
@@ -66,6 +66,9 @@ def main() -> None:
     ap.add_argument("--before", default="", help="KEY=VALUE[,KEY=VALUE...]: also run with these settings (before)")
     ap.add_argument("--engine", default="local", help="local,ray: one run per engine (setting ingest_engine)")
     ap.add_argument("--workers", type=int, default=2, help="ingest_workers of the ray engine (a local Ray)")
+    ap.add_argument("--fresh-models", action="store_true",
+                    help="each run in a home of its own with no models made: it makes the ONNX export and the static "
+                         "model as a fresh home's first ingest does (otherwise ~/.kbgraph/models, made once)")
     ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: one run, settings as JSON; prints RESULT {...}
     ap.add_argument("--rss-probe", action="store_true", help=argparse.SUPPRESS)  # internal: RSS breakdown
     args = ap.parse_args()
@@ -85,7 +88,7 @@ def main() -> None:
                 lines = lines[: args.limit]
             corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
         exported = Path.home() / ".kbgraph" / "models"  # the ONNX export is made once per machine, not per run
-        if exported.is_dir():
+        if exported.is_dir() and not args.fresh_models:
             (Path(tmp) / "models").symlink_to(exported, target_is_directory=True)
         texts = Path(tmp) / "chunk_texts.json"
         texts.write_text(json.dumps(_chunk_texts(corpus, Path(tmp))), encoding="utf-8")
@@ -107,11 +110,12 @@ def main() -> None:
 
 
 # --- the parent: servers, runs, table ----------------------------------------------------------------
-def _settings(store: str, tmp: Path, cache: bool, n: int) -> dict[str, Any]:
+def _settings(store: str, tmp: Path, cache: bool, n: int, fresh: bool = False) -> dict[str, Any]:
     """The run's settings as JSON-able overrides (the child builds ``Settings(**overrides)``); everything else,
     overlapped writes included, is the default unless a variant (``--compare-overlap``, ``--before``) sets it."""
     over: dict[str, Any] = {
-        "home": str(tmp), "name": f"bench_{store}", "falkor_idle_timeout": 0, "embedding_cache": cache,
+        "home": str(tmp / f"fresh_{n}" if fresh else tmp), "name": f"bench_{store}", "falkor_idle_timeout": 0,
+        "embedding_cache": cache,
         "embedding_cache_dir": str(tmp / f"cache_{store}_{n}"),
     }  # fmt: skip
     if store == "neo4j":
@@ -149,7 +153,7 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
         base = base.updated({"uri": local.start(timeout=180).bolt_uri})
     try:
         for i, (variant, extra) in enumerate(variants):
-            over = {**_settings(store, tmp, args.cache, i), **extra, **({"uri": base.store.uri} if base.store.uri else {})}
+            over = {**_settings(store, tmp, args.cache, i, args.fresh_models), **extra, **({"uri": base.store.uri} if base.store.uri else {})}
             settings = Settings(**over)
             with KnowledgeBase(settings=settings) as kb:
                 kb.reset()  # starts the embedded server if needed; an empty graph
