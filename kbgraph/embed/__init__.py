@@ -30,6 +30,8 @@ background while ingestion parses): everything public of these is importable fro
 imported by their module names. The vectors feed every layer's vector index (PIKE-RAG §5.1.2, §5.2.3).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from kbgraph.embed.base import BACKENDS, DEFAULT_MODEL, OPENAI_PREFIX, Embedder
 from kbgraph.embed.factory import check_dimension, clear_cache, get_embedder, make_embedder, onnx_model_path
 from kbgraph.embed.onnx_export import export_onnx
@@ -43,8 +45,21 @@ from kbgraph.embed.onnx_model import (
 )
 from kbgraph.embed.onnx_runtime import OnnxEmbedder
 from kbgraph.embed.openai_api import OpenAIEmbedder
-from kbgraph.embed.prepare import missing_models, prepare_models
 from kbgraph.embed.sentence import SentenceTransformerEmbedder, local_model_dir, packaged_model_path
+
+if TYPE_CHECKING:
+    from kbgraph.embed.prepare import missing_models, prepare_models
+
+
+def __getattr__(name: str) -> Any:
+    """``missing_models`` and ``prepare_models``, imported on first use: ``python -m kbgraph.embed.prepare`` (and
+    ``-m kbgraph.embed.static_model``, which it imports) must not find their module imported by this package."""
+    if name in ("missing_models", "prepare_models"):
+        from kbgraph.embed import prepare  # lazy: its module (and static_model's) run as `python -m` children
+
+        return getattr(prepare, name)
+    raise AttributeError(name)
+
 
 __all__ = [
     "BACKENDS",
