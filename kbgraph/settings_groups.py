@@ -345,10 +345,16 @@ class RetrievalSettings(SettingsGroup):
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
-    ranker: Literal["learned", "weights", "gbm"] = Field(
+    ranker: Literal["learned", "weights", "gbm", "blend"] = Field(
         "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
         "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings, "
-        "'gbm' = gradient-boosted trees over the same terms and list features (ranker_model; docs/scoring.md).")
+        "'gbm' = gradient-boosted trees over the same terms and list features (ranker_model; docs/scoring.md), "
+        "'blend' = the shipped learned and gbm models' scores, each standardised over the pool, summed with "
+        "ranker_blend_weight on the gbm's (kbgraph.query.ranking_blend).")
+    ranker_blend_weight: float = Field(
+        0.25, ge=0, description="ranker 'blend': the weight of the gbm ranker's standardised score beside the "
+        "learned ranker's (0 = the learned ranker's order). 0.25: chosen leave-one-set-out by R@5 on the repo's "
+        "sets (docs/benchmarks.md, \"The blend ranker\").")
     ranker_model: UserPath | None = Field(
         None, description="A ranker model written by `kbgraph rank train` (--model gbm for ranker 'gbm'; default: "
         "the shipped one of the ranker, fitted on the repo's 2Wiki, MuSiQue and HotpotQA sets).")

@@ -61,6 +61,7 @@ from kbgraph.models import FulltextHit
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
 from kbgraph.query.ranking import POOL_RANKERS, feature_rows, load_model, score_rows
+from kbgraph.query.ranking_blend import blend_order
 from kbgraph.query.ranking_gbm import gbm_order
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
@@ -169,16 +170,15 @@ def _text(props: Row) -> str:
 def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
     """Aggregate layer seeds into chunk scores by the module's formula (:func:`score_terms`), order them by
     the settings' ranker (``weights``: the weighted sum; ``learned``: kbgraph.query.ranking over
-    :func:`learned_pool`; ``gbm``: kbgraph.query.ranking_gbm over it) and return the top ``k`` chunks, best
+    :func:`learned_pool`; ``gbm``: kbgraph.query.ranking_gbm over it; ``blend``: kbgraph.query.ranking_blend, both) and return the top ``k`` chunks, best
     first, with provenance (and the full breakdown when ``explain``)."""
     terms, scores, ranked, reached = score_terms(store, settings, seeds, k=k)
     ranking: dict[str, list[RankerTerm]] = {}
     if settings.retrieval.ranker in POOL_RANKERS and ranked:
         pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, reached)
-        if settings.retrieval.ranker == "gbm":
-            top, scores, ranking = gbm_order(store, settings, seeds.question, pool, k, explain)
-        else:
-            top, scores, ranking = _learned_order(settings, seeds.question, pool, k, explain)
+        by = {"gbm": gbm_order, "blend": blend_order}.get(settings.retrieval.ranker)  # else the learned ranker
+        top, scores, ranking = (by(store, settings, seeds.question, pool, k, explain) if by is not None
+                                else _learned_order(settings, seeds.question, pool, k, explain))  # fmt: skip
     else:
         top = ranked[:k]
     details = chunk_details(store, top)

@@ -61,7 +61,7 @@ LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText
           "Hop", "TitleHop", "Next", "TripleHop")  # fmt: skip
 #: The rankers that re-order the learned pool (kbgraph.query.propagation learned_pool, BM25 in it): this module's
 #: linear one and the gbm one (kbgraph.query.ranking_gbm); ``weights`` orders by the weighted sum.
-POOL_RANKERS = ("learned", "gbm")
+POOL_RANKERS = ("learned", "gbm", "blend")
 #: Every feature, in the order of a feature row.
 FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted",
             "bm25", "rank_bm25")  # fmt: skip

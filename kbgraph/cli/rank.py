@@ -96,6 +96,10 @@ def train_cmd(
 def show_cmd() -> None:
     """The ranker model in use: where it comes from, what it was fitted on, and each feature's weight."""
     settings = common.settings()
+    if settings.retrieval.ranker == "blend":  # kbgraph.query.ranking_blend: the two shipped models
+        common.console.print(f"ranker: blend = z(learned) + {settings.retrieval.ranker_blend_weight} x z(gbm), the "
+                             f"shipped models {default_model_path()} and {default_gbm_path()}", highlight=False)
+        return
     if settings.retrieval.ranker == "gbm":
         path = settings.retrieval.ranker_model or default_gbm_path()
         trees = load_gbm_model(path)

@@ -155,17 +155,26 @@ def embedder_identity(settings: Settings) -> dict[str, Any]:
 
 def ranker_identity(settings: Settings) -> dict[str, Any]:
     """The ranker: 'weights', or 'learned' / 'gbm' with the sha256 of its model file (``ranker_model``, else the
-    ranker's shipped one; None when the file is missing: the run then stops with the ranker's own ConfigError)."""
+    ranker's shipped one; None when the file is missing: the run then stops with the ranker's own ConfigError), or
+    'blend' with one sha256 of both shipped models and its ``blend_weight``."""
     ranker = settings.retrieval.ranker
     if ranker not in POOL_RANKERS:
         return {"ranker": ranker, "model_sha256": None}
 
+    if ranker == "blend":  # the two shipped models and the weight between them (kbgraph.query.ranking_blend)
+        digests = [_sha256(p) for p in (default_model_path(), default_gbm_path())]
+        blend = None if None in digests else hashlib.sha256(":".join(map(str, digests)).encode()).hexdigest()
+        return {"ranker": ranker, "model_sha256": blend, "blend_weight": settings.retrieval.ranker_blend_weight}
     path = settings.retrieval.ranker_model or (default_gbm_path() if ranker == "gbm" else default_model_path())
+    return {"ranker": ranker, "model_sha256": _sha256(path)}
+
+
+def _sha256(path: str | Path) -> str | None:
+    """sha256 (hex) of the file at ``path``; None when it cannot be read."""
     try:
-        digest: str | None = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
-        digest = None
-    return {"ranker": ranker, "model_sha256": digest}
+        return None
 
 
 def kbgraph_version() -> str:
