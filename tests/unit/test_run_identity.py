@@ -152,3 +152,12 @@ def test_kbgraph_version_and_the_embedding_model_are_in_the_identity(tmp_path: P
 def test_a_secret_value_is_written_as_whether_it_is_set() -> None:
     assert rf._plain(SecretStr("x")) is True and rf._plain(SecretStr("")) is False
     assert rf._plain([Path("/a"), Path("/b")]) == ["/a", "/b"]
+
+
+def test_the_blend_ranker_is_identified_by_both_shipped_models_and_its_weight() -> None:
+    blend = rf.ranker_identity(Settings(ranker="blend"))
+    learned = rf.ranker_identity(Settings(ranker="learned"))
+    gbm = rf.ranker_identity(Settings(ranker="gbm"))
+    assert blend["model_sha256"] and blend["model_sha256"] not in (learned["model_sha256"], gbm["model_sha256"])
+    assert blend["blend_weight"] == 0.25
+    assert rf.ranker_identity(Settings(ranker="blend", ranker_blend_weight=1.0))["blend_weight"] == 1.0
