@@ -5,14 +5,13 @@ running when the run ends stopped cleanly, its own child (the static build's int
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kbgraph.embed import clear_cache, missing_models, onnx_model_path, prepare_models
+from kbgraph.embed import clear_cache, missing_models, onnx_model_path, prepare, prepare_models
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 
@@ -68,12 +67,20 @@ def test_a_child_still_running_at_the_end_is_stopped_with_its_own_child(tmp_path
 
 
 @pytest.mark.slow
-def test_the_export_is_made_by_the_child_while_the_run_parses(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_child_makes_the_export_and_the_run_uses_it(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     s = _settings(tmp_path, static_layers="", name="prep", data_dir=tmp_path / "falkordb")
     export = onnx_model_path(s)
     assert export is not None and not export.exists()
+    with prepare_models(s) as children:
+        assert [c.args[3] for c in children] == ["onnx"]  # type: ignore[index]  # (argv: python -m module onnx ...)
+        assert children[0].wait(timeout=600) == 0
+    assert export.is_file()  # made by the child
+
     doc = tmp_path / "note.txt"
     doc.write_text("Grace Hopper wrote the first compiler, A-0, in 1952 for the UNIVAC I.\n", encoding="utf-8")
+    missing = [["onnx", "model folder", str(export)]]  # the run starts its child (which finds the file made)
+    monkeypatch.setattr(prepare, "missing_models", lambda _settings: missing)
     clear_cache()
     caplog.set_level(logging.INFO, logger="kbgraph")
     try:
@@ -86,8 +93,6 @@ def test_the_export_is_made_by_the_child_while_the_run_parses(tmp_path: Path, ca
         from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
         EmbeddedFalkorDB(s.kb_dir).stop()
-    assert export.is_file()
     messages = [r.getMessage() for r in caplog.records]
-    assert any("making the onnx model in the background" in m for m in messages)
+    assert any("making the onnx model in the background" in m for m in messages)  # the run started it
     assert not any(m.startswith("exported ") for m in messages), "the run exported in its own process"
-    assert os.environ.get("KBGRAPH_EMBEDDING_BACKEND") is None

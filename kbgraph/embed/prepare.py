@@ -6,7 +6,8 @@ model2vec is imported by the ingesting process; the run's own ``get_embedder`` a
 wait on the same file locks and find the files made (docs/benchmarks.md, "Ingestion": a fresh home's first
 ingest of the sample documents).
 
-A child that fails leaves nothing behind: the run then makes the file itself, in its own process, and reports
+A run that reaches its embed stage before a child has taken the model's lock (a small run: the child is still
+starting) makes the model itself, and the child then finds it made. A child that fails leaves nothing behind: the run then makes the file itself, in its own process, and reports
 that failure as before (``kbgraph.embed.factory``; a failed export is remembered in ``<file>.failed``).
 """
 
