@@ -43,12 +43,11 @@ def embed_spans_distinct(embedder: SpanEmbedder, texts: list[str], spans: list[l
     """``embedder.embed_spans(texts, spans)`` with each distinct (text, spans) pair sent once; the same shapes
     and rows, a repeated pair's rows being the first's (its span vectors shared, not copied)."""
     keys = [(t, tuple(sp)) for t, sp in zip(texts, spans, strict=True)]
-    first = {k: i for i, k in reversed(list(enumerate(keys)))}
-    if len(first) == len(keys):
+    distinct = list(dict.fromkeys(keys))
+    if len(distinct) == len(keys):
         return embedder.embed_spans(texts, spans)
-    order = sorted(first.values())
-    vectors, pooled = embedder.embed_spans([texts[i] for i in order], [spans[i] for i in order])
-    row = {keys[i]: r for r, i in enumerate(order)}
+    vectors, pooled = embedder.embed_spans([t for t, _ in distinct], [list(sp) for _, sp in distinct])
+    row = {k: i for i, k in enumerate(distinct)}
     return vectors[[row[k] for k in keys]], [pooled[row[k]] for k in keys]
 
 

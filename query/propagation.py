@@ -170,8 +170,8 @@ def _text(props: Row) -> str:
 def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
     """Aggregate layer seeds into chunk scores by the module's formula (:func:`score_terms`), order them by
     the settings' ranker (``weights``: the weighted sum; ``learned``: kbgraph.query.ranking over
-    :func:`learned_pool`; ``gbm``: kbgraph.query.ranking_gbm over it; ``blend``: kbgraph.query.ranking_blend, both) and return the top ``k`` chunks, best
-    first, with provenance (and the full breakdown when ``explain``)."""
+    :func:`learned_pool`; ``gbm``: kbgraph.query.ranking_gbm over it; ``blend``: kbgraph.query.ranking_blend,
+    both) and return the top ``k`` chunks, best first, with provenance (and the full breakdown when ``explain``)."""
     terms, scores, ranked, reached = score_terms(store, settings, seeds, k=k)
     ranking: dict[str, list[RankerTerm]] = {}
     if settings.retrieval.ranker in POOL_RANKERS and ranked:

@@ -51,10 +51,10 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
     raw_learned = score_rows(load_model(None), feature_rows(question, pool.candidates))
     raw_gbm = load_gbm_model(None).score(gbm_rows(store, question, pool))
     scores = blend_scores(raw_learned, raw_gbm, weight)
-    learned, gbm = standardised(raw_learned), standardised(raw_gbm)  # the terms --explain shows
     order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:k]
     ranking = {}
     if explain:
+        learned, gbm = standardised(raw_learned), standardised(raw_gbm)  # the two terms of each score
         ranking = {ids[i]: [RankerTerm(feature="learned", value=float(learned[i]), contribution=float(learned[i])),
                             RankerTerm(feature="gbm", value=float(gbm[i]), contribution=float(weight * gbm[i]))]
                    for i in order}  # fmt: skip

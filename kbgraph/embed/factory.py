@@ -20,7 +20,7 @@ from kbgraph.settings import Settings
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["check_dimension", "clear_cache", "get_embedder", "make_embedder", "onnx_model_path"]
+__all__ = ["check_dimension", "clear_cache", "export_failed", "get_embedder", "make_embedder", "onnx_model_path"]
 
 log = logging.getLogger("kbgraph.embed")
 
@@ -56,13 +56,19 @@ def _onnx_plan(settings: Settings, *, strict: bool = False) -> tuple[onnx_model.
         return None
 
 
+def export_failed(path: Path) -> Path:
+    """The marker beside the ONNX export ``path`` that remembers a failed export (``<file>.failed``): while it
+    exists, no run exports again."""
+    return path.with_name(path.name + ".failed")
+
+
 def _try_export(settings: Settings, spec: onnx_model.ModelSpec, path: Path) -> ConfigError | None:
     """Export the ONNX file of ``spec`` to ``path`` unless it exists or an earlier export failed (``<file>.failed``)
     or the ``onnx`` package is missing (not remembered: installing it fixes it). Returns the failure as a
     ConfigError naming the marker, after writing the marker so later runs do not retry it; None otherwise."""
     import importlib.util
 
-    failed = path.with_name(path.name + ".failed")
+    failed = export_failed(path)
     if path.is_file() or failed.exists():
         return None
     if importlib.util.find_spec("onnx") is None:

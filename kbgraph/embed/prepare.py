@@ -7,8 +7,9 @@ wait on the same file locks and find the files made (docs/benchmarks.md, "Ingest
 ingest of the sample documents).
 
 A run that reaches its embed stage before a child has taken the model's lock (a small run: the child is still
-starting) makes the model itself, and the child then finds it made. A child that fails leaves nothing behind: the run then makes the file itself, in its own process, and reports
-that failure as before (``kbgraph.embed.factory``; a failed export is remembered in ``<file>.failed``).
+starting) makes the model itself, and the child then finds it made. A child that fails leaves nothing behind: the
+run then makes the file itself, in its own process, and reports that failure as before (``kbgraph.embed.factory``;
+a failed export is remembered in ``<file>.failed``, ``export_failed``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kbgraph.embed.base import OPENAI_PREFIX
-from kbgraph.embed.factory import onnx_model_path
+from kbgraph.embed.factory import export_failed, onnx_model_path
 from kbgraph.embed.onnx_export import export_onnx
 from kbgraph.embed.sentence import local_model_dir
 from kbgraph.embed.static_model import build_static_model, static_model_dir
@@ -48,10 +49,9 @@ def missing_models(settings: Settings) -> list[list[str]]:
     todo: list[list[str]] = []
     backend = (e.embedding_backend or "auto").strip().lower()
     path = onnx_model_path(settings) if backend == "onnx" or (backend == "auto" and e.late_chunking) else None
-    folder = local_model_dir(name)
-    if (path is not None and folder is not None and not path.is_file()
-            and not path.with_name(path.name + ".failed").exists() and importlib.util.find_spec("onnx")):  # fmt: skip
-        todo.append(["onnx", str(folder), str(path)])
+    if (path is not None and not path.is_file() and not export_failed(path).exists()
+            and importlib.util.find_spec("onnx")):  # fmt: skip
+        todo.append(["onnx", str(local_model_dir(name)), str(path)])  # (a path: the model is a local folder)
     if e.static_vector_layers:
         try:
             teacher, out = static_model_dir(settings)
