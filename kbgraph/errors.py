@@ -33,6 +33,13 @@ class SchemaMismatch(StoreError):
     """The graph's schema conflicts with the configuration (e.g. vector index dimension)."""
 
 
+class KnowledgeBaseNotFound(KBGraphError):
+    """A read of a knowledge base that does not exist: nothing is made for a read (no folder, no server, no
+    database); an ingest into it makes it. Exit code 66 (sysexits EX_NOINPUT); HTTP 404 in ``kbgraph serve``."""
+
+    exit_code = 66
+
+
 class CypherNotFound(KBGraphError):
     """No .cypher file by that name."""
 

@@ -9,7 +9,9 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from kbgraph.errors import KnowledgeBaseNotFound
 from kbgraph.settings import Settings
+from kbgraph.store import knowledge_base_exists, store_class
 
 app = typer.Typer(
     add_completion=False,
@@ -33,6 +35,20 @@ class State:
 def settings() -> Settings:
     """Effective Settings: CLI flags over environment over kbgraph.toml over defaults."""
     return Settings(**State.overrides)
+
+
+def existing_settings() -> Settings:
+    """:func:`settings` of a knowledge base that exists (kbgraph.store.knowledge_base_exists): what the verbs that
+    only read one (``ask``, ``stats``, ``delete``, ``tags classes|pairs``) open, so that a mistyped ``--kb`` makes
+    no folder, starts no server and answers nothing. Raises KnowledgeBaseNotFound (exit 66) naming the ingest
+    that makes it; StoreUnavailable when a store that must be asked cannot be reached."""
+    s = settings()
+    if not knowledge_base_exists(s):
+        raise KnowledgeBaseNotFound(
+            f"no knowledge base {s.name!r} at {store_class(s).kb_location(s)}: ingest into it first "
+            f"(kbgraph --kb {s.name} ingest FOLDER), or name an existing one with --kb"
+        )
+    return s
 
 
 @app.callback()

@@ -46,9 +46,11 @@ def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
 
 
 def stats_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Node counts per label and relationship counts per type."""
+    """Node counts per label and relationship counts per type.
 
-    with KnowledgeBase(settings=common.settings()) as kb:
+    Exit 66 when the knowledge base does not exist (nothing is made: ingest into it first)."""
+
+    with KnowledgeBase(settings=common.existing_settings()) as kb:
         st = kb.stats()
     if as_json:
         print_json(st.model_dump())
@@ -184,7 +186,7 @@ def browse_cmd(
 def delete_cmd(document: str = typer.Argument(..., help="Document id (doc:…) or its source path/URI.")) -> None:
     """Remove one document's whole subgraph and the entities no other document uses."""
 
-    with KnowledgeBase(settings=common.settings()) as kb:
+    with KnowledgeBase(settings=common.existing_settings()) as kb:
         counts = kb.delete(document)
     if not counts["documents"]:
         err_console.print(f"no document {document!r} in knowledge base {kb.name!r}")

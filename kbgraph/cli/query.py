@@ -19,6 +19,7 @@ import typer
 
 from kbgraph.cli import common
 from kbgraph.errors import KBGraphError
+from kbgraph.query.ask import clean_question
 from kbgraph.query.methods import ALL_METHODS, methods_help
 from kbgraph.query.render import render_answer, render_round
 from kbgraph.kb import KnowledgeBase, evaluate_dataset
@@ -45,9 +46,13 @@ def ask_cmd(
         help="Print the answer as the LLM writes it, then the citations (--trace: rounds as they finish).",
     ),
 ) -> None:
-    """Answer a question from the knowledge base, with citations."""
+    """Answer a question from the knowledge base, with citations.
 
-    with KnowledgeBase(settings=common.settings()) as kb:
+    Exit 2 on a usage error (an empty question), 66 when the knowledge base does not exist (nothing is made:
+    ingest into it first)."""
+
+    clean_question(question)  # a usage error before the knowledge base is looked for
+    with KnowledgeBase(settings=common.existing_settings()) as kb:
         if stream:
             with kb.ask(question, method=method, k=k, explain=explain, save=save, stream=True) as events:
                 answer = _print_stream(events, trace=trace, as_json=as_json, saved=lambda: kb.last_saved)

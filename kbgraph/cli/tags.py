@@ -28,7 +28,7 @@ def classes_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     with the number of corpus tags of each."""
     from rich.table import Table
 
-    with KnowledgeBase(settings=common.settings()) as kb:
+    with KnowledgeBase(settings=common.existing_settings()) as kb:
         classes = kb.tag_classes()
     if as_json:
         common.print_json([c.model_dump() for c in classes])
@@ -88,7 +88,7 @@ def pairs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."))
     """The tag pair collection: query tag -> corpus tag, score and samples (kbgraph tags learn)."""
     from rich.table import Table
 
-    with KnowledgeBase(settings=common.settings()) as kb:
+    with KnowledgeBase(settings=common.existing_settings()) as kb:
         pairs = list_tag_pairs(kb.store)
     if as_json:
         common.print_json([p.model_dump() for p in pairs])

@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from kbgraph.errors import ConfigError, KBGraphError, StoreError, StoreUnavailable
+from kbgraph.errors import ConfigError, KBGraphError, KnowledgeBaseNotFound, StoreError, StoreUnavailable
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import HOME_FOLDERS, Settings
 from kbgraph.store import knowledge_base_exists, store_class
@@ -51,11 +51,6 @@ class InvalidName(ConfigError):
 
 class KnowledgeBaseNotHosted(KBGraphError):
     """The store cannot host this knowledge base (HTTP 404): a Neo4j server without a database for it."""
-
-
-class KnowledgeBaseNotFound(KnowledgeBaseNotHosted):
-    """A read of a knowledge base that does not exist (HTTP 404): nothing is made for a read; a write (ingest) by
-    a key allowed to use the name makes it."""
 
 
 class TooManyOpen(KBGraphError):
