@@ -343,6 +343,10 @@ class RetrievalSettings(SettingsGroup):
     weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "
                               "mapped corpus tag; auto_tagging).")  # fmt: skip
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
+    collapse_repeated_chunks: bool = Field(
+        True, description="Score propagation returns a chunk whose text equals a better-ranked one's (a passage "
+        "repeated in a document or across documents) once: the repeat is left out and the next chunk taken "
+        "(false = every copy, as ranked).")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
     ranker: Literal["learned", "weights", "gbm", "blend"] = Field(

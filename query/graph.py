@@ -42,6 +42,34 @@ def chunk_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
     return {row["id"]: row for row in store.run("retrieve/chunk_details", {"ids": ids})}
 
 
+def distinct_top(store: GraphStore, ranked: Sequence[str], k: int) -> tuple[list[str], dict[str, Row]]:
+    """The first ``k`` chunk ids of ``ranked`` (best first) whose texts differ, and their :func:`chunk_details`
+    rows: a chunk whose text equals a better-ranked one's (a passage repeated in a document, or in two documents)
+    is left out and the next one taken, so ``k`` distinct passages come back while ``ranked`` has them. A chunk
+    without a row (no longer served) is kept as it is, as the caller keeps it. One ``retrieve/chunk_details`` read
+    for the first ``k``; one more per further slice, only when a repeat was left out."""
+    top: list[str] = []
+    details: dict[str, Row] = {}
+    seen: set[str] = set()
+    start = 0
+    while len(top) < k and start < len(ranked):
+        batch = list(ranked[start : start + k])
+        start += len(batch)
+        rows = chunk_details(store, batch)
+        for cid in batch:
+            row = rows.get(cid)
+            if row is not None:
+                text = str(row.get("text") or "")
+                if text and text in seen:
+                    continue
+                seen.add(text)
+                details[cid] = row
+            top.append(cid)
+            if len(top) == k:
+                break
+    return top, details
+
+
 def scored_chunk(row: Row, score: float, breakdown: Sequence[Contribution] = ()) -> ScoredChunk:
     """A provenance row of :func:`chunk_details` as a :class:`ScoredChunk` with ``score`` (and ``breakdown``);
     missing fields get their defaults."""

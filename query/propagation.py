@@ -41,9 +41,8 @@ for every tag, and the term is absent, without an LLM or with ``auto_tagging`` o
 ``Seeds.layers['Tag']``, set by the caller (kbgraph.query.retrieval); with ``tag_rewrite`` the full-text
 seeds ft(q, .) are those of the question followed by the mapped tags' names.
 
-Default weights (settings): w_C 1.0, w_Q 0.1, w_T 0.05, w_E 0.05, w_F 0.05, w_S 0.05, w_D 0.05, w_H 0.3,
-w_TH 0.5, w_N 0.05, w_G 0.1, hop_from 3, rescore_k 20, chosen on MuSiQue and 2WikiMultihopQA (README,
-benchmarks/query.py).
+Default weights: the ``weight_*``, ``hop_from`` and ``rescore_k`` settings (docs/settings.md), chosen on MuSiQue
+and 2WikiMultihopQA (benchmarks/query.py).
 
 ``explain=True`` keeps every term: for each chunk the contributions by layer and node, whose sum is the
 chunk's score exactly.
@@ -56,7 +55,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from kbgraph.query.graph import chunk_details, scored_chunk
+from kbgraph.query.graph import chunk_details, distinct_top, scored_chunk
 from kbgraph.models import FulltextHit
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
@@ -145,8 +144,7 @@ def fulltext_from_bm25(settings: Settings) -> bool:
 
 
 def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> list[tuple[str, float]]:
-    """BM25's top ``k`` (chunk id, score) for ``question``, best first (kbgraph.query.bm25's shared index of this
-    knowledge base); [] for ``k`` 0."""
+    """BM25's top ``k`` (chunk id, score) for ``question``, best first (kbgraph.query.bm25); [] for ``k`` 0."""
     return shared_index(store, settings).search(question, k) if k > 0 else []
 
 
@@ -171,17 +169,20 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     """Aggregate layer seeds into chunk scores by the module's formula (:func:`score_terms`), order them by
     the settings' ranker (``weights``: the weighted sum; ``learned``: kbgraph.query.ranking over
     :func:`learned_pool`; ``gbm``: kbgraph.query.ranking_gbm over it; ``blend``: kbgraph.query.ranking_blend,
-    both) and return the top ``k`` chunks, best first, with provenance (and the full breakdown when ``explain``)."""
+    both) and return the top ``k`` chunks, best first, with provenance (and the full breakdown when ``explain``);
+    with ``collapse_repeated_chunks``, a chunk whose text a better one has is left out (query.graph.distinct_top)."""
     terms, scores, ranked, reached = score_terms(store, settings, seeds, k=k)
     ranking: dict[str, list[RankerTerm]] = {}
+    collapse = settings.retrieval.collapse_repeated_chunks
+    wide = len(ranked) + len(seeds.bm25) if collapse else k  # the whole order, to take the next after a repeat
     if settings.retrieval.ranker in POOL_RANKERS and ranked:
         pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, reached)
         by = {"gbm": gbm_order, "blend": blend_order}.get(settings.retrieval.ranker)  # else the learned ranker
-        top, scores, ranking = (by(store, settings, seeds.question, pool, k, explain) if by is not None
-                                else _learned_order(settings, seeds.question, pool, k, explain))  # fmt: skip
+        top, scores, ranking = (by(store, settings, seeds.question, pool, wide, explain) if by is not None
+                                else _learned_order(settings, seeds.question, pool, wide, explain))  # fmt: skip
     else:
-        top = ranked[:k]
-    details = chunk_details(store, top)
+        top = ranked[:wide]
+    top, details = distinct_top(store, top, k) if collapse else (top, chunk_details(store, top))
     out = []
     for cid in top:
         breakdown = []

@@ -1,0 +1,80 @@
+"""A passage repeated in a document and across documents (the sample Chapter 13 handbook repeats whole passages)
+is returned once by score propagation (setting ``collapse_repeated_chunks``, on by default): the best-ranked
+copy is kept, the others are left out and the next chunks taken, so ``k`` distinct passages come back. Off, every
+copy comes back as ranked. Both stores, both the weighted sum and the learned ranker, a planted corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kbgraph.ingest.write import write_documents
+from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
+from kbgraph.query.graph import distinct_top
+from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore
+
+QUESTION = "What must the standing trustee assign to employees?"
+REPEATED = "To the extent possible, the standing trustee must assign employees duties that separate functions."
+OTHERS = [
+    "The standing trustee must maintain and review records of employee training.",
+    "Employees must not handle both receipts and disbursements of plan payments.",
+    "The trustee files an annual report with the United States Trustee.",
+    "A proof of claim may be filed by an entity that holds a claim against the debtor.",
+]
+
+
+def _vec(seed: int, near: list[float] | None = None, noise: float = 1.0) -> list[float]:
+    v = np.random.default_rng(seed).normal(size=384) * noise
+    if near is not None:
+        v = v + np.asarray(near)
+    return (v / np.linalg.norm(v)).tolist()  # type: ignore[no-any-return]
+
+
+def _graphs() -> list[DocumentGraph]:
+    """Document H: the passage at chunks 0, 2 and 4 (one vector, as one text embeds to one vector), others
+    between; document G: the passage again, then one other chunk."""
+    passage = _vec(1)
+    h = DocumentRecord(id="doc:H", uri="file:///h.txt", title="Handbook", mime="text/plain", sha256="h",
+                       embedding=_vec(2))  # fmt: skip
+    g = DocumentRecord(id="doc:G", uri="file:///g.txt", title="Guide", mime="text/plain", sha256="g", embedding=_vec(3))
+    texts = [REPEATED, OTHERS[0], REPEATED, OTHERS[1], REPEATED]
+    vecs = [passage, _vec(11, passage, 0.05), passage, _vec(13, passage, 0.06), passage]
+    hc = [ChunkRecord(id=f"h{i}", document_id=h.id, parent_id=h.id, text=t, order=i, embedding=v)
+          for i, (t, v) in enumerate(zip(texts, vecs))]  # fmt: skip
+    gc = [ChunkRecord(id="g0", document_id=g.id, parent_id=g.id, text=REPEATED, order=0, embedding=passage),
+          ChunkRecord(id="g1", document_id=g.id, parent_id=g.id, text=OTHERS[2], order=1,
+                      embedding=_vec(21, passage, 0.07))]  # fmt: skip
+    return [DocumentGraph(document=h, chunks=hc), DocumentGraph(document=g, chunks=gc)]
+
+
+@pytest.mark.parametrize("ranker", ["weights", "learned"])
+def test_a_repeated_passage_is_returned_once(store: GraphStore, backend_settings: Settings, ranker: str) -> None:
+    write_documents(store, _graphs())
+    qvec = _vec(99, _vec(1), 0.02)  # nearest the repeated passage, then the chunks placed near it
+    settings = backend_settings.updated({"ranker": ranker})
+
+    def top(collapse: bool) -> list[tuple[str, str]]:
+        s = settings.updated({"collapse_repeated_chunks": collapse})
+        chunks = propagate(store, s, seed_layers(store, s, QUESTION, qvec), k=3)
+        return [(c.id, c.text) for c in chunks]
+
+    every = top(False)
+    assert [text for _, text in every] == [REPEATED] * 3  # as ranked: three copies of one passage
+    once = top(True)
+    assert len(once) == 3 and len({text for _, text in once}) == 3
+    assert once[0] == every[0]  # the best copy is the one kept
+    assert [text for _, text in once].count(REPEATED) == 1
+
+
+def test_distinct_top_reads_further_only_after_a_repeat(store: GraphStore) -> None:
+    write_documents(store, _graphs())
+    store.sent.clear()
+    ids, rows = distinct_top(store, ["h1", "h3", "g1"], 2)
+    assert ids == ["h1", "h3"] and set(rows) == {"h1", "h3"} and store.sent["retrieve/chunk_details"] == 1
+    store.sent.clear()
+    ids, rows = distinct_top(store, ["h0", "h2", "h4", "g0", "h1", "h3", "g1"], 3)
+    assert ids == ["h0", "h1", "h3"] and rows["h0"]["text"] == REPEATED
+    assert store.sent["retrieve/chunk_details"] == 2  # the first 3, then the next 3
+    assert distinct_top(store, ["h0", "h2"], 3)[0] == ["h0"]  # fewer distinct passages than k: all of them
