@@ -32,6 +32,7 @@ from typing import Any
 
 import kbgraph.query.bm25 as bm25_module
 import kbgraph.query.propagation as propagation
+import kbgraph.query.seeding as seeding
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.methods import get_method
 from kbgraph.settings import Settings
@@ -45,7 +46,7 @@ WARMUP = 20
 #: Python parts timed in their own thread (CPU): (label, module, attribute).
 PARTS = [
     ("question embedding", None, "embed"),
-    ("static question vector", propagation, "static_question_vectors"),
+    ("static question vector", seeding, "static_question_vectors"),
     ("BM25 search (in a seeding thread)", bm25_module.BM25Index, "search"),
     ("learned pool (Python)", propagation, "learned_pool"),
     ("ranker: features and scores", propagation, "_learned_order"),

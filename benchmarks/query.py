@@ -24,7 +24,8 @@ from urllib.parse import unquote
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.retrieval import dense_settings
-from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.query.propagation import propagate
+from kbgraph.query.seeding import seed_layers
 from kbgraph.settings import Settings
 
 from bench_neo4j import start_local_neo4j

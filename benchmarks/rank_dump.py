@@ -19,7 +19,8 @@ from kbgraph.eval.dataset import load_dataset
 from kbgraph.kb import KnowledgeBase
 from kbgraph.eval import metrics as M
 from kbgraph.query.context import QueryContext
-from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.query.propagation import propagate
+from kbgraph.query.seeding import seed_layers
 from kbgraph.settings import Settings
 
 MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"

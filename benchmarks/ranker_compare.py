@@ -48,7 +48,8 @@ def dump(name: str, home: Path, out: Path) -> tuple[GraphData, list[QuestionPool
     from kbgraph.eval.dataset import load_dataset
     from kbgraph.eval.metrics import passage_id
     from kbgraph.kb import KnowledgeBase
-    from kbgraph.query.propagation import learned_pool, score_terms, seed_layers
+    from kbgraph.query.propagation import learned_pool, score_terms
+    from kbgraph.query.seeding import seed_layers
     from kbgraph.query.ranking_gbm import pool_texts
     from kbgraph.settings import Settings
 
@@ -122,7 +123,8 @@ def latency(name: str, home: Path, questions: int, rankers: list[str]) -> None:
     from kbgraph.eval.metrics import passage_ids, recall_at_k
     from kbgraph.kb import KnowledgeBase
     from kbgraph.query import ranking_gbm
-    from kbgraph.query.propagation import propagate, seed_layers
+    from kbgraph.query.propagation import propagate
+    from kbgraph.query.seeding import seed_layers
     from kbgraph.settings import Settings
 
     ds = load_dataset(MULTIHOP / SETS[name])

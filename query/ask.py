@@ -25,7 +25,7 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_answer
 from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, AnswerRow, get_method
 from kbgraph.query.models import Answer, ScoredChunk
-from kbgraph.query.propagation import static_question_vectors
+from kbgraph.query.seeding import static_question_vectors
 from kbgraph.settings import Settings
 
 MAX_QUESTION_CHARS = 4000

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from kbgraph.query.context import QueryContext
 from kbgraph.query.models import ScoredChunk
-from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.query.propagation import propagate
+from kbgraph.query.seeding import seed_layers
 from kbgraph.query.tags import question_tags
 from kbgraph.settings import Settings
 

@@ -11,7 +11,8 @@ import pytest
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
 from kbgraph.query.graph import distinct_top
-from kbgraph.query.propagation import propagate, seed_layers
+from kbgraph.query.propagation import propagate
+from kbgraph.query.seeding import seed_layers
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 

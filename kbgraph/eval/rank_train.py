@@ -26,7 +26,8 @@ from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import Dataset
 from kbgraph.eval.metrics import passage_id, recall_at_k
 from kbgraph.query.graph import chunk_details
-from kbgraph.query.propagation import LearnedPool, learned_pool, score_terms, seed_layers
+from kbgraph.query.propagation import LearnedPool, learned_pool, score_terms
+from kbgraph.query.seeding import seed_layers
 from kbgraph.query.ranking import FEATURES, RankerModel, feature_rows, score_rows
 from kbgraph.query.ranking_gbm import GBMModel
 

@@ -311,7 +311,7 @@ class GraphStore(VectorDimensions, ABC):
         'Chunk.text', 'Entity.name'; raw engine score; properties {'text': ...}; best first); {} when ``text`` has
         no words or ``k`` is 0. Chunks of documents not complete are left out. One statement per label
         (``retrieve/seed_fulltext_chunk``, ``retrieve/seed_fulltext_entity``): the seeding asks for each label in a
-        read of its own, at once (kbgraph.query.propagation.seed_layers). Raises ValueError for another label."""
+        read of its own, at once (kbgraph.query.seeding.seed_layers). Raises ValueError for another label."""
         terms = fulltext_terms(text)
         if not (terms and k):
             return {}

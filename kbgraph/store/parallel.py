@@ -1,5 +1,5 @@
 """Independent reads of one store at once (the seeds of a question: vector, full-text and BM25,
-kbgraph.query.propagation.seed_layers), on stores that allow it (``GraphStore.parallel_reads``)."""
+kbgraph.query.seeding.seed_layers), on stores that allow it (``GraphStore.parallel_reads``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,106 @@
+"""The seeds of score propagation (PIKE-RAG §5.2.3, Fig. 8): each layer's vector top ``seed_k`` for the question,
+and the full-text seeds on Chunk.text (BM25's top, or the store's full-text index) and Entity.name, read at once
+(kbgraph.store.parallel.gather). kbgraph.query.propagation turns them into chunk scores."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kbgraph.embed.static_model import get_static_embedder
+from kbgraph.models import FulltextHit
+from kbgraph.query.bm25 import shared_index
+from kbgraph.query.models import Seeds
+from kbgraph.query.ranking import POOL_RANKERS
+from kbgraph.settings import Settings
+from kbgraph.store import GraphStore
+from kbgraph.store.base import Row
+from kbgraph.store.parallel import gather
+
+#: Vector-seeded layers and the weight setting of each.
+LAYER_WEIGHTS = {
+    "Chunk": "weight_chunk",
+    "AtomicQuestion": "weight_question",
+    "Triple": "weight_triple",
+    "Entity": "weight_entity",
+    "Section": "weight_section",
+    "Document": "weight_document",
+}
+
+
+def seed_layers(
+    store: GraphStore, settings: Settings, question: str, qvec: Sequence[float], layers: Sequence[str] | None = None
+) -> Seeds:
+    """Vector top-``seed_k`` on each layer's index (or on ``layers`` only), plus full-text top-``fulltext_k``
+    on Chunk.text and Entity.name when every layer is seeded. The Chunk full-text seeds (the ``FullText`` term)
+    are BM25's top ``fulltext_k`` (kbgraph.query.bm25's index of this knowledge base, kept in memory) rather than the
+    store's full-text index while ``ranker_bm25_k`` > 0 (:func:`fulltext_from_bm25`): one read fewer, the longest of
+    the seeding (docs/benchmarks.md, "Chunk full-text seeds from BM25"). With the learned ranker, also BM25's top
+    ``ranker_bm25_k`` chunks (``Seeds.bm25``) from the same search. The reads run at once on a store with
+    ``parallel_reads`` (kbgraph.store.parallel.gather). A layer whose vectors are off (``settings.embedding.vector_layers``)
+    has no vector seeds: its nodes still reach chunks through the full-text seeds and the hops, as in a knowledge
+    base built without its vectors. A layer of ``settings.embedding.static_layers`` is
+    searched with the question's vector from the static model its nodes were embedded with
+    (``kbgraph.embed.static_model``), the others with ``qvec``."""
+    seeds = Seeds(query_vector=list(qvec), question=question)
+    off = settings.embedding.vector_layers_off
+    own = static_question_vectors(settings, question)
+    if layers is not None:
+        for label in layers:
+            if label not in off:
+                hits = store.vector_search(label, own.get(label, qvec), k=settings.retrieval.seed_k)
+                seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
+        return seeds
+    fulltext = settings.retrieval.fulltext_k if settings.retrieval.weight_fulltext else 0
+    # reads at once: the vector seeds, the Entity.name full-text seeds, BM25 in memory, and the Chunk.text full-text
+    # seeds only without BM25 (that read was the seeding's longest: docs/benchmarks.md)
+    from_bm25 = fulltext > 0 and fulltext_from_bm25(settings)  # the Chunk full-text seeds are BM25's
+    pool_k = settings.retrieval.ranker_bm25_k if settings.retrieval.ranker in POOL_RANKERS else 0
+    vectors, chunk_text, entity_name, bm25 = gather(
+        store,
+        lambda: store.seed_vectors(qvec, settings.retrieval.seed_k, layer_embeddings=own),
+        (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
+        lambda: store.seed_fulltext(question, fulltext, ("Entity",)),
+        lambda: _bm25_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
+    )
+    seeds.bm25 = bm25[:pool_k]
+    if from_bm25:
+        chunk_text = {"Chunk.text": [FulltextHit(id=cid, label="Chunk", score=score, properties={})
+                                     for cid, score in bm25[:fulltext]]}  # fmt: skip
+    found = {**chunk_text, **entity_name, **vectors}
+    for label in LAYER_WEIGHTS:
+        if label not in off:
+            seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in found.get(label, [])}
+    for key, layer in (("Chunk.text", "FullText"), ("Entity.name", "EntityText")):
+        if key in found:
+            text_hits = found[key]
+            top = max((h.score for h in text_hits), default=0.0)
+            seeds.layers[layer] = {h.id: (h.score / top if top > 0 else 0.0, _text(h.properties)) for h in text_hits}
+    return seeds
+
+
+def fulltext_from_bm25(settings: Settings) -> bool:
+    """Whether the Chunk full-text seeds (the ``FullText`` term) are BM25's top ``fulltext_k``: whenever BM25 is
+    on (``ranker_bm25_k`` > 0, every ranker), else the store's full-text index on Chunk.text."""
+    return settings.retrieval.ranker_bm25_k > 0
+
+
+def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> list[tuple[str, float]]:
+    """BM25's top ``k`` (chunk id, score) for ``question``, best first (kbgraph.query.bm25); [] for ``k`` 0."""
+    return shared_index(store, settings).search(question, k) if k > 0 else []
+
+
+def static_question_vectors(settings: Settings, question: str) -> dict[str, list[float]]:
+    """{label: the question's vector from the static model} for each layer of ``settings.embedding.static_layers``
+    (``static_model_layers``: its index has the static model's dimension even when its seeds are off, and every
+    vector index is searched in one statement); {} when there is none. ConfigError as
+    ``kbgraph.embed.static_model.get_static_embedder``."""
+    layers = settings.embedding.static_model_layers
+    if not layers:
+        return {}
+
+    vec = get_static_embedder(settings).embed([question])[0].tolist()
+    return {label: vec for label in layers}
+
+
+def _text(props: Row) -> str:
+    return str(props.get("text") or props.get("name") or props.get("title") or props.get("path") or "")
