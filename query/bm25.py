@@ -290,14 +290,15 @@ _SHARED: dict[str, tuple[list[Any], BM25Index]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_index(store: GraphStore, settings: Settings, *, k1: float = K1, b: float = B) -> BM25Index:
+def shared_index(store: GraphStore, settings: Settings, *, k1: float = K1, b: float = B,
+                 generation: list[Any] | None = None) -> BM25Index:  # fmt: skip
     """This process's BM25 index (parameters ``k1``, ``b``) of the knowledge base ``settings`` name, for the
     learned ranker's BM25 features (kbgraph.query.propagation), method 'bm25' and MIGRES: kept in memory and
     re-checked only when :func:`corpus_generation` changes (one light statement per call, ~1 ms); then loaded
     from disk or rebuilt (:meth:`BM25Index.open`). Thread-safe; a first call on a new corpus builds the index (a
-    few seconds per 100k chunks)."""
+    few seconds per 100k chunks). ``generation``: :func:`corpus_generation` when the caller has just read it."""
     key = f"{index_root(settings)} k1={k1} b={b}"
-    generation = corpus_generation(store)
+    generation = corpus_generation(store) if generation is None else generation
     with _SHARED_LOCK:
         hit = _SHARED.get(key)
         if hit is not None and hit[0] == generation:

@@ -62,6 +62,9 @@ class Seeds(BaseModel):
     #: BM25's top ``ranker_bm25_k`` chunks for ``question``, (chunk id, BM25 score) best first: the learned
     #: ranker's bm25 features and pool additions (empty with ranker=weights).
     bm25: list[tuple[str, float]] = Field(default_factory=list)
+    #: The corpus generation read with the seeds (kbgraph.query.bm25 ``corpus_generation``): the key of the
+    #: in-memory adjacency (kbgraph.query.adjacency); None when it was not read.
+    generation: list[Any] | None = None
 
 
 class Citation(BaseModel):

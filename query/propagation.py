@@ -54,6 +54,7 @@ import math
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
+from kbgraph.query.adjacency import shared_adjacency
 from kbgraph.query.graph import chunk_details, distinct_top, scored_chunk
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
@@ -154,6 +155,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     exact = bool(r.rescore_k and r.weight_chunk and seeds.query_vector is not None)
     vector = store.check_vector(seeds.query_vector) if seeds.query_vector is not None and r.weight_chunk else None
     reached = Reached({}, {})
+    view = shared_adjacency(store, settings, seeds.generation)  # the statements' graph in memory, once built
     documents: dict[str, str] = {}  # chunk id -> its document's id, when that document is 'complete'
 
     def note(row: Row, with_similarity: bool) -> None:
@@ -161,8 +163,11 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         cid = row["chunk_id"]
         reached.titles[cid] = str(row.get("title") or "")
         if with_similarity:
-            score = row.get("score")
-            reached.similarity[cid] = None if score is None else store.vector_similarity(score)
+            if "similarity" in row:  # the adjacency's row: the cosine itself
+                reached.similarity[cid] = row["similarity"]
+            else:
+                score = row.get("score")
+                reached.similarity[cid] = None if score is None else store.vector_similarity(score)
 
     # every layer's seeds -> their chunks, and what is known of each candidate, in one statement; the seeded
     # chunks' own rows only when something needs them (the learned ranker's titles, BM25's hits, a Document prior,
@@ -190,7 +195,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
                "EntityText": r.weight_fulltext, "Tag": r.weight_tag, "Section": r.weight_section}  # fmt: skip
     priors = []
     if any(params[key] for key in LAYER_PARAMS):
-        for row in store.run("retrieve/layer_candidates", params):
+        for row in view.layer_rows(params) if view is not None else store.run("retrieve/layer_candidates", params):
             layer = row["layer"]
             if layer == "Section":
                 priors.append(row)
@@ -246,7 +251,8 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         "with_similarity": exact,
         "embedding": vector if exact else None,
     }
-    rows = store.run("retrieve/hop_neighbours", params) if s1 and any(params[x] for x in HOP_PARAMS) else []
+    rows = [] if not (s1 and any(params[x] for x in HOP_PARAMS)) else (
+        view.hop_rows(params) if view is not None else store.run("retrieve/hop_neighbours", params))
     fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
     for row in rows:
         kind, source = row["kind"], row["from_id"]

@@ -5,10 +5,11 @@ and the full-text seeds on Chunk.text (BM25's top, or the store's full-text inde
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.models import FulltextHit
-from kbgraph.query.bm25 import shared_index
+from kbgraph.query.bm25 import corpus_generation, shared_index
 from kbgraph.query.models import Seeds
 from kbgraph.query.ranking import POOL_RANKERS
 from kbgraph.settings import Settings
@@ -55,7 +56,7 @@ def seed_layers(
     # seeds only without BM25 (that read was the seeding's longest: docs/benchmarks.md)
     from_bm25 = fulltext > 0 and fulltext_from_bm25(settings)  # the Chunk full-text seeds are BM25's
     pool_k = settings.retrieval.ranker_bm25_k if settings.retrieval.ranker in POOL_RANKERS else 0
-    vectors, chunk_text, entity_name, bm25 = gather(
+    vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(
         store,
         lambda: store.seed_vectors(qvec, settings.retrieval.seed_k, layer_embeddings=own),
         (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
@@ -84,9 +85,18 @@ def fulltext_from_bm25(settings: Settings) -> bool:
     return settings.retrieval.ranker_bm25_k > 0
 
 
-def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> list[tuple[str, float]]:
-    """BM25's top ``k`` (chunk id, score) for ``question``, best first (kbgraph.query.bm25); [] for ``k`` 0."""
-    return shared_index(store, settings).search(question, k) if k > 0 else []
+def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> tuple[list[Any] | None, Hits]:
+    """(the corpus generation, BM25's top ``k`` (chunk id, score) for ``question``, best first): the generation
+    (kbgraph.query.bm25 ``corpus_generation``, one light statement) keys BM25's shared index and the adjacency
+    (kbgraph.query.adjacency); None when neither is wanted (``k`` 0 and setting ``adjacency_cache`` off)."""
+    if k <= 0 and not settings.retrieval.adjacency_cache:
+        return None, []
+    generation = corpus_generation(store)
+    return generation, shared_index(store, settings, generation=generation).search(question, k) if k > 0 else []
+
+
+#: BM25 hits: (chunk id, BM25 score), best first.
+Hits = list[tuple[str, float]]
 
 
 def static_question_vectors(settings: Settings, question: str) -> dict[str, list[float]]:

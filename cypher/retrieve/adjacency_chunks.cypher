@@ -1,8 +1,9 @@
 // One page of chunks for the in-memory adjacency of score propagation (kbgraph.query.adjacency): in chunk id
 // order after $after, at most $limit rows, each chunk with what retrieve/layer_candidates and
-// retrieve/hop_neighbours read of it: its document (id, status, title), its embedding, and the ids at the other end
+// retrieve/hop_neighbours read of it: its document_id, its Document's status and title, its embedding, and the ids at the other end
 // of each relationship those statements follow (HAS_QUESTION, EXTRACTED_FROM, MENTIONS, TAGGED, NEXT outgoing,
-// HAS_CHUNK from a Section). Every chunk, served or not: the adjacency applies the 'complete' filter as the
+// HAS_CHUNK from a Section; each comprehension with a variable of its own: FalkorDB 4.16 returned no triples
+// when two of them named theirs alike). Every chunk, served or not: the adjacency applies the 'complete' filter as the
 // statements do, and an entity's or tag's degree counts every chunk linked to it.
 MATCH (c:Chunk)
 WHERE c.id > $after
@@ -10,11 +11,11 @@ WITH c
 ORDER BY c.id
 LIMIT $limit
 OPTIONAL MATCH (d:Document {id: c.document_id})
-RETURN c.id AS id, d.id AS document_id, d.status AS status, d.title AS title, c.embedding AS embedding,
-       [(c)-[:HAS_QUESTION]->(n:AtomicQuestion) | n.id] AS questions,
-       [(n:Triple)-[:EXTRACTED_FROM]->(c) | n.id] AS triples,
+RETURN c.id AS id, c.document_id AS document_id, d.status AS status, d.title AS title, c.embedding AS embedding,
+       [(c)-[:HAS_QUESTION]->(q:AtomicQuestion) | q.id] AS questions,
+       [(t:Triple)-[:EXTRACTED_FROM]->(c) | t.id] AS triples,
        [(c)-[:MENTIONS]->(e:Entity) | e.id] AS mentions,
-       [(c)-[:TAGGED]->(t:Tag) | t.id] AS tags,
+       [(c)-[:TAGGED]->(g:Tag) | g.id] AS tags,
        [(c)-[:NEXT]->(b:Chunk) | b.id] AS next,
        [(s:Section)-[:HAS_CHUNK]->(c) | s.id] AS sections
 ORDER BY id

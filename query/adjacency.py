@@ -1,0 +1,312 @@
+"""The graph that score propagation walks, held in memory per corpus generation (PIKE-RAG §5.2.3, Fig. 8;
+docs/scoring.md, "What one question costs").
+
+Score propagation sends two traversals per question, ``retrieve/layer_candidates`` (the layer seeds' chunks) and
+``retrieve/hop_neighbours`` (the second hop). Between two ingestion runs or deletions they read the same
+relationships every time, so a long-lived process (``kbgraph serve``, MCP, ``kbgraph eval``) keeps them: an
+:class:`Adjacency` is the chunks (their document, its status and title, their embedding) and the relationships
+those statements follow (HAS_QUESTION, EXTRACTED_FROM, MENTIONS, TAGGED, HAS_CHUNK from a Section, NEXT,
+RELATED), read in pages by ``retrieve/adjacency_chunks``, ``retrieve/adjacency_entities`` and
+``retrieve/adjacency_documents``. :meth:`Adjacency.layer_rows` and :meth:`Adjacency.hop_rows` return the rows
+the two statements return for the same parameters (the exact similarity as ``similarity``, a cosine, instead of
+the store's ``score``), so kbgraph.query.propagation computes the same terms (tests/test_adjacency.py compares
+them on both stores).
+
+:func:`shared_adjacency` keeps one per store object (a knowledge base open in this process), keyed by
+kbgraph.query.bm25's ``corpus_generation`` (the document count and the latest ingestion run), so an ingestion run or
+a deletion makes the next question read the store again. It is built in a background thread at the second question
+of a generation (a one-question process such as ``kbgraph ask`` never builds one); until it is ready, and with
+setting ``adjacency_cache`` off, the two statements are sent as before. Like the BM25 index, documents completed
+inside an ingestion run that is still going are seen when it finishes. Memory: ~8 KB per chunk on the repo's 2Wiki
+corpus (3,463 chunks: 27 MB, of which the unit vectors are 5.3 MB; docs/benchmarks.md); ~2.4 s to build there.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import threading
+import weakref
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from kbgraph.settings import Settings
+from kbgraph.store import GraphStore
+from kbgraph.store.base import Row
+
+log = logging.getLogger(__name__)
+
+#: Rows per page of the adjacency statements.
+PAGE = 2000
+
+
+def _pages(store: GraphStore, statement: str) -> Iterator[Row]:
+    after = ""
+    while True:
+        rows = store.run(statement, {"after": after, "limit": PAGE})
+        yield from rows
+        if len(rows) < PAGE:
+            return
+        after = rows[-1]["id"]
+
+
+class Adjacency:
+    """The chunks and relationships score propagation's two traversals read (module docstring). Read-only once
+    built; safe to share between threads."""
+
+    def __init__(self, store: GraphStore) -> None:
+        """Read the whole graph of ``store`` (three paged statements). Raises StoreError as ``store.run``."""
+        self.ids: list[str] = []
+        self.index: dict[str, int] = {}
+        self.document: list[str | None] = []  # the chunk's document_id property
+        self.served: list[bool] = []  # its Document is 'complete', or it has none
+        self.complete_document: list[str | None] = []  # its Document's id when that is 'complete'
+        self.title: list[str | None] = []
+        self.mentions: list[list[str]] = []
+        self.next: list[list[int]] = []  # NEXT, either direction
+        self.question_chunks: dict[str, list[int]] = defaultdict(list)
+        self.triple_chunks: dict[str, list[int]] = defaultdict(list)
+        self.entity_chunks: dict[str, list[int]] = defaultdict(list)
+        self.tag_chunks: dict[str, list[int]] = defaultdict(list)
+        self.section_chunks: dict[str, list[int]] = defaultdict(list)
+        self.document_chunks: dict[str, list[int]] = defaultdict(list)
+        vectors: list[Any] = []
+        outgoing: list[list[str]] = []
+        for row in _pages(store, "retrieve/adjacency_chunks"):
+            i = len(self.ids)
+            self.ids.append(row["id"])
+            self.index[row["id"]] = i
+            status = row.get("status")
+            self.document.append(row.get("document_id"))
+            self.served.append(status is None or status == "complete")
+            self.complete_document.append(row.get("document_id") if status == "complete" else None)
+            self.title.append(row.get("title"))
+            self.mentions.append([sys.intern(e) for e in dict.fromkeys(row.get("mentions") or [])])  # one str each
+            for key, table in (("questions", self.question_chunks), ("triples", self.triple_chunks),
+                               ("mentions", self.entity_chunks), ("tags", self.tag_chunks),
+                               ("sections", self.section_chunks)):  # fmt: skip
+                for node in dict.fromkeys(row.get(key) or []):
+                    table[node].append(i)
+            if row.get("document_id") is not None:
+                self.document_chunks[row["document_id"]].append(i)
+            outgoing.append(row.get("next") or [])
+            vectors.append(row.get("embedding"))
+        self.next = [[] for _ in self.ids]
+        for i, targets in enumerate(outgoing):
+            for target in targets:
+                j = self.index.get(target)
+                if j is not None:
+                    self.next[i].append(j)
+                    self.next[j].append(i)
+        dim = next((len(v) for v in vectors if v is not None), 0)
+        self.has_vector = np.array([v is not None for v in vectors], dtype=bool)
+        matrix = np.zeros((len(vectors), dim), dtype=np.float32)
+        for i, v in enumerate(vectors):
+            if v is not None:
+                matrix[i] = np.asarray(v, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)  # (chunks, dim), L2 = 1
+        self.name: dict[str, str | None] = {}
+        self.titled: set[str] = set()  # entities of type TITLE
+        self.related: dict[str, list[str]] = {}
+        for row in _pages(store, "retrieve/adjacency_entities"):
+            self.name[row["id"]] = row.get("name")
+            if row.get("type") == "TITLE":
+                self.titled.add(row["id"])
+            if row.get("related"):
+                self.related[row["id"]] = list(dict.fromkeys(row["related"]))
+        titled: dict[str, list[str]] = defaultdict(list)  # title -> its 'complete' documents
+        for row in _pages(store, "retrieve/adjacency_documents"):
+            if row.get("title") is not None and row.get("status") == "complete":
+                titled[row["title"]].append(row["id"])
+        self.documents_titled = dict(titled)
+        for name in ("question_chunks", "triple_chunks", "entity_chunks", "tag_chunks", "section_chunks",
+                     "document_chunks"):  # fmt: skip
+            setattr(self, name, dict(getattr(self, name)))  # read-only from here: no key made by a lookup
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _row(self, i: int, params: Row, **fields: Any) -> Row:
+        """A row of chunk ``i`` as the statements give it: its fields and the document title when ``with_titles``;
+        its similarity is filled by :meth:`_similarities` (``_i``: the chunk's index until then)."""
+        return {**fields, "chunk_id": self.ids[i], "title": self.title[i] if params.get("with_titles") else None,
+                "_i": i}  # fmt: skip
+
+    def _similarities(self, rows: list[Row], params: Row) -> list[Row]:
+        """``rows`` with the exact cosine of each chunk with ``embedding`` as ``similarity`` when
+        ``with_similarity`` (None for a chunk without an embedding), computed for all of them at once."""
+        at = [(row, row.pop("_i")) for row in rows if "_i" in row]
+        vector = params.get("embedding")
+        if not params.get("with_similarity") or not at:
+            return rows
+        query = np.zeros(self.unit.shape[1], dtype=np.float32) if vector is None else np.asarray(vector, np.float32)
+        size = float(np.linalg.norm(query))
+        cosines = (self.unit[[i for _, i in at]] @ (query / size if size else query)).tolist()
+        for (row, i), cosine in zip(at, cosines, strict=True):
+            row["similarity"] = cosine if self.has_vector[i] else None
+        return rows
+
+    def layer_rows(self, params: Row) -> list[Row]:
+        """The rows of ``retrieve/layer_candidates`` for ``params`` (see that statement): (layer, via, chunk_id,
+        document_id, title, similarity) of every served chunk each seed leads to."""
+        rows: list[Row] = []
+
+        def add(layer: str, via: str, i: int, document: bool = True) -> None:
+            if self.served[i]:
+                rows.append(self._row(i, params, layer=layer, via=via,
+                                      document_id=self.complete_document[i] if document else None))  # fmt: skip
+
+        for cid in params.get("chunk_ids") or []:
+            if cid in self.index:
+                add("Chunk", cid, self.index[cid])
+        for layer, key, table in (("AtomicQuestion", "question_ids", self.question_chunks),
+                                  ("Triple", "triple_ids", self.triple_chunks)):  # fmt: skip
+            for node in params.get(key) or []:
+                for i in table.get(node, ()):
+                    add(layer, node, i)
+        for layer, key, table, bound in (
+            ("Entity", "entity_seeds", self.entity_chunks, params.get("max_degree")),
+            ("EntityText", "entity_text_seeds", self.entity_chunks, params.get("max_degree")),
+            ("Tag", "tag_seeds", self.tag_chunks, params.get("tag_max_degree")),
+        ):
+            best: dict[int, tuple[float, str]] = {}  # chunk -> (sim, node): the most similar seed, ties by id
+            for seed in params.get(key) or []:
+                chunks = table.get(seed["id"], ())
+                if bound is not None and len(chunks) > bound:
+                    continue
+                for i in chunks:
+                    known = best.get(i)
+                    if known is None or (-seed["sim"], seed["id"]) < (-known[0], known[1]):
+                        best[i] = (seed["sim"], seed["id"])
+            for i, (_, node) in best.items():
+                add(layer, node, i)
+        for node in params.get("section_ids") or []:
+            for i in self.section_chunks.get(node, ()):
+                if self.served[i]:
+                    rows.append({"layer": "Section", "via": node, "chunk_id": self.ids[i], "document_id": None,
+                                 "title": None})  # fmt: skip
+        return self._similarities(rows, params)
+
+    def hop_rows(self, params: Row) -> list[Row]:
+        """The rows of ``retrieve/hop_neighbours`` for ``params`` (see that statement): (kind, from_id, via, text,
+        chunk_id, degree, title, similarity) of the served chunks each hop reaches."""
+        rows: list[Row] = []
+        bound = params.get("max_degree")
+
+        def spread(kind: str, reached: dict[int, tuple[float, str, str, str | None, int]]) -> None:
+            for i, (_, source, via, text, degree) in reached.items():
+                if self.served[i]:
+                    rows.append(self._row(i, params, kind=kind, from_id=source, via=via, text=text, degree=degree))
+
+        def better(reached: dict[int, Any], i: int, score: float, source: str, via: str, text: str | None,
+                   degree: int) -> None:  # fmt: skip
+            known = reached.get(i)
+            if known is None or (-score, source, via) < (-known[0], known[1], known[2]):
+                reached[i] = (score, source, via, text, degree)
+
+        hops: dict[int, Any] = {}
+        for source in params.get("entity_hop_sources") or []:
+            a = self.index.get(source["id"])
+            if a is None:
+                continue
+            for entity in self.mentions[a]:
+                neighbours = self.entity_chunks.get(entity, [])
+                degree = len(neighbours)
+                if bound is not None and degree > bound:
+                    continue
+                score = source["score"] * math.log(2.0) / math.log(1.0 + degree)
+                for b in neighbours:
+                    if b != a:
+                        better(hops, b, score, source["id"], entity, self.name.get(entity), degree)
+        spread("Hop", hops)
+        for cid in params.get("title_hop_ids") or []:
+            a = self.index.get(cid)
+            if a is None:
+                continue
+            for entity in self.mentions[a]:
+                if entity not in self.titled or self.name.get(entity) is None:
+                    continue
+                for document in self.documents_titled.get(self.name[entity] or "", ()):
+                    if self.document[a] is None or document == self.document[a]:  # as `d.id <> a.document_id`
+                        continue
+                    for b in self.document_chunks.get(document, ()):
+                        if entity in self.mentions[b]:
+                            rows.append(self._row(b, params, kind="TitleHop", from_id=cid, via=entity,
+                                                  text=self.name[entity], degree=1))  # fmt: skip
+        for cid in params.get("next_ids") or []:
+            a = self.index.get(cid)
+            for b in self.next[a] if a is not None else ():
+                if self.served[b]:
+                    rows.append(self._row(b, params, kind="Next", from_id=cid, via=cid, text="", degree=1))
+        triple: dict[int, Any] = {}
+        for seed in params.get("triple_hop_seeds") or []:
+            for target in self.related.get(seed["id"], ()):
+                reached = self.entity_chunks.get(target, [])
+                degree = len(reached)
+                if not reached or (bound is not None and degree > bound):
+                    continue
+                score = seed["sim"] * math.log(2.0) / math.log(1.0 + degree)
+                for b in reached:
+                    better(triple, b, score, seed["id"], target, self.name.get(target), degree)
+        spread("TripleHop", triple)
+        return self._similarities(rows, params)
+
+
+class _Entry:
+    """One knowledge base's adjacency in this process: the generation it is for, how many questions asked for
+    it, and the built view (None while building or before)."""
+
+    def __init__(self, generation: list[Any]) -> None:
+        self.generation = generation
+        self.asked = 0
+        self.view: Adjacency | None = None
+        self.building = False
+
+
+#: One entry per connected store object (a knowledge base's store in this process), dropped with the store.
+_SHARED: weakref.WeakKeyDictionary[GraphStore, _Entry] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def shared_adjacency(store: GraphStore, settings: Settings, generation: list[Any] | None, *,
+                     wait: bool = False) -> Adjacency | None:  # fmt: skip
+    """This process's :class:`Adjacency` of ``store`` at ``generation`` (kbgraph.query.bm25 ``corpus_generation``,
+    read by the caller), or None: with setting ``adjacency_cache`` off, without a generation, at the first question
+    of a generation, and while the background build started by the second runs. It is kept per store object (a
+    knowledge base opened anew reads its graph anew) and dropped with it. ``wait``: build it now in this thread
+    (tests, benchmarks). A failed build is logged and tried again at a later question; the statements answer
+    meanwhile."""
+    if not settings.retrieval.adjacency_cache or generation is None:
+        return None
+    with _LOCK:
+        entry = _SHARED.get(store)
+        if entry is None or entry.generation != generation:
+            entry = _SHARED[store] = _Entry(generation)
+        entry.asked += 1
+        if entry.view is not None or entry.building:
+            return entry.view
+        if not wait and entry.asked < 2:
+            return None
+        entry.building = True
+    if wait:
+        _build(store, entry)
+        return entry.view
+    threading.Thread(target=_build, args=(store, entry), name="kbgraph-adjacency", daemon=True).start()
+    return None
+
+
+def _build(store: GraphStore, entry: _Entry) -> None:
+    try:
+        view: Adjacency | None = Adjacency(store)
+    except Exception as exc:  # a closed or unreachable store: the statements keep answering
+        log.warning("adjacency of %s not built (%s); score propagation reads the store", store.location, exc)
+        view = None
+    with _LOCK:
+        entry.view, entry.building = view, False
+    if view is not None:
+        log.info("adjacency of %s: %d chunks in memory", store.location, len(view))

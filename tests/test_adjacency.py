@@ -1,0 +1,168 @@
+"""The in-memory adjacency of score propagation (kbgraph.query.adjacency, setting ``adjacency_cache``): its rows
+equal those of ``retrieve/layer_candidates`` and ``retrieve/hop_neighbours`` for the same parameters, row for row
+(every layer, every hop, the degree bounds, a document left 'writing', the titles and the exact similarities);
+with it built, score propagation sends neither statement and gives every term of the direct recomputation of
+tests/test_propagation_recompute; and an ingestion or a deletion (a new corpus generation) makes the next
+question read the graph again. Both stores."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from kbgraph.ingest.write import write_documents
+from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord, TripleRecord
+from kbgraph.query import adjacency
+from kbgraph.query.adjacency import Adjacency, shared_adjacency
+from kbgraph.query.bm25 import corpus_generation
+from kbgraph.query.propagation import propagate
+from kbgraph.settings import Settings
+from kbgraph.store.base import GraphStore, Row
+from kbgraph.store.schema import VECTOR_WRITES
+from tests.test_propagation_recompute import OTHER, QUESTION_VECTOR, SEEDS, WEIGHTS, _graph, _vec, recompute
+
+
+def _plant(store: GraphStore) -> None:
+    """The recomputation's graph (documents A, B, C), a document D left 'writing' whose chunk d1 mentions Shared
+    and Bravo and states triple td1 (Shared RELATED Rare, which a2 mentions), and a corpus tag on a1, b2 and d1.
+    Triple tc1 relates Shared to Big (in 6 chunks)."""
+    graphs, _ = _graph()
+    shared, bravo, rare = (EntityRecord(id=i, name=n, type=t, embedding=_vec(s).tolist())
+                           for i, n, t, s in (("eShared", "Shared", "ORG", 1), ("eBravo", "Bravo", "TITLE", 2),
+                                              ("eRare", "Rare", "ORG", 3)))  # fmt: skip
+    d = DocumentGraph(
+        document=DocumentRecord(id="doc:D", uri="file:///Delta.txt", title="Delta", mime="text/plain", sha256="D",
+                                embedding=_vec(15).tolist()),
+        chunks=[ChunkRecord(id="d1", document_id="doc:D", parent_id="doc:D", text="text d1", order=0,
+                            embedding=_vec(40).tolist())],
+        entities=[shared, bravo, rare],
+        triples=[TripleRecord(id="td1", chunk_id="d1", subject="Shared", predicate="knows", object="Rare",
+                              subject_id="eShared", object_id="eRare", text="Shared knows Rare",
+                              embedding=_vec(31).tolist())],
+        mentions=[MentionRecord(chunk_id="d1", entity_id="eShared"), MentionRecord(chunk_id="d1", entity_id="eBravo")],
+    )  # fmt: skip
+    write_documents(store, [*graphs, d])
+    row = d.document.model_dump()
+    row["embedding"] = store.check_vector(row["embedding"], VECTOR_WRITES["ingest/upsert_document"])
+    store.run("ingest/upsert_document", {"rows": [row]})  # D back to 'writing', as a killed run leaves it
+    tag = {"id": "tag1", "name": "founding", "norm": "founding", "class": "EVENT",
+           "embedding": store.check_vector(_vec(50), "Tag")}  # fmt: skip
+    store.run("tags/upsert_tags", {"rows": [tag], "now": 0})
+    store.run("tags/link_tagged", {"rows": [{"chunk_id": c, "tag_id": "tag1"} for c in ("a1", "b2", "d1")]})
+
+
+def _canonical(store: GraphStore, rows: list[Row]) -> list[tuple[Any, ...]]:
+    """Rows as sorted tuples, the statements' ``score`` (the store's distance) as the cosine ``similarity``."""
+    out = []
+    for row in rows:
+        row = dict(row)
+        if "score" in row:
+            score = row.pop("score")
+            row["similarity"] = None if score is None else store.vector_similarity(score)
+        if row.get("similarity") is not None:
+            row["similarity"] = round(row["similarity"], 5)
+        else:  # a null score: not read (without with_similarity, or a Section row); what propagation reads as None
+            row.pop("similarity", None)
+        out.append(tuple(sorted(row.items())))
+    return sorted(out, key=repr)
+
+
+LAYER_CASES: list[Row] = [
+    {"chunk_ids": ["a1", "b3", "c1", "d1", "missing"], "question_ids": ["qa2", "qb2"], "triple_ids": ["tc1", "td1"],
+     "entity_seeds": [{"id": "eRare", "sim": 0.6}, {"id": "eShared", "sim": 0.4}, {"id": "eBig", "sim": 0.9}],
+     "entity_text_seeds": [{"id": "eShared", "sim": 1.0}, {"id": "eBravo", "sim": 1.0}],
+     "tag_seeds": [{"id": "tag1", "sim": 0.8}], "section_ids": ["sA1", "sA2"]},
+    {"chunk_ids": [], "question_ids": [], "triple_ids": [], "entity_seeds": [{"id": "eShared", "sim": 0.5}],
+     "entity_text_seeds": [], "tag_seeds": [{"id": "tag1", "sim": 0.3}], "section_ids": []},
+]  # fmt: skip
+HOP_CASES: list[Row] = [
+    {"entity_hop_sources": [{"id": "a1", "score": 0.9}, {"id": "c1", "score": 0.5}, {"id": "d1", "score": 0.4}],
+     "title_hop_ids": ["a1", "d1", "b1"], "next_ids": ["a2", "b1", "d1"],
+     "triple_hop_seeds": [{"id": "eShared", "sim": 0.7}, {"id": "eRare", "sim": 0.2}]},
+    {"entity_hop_sources": [{"id": "a2", "score": 0.3}], "title_hop_ids": [], "next_ids": ["a3"],
+     "triple_hop_seeds": []},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("with_titles", [True, False])
+@pytest.mark.parametrize("with_similarity", [True, False])
+def test_rows_equal_the_statements(store: GraphStore, with_titles: bool, with_similarity: bool) -> None:
+    _plant(store)
+    view = Adjacency(store)
+    flags: Row = {"with_titles": with_titles, "with_similarity": with_similarity,
+                  "embedding": store.check_vector(QUESTION_VECTOR) if with_similarity else None}  # fmt: skip
+    for bound in (5, 3):
+        for case in LAYER_CASES:
+            params = {**case, **flags, "max_degree": bound, "tag_max_degree": 2 if bound == 3 else 5}
+            expected = _canonical(store, store.run("retrieve/layer_candidates", params))
+            assert _canonical(store, view.layer_rows(params)) == expected
+            assert expected or bound == 3  # every case has rows (at bound 3 the second has none: degrees 4, 3)
+        for case in HOP_CASES:
+            params = {**case, **flags, "max_degree": bound}
+            expected = _canonical(store, store.run("retrieve/hop_neighbours", params))
+            assert _canonical(store, view.hop_rows(params)) == expected
+            assert expected
+    # the planted graph exercises every row kind, and a 'writing' document's chunk is never a row
+    every = [*view.layer_rows({**LAYER_CASES[0], **flags, "max_degree": 5, "tag_max_degree": 5}),
+             *view.hop_rows({**HOP_CASES[0], **flags, "max_degree": 5})]  # fmt: skip
+    assert {r.get("layer") or r.get("kind") for r in every} == {
+        "Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "Tag", "Section", "Hop", "TitleHop", "Next",
+        "TripleHop"}  # fmt: skip
+    assert "d1" not in {r["chunk_id"] for r in every}
+
+
+def test_propagation_with_the_adjacency_sends_no_traversal_and_equals_the_recomputation(
+    store: GraphStore, backend_settings: Settings
+) -> None:
+    graphs, vecs = _graph()
+    write_documents(store, graphs)
+    settings = backend_settings.updated({**WEIGHTS, **OTHER, "ranker": "weights", "adjacency_cache": True})
+    generation = corpus_generation(store)
+    assert shared_adjacency(store, settings, generation, wait=True) is not None
+    seeds = SEEDS.model_copy(update={"generation": generation})
+    store.sent.clear()
+    got = {c.id: c for c in propagate(store, settings, seeds, k=20, explain=True)}
+    assert store.sent["retrieve/layer_candidates"] == 0 and store.sent["retrieve/hop_neighbours"] == 0
+    expected = recompute(graphs, vecs, SEEDS, k=20)
+    assert set(got) == set(expected)
+    for cid, chunk in got.items():
+        terms = {t.term: (t.node_id, t.score) for t in chunk.breakdown}
+        assert {t: node for t, (node, _) in terms.items()} == {t: node for t, (node, _) in expected[cid].items()}
+        for term, (_, score) in expected[cid].items():
+            assert terms[term][1] == pytest.approx(score, abs=1e-5), (cid, term)
+    off = settings.updated({"adjacency_cache": False})  # the setting off: the statements again
+    store.sent.clear()
+    assert [c.id for c in propagate(store, off, seeds, k=20)] == list(got)
+    assert store.sent["retrieve/layer_candidates"] == 1 and store.sent["retrieve/hop_neighbours"] == 1
+
+
+def test_a_new_generation_reads_the_graph_again(store: GraphStore, backend_settings: Settings) -> None:
+    """Built in the background at a generation's second question; an ingestion (here a written document) or a
+    deletion changes the generation, and the view of the old one is never returned for the new one."""
+    graphs, _ = _graph()
+    write_documents(store, graphs[:2])
+    settings = backend_settings.updated({"adjacency_cache": True})
+    first = corpus_generation(store)
+    assert shared_adjacency(store, settings, first) is None  # the first question: no build
+    assert shared_adjacency(store, settings, first) is None  # the second starts it in the background
+    deadline = time.monotonic() + 30
+    while (view := shared_adjacency(store, settings, first)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert view is not None and "c1" not in view.index and "a1" in view.index
+    assert shared_adjacency(store, settings, first) is view  # kept while the generation holds
+
+    write_documents(store, graphs[2:])  # document C: a new generation
+    second = corpus_generation(store)
+    assert second != first
+    assert shared_adjacency(store, settings, second) is None  # not the old view
+    rebuilt = shared_adjacency(store, settings, second, wait=True)
+    assert rebuilt is not None and "c1" in rebuilt.index
+
+    store.delete_document("doc:C")
+    third = corpus_generation(store)
+    assert third != second and shared_adjacency(store, settings, third) is None
+    assert "c1" not in (shared_adjacency(store, settings, third, wait=True) or rebuilt).index
+    assert shared_adjacency(store, settings.updated({"adjacency_cache": False}), third) is None
+    assert store in adjacency._SHARED  # kept per store object
