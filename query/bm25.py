@@ -136,12 +136,12 @@ def _fingerprint_of(folder: Path) -> str | None:
 
 
 def corpus_generation(store: GraphStore) -> list[Any]:
-    """[number of Document nodes, latest ingestion run id, its finish time, its status]
+    """[number of Document nodes, number of ingestion runs, latest ingestion run id, its finish time, its status]
     (``cypher/retrieve/corpus_generation``): one light statement whose value changes with every ingestion run
     and deletion, so a cached index is re-checked only then."""
     rows = store.run("retrieve/corpus_generation")
     row = rows[0] if rows else {}
-    return [row.get("documents") or 0, row.get("run"), row.get("finished_at"), row.get("status")]
+    return [row.get("documents") or 0, row.get("runs") or 0, row.get("run"), row.get("finished_at"), row.get("status")]
 
 
 class BM25Index:

@@ -166,3 +166,20 @@ def test_a_new_generation_reads_the_graph_again(store: GraphStore, backend_setti
     assert "c1" not in (shared_adjacency(store, settings, third, wait=True) or rebuilt).index
     assert shared_adjacency(store, settings.updated({"adjacency_cache": False}), third) is None
     assert store in adjacency._SHARED  # kept per store object
+
+
+def test_a_run_started_in_the_same_second_is_a_new_generation(store: GraphStore) -> None:
+    """Runs' start times have whole seconds: an update run that starts in the second of the run before it, with
+    the same document count and the older run's id sorting after its own, still changes the generation (its
+    run count), so no cached index or adjacency of the older state is served."""
+    def run(run_id: str) -> None:
+        store.run("ingest/start_run", {"id": run_id, "started_at": "2026-11-29T10:00:00+00:00", "paths": [],
+                                       "ttl_ms": None})  # fmt: skip
+        store.run("ingest/finish_run", {"id": run_id, "finished_at": "2026-11-29T10:00:00+00:00",
+                                        "status": "completed", "added": 0, "updated": 1, "unchanged": 0,
+                                        "deleted": 0, "failed": 0, "errors": [], "chunks": 0, "seconds": 0.0})  # fmt: skip
+
+    run("run:b")
+    before = corpus_generation(store)
+    run("run:a")  # the same second; 'run:a' sorts before 'run:b'
+    assert corpus_generation(store) != before
