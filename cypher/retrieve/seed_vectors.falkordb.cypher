@@ -1,8 +1,9 @@
-// Layer seeds of score propagation (kbgraph.query.propagation), one round trip: the vector top-$k of every
+// Layer seeds of score propagation (kbgraph.query.seeding), one round trip: the vector top-$k of every
 // vector index; each layer's query vector is its own parameter ($<layer>_embedding: the static model's for
 // the layers of setting static_layers, else the same as $embedding), the Chunk layer's is $embedding.
 // score: cosine distance 1 - cos, as db.idx.vector.queryNodes reports it.
-// Chunk hits: served chunks only (after the index's top $k): a chunk is left out when its Document is not
+// Chunk hits: no text (the Chunk term names its chunk, not a text: 20 chunk texts were most of the reply's
+// bytes); served chunks only (after the index's top $k): a chunk is left out when its Document is not
 // 'complete' (still being written, or left 'writing' by a killed run; see ingest/mark_documents_complete).
 CALL db.idx.vector.queryNodes('Document', 'embedding', $k, vecf32($document_embedding)) YIELD node, score
 RETURN 'Document' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
@@ -14,7 +15,7 @@ CALL db.idx.vector.queryNodes('Chunk', 'embedding', $k, vecf32($embedding)) YIEL
 OPTIONAL MATCH (d:Document {id: node.document_id})
 WITH node, score, d
 WHERE coalesce(d.status, 'complete') = 'complete'
-RETURN 'Chunk' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
+RETURN 'Chunk' AS layer, node.id AS id, score, '' AS text
 UNION ALL
 CALL db.idx.vector.queryNodes('AtomicQuestion', 'embedding', $k, vecf32($atomic_question_embedding)) YIELD node, score
 RETURN 'AtomicQuestion' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
