@@ -2,7 +2,7 @@
 compared: the guard of a change to retrieval's speed that must not change its results (issue 38).
 
     .venv/bin/python benchmarks/ranked_lists.py dump OUT.json [--corpus 2wiki|docs] [--questions 200]
-        [--store falkordb|neo4j] [--home DIR] [--k 10]
+        [--store falkordb|neo4j] [--home DIR] [--k 10] [--set NAME=VALUE ...]
     .venv/bin/python benchmarks/ranked_lists.py compare BEFORE.json AFTER.json [--tolerance 1e-6]
 
 ``dump`` runs, for every question, method ``propagation`` (the learned ranker), ``propagation`` with
@@ -20,7 +20,9 @@ import sys
 from pathlib import Path
 
 from kbgraph.kb import KnowledgeBase
+from kbgraph.query.adjacency import shared_adjacency
 from kbgraph.query.ask import retrieve
+from kbgraph.query.bm25 import corpus_generation
 from kbgraph.settings import Settings
 
 from bench_neo4j import start_local_neo4j
@@ -45,7 +47,8 @@ def dump(args: argparse.Namespace) -> None:
     else:
         lines = QUESTIONS[args.corpus].read_text().splitlines()[: args.questions]
         questions, name = [json.loads(x)["question"] for x in lines], f"{args.corpus}_{args.store}"
-    settings = Settings(home=Path(args.home), name=name, falkor_idle_timeout=600)
+    settings = Settings(home=Path(args.home), name=name, falkor_idle_timeout=600,
+                        **dict(kv.split("=", 1) for kv in args.set))  # fmt: skip
     local = None
     if args.store == "neo4j":
         folder = Path(args.home) / (f"neo4j-{args.corpus}" if args.corpus != "docs" else "neo4j-serve-docs")
@@ -53,6 +56,9 @@ def dump(args: argparse.Namespace) -> None:
     out: dict[str, list] = {}
     try:
         with KnowledgeBase(settings=settings) as kb:
+            # the graph in memory (kbgraph.query.adjacency) as a long-lived process has it from its third question
+            # on, built before the first (nothing with --set adjacency_cache=false: the statements answer)
+            shared_adjacency(kb.store, kb.settings, corpus_generation(kb.store), wait=True)
             variants = {"propagation": ("propagation", kb.query_context(llm=False)),
                         "weights": ("propagation", kb.query_context(llm=False).with_settings(
                             kb.settings.updated({"ranker": "weights"}))),
@@ -119,6 +125,8 @@ def main() -> None:
     d.add_argument("--store", default="falkordb", choices=("falkordb", "neo4j"))
     d.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
     d.add_argument("--k", type=int, default=10)
+    d.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a setting for this dump (e.g. adjacency_cache=false)")
     c = sub.add_parser("compare")
     c.add_argument("before")
     c.add_argument("after")

@@ -217,22 +217,24 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
             sim, text = document_seeds[documents[cid]]
             add(cid, "Document", documents[cid], text, sim, r.weight_document)
 
-    def exact_chunk_terms() -> None:
+    def exact_chunk_terms() -> dict[str, float]:
         """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c), as the rows
-        of this question's statements gave it."""
+        of this question's statements gave it. Returns {chunk id: the sum of its terms} of every candidate."""
+        sums = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
         if not exact:
-            return
+            return sums
         todo = [c for c in terms if "Chunk" not in terms[c] and c not in rescored]
-        todo = sorted(todo, key=lambda c: (-_layer_sum(terms[c]), c))[: r.rescore_k]
+        todo = sorted(todo, key=lambda c: (-sums[c], c))[: r.rescore_k]
         rescored.update(todo)
         for cid in todo:
             sim = reached.similarity.get(cid)
             if sim is not None:
                 add(cid, "Chunk", cid, "", max(0.0, sim), r.weight_chunk)
+                sums[cid] = _layer_sum(terms[cid])
+        return sums
 
     rescored: set[str] = set(layers.get("Chunk", {}))
-    exact_chunk_terms()
-    s1 = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
+    s1 = exact_chunk_terms()
     sources = sorted(s1, key=lambda c: (-s1[c], c))
 
     # the second hop (shared entities, title links, NEXT, the question entities' triples): one statement
@@ -269,8 +271,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
         else:
             add(row["chunk_id"], "Next", source, "", s1[source], r.weight_next)
 
-    exact_chunk_terms()  # the chunks the hops reached
-    scores = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
+    scores = exact_chunk_terms()  # the chunks the hops reached
     ranked = sorted(scores, key=lambda c: (-scores[c], c))
     return Scored(terms, scores, ranked, reached)
 

@@ -44,8 +44,8 @@ def seed_layers(
     (``kbgraph.embed.static_model``), the others with ``qvec``."""
     seeds = Seeds(query_vector=list(qvec), question=question)
     off = settings.embedding.vector_layers_off
-    own = static_question_vectors(settings, question)
     if layers is not None:
+        own = static_question_vectors(settings, question)
         for label in layers:
             if label not in off:
                 hits = store.vector_search(label, own.get(label, qvec), k=settings.retrieval.seed_k)
@@ -58,7 +58,9 @@ def seed_layers(
     pool_k = settings.retrieval.ranker_bm25_k if settings.retrieval.ranker in POOL_RANKERS else 0
     vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(
         store,
-        lambda: store.seed_vectors(qvec, settings.retrieval.seed_k, layer_embeddings=own),
+        # the static model's question vector is made in this thread while the other reads are under way
+        lambda: store.seed_vectors(qvec, settings.retrieval.seed_k,
+                                   layer_embeddings=static_question_vectors(settings, question)),
         (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
         lambda: store.seed_fulltext(question, fulltext, ("Entity",)),
         lambda: _bm25_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
