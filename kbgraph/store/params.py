@@ -15,11 +15,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fulltext_terms(text: str, max_terms: int = 32) -> list[str]:
-    """The words of ``text`` (letters/digits only, lower-cased, deduplicated, at most ``max_terms``), so that
-    no user character can reach a full-text query parser as syntax."""
+    """The words of ``text`` (letters, digits and underscores, lower-cased, deduplicated, at most ``max_terms``;
+    a word of underscores alone is left out: RediSearch reads ``0|_`` as a syntax error), so that no user
+    character can reach a full-text query parser as syntax."""
     seen: dict[str, None] = {}
     for word in _WORD.findall(text.lower()):
-        if word not in seen:
+        if word not in seen and word.strip("_"):
             seen[word] = None
         if len(seen) >= max_terms:
             break
