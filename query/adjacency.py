@@ -29,7 +29,6 @@ import sys
 import threading
 import weakref
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -42,16 +41,6 @@ log = logging.getLogger(__name__)
 
 #: Rows per page of the adjacency statements.
 PAGE = 2000
-
-
-def _pages(store: GraphStore, statement: str) -> Iterator[Row]:
-    after = ""
-    while True:
-        rows = store.run(statement, {"after": after, "limit": PAGE})
-        yield from rows
-        if len(rows) < PAGE:
-            return
-        after = rows[-1]["id"]
 
 
 class Adjacency:
@@ -76,7 +65,7 @@ class Adjacency:
         self.document_chunks: dict[str, list[int]] = defaultdict(list)
         vectors: list[Any] = []
         outgoing: list[list[str]] = []
-        for row in _pages(store, "retrieve/adjacency_chunks"):
+        for row in store.run_pages("retrieve/adjacency_chunks", PAGE):
             i = len(self.ids)
             self.ids.append(row["id"])
             self.index[row["id"]] = i
@@ -113,14 +102,14 @@ class Adjacency:
         self.name: dict[str, str | None] = {}
         self.titled: set[str] = set()  # entities of type TITLE
         self.related: dict[str, list[str]] = {}
-        for row in _pages(store, "retrieve/adjacency_entities"):
+        for row in store.run_pages("retrieve/adjacency_entities", PAGE):
             self.name[row["id"]] = row.get("name")
             if row.get("type") == "TITLE":
                 self.titled.add(row["id"])
             if row.get("related"):
                 self.related[row["id"]] = list(dict.fromkeys(row["related"]))
         titled: dict[str, list[str]] = defaultdict(list)  # title -> its 'complete' documents
-        for row in _pages(store, "retrieve/adjacency_documents"):
+        for row in store.run_pages("retrieve/adjacency_documents", PAGE):
             if row.get("title") is not None and row.get("status") == "complete":
                 titled[row["title"]].append(row["id"])
         self.documents_titled = dict(titled)
@@ -266,6 +255,7 @@ class _Entry:
         self.asked = 0
         self.view: Adjacency | None = None
         self.building = False
+        self.failed = False  # a build of this generation failed: not tried again until the next generation
 
 
 #: One entry per connected store object (a knowledge base's store in this process), dropped with the store.
@@ -279,8 +269,8 @@ def shared_adjacency(store: GraphStore, settings: Settings, generation: list[Any
     read by the caller), or None: with setting ``adjacency_cache`` off, without a generation, at the first question
     of a generation, and while the background build started by the second runs. It is kept per store object (a
     knowledge base opened anew reads its graph anew) and dropped with it. ``wait``: build it now in this thread
-    (tests, benchmarks). A failed build is logged and tried again at a later question; the statements answer
-    meanwhile."""
+    (tests, benchmarks). A failed build is logged and not tried again before the next generation (or a new store
+    object); the statements answer meanwhile."""
     if not settings.retrieval.adjacency_cache or generation is None:
         return None
     with _LOCK:
@@ -288,7 +278,7 @@ def shared_adjacency(store: GraphStore, settings: Settings, generation: list[Any
         if entry is None or entry.generation != generation:
             entry = _SHARED[store] = _Entry(generation)
         entry.asked += 1
-        if entry.view is not None or entry.building:
+        if entry.view is not None or entry.building or entry.failed:
             return entry.view
         if not wait and entry.asked < 2:
             return None
@@ -307,6 +297,6 @@ def _build(store: GraphStore, entry: _Entry) -> None:
         log.warning("adjacency of %s not built (%s); score propagation reads the store", store.location, exc)
         view = None
     with _LOCK:
-        entry.view, entry.building = view, False
+        entry.view, entry.building, entry.failed = view, False, view is None
     if view is not None:
         log.info("adjacency of %s: %d chunks in memory", store.location, len(view))

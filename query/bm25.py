@@ -100,21 +100,11 @@ def index_root(settings: Settings) -> Path:
     return settings.home / "bm25" / f"{store.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
 
 
-def _pages(store: GraphStore, statement: str) -> Any:
-    after = ""
-    while True:
-        rows = store.run(statement, {"after": after, "limit": PAGE})
-        yield from rows
-        if len(rows) < PAGE:
-            return
-        after = rows[-1]["id"]
-
-
 def corpus_fingerprint(store: GraphStore, salt: str = "") -> tuple[str, int]:
     """(hex SHA-256 of every chunk id and its document's sha256, number of chunks)."""
     h = hashlib.sha256(salt.encode())
     n = 0
-    for row in _pages(store, "retrieve/chunk_keys"):
+    for row in store.run_pages("retrieve/chunk_keys", PAGE):
         h.update(f"{row['id']}\t{row.get('sha256') or ''}\n".encode())
         n += 1
     return h.hexdigest(), n
@@ -198,7 +188,7 @@ class BM25Index:
                 log.warning("BM25 index at %s unreadable (%s); rebuilding", folder, exc)
         t0 = time.perf_counter()
         ids, texts = [], []
-        for row in _pages(store, "retrieve/chunk_texts"):
+        for row in store.run_pages("retrieve/chunk_texts", PAGE):
             ids.append(row["id"])
             texts.append(row_text(row))
         retriever = None

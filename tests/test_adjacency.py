@@ -183,3 +183,43 @@ def test_a_run_started_in_the_same_second_is_a_new_generation(store: GraphStore)
     before = corpus_generation(store)
     run("run:a")  # the same second; 'run:a' sorts before 'run:b'
     assert corpus_generation(store) != before
+
+
+def test_a_failed_build_is_not_repeated_within_its_generation(store: GraphStore, backend_settings: Settings,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build that fails (the store went away mid-read) is logged; the statements answer, and no question of
+    that generation starts another build; the next generation tries again."""
+    write_documents(store, _graph()[0][:1])
+    settings = backend_settings.updated({"adjacency_cache": True})
+    builds: list[int] = []
+    real = Adjacency.__init__
+
+    def failing(self: Adjacency, s: GraphStore) -> None:
+        builds.append(1)
+        raise RuntimeError("the store went away")
+
+    monkeypatch.setattr(Adjacency, "__init__", failing)
+    generation = corpus_generation(store)
+    assert shared_adjacency(store, settings, generation, wait=True) is None
+    for _ in range(3):
+        assert shared_adjacency(store, settings, generation) is None
+    assert len(builds) == 1
+    monkeypatch.setattr(Adjacency, "__init__", real)
+    write_documents(store, _graph()[0][1:2])
+    view = shared_adjacency(store, settings, corpus_generation(store), wait=True)
+    assert view is not None and "b1" in view.index
+
+
+def test_pages_read_every_row_once(store: GraphStore) -> None:
+    """GraphStore.run_pages (the adjacency's and BM25's reads): pages smaller than the graph, and one exactly as
+    large as it, give every chunk once, in id order; so does an adjacency built from pages of 2."""
+    graphs, _ = _graph()
+    write_documents(store, graphs)
+    ids = sorted(c.id for g in graphs for c in g.chunks)
+    for size in (1, 2, 3, 7, 100):
+        assert [r["id"] for r in store.run_pages("retrieve/adjacency_chunks", size)] == ids
+    adjacency.PAGE, page = 2, adjacency.PAGE
+    try:
+        assert Adjacency(store).ids == ids
+    finally:
+        adjacency.PAGE = page

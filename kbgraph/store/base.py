@@ -175,6 +175,15 @@ class GraphStore(VectorDimensions, ABC):
         self.sent[name] += 1
         return self._execute(cypher.load(name, self.dialect), params or {})
 
+    def run_pages(self, name: str, size: int) -> Iterator[Row]:
+        """The rows of the named statement in pages of ``size``: it takes ``$after`` (the last row's ``id``, '' at
+        first) and ``$limit`` and returns rows in ``id`` order, so a large knowledge base is never one reply."""
+        after, rows = "", None
+        while rows is None or len(rows) == size:
+            rows = self.run(name, {"after": after, "limit": size})
+            yield from rows
+            after = rows[-1]["id"] if rows else after
+
     def run_apart(self, name: str, params: Row | None = None) -> list[Row]:
         """As ``run``, on a connection of its own: safe from another thread while the store's connection is
         busy (the ingest lease's renewal thread). Default: ``run`` (a store whose connection is thread-safe)."""
