@@ -29,6 +29,7 @@ import sys
 import threading
 import weakref
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,8 @@ class Adjacency:
         self.served: list[bool] = []  # its Document is 'complete', or it has none
         self.complete_document: list[str | None] = []  # its Document's id when that is 'complete'
         self.title: list[str | None] = []
+        # (text, summary, kind, page, section_path, document uri, section id): retrieve/chunk_details' columns
+        self.facts: list[tuple[Any, ...]] = []
         self.mentions: list[list[str]] = []
         self.next: list[list[int]] = []  # NEXT, either direction
         self.question_chunks: dict[str, list[int]] = defaultdict(list)
@@ -74,6 +77,9 @@ class Adjacency:
             self.served.append(status is None or status == "complete")
             self.complete_document.append(row.get("document_id") if status == "complete" else None)
             self.title.append(row.get("title"))
+            sections = row.get("sections") or []
+            self.facts.append((row.get("text"), row.get("summary"), row.get("kind"), row.get("page"),
+                               row.get("section_path"), row.get("uri"), sections[-1] if sections else None))  # fmt: skip
             self.mentions.append([sys.intern(e) for e in dict.fromkeys(row.get("mentions") or [])])  # one str each
             for key, table in (("questions", self.question_chunks), ("triples", self.triple_chunks),
                                ("mentions", self.entity_chunks), ("tags", self.tag_chunks),
@@ -139,6 +145,20 @@ class Adjacency:
         for (row, i), cosine in zip(at, cosines, strict=True):
             row["similarity"] = cosine if self.has_vector[i] else None
         return rows
+
+    def details(self, ids: Sequence[str]) -> dict[str, Row]:
+        """The rows of ``retrieve/chunk_details`` for ``ids`` (kbgraph.query.graph ``chunk_details``): {chunk id:
+        id, text, summary, kind, page, section_path, document_id, document_title, document_uri, section_id} of
+        each served chunk among them."""
+        out: dict[str, Row] = {}
+        for cid in ids:
+            i = self.index.get(cid)
+            if i is not None and self.served[i]:
+                text, summary, kind, page, section_path, uri, section = self.facts[i]
+                out[cid] = {"id": cid, "text": text, "summary": summary, "kind": kind, "page": page,
+                            "section_path": section_path, "document_id": self.document[i],
+                            "document_title": self.title[i], "document_uri": uri, "section_id": section}  # fmt: skip
+        return out
 
     def layer_rows(self, params: Row) -> list[Row]:
         """The rows of ``retrieve/layer_candidates`` for ``params`` (see that statement): (layer, via, chunk_id,

@@ -11,7 +11,7 @@ Algorithm 1 (kbgraph.query.decompose), the baselines (kbgraph.query.baselines), 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -42,12 +42,14 @@ def chunk_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
     return {row["id"]: row for row in store.run("retrieve/chunk_details", {"ids": ids})}
 
 
-def distinct_top(store: GraphStore, ranked: Sequence[str], k: int) -> tuple[list[str], dict[str, Row]]:
+def distinct_top(store: GraphStore, ranked: Sequence[str], k: int,
+                 read: Callable[[Sequence[str]], dict[str, Row]] | None = None) -> tuple[list[str], dict[str, Row]]:  # fmt: skip
     """The first ``k`` chunk ids of ``ranked`` (best first) whose texts differ, and their :func:`chunk_details`
     rows: a chunk whose text equals a better-ranked one's (a passage repeated in a document, or in two documents)
     is left out and the next one taken, so ``k`` distinct passages come back while ``ranked`` has them. A chunk
     without a row (no longer served) is kept as it is, as the caller keeps it. One ``retrieve/chunk_details`` read
-    for the first ``k``; one more per further slice, only when a repeat was left out."""
+    for the first ``k``; one more per further slice, only when a repeat was left out. ``read``: what gives the
+    rows instead of that statement (kbgraph.query.adjacency ``Adjacency.details``)."""
     top: list[str] = []
     details: dict[str, Row] = {}
     seen: set[str] = set()
@@ -55,7 +57,7 @@ def distinct_top(store: GraphStore, ranked: Sequence[str], k: int) -> tuple[list
     while len(top) < k and start < len(ranked):
         batch = list(ranked[start : start + k])
         start += len(batch)
-        rows = chunk_details(store, batch)
+        rows = read(batch) if read is not None else chunk_details(store, batch)
         for cid in batch:
             row = rows.get(cid)
             if row is not None:

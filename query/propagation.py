@@ -88,7 +88,9 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
                                 else _learned_order(settings, seeds.question, pool, wide, explain))  # fmt: skip
     else:
         top = ranked[:wide]
-    top, details = distinct_top(store, top, k) if collapse else (top, chunk_details(store, top))
+    view = shared_adjacency(store, settings, seeds.generation)  # the top's details in memory, once built
+    read = view.details if view is not None else (lambda ids: chunk_details(store, ids))
+    top, details = distinct_top(store, top, k, read) if collapse else (top, read(top))
     out = []
     for cid in top:
         breakdown = []

@@ -17,6 +17,7 @@ from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRec
 from kbgraph.query import adjacency
 from kbgraph.query.adjacency import Adjacency, shared_adjacency
 from kbgraph.query.bm25 import corpus_generation
+from kbgraph.query.graph import chunk_details
 from kbgraph.query.propagation import propagate
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row
@@ -111,6 +112,8 @@ def test_rows_equal_the_statements(store: GraphStore, with_titles: bool, with_si
         "Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "Tag", "Section", "Hop", "TitleHop", "Next",
         "TripleHop"}  # fmt: skip
     assert "d1" not in {r["chunk_id"] for r in every}
+    ids = [*view.ids, "missing"]  # the top's details (retrieve/chunk_details), d1's left out as the statement does
+    assert view.details(ids) == chunk_details(store, ids) and "d1" not in view.details(ids)
 
 
 def test_propagation_with_the_adjacency_sends_no_traversal_and_equals_the_recomputation(
@@ -125,6 +128,7 @@ def test_propagation_with_the_adjacency_sends_no_traversal_and_equals_the_recomp
     store.sent.clear()
     got = {c.id: c for c in propagate(store, settings, seeds, k=20, explain=True)}
     assert store.sent["retrieve/layer_candidates"] == 0 and store.sent["retrieve/hop_neighbours"] == 0
+    assert store.sent["retrieve/chunk_details"] == 0  # nor the top's details
     expected = recompute(graphs, vecs, SEEDS, k=20)
     assert set(got) == set(expected)
     for cid, chunk in got.items():
@@ -136,6 +140,7 @@ def test_propagation_with_the_adjacency_sends_no_traversal_and_equals_the_recomp
     store.sent.clear()
     assert [c.id for c in propagate(store, off, seeds, k=20)] == list(got)
     assert store.sent["retrieve/layer_candidates"] == 1 and store.sent["retrieve/hop_neighbours"] == 1
+    assert store.sent["retrieve/chunk_details"] == 1
 
 
 def test_a_new_generation_reads_the_graph_again(store: GraphStore, backend_settings: Settings) -> None:
