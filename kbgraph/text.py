@@ -61,7 +61,12 @@ def index_text(
 
 def strip_disambiguator(title: str) -> str:
     """'Anthony Robinson (Unitarian)' -> 'Anthony Robinson' (Wikipedia's parenthetical disambiguator)."""
-    return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip()
+    if not title.rstrip().endswith(")"):  # most titles (the learned ranker asks ~90 a question): no regex
+        return title.strip()
+    return _DISAMBIGUATOR.sub("", title).strip()
+
+
+_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
 
 
 def parse_markdown_table(markdown: str) -> tuple[str | None, list[str], list[list[str]]]:
