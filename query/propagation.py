@@ -5,7 +5,8 @@ Seeds. The question q is embedded once; each layer's vector index gives its top 
 cosine similarity g(q, n) in [-1, 1] (negative similarities are clipped to 0); full-text search on Chunk.text
 and on Entity.name give keyword seeds, each normalised to [0, 1] by the best full-text score of the query.
 
-Propagation. Each traversal is a Cypher statement in ``cypher/retrieve/``; the aggregation is this formula,
+Propagation. Each traversal is a Cypher statement in ``cypher/retrieve/`` (or its rows from the graph a long-lived
+process holds in memory, kbgraph.query.adjacency); the aggregation is this formula,
 with every weight a setting (``weight_*``):
 
     S1(c) = w_C · g(q, c)                                   the chunk itself (path a)
@@ -133,7 +134,8 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     statements, one round trip each: ``retrieve/layer_candidates`` (every layer's chunks, the tags', the section
     and document priors' facts, and each candidate's exact similarity and document title) and
     ``retrieve/hop_neighbours`` (the hops, with the same facts of the chunks they reach); the rescoring of the
-    best ``rescore_k`` candidates of each pass reads the similarities these rows carry."""
+    best ``rescore_k`` candidates of each pass reads the similarities these rows carry. Once this process holds
+    the graph in memory (kbgraph.query.adjacency, ``seeds.generation``), the same rows come from there instead."""
     r = settings.retrieval
     # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
     # term of a layer counts (the maxima of the formula), so the others are never kept.
