@@ -344,9 +344,10 @@ class RetrievalSettings(SettingsGroup):
                               "mapped corpus tag; auto_tagging).")  # fmt: skip
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
     adjacency_cache: bool = Field(
-        True, description="Hold the graph score propagation walks (chunks, their relationships and embeddings) in "
-        "memory per corpus generation, built in the background at a process's second question, instead of two "
-        "statements per question (kbgraph.query.adjacency; ~3 KB per chunk).")
+        True, description="Hold the graph score propagation walks (chunks, their texts, relationships and "
+        "embeddings) in memory per corpus generation, built in the background at a process's second question, "
+        "instead of three statements per question (kbgraph.query.adjacency; ~9 KB per chunk; false = the "
+        "statements).")
     collapse_repeated_chunks: bool = Field(
         True, description="Score propagation returns a chunk whose text equals a better-ranked one's (a passage "
         "repeated in a document or across documents) once: the repeat is left out and the next chunk taken "

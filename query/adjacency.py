@@ -17,8 +17,8 @@ kbgraph.query.bm25's ``corpus_generation`` (the document count and the latest in
 a deletion makes the next question read the store again. It is built in a background thread at the second question
 of a generation (a one-question process such as ``kbgraph ask`` never builds one); until it is ready, and with
 setting ``adjacency_cache`` off, the two statements are sent as before. Like the BM25 index, documents completed
-inside an ingestion run that is still going are seen when it finishes. Memory: ~8 KB per chunk on the repo's 2Wiki
-corpus (3,463 chunks: 27 MB, of which the unit vectors are 5.3 MB; docs/benchmarks.md); ~2.4 s to build there.
+inside an ingestion run that is still going are seen when it finishes. Memory: ~9 KB per chunk on the repo's 2Wiki
+corpus (3,463 chunks: 31 MB, of which the unit vectors are 5.3 MB; docs/benchmarks.md); ~2.4-2.8 s to build there.
 """
 
 from __future__ import annotations
@@ -109,11 +109,12 @@ class Adjacency:
         self.titled: set[str] = set()  # entities of type TITLE
         self.related: dict[str, list[str]] = {}
         for row in store.run_pages("retrieve/adjacency_entities", PAGE):
-            self.name[row["id"]] = row.get("name")
+            entity = sys.intern(row["id"])  # the same str object as in the chunks' mentions
+            self.name[entity] = row.get("name")
             if row.get("type") == "TITLE":
-                self.titled.add(row["id"])
+                self.titled.add(entity)
             if row.get("related"):
-                self.related[row["id"]] = list(dict.fromkeys(row["related"]))
+                self.related[entity] = [sys.intern(o) for o in dict.fromkeys(row["related"])]
         titled: dict[str, list[str]] = defaultdict(list)  # title -> its 'complete' documents
         for row in store.run_pages("retrieve/adjacency_documents", PAGE):
             if row.get("title") is not None and row.get("status") == "complete":
