@@ -29,19 +29,30 @@ import sys
 import threading
 import weakref
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from kbgraph.settings import Settings
+from kbgraph.errors import StoreUnavailable
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
+from kbgraph.store.parallel import background, closing
 
 log = logging.getLogger(__name__)
 
 #: Rows per page of the adjacency statements.
 PAGE = 2000
+
+
+def _rows(store: GraphStore, statement: str) -> Iterator[Row]:
+    """The rows of ``statement`` in pages of :data:`PAGE`; StoreUnavailable as soon as ``store`` begins to close
+    (kbgraph.store.parallel: its ``close`` waits for a build in the background)."""
+    for row in store.run_pages(statement, PAGE):
+        if closing(store):
+            raise StoreUnavailable(f"the store at {store.location} is closing")
+        yield row
 
 
 class Adjacency:
@@ -68,7 +79,7 @@ class Adjacency:
         self.document_chunks: dict[str, list[int]] = defaultdict(list)
         vectors: list[Any] = []
         outgoing: list[list[str]] = []
-        for row in store.run_pages("retrieve/adjacency_chunks", PAGE):
+        for row in _rows(store, "retrieve/adjacency_chunks"):
             i = len(self.ids)
             self.ids.append(row["id"])
             self.index[row["id"]] = i
@@ -108,7 +119,7 @@ class Adjacency:
         self.name: dict[str, str | None] = {}
         self.titled: set[str] = set()  # entities of type TITLE
         self.related: dict[str, list[str]] = {}
-        for row in store.run_pages("retrieve/adjacency_entities", PAGE):
+        for row in _rows(store, "retrieve/adjacency_entities"):
             entity = sys.intern(row["id"])  # the same str object as in the chunks' mentions
             self.name[entity] = row.get("name")
             if row.get("type") == "TITLE":
@@ -116,7 +127,7 @@ class Adjacency:
             if row.get("related"):
                 self.related[entity] = [sys.intern(o) for o in dict.fromkeys(row["related"])]
         titled: dict[str, list[str]] = defaultdict(list)  # title -> its 'complete' documents
-        for row in store.run_pages("retrieve/adjacency_documents", PAGE):
+        for row in _rows(store, "retrieve/adjacency_documents"):
             if row.get("title") is not None and row.get("status") == "complete":
                 titled[row["title"]].append(row["id"])
         self.documents_titled = dict(titled)
@@ -313,7 +324,8 @@ def shared_adjacency(store: GraphStore, settings: Settings, generation: list[Any
 
 def _build(store: GraphStore, entry: _Entry) -> None:
     try:
-        view: Adjacency | None = Adjacency(store)
+        with background(store):  # the store's close waits for this build (or stops it at its next row)
+            view: Adjacency | None = Adjacency(store)
     except Exception as exc:  # a closed or unreachable store: the statements keep answering
         log.warning("adjacency of %s not built (%s); score propagation reads the store", store.location, exc)
         view = None

@@ -228,3 +228,40 @@ def test_pages_read_every_row_once(store: GraphStore) -> None:
         assert Adjacency(store).ids == ids
     finally:
         adjacency.PAGE = page
+
+
+def test_closing_the_store_stops_a_build_in_the_background(backend_settings: Settings,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A knowledge base closed while its adjacency is being built (``kbgraph serve`` closing an idle one, a test's
+    teardown): ``close`` waits for the build, which stops at its next row, instead of cutting its connection
+    mid-reply (the Neo4j driver's close raised BufferError from under it). Nothing is kept of the stopped build."""
+    from kbgraph.store import open_store
+
+    store = open_store(backend_settings)
+    store.clear()
+    store.ensure_schema()
+    write_documents(store, _graph()[0])
+    settings = backend_settings.updated({"adjacency_cache": True})
+    read: list[str] = []
+    real = type(store).run_pages
+
+    def slow(self: GraphStore, name: str, size: int) -> Any:
+        for row in real(self, name, size):
+            read.append(row["id"])
+            time.sleep(0.3)
+            yield row
+
+    monkeypatch.setattr(type(store), "run_pages", slow)
+    generation = corpus_generation(store)
+    assert shared_adjacency(store, settings, generation) is None
+    assert shared_adjacency(store, settings, generation) is None  # the build starts in the background
+    deadline = time.monotonic() + 10
+    while not read and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert read, "the build is under way"
+    started = time.monotonic()
+    store.close()  # must not raise, and returns once the build has stopped
+    entry = adjacency._SHARED[store]
+    assert not entry.building and entry.view is None and entry.failed
+    assert len(read) < 7 and time.monotonic() - started < 5  # stopped at its next row, not after all 7 chunks
+    assert shared_adjacency(store, settings, generation) is None  # a closed store is not read again

@@ -25,6 +25,7 @@ from kbgraph.models import NODE_LABELS
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, index_dimensions
 from kbgraph.store.falkor_server import EmbeddedFalkorDB
+from kbgraph.store.parallel import quiesce
 from kbgraph.store.params import Row, map_vectors
 from kbgraph.store.schema import snake
 
@@ -176,6 +177,7 @@ class FalkorDBStore(GraphStore):
             self.server.compact()
 
     def close(self) -> None:
+        quiesce(self)  # a background reader (the adjacency's build) ends first
         try:
             if self._pool is not None:
                 self._pool.disconnect()

@@ -28,6 +28,7 @@ import numpy as np
 from kbgraph.errors import ConfigError, StoreError, StoreTransient, StoreUnavailable
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, index_dimensions
+from kbgraph.store.parallel import quiesce
 from kbgraph.store.params import Row, map_vectors
 from kbgraph.store.schema import snake
 from kbgraph import cypher
@@ -239,6 +240,7 @@ class Neo4jStore(GraphStore):
             self._release(handle.session)
 
     def close(self) -> None:
+        quiesce(self)  # a background reader (the adjacency's build) ends first: the driver's close cut it mid-reply
         self._driver.close()
 
     # --- dialect ------------------------------------------------------------------------------

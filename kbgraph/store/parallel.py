@@ -1,11 +1,17 @@
 """Independent reads of one store at once (the seeds of a question: vector, full-text and BM25,
-kbgraph.query.seeding.seed_layers), on stores that allow it (``GraphStore.parallel_reads``)."""
+kbgraph.query.seeding.seed_layers), on stores that allow it (``GraphStore.parallel_reads``); and readers in threads
+of their own (:func:`background`) that a store's ``close`` waits for (:func:`quiesce`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import weakref
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from kbgraph.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from kbgraph.store.base import GraphStore
@@ -41,3 +47,60 @@ def gather(store: GraphStore, *calls: Callable[[], Any]) -> tuple[Any, ...]:
     finally:
         wait(futures)
     return (first, *(f.result() for f in futures))
+
+
+class _Background:
+    """The readers of one store working in threads of their own, and whether the store is closing."""
+
+    def __init__(self) -> None:
+        self.readers = 0
+        self.closing = False
+        self.changed = threading.Condition()
+
+
+_BACKGROUND: weakref.WeakKeyDictionary[GraphStore, _Background] = weakref.WeakKeyDictionary()
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _state(store: GraphStore) -> _Background:
+    with _BACKGROUND_LOCK:
+        state = _BACKGROUND.get(store)
+        if state is None:
+            state = _BACKGROUND[store] = _Background()
+        return state
+
+
+@contextmanager
+def background(store: GraphStore) -> Iterator[None]:
+    """Count a reader of ``store`` in a thread of its own (kbgraph.query.adjacency's build) while the block runs,
+    so that closing the store waits for it (:func:`quiesce`) instead of cutting its connection mid-reply (the
+    Neo4j driver's close raised BufferError from under such a reader). Raises StoreUnavailable when the store is
+    already closing; the reader should look at :func:`closing` between its reads and stop."""
+    state = _state(store)
+    with state.changed:
+        if state.closing:
+            raise StoreUnavailable(f"the store at {store.location} is closing")
+        state.readers += 1
+    try:
+        yield
+    finally:
+        with state.changed:
+            state.readers -= 1
+            state.changed.notify_all()
+
+
+def closing(store: GraphStore) -> bool:
+    """True once ``store`` has begun to close (:func:`quiesce`)."""
+    state = _BACKGROUND.get(store)
+    return state is not None and state.closing
+
+
+def quiesce(store: GraphStore, timeout: float = 30.0) -> None:
+    """Mark ``store`` closing and wait, at most ``timeout`` seconds, for its :func:`background` readers to end
+    (each ends at its next read). Every store's ``close`` calls it first."""
+    state = _BACKGROUND.get(store)
+    if state is None:
+        return
+    with state.changed:
+        state.closing = True
+        state.changed.wait_for(lambda: state.readers == 0, timeout)
