@@ -55,7 +55,7 @@ import math
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
-from kbgraph.query.adjacency import shared_adjacency
+from kbgraph.query.adjacency import Adjacency, shared_adjacency
 from kbgraph.query.graph import chunk_details, distinct_top, scored_chunk
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
@@ -78,7 +78,8 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     :func:`learned_pool`; ``gbm``: kbgraph.query.ranking_gbm over it; ``blend``: kbgraph.query.ranking_blend,
     both) and return the top ``k`` chunks, best first, with provenance (and the full breakdown when ``explain``);
     with ``collapse_repeated_chunks``, a chunk whose text a better one has is left out (query.graph.distinct_top)."""
-    terms, scores, ranked, reached = score_terms(store, settings, seeds, k=k)
+    view = shared_adjacency(store, settings, seeds.generation)  # the graph in memory, once built: one look a question
+    terms, scores, ranked, reached = score_terms(store, settings, seeds, k=k, view=view)
     ranking: dict[str, list[RankerTerm]] = {}
     collapse = settings.retrieval.collapse_repeated_chunks
     wide = len(ranked) + len(seeds.bm25) if collapse else k  # the whole order, to take the next after a repeat
@@ -89,7 +90,6 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
                                 else _learned_order(settings, seeds.question, pool, wide, explain))  # fmt: skip
     else:
         top = ranked[:wide]
-    view = shared_adjacency(store, settings, seeds.generation)  # the top's details in memory, once built
     read = view.details if view is not None else (lambda ids: chunk_details(store, ids))
     top, details = distinct_top(store, top, k, read) if collapse else (top, read(top))
     out = []
@@ -129,13 +129,15 @@ class Scored(NamedTuple):
     reached: Reached
 
 
-def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) -> Scored:
+def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
+                view: Adjacency | None = None) -> Scored:  # fmt: skip
     """The module's formula (:class:`Scored`). ``k`` widens the NEXT hop's sources to the top ``k``. Two
     statements, one round trip each: ``retrieve/layer_candidates`` (every layer's chunks, the tags', the section
     and document priors' facts, and each candidate's exact similarity and document title) and
     ``retrieve/hop_neighbours`` (the hops, with the same facts of the chunks they reach); the rescoring of the
-    best ``rescore_k`` candidates of each pass reads the similarities these rows carry. Once this process holds
-    the graph in memory (kbgraph.query.adjacency, ``seeds.generation``), the same rows come from there instead."""
+    best ``rescore_k`` candidates of each pass reads the similarities these rows carry. ``view``: the graph this
+    process holds in memory (kbgraph.query.adjacency ``shared_adjacency``, looked up once per question by the
+    caller), which gives the same rows instead."""
     r = settings.retrieval
     # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
     # term of a layer counts (the maxima of the formula), so the others are never kept.
@@ -159,7 +161,6 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int) 
     exact = bool(r.rescore_k and r.weight_chunk and seeds.query_vector is not None)
     vector = store.check_vector(seeds.query_vector) if seeds.query_vector is not None and r.weight_chunk else None
     reached = Reached({}, {})
-    view = shared_adjacency(store, settings, seeds.generation)  # the statements' graph in memory, once built
     documents: dict[str, str] = {}  # chunk id -> its document's id, when that document is 'complete'
 
     def note(row: Row, with_similarity: bool) -> None:

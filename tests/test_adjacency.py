@@ -265,3 +265,16 @@ def test_closing_the_store_stops_a_build_in_the_background(backend_settings: Set
     assert not entry.building and entry.view is None and entry.failed
     assert len(read) < 7 and time.monotonic() - started < 5  # stopped at its next row, not after all 7 chunks
     assert shared_adjacency(store, settings, generation) is None  # a closed store is not read again
+
+
+def test_one_question_looks_the_adjacency_up_once(store: GraphStore, backend_settings: Settings) -> None:
+    """A question counts once towards the build (score_terms gets the view propagate looked up), so a
+    one-question process (``kbgraph ask``) starts no build; the second question does."""
+    write_documents(store, _graph()[0])
+    settings = backend_settings.updated({**WEIGHTS, **OTHER, "ranker": "weights", "adjacency_cache": True})
+    seeds = SEEDS.model_copy(update={"generation": corpus_generation(store)})
+    propagate(store, settings, seeds, k=5)
+    entry = adjacency._SHARED[store]
+    assert entry.asked == 1 and not entry.building and entry.view is None
+    propagate(store, settings, seeds, k=5)
+    assert entry.asked == 2 and (entry.building or entry.view is not None)

@@ -26,6 +26,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import Dataset
 from kbgraph.eval.metrics import passage_id, recall_at_k
 from kbgraph.query.graph import chunk_details
+from kbgraph.query.adjacency import shared_adjacency
 from kbgraph.query.propagation import LearnedPool, learned_pool, score_terms
 from kbgraph.query.seeding import seed_layers
 from kbgraph.query.ranking import FEATURES, RankerModel, feature_rows, score_rows
@@ -62,7 +63,8 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
     for i, q in enumerate(questions):
         qvec = kb.embedder.embed([q.question])[0].tolist()
         seeds = seed_layers(kb.store, settings, q.question, qvec)
-        terms, scores, ranked, similarity = score_terms(kb.store, settings, seeds, k=pool)
+        view = shared_adjacency(kb.store, settings, seeds.generation)  # as propagate looks it up
+        terms, scores, ranked, similarity = score_terms(kb.store, settings, seeds, k=pool, view=view)
         found = learned_pool(kb.store, settings, seeds, ranked, terms, scores, pool, similarity) if ranked else None
         ids, cands = (found.ids, found.candidates) if found else ([], [])
         uris = {cid: row.get("document_uri") or "" for cid, row in chunk_details(kb.store, ids).items()}
