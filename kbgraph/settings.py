@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, create_model
-from pydantic import model_validator
+from pydantic import ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -208,10 +208,21 @@ class Settings(BaseSettings):
     def updated(self, changes: Mapping[str, Any] | None = None, /, **more: Any) -> Self:
         """A copy with ``changes`` and ``more`` applied, by flat name (``{"seed_k": 5}``) or group
         (``{"retrieval": {...}}``), validated as the constructor validates (pydantic.ValidationError); the
-        environment and kbgraph.toml are not read again."""
+        environment and kbgraph.toml are not read again. Changes inside groups validate only their groups (the
+        settings' sources are not built again: ~0.1 ms, not ~2.6 ms, which the ``dense`` method paid per question);
+        a change of a top-level field, or one that does not validate, goes through the constructor's validation."""
+        routed = route({**(changes or {}), **more})
+        if all(key in GROUPS and isinstance(value, dict) for key, value in routed.items()):
+            try:
+                groups = {key: cls.model_validate({**dict(getattr(self, key)), **routed[key]}) if key in routed
+                          else getattr(self, key).model_copy() for key, cls in GROUPS.items()}  # fmt: skip
+            except ValidationError:
+                pass  # the constructor's validation below raises it, its location naming the group
+            else:
+                return super().model_copy(update=groups)
         data: dict[str, Any] = {k: dict(getattr(self, k)) if k in GROUPS else getattr(self, k)
                                 for k in type(self).model_fields}  # fmt: skip
-        for key, value in route({**(changes or {}), **more}).items():
+        for key, value in routed.items():
             if key in GROUPS and isinstance(value, dict):
                 data[key] = {**data[key], **value}
             else:

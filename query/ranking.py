@@ -43,7 +43,6 @@ Scoring needs only numpy; fitting needs scikit-learn (the ``eval`` extra).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -130,9 +129,22 @@ def title_in_question(title: str, question: str) -> bool:
     ``question`` on word boundaries, case-insensitive."""
     t = strip_disambiguator(title or "").lower()
     q = question.lower()
-    if len(t) < 2 or t not in q:  # most titles: no regex to compile
+    if len(t) < 2:
         return False
-    return re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", q) is not None
+    # every occurrence, overlapping ones too, as re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", q) tries them:
+    # a pattern per title overflowed re's cache of compiled patterns (a compile per question)
+    at = q.find(t)
+    while at >= 0:
+        end = at + len(t)
+        if (at == 0 or not _word(q[at - 1])) and (end == len(q) or not _word(q[end])):
+            return True
+        at = q.find(t, at + 1)
+    return False
+
+
+def _word(ch: str) -> bool:
+    """Whether ``ch`` is a word character as re's ``\\w`` reads it (str patterns): alphanumeric or '_'."""
+    return ch.isalnum() or ch == "_"
 
 
 def feature_rows(question: str, pool: Sequence[Candidate]) -> np.ndarray:

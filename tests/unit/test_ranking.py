@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kbgraph.errors import ConfigError
 from kbgraph.query.ranking import (
@@ -19,6 +22,7 @@ from kbgraph.query.ranking import (
     score_rows,
     title_in_question,
 )
+from kbgraph.text import strip_disambiguator
 
 COL = {name: i for i, name in enumerate(FEATURES)}
 QUESTION = "Who directed the film Blade Runner (1982)?"
@@ -61,9 +65,23 @@ def test_an_empty_pool_has_no_rows() -> None:
     ("X", "X marks the spot", False),  # a one-character title never counts
     ("", "anything", False),
     ("C++", "Who designed C++?", True),  # regex characters are literal
+    ("La La", "Ola La La?", True),  # an occurrence overlapping one without a boundary still counts
 ])  # fmt: skip
 def test_title_in_question(title: str, question: str, found: bool) -> None:
     assert title_in_question(title, question) is found
+
+
+#: Text with word characters, boundaries and the characters lower() changes: titles hit often.
+_TEXT = st.text(alphabet="ab_ 1é+(-)İ.", max_size=12)
+
+
+@given(title=_TEXT, before=_TEXT, after=_TEXT)
+def test_title_in_question_reads_word_boundaries_as_the_regex_does(title: str, before: str, after: str) -> None:
+    """The scan (no pattern compiled per title) equals the word-boundary regex it replaced, title planted or not."""
+    for question in (before + title + after, before + after):
+        t = strip_disambiguator(title).lower()
+        regex = len(t) >= 2 and re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", question.lower()) is not None
+        assert title_in_question(title, question) is regex
 
 
 def test_the_linear_score_is_the_sum_of_its_contributions() -> None:

@@ -73,6 +73,37 @@ def test_updated_is_a_validated_copy_and_leaves_the_original() -> None:
         s.updated(seed_k=-1)
 
 
+@pytest.mark.parametrize("changes", [
+    {"weight_hop": 0.0, "ranker": "weights"},  # two settings of one group
+    {"seed_k": 3, "llm_model": "m", "serve_port": 9000},  # three groups
+    {"retrieval": {"hop_from": 2}, "seed_k": 4},  # a group given whole, a flat setting on top
+    {"NEO4J_URI": "bolt://db:7687"},  # an environment alias
+    {"vector_layers": "AtomicQuestion,Document"},  # a value a group's own validator reads
+    {"name": "other", "seed_k": 9},  # a top-level field: the constructor's path
+])  # fmt: skip
+def test_updated_equals_the_constructors_validation(changes: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path (only the changed groups validated, no settings source built again) gives what validating
+    every field again gives, reads no environment, and shares no group with the original."""
+    s = Settings(name="kb", seed_k=5, hop_from=1)
+    monkeypatch.setenv("KBGRAPH_HOP_FROM", "7")  # read by neither: the copy keeps the original's values
+    monkeypatch.setenv("KBGRAPH_MAX_ENTITY_DEGREE", "3")
+    data = {k: dict(getattr(s, k)) if k in GROUPS else getattr(s, k) for k in Settings.model_fields}
+    for key, value in route(changes).items():
+        data[key] = {**data[key], **value} if key in GROUPS else value
+    full = Settings.model_validate(data)
+    copy = s.updated(changes)
+    assert copy.model_dump() == full.model_dump()
+    assert copy.retrieval.max_entity_degree == s.retrieval.max_entity_degree
+    assert all(getattr(copy, g) is not getattr(s, g) for g in GROUPS)
+    assert s.retrieval.seed_k == 5 and s.name == "kb"
+
+
+def test_an_invalid_update_names_its_group() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings().updated({"seed_k": -1})
+    assert caught.value.errors()[0]["loc"] == ("retrieval", "seed_k")
+
+
 def test_store_uri_and_derived_folders(tmp_path: Path) -> None:
     # (the backend a URI names: tests/unit/test_store_backends.py)
     assert Settings(uri="  ").store.uri is None
