@@ -6,7 +6,7 @@ traceback.
 
 A package of verb modules, each adding its verbs to the one Typer ``app`` of kbgraph.cli.common with
 ``register(app)``: ``kb_verbs`` (config, stats, ingest, browse, delete, reset), ``query`` (ask, eval),
-``servers`` (store, neo4j, llm), ``serve`` (serve, mcp), ``tags``, ``decomposer`` and ``rank``. A new verb: a function in
+``models``, ``servers`` (store, neo4j, llm), ``serve`` (serve, mcp), ``tags``, ``decomposer`` and ``rank``. A new verb: a function in
 the module of its kind (or a new module) and one line in its ``register``. ``python -m kbgraph.cli`` runs
 kbgraph/cli/__main__.py.
 
@@ -17,11 +17,11 @@ the server (fastapi, uvicorn, mcp) are imported when a verb needs them (tests/un
 
 from __future__ import annotations
 
-from kbgraph.cli import decomposer, kb_verbs, query, rank, serve, servers, tags
+from kbgraph.cli import decomposer, kb_verbs, models, query, rank, serve, servers, tags
 from kbgraph.cli.common import State, app, err_console
 from kbgraph.errors import ConfigError, KBGraphError, QueryError
 
-for _verbs in (kb_verbs, query, servers, serve, tags, decomposer, rank):
+for _verbs in (kb_verbs, models, query, servers, serve, tags, decomposer, rank):
     _verbs.register(app)
 
 __all__ = ["app", "main"]
