@@ -45,7 +45,8 @@ def seed_layers(
     seeds = Seeds(query_vector=list(qvec), question=question)
     off = settings.embedding.vector_layers_off
     if layers is not None:
-        own = static_question_vectors(settings, question)
+        static = settings.embedding.static_model_layers
+        own = static_question_vectors(settings, question) if any(label in static for label in layers) else {}
         for label in layers:
             if label not in off:
                 hits = store.vector_search(label, own.get(label, qvec), k=settings.retrieval.seed_k)

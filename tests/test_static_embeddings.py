@@ -16,6 +16,7 @@ from kbgraph.embed import static_model
 from kbgraph.embed.static_model import StaticEmbedder, build_static_model, get_static_embedder, static_model_dir
 from kbgraph.errors import ConfigError
 from kbgraph.kb import KnowledgeBase
+from kbgraph.query import seeding
 from kbgraph.query.seeding import seed_layers
 from kbgraph.settings import VECTOR_LAYER_CHOICES, Settings
 from kbgraph.store import backend_name
@@ -108,7 +109,8 @@ def corpus(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
 
 @pytest.mark.slow  # `built`: the static model
 def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings: Settings, corpus: tuple[Path, list[str]],
-                                                                 built: tuple[Settings, Path]) -> None:
+                                                                 built: tuple[Settings, Path],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     settings = backend_settings.updated({"static_layers": STATIC, "vector_layers": list(VECTOR_LAYER_CHOICES)})
     kb = KnowledgeBase(settings=settings)
     kb.reset()
@@ -137,6 +139,17 @@ def test_static_layers_ingested_and_seeded_with_the_static_model(backend_setting
         assert score == pytest.approx(float(kb.embedder.embed([text])[0] @ q_model), abs=tol)
         plain = seed_layers(kb.store, settings.updated({"static_layers": []}), question, q_model.tolist())
         assert plain.layers["Entity"] != seeds.layers["Entity"]  # the switch is what made the difference
+        # a static layer seeded alone (the hierarchical method's way) gets its static vector too; the Chunk layer
+        # alone (the dense baseline) makes none: the static model is not asked
+        alone = seed_layers(kb.store, settings, question, q_model.tolist(), layers=["Entity"]).layers["Entity"]
+        assert alone.keys() == seeds.layers["Entity"].keys()
+        assert [sim for sim, _ in alone.values()] == pytest.approx([seeds.layers["Entity"][e][0] for e in alone], abs=tol)
+
+        def no_static(*_: object) -> None:
+            raise AssertionError("the static model was asked for a layer without static vectors")
+
+        monkeypatch.setattr(seeding, "get_static_embedder", no_static)
+        assert seed_layers(kb.store, settings, question, q_model.tolist(), layers=["Chunk"]).layers["Chunk"]
     finally:
         kb.close()
 
