@@ -323,13 +323,21 @@ def shared_adjacency(store: GraphStore, settings: Settings, generation: list[Any
 
 
 def _build(store: GraphStore, entry: _Entry) -> None:
+    view: Adjacency | None = None
     try:
         with background(store):  # the store's close waits for this build (or stops it at its next row)
-            view: Adjacency | None = Adjacency(store)
+            try:
+                view = Adjacency(store)
+            finally:  # settled before the close waiting for this build returns
+                _settle(entry, view)
     except Exception as exc:  # a closed or unreachable store: the statements keep answering
         log.warning("adjacency of %s not built (%s); score propagation reads the store", store.location, exc)
-        view = None
-    with _LOCK:
-        entry.view, entry.building, entry.failed = view, False, view is None
+        _settle(entry, None)
     if view is not None:
         log.info("adjacency of %s: %d chunks in memory", store.location, len(view))
+
+
+def _settle(entry: _Entry, view: Adjacency | None) -> None:
+    """The build of ``entry`` is over: ``view`` is its result, or None for a build that failed or was stopped."""
+    with _LOCK:
+        entry.view, entry.building, entry.failed = view, False, view is None
