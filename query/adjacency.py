@@ -172,6 +172,11 @@ class Adjacency:
                             "document_title": self.title[i], "document_uri": uri, "section_id": section}  # fmt: skip
         return out
 
+    def texts(self, ids: Sequence[str]) -> list[str]:
+        """The text of each chunk of ``ids`` ("" for a chunk not held), in order: what ``retrieve/pool_texts`` gives
+        (kbgraph.query.ranking_gbm ``pool_texts``)."""
+        return [str(self.facts[i][0] or "") if (i := self.index.get(cid)) is not None else "" for cid in ids]
+
     def layer_rows(self, params: Row) -> list[Row]:
         """The rows of ``retrieve/layer_candidates`` for ``params`` (see that statement): (layer, via, chunk_id,
         document_id, title, similarity) of every served chunk each seed leads to."""

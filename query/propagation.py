@@ -84,7 +84,7 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     collapse = settings.retrieval.collapse_repeated_chunks
     wide = len(ranked) + len(seeds.bm25) if collapse else k  # the whole order, to take the next after a repeat
     if settings.retrieval.ranker in POOL_RANKERS and ranked:
-        pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, reached)
+        pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, reached, view)
         by = {"gbm": gbm_order, "blend": blend_order}.get(settings.retrieval.ranker)  # else the learned ranker
         top, scores, ranking = (by(store, settings, seeds.question, pool, wide, explain) if by is not None
                                 else _learned_order(settings, seeds.question, pool, wide, explain))  # fmt: skip
@@ -287,18 +287,20 @@ class LearnedPool(NamedTuple):
 
     ids: list[str]
     candidates: list[RankCandidate]
+    texts: list[str] | None = None  # their texts, when the adjacency gave them (the gbm ranker's list features)
 
 
 def learned_pool(
     store: GraphStore, settings: Settings, seeds: Seeds, ranked: list[str], terms: dict[str, dict[str, _Term]],
-    scores: dict[str, float], k: int, reached: Reached | None = None,
+    scores: dict[str, float], k: int, reached: Reached | None = None, view: Adjacency | None = None,
 ) -> LearnedPool:  # fmt: skip
     """The pool the learned ranker re-orders: the best ``ranker_pool`` (at least ``k``) chunks of the weighted
     sum ``ranked``, plus BM25's top chunks (``seeds.bm25``) not among them. A BM25 addition without a Chunk
     term gets its exact similarity as one, added to ``terms`` and ``scores`` (so ``--explain`` shows it).
     Chunks of incomplete documents leave the pool. ``reached`` (:attr:`Scored.reached`): the titles and exact
     similarities :func:`score_terms` read, so no statement is sent; without it, ``retrieve/chunk_details`` gives
-    the titles and ``store.chunk_similarities`` the similarities."""
+    the titles and ``store.chunk_similarities`` the similarities. ``view`` (the adjacency): the pool's texts too,
+    for the gbm and blend rankers (kbgraph.query.ranking_gbm ``pool_facts``), which then send no statement."""
     head = ranked[: max(settings.retrieval.ranker_pool, k)]
     extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
     missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]
@@ -323,10 +325,11 @@ def learned_pool(
     best = seeds.bm25[0][1] if seeds.bm25 else 0.0
     bm25_rank = {cid: i for i, (cid, _) in enumerate(seeds.bm25)}
     pool_ids = [c for c in ids if c in titles]
+    texts = view.texts(pool_ids) if view is not None and settings.retrieval.ranker in ("gbm", "blend") else None
     return LearnedPool(pool_ids, [
         RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
                       bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
-        for c in pool_ids])  # fmt: skip
+        for c in pool_ids], texts)  # fmt: skip
 
 
 def _learned_order(

@@ -14,11 +14,12 @@ import pytest
 
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord, TripleRecord
-from kbgraph.query import adjacency
+from kbgraph.query import adjacency, ranking_gbm
 from kbgraph.query.adjacency import Adjacency, shared_adjacency
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.query.graph import chunk_details
 from kbgraph.query.propagation import propagate
+from kbgraph.query.ranking_gbm import pool_texts
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row
 from kbgraph.store.schema import VECTOR_WRITES
@@ -141,6 +142,32 @@ def test_propagation_with_the_adjacency_sends_no_traversal_and_equals_the_recomp
     assert [c.id for c in propagate(store, off, seeds, k=20)] == list(got)
     assert store.sent["retrieve/layer_candidates"] == 1 and store.sent["retrieve/hop_neighbours"] == 1
     assert store.sent["retrieve/chunk_details"] == 1
+
+
+@pytest.mark.parametrize("ranker", ["gbm", "blend"])
+def test_the_gbm_rankers_take_the_pool_texts_from_the_adjacency(store: GraphStore, backend_settings: Settings,
+                                                                ranker: str) -> None:  # fmt: skip
+    """The gbm and blend rankers' list features read the pool's texts: from the adjacency, with no
+    ``retrieve/pool_texts``, and the same order and scores as with the statement."""
+    graphs, _ = _graph()
+    write_documents(store, graphs)
+    settings = backend_settings.updated({**WEIGHTS, **OTHER, "ranker": ranker, "adjacency_cache": True})
+    generation = corpus_generation(store)
+    view = shared_adjacency(store, settings, generation, wait=True)
+    assert view is not None
+    ids = [*view.ids, "missing"]
+    assert view.texts(ids) == pool_texts(store, ids) and view.texts(["missing"]) == [""]
+    seeds = SEEDS.model_copy(update={"generation": generation})
+    ranking_gbm._FACTS.clear()  # no text kept from an earlier question
+    store.sent.clear()
+    got = [(c.id, c.score) for c in propagate(store, settings, seeds, k=20)]
+    assert store.sent["retrieve/pool_texts"] == 0
+    ranking_gbm._FACTS.clear()
+    store.sent.clear()
+    statements = [(c.id, c.score) for c in propagate(store, settings.updated({"adjacency_cache": False}), seeds, k=20)]
+    assert store.sent["retrieve/pool_texts"] == 1
+    assert [c for c, _ in got] == [c for c, _ in statements] and len(got) > 5
+    assert [s for _, s in got] == pytest.approx([s for _, s in statements], abs=1e-5)
 
 
 def test_a_new_generation_reads_the_graph_again(store: GraphStore, backend_settings: Settings) -> None:
