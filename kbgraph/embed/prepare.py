@@ -122,8 +122,9 @@ def make_models(settings: Settings) -> list[MadeModel]:
             tail = " | ".join(err.decode(errors="replace").strip().splitlines()[-3:])
             failed.append(f"the {args[0]} model ({args[2]}), exit {child.returncode}: {tail or 'no output'}")
     if failed:
-        raise ModelError("could not make " + "; ".join(failed) + " (run `kbgraph --debug ingest` to see it made in "
-                         "process, or set KBGRAPH_EMBEDDING_BACKEND=torch / KBGRAPH_STATIC_LAYERS= to do without)")
+        raise ModelError("could not make " + "; ".join(failed) + " (`kbgraph ingest FOLDER` makes a missing model in "
+                         "its own process and reports the whole error; KBGRAPH_EMBEDDING_BACKEND=torch does without "
+                         "the ONNX export, KBGRAPH_STATIC_LAYERS= without the static model)")
     return made
 
 
