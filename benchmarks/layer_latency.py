@@ -31,7 +31,6 @@ from kbgraph.query.seeding import seed_layers
 from kbgraph.settings import Settings
 from kbgraph.settings_groups import VECTOR_LAYER_CHOICES
 from kbgraph.models import VECTOR_LABELS, VectorHit
-from kbgraph.store.schema import SEED_LAYERS, snake
 from kbgraph.store.falkordb import FalkorDBStore
 
 MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
@@ -56,13 +55,8 @@ def lean_seed_vectors(store: FalkorDBStore, statement: str):
     """A ``seed_vectors`` for ``store`` that runs ``statement`` (as GraphStore.seed_vectors otherwise)."""
 
     def seed_vectors(embedding, k, layer_embeddings=None):
-        vec = store.check_vector(embedding)
-        params = {"embedding": vec, "k": k}
-        for label in SEED_LAYERS:
-            other = (layer_embeddings or {}).get(label)
-            params[f"{snake(label)}_embedding"] = vec if other is None else store.check_vector(other)
         out = {label: [] for label in VECTOR_LABELS}
-        for r in store._execute(statement, params):
+        for r in store._execute(statement, store.seed_params(embedding, k, layer_embeddings)):
             out[r["layer"]].append(VectorHit(id=r["id"], label=r["layer"], score=store._vector_similarity(r["score"]),
                                              properties={"text": r["text"]}))  # fmt: skip
         for hits in out.values():

@@ -297,16 +297,12 @@ class GraphStore(VectorDimensions, ABC):
     ) -> dict[str, list[VectorHit | FulltextHit]]:
         """Vector top-``k`` on each vector index in one round trip (keys: the labels of VECTOR_LABELS; score =
         cosine similarity). ``layer_embeddings``: the query vector of a layer searched with another one than
-        ``embedding`` (the static model's, setting ``static_layers``; not Chunk). Each hit's properties hold
+        ``embedding`` (the static model's, setting ``static_layers``; not Chunk; the same vector for each:
+        :meth:`seed_params`). Each hit's properties hold
         only {'text': its text/name/title/path}. Hits best first. Chunks of documents not complete (still or
         left 'writing') are left out, after each index's top-k."""
-        vec = self.check_vector(embedding)
-        params: dict[str, Any] = {"embedding": vec, "k": k}
-        for label in SEED_LAYERS:
-            other = (layer_embeddings or {}).get(label)
-            params[f"{snake(label)}_embedding"] = self.check_vector(vec if other is None else other, label)
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
-        for r in self.run("retrieve/seed_vectors", params):
+        for r in self.run("retrieve/seed_vectors", self.seed_params(embedding, k, layer_embeddings)):
             out[r["layer"]].append(VectorHit(
                 id=r["id"], label=r["layer"], score=self._vector_similarity(r["score"]), properties={"text": r["text"]}
             ))  # fmt: skip

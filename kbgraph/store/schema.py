@@ -15,7 +15,7 @@ DOCUMENT_SCOPED_LABELS = ("Section", "Chunk", "AtomicQuestion", "Triple")
 #: those nodes; the embedded FalkorDB keeps a file lock, and each index would cost its server ~110 KB for nothing
 #: (docs/benchmarks.md, "Where the bytes go per passage").
 LEASE_SCHEMA = ("schema/ingest_lease_kb", "schema/ingest_claim_key")
-#: The layers of retrieve/seed_vectors with a query vector of their own ($<snake label>_embedding; Chunk: $embedding).
+#: The layers of retrieve/seed_vectors that may be searched with the static model's vector ($static_layers; Chunk never).
 SEED_LAYERS = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
 
 

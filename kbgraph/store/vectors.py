@@ -4,15 +4,15 @@ embedding model's dimension but those of the static layers, which have the stati
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kbgraph.errors import SchemaMismatch, StoreError
 from kbgraph.models import VECTOR_LABELS
 from kbgraph.store.params import Row
-from kbgraph.store.schema import VECTOR_WRITES
+from kbgraph.store.schema import SEED_LAYERS, VECTOR_WRITES
 
 if TYPE_CHECKING:
     from kbgraph.settings import Settings
@@ -69,3 +69,18 @@ class VectorDimensions:
         if not np.isfinite(vec).all():
             raise StoreError("embedding contains NaN or infinity")
         return vec
+
+    def seed_params(self, embedding: Sequence[float] | np.ndarray, k: int,
+                    layer_embeddings: Mapping[str, Sequence[float] | np.ndarray] | None = None) -> Row:  # fmt: skip
+        """The parameters of ``retrieve/seed_vectors``: ``embedding`` and ``k``, and the layers of ``layer_embeddings``
+        (SEED_LAYERS only) searched with its vector instead, sent once as ``static_embedding`` (each layer's copy
+        checked against its own index). Raises ValueError when ``layer_embeddings`` gives layers different vectors
+        (there is one static model), SchemaMismatch / StoreError as :meth:`check_vector`."""
+        static = {label: self.check_vector(v, label) for label, v in (layer_embeddings or {}).items()
+                  if label in SEED_LAYERS}  # fmt: skip
+        vectors = list(static.values())
+        if any(not np.array_equal(v, vectors[0]) for v in vectors[1:]):
+            raise ValueError(f"layer_embeddings gives {', '.join(static)} different vectors; one static vector is sent")
+        params: dict[str, Any] = {"embedding": self.check_vector(embedding), "k": k, "static_layers": list(static),
+                                  "static_embedding": vectors[0] if vectors else None}  # fmt: skip
+        return params

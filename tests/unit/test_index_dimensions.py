@@ -79,3 +79,20 @@ def test_vectors_are_checked_against_their_label_index() -> None:
     assert batch[0]["embedding"].shape == (128,)
     with pytest.raises(SchemaMismatch):
         list(store._batches([{"id": "c", "embedding": short}], "ingest/upsert_chunks"))
+
+
+def test_seed_params_send_each_vector_once_checked_per_layer() -> None:
+    """retrieve/seed_vectors takes the question's vector once and the static model's once ($static_embedding for
+    the layers of $static_layers), each static copy checked against its own index's dimension."""
+    store, _ = _store(Settings(static_dimension=64, static_layers="Entity,Triple"))
+    question, static = np.full(384, 0.5), np.full(64, 0.25)
+    params = store.seed_params(question, 20, {"Entity": static, "Triple": static, "Chunk": question})
+    assert set(params) == {"embedding", "k", "static_layers", "static_embedding"}  # no copy per layer
+    assert params["static_layers"] == ["Entity", "Triple"]  # never Chunk: the statement searches it with $embedding
+    assert params["static_embedding"].shape == (64,) and params["embedding"].shape == (384,)
+    none = store.seed_params(question, 20)
+    assert none["static_layers"] == [] and none["static_embedding"] is None
+    with pytest.raises(SchemaMismatch, match="Entity vector index has 64"):
+        store.seed_params(question, 20, {"Entity": question})
+    with pytest.raises(ValueError, match="different vectors"):
+        store.seed_params(question, 20, {"Entity": static, "Triple": np.full(64, 0.1)})
