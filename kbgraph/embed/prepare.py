@@ -77,8 +77,7 @@ def prepare_models(settings: Settings, wanted: bool = True) -> Iterator[list[sub
     if wanted:
         for args in missing_models(settings):
             log.info("making the %s model in the background: %s", args[0], args[2])
-            children.append(subprocess.Popen([sys.executable, "-m", "kbgraph.embed.prepare", *args],
-                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+            children.append(_start(args, stderr=subprocess.DEVNULL))
     try:
         yield children
     finally:
@@ -86,6 +85,13 @@ def prepare_models(settings: Settings, wanted: bool = True) -> Iterator[list[sub
             if child.poll() is None:
                 child.terminate()
             child.wait()
+
+
+def _start(args: list[str], stderr: int) -> subprocess.Popen[bytes]:
+    """A child interpreter running this module's command with ``args`` (one of ``missing_models``'), its output
+    discarded and its error output to ``stderr`` (``subprocess.DEVNULL`` or ``PIPE``)."""
+    return subprocess.Popen([sys.executable, "-m", "kbgraph.embed.prepare", *args], stdout=subprocess.DEVNULL,
+                            stderr=stderr)
 
 
 class ModelError(KBGraphError):
@@ -109,9 +115,7 @@ def make_models(settings: Settings) -> list[MadeModel]:
     the model and the end of its child's error output when one fails; the others are still waited for, and what
     they made is kept."""
     started = time.monotonic()
-    children = [(args, subprocess.Popen([sys.executable, "-m", "kbgraph.embed.prepare", *args],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-                for args in missing_models(settings)]  # fmt: skip
+    children = [(args, _start(args, stderr=subprocess.PIPE)) for args in missing_models(settings)]
     made, failed = [], []
     for args, child in children:
         _, err = child.communicate()
