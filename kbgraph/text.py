@@ -17,6 +17,7 @@ evidence of an offline answer).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,6 +68,19 @@ def strip_disambiguator(title: str) -> str:
 
 
 _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def contains_phrase(text: str, phrase: str, *, word: Callable[[str], bool] = str.isalnum, prefix: bool = False) -> bool:
+    """``phrase`` (non-empty) in ``text`` on word boundaries: at an end of ``text`` or beside a character for which
+    ``word`` is false (``str.isalnum`` by default); with ``prefix``, at the start of a word only. Every occurrence is
+    tried, overlapping ones too, as a regex search would (no pattern compiled per phrase)."""
+    at = text.find(phrase)
+    while at >= 0:
+        end = at + len(phrase)
+        if (at == 0 or not word(text[at - 1])) and (prefix or end == len(text) or not word(text[end])):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
 
 
 def parse_markdown_table(markdown: str) -> tuple[str | None, list[str], list[list[str]]]:

@@ -52,7 +52,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from kbgraph.errors import ConfigError
-from kbgraph.text import strip_disambiguator
+from kbgraph.text import contains_phrase, strip_disambiguator
 from kbgraph.resources import resource
 
 #: Score terms of propagation, in feature order (kbgraph.query.propagation's layer names).
@@ -129,17 +129,8 @@ def title_in_question(title: str, question: str) -> bool:
     ``question`` on word boundaries, case-insensitive."""
     t = strip_disambiguator(title or "").lower()
     q = question.lower()
-    if len(t) < 2:
-        return False
-    # every occurrence, overlapping ones too, as re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", q) tries them:
-    # a pattern per title overflowed re's cache of compiled patterns (a compile per question)
-    at = q.find(t)
-    while at >= 0:
-        end = at + len(t)
-        if (at == 0 or not _word(q[at - 1])) and (end == len(q) or not _word(q[end])):
-            return True
-        at = q.find(t, at + 1)
-    return False
+    # as re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", q), without a pattern per title (they overflowed re's cache)
+    return len(t) >= 2 and contains_phrase(q, t, word=_word)
 
 
 def _word(ch: str) -> bool:

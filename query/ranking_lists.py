@@ -40,7 +40,7 @@ from functools import lru_cache
 import numpy as np
 
 from kbgraph.query.ranking import FEATURES, LAYERS, Candidate, feature_rows
-from kbgraph.text import strip_disambiguator
+from kbgraph.text import contains_phrase, strip_disambiguator
 
 #: Anchor sets of the list features, and the relations computed to each.
 ANCHORS = ("q", "chunk", "weighted", "bm25")
@@ -101,18 +101,6 @@ def text_facts(title: str, text: str) -> Facts:
     return f"{title} {text}".lower(), frozenset(names(text))
 
 
-def _contains(text: str, phrase: str, *, prefix: bool = False) -> bool:
-    """``phrase`` (lower-case, non-empty) in ``text`` (lower-case) on word boundaries (with ``prefix``, at the
-    start of a word only)."""
-    at = text.find(phrase)
-    while at >= 0:
-        end = at + len(phrase)
-        if (at == 0 or not text[at - 1].isalnum()) and (prefix or end == len(text) or not text[end].isalnum()):
-            return True
-        at = text.find(phrase, at + 1)
-    return False
-
-
 def list_rows(question: str, pool: Sequence[Candidate], texts: Sequence[str]) -> np.ndarray:
     """float64 (len(pool), len(GBM_FEATURES)): the gbm ranker's feature rows of the pool's candidates, in pool
     order (sorted best first by the weighted sum, as :func:`kbgraph.query.ranking.feature_rows` wants), from
@@ -140,7 +128,7 @@ def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts])
     cover = np.zeros((n, max(1, len(stems))), dtype=bool)
     for b, stem in enumerate(stems):
         for i, text in enumerate(lowered):
-            if stem in text and _contains(text, stem, prefix=True):
+            if stem in text and contains_phrase(text, stem, prefix=True):
                 cover[i, b] = True
     fi = {f: i for i, f in enumerate(FEATURES)}
     anchors = {
@@ -176,9 +164,9 @@ def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts])
                         bridge[i] = w
         r[0], r[1] = ent, bridge
         lj, tj = lowered[j], titles[j]
-        r[2] = [1.0 if ti and ti in lj and _contains(lj, ti) else 0.0 for ti in titles]
+        r[2] = [1.0 if ti and ti in lj and contains_phrase(lj, ti) else 0.0 for ti in titles]
         if tj:
-            r[3] = [1.0 if tj in li and _contains(li, tj) else 0.0 for li in lowered]
+            r[3] = [1.0 if tj in li and contains_phrase(li, tj) else 0.0 for li in lowered]
         if stems:
             r[4] = (cover | cover[j]).sum(axis=1) / len(stems)
         r[:, own == own[j]] = 0.0
