@@ -67,7 +67,8 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
         terms, scores, ranked, similarity = score_terms(kb.store, settings, seeds, k=pool, view=view)
         found = learned_pool(kb.store, settings, seeds, ranked, terms, scores, pool, similarity) if ranked else None
         ids, cands = (found.ids, found.candidates) if found else ([], [])
-        uris = {cid: row.get("document_uri") or "" for cid, row in chunk_details(kb.store, ids).items()}
+        details = view.details(ids) if view is not None else chunk_details(kb.store, ids)  # the same rows
+        uris = {cid: row.get("document_uri") or "" for cid, row in details.items()}
         passages = [passage_id(uris[c]) if uris.get(c) else "" for c in ids]
         gold = set(q.gold_passage_ids)
         found_rows = rows(q.question, found) if rows is not None and found else feature_rows(q.question, cands)
