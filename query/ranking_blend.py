@@ -48,8 +48,9 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
     ``load_model`` and ``load_gbm_model`` when a shipped model file is missing."""
     weight = settings.retrieval.ranker_blend_weight
     ids = pool.ids
-    raw_learned = score_rows(load_model(None), feature_rows(question, pool.candidates))
-    raw_gbm = load_gbm_model(None).score(gbm_rows(store, question, pool))
+    base = feature_rows(question, pool.candidates)  # the linear features, the first columns of the gbm's rows
+    raw_learned = score_rows(load_model(None), base)
+    raw_gbm = load_gbm_model(None).score(gbm_rows(store, question, pool, base))
     scores = blend_scores(raw_learned, raw_gbm, weight)
     order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:k]
     ranking = {}

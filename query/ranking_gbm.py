@@ -247,10 +247,11 @@ def pool_facts(store: GraphStore, pool: LearnedPool) -> list[Facts]:
     return got
 
 
-def gbm_rows(store: GraphStore, question: str, pool: LearnedPool) -> np.ndarray:
+def gbm_rows(store: GraphStore, question: str, pool: LearnedPool, base: np.ndarray | None = None) -> np.ndarray:
     """float64 (len(pool.ids), len(GBM_FEATURES)): the gbm ranker's feature rows of the learned pool
-    (kbgraph.query.ranking_lists ``list_rows``), its candidates' texts from :func:`pool_facts`."""
-    return facts_rows(question, pool.candidates, pool_facts(store, pool))
+    (kbgraph.query.ranking_lists ``list_rows``), its candidates' texts from :func:`pool_facts`; ``base``: the
+    pool's linear feature rows when already computed (kbgraph.query.ranking ``feature_rows``)."""
+    return facts_rows(question, pool.candidates, pool_facts(store, pool), base)
 
 
 def gbm_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,

@@ -108,13 +108,15 @@ def list_rows(question: str, pool: Sequence[Candidate], texts: Sequence[str]) ->
     return facts_rows(question, pool, [text_facts(c.title, t) for c, t in zip(pool, texts, strict=True)])
 
 
-def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts]) -> np.ndarray:
-    """:func:`list_rows` from each candidate's :data:`Facts` (:func:`text_facts`) instead of its text."""
+def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts],
+               base: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """:func:`list_rows` from each candidate's :data:`Facts` (:func:`text_facts`) instead of its text; ``base``:
+    the pool's :func:`kbgraph.query.ranking.feature_rows` when already computed (the blend ranker's)."""
     n = len(pool)
     out = np.zeros((n, len(GBM_FEATURES)))
     if n == 0:
         return out
-    base = feature_rows(question, pool)
+    base = feature_rows(question, pool) if base is None else base
     out[:, : len(FEATURES)] = base
     col = {f: i for i, f in enumerate(GBM_FEATURES)}
     terms = base[:, [FEATURES.index(layer) for layer in LAYERS[1:]]]  # Chunk's rank is rank_chunk
