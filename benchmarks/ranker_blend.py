@@ -5,7 +5,7 @@ text features, LightGBM lambdarank) are fitted on the other two sets' pools, and
 weight itself is then chosen leave-one-set-out too: for each held-out set, the weight with the best summed R@5
 on the two other sets (ties: the smaller weight), and the held-out set's figures at that weight are reported.
 
-    .venv/bin/python benchmarks/ranker_blend.py --pools /tmp/lean/head/pools [--weights 0,0.25,0.5,1,100]
+    .venv/bin/python benchmarks/ranker_blend.py --pools /tmp/lean/head/pools [--weights 0,0.25,0.5,1,100] [--gbm-features text]
 
 ``--pools``: the cached pools of ``benchmarks/ranker_compare.py --home H --pools P`` (step 1; that script dumps
 them from the knowledge bases of ``benchmarks/ranker_loso.py --home H``).
@@ -32,6 +32,8 @@ def main() -> None:
     ap.add_argument("--pools", required=True)
     ap.add_argument("--sets", default="2wiki,musique,hotpotqa")
     ap.add_argument("--weights", default="0,0.25,0.5,1,100")
+    ap.add_argument("--gbm-features", default="text", help='the gbm\'s features: "text" (the shipped ranker\'s) '
+                    'or "text-<relation>..." without some (ranker_features.make_ranker)')
     args = ap.parse_args()
     data = {}
     for name in args.sets.split(","):
@@ -41,7 +43,7 @@ def main() -> None:
     table: dict[tuple[str, float], dict[int, float]] = {}
     for held, (graph, pools) in data.items():
         others = [o for o in data if o != held]
-        lin, gbm = make_ranker("linear", "base", data, others), make_ranker("lgbm", "text", data, others)
+        lin, gbm = make_ranker("linear", "base", data, others), make_ranker("lgbm", args.gbm_features, data, others)
         for w in weights:
             table[(held, w)] = recall_model(pools, graph, lambda p, g, w=w, a=lin, b=gbm: blend_scores(a(p, g), b(p, g), w), KS)
     print("Leave-one-set-out passage recall (%) R@1 / R@2 / R@5 / R@10; w = the gbm's weight (0: the linear ranker)")

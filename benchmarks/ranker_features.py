@@ -268,21 +268,30 @@ def make_ranker(kind: str, fs: str, data: dict[str, tuple[GraphData, list[Questi
                 names: Sequence[str]) -> Ranker:  # fmt: skip
     """A ranker (pool, graph) -> scores (n,) of model ``kind`` on feature set ``fs``, fitted on the sets
     ``names`` of ``data``; with ``fs`` "stage", the stage-1 anchors are the top 3 of a linear model on the base
-    features fitted on the same sets."""
+    features fitted on the same sets; a spec ending in "+z" (not "text") adds each similarity term's z-score over
+    its pool (query-level normalisation: the layers' terms, ``weighted`` and ``bm25``)."""
     if fs.startswith("text"):  # the shipped gbm ranker's features (kbgraph.query.ranking_gbm), from texts only
         keep = [GBM_FEATURES.index(f) for f in GBM_FEATURES if not any(f == d or f.startswith(d + "_")
                                                                       for d in fs.split("-")[1:])]  # fmt: skip
         text_scorer = fit_model(kind, *_stack(data, names, lambda p, g: text_rows(p)[:, keep]))
         return lambda p, g: text_scorer(text_rows(p)[:, keep])
+    pool_z = fs.endswith("+z")
+    fs = fs.removesuffix("+z")
     cols = [EVERY.index(f) for f in feature_set(fs)]
     base_cols = [EVERY.index(f) for f in FEATURES]
+    terms = [EVERY.index(f) for f in FEATURES if f[0].isupper() or f in ("weighted", "bm25")]
     first: Ranker | None = None
     if fs == "stage":
         lin = fit_model("linear", *_stack(data, names, lambda p, g: rows_of(p, g)[:, base_cols]))
         first = lambda p, g: lin(rows_of(p, g)[:, base_cols])  # noqa: E731
 
     def rows(p: QuestionPool, g: GraphData) -> np.ndarray:
-        return rows_of(p, g, first(p, g) if first is not None else None)[:, cols]
+        every = rows_of(p, g, first(p, g) if first is not None else None)
+        if not pool_z:
+            return every[:, cols]
+        x = every[:, terms]
+        sd = x.std(axis=0)
+        return np.hstack([every[:, cols], (x - x.mean(axis=0)) / np.where(sd < 1e-9, 1.0, sd)])
 
     scorer = fit_model(kind, *_stack(data, names, rows))
     return lambda p, g: scorer(rows(p, g))
