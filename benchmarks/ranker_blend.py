@@ -1,11 +1,15 @@
 """The blend ranker (setting ``ranker=blend``, kbgraph.query.ranking_blend) leave-one-set-out on the repo's sets:
-for each held-out set, the linear ranker (the learned one's base features) and the gbm ranker (the shipped one's
-text features, LightGBM lambdarank) are fitted on the other two sets' pools, and the held-out pools are ordered by
-``z(linear) + w * z(gbm)`` (each score standardised over its pool) for every weight ``w`` of ``--weights``. The
-weight itself is then chosen leave-one-set-out too: for each held-out set, the weight with the best summed R@5
-on the two other sets (ties: the smaller weight), and the held-out set's figures at that weight are reported.
+for each held-out set, the linear ranker (the learned one's base features) is fitted on the other two sets' pools;
+the gbm ranker (the shipped one's text features, LightGBM lambdarank) is fitted on the same pools cut to their
+*head*, the linear ranker's best ``k`` candidates (k = 0: the whole pool), with the list features computed over
+that head as at query time; the held-out head is ordered by ``z(linear) + w * z(gbm)`` (each score standardised
+over the head), the rest of the pool after it in the linear order, for every head ``k`` of ``--heads`` and every
+weight ``w`` of ``--weights``. The pair (k, w) is then chosen leave-one-set-out too: for each held-out set, the pair
+with the best summed ``--choose`` figure on the two other sets (ties: the smaller k, then the smaller w), and the
+held-out set's figures at that pair are reported.
 
-    .venv/bin/python benchmarks/ranker_blend.py --pools /tmp/lean/head/pools [--weights 0,0.25,0.5,1,100] [--gbm-features text]
+    .venv/bin/python benchmarks/ranker_blend.py --pools /tmp/lean/head/pools [--heads 0,10,15,20,30]
+        [--weights 0,0.25,0.5,1,2,4,100] [--choose r2+r5|r5] [--gbm-features text]
 
 ``--pools``: the cached pools of ``benchmarks/ranker_compare.py --home H --pools P`` (step 1; that script dumps
 them from the knowledge bases of ``benchmarks/ranker_loso.py --home H``).
@@ -18,44 +22,111 @@ import pickle
 import sys
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ranker_features import make_ranker, recall_model  # noqa: E402
+from ranker_features import (EVERY, GraphData, QuestionPool, Ranker, fit_model, labels_of,  # noqa: E402
+                             make_ranker, recall_model)  # fmt: skip
 
+from kbgraph.query.ranking import FEATURES, Candidate  # noqa: E402
 from kbgraph.query.ranking_blend import blend_scores  # noqa: E402
+from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows  # noqa: E402
 
 KS = (1, 2, 5, 10)
+BASE = [EVERY.index(f) for f in FEATURES]
+
+
+def head_of(scores: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the best ``k`` of ``scores`` (all when k is 0 or the pool is smaller), in pool order."""
+    if k <= 0 or k >= len(scores):
+        return np.arange(len(scores))
+    return np.sort(np.argsort(-scores, kind="stable")[:k])
+
+
+def head_rows(p: QuestionPool, head: np.ndarray, key: tuple[object, ...]) -> np.ndarray:
+    """The gbm's feature rows of the head ``head`` of ``p`` (list features over the head only), cached."""
+    if key not in p._cache:
+        cands = [Candidate.model_validate(p.candidates[i]) for i in head]
+        p._cache[key] = list_rows(p.question, cands, [p.texts[i] for i in head])
+    return p._cache[key]
+
+
+def fold(data: dict[str, tuple[GraphData, list[QuestionPool]]], held: str, lin: Ranker, k: int, keep: list[int],
+         weights: list[float]) -> dict[float, dict[int, float]]:  # fmt: skip
+    """{w: the held-out set's recall} for head ``k``: the gbm fitted on the heads (by ``lin``) of the other sets."""
+
+    def head(p: QuestionPool, g: GraphData) -> np.ndarray:
+        return head_of(lin(p, g), k)
+
+    def rows(p: QuestionPool, g: GraphData) -> np.ndarray:
+        return head_rows(p, head(p, g), ("head", held, k))[:, keep]
+
+    x, y, w, groups = [], [], [], []
+    for o in (o for o in data if o != held):
+        g, ps = data[o]
+        ps = [p for p in ps if p.ids]
+        for p in ps:
+            x.append(rows(p, g))
+            y.append(labels_of(p, g)[head(p, g)])
+            w.append(np.full(len(y[-1]), 1.0 / len(ps)))
+            groups.append(len(y[-1]))
+    wt = np.concatenate(w)
+    gbm = fit_model("lgbm", np.vstack(x), np.concatenate(y), wt * len(wt) / wt.sum(), groups)
+
+    def ranker(v: float) -> Ranker:
+        def score(p: QuestionPool, g: GraphData) -> np.ndarray:
+            s = lin(p, g)
+            h = head(p, g)
+            out = s - (s.max() - s.min() + 1.0) * 1e3  # the rest: after the head, in the linear order
+            out[h] = blend_scores(s[h], gbm(rows(p, g)), v)
+            return out
+
+        return score
+
+    graph, pools = data[held]
+    return {v: recall_model(pools, graph, ranker(v), KS) for v in weights}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pools", required=True)
     ap.add_argument("--sets", default="2wiki,musique,hotpotqa")
-    ap.add_argument("--weights", default="0,0.25,0.5,1,100")
+    ap.add_argument("--heads", default="0,10,15,20,30")
+    ap.add_argument("--weights", default="0,0.25,0.5,1,2,4,100")
+    ap.add_argument("--choose", default="r2+r5", choices=["r2+r5", "r5"])
     ap.add_argument("--gbm-features", default="text", help='the gbm\'s features: "text" (the shipped ranker\'s) '
-                    'or "text-<relation>..." without some (ranker_features.make_ranker)')
+                    'or "text-<relation>..." without some (ranker_features.make_ranker; --heads 0 only)')
     args = ap.parse_args()
-    data = {}
+    data: dict[str, tuple[GraphData, list[QuestionPool]]] = {}
     for name in args.sets.split(","):
         with open(Path(args.pools) / f"{name}.pkl", "rb") as f:
             data[name] = pickle.load(f)
+    heads = [int(k) for k in args.heads.split(",")]
     weights = [float(w) for w in args.weights.split(",")]
-    table: dict[tuple[str, float], dict[int, float]] = {}
-    for held, (graph, pools) in data.items():
-        others = [o for o in data if o != held]
-        lin, gbm = make_ranker("linear", "base", data, others), make_ranker("lgbm", args.gbm_features, data, others)
-        for w in weights:
-            table[(held, w)] = recall_model(pools, graph, lambda p, g, w=w, a=lin, b=gbm: blend_scores(a(p, g), b(p, g), w), KS)
-    print("Leave-one-set-out passage recall (%) R@1 / R@2 / R@5 / R@10; w = the gbm's weight (0: the linear ranker)")
-    for w in weights:
-        print(f"w {w:<6g} " + " | ".join(f"{held} " + " / ".join(f"{table[(held, w)][k]:.1f}" for k in KS)
-                                       for held in data))  # fmt: skip
+    keep = [GBM_FEATURES.index(f) for f in GBM_FEATURES
+            if not any(f == d or f.startswith(d + "_") for d in args.gbm_features.split("-")[1:])]  # fmt: skip
+    table: dict[tuple[str, int, float], dict[int, float]] = {}
+    for held in data:
+        lin = make_ranker("linear", "base", data, [o for o in data if o != held])
+        for k in heads:
+            for v, got in fold(data, held, lin, k, keep, weights).items():
+                table[(held, k, v)] = got
+    print("Leave-one-set-out passage recall (%) R@1 / R@2 / R@5 / R@10; k = the head the blend re-orders (0: the "
+          "whole pool), w = the gbm's weight (0: the linear ranker)")  # fmt: skip
+    for k in heads:
+        for v in weights:
+            print(f"k {k:<3} w {v:<5g} " + " | ".join(f"{h} " + " / ".join(f"{table[(h, k, v)][r]:.1f}" for r in KS)
+                                                 for h in data))  # fmt: skip
     chosen = []
     for held in data:
         others = [o for o in data if o != held]
-        w = max(weights, key=lambda v: (sum(table[(o, v)][5] for o in others), -v))
-        chosen.append(f"{held} (w {w:g}) " + " / ".join(f"{table[(held, w)][k]:.1f}" for k in KS))
-    print("w chosen on the other two sets: " + " | ".join(chosen))
+
+        k, v = max(((k, v) for k in heads for v in weights),
+                   key=lambda kv, others=others: (sum(table[(o, *kv)][5] + (table[(o, *kv)][2] if args.choose == "r2+r5"
+                                                                           else 0.0) for o in others), -kv[0], -kv[1]))  # fmt: skip
+        chosen.append(f"{held} (k {k}, w {v:g}) " + " / ".join(f"{table[(held, k, v)][r]:.1f}" for r in KS))
+    print(f"(k, w) chosen on the other two sets' {args.choose}: " + " | ".join(chosen))
 
 
 if __name__ == "__main__":

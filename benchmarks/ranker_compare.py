@@ -115,6 +115,37 @@ def write_gbm(data: dict[str, tuple[GraphData, list[QuestionPool]]], args: argpa
     print(f"wrote {write_model(model, default_gbm_path())}", flush=True)
 
 
+def write_blend(data: dict[str, tuple[GraphData, list[QuestionPool]]], args: argparse.Namespace) -> None:
+    """Fit the blend ranker's gbm (kbgraph.query.ranking_blend) on every set's pools cut to their head, the shipped
+    learned ranker's best ``--write-blend`` candidates (list features over the head, as at query time), and save it
+    as the shipped one."""
+    from kbgraph.eval.rank_train import LabelledPool, write_model
+    from kbgraph.eval.rank_train_gbm import fit_gbm
+    from kbgraph.query.ranking import Candidate, feature_rows, load_model, score_rows
+    from kbgraph.query.ranking_gbm import default_blend_path
+    from kbgraph.query.ranking_lists import list_rows
+
+    k, learned = args.write_blend, load_model(None)
+    by_set = {}
+    for name, (graph, pools) in data.items():
+        heads = []
+        for p in pools:
+            if not p.ids:
+                continue
+            cands = [Candidate.model_validate(c) for c in p.candidates]
+            scores = score_rows(learned, feature_rows(p.question, cands))
+            head = sorted(np.argsort(-scores, kind="stable")[:k].tolist())
+            heads.append(LabelledPool(rows=list_rows(p.question, [cands[i] for i in head], [p.texts[i] for i in head]),
+                                      labels=labels_of(p, graph)[head], passages=[passages_of(p.ids, graph)[i] for i in head],
+                                      gold=p.gold))  # fmt: skip
+        by_set[SETS[name].replace("/", "_")] = heads
+    model = fit_gbm(by_set, pool=k)
+    model.trained_on = [SETS[name] for name in data]
+    model.note = (f"benchmarks/ranker_compare.py --sets {args.sets} --write-blend {k}: the heads (the shipped learned "
+                  f"ranker's best {k}) of each question's pool (kbgraph.eval.rank_train_gbm.PARAMS)")  # fmt: skip
+    print(f"wrote {write_model(model, default_blend_path())}", flush=True)
+
+
 def latency(name: str, home: Path, questions: int, rankers: list[str]) -> None:
     """Propagation's wall-clock ms per question (the question's embedding excluded) and passage recall through the
     query path, each ranker of ``rankers`` on the same questions, interleaved (after 20 warm-up questions each):
@@ -172,6 +203,9 @@ def main() -> None:
     ap.add_argument("--rankers", default="learned,gbm")
     ap.add_argument("--write-gbm", action="store_true", help="also fit the gbm ranker on every set's pools and "
                     "save it as the shipped one (kbgraph/resources/ranker/gbm.json)")
+    ap.add_argument("--write-blend", type=int, default=0, metavar="K", help="also fit the blend ranker's gbm on the "
+                    "heads (the shipped learned ranker's best K) of every set's pools and save it as the shipped one "
+                    "(kbgraph/resources/ranker/blend.json)")
     args = ap.parse_args()
     if args.latency:
         for name in args.sets.split(","):
@@ -187,6 +221,8 @@ def main() -> None:
             data[name] = dump(name, Path(args.home), Path(args.pools))
     if args.write_gbm:
         write_gbm(data, args)
+    if args.write_blend:
+        write_blend(data, args)
     if args.dump_only:
         return
     ks = (1, 2, 5, 10)

@@ -358,12 +358,15 @@ class RetrievalSettings(SettingsGroup):
         "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
         "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings, "
         "'gbm' = gradient-boosted trees over the same terms and list features (ranker_model; docs/scoring.md), "
-        "'blend' = the shipped learned and gbm models' scores, each standardised over the pool, summed with "
-        "ranker_blend_weight on the gbm's (kbgraph.query.ranking_blend).")
+        "'blend' = the learned ranker's order, its best ranker_blend_k re-ordered by the learned and gbm scores, "
+        "each standardised over them, the gbm's weighted by ranker_blend_weight (kbgraph.query.ranking_blend).")
     ranker_blend_weight: float = Field(
-        0.25, ge=0, description="ranker 'blend': the weight of the gbm ranker's standardised score beside the "
-        "learned ranker's (0 = the learned ranker's order). 0.25: chosen leave-one-set-out by R@5 on the repo's "
-        "sets (docs/benchmarks.md, \"The blend ranker\").")
+        4.0, ge=0, description="ranker 'blend': the weight of the gbm's standardised score beside the learned "
+        "ranker's (0 = the learned ranker's order). 4: chosen leave-one-set-out by R@2 + R@5 on the repo's sets "
+        "(docs/benchmarks.md, \"The blend ranker over the learned head\").")
+    ranker_blend_k: int = Field(
+        15, ge=0, description="ranker 'blend': how many of the learned ranker's best candidates the blend "
+        "re-orders (the head; 0 = the whole pool). The rest follow in the learned order.")
     ranker_model: UserPath | None = Field(
         None, description="A ranker model written by `kbgraph rank train` (--model gbm for ranker 'gbm'; default: "
         "the shipped one of the ranker, fitted on the repo's 2Wiki, MuSiQue and HotpotQA sets).")

@@ -1,13 +1,18 @@
-"""The blend ranker (setting ``ranker=blend``): the learned ranker's and the gbm ranker's scores of the same pool,
-summed after each is standardised over the pool.
+"""The blend ranker (setting ``ranker=blend``): the learned ranker's order, its head re-ordered by the learned and
+the gbm rankers' scores, summed after each is standardised over the head.
 
-Both rankers re-order the learned pool (kbgraph.query.propagation ``learned_pool``): the linear model over the
-score terms (kbgraph.query.ranking) is best at R@5 on MuSiQue, the gradient-boosted trees over terms and list
-features (kbgraph.query.ranking_gbm) at R@1 and R@2 everywhere. A candidate's blend score is
-``z(learned) + ranker_blend_weight * z(gbm)``, ``z`` the score minus the pool's mean over the pool's standard
-deviation, so neither model's scale decides. Leave-one-set-out on the repo's three sets (docs/benchmarks.md,
-"The blend ranker"; ``benchmarks/ranker_blend.py``) every R@1/R@2/R@5/R@10 of the blend is at or above the linear
-ranker's. Both models are the shipped ones (``ranker_model`` is not read: it names one model).
+The learned (linear) ranker orders the learned pool (kbgraph.query.propagation ``learned_pool``) as it does alone;
+its best ``ranker_blend_k`` candidates (the *head*; 0 = the whole pool) are then re-ordered by
+``z(learned) + ranker_blend_weight * z(gbm)``, ``z`` the score minus the head's mean over the head's standard
+deviation, so neither model's scale decides. The gbm (kbgraph.query.ranking_gbm: trees over the score terms and
+the list features, which recognise the second passage of a chain) scores the head alone, its list features
+computed over the head: the shipped model ``blend.json`` was fitted that way, on the heads of the shipped learned
+ranker. The rest of the pool follows the head in the learned order. A two-stage ranker: the linear model is
+cheap over the whole pool, the trees and list features run over 15 candidates rather than ~90.
+
+Leave-one-set-out on the repo's three sets (docs/benchmarks.md, "The blend ranker over the learned head";
+``benchmarks/ranker_blend.py``) every R@1/R@2/R@5/R@10 of the blend is at or above the linear ranker's. Both models
+are the shipped ones (``ranker_model`` is not read: it names one model).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 
 from kbgraph.query.models import RankerTerm
 from kbgraph.query.ranking import feature_rows, load_model, score_rows
-from kbgraph.query.ranking_gbm import gbm_rows, load_gbm_model
+from kbgraph.query.ranking_gbm import default_blend_path, gbm_rows, load_gbm_model
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 
@@ -42,21 +47,47 @@ def blend_scores(learned: np.ndarray, gbm: np.ndarray, weight: float) -> np.ndar
 
 def blend_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
                 explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
-    """The blend ranker over ``pool``: (its top ``k`` chunk ids, {chunk id: blend score}, {chunk id: the two terms
-    of its score, ``learned`` and ``gbm`` (value: the standardised score; contribution: its share of the blend
-    score), when ``explain``}). At most one statement (the gbm ranker's pool texts). Raises ConfigError as
-    ``load_model`` and ``load_gbm_model`` when a shipped model file is missing."""
-    weight = settings.retrieval.ranker_blend_weight
+    """The blend ranker over ``pool``: (its top ``k`` chunk ids, {chunk id: score}, {chunk id: the terms of its
+    score, when ``explain``}). A head candidate's score is its blend score, terms ``learned`` and ``gbm`` (value:
+    the standardised score; contribution: its share of the score); a candidate after the head scores its
+    standardised learned score (term ``learned``, over the head's mean and deviation) moved below the head's last
+    (term ``after_head``), so scores fall in the order given. At most one statement (the texts of head candidates
+    not seen before, kbgraph.query.ranking_gbm ``pool_facts``). Raises ConfigError as ``load_model`` and
+    ``load_gbm_model`` when a shipped model file is missing."""
+    weight, size = settings.retrieval.ranker_blend_weight, settings.retrieval.ranker_blend_k
     ids = pool.ids
     base = feature_rows(question, pool.candidates)  # the linear features, the first columns of the gbm's rows
     raw_learned = score_rows(load_model(None), base)
-    raw_gbm = load_gbm_model(None).score(gbm_rows(store, question, pool, base))
-    scores = blend_scores(raw_learned, raw_gbm, weight)
-    order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:k]
+    n = len(ids)
+    head = list(range(n)) if size <= 0 or size >= n else sorted(np.argsort(-raw_learned, kind="stable")[:size].tolist())
+    part = type(pool)(ids=[ids[i] for i in head], candidates=[pool.candidates[i] for i in head],
+                      texts=None if pool.texts is None else [pool.texts[i] for i in head])  # fmt: skip
+    raw_gbm = load_gbm_model(default_blend_path()).score(gbm_rows(store, question, part, base[head]))
+    learned, gbm = standardised(raw_learned[head]), standardised(raw_gbm)
+    scores = np.empty(n)
+    scores[head] = learned + weight * gbm
+    in_head = np.zeros(n, dtype=bool)
+    in_head[head] = True
+    rest = np.flatnonzero(~in_head)
+    z_rest = np.zeros(0)
+    shift = 0.0
+    if len(rest):  # the learned ranker's scores, on the head's scale, below the head's last
+        mean, sd = float(raw_learned[head].mean()), float(raw_learned[head].std())
+        z_rest = (raw_learned[rest] - mean) / (sd if sd > 1e-12 else 1.0)
+        shift = min(float(scores[head].min()) - float(z_rest.max()) - 1.0, 0.0)
+        scores[rest] = z_rest + shift
+    order = sorted(range(n), key=lambda i: (not in_head[i], -scores[i], ids[i]))[:k]
     ranking = {}
     if explain:
-        learned, gbm = standardised(raw_learned), standardised(raw_gbm)  # the two terms of each score
-        ranking = {ids[i]: [RankerTerm(feature="learned", value=float(learned[i]), contribution=float(learned[i])),
-                            RankerTerm(feature="gbm", value=float(gbm[i]), contribution=float(weight * gbm[i]))]
-                   for i in order}  # fmt: skip
+        at = {i: j for j, i in enumerate(head)}
+        after = {i: j for j, i in enumerate(rest.tolist())}
+        for i in order:
+            if i in at:
+                j = at[i]
+                ranking[ids[i]] = [RankerTerm(feature="learned", value=float(learned[j]), contribution=float(learned[j])),
+                                   RankerTerm(feature="gbm", value=float(gbm[j]), contribution=float(weight * gbm[j]))]  # fmt: skip
+            else:
+                z = float(z_rest[after[i]])
+                ranking[ids[i]] = [RankerTerm(feature="learned", value=z, contribution=z),
+                                   RankerTerm(feature="after_head", value=1.0, contribution=shift)]  # fmt: skip
     return [ids[i] for i in order], {ids[i]: float(scores[i]) for i in order}, ranking

@@ -205,6 +205,12 @@ def default_gbm_path() -> Path:
     return Path(str(resource("ranker", "gbm.json")))
 
 
+def default_blend_path() -> Path:
+    """The blend ranker's shipped gbm model, ``kbgraph/resources/ranker/blend.json`` (package data): fitted on the
+    heads of the shipped learned ranker (kbgraph.query.ranking_blend)."""
+    return Path(str(resource("ranker", "blend.json")))
+
+
 def load_gbm_model(path: str | Path | None = None) -> GBMModel:
     """The gbm model at ``path`` (default: the shipped one). Raises ConfigError naming the file and the settings
     ``ranker_model`` / ``ranker`` when it is missing or not a gbm model."""

@@ -20,7 +20,7 @@ import typer
 from kbgraph.cli import common
 from kbgraph.errors import ConfigError
 from kbgraph.query.ranking import default_model_path, load_model
-from kbgraph.query.ranking_gbm import default_gbm_path, load_gbm_model
+from kbgraph.query.ranking_gbm import default_blend_path, default_gbm_path, load_gbm_model
 from kbgraph.eval.dataset import load_dataset
 from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out, write_model
 from kbgraph.eval.rank_train_gbm import collect_gbm_pools, fit_gbm, leave_one_out_gbm
@@ -97,8 +97,9 @@ def show_cmd() -> None:
     """The ranker model in use: where it comes from, what it was fitted on, and each feature's weight."""
     settings = common.settings()
     if settings.retrieval.ranker == "blend":  # kbgraph.query.ranking_blend: the two shipped models
-        common.console.print(f"ranker: blend = z(learned) + {settings.retrieval.ranker_blend_weight} x z(gbm), the "
-                             f"shipped models {default_model_path()} and {default_gbm_path()}", highlight=False)
+        common.console.print(f"ranker: blend = z(learned) + {settings.retrieval.ranker_blend_weight} x z(gbm) over the "
+                             f"learned ranker's best {settings.retrieval.ranker_blend_k} (0: all), the shipped models "
+                             f"{default_model_path()} and {default_blend_path()}", highlight=False)  # fmt: skip
         return
     if settings.retrieval.ranker == "gbm":
         path = settings.retrieval.ranker_model or default_gbm_path()

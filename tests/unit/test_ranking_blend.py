@@ -1,10 +1,21 @@
-"""kbgraph.query.ranking_blend's arithmetic: standardised scores and their weighted sum."""
+"""kbgraph.query.ranking_blend's arithmetic: standardised scores and their weighted sum; on a planted pool, no
+store, its order over the learned ranker's head equals an independent recomputation (the head's own list
+features, the shipped blend model's trees walked node by node)."""
 
 from __future__ import annotations
 
-import numpy as np
+import json
 
-from kbgraph.query.ranking_blend import blend_scores, standardised
+import numpy as np
+import pytest
+
+from kbgraph.query.propagation import LearnedPool
+from kbgraph.query.ranking import feature_rows, load_model, score_rows
+from kbgraph.query.ranking_blend import blend_order, blend_scores, standardised
+from kbgraph.query.ranking_gbm import default_blend_path
+from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows
+from kbgraph.settings import Settings
+from tests.unit.test_ranking_gbm import QUESTION, _walk, pool
 
 
 def test_standardised_has_mean_0_and_deviation_1_and_keeps_the_order() -> None:
@@ -24,3 +35,28 @@ def test_the_blend_is_the_weighted_sum_of_the_standardised_scores() -> None:
     assert np.allclose(blend_scores(learned, gbm, 0.5), want)
     assert list(np.argsort(-blend_scores(learned, gbm, 0.0))) == [0, 2, 1]  # weight 0: the learned order
     assert list(np.argsort(-blend_scores(learned, gbm, 100.0))) == [1, 2, 0]  # the gbm's, at a large weight
+
+
+@pytest.mark.parametrize("head_k", [0, 2, 3])
+def test_the_head_is_reordered_by_its_own_list_features(head_k: int) -> None:
+    cands, texts = pool()
+    ids = [f"c{i}" for i in range(len(cands))]
+    learned = score_rows(load_model(None), feature_rows(QUESTION, cands))
+    top = set(np.argsort(-learned, kind="stable")[:head_k].tolist()) if head_k else set(range(len(cands)))
+    head = [i for i in range(len(cands)) if i in top]  # in pool order
+    model = json.loads(default_blend_path().read_text(encoding="utf-8"))
+    rows = list_rows(QUESTION, [cands[i] for i in head], [texts[i] for i in head])  # over the head alone
+    trees = np.array([_walk(model, dict(zip(GBM_FEATURES, row, strict=True))) for row in rows])
+    zl, zg = learned[head] - learned[head].mean(), trees - trees.mean()
+    expected = {ids[i]: zl[j] / learned[head].std() + 0.5 * zg[j] / trees.std() for j, i in enumerate(head)}
+    want = sorted(expected, key=lambda cid: (-expected[cid], cid))
+    want += [ids[i] for i in sorted(set(range(len(cands))) - top, key=lambda i: (-learned[i], i))]
+
+    settings = Settings(ranker="blend", ranker_blend_weight=0.5, ranker_blend_k=head_k)
+    got, scores, ranking = blend_order(None, settings, QUESTION, LearnedPool(ids, cands, texts), 10, True)  # type: ignore[arg-type]  # no statement: the texts are given
+    assert got == want
+    for cid in got:
+        assert sum(t.contribution for t in ranking[cid]) == pytest.approx(scores[cid], abs=1e-12)
+        if cid in expected:
+            assert scores[cid] == pytest.approx(expected[cid], abs=1e-9)
+    assert [scores[cid] for cid in got] == sorted(scores.values(), reverse=True)

@@ -154,10 +154,11 @@ def test_a_secret_value_is_written_as_whether_it_is_set() -> None:
     assert rf._plain([Path("/a"), Path("/b")]) == ["/a", "/b"]
 
 
-def test_the_blend_ranker_is_identified_by_both_shipped_models_and_its_weight() -> None:
+def test_the_blend_ranker_is_identified_by_both_shipped_models_its_weight_and_its_head() -> None:
     blend = rf.ranker_identity(Settings(ranker="blend"))
     learned = rf.ranker_identity(Settings(ranker="learned"))
     gbm = rf.ranker_identity(Settings(ranker="gbm"))
     assert blend["model_sha256"] and blend["model_sha256"] not in (learned["model_sha256"], gbm["model_sha256"])
-    assert blend["blend_weight"] == 0.25
+    assert (blend["blend_weight"], blend["blend_k"]) == (4.0, 15)
     assert rf.ranker_identity(Settings(ranker="blend", ranker_blend_weight=1.0))["blend_weight"] == 1.0
+    assert rf.ranker_identity(Settings(ranker="blend", ranker_blend_k=0))["blend_k"] == 0
