@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kbgraph.query.adjacency import Adjacency, shared_adjacency
@@ -287,7 +288,10 @@ class LearnedPool(NamedTuple):
 
     ids: list[str]
     candidates: list[RankCandidate]
-    texts: list[str] | None = None  # their texts, when the adjacency gave them (the gbm ranker's list features)
+    texts: list[str] | None = None  # their texts, when given (the gbm ranker's list features)
+    #: reads the texts of chunk ids, when the adjacency holds them: the gbm and blend rankers read only the texts of
+    #: candidates they have not seen before (kbgraph.query.ranking_gbm ``pool_facts``)
+    read_texts: Callable[[Sequence[str]], list[str]] | None = None
 
 
 def learned_pool(
@@ -299,8 +303,8 @@ def learned_pool(
     term gets its exact similarity as one, added to ``terms`` and ``scores`` (so ``--explain`` shows it).
     Chunks of incomplete documents leave the pool. ``reached`` (:attr:`Scored.reached`): the titles and exact
     similarities :func:`score_terms` read, so no statement is sent; without it, ``retrieve/chunk_details`` gives
-    the titles and ``store.chunk_similarities`` the similarities. ``view`` (the adjacency): the pool's texts too,
-    for the gbm and blend rankers (kbgraph.query.ranking_gbm ``pool_facts``), which then send no statement."""
+    the titles and ``store.chunk_similarities`` the similarities. ``view`` (the adjacency): where the gbm and blend rankers read the
+    candidates' texts (kbgraph.query.ranking_gbm ``pool_facts``), which then send no statement."""
     head = ranked[: max(settings.retrieval.ranker_pool, k)]
     extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
     missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]
@@ -325,11 +329,11 @@ def learned_pool(
     best = seeds.bm25[0][1] if seeds.bm25 else 0.0
     bm25_rank = {cid: i for i, (cid, _) in enumerate(seeds.bm25)}
     pool_ids = [c for c in ids if c in titles]
-    texts = view.texts(pool_ids) if view is not None and settings.retrieval.ranker in ("gbm", "blend") else None
+    read_texts = view.texts if view is not None and settings.retrieval.ranker in ("gbm", "blend") else None
     return LearnedPool(pool_ids, [
         RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
                       bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
-        for c in pool_ids], texts)  # fmt: skip
+        for c in pool_ids], None, read_texts)  # fmt: skip
 
 
 def _learned_order(

@@ -32,7 +32,6 @@ or text starts with it. Everything is computed from the candidates' titles and t
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -118,72 +117,79 @@ def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts],
         return out
     base = feature_rows(question, pool) if base is None else base
     out[:, : len(FEATURES)] = base
-    col = {f: i for i, f in enumerate(GBM_FEATURES)}
-    terms = base[:, [FEATURES.index(layer) for layer in LAYERS[1:]]]  # Chunk's rank is rank_chunk
+    terms = base[:, _TERM_COLUMNS]  # Chunk's rank is rank_chunk
     rank = np.empty_like(terms)
     np.put_along_axis(rank, np.argsort(-terms, axis=0, kind="stable"), np.arange(n, dtype=float)[:, None], axis=0)
-    out[:, [col[f"rank_{layer}"] for layer in LAYERS[1:]]] = np.where(terms > 0, 1.0 / (1.0 + rank), 0.0)
+    out[:, _RANK_COLUMNS] = np.where(terms > 0, 1.0 / (1.0 + rank), 0.0)
     titles = [_title(c.title) for c in pool]
     lowered = [f[0] for f in facts]
     # question coverage: cover[i, b] = c_i has a word starting with the question's stem b
     stems = question_stems(question)
     cover = np.zeros((n, max(1, len(stems))), dtype=bool)
     for b, stem in enumerate(stems):
-        for i, text in enumerate(lowered):
-            if stem in text and contains_phrase(text, stem, prefix=True):
-                cover[i, b] = True
-    fi = {f: i for i, f in enumerate(FEATURES)}
+        cover[:, b] = [stem in text and contains_phrase(text, stem, prefix=True) for text in lowered]
     anchors = {
-        "q": [i for i in range(n) if base[i, fi["title_in_q"]] > 0],
-        "chunk": [int(i) for i in np.argsort(-base[:, fi["Chunk"]], kind="stable")[:TOP]],
+        "q": np.flatnonzero(base[:, _TITLE_IN_Q] > 0).tolist(),
+        "chunk": np.argsort(-base[:, _CHUNK], kind="stable")[:TOP].tolist(),
         "weighted": list(range(min(TOP, n))),
-        "bm25": [int(i) for i in np.argsort(-base[:, fi["rank_bm25"]], kind="stable")[:TOP] if base[i, fi["rank_bm25"]] > 0],
+        "bm25": [i for i in np.argsort(-base[:, _RANK_BM25], kind="stable")[:TOP].tolist() if base[i, _RANK_BM25] > 0],
     }  # fmt: skip
-    # names shared with an anchor, weighted by how few pool chunks have them (a name of the question is no bridge)
+    every = sorted({j for js in anchors.values() for j in js})  # the anchors, each once
+    at = {j: k for k, j in enumerate(every)}
     found = [f[1] for f in facts]
-    wanted = frozenset().union(*(found[j] for js in anchors.values() for j in js))
-    having: dict[str, list[int]] = {}
-    for i, ns in enumerate(found):
-        for x in ns & wanted:
-            having.setdefault(x, []).append(i)
-    qtokens = set(_WORD.findall(question.lower()))
-    in_q = {w.capitalize() for w in qtokens} | set(_WORD.findall(question))
-    weight = [0.0, *(1.0 / math.log2(1 + k) for k in range(1, n + 1))]  # by the number of chunks naming it
-    own = np.unique([c.title for c in pool], return_inverse=True)[1]
-    rel: dict[int, np.ndarray] = {}  # anchor -> (n, len(RELATIONS)), 0 for candidates of the anchor's title
-    for j in {j for js in anchors.values() for j in js}:
-        r = np.zeros((len(RELATIONS), n))
-        ent, bridge = [0.0] * n, [0.0] * n
-        for x in found[j]:
-            at = having[x]
-            w = weight[len(at)]
-            for i in at:
-                if w > ent[i]:
-                    ent[i] = w
-            if x not in in_q:
-                for i in at:
-                    if w > bridge[i]:
-                        bridge[i] = w
-        r[0], r[1] = ent, bridge
-        lj, tj = lowered[j], titles[j]
-        r[2] = [1.0 if ti and ti in lj and contains_phrase(lj, ti) else 0.0 for ti in titles]
-        if tj:
-            r[3] = [1.0 if tj in li and contains_phrase(li, tj) else 0.0 for li in lowered]
-        if stems:
-            r[4] = (cover | cover[j]).sum(axis=1) / len(stems)
-        r[:, own == own[j]] = 0.0
-        rel[j] = r.T
-    first = col[f"{RELATIONS[0]}_{ANCHORS[0]}"]
+    in_q = {w.capitalize() for w in _WORD.findall(question.lower())} | set(_WORD.findall(question))
+    rel = _relations(titles, lowered, found, every, cover if stems else None, in_q, [c.title for c in pool])
     for ai, a in enumerate(ANCHORS):
         if anchors[a]:
-            start = first + ai * len(RELATIONS)
-            out[:, start : start + len(RELATIONS)] = np.max([rel[j] for j in anchors[a]], axis=0)
+            start = _FIRST_RELATION + ai * len(RELATIONS)
+            out[:, start : start + len(RELATIONS)] = rel[[at[j] for j in anchors[a]]].max(axis=0)
     sizes = np.array([len(ns) for ns in found], dtype=float)
     in_names = np.array([len(ns & in_q) for ns in found], dtype=float)
-    out[:, col["q_names"]] = np.divide(in_names, sizes, out=np.zeros(n), where=sizes > 0)
-    out[:, col["q_cover"]] = cover.sum(axis=1) / len(stems) if stems else 0.0
+    out[:, _COL["q_names"]] = np.divide(in_names, sizes, out=np.zeros(n), where=sizes > 0)
+    out[:, _COL["q_cover"]] = cover.sum(axis=1) / len(stems) if stems else 0.0
     seen: dict[str, int] = {}
+    doc_rank = _COL["doc_rank"]
     for i, c in enumerate(pool):
-        out[i, col["doc_rank"]] = seen.get(c.title, 0)
+        out[i, doc_rank] = seen.get(c.title, 0)
         seen[c.title] = seen.get(c.title, 0) + 1
     return out
+
+
+def _relations(titles: list[str], lowered: list[str], found: list[frozenset[str]], every: list[int],
+               cover: np.ndarray | None, in_q: set[str], own_titles: list[str]) -> np.ndarray:  # fmt: skip
+    """float64 (len(every), n, len(RELATIONS)): each anchor's relations to every candidate (the module's table), 0
+    for the candidates of the anchor's own title."""
+    n, m = len(found), len(every)
+    # names shared with an anchor, weighted by how few pool chunks have them (a name of the question is no bridge)
+    wanted = frozenset().union(*(found[j] for j in every))
+    index = {x: v for v, x in enumerate(wanted)}
+    has = np.zeros((n, len(index)), dtype=bool)
+    for i, ns in enumerate(found):
+        for x in ns & wanted:
+            has[i, index[x]] = True
+    count = has.sum(axis=0)
+    weight = np.divide(1.0, np.log2(1.0 + count), out=np.zeros(len(index)), where=count > 0)
+    rel = np.zeros((m, n, len(RELATIONS)))
+    if len(index):
+        bridge = weight * np.array([x not in in_q for x in index])
+        anchor = has[every]  # (m, names)
+        rel[:, :, 0] = (has[None, :, :] * (anchor * weight)[:, None, :]).max(axis=2)
+        rel[:, :, 1] = (has[None, :, :] * (anchor * bridge)[:, None, :]).max(axis=2)
+    for k, j in enumerate(every):
+        lj, tj = lowered[j], titles[j]
+        rel[k, :, 2] = [1.0 if ti and ti in lj and contains_phrase(lj, ti) else 0.0 for ti in titles]
+        if tj:
+            rel[k, :, 3] = [1.0 if tj in li and contains_phrase(li, tj) else 0.0 for li in lowered]
+    if cover is not None:
+        rel[:, :, 4] = (cover[None, :, :] | cover[every][:, None, :]).sum(axis=2) / cover.shape[1]
+    ids: dict[str, int] = {}
+    own = np.array([ids.setdefault(t, len(ids)) for t in own_titles])
+    rel[own[every][:, None] == own[None, :]] = 0.0
+    return rel
+
+
+_COL = {f: i for i, f in enumerate(GBM_FEATURES)}
+_TERM_COLUMNS = [FEATURES.index(layer) for layer in LAYERS[1:]]
+_RANK_COLUMNS = [_COL[f"rank_{layer}"] for layer in LAYERS[1:]]
+_TITLE_IN_Q, _CHUNK, _RANK_BM25 = FEATURES.index("title_in_q"), FEATURES.index("Chunk"), FEATURES.index("rank_bm25")
+_FIRST_RELATION = _COL[f"{RELATIONS[0]}_{ANCHORS[0]}"]
