@@ -366,7 +366,7 @@ class RetrievalSettings(SettingsGroup):
         "(docs/benchmarks.md, \"The blend ranker over the learned head\").")
     ranker_blend_k: int = Field(
         15, ge=0, description="ranker 'blend': how many of the learned ranker's best candidates the blend "
-        "re-orders (the head; 0 = the whole pool). The rest follow in the learned order.")
+        "re-orders (the head; 0 = the whole pool, by the same model). The rest follow in the learned order.")
     ranker_model: UserPath | None = Field(
         None, description="A ranker model written by `kbgraph rank train` (--model gbm for ranker 'gbm'; default: "
         "the shipped one of the ranker, fitted on the repo's 2Wiki, MuSiQue and HotpotQA sets).")

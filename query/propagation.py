@@ -303,8 +303,8 @@ def learned_pool(
     term gets its exact similarity as one, added to ``terms`` and ``scores`` (so ``--explain`` shows it).
     Chunks of incomplete documents leave the pool. ``reached`` (:attr:`Scored.reached`): the titles and exact
     similarities :func:`score_terms` read, so no statement is sent; without it, ``retrieve/chunk_details`` gives
-    the titles and ``store.chunk_similarities`` the similarities. ``view`` (the adjacency): where the gbm and blend rankers read the
-    candidates' texts (kbgraph.query.ranking_gbm ``pool_facts``), which then send no statement."""
+    the titles and ``store.chunk_similarities`` the similarities. ``view`` (the adjacency): where the gbm and blend
+    rankers read the candidates' texts (kbgraph.query.ranking_gbm ``pool_facts``), which then send no statement."""
     head = ranked[: max(settings.retrieval.ranker_pool, k)]
     extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
     missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]
