@@ -9,7 +9,7 @@ with the best summed ``--choose`` figure on the two other sets (ties: the smalle
 held-out set's figures at that pair are reported.
 
     .venv/bin/python benchmarks/ranker_blend.py --pools /tmp/lean/head/pools [--heads 0,10,15,20,30]
-        [--weights 0,0.25,0.5,1,2,4,100] [--choose r2+r5|r5] [--gbm-features text]
+        [--weights 0,0.25,0.5,1,2,4,100] [--choose r2+r5|r5] [--gbm-features text] [--held-store neo4j]
 
 ``--pools``: the cached pools of ``benchmarks/ranker_compare.py --home H --pools P`` (step 1; that script dumps
 them from the knowledge bases of ``benchmarks/ranker_loso.py --home H``).
@@ -53,8 +53,9 @@ def head_rows(p: QuestionPool, head: np.ndarray, key: tuple[object, ...]) -> np.
 
 
 def fold(data: dict[str, tuple[GraphData, list[QuestionPool]]], held: str, lin: Ranker, k: int, keep: list[int],
-         weights: list[float]) -> dict[float, dict[int, float]]:  # fmt: skip
-    """{w: the held-out set's recall} for head ``k``: the gbm fitted on the heads (by ``lin``) of the other sets."""
+         weights: list[float], scored: tuple[GraphData, list[QuestionPool]]) -> dict[float, dict[int, float]]:  # fmt: skip
+    """{w: the recall of ``scored`` (the held-out set's pools)} for head ``k``: the gbm fitted on the heads (by
+    ``lin``) of the other sets."""
 
     def head(p: QuestionPool, g: GraphData) -> np.ndarray:
         return head_of(lin(p, g), k)
@@ -84,7 +85,7 @@ def fold(data: dict[str, tuple[GraphData, list[QuestionPool]]], held: str, lin: 
 
         return score
 
-    graph, pools = data[held]
+    graph, pools = scored
     return {v: recall_model(pools, graph, ranker(v), KS) for v in weights}
 
 
@@ -97,11 +98,19 @@ def main() -> None:
     ap.add_argument("--choose", default="r2+r5", choices=["r2+r5", "r5"])
     ap.add_argument("--gbm-features", default="text", help='the gbm\'s features: "text" (the shipped ranker\'s) '
                     'or "text-<relation>..." without some (ranker_features.make_ranker; --heads 0 only)')
+    ap.add_argument("--held-store", default="", choices=["", "neo4j"], help="score each held-out set on its pools "
+                    "from this store's knowledge base (<set>_neo4j.pkl of ranker_compare.py --store neo4j); the fits "
+                    "stay on --pools' own")
     args = ap.parse_args()
     data: dict[str, tuple[GraphData, list[QuestionPool]]] = {}
     for name in args.sets.split(","):
         with open(Path(args.pools) / f"{name}.pkl", "rb") as f:
             data[name] = pickle.load(f)
+    scored = dict(data)  # the pools each held-out set is scored on
+    if args.held_store:
+        for name in data:
+            with open(Path(args.pools) / f"{name}_{args.held_store}.pkl", "rb") as f:
+                scored[name] = pickle.load(f)
     heads = [int(k) for k in args.heads.split(",")]
     weights = [float(w) for w in args.weights.split(",")]
     keep = [GBM_FEATURES.index(f) for f in GBM_FEATURES
@@ -110,7 +119,7 @@ def main() -> None:
     for held in data:
         lin = make_ranker("linear", "base", data, [o for o in data if o != held])
         for k in heads:
-            for v, got in fold(data, held, lin, k, keep, weights).items():
+            for v, got in fold(data, held, lin, k, keep, weights, scored[held]).items():
                 table[(held, k, v)] = got
     print("Leave-one-set-out passage recall (%) R@1 / R@2 / R@5 / R@10; k = the head the blend re-orders (0: the "
           "whole pool), w = the gbm's weight (0: the linear ranker)")  # fmt: skip

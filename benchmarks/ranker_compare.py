@@ -43,8 +43,10 @@ _GRAPH = {
 }  # fmt: skip
 
 
-def dump(name: str, home: Path, out: Path) -> tuple[GraphData, list[QuestionPool]]:
-    """Step 1 for one set (see the module docstring); cached in ``out/<name>.pkl``."""
+def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tuple[GraphData, list[QuestionPool]]:
+    """Step 1 for one set (see the module docstring) on the knowledge base ``<name>_<store_name>`` (Neo4j's: the
+    local server of benchmarks/query.py in ``<home>/neo4j-<name>``); cached in ``out/<name>.pkl`` (FalkorDB) or
+    ``out/<name>_neo4j.pkl``."""
     from kbgraph.eval.dataset import load_dataset
     from kbgraph.eval.metrics import passage_id
     from kbgraph.kb import KnowledgeBase
@@ -54,7 +56,13 @@ def dump(name: str, home: Path, out: Path) -> tuple[GraphData, list[QuestionPool
     from kbgraph.settings import Settings
 
     ds = load_dataset(MULTIHOP / SETS[name])
-    settings = Settings(home=home, name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None)
+    settings = Settings(home=home, name=f"{name}_{store_name}", falkor_idle_timeout=600, llm_model=None)
+    local = None
+    if store_name == "neo4j":
+        from bench_neo4j import start_local_neo4j
+
+        settings, local = start_local_neo4j(settings, home / f"neo4j-{name}", bolt_port=17688, http_port=17475,
+                                            timeout=180)  # fmt: skip
     with KnowledgeBase(settings=settings) as kb:
         if ds.corpus_path is not None:
             kb.ingest([ds.corpus_path], progress=False)
@@ -91,8 +99,10 @@ def dump(name: str, home: Path, out: Path) -> tuple[GraphData, list[QuestionPool
                 texts=pool_texts(store, found.ids) if found else [],
             ))  # fmt: skip
         print(f"{name}: {len(pools)} pools in {time.perf_counter() - t0:.0f} s", flush=True)
+    if local is not None:
+        local.stop()
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / f"{name}.pkl", "wb") as f:
+    with open(out / (f"{name}.pkl" if store_name == "falkordb" else f"{name}_{store_name}.pkl"), "wb") as f:
         pickle.dump((graph, pools), f)
     return graph, pools
 
@@ -195,6 +205,8 @@ def main() -> None:
     ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
     ap.add_argument("--pools", default="/tmp/ranker-pools", help="folder of the cached pools (step 1)")
     ap.add_argument("--redump", action="store_true", help="rebuild the cached pools")
+    ap.add_argument("--store", default="falkordb", choices=("falkordb", "neo4j"), help="the knowledge bases the pools "
+                    "are dumped from (neo4j: benchmarks/query.py's, pools cached as <set>_neo4j.pkl)")
     ap.add_argument("--dump-only", action="store_true")
     ap.add_argument("--models", default="linear,lgbm,hgb")
     ap.add_argument("--features", default="base,list")
@@ -213,12 +225,12 @@ def main() -> None:
         return
     data = {}
     for name in args.sets.split(","):
-        cached = Path(args.pools) / f"{name}.pkl"
+        cached = Path(args.pools) / (f"{name}.pkl" if args.store == "falkordb" else f"{name}_{args.store}.pkl")
         if cached.exists() and not args.redump:
             with open(cached, "rb") as f:
                 data[name] = pickle.load(f)
         else:
-            data[name] = dump(name, Path(args.home), Path(args.pools))
+            data[name] = dump(name, Path(args.home), Path(args.pools), args.store)
     if args.write_gbm:
         write_gbm(data, args)
     if args.write_blend:
