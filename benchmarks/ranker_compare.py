@@ -3,7 +3,12 @@ candidates (LightGBM lambdarank, scikit-learn HistGradientBoosting) with or with
 and leave-one-set-out (fit on the other sets, score the held-out one), from the same query-time pools.
 
     .venv/bin/python benchmarks/ranker_compare.py --home /work/recall-home --pools /work/recall-home/pools \
-        [--sets 2wiki,musique,hotpotqa] [--models linear,lgbm,hgb] [--features base,list] [--redump]
+        [--sets 2wiki,musique,hotpotqa] [--models linear,lgbm,hgb] [--features base,list] [--redump] \
+        [--store falkordb|neo4j] [--write-gbm] [--write-blend 15]
+
+``--write-gbm`` and ``--write-blend K`` fit the shipped gbm models (the gbm ranker's; the blend ranker's, on the
+heads of the shipped learned ranker) on every set's pools; ``--store neo4j`` dumps the pools from the Neo4j
+knowledge bases of benchmarks/query.py instead (cached as ``<set>_neo4j.pkl``).
 
 Step 1 (once per knowledge base, cached under ``--pools``): for every question, the learned ranker's pool
 exactly as at query time (kbgraph.query.propagation ``learned_pool``: the best ``ranker_pool`` chunks of the
