@@ -10,6 +10,7 @@ held-out set's figures at that pair are reported.
 
     .venv/bin/python benchmarks/ranker_blend.py --pools /tmp/lean/head/pools [--heads 0,10,15,20,30]
         [--weights 0,0.25,0.5,1,2,4,100] [--choose r2+r5|r5] [--gbm-features text] [--held-store neo4j]
+        [--gbm-kind lgbm:n_estimators=150|lgbm]
 
 ``--pools``: the cached pools of ``benchmarks/ranker_compare.py --home H --pools P`` (step 1; that script dumps
 them from the knowledge bases of ``benchmarks/ranker_loso.py --home H``).
@@ -34,6 +35,7 @@ from kbgraph.query.ranking_blend import blend_scores  # noqa: E402
 from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows  # noqa: E402
 
 KS = (1, 2, 5, 10)
+KIND = "lgbm:n_estimators=150"  # ranker_features.fit_model's kind of the gbm (--gbm-kind)
 BASE = [EVERY.index(f) for f in FEATURES]
 
 
@@ -53,9 +55,10 @@ def head_rows(p: QuestionPool, head: np.ndarray, key: tuple[object, ...]) -> np.
 
 
 def fold(data: dict[str, tuple[GraphData, list[QuestionPool]]], held: str, lin: Ranker, k: int, keep: list[int],
-         weights: list[float], scored: tuple[GraphData, list[QuestionPool]]) -> dict[float, dict[int, float]]:  # fmt: skip
+         weights: list[float], scored: tuple[GraphData, list[QuestionPool]], kind: str = KIND,
+         ) -> dict[float, dict[int, float]]:  # fmt: skip
     """{w: the recall of ``scored`` (the held-out set's pools)} for head ``k``: the gbm fitted on the heads (by
-    ``lin``) of the other sets."""
+    ``lin``) of the other sets, a model of ``kind`` (ranker_features.fit_model)."""
 
     def head(p: QuestionPool, g: GraphData) -> np.ndarray:
         return head_of(lin(p, g), k)
@@ -73,7 +76,7 @@ def fold(data: dict[str, tuple[GraphData, list[QuestionPool]]], held: str, lin: 
             w.append(np.full(len(y[-1]), 1.0 / len(ps)))
             groups.append(len(y[-1]))
     wt = np.concatenate(w)
-    gbm = fit_model("lgbm", np.vstack(x), np.concatenate(y), wt * len(wt) / wt.sum(), groups)
+    gbm = fit_model(kind, np.vstack(x), np.concatenate(y), wt * len(wt) / wt.sum(), groups)
 
     def ranker(v: float) -> Ranker:
         def score(p: QuestionPool, g: GraphData) -> np.ndarray:
@@ -101,6 +104,9 @@ def main() -> None:
     ap.add_argument("--held-store", default="", choices=["", "neo4j"], help="score each held-out set on its pools "
                     "from this store's knowledge base (<set>_neo4j.pkl of ranker_compare.py --store neo4j); the fits "
                     "stay on --pools' own")
+    ap.add_argument("--gbm-kind", default=KIND, help="the gbm's model (ranker_features.fit_model): the shipped "
+                    "blend.json's by default (BLEND_PARAMS of ranker_compare.py); 'lgbm' = the gbm ranker's 300 trees; "
+                    "'lgbm:n_estimators=100+num_leaves=7' changes LightGBM's parameters")
     args = ap.parse_args()
     data: dict[str, tuple[GraphData, list[QuestionPool]]] = {}
     for name in args.sets.split(","):
@@ -119,7 +125,7 @@ def main() -> None:
     for held in data:
         lin = make_ranker("linear", "base", data, [o for o in data if o != held])
         for k in heads:
-            for v, got in fold(data, held, lin, k, keep, weights, scored[held]).items():
+            for v, got in fold(data, held, lin, k, keep, weights, scored[held], args.gbm_kind).items():
                 table[(held, k, v)] = got
     print("Leave-one-set-out passage recall (%) R@1 / R@2 / R@5 / R@10; k = the head the blend re-orders (0: the "
           "whole pool), w = the gbm's weight (0: the linear ranker)")  # fmt: skip
