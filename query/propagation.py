@@ -288,9 +288,8 @@ class LearnedPool(NamedTuple):
 
     ids: list[str]
     candidates: list[RankCandidate]
-    texts: list[str] | None = None  # their texts, when given (the gbm ranker's list features)
     #: reads the texts of chunk ids, when the adjacency holds them: the gbm and blend rankers read only the texts of
-    #: candidates they have not seen before (kbgraph.query.ranking_gbm ``pool_facts``)
+    #: candidates they have not seen before (kbgraph.query.ranking_gbm ``pool_facts``); None: a statement reads them
     read_texts: Callable[[Sequence[str]], list[str]] | None = None
 
 
@@ -333,7 +332,7 @@ def learned_pool(
     return LearnedPool(pool_ids, [
         RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
                       bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
-        for c in pool_ids], None, read_texts)  # fmt: skip
+        for c in pool_ids], read_texts)  # fmt: skip
 
 
 def _learned_order(

@@ -61,7 +61,6 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
     n = len(ids)
     head = list(range(n)) if size <= 0 or size >= n else sorted(np.argsort(-raw_learned, kind="stable")[:size].tolist())
     part = type(pool)(ids=[ids[i] for i in head], candidates=[pool.candidates[i] for i in head],
-                      texts=None if pool.texts is None else [pool.texts[i] for i in head],
                       read_texts=pool.read_texts)  # fmt: skip
     raw_gbm = load_gbm_model(default_blend_path()).score(gbm_rows(store, question, part, base[head]))
     learned, gbm = standardised(raw_learned[head]), standardised(raw_gbm)

@@ -230,16 +230,13 @@ def pool_texts(store: GraphStore, ids: Sequence[str]) -> list[str]:
 def pool_facts(store: GraphStore, pool: LearnedPool) -> list[Facts]:
     """The :data:`~kbgraph.query.ranking_lists.Facts` of each candidate of ``pool``, in order: kept in this
     process for the last :data:`CACHED_CHUNKS` chunks (a chunk id names its text: ``stable_id('chunk',
-    document, order, sha256(text))``), the others' texts taken from ``pool.texts``, read by ``pool.read_texts`` (the
-    adjacency's) or read with :func:`pool_texts` (one statement, none when every candidate is kept)."""
+    document, order, sha256(text))``), the others' texts read by ``pool.read_texts`` (the adjacency's) or
+    with :func:`pool_texts` (one statement, none when every candidate is kept)."""
     keys = [(cid, c.title) for cid, c in zip(pool.ids, pool.candidates, strict=True)]
     with _LOCK:
         missing = [key for key in keys if key not in _FACTS]
     if missing:
-        if pool.texts is not None:
-            text_of = dict(zip(pool.ids, pool.texts, strict=True))
-            texts = [text_of[cid] for cid, _ in missing]
-        elif pool.read_texts is not None:  # the adjacency's (kbgraph.query.adjacency): no statement
+        if pool.read_texts is not None:  # the adjacency's (kbgraph.query.adjacency): no statement
             texts = pool.read_texts([cid for cid, _ in missing])
         else:
             texts = pool_texts(store, [cid for cid, _ in missing])

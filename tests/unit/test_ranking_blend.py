@@ -53,7 +53,9 @@ def test_the_head_is_reordered_by_its_own_list_features(head_k: int) -> None:
     want += [ids[i] for i in sorted(set(range(len(cands))) - top, key=lambda i: (-learned[i], i))]
 
     settings = Settings(ranker="blend", ranker_blend_weight=0.5, ranker_blend_k=head_k)
-    got, scores, ranking = blend_order(None, settings, QUESTION, LearnedPool(ids, cands, texts), 10, True)  # type: ignore[arg-type]  # no statement: the texts are given
+    text_of = dict(zip(ids, texts, strict=True))
+    pool_ = LearnedPool(ids, cands, lambda wanted: [text_of[cid] for cid in wanted])  # no statement: texts given
+    got, scores, ranking = blend_order(None, settings, QUESTION, pool_, 10, True)  # type: ignore[arg-type]
     assert got == want
     for cid in got:
         assert sum(t.contribution for t in ranking[cid]) == pytest.approx(scores[cid], abs=1e-12)
