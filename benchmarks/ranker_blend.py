@@ -31,7 +31,7 @@ from ranker_features import (EVERY, GraphData, QuestionPool, Ranker, fit_model, 
                              make_ranker, recall_model)  # fmt: skip
 
 from kbgraph.query.ranking import FEATURES, Candidate  # noqa: E402
-from kbgraph.query.ranking_blend import blend_scores  # noqa: E402
+from kbgraph.query.ranking_blend import blend_scores, head_of  # noqa: E402
 from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows  # noqa: E402
 
 KS = (1, 2, 5, 10)
@@ -39,14 +39,7 @@ KIND = "lgbm:n_estimators=150"  # ranker_features.fit_model's kind of the gbm (-
 BASE = [EVERY.index(f) for f in FEATURES]
 
 
-def head_of(scores: np.ndarray, k: int) -> np.ndarray:
-    """The positions of the best ``k`` of ``scores`` (all when k is 0 or the pool is smaller), in pool order."""
-    if k <= 0 or k >= len(scores):
-        return np.arange(len(scores))
-    return np.sort(np.argsort(-scores, kind="stable")[:k])
-
-
-def head_rows(p: QuestionPool, head: np.ndarray, key: tuple[object, ...]) -> np.ndarray:
+def head_rows(p: QuestionPool, head: list[int], key: tuple[object, ...]) -> np.ndarray:
     """The gbm's feature rows of the head ``head`` of ``p`` (list features over the head only), cached."""
     if key not in p._cache:
         cands = [Candidate.model_validate(p.candidates[i]) for i in head]
@@ -60,7 +53,7 @@ def fold(data: dict[str, tuple[GraphData, list[QuestionPool]]], held: str, lin: 
     """{w: the recall of ``scored`` (the held-out set's pools)} for head ``k``: the gbm fitted on the heads (by
     ``lin``) of the other sets, a model of ``kind`` (ranker_features.fit_model)."""
 
-    def head(p: QuestionPool, g: GraphData) -> np.ndarray:
+    def head(p: QuestionPool, g: GraphData) -> list[int]:
         return head_of(lin(p, g), k)
 
     def rows(p: QuestionPool, g: GraphData) -> np.ndarray:

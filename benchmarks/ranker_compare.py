@@ -141,6 +141,7 @@ def write_blend(data: dict[str, tuple[GraphData, list[QuestionPool]]], args: arg
     from kbgraph.eval.rank_train import LabelledPool, write_model
     from kbgraph.eval.rank_train_gbm import fit_gbm
     from kbgraph.query.ranking import Candidate, feature_rows, load_model, score_rows
+    from kbgraph.query.ranking_blend import head_of
     from kbgraph.query.ranking_gbm import default_blend_path
     from kbgraph.query.ranking_lists import list_rows
 
@@ -152,10 +153,10 @@ def write_blend(data: dict[str, tuple[GraphData, list[QuestionPool]]], args: arg
             if not p.ids:
                 continue
             cands = [Candidate.model_validate(c) for c in p.candidates]
-            scores = score_rows(learned, feature_rows(p.question, cands))
-            head = sorted(np.argsort(-scores, kind="stable")[:k].tolist())
+            head = head_of(score_rows(learned, feature_rows(p.question, cands)), k)
+            passages = passages_of(p.ids, graph)
             heads.append(LabelledPool(rows=list_rows(p.question, [cands[i] for i in head], [p.texts[i] for i in head]),
-                                      labels=labels_of(p, graph)[head], passages=[passages_of(p.ids, graph)[i] for i in head],
+                                      labels=labels_of(p, graph)[head], passages=[passages[i] for i in head],
                                       gold=p.gold))  # fmt: skip
         by_set[SETS[name].replace("/", "_")] = heads
     model = fit_gbm(by_set, pool=k, params=BLEND_PARAMS)

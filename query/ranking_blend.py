@@ -30,7 +30,7 @@ from kbgraph.store import GraphStore
 if TYPE_CHECKING:
     from kbgraph.query.propagation import LearnedPool
 
-__all__ = ["blend_order", "blend_scores", "standardised"]
+__all__ = ["blend_order", "blend_scores", "head_of", "standardised"]
 
 
 def standardised(scores: np.ndarray) -> np.ndarray:
@@ -43,6 +43,13 @@ def standardised(scores: np.ndarray) -> np.ndarray:
 def blend_scores(learned: np.ndarray, gbm: np.ndarray, weight: float) -> np.ndarray:
     """float64 (n,): ``standardised(learned) + weight * standardised(gbm)``, the two rankers' scores of one pool."""
     return standardised(learned) + weight * standardised(gbm)
+
+
+def head_of(scores: np.ndarray, k: int) -> list[int]:
+    """The positions of the best ``k`` of ``scores`` (ties: the earlier), in pool order; every position when ``k``
+    is 0 or the pool has no more than ``k``: the blend's head, from the learned ranker's scores."""
+    n = len(scores)
+    return list(range(n)) if k <= 0 or k >= n else sorted(np.argsort(-scores, kind="stable")[:k].tolist())
 
 
 def blend_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
@@ -59,7 +66,7 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
     base = feature_rows(question, pool.candidates)  # the linear features, the first columns of the gbm's rows
     raw_learned = score_rows(load_model(None), base)
     n = len(ids)
-    head = list(range(n)) if size <= 0 or size >= n else sorted(np.argsort(-raw_learned, kind="stable")[:size].tolist())
+    head = head_of(raw_learned, size)
     part = type(pool)(ids=[ids[i] for i in head], candidates=[pool.candidates[i] for i in head],
                       read_texts=pool.read_texts)  # fmt: skip
     raw_gbm = load_gbm_model(default_blend_path()).score(gbm_rows(store, question, part, base[head]))
