@@ -145,17 +145,21 @@ def eval_cmd(
         return
     table = Table(title=f"{summary.dataset['name']}: {summary.questions} questions")
     table.add_column("method", no_wrap=True)
-    for col in ("n", "EM", "F1", "Acc", *[f"R@{k}" for k in summary.ks], "SF", "R@5 ÷ dense"):
+    paged = any(m.metrics.get(f"page@{summary.ks[0]}") is not None for m in summary.methods.values())
+    # a long-document set (kbgraph.eval.pages): page@k and doc@k in place of passage recall
+    rcols = [f"{w}@{k}" for w in ("page", "doc") for k in summary.ks] if paged else [f"R@{k}" for k in summary.ks] + ["SF"]
+    base = "page@5" if paged else "R@5"
+    for col in ("n", "EM", "F1", "Acc", *rcols, f"{base} ÷ dense"):
         table.add_column(col, justify="right")
 
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{100 * v:.1f}"
 
     for name, m in summary.methods.items():
-        ratio = m.ratios.get("dense", {}).get("R@5")
+        ratio = m.ratios.get("dense", {}).get(base)
         table.add_row(name, str(m.questions), pct(m.metrics.get("em")), pct(m.metrics.get("f1")),
-                      pct(m.metrics.get("accuracy")), *[pct(m.metrics.get(f"R@{k}")) for k in summary.ks],
-                      pct(m.metrics.get("sf_recall")), "–" if ratio is None else f"{ratio:.2f}x")  # fmt: skip
+                      pct(m.metrics.get("accuracy")), *[pct(m.metrics.get("sf_recall" if c == "SF" else c)) for c in rcols],
+                      "–" if ratio is None else f"{ratio:.2f}x")  # fmt: skip
     common.console.print(table)
     for why in dict.fromkeys(summary.skipped.values()):
         names = ", ".join(n for n, w in summary.skipped.items() if w == why)

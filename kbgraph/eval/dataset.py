@@ -2,7 +2,11 @@
 
 ``<prefix>.questions.jsonl``: one ``{"id", "question", "answers", "gold_titles", "gold_passage_ids", "meta"}``
 a line; ``<prefix>.corpus.jsonl`` beside it: ``{"id", "title", "text"}`` passages (one passage = one Document
-of the knowledge base, whose URI fragment is the passage id: kbgraph.ingest.parse). A data set is named by
+of the knowledge base, whose URI fragment is the passage id: kbgraph.ingest.parse).
+
+A long-document set (``examples/longdoc``) has a documents folder instead of a corpus: ``<prefix>.documents/``
+or ``documents/`` beside the questions file, ingested as it is, and questions with ``"gold_pages": [{"document":
+"<path relative to that folder>", "page": <1-based page>}]`` (kbgraph.eval.pages: page@k, doc@k). A data set is named by
 its prefix path, its questions file, or a folder holding one questions file (:func:`load_dataset`).
 Questions are sampled reproducibly with ``random.Random(seed)`` (:func:`select_questions`).
 """
@@ -19,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import ConfigError
+from kbgraph.eval.pages import GoldPage
 
 
 class EvalQuestion(BaseModel):
@@ -29,15 +34,23 @@ class EvalQuestion(BaseModel):
     answers: list[str] = Field(default_factory=list)
     gold_titles: list[str] = Field(default_factory=list)
     gold_passage_ids: list[str] = Field(default_factory=list)
+    gold_pages: list[GoldPage] = Field(default_factory=list)  # long-document sets (kbgraph.eval.pages)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def gold_page_keys(self) -> list[str]:
+        """The evidence pages as ``"<document>#p<page>"`` keys (kbgraph.eval.pages.page_key)."""
+        return [g.key for g in self.gold_pages]
 
 
 class Dataset(BaseModel):
-    """A question file, the passage corpus beside it (None if absent) and the name the KB gets."""
+    """A question file, the passage corpus or documents folder beside it (None if absent) and the name the KB
+    gets."""
 
     name: str
     questions_path: Path
     corpus_path: Path | None = None
+    documents_path: Path | None = None  # a long-document set's folder (kbgraph.eval.pages)
     questions: list[EvalQuestion] = Field(default_factory=list, repr=False)
 
 
@@ -78,10 +91,37 @@ def load_dataset(path: str | Path) -> Dataset:
             raise ConfigError(f"{qpath.name} line {lineno}: not a question object ({str(exc).splitlines()[0]})") from exc
     if not questions:
         raise ConfigError(f"{qpath} has no questions")
+    documents = _documents_folder(qpath, prefix)
+    _check_gold_documents(qpath, documents, questions)
     return Dataset(
         name=_safe_name(f"{qpath.parent.name}_{prefix}"), questions_path=qpath,
-        corpus_path=corpus if corpus.is_file() else None, questions=questions,
+        corpus_path=corpus if corpus.is_file() else None, documents_path=documents, questions=questions,
     )  # fmt: skip
+
+
+def _documents_folder(qpath: Path, prefix: str) -> Path | None:
+    """``<prefix>.documents/`` beside the questions file, else ``documents/``, else None."""
+    for candidate in (qpath.with_name(f"{prefix}.documents"), qpath.with_name("documents")):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def _check_gold_documents(qpath: Path, documents: Path | None, questions: Sequence[EvalQuestion]) -> None:
+    """Raises ConfigError when a question has gold pages but there is no documents folder, or names a document
+    that is not in it (a bare file name matches the file in any of its folders)."""
+    paged = [q for q in questions if q.gold_pages]
+    if not paged:
+        return
+    if documents is None:
+        raise ConfigError(f"{qpath.name}: questions have gold_pages but there is no documents folder beside it "
+                          f"({qpath.name[: -len('.questions.jsonl')]}.documents/ or documents/)")  # fmt: skip
+    names = {p.name for p in documents.rglob("*") if p.is_file()}
+    for q in paged:
+        for g in q.gold_pages:
+            if not (documents / g.document).is_file() and not ("/" not in g.document and g.document in names):
+                raise ConfigError(f"{qpath.name}: question {q.id} names gold document {g.document!r}, "
+                                  f"which is not in {documents}")  # fmt: skip
 
 
 def select_questions(questions: Sequence[EvalQuestion], *, sample: int | None, limit: int | None,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kbgraph.eval.pages import page_metric_keys
 from kbgraph.eval.runfolder import REPORT, QuestionRecord
 from kbgraph.eval.summary import BASELINES, NO_RETRIEVAL, EvalSummary
 
@@ -124,6 +125,22 @@ def _class_table(s: EvalSummary) -> list[str]:
     return lines + [""]
 
 
+def _page_table(s: EvalSummary, ret_ms: list[str]) -> list[str]:
+    """The report's page-level section for a long-document set (kbgraph.eval.pages): page@k, doc@k and
+    page_recall@k per retrieval method; no lines when no question has gold pages."""
+    keys = page_metric_keys(s.ks)
+    paged = [m for m in ret_ms if any(s.methods[m].metrics.get(k) is not None for k in keys)]
+    if not paged:
+        return []
+    lines = ["## Evidence pages (gold_pages)", "", "| method | n | " + " | ".join(keys) + " |",
+             "|---|---|" + "---|" * len(keys)]  # fmt: skip
+    for m in paged:
+        lines.append(f"| {m} | {s.methods[m].questions} | " + " | ".join(_pct(s.methods[m].metrics.get(k)) for k in keys) + " |")
+    return lines + ["", "page@k: one of the first k chunks lies on an evidence page of its document; doc@k: one of "
+                    "them comes from a gold document; page_recall@k: the share of evidence pages the first k chunks "
+                    "lie on (k counted in chunks).", ""]  # fmt: skip
+
+
 def write_report(run_dir: Path, summary: EvalSummary) -> Path:
     """``report.md``: configuration, tables (answer metrics, retrieval, ratios, tokens, latency), plots."""
     s = summary
@@ -171,6 +188,7 @@ def write_report(run_dir: Path, summary: EvalSummary) -> Path:
             for m in with_ratio:
                 lines.append(f"| {m} | " + " | ".join(_x(ms[m].ratios.get(b, {}).get(k)) for b in bases for k in rkeys) + " |")
             lines.append("")
+    lines += _page_table(s, ret_ms)
     lines += _class_table(s)
     if llm_ms:
         lines += ["## Tokens per question (means)", "", "| method | LLM calls | prompt | completion | total | "

@@ -66,6 +66,9 @@ class QuestionRecord(BaseModel):
     metrics: dict[str, float | None] = Field(default_factory=dict)
     retrieved_chunk_ids: list[str] = Field(default_factory=list)
     retrieved_passage_ids: list[str] = Field(default_factory=list)
+    # long-document sets (kbgraph.eval.pages): the evidence pages and each retrieved chunk's page key, in rank order
+    gold_pages: list[str] = Field(default_factory=list)
+    retrieved_pages: list[str] = Field(default_factory=list)
     trace: list[dict[str, Any]] = Field(default_factory=list)
     rationale: str = ""
     judgement: str | None = None
@@ -204,6 +207,7 @@ def run_identity(kb: EvalTarget, dataset: Dataset, *, seed: int, sample: int | N
     identity = {
         "format": IDENTITY_FORMAT, "kbgraph": kbgraph_version(),
         "dataset": str(dataset.questions_path), "corpus": str(dataset.corpus_path) if dataset.corpus_path else None,
+        **({"documents": str(dataset.documents_path)} if dataset.documents_path else {}),
         "seed": seed, "sample": sample, "depth": depth, "kb": kb.name, "backend": backend_name(s),
         "embedding_model": s.embedding.embedding_model, "embedding_dimension": s.embedding.embedding_dimension,
         "llm_model": s.llm.llm_model, "judge_model": judge_model,

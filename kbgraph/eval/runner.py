@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from kbgraph.errors import ConfigError, StoreError
 from kbgraph.eval.dataset import Dataset, EvalQuestion, load_dataset, select_questions
+from kbgraph.eval.pages import page_key, page_metrics, relative_document
 from kbgraph.eval.report import write_plots, write_report
 from kbgraph.eval.runfolder import (
     RESULTS,
@@ -57,6 +58,7 @@ from kbgraph.eval.summary import (
 )
 from kbgraph.eval import metrics as M
 from kbgraph.ingest.progress import HEARTBEAT_SECONDS
+from kbgraph.ingest.sources import file_of
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.ask import answer_question, clean_question
 from kbgraph.query.context import QueryContext
@@ -99,8 +101,9 @@ class MethodRunner:
     question is recorded with its error (retried on resume), a failing store raises."""
 
     def __init__(self, kb: EvalTarget, llm: LLM | None, *, depth: int, ks: Sequence[int], judge: bool,
-                 judge_model: str | None):  # fmt: skip
+                 judge_model: str | None, documents: Path | None = None):  # fmt: skip
         self.kb, self.llm, self.depth, self.ks = kb, llm, depth, list(ks)
+        self.documents = documents  # a long-document set's folder: chunks' documents are named relative to it
         self.judge, self.judge_model = judge, judge_model
         self._prepared: set[str] = set()
         self._ctx: QueryContext | None = None
@@ -128,7 +131,7 @@ class MethodRunner:
     def run(self, method: str, q: EvalQuestion) -> QuestionRecord:
         """``method`` on ``q``: the record with retrieved chunks and passages, metrics, tokens and latency."""
         rec = QuestionRecord(question_id=q.id, method=method, question=q.question, gold_answers=q.answers,
-                             gold_passage_ids=q.gold_passage_ids)  # fmt: skip
+                             gold_passage_ids=q.gold_passage_ids, gold_pages=q.gold_page_keys)  # fmt: skip
         try:
             if METHODS[method].kind == "retrieval":
                 t0 = time.perf_counter()
@@ -139,14 +142,22 @@ class MethodRunner:
                 chunks = self._ask(method, q, rec)
             rec.retrieved_chunk_ids = [c.id for c in chunks]
             rec.retrieved_passage_ids = M.passage_ids(c.document_uri for c in chunks)
+            if rec.gold_pages:
+                rec.retrieved_pages = self.page_keys(chunks)
             if method not in NO_RETRIEVAL:  # zero-shot CoT retrieves nothing: no retrieval metrics
                 rec.metrics.update(retrieval_metrics(rec.retrieved_passage_ids, q.gold_passage_ids, self.ks))
+                rec.metrics.update(page_metrics(rec.retrieved_pages, rec.gold_pages, self.ks))
         except (StoreError, KeyboardInterrupt):
             raise
         except Exception as exc:  # one question failing does not stop the run; it is retried on resume
             rec.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
         rec.finished_at = utc_now()
         return rec
+
+    def page_keys(self, chunks: Sequence[ScoredChunk]) -> list[str]:
+        """Each chunk's ``"<document>#p<page>"`` key (kbgraph.eval.pages), its document named relative to the
+        set's documents folder, in rank order."""
+        return [page_key(relative_document(file_of(c.document_uri), self.documents), c.page) for c in chunks]
 
     def _ask(self, method: str, q: EvalQuestion, rec: QuestionRecord) -> list[ScoredChunk]:
         meter = UsageMeter(self.llm)
@@ -196,11 +207,13 @@ def _check_options(methods: Sequence[str] | None, ks: Sequence[int], depth: int,
 
 def _ingest_corpus(kb: EvalTarget, ds: Dataset, progress: bool | None,
                    say: Callable[[str], None]) -> dict[str, object] | None:  # fmt: skip
-    """Ingest the data set's corpus (incremental); the report's counts, or None without a corpus."""
-    if ds.corpus_path is None:
+    """Ingest the data set's corpus or documents folder (incremental); the report's counts, or None without
+    either."""
+    source = ds.corpus_path or ds.documents_path
+    if source is None:
         return None
-    say(f"ingesting {ds.corpus_path.name} into knowledge base {kb.name!r} (incremental)")
-    report = kb.ingest([ds.corpus_path], progress=progress)
+    say(f"ingesting {source.name} into knowledge base {kb.name!r} (incremental)")
+    report = kb.ingest([source], progress=progress)
     info: dict[str, object] = report.model_dump(include={"status", "added", "updated", "unchanged", "failed", "chunks"})
     info["seconds"] = round(report.seconds.get("total", 0.0), 2)
     if report.failed:
@@ -265,7 +278,8 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
 
     questions = select_questions(ds.questions, sample=sample, limit=limit, seed=seed)
     results = Results(run_dir / RESULTS)
-    runner = MethodRunner(kb, llm, depth=depth, ks=ks, judge=judge, judge_model=judge_model)
+    runner = MethodRunner(kb, llm, depth=depth, ks=ks, judge=judge, judge_model=judge_model,
+                          documents=ds.documents_path)  # fmt: skip
     new, reused = _run_pending(runner, results, questions, active, progress, say)
 
     records = [results.records[(q.id, m)] for q in questions for m in active if (q.id, m) in results.records]
@@ -274,6 +288,7 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
         run_dir=run_dir.resolve(),
         dataset={"name": ds.name, "questions_path": str(ds.questions_path),
                  "corpus_path": str(ds.corpus_path) if ds.corpus_path else None,
+                 "documents_path": str(ds.documents_path) if ds.documents_path else None,
                  "questions_total": len(ds.questions), "questions_selected": len(questions)},
         config={**identity, "methods": methods, "limit": limit, "ks": ks, "judge": judge},
         versions=package_versions(),

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from kbgraph.eval.runfolder import QuestionRecord
 from kbgraph.eval import metrics as M
+from kbgraph.eval.pages import page_metric_keys, page_metrics
 from kbgraph.query.methods import METHODS
 from kbgraph.query.methods import NO_RETRIEVAL as NO_RETRIEVAL  # re-exported (kbgraph.eval.report)
 from kbgraph.llm.base import LLM
@@ -146,6 +147,10 @@ def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: 
             per = [retrieval_metrics(r.retrieved_passage_ids, r.gold_passage_ids, ks) for r in ok]
             for key in rkeys:
                 ms.metrics[key] = M.mean(p[key] for p in per)
+            paged = [page_metrics(r.retrieved_pages, r.gold_pages, ks) for r in ok if r.gold_pages]
+            if paged:  # a long-document set (kbgraph.eval.pages)
+                for key in page_metric_keys(ks):
+                    ms.metrics[key] = M.mean(p[key] for p in paged)
         if answers:
             for key in ANSWER_METRICS:
                 ms.metrics[key] = M.mean(r.metrics.get(key) for r in ok)
@@ -168,7 +173,8 @@ def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: 
             continue
         for base in BASELINES:
             if base in out:
-                ms.ratios[base] = {key: _ratio(ms.metrics.get(key), out[base].metrics.get(key)) for key in rkeys}
+                keys = rkeys + [k for k in page_metric_keys(ks) if k in ms.metrics]
+                ms.ratios[base] = {key: _ratio(ms.metrics.get(key), out[base].metrics.get(key)) for key in keys}
     return out
 
 

@@ -28,8 +28,9 @@ def target(tmp_path: Path, **settings: Any) -> SimpleNamespace:
     return SimpleNamespace(settings=s, name=s.name)
 
 
-#: A stand-in Dataset: run_identity reads its two paths only.
-DATASET = cast("Dataset", SimpleNamespace(questions_path=Path("examples/multihop/2wiki/2wiki.jsonl"), corpus_path=None))
+#: A stand-in Dataset: run_identity reads its three paths only.
+DATASET = cast("Dataset", SimpleNamespace(questions_path=Path("examples/multihop/2wiki/2wiki.jsonl"), corpus_path=None,
+                                             documents_path=None))
 
 
 def identity(tmp_path: Path, **settings: Any) -> dict[str, Any]:
