@@ -1,8 +1,0 @@
-// Create or update Document nodes (information-resource layer). status 'writing' until the whole
-// document is written; ingestion sets 'complete' last (see mark_documents_complete).
-UNWIND $rows AS row
-MERGE (d:Document {id: row.id})
-SET d.uri = row.uri, d.title = row.title, d.mime = row.mime, d.sha256 = row.sha256,
-    d.ingested_at = row.ingested_at, d.summary = row.summary, d.ocr = row.ocr, d.ocr_pages = row.ocr_pages,
-    d.status = 'writing',
-    d.embedding = row.embedding

@@ -1,2 +1,0 @@
-// kbgraph schema (range index on Chunk.document_id, for deleting a document's subgraph); created idempotently by GraphStore.ensure_schema.
-CREATE INDEX chunk_document_id IF NOT EXISTS FOR (n:Chunk) ON (n.document_id)

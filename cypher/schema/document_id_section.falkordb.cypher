@@ -1,2 +1,0 @@
-// kbgraph schema (range index on Section.document_id, for deleting a document's subgraph); created idempotently by GraphStore.ensure_schema.
-CREATE INDEX FOR (n:Section) ON (n.document_id)

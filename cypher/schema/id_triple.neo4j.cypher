@@ -1,2 +1,0 @@
-// kbgraph schema (uniqueness of Triple.id); created idempotently by GraphStore.ensure_schema.
-CREATE CONSTRAINT triple_id IF NOT EXISTS FOR (n:Triple) REQUIRE n.id IS UNIQUE

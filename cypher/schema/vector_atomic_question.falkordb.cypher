@@ -1,3 +1,0 @@
-// kbgraph schema (vector index on AtomicQuestion.embedding, cosine (HNSW)); created idempotently by GraphStore.ensure_schema.
-CREATE VECTOR INDEX FOR (n:AtomicQuestion) ON (n.embedding)
-OPTIONS {dimension: $dimension, similarityFunction: 'cosine', M: $m, efConstruction: $ef_construction, efRuntime: $ef_runtime}
