@@ -1,5 +1,10 @@
 """Every Neo4j Cypher statement under cypher/ must pass the official Neo4j Cypher linter.
 
+What is linted is the Neo4j rendering of each statement: the text ``kbgraph.cypher.load(name, "neo4j")`` sends to
+Neo4j, with the fragments of a templated file (``{{vector: $embedding}}``, ...) filled in from
+cypher/fragments/neo4j.cypher, so every fragment Neo4j defines is linted where it is used. A whole-file variant of
+another store (``.falkordb.cypher``) and that store's fragments are not linted (they are not Neo4j's Cypher).
+
 The linter is ``@neo4j-cypher/language-support`` (tests/lint/package.json), run by tests/lint/lint.mjs in ONE node
 process for all statements, against tests/lint/neo4j-5.26-schema.json: the procedures and functions of a real
 Neo4j 5.26 Community server, so a call to APOC, GDS or a FalkorDB-only routine (``db.idx.*``, ``vecf32``) is an
@@ -44,6 +49,7 @@ MUST_FAIL = {
     "unknown function (APOC)": "RETURN apoc.text.join(['a', 'b'], ',') AS s",
     "FalkorDB-only procedure": "CALL db.idx.vector.queryNodes('Chunk', 'embedding', 10, vecf32($q)) YIELD node RETURN node",
     "undefined variable": "MATCH (n) RETURN m",
+    "a fragment left unrendered": "MATCH (c:Chunk {id: $id}) SET c.embedding = {{vector: $embedding}}",
 }
 # Neo4j 5.26 statements the server accepts (checked with EXPLAIN): the linter must not flag them.
 MUST_PASS = {
@@ -118,9 +124,20 @@ def run_lint(items: list[dict[str, str]]) -> dict[str, dict[str, Any]]:
 
 
 def _neo4j_statements() -> dict[str, tuple[Path, str]]:
-    """{name: (file, text without // comments)} for every statement served to the neo4j backend."""
+    """{name: (file, its Neo4j rendering: no // comments, fragments filled in)} for every statement served to the
+    neo4j backend."""
     files = kcypher.statements("neo4j")
     return {name: (path, kcypher.load(name, "neo4j")) for name, path in files.items()}
+
+
+def test_templated_statements_are_linted_as_rendered() -> None:
+    """The files that name fragments are linted too, as Neo4j is sent them (no linter needed to check that)."""
+    statements = _neo4j_statements()
+    templated = [n for n, (p, _) in statements.items() if kcypher.placeholders(kcypher.strip_comments(p.read_text()))]
+    assert len(templated) >= 50, f"only {len(templated)} templated statements found"
+    for name in templated:
+        _, text = statements[name]
+        assert "{{" not in text and text == kcypher.load(name, "neo4j"), name
 
 
 #: the statements ({name: (file, text)}) and the linter's result of each statement and canary (JSON, by name)
