@@ -12,7 +12,9 @@ refused (fail closed), and tests/test_serve_authz.py walks the application's own
 * ``open``: no key needed (``GET /healthz``);
 * ``key``: any valid key (the API description; ``/readyz`` shows names and paths only to an unrestricted key;
   ``/v1/jobs/{id}`` answers only for a job of a knowledge base the key may use);
-* ``read`` / ``write`` on the knowledge base ``{name}`` of the path (kbgraph.serve.access.RIGHTS);
+* ``read`` / ``write`` on the knowledge base ``{name}`` of the path (kbgraph.serve.access.RIGHTS); a body that
+  asks a read route to write needs ``write`` too, checked by the route with :func:`require` (``POST .../ask``
+  with ``"save": true`` writes the rationale into the graph);
 * ``tools``: the MCP endpoint, where each tool call is checked against the key (kbgraph.serve.mcp).
 
 Without any key configured (loopback only: kbgraph.serve.guard.check_bind) every right is granted.
@@ -88,6 +90,18 @@ def key_of(request: Request) -> KeyScope | None:
 def unrestricted(key: KeyScope | None) -> bool:
     """True for no keys configured, ``KBGRAPH_API_KEY`` or a key with every right on every knowledge base."""
     return key is None or key is MASTER or (key.kbs == ("*",) and key.rights >= MASTER.rights)
+
+
+def require(request: Request, name: str, right: str, why: str) -> None:
+    """Raise Forbidden unless the request's key has ``right`` on knowledge base ``name``, its message beginning
+    with ``why`` (what in the request needs it); nothing without keys configured."""
+    key = key_of(request)
+    if key is None:
+        return
+    try:
+        key.check(check_name(name), right)
+    except Forbidden as exc:
+        raise Forbidden(f"{why} and needs the {right!r} right: {exc}") from None
 
 
 async def authorize(request: Request) -> None:

@@ -15,7 +15,8 @@ from kbgraph.query.rationale import SavedRationale
 class AskRequest(BaseModel):
     """``method``: any method name ``KnowledgeBase.ask`` takes (None = its default: Algorithm 1 with an LLM,
     retrieval only without); an unknown one is a 400 naming the choices. ``k``: evidence chunks of a
-    retrieval-only answer. ``save``: write the rationale into the graph (``saved`` in the response)."""
+    retrieval-only answer. ``save``: write the rationale into the graph (``saved`` in the response; needs the
+    ``write`` right)."""
 
     question: str
     method: str | None = None

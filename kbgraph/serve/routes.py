@@ -39,7 +39,7 @@ from kbgraph.text import one_line
 
 from kbgraph.models import StoreStats
 from kbgraph.serve.errors import status_of
-from kbgraph.serve.authz import authorize, key_of, unrestricted
+from kbgraph.serve.authz import authorize, key_of, require, unrestricted
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.models import (
@@ -106,7 +106,10 @@ def ask(name: str, body: AskRequest, request: Request) -> Response:
     an LLM, retrieval only without). 400 for an empty or over-long question or an unknown method. With
     ``"stream": true`` or ``Accept: text/event-stream``: Server-Sent Events (delta, round, answer, done; see the
     module doc). The AskResponse is validated once, where it is built, and sent as its own JSON: returned as a
-    model, FastAPI would validate and serialise it again in its thread pool."""
+    model, FastAPI would validate and serialise it again in its thread pool. ``"save": true`` writes into the
+    graph: 403 for a key without the ``write`` right on the knowledge base."""
+    if body.save:
+        require(request, name, "write", 'saving the rationale ("save": true) writes it into the knowledge base')
     accept = request.headers.get("accept", "")
     if body.stream or ("text/event-stream" in accept and "application/json" not in accept):
         check_name(name)

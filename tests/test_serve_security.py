@@ -1,0 +1,130 @@
+"""Issue 58's security review of `kbgraph serve`, findings 2-7, each red on the code it reviewed: a real server
+(uvicorn in this process) over embedded FalkorDB stores in the default layout (a folder and a server per
+knowledge base), keys made in a keys file.
+
+2. a ``read`` key cannot save a rationale (``"save": true`` writes into the graph: 403 naming ``write``);
+3. a served knowledge base that does not exist is not made by ``/readyz`` or a read (404, no folder, no server);
+4. no folder of the home (``bm25`` and the others of kbgraph.home) names a knowledge base (400; ConfigError in
+   the CLI), and no module names a home folder but through kbgraph.home;
+5. a JSON body that is not UTF-8, or a question with a lone surrogate, is a 4xx with a JSON body (never a 500);
+6. a restricted key sees only its own jobs, and no absolute server path (job paths, document URIs, the store's
+   location); an unrestricted key sees what it saw before;
+7. ``serve_max_open_kbs`` bounds the store servers too (an evicted knowledge base's server stops), and an upload
+   refused by its type is not kept in ``uploads/``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+httpx = pytest.importorskip("httpx")
+mcp = pytest.importorskip("mcp")
+
+from kbgraph.kb import KnowledgeBase  # noqa: E402
+from kbgraph.serve.access import add_key  # noqa: E402
+from kbgraph.serve.app import create_app  # noqa: E402
+from kbgraph.settings import Settings  # noqa: E402
+from tests.serve_fixture import offline, running  # noqa: E402
+
+if TYPE_CHECKING:
+    from httpx import Client
+
+NOTE = "# Kentucky checks\n\nKentucky had 12,155 handgun checks in November 2015, says the NICS report.\n"
+FERRY = "# Ferry\n\nThe ferry to Kilnsea leaves at 7 every morning.\n"
+QUESTION = "How many handgun checks were there in Kentucky?"
+REPO = Path(__file__).resolve().parent.parent
+
+#: (settings of the home's ``default``, the allowed ingest root holding the notes)
+Home = tuple[Settings, Path]
+#: (settings with a keys file, {role: key})
+Keyed = tuple[Settings, dict[str, str]]
+
+
+def _h(key: str | None, **more: str) -> dict[str, str]:
+    return {**({"Authorization": f"Bearer {key}"} if key else {}), **more}
+
+
+def _redis_servers(home: Path, name: str | None = None) -> int:
+    """redis-server processes of the embedded stores under ``home`` (of its folder ``name`` only, if given)."""
+    needle = str(home / name if name else home).encode()
+    count = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"redis-server" in cmd and needle in cmd:
+            count += 1
+    return count
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory, falkor_home: Path, embed_cache_dir: Path) -> Iterator[Home]:
+    """A home in the default layout holding ``default`` (a note) and ``other`` (a note); the model files shared
+    with the session's home; the notes' folder is the server's one ingest root."""
+    base = tmp_path_factory.mktemp("sechome")
+    (base / "models").symlink_to(falkor_home / "models", target_is_directory=True)
+    docs = tmp_path_factory.mktemp("secdocs")
+    (docs / "kentucky.md").write_text(NOTE)
+    (docs / "ferry.md").write_text(FERRY)
+    settings = offline(Settings(home=base, name="default", falkor_idle_timeout=0, embedding_cache_dir=embed_cache_dir,
+                                serve_ingest_roots=[docs], mcp_allow_ingest=True))  # fmt: skip
+    for name, doc in (("default", "kentucky.md"), ("other", "ferry.md")):
+        with KnowledgeBase(settings=settings.updated({"name": name})) as kb:
+            kb.reset()
+            assert kb.ingest([docs / doc], progress=False).added == 1
+    yield settings, docs
+    from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+    for folder in base.iterdir():
+        if (folder / "falkordb.log").exists():
+            EmbeddedFalkorDB(folder).stop()
+
+
+@pytest.fixture()
+def keyed(home: Home, tmp_path: Path) -> Keyed:
+    """``reader``: read on default and ghost; ``writer`` and ``writer2``: read and write on default; ``admin``:
+    every right on every knowledge base."""
+    settings, _ = home
+    path = tmp_path / "keys.toml"
+    made: dict[str, str] = {}
+    for role, kbs, rights in (("reader", ["default", "ghost"], ["read"]), ("writer", ["default"], ["read", "write"]),
+                              ("writer2", ["default"], ["read", "write"]), ("admin", ["*"], ["read", "write"])):
+        made[role], _ = add_key(path, kbs=kbs, rights=rights, name=role)  # fmt: skip
+    return settings.updated({"api_keys_file": path}), made
+
+
+def _wait_job(c: Client, job_id: str, key: str | None, timeout: float = 300) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        job: dict[str, Any] = c.get(f"/v1/jobs/{job_id}", headers=_h(key)).json()
+        if job.get("status") in ("done", "failed") or time.monotonic() > deadline:
+            return job
+        time.sleep(0.2)
+
+
+# --- 2. a read key writes into the graph -------------------------------------------------------------------------
+def test_a_read_key_cannot_save_a_rationale(keyed: Keyed) -> None:
+    settings, k = keyed
+    ask = {"question": QUESTION, "save": True}
+    with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
+        before = c.get("/v1/kb/default/stats", headers=_h(k["admin"])).json()["nodes"].get("Question", 0)
+        for body in (ask, {**ask, "stream": True}):
+            r = c.post("/v1/kb/default/ask", json=body, headers=_h(k["reader"]))
+            assert r.status_code == 403, r.text
+            detail = r.json()["detail"]
+            assert "'write'" in detail and '"save"' in detail, detail
+        assert c.get("/v1/kb/default/stats", headers=_h(k["admin"])).json()["nodes"].get("Question", 0) == before
+        # the same key may ask without saving; a key that may write saves
+        assert c.post("/v1/kb/default/ask", json={"question": QUESTION}, headers=_h(k["reader"])).status_code == 200
+        saved = c.post("/v1/kb/default/ask", json=ask, headers=_h(k["writer"]))
+        assert saved.status_code == 200 and saved.json()["saved"], saved.text
+        assert c.get("/v1/kb/default/stats", headers=_h(k["admin"])).json()["nodes"].get("Question", 0) == before + 1
