@@ -128,3 +128,25 @@ def test_a_read_key_cannot_save_a_rationale(keyed: Keyed) -> None:
         saved = c.post("/v1/kb/default/ask", json=ask, headers=_h(k["writer"]))
         assert saved.status_code == 200 and saved.json()["saved"], saved.text
         assert c.get("/v1/kb/default/stats", headers=_h(k["admin"])).json()["nodes"].get("Question", 0) == before + 1
+
+
+# --- 3. a read creates the served knowledge base -----------------------------------------------------------------
+def test_a_served_ghost_is_not_made_by_a_read(keyed: Keyed) -> None:
+    settings, k = keyed
+    base = settings.home
+    app = create_app(settings.updated({"name": "ghost"}))
+    with running(app) as url, httpx.Client(base_url=url, timeout=120) as c:
+        for role in ("reader", "admin"):
+            r = c.get("/readyz", headers=_h(k[role]))
+            assert r.status_code == 200 and r.json()["status"] == "ready", (role, r.text)
+        assert not (base / "ghost").exists() and _redis_servers(base, "ghost") == 0
+        admin = c.get("/readyz", headers=_h(k["admin"])).json()
+        assert admin["kb"] == "ghost" and admin["exists"] is False and "ghost" not in admin["open"], admin
+        for path in ("documents", "stats", "browse/top_entities"):
+            r = c.get(f"/v1/kb/ghost/{path}", headers=_h(k["reader"]))
+            assert r.status_code == 404 and "no knowledge base 'ghost'" in r.json()["detail"], (path, r.text)
+        r = c.post("/v1/kb/ghost/ask", json={"question": QUESTION}, headers=_h(k["reader"]))
+        assert r.status_code == 404, r.text
+        assert app.state.pool.names() == []
+    assert not (base / "ghost").exists()
+    assert _redis_servers(base, "ghost") == 0

@@ -16,9 +16,9 @@ FalkorDB server of a KB folder stays up while the pool's connections are open; i
 the service closes them. Ingestion opens a store of its own (:meth:`KBPool.fresh`) so that reads go on while a
 job writes (PIKE-RAG §5.1: only complete documents are read).
 
-A read never makes a knowledge base: :meth:`KBPool.use` opens an existing one (or the served one) and raises
-KnowledgeBaseNotFound (404) otherwise, before any folder, server or connection is made; only a write (an ingest
-job, :meth:`KBPool.fresh`, or ``use(name, create=True)``) makes one. At most ``serve_max_open_kbs`` are open at
+A read never makes a knowledge base, the served one (``settings.name``) included: :meth:`KBPool.use` opens an
+existing one and raises KnowledgeBaseNotFound (404) otherwise, before any folder, server or connection is made;
+only a write (an ingest job, :meth:`KBPool.fresh`, or ``use(name, create=True)``) makes one. At most ``serve_max_open_kbs`` are open at
 once: the least recently used idle one is closed to open another (TooManyOpen, 503, when all are in use).
 
 On Neo4j one knowledge base is one database: the configured knowledge base (``settings.name``) uses
@@ -147,7 +147,7 @@ class KBPool:
         the next caller opens a new one (starting the embedded server again if it stopped), the old one is closed
         when its last caller leaves.
 
-        Only an existing knowledge base is opened, unless ``create`` (a write) or ``name`` is the served one:
+        Only an existing knowledge base is opened (the served one too), unless ``create`` (a write):
         KnowledgeBaseNotFound (404) otherwise, with nothing made on disk and no server started. At most
         ``serve_max_open_kbs`` are open: opening one more closes the least recently used idle one, TooManyOpen
         (503) when all are in use."""
@@ -182,8 +182,9 @@ class KBPool:
         return entry.kb
 
     def exists(self, name: str) -> bool:
-        """True when knowledge base ``name`` is open, is the served one, or exists in the store (found without
-        creating anything: kbgraph.store.knowledge_base_exists)."""
+        """True when knowledge base ``name`` is open or exists in the store (found without creating anything:
+        kbgraph.store.knowledge_base_exists). The served one is no exception: ``kbgraph --kb ghost serve`` serves
+        a knowledge base that its first ingest makes."""
         return self._exists(name, self.settings_for(name))
 
     def _exists(self, name: str, settings: Settings) -> bool:
@@ -191,7 +192,7 @@ class KBPool:
         with self._guard:
             if name in self._open:
                 return True
-        return name == self.settings.name or knowledge_base_exists(settings)
+        return knowledge_base_exists(settings)
 
     def _checkout(self, name: str, create: bool) -> _Open:
         """The open entry of ``name`` (opened now if none), counted as used by one more caller."""

@@ -116,12 +116,14 @@ class BrowseRows(BaseModel):
 
 
 class Ready(BaseModel):
-    """``/readyz``: the default knowledge base's store answered and the embedder is loaded. ``kb``, ``backend``,
-    ``store`` and ``open`` only for an unrestricted caller (kbgraph.serve.authz.unrestricted)."""
+    """``/readyz``: the embedder is loaded and the served knowledge base's store answered, when it exists
+    (``exists`` false: no ingest made it yet, and it was not opened). ``kb``, ``exists``, ``backend``, ``store``
+    and ``open`` only for an unrestricted caller (kbgraph.serve.authz.unrestricted)."""
 
     status: str
     embedder: str
     kb: str | None = None
+    exists: bool | None = None
     backend: str | None = None
     store: str | None = None
     open: list[str] | None = None

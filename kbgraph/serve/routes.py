@@ -33,8 +33,10 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from kbgraph.errors import KBGraphError
+from kbgraph.kb import KnowledgeBase
 from kbgraph.query.ask import clean_question
 from kbgraph.query.methods import get_method
+from kbgraph.store import store_class
 from kbgraph.text import one_line
 
 from kbgraph.models import StoreStats
@@ -82,18 +84,26 @@ def healthz() -> dict[str, str]:
 
 @service.get("/readyz", response_model=Ready, response_model_exclude_none=True, tags=["service"])
 def readyz(request: Request) -> Ready:
-    """Readiness: the default knowledge base's store answers and the embedder is loaded (loading it on the first
-    call: seconds). 503 with the reason otherwise. The served knowledge base, its store and the open ones are
-    shown only to an unrestricted caller (no keys configured, KBGRAPH_API_KEY, or a key with every right on
-    every knowledge base)."""
+    """Readiness: the embedder is loaded (loading it on the first call: seconds) and the served knowledge base's
+    store answers, when that knowledge base exists; one that no ingest made yet is not opened (a read makes
+    nothing), and the server is ready all the same (``exists`` false). 503 with the reason otherwise. The served
+    knowledge base, its store and the open ones are shown only to an unrestricted caller (no keys configured,
+    KBGRAPH_API_KEY, or a key with every right on every knowledge base)."""
     pool = _pool(request)
-    with pool.use(pool.default) as kb:
-        kb.documents(limit=1)
-        model = str(getattr(kb.embedder, "model_name", type(kb.embedder).__name__))
-        if not unrestricted(key_of(request)):
-            return Ready(status="ready", embedder=model)
-        return Ready(status="ready", kb=kb.name, backend=kb.store.backend, store=kb.store.location, embedder=model,
-                     open=pool.names())  # fmt: skip
+    name = pool.default
+    settings = pool.settings_for(name)
+    exists = pool.exists(name)
+    if exists:
+        with pool.use(name) as kb:
+            kb.documents(limit=1)
+            embedder, location = kb.embedder, kb.store.location
+    else:
+        embedder, location = KnowledgeBase(settings=settings).embedder, store_class(settings).kb_location(settings)
+    model = str(getattr(embedder, "model_name", type(embedder).__name__))
+    if not unrestricted(key_of(request)):
+        return Ready(status="ready", embedder=model)
+    return Ready(status="ready", kb=name, exists=exists, backend=store_class(settings).backend, store=location,
+                 embedder=model, open=pool.names())  # fmt: skip
 
 
 @router.post(
