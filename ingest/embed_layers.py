@@ -1,7 +1,8 @@
 """Stage 4 of ingestion: embed the layers of a group of document graphs whose vectors are switched on
 (PIKE-RAG §5.3.1, §4.1: each layer of the knowledge base is searchable by vector; setting ``vector_layers``).
 
-The texts embedded: a Document by its title, a Section by ``"title > path"``, a Chunk by
+The texts embedded: a Document by its title and title alternatives (``DocumentRecord.label``,
+kbgraph.ingest.titles), a Section by ``"title > path"``, a Chunk by
 ``kbgraph.text.index_text`` (the same text the BM25 baseline indexes), an atomic question by its text, a
 triple by ``"subject predicate object"``, an entity by its name. One embedder call per layer for the whole
 group. A layer that is off keeps its nodes, edges and full-text index; its records keep ``embedding=None``
@@ -51,7 +52,7 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, Sequence[LayerRe
         for e in g.entities:
             ents.setdefault(e.id, e)
     return [
-        ("Document", docs, [d.title for d in docs]),
+        ("Document", docs, [d.label for d in docs]),
         ("Section", secs, [f"{g.document.title} > {s.path}" for g in graphs for s in g.sections]),
         ("Chunk", chunks, [index_text(g.document.title, c.section_path, c.kind, c.text, c.summary)
                            for g in graphs for c in g.chunks]),

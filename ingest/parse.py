@@ -35,7 +35,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
@@ -53,6 +53,7 @@ from kbgraph.ingest.ocr import OCR_IMAGES, OcrOptions, parse_image
 from kbgraph.ingest.parse_office import parse_office, unread_reason
 from kbgraph.ingest.parse_pdf import parse_pdf
 from kbgraph.ingest.parse_sheets import parse_sheet_file
+from kbgraph.ingest.titles import choose_title
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,8 @@ class ParsedDocument(BaseModel):
     title: str
     mime: str
     sha256: str
+    #: the other usable titles the file gives (metadata, first-page heading, file name; kbgraph.ingest.titles)
+    title_alternatives: list[str] = Field(default_factory=list)
     elements: list[Element] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     #: pages read by OCR (an image file: its frames), and Tesseract's mean word confidence (0..100) per page
@@ -175,8 +178,13 @@ def _check_file(path: Path, max_bytes: int) -> tuple[str, int]:
     return ext, size
 
 
-def _title_from_stem(path: Path) -> str:
-    return path.stem
+def _first_heading(elements: Sequence[Element]) -> str | None:
+    """The heading that names a document (kbgraph.ingest.titles): its one top-level heading (several are
+    chapters), else the first heading on its first page (a PDF's cover), else None."""
+    top = [e for e in elements if e.kind == "heading" and e.level == 1]
+    if len(top) == 1:
+        return top[0].text
+    return next((e.text for e in elements if e.kind == "heading" and e.page == 1), None)
 
 
 def _ocr_images() -> dict[str, str]:
@@ -228,12 +236,10 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
         elif ext in _ocr_images():
             hint = " (OCR found none)"
         raise IngestError(f"no extractable text in {name}{hint}")
-    if not title:
-        # The one top-level heading names the document; several (chapters) do not: then the file name.
-        top = [e for e in elements if e.kind == "heading" and e.level == 1]
-        title = top[0].text if len(top) == 1 else _title_from_stem(path)
+    choice = choose_title(clean_text(title) if title else None, _first_heading(elements), path)
     return ParsedDocument(
-        uri=path.resolve().as_uri(), title=one_line(clean_text(title), 300),
+        uri=path.resolve().as_uri(), title=one_line(clean_text(choice.title), 300),
+        title_alternatives=[one_line(clean_text(t), 300) for t in choice.alternatives],
         mime=MIME_TYPES.get(ext) or _ocr_images()[ext], sha256=sha,
         elements=elements, warnings=warnings,
     )  # fmt: skip

@@ -51,11 +51,14 @@ def stable_id(prefix: str, *parts: str) -> str:
 
 
 class DocumentRecord(BaseModel):
-    """A source document. ``ocr``: some of its text was read by OCR (a scan, an image), on ``ocr_pages``."""
+    """A source document. ``ocr``: some of its text was read by OCR (a scan, an image), on ``ocr_pages``.
+    ``title_alternatives``: the file's other usable titles (metadata, first-page heading, file name;
+    kbgraph.ingest.titles), named with the title in the Document layer's text (:attr:`label`)."""
 
     id: str
     uri: str
     title: str
+    title_alternatives: list[str] = Field(default_factory=list)
     mime: str
     sha256: str
     ingested_at: str | None = None
@@ -63,6 +66,11 @@ class DocumentRecord(BaseModel):
     ocr: bool = False
     ocr_pages: list[int] = Field(default_factory=list)
     embedding: list[float] | None = None
+
+    @property
+    def label(self) -> str:
+        """The title and its alternatives, ``"title — alternative — ..."``: the text the Document layer embeds."""
+        return " — ".join([self.title, *self.title_alternatives])
 
 
 class SectionRecord(BaseModel):

@@ -1,0 +1,107 @@
+"""A document's title, chosen from what the file says about itself: its metadata title (PDF Info / XMP, Office
+core properties), the heading on its first page, and its file name (issue 56: a PDF's metadata title is often a
+code such as an accession number, a product id or the exporting tool's file name, while the first page and the
+file name say what the document is).
+
+Each candidate is cleaned to one line. A candidate is **unusable** when it is empty, a file name or placeholder
+("Untitled", "Microsoft Word - x.docx"), or a **code**: no word of three letters or more that is not an
+all-capital ticker-like token of four letters or fewer beside digits (``0001018724-18-000005``, ``SP800-61r2``,
+``ADBE 10-K FY22`` is kept: it has a word, but it scores low). Of the usable ones the title is the one with the
+most informative words (distinct words of two letters or more, and four-digit years), the metadata title
+winning ties, then the heading, then the file name. The others are kept as ``alternatives``: the Document
+layer's text (kbgraph.ingest.embed_layers) names all of them, so "FIPS 200" finds the document whose title is
+its first page's heading.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+MAX_TITLE_CHARS = 300
+#: A heading longer than this is a sentence, not a title.
+MAX_HEADING_CHARS = 160
+
+_WS = re.compile(r"\s+")
+_PLACEHOLDER = re.compile(
+    r"(\.(exe|docx?|pdf|tmp|indd|qxd|qxp|rtf|txt|xlsx?|pptx?|odt|dvi|ps|tex)$)|^(untitled|document\d*|title|"
+    r"slide \d+|no title|none|null|unknown)\b",
+    re.I,
+)
+_OFFICE_PREFIX = re.compile(r"^microsoft (word|powerpoint|excel) - ", re.I)
+_WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
+_LONG_WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+_YEAR = re.compile(r"(?<!\d)(1[89]|20)\d\d(?!\d)")
+
+
+class TitleChoice(BaseModel):
+    """The chosen title and the other usable candidates (distinct, in the order metadata, heading, file
+    name)."""
+
+    title: str
+    alternatives: list[str] = Field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """The title and its alternatives as one line, ``"title — alternative — ..."``: the Document layer's
+        text."""
+        return " — ".join([self.title, *self.alternatives])
+
+
+def clean_title(text: str | None) -> str:
+    """``text`` on one line, white space collapsed, an Office export prefix dropped, cut at
+    ``MAX_TITLE_CHARS``."""
+    t = _WS.sub(" ", text or "").strip()
+    return _OFFICE_PREFIX.sub("", t)[:MAX_TITLE_CHARS].strip()
+
+
+def file_name_title(path: str | Path) -> str:
+    """The file name as words: the stem with ``_``, ``-`` runs and dots turned into spaces
+    (``AMAZON_2017_10K.pdf`` -> ``AMAZON 2017 10K``; ``SP800-61rev2`` stays one token per part)."""
+    stem = Path(path).stem
+    return _WS.sub(" ", re.sub(r"[_.]+|(?<=[^\W\d_])-(?=[^\W\d_])", " ", stem)).strip() or Path(path).name
+
+
+def is_code(text: str) -> bool:
+    """True when ``text`` names nothing a reader would search for: no word of three letters or more, or
+    only short all-capital words each glued to digits (an id such as ``SP800-61r2``)."""
+    words = _LONG_WORD.findall(text)
+    if not words:
+        return True
+    tokens = re.split(r"[\s/]+", text)
+    return all(_glued_to_digits(t) for t in tokens if _LONG_WORD.search(t))
+
+
+def _glued_to_digits(token: str) -> bool:
+    return bool(re.search(r"\d", token)) and len(_WORD.findall(token)) <= 2 and len(token) <= 16
+
+
+def usable(text: str) -> bool:
+    """A candidate worth keeping: not empty, not a placeholder or file name, not a code."""
+    return bool(text) and not _PLACEHOLDER.search(text) and not is_code(text)
+
+
+def informativeness(text: str) -> int:
+    """Distinct words of two letters or more (case folded) plus distinct four-digit years."""
+    return len({w.casefold() for w in _WORD.findall(text)}) + len(set(_YEAR.findall(text)))
+
+
+def choose_title(metadata: str | None, heading: str | None, path: str | Path) -> TitleChoice:
+    """The title of the document at ``path`` from its metadata title and first-page heading (either None).
+
+    Returns the most informative usable candidate (ties: metadata, heading, file name) and the others that are
+    usable, distinct ignoring case. The file name is always usable as a last resort: a file whose every
+    candidate is a code gets its file name's words. Never raises."""
+    heading_text = clean_title(heading)
+    candidates = [clean_title(metadata), heading_text if len(heading_text) <= MAX_HEADING_CHARS else "",
+                  file_name_title(path)]  # fmt: skip
+    kept: list[str] = []
+    for c in candidates:
+        if usable(c) and c.casefold() not in {k.casefold() for k in kept}:
+            kept.append(c)
+    if not kept:
+        return TitleChoice(title=candidates[2])
+    best = max(range(len(kept)), key=lambda i: (informativeness(kept[i]), -i))
+    return TitleChoice(title=kept[best], alternatives=[c for i, c in enumerate(kept) if i != best])
