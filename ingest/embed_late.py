@@ -3,8 +3,9 @@ pass also yields the vectors of the chunk's sentence-level atomic tags.
 
 Offline, each sentence of a chunk is an atomic tag (``AtomicQuestion`` of kind 'sentence', paper 003 Table 13;
 ``kbgraph.ingest.distill.tags``). Embedding them in a second pass cost ~72 s of a 2Wiki ingestion
-(docs/benchmarks.md); with late chunking (Günther et al. 2024, arXiv 2409.04701 §3; ``kbgraph.embed.late``)
-a tag's vector is the mean of its tokens' states in its chunk's pass, so it carries the chunk's context.
+(benchmarks/HISTORY.md, "Which layer vectors earn their cost"); with late chunking (Günther et al. 2024, arXiv
+2409.04701 §3; ``kbgraph.embed.late``) a tag's vector is the mean of its tokens' states in its chunk's pass, so it
+carries the chunk's context.
 
 A tag is pooled when it is found in the chunk's embedded text (``kbgraph.text.index_text``), searched in the
 chunk's body (``chunk_body``): first as the exact text, then with any whitespace between its words (the tag's

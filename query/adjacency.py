@@ -18,7 +18,8 @@ a deletion makes the next question read the store again. It is built in a backgr
 of a generation (a one-question process such as ``kbgraph ask`` never builds one); until it is ready, and with
 setting ``adjacency_cache`` off, the two statements are sent as before. Like the BM25 index, documents completed
 inside an ingestion run that is still going are seen when it finishes. Memory: ~9 KB per chunk on the repo's 2Wiki
-corpus (3,463 chunks: 31 MB, of which the unit vectors are 5.3 MB; docs/benchmarks.md); ~2.4-2.8 s to build there.
+corpus (3,463 chunks: 31 MB, of which the unit vectors are 5.3 MB); ~2.4-2.8 s to build there
+(docs/benchmarks.md#the-graph-in-memory-adjacency_cache).
 """
 
 from __future__ import annotations

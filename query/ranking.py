@@ -33,7 +33,7 @@ Chunk similarity): a lexical match, such as a passage that repeats the question'
 by the model even when no layer of propagation reached it.
 
 Relative features (ranks and gaps) make the model indifferent to a corpus's similarity scale, which is what
-lets a model fitted on two data sets rank the third (leave-one-set-out figures in docs/benchmarks.md).
+lets a model fitted on two data sets rank the third (leave-one-set-out figures in docs/benchmarks.md#recall-per-method).
 
 The model is a JSON file (:class:`RankerModel`): the shipped one is package data
 (``kbgraph/resources/ranker/default.json``), a user's own is named by the setting ``ranker_model``.

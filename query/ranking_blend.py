@@ -10,7 +10,7 @@ computed over the head: the shipped model ``blend.json`` was fitted that way, on
 ranker. The rest of the pool follows the head in the learned order. A two-stage ranker: the linear model is
 cheap over the whole pool, the trees and list features run over 15 candidates rather than ~90.
 
-Leave-one-set-out on the repo's three sets (docs/benchmarks.md, "The blend ranker over the learned head";
+Leave-one-set-out on the repo's three sets (docs/benchmarks.md#the-blend-ranker-over-the-learned-head;
 ``benchmarks/ranker_blend.py``) every R@1/R@2/R@5/R@10 of the blend is at or above the linear ranker's. Both models
 are the shipped ones (``ranker_model`` is not read: it names one model).
 """

@@ -35,7 +35,7 @@ def seed_layers(
     on Chunk.text and Entity.name when every layer is seeded. The Chunk full-text seeds (the ``FullText`` term)
     are BM25's top ``fulltext_k`` (kbgraph.query.bm25's index of this knowledge base, kept in memory) rather than the
     store's full-text index while ``ranker_bm25_k`` > 0 (:func:`fulltext_from_bm25`): one read fewer, the longest of
-    the seeding (docs/benchmarks.md, "Chunk full-text seeds from BM25"). With the learned ranker, also BM25's top
+    the seeding (benchmarks/HISTORY.md, "Chunk full-text seeds from BM25"). With the learned ranker, also BM25's top
     ``ranker_bm25_k`` chunks (``Seeds.bm25``) from the same search. The reads run at once on a store with
     ``parallel_reads`` (kbgraph.store.parallel.gather). A layer whose vectors are off (``settings.embedding.vector_layers``)
     has no vector seeds: its nodes still reach chunks through the full-text seeds and the hops, as in a knowledge
@@ -54,7 +54,7 @@ def seed_layers(
         return seeds
     fulltext = settings.retrieval.fulltext_k if settings.retrieval.weight_fulltext else 0
     # reads at once: the vector seeds, the Entity.name full-text seeds, BM25 in memory, and the Chunk.text full-text
-    # seeds only without BM25 (that read was the seeding's longest: docs/benchmarks.md)
+    # seeds only without BM25 (that read was the seeding's longest: benchmarks/HISTORY.md)
     from_bm25 = fulltext > 0 and fulltext_from_bm25(settings)  # the Chunk full-text seeds are BM25's
     pool_k = settings.retrieval.ranker_bm25_k if settings.retrieval.ranker in POOL_RANKERS else 0
     vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(

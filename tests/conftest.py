@@ -212,7 +212,8 @@ def aof_when(server: EmbeddedFalkorDB, until: Callable[[dict[str, Any]], bool], 
 
 #: The JVM of the suite's Neo4j servers: the client compiler only (no C2 JIT) and the serial collector. Over
 #: test_store's and test_browse's Neo4j tests: 92 s of CPU against 130 s with the JVM's defaults, 136 s wall against
-#: 148 s (docs/benchmarks.md, 2026-11-28): the suite is CPU-bound on two cores, and its servers live minutes.
+#: 148 s (benchmarks/HISTORY.md, "The suite's time on 2026-11-28"): the suite is CPU-bound on two cores, and its
+#: servers live minutes.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 

@@ -95,7 +95,8 @@ def test_await_indexes_names_an_index_still_being_built(store: GraphStore) -> No
 def test_a_tag_is_found_by_its_words_whatever_its_spelling(store: GraphStore) -> None:
     # a Tag keeps the first spelling seen as its name; RediSearch (FalkorDB) splits words on ASCII punctuation only,
     # so 'shared' is no word of '“Shared topic”': the full-text index is on the normalised name, whose ends are
-    # stripped of punctuation (typographic punctuation inside a name still glues words on FalkorDB: docs/benchmarks.md)
+    # stripped of punctuation (typographic punctuation inside a name still glues words on FalkorDB:
+    # docs/benchmarks.md#known-limits-full-text-words-on-falkordb)
     from kbgraph.tagging import normalize_tag, tag_id
 
     names = ["“Shared topic”", "«Guillemets»", "‘Single quotes’ —"]

@@ -1,6 +1,7 @@
 """The embedded FalkorDB's HNSW vector indexes are created with setting ``vector_ef_construction`` (default 50:
-docs/benchmarks.md, "HNSW efConstruction"), M 16 and efRuntime 100, each at its label's dimension; a knowledge
-base keeps the options it was created with. FalkorDB only: Neo4j keeps its own HNSW options."""
+docs/benchmarks.md#hnsw-efconstruction-vector_ef_construction), M 16 and efRuntime 100, each at its label's
+dimension; a knowledge base keeps the options it was created with. FalkorDB only: Neo4j keeps its own HNSW
+options."""
 
 from __future__ import annotations
 

@@ -137,7 +137,7 @@ def unique_chunks(chunks: Sequence[ChunkRecord], titles: Mapping[str, str] | Non
     that would be read the same way, ``(chunk, its first)``. Same way = same kind, same prose (``chunk_text``)
     and, for titled passages, the same document title (each chunk mentions its own title). The same document
     in two formats, or boilerplate repeated across documents, is parsed once: on the sample documents 783
-    chunks hold 460 distinct texts (docs/benchmarks.md, "Ingestion")."""
+    chunks hold 460 distinct texts (docs/benchmarks.md#the-sample-documents)."""
     seen: dict[tuple[str, str, str | None], ChunkRecord] = {}
     firsts: list[ChunkRecord] = []
     copies: list[tuple[ChunkRecord, ChunkRecord]] = []

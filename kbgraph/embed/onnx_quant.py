@@ -1,7 +1,8 @@
 """int8 dynamic quantisation of an ONNX export (setting ``embedding_precision='int8'``):
 the encoder's MatMul weights become int8 with per-channel scales (``onnxruntime.quantization.quantize_dynamic``),
 activations are quantised per batch at run time. On 2 cores all-MiniLM-L6-v2 runs ~1.6x faster, its vectors at
-cosine ~0.99 to fp32 (worst ~0.97); retrieval recall: docs/benchmarks.md, benchmarks/layer_ablation.py.
+cosine ~0.99 to fp32 (worst ~0.97); retrieval recall: docs/benchmarks.md#int8-embeddings-embedding_precision
+(benchmarks/layer_ablation.py).
 
 The quantised file sits beside the export, ``<export stem>-int8.onnx``, written once (to a temporary name,
 then renamed, under a file lock) and reused. Its vectors differ from fp32 ones, so the embedder reports the

@@ -3,8 +3,8 @@ distils (``prepare_models``): the ONNX export of the embedding model (``kbgraph.
 torch) and the static model of the static layers (``kbgraph.embed.static_model``, model2vec's distillation,
 ~27 s). Each is made by a child interpreter of its own, started when the run starts, so neither torch nor
 model2vec is imported by the ingesting process; the run's own ``get_embedder`` and ``get_static_embedder`` then
-wait on the same file locks and find the files made (docs/benchmarks.md, "Ingestion": a fresh home's first
-ingest of the sample documents).
+wait on the same file locks and find the files made (docs/benchmarks.md#the-sample-documents: a fresh home's
+first ingest of the sample documents).
 
 A run that reaches its embed stage before a child has taken the model's lock (a small run: the child is still
 starting) makes the model itself, and the child then finds it made. A child that fails leaves nothing behind: the

@@ -6,7 +6,7 @@ A static model is one vector per vocabulary token (the teacher's output for that
 no PCA by default: the teacher's dimension; setting ``static_dimension`` keeps that many principal components, and
 the static layers' vector indexes get that dimension); a text's vector is the mean of its tokens' vectors. It
 embeds tens of thousands of names a second on one core where the transformer does ~500
-(Tulkens & van Dongen 2024, model2vec; measured figures in docs/benchmarks.md, "Static embeddings"). It is
+(Tulkens & van Dongen 2024, model2vec; measured figures in docs/benchmarks.md#static-embeddings-static_layers). It is
 built once per model, by the library ``model2vec`` (``model2vec.distill``, ~10 s on 2 cores for
 all-MiniLM-L6-v2), from the model's local folder (never the hub), into
 ``<home>/models/<model>-static-<first 16 hex of the weights' sha256>/`` (``-static<dimension>-`` with
@@ -155,7 +155,7 @@ def load_folder(path: Path) -> StaticModel:
     """The model2vec model ``build_into`` saved at ``path`` (``model.safetensors`` with one ``embeddings`` tensor,
     ``tokenizer.json``, ``config.json``), built from those files with model2vec's ``StaticModel`` as its own
     ``from_pretrained`` builds it; any other folder through ``from_pretrained`` itself. Its loading path imports
-    huggingface_hub's model cards, ~0.2 s of every ``kbgraph ask`` that searches a static layer (docs/benchmarks.md,
+    huggingface_hub's model cards, ~0.2 s of every ``kbgraph ask`` that searches a static layer (benchmarks/HISTORY.md,
     "Cold start"); tests/test_static_embeddings.py checks that both give the same vectors."""
     from model2vec import StaticModel
 

@@ -9,7 +9,7 @@ together fit a logistic regression (scikit-learn, the ``eval`` extra) on standar
 time with ``KBGRAPH_RANKER_MODEL=<file>``.
 
 ``leave_one_out`` scores each data set with a model fitted on the others: the figure that says how a model
-generalises to a corpus it has not seen (docs/benchmarks.md).
+generalises to a corpus it has not seen (docs/benchmarks.md#recall-per-method).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ LightGBM.
 Parameters (:data:`PARAMS`): 300 trees of at most 15 leaves, learning rate 0.05, at least 50 rows per leaf, rows
 and features subsampled at 0.8 (seeded: the same pools give the same model), L2 1.0, lambdarank truncated at
 20. They were not tuned on the held-out figures: four other settings gave recall within about 1.5 points
-(docs/benchmarks.md).
+(benchmarks/HISTORY.md, "Learned rankers compared").
 """
 
 from __future__ import annotations

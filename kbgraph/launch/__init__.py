@@ -4,9 +4,9 @@ started in the background before the verbs are imported, then the command line r
 Importing the command-line verbs and loading what a question needs takes ~1 s; a stopped embedded FalkorDB server
 takes ~1 s to load the examples knowledge base (~2 s with vector indexes built before efConstruction 50). Begun
 first, the server loads while Python imports, and a cold ``kbgraph ask`` waits for the longer of the two instead of
-their sum (docs/benchmarks.md, "Cold start"). Only an existing knowledge base is started (``GraphStore.prestart``):
-an unknown name creates nothing, as before. After ``ask`` the console script (:func:`console`) exits without
-Python's teardown of the loaded modules.
+their sum (docs/benchmarks.md#cold-start-a-kbgraph-ask-process). Only an existing knowledge base is started
+(``GraphStore.prestart``): an unknown name creates nothing, as before. After ``ask`` the console script
+(:func:`console`) exits without Python's teardown of the loaded modules.
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ def prestart(argv: Sequence[str]) -> threading.Thread | None:
 def console() -> None:
     """The ``kbgraph`` console script (pyproject's entry point): :func:`main`, then the process exits with its code.
     After a verb of :data:`PRESTART_VERBS` (``ask``) it ends without Python's teardown of the loaded modules and
-    models (~0.3 s of a ~1.5 s ``kbgraph ask``, freeing memory the system frees at once; docs/benchmarks.md, "Cold
-    start"): the standard streams are flushed, the other non-daemon threads joined and the atexit handlers run
+    models (~0.3 s of a ~1.5 s ``kbgraph ask``, freeing memory the system frees at once; benchmarks/HISTORY.md,
+    "Cold start"): the standard streams are flushed, the other non-daemon threads joined and the atexit handlers run
     first, so nothing written is lost (the verb has closed its knowledge base before returning)."""
     code = main()
     verb, _ = parse_global(sys.argv[1:])

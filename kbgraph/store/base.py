@@ -244,7 +244,7 @@ class GraphStore(VectorDimensions, ABC):
         # HNSW (FalkorDB; Neo4j's Lucene index keeps its M 16 / efConstruction 100): efConstruction 100 instead of
         # 200 cut FalkorDB's write time by a quarter for the same dense recall; 50 instead of 100 (setting
         # vector_ef_construction) halves the server's load time and holds the learned ranker's leave-one-set-out
-        # recall (docs/benchmarks.md, "HNSW efConstruction").
+        # recall (docs/benchmarks.md#hnsw-efconstruction-vector_ef_construction).
         params = {"dimension": self.dimension, "m": 16, "ef_construction": self.ef_construction, "ef_runtime": 100}
         for name in schema_statements(lease=self.lease_key() is not None):  # no lease, no lease schema
             indexed = vector_schema_label(name)  # a vector index: the dimension of its label

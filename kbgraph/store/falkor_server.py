@@ -35,7 +35,8 @@ _SOCKET_MAX = 100  # sun_path is 108 bytes on Linux, keep a margin
 #: ``compact`` rewrites the append-only file when the commands written since its last rewrite exceed this many
 #: bytes and ``COMPACT_SHARE`` of its rewritten base. Redis rewrites on its own only past 64 MB and at 100 %
 #: growth, so a knowledge base as small as examples/docs (60 MB of logged statements, 22.6 MB rewritten) was
-#: replayed statement by statement at every start: 5.4 s against 2.4 s after a rewrite (docs/benchmarks.md).
+#: replayed statement by statement at every start: 5.4 s against 2.4 s after a rewrite
+#: (benchmarks/HISTORY.md, "Cold start").
 COMPACT_MIN_BYTES = 1 << 20
 COMPACT_SHARE = 0.1
 

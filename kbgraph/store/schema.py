@@ -13,7 +13,7 @@ DOCUMENT_SCOPED_LABELS = ("Section", "Chunk", "AtomicQuestion", "Triple")
 #: The schema of the ingest lease and of the per-file claims (kbgraph.ingest.lease, kbgraph.ingest.claims): only a
 #: store whose ingest lock lives in its database (``GraphStore.lease_key()`` not None: Neo4j) writes and reads
 #: those nodes; the embedded FalkorDB keeps a file lock, and each index would cost its server ~110 KB for nothing
-#: (docs/benchmarks.md, "Where the bytes go per passage").
+#: (docs/benchmarks.md#where-the-bytes-go-per-passage).
 LEASE_SCHEMA = ("schema/ingest_lease_kb", "schema/ingest_claim_key")
 #: The layers of retrieve/seed_vectors that may be searched with the static model's vector ($static_layers; Chunk never).
 SEED_LAYERS = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")

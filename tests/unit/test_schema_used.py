@@ -1,6 +1,6 @@
 """No index nobody queries (issue 38): every index a store's schema creates is on a label that a statement of its
 dialect outside ``schema/`` names. An index costs the embedded FalkorDB server ~110 KB even when its label has no
-node, and its entries besides (docs/benchmarks.md, "Where the bytes go per passage"); the ingest lease's and the
+node, and its entries besides (docs/benchmarks.md#where-the-bytes-go-per-passage); the ingest lease's and the
 claims' indexes (``LEASE_SCHEMA``) were created on FalkorDB, which keeps a file lock and never reads those nodes."""
 
 from __future__ import annotations
