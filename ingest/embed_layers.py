@@ -65,7 +65,7 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, Sequence[LayerRe
 def embed_distinct(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """``embedder.embed(texts)`` with each distinct text sent once: float32 (len(texts), dimension), row i the
     vector of ``texts[i]``. The same document in two formats, or a heading repeated across sections, costs one
-    forward pass per text (docs/benchmarks.md, "Ingestion")."""
+    forward pass per text (docs/benchmarks.md#the-sample-documents)."""
     distinct = list(dict.fromkeys(texts))
     if len(distinct) == len(texts):
         return np.asarray(embedder.embed(list(texts)), dtype=np.float32)
