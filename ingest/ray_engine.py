@@ -38,6 +38,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from kbgraph.errors import ConfigError, IngestError
+from kbgraph.home import EMBED_CACHE
 from kbgraph.ingest.report import error_line
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
@@ -266,7 +267,7 @@ def make_embedder(settings: Settings) -> Embedder:
     ``embedding_cache`` is on (each machine of a cluster keeps its own)."""
     embedder = get_embedder(settings)
     if settings.embedding.embedding_cache:
-        folder = settings.embedding.embedding_cache_dir or settings.home / "embed-cache"
+        folder = settings.embedding.embedding_cache_dir or settings.home / EMBED_CACHE
         embedder = CachedEmbedder(embedder, folder / "embeddings.sqlite3")
     return embedder
 

@@ -14,6 +14,7 @@ from kbgraph.embed import get_embedder
 from kbgraph.embed.base import Embedder
 from kbgraph.embed.cache import CachedEmbedder
 from kbgraph.errors import ConfigError
+from kbgraph.home import EMBED_CACHE
 from kbgraph.eval import evaluate, load_dataset
 from kbgraph.ingest.pipeline import Ingestor
 from kbgraph.llm import get_llm
@@ -211,7 +212,7 @@ class KnowledgeBase:
         if self._embedder is None:
             embedder = get_embedder(self.settings)
             if self.settings.embedding.embedding_cache:
-                folder = self.settings.embedding.embedding_cache_dir or self.settings.home / "embed-cache"
+                folder = self.settings.embedding.embedding_cache_dir or self.settings.home / EMBED_CACHE
                 embedder = CachedEmbedder(embedder, folder / "embeddings.sqlite3")
             self._embedder = embedder
         return self._embedder

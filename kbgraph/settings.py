@@ -32,6 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from kbgraph.home import LLM_SERVER, NEO4J_LOCAL
 from kbgraph.settings_groups import (
     EmbeddingSettings,
     IngestSettings,
@@ -78,10 +79,6 @@ METHOD_GROUPS: tuple[str, ...] = ("retrieval", "decompose", "baselines", "migres
 def _config_file() -> Path:
     return Path(os.environ.get("KBGRAPH_CONFIG", "kbgraph.toml"))
 
-
-#: Folders of ``<home>`` that are not knowledge bases (models, caches, the local servers): no knowledge base may be
-#: named so (kbgraph.serve.kbs.check_name), its store would be made inside them.
-HOME_FOLDERS = frozenset({"models", "embed-cache", "llm-cache", "llm-server", "neo4j-local"})
 
 #: Settings outside every group (the knowledge base itself).
 TOP_LEVEL: tuple[str, ...] = ("name", "home", "debug")
@@ -196,13 +193,13 @@ class Settings(BaseSettings):
     @property
     def neo4j_dir(self) -> Path:
         """Folder of the local Neo4j: store.neo4j_local_home, else <home>/neo4j-local."""
-        return self.store.neo4j_local_home if self.store.neo4j_local_home is not None else self.home / "neo4j-local"
+        return self.store.neo4j_local_home if self.store.neo4j_local_home is not None else self.home / NEO4J_LOCAL
 
     @property
     def llm_server_home(self) -> Path:
         """Folder of the local LLM server: llm_server.llm_server_dir, else <home>/llm-server."""
         d = self.llm_server.llm_server_dir
-        return d if d is not None else self.home / "llm-server"
+        return d if d is not None else self.home / LLM_SERVER
 
     # --- copies and views -------------------------------------------------------------------
     def updated(self, changes: Mapping[str, Any] | None = None, /, **more: Any) -> Self:

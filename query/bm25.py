@@ -33,6 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from kbgraph.home import BM25
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import chunk_details, scored_chunk
 from kbgraph.query.models import ScoredChunk
@@ -97,7 +98,7 @@ def index_root(settings: Settings) -> Path:
     """The folder of this knowledge base's BM25 indexes (one subfolder per corpus fingerprint)."""
     store = store_class(settings)
     tag = hashlib.sha256(store.kb_location(settings).encode()).hexdigest()[:8]
-    return settings.home / "bm25" / f"{store.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
+    return settings.home / BM25 / f"{store.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
 
 
 def corpus_fingerprint(store: GraphStore, salt: str = "") -> tuple[str, int]:

@@ -15,6 +15,7 @@ knowledge base), keys made in a keys file.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,8 @@ pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 mcp = pytest.importorskip("mcp")
 
+from kbgraph.cli import main  # noqa: E402
+from kbgraph.home import HOME_FOLDERS  # noqa: E402
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.serve.access import add_key  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
@@ -150,3 +153,34 @@ def test_a_served_ghost_is_not_made_by_a_read(keyed: Keyed) -> None:
         assert app.state.pool.names() == []
     assert not (base / "ghost").exists()
     assert _redis_servers(base, "ghost") == 0
+
+
+# --- 4. reserved names -------------------------------------------------------------------------------------------
+def test_home_folders_are_not_knowledge_base_names(home: Home, capsys: pytest.CaptureFixture[str]) -> None:
+    settings, docs = home
+    base = settings.home
+    assert "bm25" in HOME_FOLDERS and "models" in HOME_FOLDERS
+    with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
+        for name in (*HOME_FOLDERS, "BM25", "Models"):
+            r = c.get(f"/v1/kb/{name}/stats")
+            assert r.status_code == 400 and "reserved" in r.json()["detail"], (name, r.text)
+            up = c.post(f"/v1/kb/{name}/ingest", files=[("files", ("n.md", b"# n\n\nx\n"))])
+            assert up.status_code == 400 and "reserved" in up.json()["detail"], (name, up.text)
+            r = c.post(f"/v1/kb/{name}/ingest", json={"paths": [str(docs / "ferry.md")]})
+            assert r.status_code == 400, (name, r.text)
+    assert not (base / "bm25" / "uploads").exists() and not (base / "bm25" / "falkordb.log").exists()
+    # the CLI: a ConfigError (exit 2) naming the reservation, nothing made
+    assert main(["--home", str(base), "--kb", "bm25", "ingest", str(docs / "ferry.md")]) == 2
+    err = capsys.readouterr().err
+    assert "'bm25' cannot name a knowledge base" in " ".join(err.split()), err
+    assert not (base / "bm25" / "falkordb.log").exists() and not (base / "bm25" / "uploads").exists()
+
+
+def test_home_folders_are_named_in_one_place() -> None:
+    """Every module names a folder of the home through kbgraph.home: no ``settings.home / "..."`` literal (a
+    folder named there and not in HOME_FOLDERS would be a knowledge-base name again)."""
+    literal = re.compile(r"(?<!self)\.home\s*/\s*[\"']|Path\(home\)\.expanduser\(\)\s*/\s*[\"']")
+    found = [f"{path.relative_to(REPO)}:{n}" for folder in ("kbgraph", "query", "ingest")
+             for path in sorted((REPO / folder).rglob("*.py")) if path.name != "home.py"
+             for n, line in enumerate(path.read_text().splitlines(), 1) if literal.search(line)]  # fmt: skip
+    assert found == [], found

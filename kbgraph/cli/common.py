@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from kbgraph.errors import KnowledgeBaseNotFound
+from kbgraph.home import check_not_reserved
 from kbgraph.settings import Settings
 from kbgraph.store import knowledge_base_exists, store_class
 
@@ -33,8 +34,11 @@ class State:
 
 
 def settings() -> Settings:
-    """Effective Settings: CLI flags over environment over kbgraph.toml over defaults."""
-    return Settings(**State.overrides)
+    """Effective Settings: CLI flags over environment over kbgraph.toml over defaults. Raises ConfigError for a
+    knowledge-base name that is a folder of the home (kbgraph.home: its store would be made inside it)."""
+    s = Settings(**State.overrides)
+    check_not_reserved(s.name)
+    return s
 
 
 def existing_settings() -> Settings:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kbgraph.errors import ConfigError
+from kbgraph.home import MODELS
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -172,7 +173,7 @@ def read_model_spec(folder: str | Path) -> ModelSpec:
 
 
 def models_dir(home: str | Path) -> Path:
-    return Path(home).expanduser() / "models"
+    return Path(home).expanduser() / MODELS
 
 
 def weights_hash(weights: Path, memo_dir: Path | None = None) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kbgraph.errors import LLMContextError, LLMError
+from kbgraph.home import LLM_CACHE
 from kbgraph.llm.base import (  # noqa: F401 - re-exported: kbgraph.llm.client was their home
     LLM,
     BaseLLM,
@@ -88,7 +89,7 @@ class OpenAIClient(BaseLLM):
             timeout=self.timeout,
             max_retries=0,
         )
-        folder = settings.llm.llm_cache_dir if settings.llm.llm_cache_dir is not None else settings.home / "llm-cache"
+        folder = settings.llm.llm_cache_dir if settings.llm.llm_cache_dir is not None else settings.home / LLM_CACHE
         self._formats = FormatMemory(folder)  # which response_format each endpoint answered
         self.cache: ResponseCache | None = ResponseCache(folder) if cache else None
         self._stream_usage = True  # send stream_options.include_usage (False once the server refused it)

@@ -3,7 +3,7 @@
 A name selects a knowledge base per request (``/v1/kb/{name}/...``, the MCP tools' ``kb``). It becomes a folder
 under ``<home>`` on the embedded store and a database name on Neo4j, so :func:`check_name` refuses anything
 that is not a plain name before any file or connection is made: empty, over 64 characters, a path (``/``,
-``\\``, ``..``), NUL or other control characters.
+``\\``, ``..``), NUL or other control characters, or a folder the home keeps for itself (kbgraph.home).
 
 :class:`KBPool` keeps one :class:`~kbgraph.kb.KnowledgeBase` per name open for the life of the process and
 shares it between the requests of that name: the store is safe to share between threads and holds a
@@ -35,8 +35,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kbgraph.errors import ConfigError, KBGraphError, KnowledgeBaseNotFound, StoreError, StoreUnavailable
+from kbgraph.home import check_not_reserved
 from kbgraph.kb import KnowledgeBase
-from kbgraph.settings import HOME_FOLDERS, Settings
+from kbgraph.settings import Settings
 from kbgraph.store import knowledge_base_exists, store_class
 
 MAX_NAME = 64
@@ -59,9 +60,8 @@ class TooManyOpen(KBGraphError):
 
 def check_name(name: object) -> str:
     """``name`` if it is a plain knowledge-base name: 1-64 characters of letters, digits, ``_ . -``, starting
-    with a letter or digit, without ``..``, and not a folder the home keeps for itself
-    (``kbgraph.settings.HOME_FOLDERS``: models, caches, local servers). Raises InvalidName (one line naming the
-    rule) otherwise."""
+    with a letter or digit, without ``..``, and not a folder the home keeps for itself (``kbgraph.home.HOME_FOLDERS``:
+    models, caches, BM25 indexes, local servers). Raises InvalidName (one line naming the rule) otherwise."""
     if not isinstance(name, str) or not name:
         raise InvalidName("the knowledge-base name is empty")
     if len(name) > MAX_NAME:
@@ -72,10 +72,10 @@ def check_name(name: object) -> str:
             f"invalid knowledge-base name {shown!r}: use letters, digits, '_', '.', '-' "
             "(starting with a letter or digit, no '..')"
         )
-    if name.lower() in HOME_FOLDERS:
-        raise InvalidName(f"{name!r} is a folder of the kbgraph home ({', '.join(sorted(HOME_FOLDERS))} are "
-                          "reserved): choose another knowledge-base name")  # fmt: skip
-    return name
+    try:
+        return check_not_reserved(name)
+    except ConfigError as exc:
+        raise InvalidName(str(exc)) from None
 
 
 class KBPool:
