@@ -64,7 +64,7 @@ _IMPORT_LOCK = threading.Lock()
 class _NoNumbaForBM25s(importlib.abc.MetaPathFinder):
     """Refuses ``numba`` to an import that comes from bm25s (its own frames on the importing thread's stack), so
     bm25s takes its numpy backend: importing numba cost a question's first search ~0.25 s of a ~2 s ``kbgraph
-    ask`` (docs/benchmarks.md, "Cold start"), and a single query over one knowledge base's chunks does not need its
+    ask`` (benchmarks/HISTORY.md, "Cold start"), and a single query over one knowledge base's chunks does not need its
     compiled scoring (the scores are the same). Any other importer, on any thread, gets numba as usual."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
