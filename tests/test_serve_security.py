@@ -15,6 +15,7 @@ knowledge base), keys made in a keys file.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from kbgraph.serve.access import add_key  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
 from kbgraph.settings import Settings  # noqa: E402
 from tests.serve_fixture import offline, running  # noqa: E402
+from tests.test_serve_authz import raw  # noqa: E402
 
 if TYPE_CHECKING:
     from httpx import Client
@@ -184,3 +186,23 @@ def test_home_folders_are_named_in_one_place() -> None:
              for path in sorted((REPO / folder).rglob("*.py")) if path.name != "home.py"
              for n, line in enumerate(path.read_text().splitlines(), 1) if literal.search(line)]  # fmt: skip
     assert found == [], found
+
+
+# --- 5. two inputs give a 500 ------------------------------------------------------------------------------------
+def test_undecodable_bodies_and_lone_surrogates_are_4xx(home: Home) -> None:
+    settings, _ = home
+    json_h = {"Content-Type": "application/json"}
+    with running(create_app(settings)) as url:
+        for verb in ("ingest", "ask", "search"):
+            for body in (b'{"question":"zebra \xff\xfe jam"}', b'{"paths":["zebra \xff\xfe jam"]}'):
+                status, reply = raw(url, "POST", f"/v1/kb/default/{verb}", body=body, headers=json_h)
+                assert status in (400, 422), (verb, body, status, reply)
+                assert isinstance(reply, dict) and "detail" in reply, (verb, reply)
+        for verb in ("search", "ask"):
+            for text in ('"zebra \\udfff jam"', '"\\ud800"'):
+                body = ('{"question": ' + text + "}").encode()
+                status, reply = raw(url, "POST", f"/v1/kb/default/{verb}", body=body, headers=json_h)
+                assert status in (400, 422), (verb, text, status, reply)
+                assert isinstance(reply, dict) and "surrogate" in json.dumps(reply), (verb, reply)
+        status, reply = raw(url, "POST", "/v1/kb/default/ingest", body=b'{"paths": ["\\ud800"]}', headers=json_h)
+        assert status in (400, 422) and isinstance(reply, dict), (status, reply)

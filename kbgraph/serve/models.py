@@ -10,16 +10,17 @@ from pydantic import BaseModel, Field, field_validator
 
 from kbgraph.query.models import Answer, ScoredChunk
 from kbgraph.query.rationale import SavedRationale
+from kbgraph.serve.invalid import Text
 
 
 class AskRequest(BaseModel):
     """``method``: any method name ``KnowledgeBase.ask`` takes (None = its default: Algorithm 1 with an LLM,
     retrieval only without); an unknown one is a 400 naming the choices. ``k``: evidence chunks of a
     retrieval-only answer. ``save``: write the rationale into the graph (``saved`` in the response; needs the
-    ``write`` right)."""
+    ``write`` right). Text holds no lone surrogate (422)."""
 
-    question: str
-    method: str | None = None
+    question: Text
+    method: Text | None = None
     k: int = Field(5, ge=1, le=100)
     explain: bool = False
     save: bool = False
@@ -35,10 +36,10 @@ class AskResponse(Answer):
 
 class SearchRequest(BaseModel):
     """Retrieval only: the top ``k`` chunks. ``method``: a retrieval method name of ``KnowledgeBase.retrieve``
-    (None = its default)."""
+    (None = its default). Text holds no lone surrogate (422)."""
 
-    question: str
-    method: str | None = None
+    question: Text
+    method: Text | None = None
     k: int = Field(10, ge=1, le=200)
     explain: bool = False
 
@@ -54,7 +55,7 @@ class IngestRequest(BaseModel):
     vanished; ``wait``: wait for another process's ingestion lock instead of failing (as ``kbgraph ingest``).
     (Uploaded files come as ``multipart/form-data`` instead: kbgraph.serve.uploads.)"""
 
-    paths: list[str] = Field(min_length=1, max_length=1000)
+    paths: list[Text] = Field(min_length=1, max_length=1000)
     prune: bool = False
     wait: bool = False
 

@@ -42,6 +42,7 @@ from kbgraph.text import one_line
 from kbgraph.models import StoreStats
 from kbgraph.serve.errors import status_of
 from kbgraph.serve.authz import authorize, key_of, require, unrestricted
+from kbgraph.serve.invalid import ValidatedRoute
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.models import (
@@ -62,7 +63,7 @@ from kbgraph.serve.uploads import FIELDS, FILES_FIELD, MAX_FILES, check_form, sa
 #: Service routes (``/healthz``, ``/readyz``): authenticated by the guard alone; ``/readyz`` filters by the key.
 service = APIRouter()
 #: The ``/v1`` routes: each authorized after routing, on its decoded parameters (kbgraph.serve.authz).
-router = APIRouter(dependencies=[Depends(authorize)])
+router = APIRouter(dependencies=[Depends(authorize)], route_class=ValidatedRoute)
 KB = "/v1/kb/{name}"
 
 
