@@ -352,6 +352,11 @@ class RetrievalSettings(SettingsGroup):
         True, description="Score propagation returns a chunk whose text equals a better-ranked one's (a passage "
         "repeated in a document or across documents) once: the repeat is left out and the next chunk taken "
         "(false = every copy, as ranked).")
+    max_chunks_per_page: int = Field(
+        1, ge=0, description="Score propagation returns at most this many chunks of one page of one document "
+        "(the best of them; the next page's chunk takes the slot), so a top k names k pages where it can; "
+        "0 = no limit. Chunks without a page (HTML, Markdown, passages) are not limited; with "
+        "collapse_repeated_chunks only.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
     ranker: Literal["learned", "weights", "gbm", "blend"] = Field(

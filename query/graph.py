@@ -11,6 +11,7 @@ Algorithm 1 (kbgraph.query.decompose), the baselines (kbgraph.query.baselines), 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -43,16 +44,20 @@ def chunk_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
 
 
 def distinct_top(store: GraphStore, ranked: Sequence[str], k: int,
-                 read: Callable[[Sequence[str]], dict[str, Row]] | None = None) -> tuple[list[str], dict[str, Row]]:  # fmt: skip
+                 read: Callable[[Sequence[str]], dict[str, Row]] | None = None, *,
+                 per_page: int = 0) -> tuple[list[str], dict[str, Row]]:  # fmt: skip
     """The first ``k`` chunk ids of ``ranked`` (best first) whose texts differ, and their :func:`chunk_details`
     rows: a chunk whose text equals a better-ranked one's (a passage repeated in a document, or in two documents)
     is left out and the next one taken, so ``k`` distinct passages come back while ``ranked`` has them. A chunk
     without a row (no longer served) is kept as it is, as the caller keeps it. One ``retrieve/chunk_details`` read
     for the first ``k``; one more per further slice, only when a repeat was left out. ``read``: what gives the
-    rows instead of that statement (kbgraph.query.adjacency ``Adjacency.details``)."""
+    rows instead of that statement (kbgraph.query.adjacency ``Adjacency.details``). ``per_page`` > 0: at most that
+    many chunks of one (document, page) are kept, the later ones left out like repeats (a chunk without a page is
+    not limited; setting ``max_chunks_per_page``)."""
     top: list[str] = []
     details: dict[str, Row] = {}
     seen: set[str] = set()
+    on_page: Counter[tuple[str, int]] = Counter()
     start = 0
     while len(top) < k and start < len(ranked):
         batch = list(ranked[start : start + k])
@@ -64,6 +69,12 @@ def distinct_top(store: GraphStore, ranked: Sequence[str], k: int,
                 text = str(row.get("text") or "")
                 if text and text in seen:
                     continue
+                page = row.get("page")
+                if per_page and page is not None:
+                    where = (str(row.get("document_id") or ""), int(page))
+                    if on_page[where] >= per_page:
+                        continue
+                    on_page[where] += 1
                 seen.add(text)
                 details[cid] = row
             top.append(cid)

@@ -92,7 +92,8 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     else:
         top = ranked[:wide]
     read = view.details if view is not None else (lambda ids: chunk_details(store, ids))
-    top, details = distinct_top(store, top, k, read) if collapse else (top, read(top))
+    per_page = settings.retrieval.max_chunks_per_page
+    top, details = distinct_top(store, top, k, read, per_page=per_page) if collapse else (top, read(top))
     out = []
     for cid in top:
         breakdown = []

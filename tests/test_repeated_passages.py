@@ -79,3 +79,33 @@ def test_distinct_top_reads_further_only_after_a_repeat(store: GraphStore) -> No
     assert ids == ["h0", "h1", "h3"] and rows["h0"]["text"] == REPEATED
     assert store.sent["retrieve/chunk_details"] == 2  # the first 3, then the next 3
     assert distinct_top(store, ["h0", "h2"], 3)[0] == ["h0"]  # fewer distinct passages than k: all of them
+
+
+def _paged_graphs() -> list[DocumentGraph]:
+    """Document P: chunks p0, p1 on page 1 and p2 on page 2, all near one vector (p0 nearest); document W
+    (no pages, like a passage or an HTML file): w0 and w1 beside them."""
+    centre = _vec(5)
+    p = DocumentRecord(id="doc:P", uri="file:///p.pdf", title="Paged", mime="application/pdf", sha256="p",
+                       embedding=_vec(6))  # fmt: skip
+    w = DocumentRecord(id="doc:W", uri="file:///w.html", title="Web", mime="text/html", sha256="w", embedding=_vec(7))
+    pages = [1, 1, 2]
+    pc = [ChunkRecord(id=f"p{i}", document_id=p.id, parent_id=p.id, text=OTHERS[i], order=i, page=pages[i],
+                      embedding=_vec(30 + i, centre, 0.03 * (i + 1))) for i in range(3)]  # fmt: skip
+    wc = [ChunkRecord(id=f"w{i}", document_id=w.id, parent_id=w.id, text=f"{OTHERS[3]} ({i})", order=i,
+                      embedding=_vec(40 + i, centre, 0.2 + 0.01 * i)) for i in range(2)]  # fmt: skip
+    return [DocumentGraph(document=p, chunks=pc), DocumentGraph(document=w, chunks=wc)]
+
+
+def test_one_chunk_per_page(store: GraphStore, backend_settings: Settings) -> None:
+    """max_chunks_per_page: the second chunk of page 1 gives its slot to page 2; chunks without a page are not
+    limited; 0 = every chunk as ranked."""
+    write_documents(store, _paged_graphs())
+    assert distinct_top(store, ["p0", "p1", "p2", "w0", "w1"], 3, per_page=1)[0] == ["p0", "p2", "w0"]
+    assert distinct_top(store, ["p0", "p1", "p2", "w0", "w1"], 3)[0] == ["p0", "p1", "p2"]
+    assert distinct_top(store, ["w0", "w1", "p0"], 2, per_page=1)[0] == ["w0", "w1"]
+    qvec = _vec(98, _vec(5), 0.02)
+    for per_page, expect_two_on_page_1 in ((1, False), (0, True)):
+        s = backend_settings.updated({"ranker": "weights", "max_chunks_per_page": per_page})
+        top = propagate(store, s, seed_layers(store, s, QUESTION, qvec), k=3)
+        pages = [(c.document_id, c.page) for c in top if c.page is not None]
+        assert (pages.count(("doc:P", 1)) == 2) is expect_two_on_page_1, (per_page, [c.id for c in top])
