@@ -15,6 +15,7 @@ knowledge base), keys made in a keys file.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -33,6 +34,7 @@ from kbgraph.home import HOME_FOLDERS  # noqa: E402
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.serve.access import add_key  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
+from kbgraph.serve.uploads import uploads_dir  # noqa: E402
 from kbgraph.settings import Settings  # noqa: E402
 from tests.serve_fixture import offline, running  # noqa: E402
 from tests.test_serve_authz import raw  # noqa: E402
@@ -206,3 +208,65 @@ def test_undecodable_bodies_and_lone_surrogates_are_4xx(home: Home) -> None:
                 assert isinstance(reply, dict) and "surrogate" in json.dumps(reply), (verb, reply)
         status, reply = raw(url, "POST", "/v1/kb/default/ingest", body=b'{"paths": ["\\ud800"]}', headers=json_h)
         assert status in (400, 422) and isinstance(reply, dict), (status, reply)
+
+
+# --- 6. scoped keys see too much ---------------------------------------------------------------------------------
+def _absolute(value: str) -> bool:
+    return value.startswith(("/", "file:///"))
+
+
+def test_scoped_keys_see_their_own_jobs_and_no_server_paths(keyed: Keyed) -> None:
+    settings, k = keyed
+    root = settings.serve.serve_ingest_roots[0]
+    with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
+        up = c.post("/v1/kb/default/ingest", files=[("files", ("memo58.md", b"# Memo\n\nThe quay opens at 9.\n"))],
+                    headers=_h(k["writer"]))  # fmt: skip
+        assert up.status_code == 202 and up.json()["paths"] == ["memo58.md"], up.text
+        done = _wait_job(c, up.json()["id"], k["writer"])
+        assert done["status"] == "done" and done["report"]["added"] == 1, done
+        assert [f["path"] for f in done["report"]["files"]] == ["memo58.md"], done["report"]["files"]
+        # another restricted key of the same knowledge base: as if the job did not exist
+        assert c.get(f"/v1/jobs/{up.json()['id']}", headers=_h(k["writer2"])).status_code == 404
+        assert c.get(f"/v1/jobs/{up.json()['id']}", headers=_h(k["reader"])).status_code == 404
+        # an unrestricted key: the job as before, server paths included
+        admin_job = c.get(f"/v1/jobs/{up.json()['id']}", headers=_h(k["admin"])).json()
+        assert admin_job["paths"] == [str(uploads_dir(settings) / "memo58.md")], admin_job
+        # a path job: relative to the ingest root for its key
+        path_job = c.post("/v1/kb/default/ingest", json={"paths": [str(root / "ferry.md")]}, headers=_h(k["writer"]))
+        assert path_job.status_code == 202 and path_job.json()["paths"] == ["ferry.md"], path_job.text
+        assert _wait_job(c, path_job.json()["id"], k["writer"])["status"] == "done"
+
+        stats = c.get("/v1/kb/default/stats", headers=_h(k["reader"])).json()
+        assert not _absolute(stats["location"]) and str(settings.home) not in json.dumps(stats), stats
+        assert _absolute(c.get("/v1/kb/default/stats", headers=_h(k["admin"])).json()["location"])
+        docs = c.get("/v1/kb/default/documents", headers=_h(k["reader"])).json()["documents"]
+        assert docs and not any(_absolute(d["uri"]) for d in docs), docs
+        assert {d["uri"] for d in docs} >= {"memo58.md", "ferry.md", "kentucky.md"}, docs
+        admin_docs = c.get("/v1/kb/default/documents", headers=_h(k["admin"])).json()["documents"]
+        assert all(d["uri"].startswith("file:///") for d in admin_docs), admin_docs
+        # the other reads that carry a document's URI
+        answer = c.post("/v1/kb/default/ask", json={"question": QUESTION}, headers=_h(k["reader"])).json()
+        found = c.post("/v1/kb/default/search", json={"question": QUESTION}, headers=_h(k["reader"])).json()
+        chunk = c.get(f"/v1/kb/default/chunks/{found['chunks'][0]['id']}", headers=_h(k["reader"])).json()
+        rows = c.get("/v1/kb/default/browse/document", params={"document": "Kentucky"}, headers=_h(k["reader"]))
+        for reply in (answer, found, chunk, rows.json()):
+            assert str(settings.home) not in json.dumps(reply) and str(root) not in json.dumps(reply), reply
+        assert answer["citations"] and not _absolute(answer["citations"][0]["document_uri"]), answer["citations"]
+
+        async def over_mcp() -> None:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            client = create_mcp_http_client(headers=_h(k["reader"]))
+            async with mcp.Client(streamable_http_client(f"{url}/mcp", http_client=client),
+                                  read_timeout_seconds=120) as m:  # fmt: skip
+                listed = await m.call_tool("list_documents", {"kb": "default"})
+                hits = await m.call_tool("search", {"question": QUESTION, "kb": "default"})
+                for result in (listed, hits):
+                    text = json.dumps([part.model_dump(mode="json") for part in result.content])
+                    assert not result.is_error and str(settings.home) not in text and str(root) not in text, text
+
+        asyncio.run(over_mcp())
+        for d in admin_docs:
+            if d["uri"].endswith(("memo58.md", "ferry.md")):
+                assert c.delete(f"/v1/kb/default/documents/{d['id']}", headers=_h(k["admin"])).status_code == 200

@@ -112,6 +112,12 @@ class KeyScope:
     created: str | None = None
     revoked: str | None = None
 
+    @property
+    def identity(self) -> str:
+        """What tells this key from every other (the owner of its jobs): its hash, or its name for
+        KBGRAPH_API_KEY."""
+        return self.sha256 or self.name
+
     def allows_kb(self, kb: str) -> bool:
         return any(fnmatch.fnmatchcase(kb, pattern) for pattern in self.kbs)
 

@@ -8,7 +8,8 @@ for the CLI: with ``wait`` false a job finds another process's run and fails wit
 (``exit_code`` 75), with ``wait`` true it waits up to ``lock_timeout`` s.
 
 Jobs live in memory (the newest :data:`KEEP` are kept); a job's report is also the ``(:IngestionRun)`` node the
-library writes.
+library writes. A job is seen by the key that submitted it only (and by an unrestricted caller:
+kbgraph.serve.authz.unrestricted); to any other key it does not exist.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from pydantic import BaseModel, Field
 
 from kbgraph.errors import KBGraphError
 from kbgraph.ingest.report import IngestReport
-from kbgraph.serve.access import check_ingest_paths, resolved_roots
+from kbgraph.serve.access import KeyScope, check_ingest_paths, resolved_roots
+from kbgraph.serve.authz import unrestricted
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.text import one_line, utc_now
 
@@ -59,15 +61,17 @@ class JobManager:
     def __init__(self, pool: KBPool):
         self.pool = pool
         self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._owners: dict[str, str | None] = {}  # job id -> the identity of the key that submitted it
         self._kb_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
     def submit(self, kb: str, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False,
-               uploaded: bool = False) -> Job:  # fmt: skip
+               uploaded: bool = False, owner: KeyScope | None = None) -> Job:  # fmt: skip
         """Queue ``kb.ingest(paths, prune=prune, wait=wait)``; returns the queued Job at once. Paths a client
         named (``uploaded`` False) must lie inside the setting ``serve_ingest_roots`` once resolved, and the job
         walks their folders fenced by those roots (kbgraph.serve.access); ``uploaded``: the server's own upload
-        files. Raises InvalidName for a bad knowledge-base name, Forbidden (HTTP 403) for a path outside the
+        files; ``owner``: the key of the request (None without keys), the one restricted key that sees the job.
+        Raises InvalidName for a bad knowledge-base name, Forbidden (HTTP 403) for a path outside the
         roots or for any path when there are none; nothing is queued or read then."""
         check_name(kb)
         within = None
@@ -79,18 +83,22 @@ class JobManager:
         job = Job(id=uuid.uuid4().hex, kb=kb, paths=[str(p) for p in paths], prune=prune, wait=wait)
         with self._guard:
             self._jobs[job.id] = job
+            self._owners[job.id] = owner.identity if owner is not None else None
             while len(self._jobs) > KEEP:
-                self._jobs.popitem(last=False)
+                self._owners.pop(self._jobs.popitem(last=False)[0], None)
             lock = self._kb_locks.setdefault(kb, threading.Lock())
         threading.Thread(target=self._run, args=(job, lock, within), name=f"kbgraph-ingest-{job.id[:8]}",
                          daemon=True).start()  # fmt: skip
         return job
 
-    def get(self, job_id: str) -> Job | None:
-        """The job ``job_id`` (a copy), or None when unknown or forgotten."""
+    def get(self, job_id: str, key: KeyScope | None = None) -> Job | None:
+        """The job ``job_id`` (a copy) as ``key`` may see it (None: no keys configured), or None when it is
+        unknown, forgotten, or submitted by another key while ``key`` is restricted."""
         with self._guard:
             job = self._jobs.get(job_id)
-            return job.model_copy(deep=True) if job is not None else None
+            if job is None or not (unrestricted(key) or (key is not None and self._owners.get(job_id) == key.identity)):
+                return None
+            return job.model_copy(deep=True)
 
     def _run(self, job: Job, lock: threading.Lock, within: list[Path] | None = None) -> None:
         with lock:

@@ -8,7 +8,8 @@ A library error becomes the tool's error result with the library's one-line mess
 
 Scopes: over HTTP (``/mcp``) each call is checked against the request's API key
 (kbgraph.serve.access: ``read`` for the read tools, ``write`` for ``ingest``; a knowledge base outside the key's
-globs is refused), and ``ingest`` paths against ``serve_ingest_roots``. Over stdio (``kbgraph mcp``) there is no
+globs is refused), and ``ingest`` paths against ``serve_ingest_roots``; a restricted key sees its own jobs only,
+and every result without absolute server paths (kbgraph.serve.views), as on the HTTP routes. Over stdio (``kbgraph mcp``) there is no
 key: the client is a local process of the same user, unscoped (the roots still apply to ``ingest``).
 """
 
@@ -16,19 +17,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import Field
+from pydantic import BaseModel, Field
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kbgraph import __version__
 from kbgraph.errors import KBGraphError
 from kbgraph.query.models import Answer, ScoredChunk
-from kbgraph.serve.access import SCOPE_KEY
+from kbgraph.serve.access import SCOPE_KEY, KeyScope
+from kbgraph.serve.authz import unrestricted
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.models import BrowseRows, ChunkInfo, DocumentInfo
+from kbgraph.serve.views import view_of
 from kbgraph.text import one_line
 
 INSTRUCTIONS = (
@@ -74,6 +77,8 @@ INGEST = (
 )
 
 
+M = TypeVar("M", bound=BaseModel)
+
 #: Bounds of the tools' numbers, as on the HTTP routes (kbgraph.serve.models, kbgraph.serve.routes).
 AskK = Annotated[int, Field(ge=1, le=100)]
 SearchK = Annotated[int, Field(ge=1, le=200)]
@@ -99,18 +104,29 @@ def _tool(server: MCPServer, description: str) -> Callable[[Callable[..., Any]],
     return register
 
 
-def _scoped(ctx: Context | None, pool: KBPool, kb: str | None, right: str = "read") -> str:
-    """The knowledge base a tool call uses (``kb`` or the default), checked against the API key of the HTTP
-    request that carries the call (none over stdio). Raises Forbidden (the tool's error result)."""
-    name = kb or pool.default
+def _key(ctx: Context | None) -> KeyScope | None:
+    """The API key of the HTTP request that carries a tool call (None over stdio, or without keys)."""
     try:
         request = ctx.request_context.request if ctx is not None else None
     except ValueError:  # no request context (a direct call)
         request = None
-    key = getattr(request, "scope", {}).get(SCOPE_KEY) if request is not None else None
+    key: KeyScope | None = getattr(request, "scope", {}).get(SCOPE_KEY) if request is not None else None
+    return key
+
+
+def _scoped(ctx: Context | None, pool: KBPool, kb: str | None, right: str = "read") -> str:
+    """The knowledge base a tool call uses (``kb`` or the default), checked against the API key of the HTTP
+    request that carries the call (none over stdio). Raises Forbidden (the tool's error result)."""
+    name = kb or pool.default
+    key = _key(ctx)
     if key is not None:
         key.check(name, right)
     return name
+
+
+def _shown(ctx: Context | None, pool: KBPool, name: str, model: M) -> M:
+    """``model`` as the call's key may see it: server paths for an unrestricted caller only (kbgraph.serve.views)."""
+    return model if unrestricted(_key(ctx)) else view_of(pool.settings_for(name)).model(model)
 
 
 def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
@@ -121,23 +137,26 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
     @_tool(server, ASK)
     def ask(question: str, kb: str | None = None, method: str | None = None, k: AskK = 5,
             ctx: Context | None = None) -> Answer:  # fmt: skip
-        with pool.use(_scoped(ctx, pool, kb)) as base:
-            return base.ask(question, method=method, k=k)
+        name = _scoped(ctx, pool, kb)
+        with pool.use(name) as base:
+            return _shown(ctx, pool, name, base.ask(question, method=method, k=k))
 
     @_tool(server, SEARCH)
     def search(question: str, kb: str | None = None, k: SearchK = 5, method: str | None = None,
                ctx: Context | None = None) -> list[ScoredChunk]:  # fmt: skip
         options: dict[str, Any] = {"method": method} if method else {}
-        with pool.use(_scoped(ctx, pool, kb)) as base:
-            return base.retrieve(question, k=k, **options)
+        name = _scoped(ctx, pool, kb)
+        with pool.use(name) as base:
+            return [_shown(ctx, pool, name, chunk) for chunk in base.retrieve(question, k=k, **options)]
 
     @_tool(server, GET_CHUNK)
     def get_chunk(chunk_id: str, kb: str | None = None, ctx: Context | None = None) -> ChunkInfo:
-        with pool.use(_scoped(ctx, pool, kb)) as base:
+        name = _scoped(ctx, pool, kb)
+        with pool.use(name) as base:
             row = base.chunk(chunk_id)
         if row is None:
-            raise ValueError(f"no chunk {chunk_id!r} in knowledge base {kb or pool.default!r}")
-        return ChunkInfo(**row)
+            raise ValueError(f"no chunk {chunk_id!r} in knowledge base {name!r}")
+        return _shown(ctx, pool, name, ChunkInfo(**row))
 
     @_tool(server, BROWSE)
     def browse(query: str, kb: str | None = None, params: dict[str, Any] | None = None,
@@ -145,13 +164,14 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
         name = _scoped(ctx, pool, kb)
         with pool.use(name) as base:
             rows = base.browse(query, **(params or {}))
-        return BrowseRows(kb=name, query=query, rows=rows)
+        return _shown(ctx, pool, name, BrowseRows(kb=name, query=query, rows=rows))
 
     @_tool(server, LIST_DOCUMENTS)
     def list_documents(kb: str | None = None, limit: Limit = 100, skip: Skip = 0,
                        ctx: Context | None = None) -> list[DocumentInfo]:  # fmt: skip
-        with pool.use(_scoped(ctx, pool, kb)) as base:
-            return [DocumentInfo(**row) for row in base.documents(limit=limit, skip=skip)]
+        name = _scoped(ctx, pool, kb)
+        with pool.use(name) as base:
+            return [_shown(ctx, pool, name, DocumentInfo(**row)) for row in base.documents(limit=limit, skip=skip)]
 
     if pool.settings.serve.mcp_allow_ingest:
         manager = jobs or JobManager(pool)
@@ -160,13 +180,13 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
         def ingest(paths: list[str] | None = None, kb: str | None = None, prune: bool = False,
                    job_id: str | None = None, ctx: Context | None = None) -> Job:  # fmt: skip
             if job_id:
-                found = manager.get(job_id)
+                found = manager.get(job_id, _key(ctx))
                 if found is None:
                     raise ValueError(f"no job {job_id!r}")
-                _scoped(ctx, pool, found.kb, "write")
-                return found
+                return _shown(ctx, pool, _scoped(ctx, pool, found.kb, "write"), found)
             if not paths:
                 raise ValueError("give `paths` to ingest, or `job_id` to see a job")
-            return manager.submit(_scoped(ctx, pool, kb, "write"), paths, prune=prune)
+            name = _scoped(ctx, pool, kb, "write")
+            return _shown(ctx, pool, name, manager.submit(name, paths, prune=prune, owner=_key(ctx)))
 
     return server

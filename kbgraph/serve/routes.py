@@ -18,18 +18,22 @@ of JSON:
 
 A bad question, method or knowledge-base name is refused before the stream begins (400, as without it). A
 client that goes away stops the ask at its next event.
+
+A restricted key (kbgraph.serve.authz.unrestricted) sees every response through the knowledge base's
+kbgraph.serve.views.PathView: no absolute server path (document URIs, job paths, the store's location).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
 
 import anyio
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from kbgraph.errors import KBGraphError
@@ -59,6 +63,7 @@ from kbgraph.serve.models import (
     SearchResponse,
 )
 from kbgraph.serve.uploads import FIELDS, FILES_FIELD, MAX_FILES, check_form, save_uploads, uploads_dir
+from kbgraph.serve.views import PathView, view_of
 
 #: Service routes (``/healthz``, ``/readyz``): authenticated by the guard alone; ``/readyz`` filters by the key.
 service = APIRouter()
@@ -75,6 +80,20 @@ def _pool(request: Request) -> KBPool:
 def _jobs(request: Request) -> JobManager:
     jobs: JobManager = request.app.state.jobs
     return jobs
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _view(request: Request, name: str) -> PathView | None:
+    """The path view of knowledge base ``name`` for a restricted key; None for an unrestricted caller."""
+    return None if unrestricted(key_of(request)) else view_of(_pool(request).settings_for(name))
+
+
+def _shown(request: Request, name: str, model: M) -> M:
+    """``model`` as the request's key may see it (kbgraph.serve.views: server paths for an unrestricted key only)."""
+    view = _view(request, name)
+    return model if view is None else view.model(model)
 
 
 @service.get("/healthz", tags=["service"])
@@ -128,13 +147,13 @@ def ask(name: str, body: AskRequest, request: Request) -> Response:
         if body.method is not None:
             get_method(body.method)
         return StreamingResponse(
-            _sse_body(_sse_events(_pool(request), name, body)), media_type="text/event-stream",
+            _sse_body(_sse_events(_pool(request), name, body, _view(request, name))), media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )  # fmt: skip
     with _pool(request).use(name) as kb:
         answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save)
         saved = kb.last_saved if body.save else None
-    reply = AskResponse(**answer.model_dump(), saved=saved)
+    reply = _shown(request, name, AskResponse(**answer.model_dump(), saved=saved))
     return Response(content=reply.model_dump_json(), media_type="application/json")
 
 
@@ -142,8 +161,9 @@ def _sse(event: str, data: object) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def _sse_events(pool: KBPool, name: str, body: AskRequest) -> Iterator[str]:
-    """The SSE messages of a streamed ask (module doc) on knowledge base ``name``."""
+def _sse_events(pool: KBPool, name: str, body: AskRequest, view: PathView | None = None) -> Iterator[str]:
+    """The SSE messages of a streamed ask (module doc) on knowledge base ``name``, through ``view`` if any."""
+    show: Callable[[Any], Any] = view.data if view is not None else (lambda data: data)
     try:
         with pool.use(name) as kb:
             ask = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save,
@@ -153,9 +173,9 @@ def _sse_events(pool: KBPool, name: str, body: AskRequest) -> Iterator[str]:
                     if event.type == "answer" and event.answer is not None:
                         saved = kb.last_saved if body.save else None
                         answer = AskResponse(**event.answer.model_dump(), saved=saved)
-                        yield _sse("answer", answer.model_dump(mode="json"))
+                        yield _sse("answer", show(answer.model_dump(mode="json")))
                     elif event.type == "round" and event.round is not None:
-                        yield _sse("round", event.round.model_dump(mode="json"))
+                        yield _sse("round", show(event.round.model_dump(mode="json")))
                     elif event.type == "delta":
                         yield _sse("delta", {"text": event.text})
                     elif event.type == "reset":
@@ -188,7 +208,7 @@ def search(name: str, body: SearchRequest, request: Request) -> SearchResponse:
     options = {"method": body.method} if body.method else {}
     with _pool(request).use(name) as kb:
         chunks = kb.retrieve(body.question, k=body.k, explain=body.explain, **options)
-    return SearchResponse(question=body.question, method=body.method, chunks=chunks)
+    return _shown(request, name, SearchResponse(question=body.question, method=body.method, chunks=chunks))
 
 
 #: The two bodies of POST /ingest in the OpenAPI schema (the handler reads the body itself: JSON or multipart).
@@ -228,29 +248,28 @@ async def ingest(name: str, request: Request) -> Job:
             raise RequestValidationError(
                 [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
             ) from None
-        return jobs.submit(name, body.paths, prune=body.prune, wait=body.wait)
+        job = jobs.submit(name, body.paths, prune=body.prune, wait=body.wait, owner=key_of(request))
+        return _shown(request, name, job)
     folder = uploads_dir(jobs.pool.settings_for(name))  # 400/404 before the body is read
     async with request.form(max_files=MAX_FILES, max_fields=len(FIELDS)) as form:
         files, wait = check_form(form)
         try:
             paths = await save_uploads(files, folder)
         except OSError as exc:
-            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE,
-                                f"cannot store the uploaded files in {folder}: {exc.strerror or exc}") from exc
-    return jobs.submit(name, paths, wait=wait, uploaded=True)
+            view = _view(request, name)
+            detail = f"cannot store the uploaded files in {folder}: {exc.strerror or exc}"
+            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, view.text(detail) if view else detail) from exc
+    return _shown(request, name, jobs.submit(name, paths, wait=wait, uploaded=True, owner=key_of(request)))
 
 
 @router.get("/v1/jobs/{job_id}", response_model=Job, tags=["ingest"])
 def job(job_id: str, request: Request) -> Job:
     """An ingestion job: queued, running, done (with the IngestReport) or failed (with the error). 404 for an
-    unknown job or one of a knowledge base outside the API key's scope."""
-    found = _jobs(request).get(job_id)
-    key = key_of(request)
-    if found is not None and key is not None and not key.allows_kb(found.kb):
-        found = None  # a job of a knowledge base outside the key's scope: as if unknown
+    unknown job, or one another key submitted while this key is restricted (kbgraph.serve.jobs)."""
+    found = _jobs(request).get(job_id, key_of(request))
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no job {job_id!r} (jobs live in the server's memory)")
-    return found
+    return _shown(request, found.kb, found)
 
 
 @router.get(KB + "/documents", response_model=DocumentList, tags=["documents"])
@@ -261,7 +280,7 @@ def documents(name: str, request: Request, limit: int = 100, skip: int = 0) -> D
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "limit must be 1-10000 and skip 0-10000000")
     with _pool(request).use(name) as kb:
         rows = kb.documents(limit=limit, skip=skip)
-    return DocumentList(kb=name, documents=[DocumentInfo(**row) for row in rows])
+    return _shown(request, name, DocumentList(kb=name, documents=[DocumentInfo(**row) for row in rows]))
 
 
 @router.delete(KB + "/documents/{document:path}", response_model=Deleted, tags=["documents"])
@@ -282,14 +301,15 @@ def chunk(name: str, chunk_id: str, request: Request) -> ChunkInfo:
         row = kb.chunk(chunk_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chunk {chunk_id!r} in knowledge base {name!r}")
-    return ChunkInfo(**row)
+    return _shown(request, name, ChunkInfo(**row))
 
 
 @router.get(KB + "/stats", response_model=StoreStats, tags=["documents"])
 def stats(name: str, request: Request) -> StoreStats:
-    """Node counts per label and relationship counts per type (``KnowledgeBase.stats``)."""
+    """Node counts per label and relationship counts per type (``KnowledgeBase.stats``); ``location`` (the store's
+    folder or URI) empty for a restricted key."""
     with _pool(request).use(name) as kb:
-        return kb.stats()
+        return _shown(request, name, kb.stats())
 
 
 @router.get(KB + "/browse/{query}", response_model=BrowseRows, tags=["documents"])
@@ -300,4 +320,4 @@ def browse(name: str, query: str, request: Request) -> BrowseRows:
     params = dict(request.query_params)
     with _pool(request).use(name) as kb:
         rows = kb.browse(query, **params)
-    return BrowseRows(kb=name, query=query, rows=rows)
+    return _shown(request, name, BrowseRows(kb=name, query=query, rows=rows))
