@@ -21,6 +21,7 @@ from kbgraph.serve.jobs import JobManager
 from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.mcp import build_mcp
 from kbgraph.serve.routes import router, service
+from kbgraph.serve.webapp import WebApp
 from kbgraph.settings import Settings
 from kbgraph.text import one_line
 
@@ -69,4 +70,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     hosts = serve.serve_allowed_hosts if is_loopback(serve.serve_host) or serve.serve_allowed_hosts else None
     app.add_middleware(Guard, keys=keys, max_bytes=serve.max_request_bytes, max_upload_bytes=serve.max_upload_bytes,
                        allowed_hosts=hosts, allowed_origins=serve.serve_allowed_origins)  # fmt: skip
+    app.add_middleware(WebApp, allowed_hosts=hosts)  # the web app at / (outside the guard: its files need no key)
     return app

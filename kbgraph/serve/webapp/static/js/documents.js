@@ -1,0 +1,187 @@
+// The Documents page: the knowledge base's documents (GET /documents: title, status, chunk count, source), an
+// upload (multipart POST /ingest, as `curl -F files=@...`) followed as its job runs (GET /v1/jobs/{id}), delete
+// (DELETE /documents/{id}). Upload and delete are shown only to a key that may write (a 403 hides them too).
+
+import { api, kbPath } from "./api.js";
+import { $, clear, el, formatDate, notice } from "./dom.js";
+import { app, events } from "./state.js";
+
+const POLL_MS = 700;
+let loading = null;
+
+function canWrite() {
+  return app.rights.write !== false;
+}
+
+function showRights() {
+  $("#upload-form").hidden = !canWrite();
+  const note = $("#readonly-note");
+  note.hidden = canWrite();
+  note.textContent = canWrite() ? "" : "This key may read this knowledge base but not change it: upload and delete "
+    + `are not offered.${app.rightsNote ? ` (The server: ${app.rightsNote})` : ""}`;
+  for (const cell of document.querySelectorAll(".actions-col")) cell.hidden = !canWrite();
+}
+
+function refused(err) {
+  if (err.status !== 403) return false;
+  app.rights = { ...app.rights, write: false };
+  app.rightsNote = err.detail;
+  showRights();
+  renderRows(lastRows);
+  return true;
+}
+
+let lastRows = [];
+
+function renderRows(rows) {
+  lastRows = rows;
+  const body = clear($("#docs-body"));
+  $("#docs-count").textContent = `${rows.length} document${rows.length === 1 ? "" : "s"} in ${app.kb}`;
+  if (!rows.length) {
+    body.append(el("tr", {}, el("td", { colspan: 6, class: "empty" }, "No document yet.")));
+  }
+  for (const doc of rows) {
+    const title = doc.title || doc.id;
+    const complete = doc.status === "complete";
+    body.append(el("tr", { dataset: { id: doc.id } },
+      el("td", {}, title),
+      el("td", {}, el("span", { class: complete ? "pill" : "pill other" }, doc.status || "unknown")),
+      el("td", { class: "num" }, String(doc.chunks ?? 0)),
+      el("td", { class: "source" }, doc.uri || ""),
+      el("td", {}, formatDate(doc.ingested_at)),
+      el("td", { class: "actions-col", hidden: !canWrite() }, canWrite() && el("button", {
+        type: "button", class: "secondary delete", "aria-label": `Delete ${title}`,
+        onclick: () => remove(doc),
+      }, "Delete"))));
+  }
+}
+
+export async function loadDocuments() {
+  if (loading) return loading;
+  loading = (async () => {
+    try {
+      const data = await api(`${kbPath(app.kb, "/documents")}?limit=1000`);
+      renderRows(data.documents || []);
+    } catch (err) {
+      renderRows([]);
+      $("#docs-count").textContent = err.status === 404
+        ? `No knowledge base ${app.kb} yet: an upload makes it.`
+        : `The documents could not be listed: ${err.message}`;
+    } finally {
+      loading = null;
+    }
+  })();
+  return loading;
+}
+
+function confirmDelete(doc) {
+  const dialog = $("#confirm-dialog");
+  $("#confirm-text").textContent = `“${doc.title || doc.id}” and its ${doc.chunks ?? 0} chunks leave the knowledge `
+    + "base, with the entities no other document uses.";
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.returnValue = "";
+    dialog.showModal();
+    $("#confirm-cancel").focus();
+  });
+}
+
+async function remove(doc) {
+  if (!(await confirmDelete(doc))) return;
+  try {
+    const done = await api(kbPath(app.kb, `/documents/${encodeURIComponent(doc.id)}`), { method: "DELETE" });
+    const n = done.deleted || {};
+    notice(`Deleted “${doc.title || doc.id}” (${n.chunks ?? 0} chunks).`, "info");
+  } catch (err) {
+    if (!refused(err)) notice(`The document was not deleted: ${err.message}`);
+  }
+  await loadDocuments();
+}
+
+function jobLine(job, files) {
+  const item = el("li", { class: `job ${job.status}`, dataset: { job: job.id } });
+  const r = job.report;
+  const what = files.length === 1 ? files[0] : `${files.length} files`;
+  let text = `${what}: ${job.status}`;
+  if (r) {
+    text += ` — ${r.added} added, ${r.updated} updated, ${r.unchanged} unchanged, ${r.failed} failed`;
+    if (r.skipped) text += `, ${r.skipped} skipped`;
+    const total = r.seconds && r.seconds.total;
+    if (typeof total === "number" && total > 0) text += ` in ${total.toFixed(1)} s`;
+  }
+  if (job.error) text += ` — ${job.error}`;
+  item.append(el("span", {}, text));
+  const errors = (r && r.errors) || [];
+  if (errors.length) item.append(el("ul", { class: "errors" }, errors.map((e) => el("li", {}, typeof e === "string" ? e : `${e.path || e.source || ""}: ${e.error || e.message || JSON.stringify(e)}`))));
+  return item;
+}
+
+async function follow(job, files) {
+  let line = jobLine(job, files);
+  $("#jobs").prepend(line);
+  while (job.status === "queued" || job.status === "running") {
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    try {
+      job = await api(`/v1/jobs/${encodeURIComponent(job.id)}`);
+    } catch (err) {
+      job = { ...job, status: "failed", error: err.message };
+    }
+    const next = jobLine(job, files);
+    line.replaceWith(next);
+    line = next;
+    if (job.status === "running") loadDocuments();
+  }
+  await loadDocuments();
+}
+
+async function upload(fileList) {
+  const files = Array.from(fileList || []);
+  if (!files.length) return;
+  const form = new FormData();
+  for (const file of files) form.append("files", file, file.name);
+  $("#upload-button").disabled = true;
+  try {
+    const job = await api(kbPath(app.kb, "/ingest"), { method: "POST", form });
+    $("#files").value = "";
+    $("#files-chosen").textContent = "or drop files here: PDF, Word, HTML, Markdown, spreadsheets, …";
+    await follow(job, files.map((f) => f.name));
+  } catch (err) {
+    if (!refused(err)) notice(`The upload was refused: ${err.message}`);
+  } finally {
+    $("#upload-button").disabled = !$("#files").files.length;
+  }
+}
+
+export function showDocuments() {
+  showRights();
+  loadDocuments();
+}
+
+export function initDocuments() {
+  const input = $("#files");
+  input.addEventListener("change", () => {
+    const n = input.files.length;
+    $("#files-chosen").textContent = n ? Array.from(input.files).map((f) => f.name).join(", ") : "No file chosen";
+    $("#upload-button").disabled = !n;
+  });
+  $("#upload-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    upload(input.files);
+  });
+  const zone = $("#dropzone");
+  zone.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    zone.classList.add("over");
+  });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("over");
+    upload(event.dataTransfer.files);
+  });
+  $("#docs-refresh").addEventListener("click", () => loadDocuments());
+  events.addEventListener("kb", () => {
+    clear($("#jobs"));
+    if (document.body.dataset.page === "documents") showDocuments();
+  });
+}

@@ -1,0 +1,354 @@
+"""The web app of `kbgraph serve` (issue 57, kbgraph.serve.webapp) in a real browser: headless Chromium (Debian
+``chromium``, driven by Playwright with the system binary, as tests/test_browser_e2e.py) against a real uvicorn
+server over a real store holding the NICS report, on both stores.
+
+Ask: the Kentucky question answered through the SSE stream, the Kentucky row cited, its passage opened with its
+neighbours. Why: the evidence graph drawn by Cytoscape.js with question, chunk and document nodes (counted in the
+page), the score terms as bars. Documents: the list, an upload followed to its job's end and listed, then deleted.
+Every request the page makes goes to the server's own origin, no Content-Security-Policy violation, the assets
+total at most 1 MB. With API keys: the page asks for one; a read-only key sees no upload or delete and the API
+refuses a forced upload (403).
+
+Screenshots of each page go to the test's tmp_path; set ``KBGRAPH_UI_SCREENSHOTS=docs/ui`` to keep them
+(docs/ui.md shows them). Without chromium or playwright the test skips, or FAILS when CI=true.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from kbgraph.kb import KnowledgeBase  # noqa: E402
+from kbgraph.query.methods import METHODS  # noqa: E402
+from kbgraph.serve.access import add_key  # noqa: E402
+from kbgraph.serve.app import create_app  # noqa: E402
+from kbgraph.serve.webapp import CSP, assets  # noqa: E402
+from kbgraph.settings import Settings  # noqa: E402
+from tests.backends import BACKENDS  # noqa: E402
+from tests.serve_fixture import QUESTION, build_kb, offline, running  # noqa: E402
+from tests.test_browser_e2e import CHROMIUM, CHROMIUM_ARGS, IN_CI, TIMEOUT_MS  # noqa: E402
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Page
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # playwright_api skips (or fails under CI)
+    expect = None  # type: ignore[assignment]
+
+pytestmark = pytest.mark.slow  # Chromium, and an ingest of a sample document
+
+NOTE_NAME = "ferry-timetable.md"
+NOTE = "# Ferry timetable\n\nThe ferry to Kilnsea leaves at 7 every morning and returns at 18.\n"
+MAX_ASSET_BYTES = 1_000_000
+#: Records each CSP violation the page sees (a Playwright init script: not part of the page, not blocked by it).
+CSP_PROBE = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
+             "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")  # fmt: skip
+ASSET_BYTES_JS = """() => performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))
+  .filter(e => !new URL(e.name).pathname.startsWith('/v1/') && !new URL(e.name).pathname.startsWith('/readyz'))
+  .map(e => [new URL(e.name).pathname, e.decodedBodySize])"""
+
+#: (base URL, settings, backend)
+Served = tuple[str, Settings, str]
+
+
+@pytest.fixture(scope="module")
+def falkor_kb(falkor_settings: Settings, examples_dir: Path) -> Iterator[Settings]:
+    """A FalkorDB knowledge base holding the NICS report (one PDF: the test's ingest stays short)."""
+    settings = offline(falkor_settings, name=f"ui{uuid.uuid4().hex[:8]}")
+    build_kb(settings, examples_dir)
+    yield settings
+    with KnowledgeBase(settings=settings) as kb:
+        kb.reset()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def served(request: pytest.FixtureRequest, examples_dir: Path) -> Iterator[Served]:
+    if request.param == "falkordb":
+        settings = request.getfixturevalue("falkor_kb")
+    else:
+        settings = offline(request.getfixturevalue("neo4j_settings"))
+        build_kb(settings, examples_dir)
+    with running(create_app(settings)) as url:
+        yield url, settings, request.param
+    if request.param != "falkordb":
+        with KnowledgeBase(settings=settings) as kb:
+            kb.reset()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's chromium driven by Playwright (no `playwright install`), as in tests/test_browser_e2e.py."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("playwright is not installed: pip install -e '.[test]'")
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
+        unavailable(f"no chromium at {CHROMIUM}: apt-get install chromium (or set KBGRAPH_CHROMIUM)")
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def unavailable(msg: str) -> NoReturn:
+    if IN_CI:
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+@contextlib.contextmanager
+def opened(browser: Browser, url: str, tmp_path: Path) -> Iterator[tuple[Page, list[str], list[str]]]:
+    """A fresh context's page on ``url`` with every request URL it makes and its errors recorded; a screenshot of
+    the page on failure."""
+    context: BrowserContext = browser.new_context(viewport={"width": 1360, "height": 900}, accept_downloads=False)
+    context.set_default_timeout(TIMEOUT_MS)
+    context.add_init_script(CSP_PROBE)
+    requests: list[str] = []
+    errors: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    try:
+        yield page, requests, errors
+    except BaseException:
+        with contextlib.suppress(Exception):
+            page.screenshot(path=str(tmp_path / "failure.png"), full_page=True)
+            print(f"screenshot of the failure: {tmp_path / 'failure.png'}; page errors: {errors}")
+        raise
+    finally:
+        context.close()
+
+
+def shoot(page: Page, tmp_path: Path, name: str, backend: str) -> None:
+    """A screenshot of the page as ``name``.png in tmp_path, kept in KBGRAPH_UI_SCREENSHOTS (FalkorDB run)."""
+    shot = tmp_path / f"{name}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    keep = os.environ.get("KBGRAPH_UI_SCREENSHOTS")
+    if keep and backend == "falkordb":
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(keep) / shot.name)
+
+
+def accessible(page: Page, where: str) -> None:
+    """With ``KBGRAPH_AXE_JS`` (the path of axe-core's axe.min.js: ``npm pack axe-core``, docs/ui.md), axe-core
+    run on the page as it is: no serious or critical violation. (Evaluated by Playwright, outside the page's CSP.)"""
+    source = os.environ.get("KBGRAPH_AXE_JS")
+    if not source:
+        return
+    page.evaluate(Path(source).read_text(encoding="utf-8"))
+    found = page.evaluate("""async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+        .filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => `${v.impact} ${v.id}: ${v.nodes.slice(0, 4).map(n => n.target.join(' ')).join(', ')}`)""")
+    assert found == [], f"{where}: {found}"
+
+
+def same_origin(requests: list[str], url: str) -> None:
+    others = [r for r in requests if not r.startswith(url + "/")]
+    assert requests and not others, others
+
+
+def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
+    url, settings, backend = served
+    note = tmp_path / NOTE_NAME
+    note.write_text(NOTE, encoding="utf-8")
+
+    # the server side first: the page and its files, with the CSP, no key needed, the API behind the guard
+    with urllib.request.urlopen(url + "/") as r:
+        page_csp, page_html = r.headers["content-security-policy"], r.read().decode()
+    assert page_csp == CSP and "default-src 'self'" in CSP and "unsafe" not in CSP
+    assert "<script type=\"module\" src=\"/ui/js/main.js\">" in page_html and "<script>" not in page_html
+    assert " style=" not in page_html and "http" not in page_html.replace("http-equiv", "")
+
+    with opened(browser, url, tmp_path) as (page, requests, errors):
+        first = page.goto(url + "/", wait_until="domcontentloaded")
+        assert first is not None and first.headers["content-security-policy"] == CSP
+        page.locator("body[data-ready='true']").wait_for()
+        assert page.locator("#kb-name").input_value() == settings.name  # /readyz names the served KB
+        # the method picker lists the registry
+        options = page.locator("#method option").evaluate_all("os => os.map(o => o.value)")
+        assert options == ["", *[m.name for m in METHODS.values() if m.kind == "retrieval"],
+                           *[m.name for m in METHODS.values() if m.kind == "answer"]]  # fmt: skip
+
+        # --- Ask: typed, sent with Enter, streamed; the Kentucky row cited
+        page.locator("#question").fill(QUESTION)
+        page.locator("#question").press("Enter")
+        expect(page.locator("#answer-text")).to_contain_text("12,155")
+        cards = page.locator("#citations .card")
+        expect(cards.first).to_be_visible()
+        kentucky = cards.filter(has_text="Kentucky").first
+        expect(kentucky).to_contain_text("NICS Firearm Background Checks")
+        expect(kentucky.locator(".where")).to_contain_text("page 1")
+        timing = page.evaluate("window.kbgraph.app.timing")
+        print(f"{backend}: first answer shown {timing['answer_ms']:.0f} ms after the question was sent")
+        answer = page.evaluate("window.kbgraph.app.answer")
+        assert answer["retrieval_only"] and answer["chunks"][0]["breakdown"]
+        # the citation opens its passage with its neighbours in reading order
+        kentucky.get_by_role("button", name="Open passage").click()
+        expect(page.locator("#passage-text mark")).to_contain_text("| Kentucky | 264,140 | 12,155 |")  # the row
+        page.wait_for_function("() => document.querySelector('#passage-before').textContent"
+                               " || document.querySelector('#passage-after').textContent")  # the neighbours came
+        context = page.locator("#passage-before").inner_text() + page.locator("#passage-after").inner_text()
+        assert "BEFORE" in context.upper() or "AFTER" in context.upper(), context
+        expect(page.locator("#passage-where")).to_contain_text("page 1")
+        page.wait_for_timeout(300)
+        accessible(page, "ask")
+        shoot(page, tmp_path, "ask", backend)
+        page.keyboard.press("Escape")  # closes the passage, focus back on its card's button
+        expect(page.locator("#passage")).to_be_hidden()
+
+        # --- Why: the evidence graph, question -> chunks -> documents, drawn by Cytoscape.js
+        page.get_by_role("link", name="Why", exact=True).click()
+        page.wait_for_function("() => window.kbgraph.cy && window.kbgraph.cy.nodes().length > 0")
+        labels: list[str] = page.evaluate("window.kbgraph.cy.nodes().map(n => n.data('label'))")
+        edges: int = page.evaluate("window.kbgraph.cy.edges().length")
+        assert labels.count("Question") == 1 and labels.count("Document") == 1, labels
+        drawn = set(page.evaluate("window.kbgraph.cy.nodes('[label = \"Chunk\"]').map(n => n.id())"))
+        assert {c["chunk_id"] for c in answer["citations"]} | {c["id"] for c in answer["chunks"]} <= drawn
+        assert edges >= len(answer["chunks"]) * 2, (labels, edges)  # question -> ... -> chunk -> document
+        terms = sum(len(c["breakdown"]) + len(c["ranking"]) for c in answer["chunks"])
+        expect(page.locator("#terms .bars dt")).to_have_count(terms)  # a bar per score term and ranker term
+        expect(page.locator("#legend li")).to_have_count(len(set(labels)))
+        page.locator("#terms .term-card h3 button").first.click()  # a passage selected from the list (keyboard path)
+        expect(page.locator("#node-detail h3")).to_have_text("Chunk")
+        assert page.evaluate("window.kbgraph.cy.nodes(':selected').length") == 1
+        page.wait_for_timeout(300)
+        accessible(page, "why")
+        shoot(page, tmp_path, "why", backend)
+
+        # --- Documents: listed; an upload followed to the end of its job, listed, then deleted
+        page.get_by_role("link", name="Documents").click()
+        rows = page.locator("#docs-body tr")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_contain_text("NICS Firearm Background Checks")
+        assert int(rows.first.locator("td.num").inner_text()) > 0
+        page.locator("#files").set_input_files(str(note))
+        page.get_by_role("button", name="Upload and ingest").click()
+        expect(page.locator("#jobs .job.done")).to_contain_text("1 added")
+        expect(rows).to_have_count(2)
+        ferry = rows.filter(has_text="Ferry timetable")
+        expect(ferry.locator(".pill")).to_have_text("complete")
+        expect(ferry.locator("td.source")).to_contain_text(NOTE_NAME)
+        page.wait_for_timeout(200)
+        accessible(page, "documents")
+        shoot(page, tmp_path, "documents", backend)
+        ferry.get_by_role("button", name="Delete Ferry timetable").click()
+        expect(page.locator("#confirm-dialog")).to_be_visible()
+        page.locator("#confirm-ok").click()
+        expect(rows).to_have_count(1)
+        expect(page.locator("#notice")).to_contain_text("Deleted")
+
+        # --- what the page did: its own origin only, no CSP violation, no error, at most 1 MB of assets
+        same_origin(requests, url)
+        assert page.evaluate("window.__csp") == []
+        assert not [e for e in errors if "favicon" not in e], errors
+        sizes = dict(page.evaluate(ASSET_BYTES_JS))
+        table = assets()
+        assert sizes and set(sizes) <= set(table), sizes
+        total = sum(len(table[p].body) for p in sizes)
+        print(f"{backend}: {len(sizes)} assets, {total:,} bytes")
+        assert "/ui/vendor/cytoscape/cytoscape.esm.min.mjs" in sizes and total <= MAX_ASSET_BYTES
+        served_total = sum(len(a.body) for p, a in table.items() if p != "/")  # everything the app could load
+        assert served_total <= MAX_ASSET_BYTES
+
+
+def _readonly_upload(page: Page, kb: str) -> int:
+    """The status of an upload forced from the page with its read-only key (no control for it is shown)."""
+    status: int = page.evaluate("""async (kb) => {
+        const form = new FormData();
+        form.append('files', new Blob(['# x\\n\\ny\\n'], {type: 'text/markdown'}), 'forced.md');
+        const r = await fetch(`/v1/kb/${kb}/ingest`, {method: 'POST', body: form,
+            headers: {Authorization: `Bearer ${sessionStorage.getItem('kbgraph.key')}`}});
+        return r.status; }""", kb)  # fmt: skip
+    return status
+
+
+def test_keys(falkor_kb: Settings, browser: Browser, tmp_path: Path) -> None:
+    """With API keys: the page loads without one and asks for it; a refused key is asked again; a read-only key
+    sees no upload or delete control (and a forced upload is the API's 403); a key that may write sees them."""
+    keys = tmp_path / "keys.toml"
+    reader, _ = add_key(keys, kbs=[falkor_kb.name], rights=["read"], name="reader")
+    writer, _ = add_key(keys, kbs=[falkor_kb.name], rights=["read", "write"], name="writer")
+    settings = falkor_kb.updated({"api_keys_file": keys})
+    with running(create_app(settings)) as url, opened(browser, url, tmp_path) as (page, requests, errors):
+        with urllib.request.urlopen(url + "/ui/meta.json") as r:  # the app's files need no key
+            assert [m["name"] for m in json.load(r)["methods"]] == list(METHODS)
+        page.goto(url + "/", wait_until="domcontentloaded")
+        dialog = page.locator("#key-dialog")
+        expect(dialog).to_be_visible()
+        expect(page.locator("#key-why")).to_contain_text("asks for an API key")
+        page.locator("#key-input").fill("kbg_not-a-key")
+        page.locator("#key-input").press("Enter")
+        expect(page.locator("#key-why")).to_contain_text("refused")
+        accessible(page, "key")
+        shoot(page, tmp_path, "key", "falkordb")
+        page.locator("#key-input").fill(reader)
+        page.locator("#key-input").press("Enter")
+        expect(dialog).to_be_hidden()
+        page.locator("body[data-ready='true']").wait_for()
+        # a scoped key is not told the served knowledge base by /readyz: the user names it
+        page.locator("#kb-name").fill(falkor_kb.name)
+        page.locator("#kb-name").press("Enter")
+        page.get_by_role("link", name="Documents").click()
+        expect(page.locator("#docs-body tr")).to_have_count(1)
+        expect(page.locator("#readonly-note")).to_be_visible()
+        expect(page.locator("#upload-form")).to_be_hidden()
+        expect(page.locator("#docs-body button")).to_have_count(0)
+        accessible(page, "documents-readonly")
+        shoot(page, tmp_path, "documents-readonly", "falkordb")
+        assert _readonly_upload(page, falkor_kb.name) == 403
+        assert page.evaluate("sessionStorage.getItem('kbgraph.key')") == reader
+        # the reader may ask
+        page.get_by_role("link", name="Ask").click()
+        page.locator("#question").fill(QUESTION)
+        page.get_by_role("button", name="Ask", exact=True).click()
+        expect(page.locator("#citations .card").filter(has_text="Kentucky").first).to_be_visible()
+
+        # the key forgotten, a writer's key: upload and delete are offered
+        page.get_by_role("button", name="Forget key").click()
+        page.locator("#key-input").fill(writer)
+        page.locator("#key-input").press("Enter")
+        page.get_by_role("link", name="Documents").click()
+        expect(page.locator("#upload-form")).to_be_visible()
+        expect(page.locator("#docs-body button", has_text="Delete")).to_have_count(1)
+        same_origin(requests, url)
+        assert page.evaluate("window.__csp") == []
+        unexpected = [e for e in errors if "401" not in e and "403" not in e and "422" not in e]
+        assert not unexpected, errors  # the refused key, the forced upload and the rights probe are expected
+
+
+def test_webapp_host_and_files(falkor_kb: Settings) -> None:
+    """Without a browser: the app keeps the guard's Host check, serves only its own files, and needs no key."""
+    import httpx
+
+    keyed = falkor_kb.updated({"api_key": "kbg_master-for-the-test"})
+    with running(create_app(keyed)) as url, httpx.Client(base_url=url, timeout=30) as c:
+        page = c.get("/")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert page.headers["content-security-policy"] == CSP and page.headers["x-frame-options"] == "DENY"
+        assert c.get("/", headers={"if-none-match": page.headers["etag"]}).status_code == 304
+        assert c.head("/ui/js/main.js").status_code == 200 and c.head("/ui/js/main.js").content == b""
+        assert c.get("/ui/js/main.js").headers["content-type"].startswith("text/javascript")
+        for path in ("/ui/nope.js", "/ui/../pyproject.toml", "/ui/%2e%2e/__init__.py", "/ui/vendor"):
+            assert c.get(path).status_code in (400, 401, 404), path  # never a file: 401 once normalised outside /ui/
+        assert c.get("/", headers={"host": "evil.example"}).status_code == 421  # DNS rebinding
+        assert c.post("/ui/app.css").status_code == 405
+        assert c.get(f"/v1/kb/{falkor_kb.name}/documents").status_code == 401  # the API still wants the key
+        licence = c.get("/ui/vendor/cytoscape/LICENSE").text
+        version = c.get("/ui/vendor/cytoscape/VERSION.json").json()
+        assert "MIT" in licence and version["package"] == "cytoscape" and version["license"] == "MIT"
