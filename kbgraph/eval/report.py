@@ -136,6 +136,15 @@ def _page_table(s: EvalSummary, ret_ms: list[str]) -> list[str]:
              "|---|---|" + "---|" * len(keys)]  # fmt: skip
     for m in paged:
         lines.append(f"| {m} | {s.methods[m].questions} | " + " | ".join(_pct(s.methods[m].metrics.get(k)) for k in keys) + " |")
+    if s.by_domain:
+        short = [f"page@{k}" for k in s.ks] + [f"doc@{k}" for k in s.ks]
+        lines += ["", "By domain (each domain's questions alone):", "",
+                  "| domain | method | n | " + " | ".join(short) + " |", "|---|---|---|" + "---|" * len(short)]  # fmt: skip
+        for domain, by_method in s.by_domain.items():
+            for m in paged:
+                x = by_method.get(m)
+                if x is not None and x.questions:
+                    lines.append(f"| {domain} | {m} | {x.questions} | " + " | ".join(_pct(x.metrics.get(k)) for k in short) + " |")
     return lines + ["", "page@k: one of the first k chunks lies on an evidence page of its document; doc@k: one of "
                     "them comes from a gold document; page_recall@k: the share of evidence pages the first k chunks "
                     "lie on (k counted in chunks).", ""]  # fmt: skip

@@ -69,6 +69,7 @@ class QuestionRecord(BaseModel):
     # long-document sets (kbgraph.eval.pages): the evidence pages and each retrieved chunk's page key, in rank order
     gold_pages: list[str] = Field(default_factory=list)
     retrieved_pages: list[str] = Field(default_factory=list)
+    domain: str | None = None  # the question's ``meta.domain`` (the report's figures by domain)
     trace: list[dict[str, Any]] = Field(default_factory=list)
     rationale: str = ""
     judgement: str | None = None

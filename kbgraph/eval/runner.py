@@ -55,6 +55,7 @@ from kbgraph.eval.summary import (
     run_models,
     summarize,
     summarize_by_class,
+    summarize_by_domain,
 )
 from kbgraph.eval import metrics as M
 from kbgraph.ingest.progress import HEARTBEAT_SECONDS
@@ -131,7 +132,8 @@ class MethodRunner:
     def run(self, method: str, q: EvalQuestion) -> QuestionRecord:
         """``method`` on ``q``: the record with retrieved chunks and passages, metrics, tokens and latency."""
         rec = QuestionRecord(question_id=q.id, method=method, question=q.question, gold_answers=q.answers,
-                             gold_passage_ids=q.gold_passage_ids, gold_pages=q.gold_page_keys)  # fmt: skip
+                             gold_passage_ids=q.gold_passage_ids, gold_pages=q.gold_page_keys,
+                             domain=str(q.meta["domain"]) if q.meta.get("domain") else None)  # fmt: skip
         try:
             if METHODS[method].kind == "retrieval":
                 t0 = time.perf_counter()
@@ -299,6 +301,7 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
         questions=len(questions), new_records=new, reused_records=reused, started_at=started,
         finished_at=utc_now(), seconds=round(time.perf_counter() - t_start, 2),
         by_class=summarize_by_class(records, methods=active, ks=ks),
+        by_domain=summarize_by_domain(records, methods=active, ks=ks),
     )  # fmt: skip
     if plots:
         out_summary.plots = write_plots(run_dir, out_summary, records)

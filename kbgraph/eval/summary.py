@@ -6,6 +6,9 @@ Retrieval metrics are recomputed from each record's passage ids (kbgraph.eval.me
 over the first k distinct passages, ``sf_recall`` over all of them; none for a method that retrieves nothing
 (``NO_RETRIEVAL``: 'cot'). Answer metrics (EM, F1, precision, recall, judged accuracy) for answer methods.
 
+Per domain (``by_domain``, :func:`summarize_by_domain`): the same means over the questions of each ``meta.domain``
+(a long-document set's kinds of document), for the report's leave-one-domain-out view.
+
 Per question class (``by_class``, :func:`summarize_by_class`): the same means over the questions that method
 'auto' put into each class (PIKE-RAG §3.2), for every method that ran, when 'auto' ran.
 """
@@ -87,6 +90,8 @@ class EvalSummary(BaseModel):
     plots: list[str] = Field(default_factory=list)
     # per question class, as method 'auto' classified each question (empty when 'auto' did not run)
     by_class: dict[str, ClassSummary] = Field(default_factory=dict)
+    # per question domain (``meta.domain``: government, manuals, ...), each domain's questions alone
+    by_domain: dict[str, dict[str, MethodSummary]] = Field(default_factory=dict)
 
 
 def run_models(kb: EvalTarget, llm: LLM | None, judge_model: str | None) -> dict[str, Any]:
@@ -199,3 +204,13 @@ def summarize_by_class(records: Sequence[QuestionRecord], *, methods: Sequence[s
         out[name] = ClassSummary(question_class=name, questions=len(ids), routes=routes,
                                  methods=summarize(recs, methods=methods, ks=ks))  # fmt: skip
     return out
+
+
+def summarize_by_domain(records: Sequence[QuestionRecord], *, methods: Sequence[str],
+                        ks: Sequence[int]) -> dict[str, dict[str, MethodSummary]]:  # fmt: skip
+    """Per question domain (``QuestionRecord.domain``, from the question's ``meta.domain``), in name order:
+    :func:`summarize` over that domain's records alone. Empty when no question names a domain, or only one does."""
+    domains = sorted({r.domain for r in records if r.domain})
+    if len(domains) < 2:
+        return {}
+    return {d: summarize([r for r in records if r.domain == d], methods=methods, ks=ks) for d in domains}

@@ -119,3 +119,18 @@ def test_summary_recomputes_page_metrics() -> None:
     assert ms.metrics["page@5"] == 1.0
     assert ms.metrics["doc@1"] == 1.0
     assert ms.metrics["page_recall@5"] == 0.5  # (1/2 + 1/2) / 2
+
+
+def test_figures_by_domain() -> None:
+    from kbgraph.eval.summary import summarize_by_domain
+
+    def rec(qid: str, domain: str | None, pages: list[str]) -> QuestionRecord:
+        return QuestionRecord(question_id=qid, method="dense", question=qid, gold_pages=GOLD, retrieved_pages=pages,
+                              domain=domain)  # fmt: skip
+
+    hit, miss = [GOLD[0]], [page_key("manuals/r-intro.pdf", 1)]
+    recs = [rec("1", "manuals", hit), rec("2", "manuals", miss), rec("3", "papers", hit)]
+    by = summarize_by_domain(recs, methods=["dense"], ks=[1])
+    assert list(by) == ["manuals", "papers"]
+    assert by["manuals"]["dense"].metrics["page@1"] == 0.5 and by["papers"]["dense"].metrics["page@1"] == 1.0
+    assert summarize_by_domain(recs[:2], methods=["dense"], ks=[1]) == {}  # one domain: nothing to split
