@@ -34,6 +34,7 @@ from kbgraph.home import HOME_FOLDERS  # noqa: E402
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.serve.access import add_key  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
+from kbgraph.serve.kbs import KBPool  # noqa: E402
 from kbgraph.serve.uploads import uploads_dir  # noqa: E402
 from kbgraph.settings import Settings  # noqa: E402
 from tests.serve_fixture import offline, running  # noqa: E402
@@ -270,3 +271,62 @@ def test_scoped_keys_see_their_own_jobs_and_no_server_paths(keyed: Keyed) -> Non
         for d in admin_docs:
             if d["uri"].endswith(("memo58.md", "ferry.md")):
                 assert c.delete(f"/v1/kb/default/documents/{d['id']}", headers=_h(k["admin"])).status_code == 200
+
+
+# --- 7. open store servers and rejected uploads ------------------------------------------------------------------
+def test_evicted_knowledge_bases_stop_their_servers(home: Home) -> None:
+    settings, _ = home
+    base = settings.home
+    pool = KBPool(settings.updated({"serve_max_open_kbs": 2}))
+    names = ["default", "other", "extra58a", "extra58b"]
+    try:
+        for name in names:
+            with pool.use(name, create=name.startswith("extra")) as kb:
+                assert kb.stats().backend == "falkordb"
+        deadline = time.monotonic() + 30
+        while _redis_servers(base) > 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _redis_servers(base) <= 2, [n for n in names if _redis_servers(base, n)]
+        assert sorted(pool.names()) == ["extra58a", "extra58b"]
+        assert _redis_servers(base, "default") == 0 and _redis_servers(base, "other") == 0
+        with pool.use("default") as kb:  # opened again: its server starts again, another one is let go
+            assert kb.stats().nodes["Document"] == 1
+        deadline = time.monotonic() + 30
+        while _redis_servers(base) > 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _redis_servers(base) <= 2
+    finally:
+        pool.close()
+    # through the service: ingestion jobs into three new knowledge bases (each kept open once its job ends)
+    with running(create_app(settings.updated({"serve_max_open_kbs": 2}))) as url, \
+            httpx.Client(base_url=url, timeout=120) as c:  # fmt: skip
+        for name in ("team58a", "team58b", "team58c"):
+            r = c.post(f"/v1/kb/{name}/ingest", files=[("files", ("n.md", f"# {name}\n\nThe {name} note.\n".encode()))])
+            assert r.status_code == 202 and _wait_job(c, r.json()["id"], None)["status"] == "done", r.text
+        teams = ("team58a", "team58b", "team58c")  # (the first pool's servers stay up after its close: a shutdown)
+        deadline = time.monotonic() + 30
+        while sum(_redis_servers(base, n) for n in teams) > 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sum(_redis_servers(base, n) for n in teams) <= 2, [n for n in teams if _redis_servers(base, n)]
+        assert c.get("/v1/kb/team58a/stats").json()["nodes"]["Document"] == 1  # evicted: opened (and started) again
+
+
+def test_rejected_uploads_are_not_kept(home: Home) -> None:
+    settings, _ = home
+    folder = uploads_dir(settings)
+    files = [("evil.exe", b"MZ\x90\x00 not a document"), ("evil.zip", b"PK\x03\x04 an archive"),
+             ("kept58.md", b"# Kept\n\nThe pier is 300 m long.\n")]  # fmt: skip
+    with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
+        r = c.post("/v1/kb/default/ingest", files=[("files", f) for f in files])
+        assert r.status_code == 202, r.text
+        job = _wait_job(c, r.json()["id"], None)
+        assert job["status"] == "done" and job["report"]["added"] == 1, job
+        outcomes = {Path(f["path"]).name: f for f in job["report"]["files"]}
+        assert outcomes["kept58.md"]["outcome"] == "ingested", outcomes
+        for name in ("evil.exe", "evil.zip"):  # refused by their type, with the CLI's reason
+            assert outcomes[name]["outcome"] in ("failed", "skipped") and outcomes[name]["reason"], outcomes
+        kept = {p.name for p in folder.iterdir()}
+        assert "kept58.md" in kept and not kept & {"evil.exe", "evil.zip"}, kept
+        doc = next(d for d in c.get("/v1/kb/default/documents").json()["documents"] if d["uri"].endswith("kept58.md"))
+        assert c.delete(f"/v1/kb/default/documents/{doc['id']}").status_code == 200
+        (folder / "kept58.md").unlink()

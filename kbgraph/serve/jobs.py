@@ -28,6 +28,7 @@ from kbgraph.ingest.report import IngestReport
 from kbgraph.serve.access import KeyScope, check_ingest_paths, resolved_roots
 from kbgraph.serve.authz import unrestricted
 from kbgraph.serve.kbs import KBPool, check_name
+from kbgraph.serve.uploads import discard_refused
 from kbgraph.text import one_line, utc_now
 
 #: Finished jobs kept for GET /v1/jobs/{id}.
@@ -70,7 +71,7 @@ class JobManager:
         """Queue ``kb.ingest(paths, prune=prune, wait=wait)``; returns the queued Job at once. Paths a client
         named (``uploaded`` False) must lie inside the setting ``serve_ingest_roots`` once resolved, and the job
         walks their folders fenced by those roots (kbgraph.serve.access); ``uploaded``: the server's own upload
-        files; ``owner``: the key of the request (None without keys), the one restricted key that sees the job.
+        files (those refused for their type are removed at the end: kbgraph.serve.uploads.discard_refused); ``owner``: the key of the request (None without keys), the one restricted key that sees the job.
         Raises InvalidName for a bad knowledge-base name, Forbidden (HTTP 403) for a path outside the
         roots or for any path when there are none; nothing is queued or read then."""
         check_name(kb)
@@ -87,7 +88,7 @@ class JobManager:
             while len(self._jobs) > KEEP:
                 self._owners.pop(self._jobs.popitem(last=False)[0], None)
             lock = self._kb_locks.setdefault(kb, threading.Lock())
-        threading.Thread(target=self._run, args=(job, lock, within), name=f"kbgraph-ingest-{job.id[:8]}",
+        threading.Thread(target=self._run, args=(job, lock, within, uploaded), name=f"kbgraph-ingest-{job.id[:8]}",
                          daemon=True).start()  # fmt: skip
         return job
 
@@ -100,17 +101,15 @@ class JobManager:
                 return None
             return job.model_copy(deep=True)
 
-    def _run(self, job: Job, lock: threading.Lock, within: list[Path] | None = None) -> None:
+    def _run(self, job: Job, lock: threading.Lock, within: list[Path] | None = None, uploaded: bool = False) -> None:
         with lock:
             job.status, job.started_at = "running", utc_now()
             try:
-                kb = self.pool.fresh(job.kb)
-                try:
-                    job.report = kb.ingest(job.paths, prune=job.prune, wait=job.wait, progress=False,
-                                           within=within)
-                finally:
-                    kb.close()
-                job.exit_code = job.report.exit_code
+                with self.pool.writing(job.kb) as kb:
+                    report = kb.ingest(job.paths, prune=job.prune, wait=job.wait, progress=False, within=within)
+                if uploaded:
+                    discard_refused(job.paths, report)
+                job.report, job.exit_code = report, report.exit_code
                 job.status = "done"
             except KBGraphError as exc:
                 job.error, job.exit_code, job.status = one_line(exc), exc.exit_code, "failed"

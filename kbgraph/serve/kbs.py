@@ -13,13 +13,16 @@ or lock is held across a request and an ask waiting for its LLM holds up no othe
 thread-safe) is shared too, and ``kbgraph.embed`` shares it between knowledge bases of the same model; the LLM
 requests are bounded per endpoint by ``llm_max_concurrency`` (kbgraph.llm.limit), not here. The embedded
 FalkorDB server of a KB folder stays up while the pool's connections are open; its idle timer counts from when
-the service closes them. Ingestion opens a store of its own (:meth:`KBPool.fresh`) so that reads go on while a
-job writes (PIKE-RAG §5.1: only complete documents are read).
+the service closes them. Ingestion opens a store of its own (:meth:`KBPool.writing`) so that reads go on while a
+job writes (PIKE-RAG §5.1: only complete documents are read); once the job ends its knowledge base is kept open
+in the pool, as the one used last.
 
 A read never makes a knowledge base, the served one (``settings.name``) included: :meth:`KBPool.use` opens an
 existing one and raises KnowledgeBaseNotFound (404) otherwise, before any folder, server or connection is made;
 only a write (an ingest job, :meth:`KBPool.fresh`, or ``use(name, create=True)``) makes one. At most ``serve_max_open_kbs`` are open at
-once: the least recently used idle one is closed to open another (TooManyOpen, 503, when all are in use).
+once: the least recently used idle one is closed to open another (TooManyOpen, 503, when all are in use), and so
+is its embedded server (in the default layout, a redis-server per knowledge-base folder), unless another client
+still uses it (an ingestion job's store, another process): the bound holds for store servers too.
 
 On Neo4j one knowledge base is one database: the configured knowledge base (``settings.name``) uses
 ``NEO4J_DATABASE``; any other name needs a database of that name on the server (Neo4j Enterprise; Community
@@ -28,6 +31,7 @@ hosts one database), else :class:`KnowledgeBaseNotHosted`.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -39,6 +43,7 @@ from kbgraph.home import check_not_reserved
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 from kbgraph.store import knowledge_base_exists, store_class
+from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
 MAX_NAME = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -121,6 +126,45 @@ class KBPool:
             opening = self._opening.setdefault(name, threading.Lock())
         with opening:  # one connection opened at a time per name: the embedded server of a folder starts once
             return self._open_kb(name, settings)
+
+    @contextmanager
+    def writing(self, name: str) -> Iterator[KnowledgeBase]:
+        """``with pool.writing(name) as kb:`` a :meth:`fresh` knowledge base for a write (an ingestion job), closed
+        at the end and then kept open in the pool as the one used last (so that the reads that follow find its
+        store up, and the pool's bound counts its server); when every open one is in use, its embedded server is
+        stopped instead, unless another client uses it."""
+        kb = self.fresh(name)
+        server = _server_of(kb)
+        try:
+            yield kb
+        finally:
+            kb.close()
+            try:
+                with self.use(name):
+                    pass
+            except TooManyOpen:
+                self._stop_server(name, server)
+            except KBGraphError:  # the store is gone (the next read says why): nothing left to keep open
+                pass
+
+    def _stop_server(self, name: str, server: EmbeddedFalkorDB | None) -> None:
+        """Stop ``server``, the embedded server of knowledge base ``name`` whose store the pool let go, in the
+        background, unless ``name`` is open again by then or another client uses it
+        (``EmbeddedFalkorDB.stop_unless_used``)."""
+        if server is None:
+            return
+
+        def stop() -> None:
+            with self._guard:
+                opening = self._opening.setdefault(name, threading.Lock())
+            with opening:  # not while the pool opens it again
+                with self._guard:
+                    if name in self._open:
+                        return
+                with contextlib.suppress(Exception):  # a server that cannot be stopped stops when idle
+                    server.stop_unless_used()
+
+        threading.Thread(target=stop, name=f"kbgraph-stop-{name}", daemon=True).start()
 
     def _open_kb(self, name: str, settings: Settings) -> KnowledgeBase:
         kb = KnowledgeBase(settings=settings)
@@ -222,10 +266,11 @@ class KBPool:
                 return entry
 
     def _make_room(self, name: str) -> None:
-        """Close the least recently used idle knowledge bases until one more fits ``serve_max_open_kbs``; raises
-        TooManyOpen when every open one is in use."""
+        """Close the least recently used idle knowledge bases, and stop their embedded servers
+        (:meth:`_stop_server`), until one more fits ``serve_max_open_kbs``; raises TooManyOpen when every open one
+        is in use."""
         bound = self.settings.serve.serve_max_open_kbs
-        closing: list[_Open] = []
+        closing: list[tuple[str, _Open]] = []
         with self._guard:
             while len(self._open) >= bound:
                 idle = [(e.used, n) for n, e in self._open.items() if e.users == 0]
@@ -235,12 +280,14 @@ class KBPool:
                         "(serve_max_open_kbs); try again shortly, or raise KBGRAPH_SERVE_MAX_OPEN_KBS"
                     )
                 _, oldest = min(idle)
-                closing.append(self._open.pop(oldest))
-        for entry in closing:
+                closing.append((oldest, self._open.pop(oldest)))
+        for evicted, entry in closing:
+            server = _server_of(entry.kb)
             try:
                 entry.kb.close()
             except Exception:  # noqa: BLE001 - an idle store that fails to close is gone from the pool anyway
                 pass
+            self._stop_server(evicted, server)
 
     def names(self) -> list[str]:
         """The knowledge bases open now."""
@@ -248,7 +295,8 @@ class KBPool:
             return sorted(self._open)
 
     def close(self) -> None:
-        """Close every open knowledge base (the embedded servers then stop after their idle timeout)."""
+        """Close every open knowledge base (at shutdown: the embedded servers then stop after their idle timeout, so
+        that a restarted service finds them up)."""
         with self._guard:
             entries = list(self._open.values())
             self._open = {}
@@ -257,6 +305,16 @@ class KBPool:
                 entry.kb.close()
             except Exception:  # noqa: BLE001 - closing on shutdown: nothing left to tell
                 pass
+
+
+def _server_of(kb: KnowledgeBase) -> EmbeddedFalkorDB | None:
+    """The embedded server of an open knowledge base when it serves that knowledge base alone (the default layout,
+    ``<home>/<name>``); None for a ``falkor://`` server, a shared ``data_dir`` or another store."""
+    store = kb.settings.store
+    if store.uri or store.data_dir is not None:
+        return None
+    server = getattr(kb.store, "server", None)
+    return server if isinstance(server, EmbeddedFalkorDB) else None
 
 
 class _Open:

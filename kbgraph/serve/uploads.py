@@ -22,7 +22,10 @@ Safety, in this order:
    one name are refused too): else 400 naming the rule, and nothing is written;
 3. each file is copied to a hidden temporary file in the upload folder and renamed over its final name only
    once every file of the request is copied (``os.replace``: a reader sees the old or the new file, never a
-   half-written one); when a copy fails the temporary files are removed and nothing is renamed.
+   half-written one); when a copy fails the temporary files are removed and nothing is renamed;
+4. once the job ends, a file it refused for its type (``evil.exe``, an archive: ``kbgraph.ingest.parse.skip_reason``)
+   is removed from the folder (:func:`discard_refused`); its reason stays in the job's report. A file that failed
+   for its content (corrupt, empty, encrypted) is kept, as the CLI keeps a bad file where it is.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from kbgraph.errors import ConfigError
+from kbgraph.ingest.parse import skip_reason
+from kbgraph.ingest.report import IngestReport
 from kbgraph.settings import Settings
 
 #: The form field of the files; the only other field taken is ``wait``.
@@ -136,3 +141,15 @@ def _copy(upload: UploadFile, target: Path) -> None:
         shutil.copyfileobj(upload.file, out, _COPY_BLOCK)
         out.flush()
         os.fsync(out.fileno())
+
+
+def discard_refused(paths: list[str], report: IngestReport) -> list[str]:
+    """Remove each uploaded file of ``paths`` that the run of ``report`` did not take (failed or skipped) because
+    kbgraph does not read its kind of file (module doc, step 4). Returns the removed paths."""
+    outcomes = {Path(f.path).resolve(): f.outcome for f in report.files}
+    removed = []
+    for path in paths:
+        if outcomes.get(Path(path).resolve()) in ("failed", "skipped") and skip_reason(Path(path)) is not None:
+            Path(path).unlink(missing_ok=True)
+            removed.append(path)
+    return removed

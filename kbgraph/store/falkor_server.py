@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from kbgraph.errors import LockTimeout, StoreUnavailable
 from kbgraph.process import pid_alive, terminate
+from kbgraph.store.falkor_watchdog import WATCHDOG_CLIENT
 
 if TYPE_CHECKING:
     import redis
@@ -101,6 +102,30 @@ class EmbeddedFalkorDB:
         terminate(pid, timeout)
         self._cleanup()
         return True
+
+    def stop_unless_used(self, settle: float = 1.0) -> bool:
+        """Stop the server unless a client other than its watchdog is connected (a store of this or of another
+        process): what ``kbgraph serve`` does with the server of a knowledge base it no longer keeps open
+        (``serve_max_open_kbs``). Connections closed just before are given ``settle`` seconds to go. Returns
+        whether it stopped the server. A client that connects between the look and the stop finds the server gone,
+        as after the watchdog's idle stop, and its next connection starts it again."""
+        if not self._alive():
+            return False
+        import redis
+
+        client = self._client()
+        try:
+            me = client.client_id()
+            deadline = time.monotonic() + settle
+            while any(int(c["id"]) != me and c.get("name") != WATCHDOG_CLIENT for c in client.client_list()):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
+        except (redis.exceptions.RedisError, OSError):
+            return False
+        finally:
+            client.close()
+        return self.stop()
 
     def compact(self) -> bool:
         """Start a rewrite of the append-only file (Redis ``BGREWRITEAOF``: a forked child writes the data as one

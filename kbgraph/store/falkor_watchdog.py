@@ -4,7 +4,9 @@ Every few seconds it reads ``INFO`` from the server, and exits when the server o
 process it watches (its own server gone, another one started in its place). The server is idle when no client but the watchdog is
 connected and no command other than the watchdog's own arrived since the last look. After ``--idle``
 seconds of idleness it sends ``SHUTDOWN`` (the append-only file is flushed first) and exits. It also exits
-when the server is gone. Imports only ``redis`` so that it costs little memory.
+when the server is gone. Imports only ``redis`` so that it costs little memory. Its connection is named
+:data:`WATCHDOG_CLIENT`, so that ``EmbeddedFalkorDB.stop_unless_used`` can tell it from a client that uses the
+server.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 import time
+
+#: The client name of the watchdog's connection (``CLIENT SETNAME``).
+WATCHDOG_CLIENT = "kbgraph-watchdog"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import redis
 
-    client = redis.Redis(unix_socket_path=args.socket, socket_timeout=10)
+    client = redis.Redis(unix_socket_path=args.socket, socket_timeout=10, client_name=WATCHDOG_CLIENT)
     interval = max(0.5, min(15.0, args.idle / 4))
     idle_since = time.monotonic()
     last_commands: int | None = None
