@@ -7,8 +7,10 @@ Modules, one job each:
 * ``kbs`` — knowledge-base names (validated: no path can leave ``<home>``, no folder of the home's own) and the
   per-process pool of open knowledge bases (one store connection per name; on the embedded store one FalkorDB
   server per KB folder, kept up while the service holds its connection; on Neo4j one database per knowledge
-  base): only existing ones are opened for reads, at most ``serve_max_open_kbs`` at once;
-* ``jobs`` — ingestion jobs run in the background, one at a time per knowledge base;
+  base): only existing ones are opened for reads, at most ``serve_max_open_kbs`` at once (the embedded servers of
+  the ones it closes stopped too);
+* ``jobs`` — ingestion jobs run in the background, one at a time per knowledge base, each seen by the key that
+  submitted it;
 * ``guard`` — the ASGI guard in front of every route: Host, plain path, bearer token, cross-site writes and
   JSON bodies, request size;
 * ``authz`` — the right each route needs (one table), checked after routing on the decoded path parameters;
@@ -18,6 +20,8 @@ Modules, one job each:
   file name under ``<home>/<kb>/uploads/`` (a re-upload updates its document), written atomically;
 * ``models`` — the request and response models (the library's ``Answer``, ``IngestReport``, ``StoreStats``
   reused);
+* ``invalid`` — bodies that do not validate: a 422 that always serialises, text fields without lone surrogates;
+* ``views`` — what a restricted key sees of server paths (relative to the upload folder or ingest root);
 * ``routes`` — the ``/v1`` endpoints, ``/healthz`` and ``/readyz``; ``app`` — the FastAPI factory;
 * ``mcp`` — the MCP tools (official ``mcp`` SDK).
 

@@ -139,6 +139,11 @@ class KeyScope:
 MASTER = KeyScope(name="KBGRAPH_API_KEY")
 
 
+def unrestricted(key: KeyScope | None) -> bool:
+    """True for no keys configured, ``KBGRAPH_API_KEY`` or a key with every right on every knowledge base."""
+    return key is None or key is MASTER or (key.kbs == ("*",) and key.rights >= MASTER.rights)
+
+
 def _parse_rights(rights: Iterable[str]) -> frozenset[str]:
     out = frozenset(r.strip().lower() for r in rights if r.strip())
     bad = sorted(out - set(RIGHTS))

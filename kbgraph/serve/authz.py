@@ -28,7 +28,7 @@ from typing import Literal
 from fastapi import Request
 from starlette.routing import BaseRoute
 
-from kbgraph.serve.access import MASTER, SCOPE_KEY, Forbidden, KeyScope
+from kbgraph.serve.access import SCOPE_KEY, Forbidden, KeyScope
 from kbgraph.serve.kbs import check_name
 
 Right = Literal["open", "key", "read", "write", "tools"]
@@ -85,11 +85,6 @@ def app_routes(routes: Iterable[BaseRoute]) -> Iterator[tuple[str, str]]:
 def key_of(request: Request) -> KeyScope | None:
     """The request's API key scope (None when the server has no keys: everything is allowed)."""
     return request.scope.get(SCOPE_KEY)
-
-
-def unrestricted(key: KeyScope | None) -> bool:
-    """True for no keys configured, ``KBGRAPH_API_KEY`` or a key with every right on every knowledge base."""
-    return key is None or key is MASTER or (key.kbs == ("*",) and key.rights >= MASTER.rights)
 
 
 def require(request: Request, name: str, right: str, why: str) -> None:

@@ -9,7 +9,7 @@ for the CLI: with ``wait`` false a job finds another process's run and fails wit
 
 Jobs live in memory (the newest :data:`KEEP` are kept); a job's report is also the ``(:IngestionRun)`` node the
 library writes. A job is seen by the key that submitted it only (and by an unrestricted caller:
-kbgraph.serve.authz.unrestricted); to any other key it does not exist.
+kbgraph.serve.access.unrestricted); to any other key it does not exist.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from pydantic import BaseModel, Field
 
 from kbgraph.errors import KBGraphError
 from kbgraph.ingest.report import IngestReport
-from kbgraph.serve.access import KeyScope, check_ingest_paths, resolved_roots
-from kbgraph.serve.authz import unrestricted
+from kbgraph.serve.access import KeyScope, check_ingest_paths, resolved_roots, unrestricted
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.uploads import discard_refused
 from kbgraph.text import one_line, utc_now

@@ -26,8 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from kbgraph import __version__
 from kbgraph.errors import KBGraphError
 from kbgraph.query.models import Answer, ScoredChunk
-from kbgraph.serve.access import SCOPE_KEY, KeyScope
-from kbgraph.serve.authz import unrestricted
+from kbgraph.serve.access import SCOPE_KEY, KeyScope, unrestricted
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.models import BrowseRows, ChunkInfo, DocumentInfo

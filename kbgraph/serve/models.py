@@ -119,7 +119,7 @@ class BrowseRows(BaseModel):
 class Ready(BaseModel):
     """``/readyz``: the embedder is loaded and the served knowledge base's store answered, when it exists
     (``exists`` false: no ingest made it yet, and it was not opened). ``kb``, ``exists``, ``backend``, ``store``
-    and ``open`` only for an unrestricted caller (kbgraph.serve.authz.unrestricted)."""
+    and ``open`` only for an unrestricted caller (kbgraph.serve.access.unrestricted)."""
 
     status: str
     embedder: str

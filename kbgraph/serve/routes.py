@@ -19,7 +19,7 @@ of JSON:
 A bad question, method or knowledge-base name is refused before the stream begins (400, as without it). A
 client that goes away stops the ask at its next event.
 
-A restricted key (kbgraph.serve.authz.unrestricted) sees every response through the knowledge base's
+A restricted key (kbgraph.serve.access.unrestricted) sees every response through the knowledge base's
 kbgraph.serve.views.PathView: no absolute server path (document URIs, job paths, the store's location).
 """
 
@@ -45,7 +45,8 @@ from kbgraph.text import one_line
 
 from kbgraph.models import StoreStats
 from kbgraph.serve.errors import status_of
-from kbgraph.serve.authz import authorize, key_of, require, unrestricted
+from kbgraph.serve.access import unrestricted
+from kbgraph.serve.authz import authorize, key_of, require
 from kbgraph.serve.invalid import ValidatedRoute
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool, check_name

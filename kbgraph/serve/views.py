@@ -1,7 +1,7 @@
 """What a restricted API key sees of the server's file system: no absolute path.
 
 An unrestricted caller (no keys configured, ``KBGRAPH_API_KEY``, a key with every right on every knowledge base:
-kbgraph.serve.authz.unrestricted) gets every response as the library makes it. For any other key, the responses
+kbgraph.serve.access.unrestricted) gets every response as the library makes it. For any other key, the responses
 of the ``/v1`` routes and the MCP tools go through a :class:`PathView` of the knowledge base first:
 
 * a path or ``file://`` URI in a path field (:data:`PATH_FIELDS`: a document's ``uri``, a chunk's or citation's
