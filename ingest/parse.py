@@ -178,13 +178,14 @@ def _check_file(path: Path, max_bytes: int) -> tuple[str, int]:
     return ext, size
 
 
-def _first_heading(elements: Sequence[Element]) -> str | None:
-    """The heading that names a document (kbgraph.ingest.titles): its one top-level heading (several are
-    chapters), else the first heading on its first page (a PDF's cover), else None."""
+def _first_heading(elements: Sequence[Element]) -> tuple[str | None, bool]:
+    """(the heading that may name a document, whether it surely does; kbgraph.ingest.titles): its one top-level
+    heading (True; several are chapters), else the first heading on its first page (a PDF's cover; False), else
+    (None, False)."""
     top = [e for e in elements if e.kind == "heading" and e.level == 1]
     if len(top) == 1:
-        return top[0].text
-    return next((e.text for e in elements if e.kind == "heading" and e.page == 1), None)
+        return top[0].text, True
+    return next((e.text for e in elements if e.kind == "heading" and e.page == 1), None), False
 
 
 def _ocr_images() -> dict[str, str]:
@@ -236,7 +237,8 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
         elif ext in _ocr_images():
             hint = " (OCR found none)"
         raise IngestError(f"no extractable text in {name}{hint}")
-    choice = choose_title(clean_text(title) if title else None, _first_heading(elements), path)
+    heading, names_document = _first_heading(elements)
+    choice = choose_title(clean_text(title) if title else None, heading, path, heading_names_document=names_document)
     return ParsedDocument(
         uri=path.resolve().as_uri(), title=one_line(clean_text(choice.title), 300),
         title_alternatives=[one_line(clean_text(t), 300) for t in choice.alternatives],

@@ -4,13 +4,12 @@ code such as an accession number, a product id or the exporting tool's file name
 file name say what the document is).
 
 Each candidate is cleaned to one line. A candidate is **unusable** when it is empty, a file name or placeholder
-("Untitled", "Microsoft Word - x.docx"), or a **code**: no word of three letters or more that is not an
-all-capital ticker-like token of four letters or fewer beside digits (``0001018724-18-000005``, ``SP800-61r2``,
-``ADBE 10-K FY22`` is kept: it has a word, but it scores low). Of the usable ones the title is the one with the
-most informative words (distinct words of two letters or more, and four-digit years), the metadata title
-winning ties, then the heading, then the file name. The others are kept as ``alternatives``: the Document
-layer's text (kbgraph.ingest.embed_layers) names all of them, so "FIPS 200" finds the document whose title is
-its first page's heading.
+("Untitled", "Microsoft Word - x.docx"), or a **code**: no word of three letters or more, or only short words
+glued to digits (``0001018724-18-000005``, ``SP800-61r2``; ``ADBE 10-K FY22`` is kept: ``ADBE`` is a word).
+The title is the usable metadata title; else the document's one top-level heading; else the more informative
+(distinct words of two letters or more, and four-digit years) of its first page's heading and its file name.
+The others are kept as ``alternatives``: the Document layer's text (kbgraph.ingest.embed_layers) names all of
+them, so a question naming the file's words finds a document titled by its cover.
 """
 
 from __future__ import annotations
@@ -88,20 +87,26 @@ def informativeness(text: str) -> int:
     return len({w.casefold() for w in _WORD.findall(text)}) + len(set(_YEAR.findall(text)))
 
 
-def choose_title(metadata: str | None, heading: str | None, path: str | Path) -> TitleChoice:
+def choose_title(metadata: str | None, heading: str | None, path: str | Path, *,
+                 heading_names_document: bool = False) -> TitleChoice:  # fmt: skip
     """The title of the document at ``path`` from its metadata title and first-page heading (either None).
 
-    Returns the most informative usable candidate (ties: metadata, heading, file name) and the others that are
-    usable, distinct ignoring case. The file name is always usable as a last resort: a file whose every
+    A usable metadata title is the title. Else a heading that names the document (``heading_names_document``:
+    its one top-level heading) is; else the more informative of the first-page heading and the file name (ties:
+    the heading). The other usable candidates, distinct ignoring case, are the alternatives. A file whose every
     candidate is a code gets its file name's words. Never raises."""
     heading_text = clean_title(heading)
-    candidates = [clean_title(metadata), heading_text if len(heading_text) <= MAX_HEADING_CHARS else "",
-                  file_name_title(path)]  # fmt: skip
+    if len(heading_text) > MAX_HEADING_CHARS:
+        heading_text = ""
+    meta, name = clean_title(metadata), file_name_title(path)
     kept: list[str] = []
-    for c in candidates:
+    for c in (meta, heading_text, name):
         if usable(c) and c.casefold() not in {k.casefold() for k in kept}:
             kept.append(c)
     if not kept:
-        return TitleChoice(title=candidates[2])
-    best = max(range(len(kept)), key=lambda i: (informativeness(kept[i]), -i))
+        return TitleChoice(title=name)
+    if usable(meta) or (heading_names_document and usable(heading_text)):
+        best = 0
+    else:  # a first-page heading against the file name: the more informative
+        best = max(range(len(kept)), key=lambda i: (informativeness(kept[i]), -i))
     return TitleChoice(title=kept[best], alternatives=[c for i, c in enumerate(kept) if i != best])

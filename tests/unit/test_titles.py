@@ -50,3 +50,10 @@ def test_every_candidate_a_code_gives_the_file_name() -> None:
 def test_a_sentence_is_no_heading_title() -> None:
     long = "This chapter describes " + "the many things that follow in this chapter " * 6
     assert choose_title(None, long, "R-data.pdf").title == "R data"
+
+
+def test_the_one_top_level_heading_beats_the_file_name() -> None:
+    assert choose_title(None, "Duck", "wikipedia_duck.html", heading_names_document=True).title == "Duck"
+    # a cover heading that is not the document's one top-level heading competes with the file name
+    c = choose_title(None, "Proposed Rules", "us_federal_register_2020-17221.pdf")
+    assert c.title == "us federal register 2020-17221" and c.alternatives == ["Proposed Rules"]
