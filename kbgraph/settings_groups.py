@@ -192,7 +192,7 @@ class EmbeddingSettings(SettingsGroup):
     embedding_batch_tokens: int = Field(
         2048, ge=1,
         description="Padded tokens per embedding batch, at most (ONNX backend): long texts go in smaller batches, "
-        "which keeps the embedder's memory flat (docs/benchmarks.md, \"Ingestion\").",
+        "which keeps the embedder's memory flat (docs/benchmarks.md, \"How fast does it ingest?\").",
     )
     embedding_backend: str = Field(
         "auto",
@@ -213,7 +213,7 @@ class EmbeddingSettings(SettingsGroup):
 
     # --- which layers get vectors (ingest/embed_layers.py, query/propagation.py) ------
     vector_layers: Annotated[list[str], NoDecode] = Field(
-        ["AtomicQuestion", "Entity", "Section", "Document"],  # docs/benchmarks.md "Which layer vectors ..."
+        ["AtomicQuestion", "Entity", "Section", "Document"],  # docs/benchmarks.md "Layer vectors: `vector_layers`"
         description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
         "or comma-separated labels of " + ", ".join(VECTOR_LAYER_CHOICES) + ". The default leaves Triple out: "
         "its vectors cost ~31 KB of store memory per passage and the learned ranker holds its leave-one-set-out "
