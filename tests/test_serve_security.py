@@ -37,6 +37,8 @@ from kbgraph.serve.app import create_app  # noqa: E402
 from kbgraph.serve.kbs import KBPool  # noqa: E402
 from kbgraph.serve.uploads import uploads_dir  # noqa: E402
 from kbgraph.settings import Settings  # noqa: E402
+from kbgraph.store.falkor_server import EmbeddedFalkorDB  # noqa: E402
+from kbgraph.store.falkor_watchdog import WATCHDOG_CLIENT  # noqa: E402
 from tests.serve_fixture import offline, running  # noqa: E402
 from tests.test_serve_authz import raw  # noqa: E402
 
@@ -90,8 +92,6 @@ def home(tmp_path_factory: pytest.TempPathFactory, falkor_home: Path, embed_cach
             kb.reset()
             assert kb.ingest([docs / doc], progress=False).added == 1
     yield settings, docs
-    from kbgraph.store.falkor_server import EmbeddedFalkorDB
-
     for folder in base.iterdir():
         if (folder / "falkordb.log").exists():
             EmbeddedFalkorDB(folder).stop()
@@ -274,10 +274,26 @@ def test_scoped_keys_see_their_own_jobs_and_no_server_paths(keyed: Keyed) -> Non
 
 
 # --- 7. open store servers and rejected uploads ------------------------------------------------------------------
+def _watched(folder: Path, timeout: float = 60) -> None:
+    """Wait until the idle watchdog of the embedded server of ``folder`` is connected to it (its first look)."""
+    import redis
+
+    client = redis.Redis(unix_socket_path=str(EmbeddedFalkorDB(folder).socket), socket_timeout=5)
+    deadline = time.monotonic() + timeout
+    try:
+        while not any(c.get("name") == WATCHDOG_CLIENT for c in client.client_list()):
+            assert time.monotonic() < deadline, f"no watchdog connected to the server of {folder}"
+            time.sleep(0.5)
+    finally:
+        client.close()
+
+
 def test_evicted_knowledge_bases_stop_their_servers(home: Home) -> None:
     settings, _ = home
     base = settings.home
-    pool = KBPool(settings.updated({"serve_max_open_kbs": 2}))
+    # servers started from here on have an idle watchdog (its own connection to the server is no user of it)
+    settings = settings.updated({"serve_max_open_kbs": 2, "falkor_idle_timeout": 900})
+    pool = KBPool(settings)
     names = ["default", "other", "extra58a", "extra58b"]
     try:
         for name in names:
@@ -289,16 +305,17 @@ def test_evicted_knowledge_bases_stop_their_servers(home: Home) -> None:
         assert _redis_servers(base) <= 2, [n for n in names if _redis_servers(base, n)]
         assert sorted(pool.names()) == ["extra58a", "extra58b"]
         assert _redis_servers(base, "default") == 0 and _redis_servers(base, "other") == 0
-        with pool.use("default") as kb:  # opened again: its server starts again, another one is let go
+        _watched(base / "extra58a")
+        with pool.use("default") as kb:  # opened again: its server starts again, extra58a's (watched) is let go
             assert kb.stats().nodes["Document"] == 1
         deadline = time.monotonic() + 30
         while _redis_servers(base) > 2 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _redis_servers(base) <= 2
+        assert _redis_servers(base) <= 2 and _redis_servers(base, "extra58a") == 0
     finally:
         pool.close()
     # through the service: ingestion jobs into three new knowledge bases (each kept open once its job ends)
-    with running(create_app(settings.updated({"serve_max_open_kbs": 2}))) as url, \
+    with running(create_app(settings)) as url, \
             httpx.Client(base_url=url, timeout=120) as c:  # fmt: skip
         for name in ("team58a", "team58b", "team58c"):
             r = c.post(f"/v1/kb/{name}/ingest", files=[("files", ("n.md", f"# {name}\n\nThe {name} note.\n".encode()))])
