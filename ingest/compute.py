@@ -26,6 +26,7 @@ from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.ingest.chunk import build_structure
 from kbgraph.ingest.distill import distill
 from kbgraph.ingest.embed_layers import embed_layers
+from kbgraph.ingest.bounds import ParseBounds
 from kbgraph.ingest.ocr import OcrOptions
 from kbgraph.ingest.parse import parse_file, parse_passages_jsonl
 from kbgraph.ingest.unchanged import is_corpus
@@ -42,7 +43,8 @@ def parse_source(path: Path, settings: Settings) -> list[ParsedDocument]:
     IngestError for a file kbgraph cannot read (empty, too large, corrupt, ...); a parser bug raises anything."""
     if is_corpus(path):
         return list(parse_passages_jsonl(path))
-    return [parse_file(path, max_bytes=settings.ingest.max_file_bytes, ocr=OcrOptions.from_settings(settings))]
+    return [parse_file(path, max_bytes=settings.ingest.max_file_bytes, ocr=OcrOptions.from_settings(settings),
+                       bounds=ParseBounds.from_settings(settings))]  # fmt: skip
 
 
 def chunk_documents(docs: Sequence[ParsedDocument], settings: Settings, *, llm: LLM | None = None) -> list[DocumentGraph]:

@@ -26,7 +26,9 @@ skipped. A fault in one element (a table, an attachment) skips that element and 
 message, naming the element, goes to ``ParsedDocument.warnings``.
 
 Every failure a user can cause (empty, too large, unsupported, corrupt, password-protected, no text) raises
-``IngestError`` with a one-line message that names the file and the fix.
+``IngestError`` with a one-line message that names the file and the fix; so does a file that expands beyond the
+parse bounds (a decompression bomb: zip members' sizes, ratios and XML elements, PDF pages and decoded streams,
+the parse's time; ``kbgraph.ingest.bounds``, settings ``max_expanded_bytes`` ... ``max_parse_seconds``).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ from kbgraph.ingest.parse_common import MIME_TYPES, WARNINGS, RawElement, regist
 from kbgraph.ingest.parse_common import UNKNOWN_ERROR as UNKNOWN_ERROR  # re-exported
 from kbgraph.ingest.parse_common import warn as warn  # re-exported
 from kbgraph.text import one_line
-from kbgraph.ingest import ocr as ocr_mod, parse_email, parse_unstructured as pu
+from kbgraph.ingest import bounds as bounds_mod, ocr as ocr_mod, parse_email, parse_unstructured as pu
+from kbgraph.ingest.bounds import ParseBounds
 from kbgraph.ingest.ocr import OCR_IMAGES, OcrOptions, parse_image
 from kbgraph.ingest.parse_office import parse_office, unread_reason
 from kbgraph.ingest.parse_pdf import parse_pdf
@@ -192,13 +195,17 @@ def _ocr_images() -> dict[str, str]:
     return OCR_IMAGES
 
 
-def parse_file(path: Path, *, max_bytes: int, ocr: OcrOptions | None = None) -> ParsedDocument:
+def parse_file(path: Path, *, max_bytes: int, ocr: OcrOptions | None = None,
+               bounds: ParseBounds | None = None) -> ParsedDocument:  # fmt: skip
     """Parse one file into a ParsedDocument (its ``warnings`` list the elements skipped on the way). ``ocr``:
     ``kbgraph.ingest.ocr.OcrOptions`` (default: ``auto``, English, 300 dpi); the pages it read are in
-    ``ocr_pages``. Raises IngestError for empty (0 bytes or only whitespace), too large, unsupported, corrupt,
-    password-protected or text-less files."""
-    with ocr_mod.using(ocr) as record:
-        doc = _parse_file(Path(path), max_bytes)
+    ``ocr_pages``. ``bounds``: what the file may expand to and how long its parse may take
+    (``kbgraph.ingest.bounds.ParseBounds``; default: the settings' defaults). Raises IngestError for empty (0 bytes
+    or only whitespace), too large (on disk or unpacked), unsupported, corrupt, password-protected or text-less
+    files, and for one whose parse takes too long."""
+    path = Path(path)
+    with ocr_mod.using(ocr) as record, bounds_mod.using(bounds, path.name):
+        doc = _parse_file(path, max_bytes)
     if record.pages:
         options = ocr_mod.current() if ocr is None else ocr
         pages = ", ".join(map(str, sorted(record.pages)))
@@ -250,7 +257,10 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
 def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
     """(title or None, raw element dicts) of the bytes of a file of type ``ext`` (a key of ``MIME_TYPES``);
     ``name`` is used in messages. The dispatch behind ``parse_file``, also used for e-mail attachments.
-    Raises IngestError."""
+    Raises IngestError, also for a zip package that expands beyond the bounds of the parse under way
+    (``kbgraph.ingest.bounds.check_zip``; a PDF's: ``parse_pdf``)."""
+    if bounds_mod.is_zip_format(ext, data):
+        bounds_mod.check_zip(data, name)
     if ext == ".pdf":
         return parse_pdf(data, name)
     if ext in (".txt", ".text"):

@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
 from kbgraph.errors import IngestError
+from kbgraph.ingest.bounds_pdf import check_pdf
 from kbgraph.ingest.parse_common import RawElement
 from kbgraph.ingest.pdf_layout import Item, Line, in_margin, inside, join_lines, line_from, norm_key, reading_order
 from kbgraph.ingest.pdf_layout import PdfTable, TextDict, upright_rotation
@@ -100,6 +101,7 @@ def parse_pdf(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
 
     doc = open_pdf(data, name)
     try:
+        check_pdf(doc, name)  # pages and decoded streams within the bounds (kbgraph.ingest.bounds)
         return _parse(doc, name, pymupdf)
     finally:
         doc.close()

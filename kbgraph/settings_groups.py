@@ -112,6 +112,36 @@ class IngestSettings(SettingsGroup):
     """Ingestion: parsing and OCR, chunking, the groups of documents processed together, the run's lock."""
 
     max_file_bytes: int = Field(200 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
+    # --- what a file may expand to (kbgraph.ingest.bounds: decompression bombs; 0 = no bound) ---------
+    max_expanded_bytes: int = Field(
+        512 * 1024 * 1024, ge=0, description="A zip-based file (.docx .pptx .xlsx .xlsm .ods .odt .epub) whose "
+        "members, declared or as they actually inflate (read with a cap, headers not trusted), hold more bytes than "
+        "this is refused before it is parsed; so is a PDF whose streams but images decode to more (0 = no bound; "
+        "e-mail attachments count towards their message's).",
+    )
+    max_member_bytes: int = Field(
+        256 * 1024 * 1024, ge=0, description="The same bound for one zip member or one PDF stream (0 = no bound).",
+    )
+    max_compression_ratio: float = Field(
+        200.0, ge=0, description="A zip member (or the whole package) over 1 MiB that inflates more than this many "
+        "times its compressed size is refused (a 12 MB XML part in an 18 KB .docx: 650-fold; real Office parts "
+        "3-30-fold; 0 = no bound).",
+    )
+    max_zip_members: int = Field(10_000, ge=0, description="A zip-based file of more members than this is refused "
+                                 "(counted from its bytes before its directory is read; 0 = no bound).")  # fmt: skip
+    max_xml_elements: int = Field(
+        1_000_000, ge=0, description="A zip-based file whose XML members hold more elements than this in all (counted "
+        "by a streaming parser as they inflate) is refused before it is parsed (0 = no bound). A parse costs about "
+        "15-70 µs of CPU and 0.3-0.7 KB of memory an element: the 480 KB sample .docx, 106,000 elements, 1.6 s and "
+        "+70 MB; a .docx of 990,000 empty paragraphs 66 s and +330 MB (benchmarks/bomb_rss.py). A server taking "
+        "files from untrusted callers may lower it: time and memory scale with it.",
+    )
+    max_pdf_pages: int = Field(10_000, ge=0, description="A PDF of more pages than this is refused (0 = no "
+                               "bound).")  # fmt: skip
+    max_parse_seconds: float = Field(
+        600.0, ge=0, description="A file still being parsed after this many seconds is refused (OCR included; a "
+        "call inside a C library, one PDF page, finishes first; 0 = no bound).",
+    )
     ocr: Literal["auto", "off"] = Field(
         "auto", description="OCR of scanned PDF pages (no text layer; pages with text never) and images (.png .jpg "
         ".tif .bmp .webp) through Tesseract (kbgraph.ingest.ocr): auto = on when the `tesseract` binary is found "
