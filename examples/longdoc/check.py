@@ -4,8 +4,10 @@ Usage: python examples/longdoc/check.py [--questions PATH]
 
 Reads dev.questions.jsonl beside this file (one JSON object a line), opens each gold document under
 documents/ with PyMuPDF, and fails (exit 1) on a missing document, a page outside 1..page_count, a
-malformed record, a duplicate id or an unknown domain/kind. Prints the documents (domain, pages, size)
-and the question counts per domain and per kind. Standard library and PyMuPDF only.
+malformed record, a duplicate id, an unknown domain/kind, or a `meta.series` that is unknown or names a
+series its gold documents are not in. Prints the documents (domain, pages, size), the question counts per
+domain and per kind, and per look-alike series (documents, questions with `meta.series`, and all questions
+whose gold pages lie in the series). Standard library and PyMuPDF only.
 """
 
 from __future__ import annotations
@@ -26,6 +28,27 @@ DOCUMENTS = HERE / "documents"
 DOMAINS = ("government", "manuals", "papers", "policies")
 KINDS = ("fact", "table", "procedure", "definition", "multi-page")
 KEYS = {"id", "question", "answers", "gold_pages", "meta"}
+# Look-alike series: documents of one kind and layout that differ by year, revision or title.
+SERIES = {
+    "nist-csd-annual-report": (
+        "government/IR7653-2009AnnualReport.pdf",
+        "government/IR7751-2010AnnualReport.pdf",
+        "government/IR7816-2011AnnualReport.pdf",
+    ),
+    "nist-sp800-126-scap": (
+        "policies/SP800-126.pdf",
+        "policies/SP800-126r1.pdf",
+        "policies/SP800-126r2.pdf",
+        "policies/SP800-126r3.pdf",
+    ),
+    "r-manuals-4.2.2": (
+        "manuals/R-admin.pdf",
+        "manuals/R-data.pdf",
+        "manuals/R-intro.pdf",
+        "manuals/R-lang.pdf",
+        "manuals/R-ints.pdf",
+    ),
+}
 
 
 def page_counts() -> dict[str, int]:
@@ -45,6 +68,8 @@ def check(path: Path) -> int:
     by_kind: Counter[str] = Counter()
     by_domain_kind: Counter[tuple[str, str]] = Counter()
     by_document: Counter[str] = Counter()
+    by_series: Counter[str] = Counter()
+    tagged_series: Counter[str] = Counter()
     records = 0
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
@@ -90,8 +115,21 @@ def check(path: Path) -> int:
                 errors.append(f"{where}: {qid}: {document} is not in domain {domain}")
             if not isinstance(page, int) or isinstance(page, bool) or not 1 <= page <= counts[document]:
                 errors.append(f"{where}: {qid}: page {page!r} outside 1..{counts[document]} of {document}")
-        for document in {g.get("document") for g in gold if g.get("document") in counts}:
+        documents = {g.get("document") for g in gold if g.get("document") in counts}
+        for document in documents:
             by_document[document] += 1
+        series = meta.get("series")
+        if series is not None:
+            if series not in SERIES:
+                errors.append(f"{where}: {qid}: unknown series {series!r}")
+            else:
+                tagged_series[series] += 1
+                outside = sorted(d for d in documents if d not in SERIES[series])
+                if outside:
+                    errors.append(f"{where}: {qid}: {', '.join(outside)} not in series {series}")
+        for name, members in SERIES.items():
+            if documents & set(members):
+                by_series[name] += 1
         by_domain[domain] += 1
         by_kind[kind] += 1
         by_domain_kind[(domain, kind)] += 1
@@ -112,6 +150,16 @@ def check(path: Path) -> int:
         row = "".join(f"{by_domain_kind[(domain, k)]:12d}" for k in KINDS)
         print(f"{domain:12}{row}{by_domain[domain]:8d}")
     print(f"{'total':12}" + "".join(f"{by_kind[k]:12d}" for k in KINDS) + f"{records:8d}")
+    print()
+    print(f"{'series':24} {'documents':>9} {'pages':>6} {'MB':>6} {'tagged':>7} {'questions':>9}")
+    for name, members in SERIES.items():
+        missing = [d for d in members if d not in counts]
+        if missing:
+            errors.append(f"series {name}: no document(s) {', '.join(missing)}")
+        present = [d for d in members if d in counts]
+        pages = sum(counts[d] for d in present)
+        size = sum((DOCUMENTS / d).stat().st_size for d in present)
+        print(f"{name:24} {len(present):9d} {pages:6d} {size / 1e6:6.2f} {tagged_series[name]:7d} {by_series[name]:9d}")
     if errors:
         print(f"\n{len(errors)} problem(s):", file=sys.stderr)
         for e in errors:
