@@ -8,7 +8,7 @@ one per passage but for a few long passages, close enough for timing).
 
 Per question, the median over questions of the least of ``--repeat`` runs, in ms of process CPU time:
 
-* ``linear``   propagation's ``_learned_order`` (feature rows, the linear model, the top 10): the baseline;
+* ``linear``   ``learned_order`` (kbgraph.query.rankers: feature rows, the linear model, the top 10): the baseline;
 * ``gbm``      ``gbm_order`` (the texts' facts from this process's cache, feature rows with the list features,
                the trees, the top 10), every candidate seen before (the steady state of a server);
 * ``added``    gbm - linear, the figure of issue 39 (target <= 2 ms);
@@ -37,9 +37,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # ranker_features.QuestionPool, for the pickles
 
 from kbgraph.query import ranking_gbm  # noqa: E402
-from kbgraph.query.propagation import LearnedPool, _learned_order  # noqa: E402
+from kbgraph.query.propagation import LearnedPool  # noqa: E402
 from kbgraph.query.ranking import Candidate, feature_rows  # noqa: E402
 from kbgraph.query.ranking_lists import facts_rows, text_facts  # noqa: E402
+from kbgraph.query.rankers import learned_order  # noqa: E402
 from kbgraph.settings import Settings  # noqa: E402
 
 MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
@@ -98,7 +99,7 @@ def time_question(question: str, pool: LearnedPool, store: Any, texts: dict[str,
     facts = ranking_gbm.pool_facts(store, pool)
     rows = facts_rows(question, pool.candidates, facts)
     ms = best_ms({
-        "linear": lambda: _learned_order(settings, question, pool, 10, False),
+        "linear": lambda: learned_order(store, settings, question, pool, 10, False),
         "gbm": lambda: ranking_gbm.gbm_order(store, gbm_settings, question, pool, 10, False),
         "rows": lambda: facts_rows(question, pool.candidates, facts),
         "base": lambda: feature_rows(question, pool.candidates),

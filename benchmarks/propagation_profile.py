@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import json
 import os
 import statistics
@@ -32,6 +33,7 @@ from typing import Any
 
 import kbgraph.query.bm25 as bm25_module
 import kbgraph.query.propagation as propagation
+import kbgraph.query.rankers as rankers
 import kbgraph.query.seeding as seeding
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.adjacency import shared_adjacency
@@ -51,8 +53,9 @@ PARTS = [
     ("static question vector", seeding, "static_question_vectors"),
     ("BM25 search (in a seeding thread)", bm25_module.BM25Index, "search"),
     ("learned pool (Python)", propagation, "learned_pool"),
-    ("ranker: features and scores", propagation, "_learned_order"),
 ]
+#: The label of a ranker's ``order`` (kbgraph.query.rankers), timed as the PARTS are.
+RANKER_PART = "ranker: features and scores"
 
 
 class Clock:
@@ -97,6 +100,9 @@ class Clock:
         for label, owner, attr in PARTS:
             target = embedder if owner is None else owner
             setattr(target, attr, self._timed(label, getattr(target, attr)))
+        for row in list(rankers.RANKERS.values()):  # the order of the ranker in use, whichever it is
+            if row.order is not None:
+                rankers.RANKERS[row.name] = dataclasses.replace(row, order=self._timed(RANKER_PART, row.order))
 
     def _timed(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:

@@ -24,7 +24,7 @@ from kbgraph.query.ask import answer_question, clean_question, preload, retrieve
 from kbgraph.query.bm25 import shared_index
 from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import get_method
-from kbgraph.query.ranking import POOL_RANKERS
+from kbgraph.query.rankers import get_ranker
 from kbgraph.query.rationale import save_answer
 from kbgraph.query.streaming import stream_answer
 from kbgraph.settings import Settings
@@ -111,7 +111,7 @@ class KnowledgeBase:
         """Build (or load) the learned ranker's BM25 index of the new corpus now, so that the first question
         after an ingestion does not pay for it (kbgraph.query.bm25.shared_index; about 1 s per 3,500 chunks).
         A failure is logged, never raised: the first question builds it then."""
-        if self.settings.retrieval.ranker not in POOL_RANKERS or not self.settings.retrieval.ranker_bm25_k:
+        if not get_ranker(self.settings.retrieval.ranker).needs_pool or not self.settings.retrieval.ranker_bm25_k:
             return
 
         try:

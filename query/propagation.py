@@ -60,9 +60,7 @@ from kbgraph.query.adjacency import Adjacency, shared_adjacency
 from kbgraph.query.graph import chunk_details, distinct_top, scored_chunk
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
-from kbgraph.query.ranking import POOL_RANKERS, feature_rows, load_model, score_rows
-from kbgraph.query.ranking_blend import blend_order
-from kbgraph.query.ranking_gbm import gbm_order
+from kbgraph.query.rankers import get_ranker
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
@@ -75,20 +73,18 @@ HOP_PARAMS = ("entity_hop_sources", "title_hop_ids", "next_ids", "triple_hop_see
 
 def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
     """Aggregate layer seeds into chunk scores by the module's formula (:func:`score_terms`), order them by
-    the settings' ranker (``weights``: the weighted sum; ``learned``: kbgraph.query.ranking over
-    :func:`learned_pool`; ``gbm``: kbgraph.query.ranking_gbm over it; ``blend``: kbgraph.query.ranking_blend,
-    both) and return the top ``k`` chunks, best first, with provenance (and the full breakdown when ``explain``);
+    the settings' ranker (kbgraph.query.rankers: the weighted sum's own order, or the ranker's ``order`` of
+    :func:`learned_pool`) and return the top ``k`` chunks, best first, with provenance (and the full breakdown when ``explain``);
     with ``collapse_repeated_chunks``, a chunk whose text a better one has is left out (query.graph.distinct_top)."""
     view = shared_adjacency(store, settings, seeds.generation)  # the graph in memory, once built: one look a question
     terms, scores, ranked, reached = score_terms(store, settings, seeds, k=k, view=view)
     ranking: dict[str, list[RankerTerm]] = {}
     collapse = settings.retrieval.collapse_repeated_chunks
     wide = len(ranked) + len(seeds.bm25) if collapse else k  # the whole order, to take the next after a repeat
-    if settings.retrieval.ranker in POOL_RANKERS and ranked:
+    order = get_ranker(settings.retrieval.ranker).order
+    if order is not None and ranked:
         pool = learned_pool(store, settings, seeds, ranked, terms, scores, k, reached, view)
-        by = {"gbm": gbm_order, "blend": blend_order}.get(settings.retrieval.ranker)  # else the learned ranker
-        top, scores, ranking = (by(store, settings, seeds.question, pool, wide, explain) if by is not None
-                                else _learned_order(settings, seeds.question, pool, wide, explain))  # fmt: skip
+        top, scores, ranking = order(store, settings, seeds.question, pool, wide, explain)
     else:
         top = ranked[:wide]
     read = view.details if view is not None else (lambda ids: chunk_details(store, ids))
@@ -179,7 +175,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
     # every layer's seeds -> their chunks, and what is known of each candidate, in one statement; the seeded
     # chunks' own rows only when something needs them (the learned ranker's titles, BM25's hits, a Document prior,
     # the exact similarity of a full-text seed): the dense baseline sends no statement here
-    want_titles = r.ranker in POOL_RANKERS
+    want_titles = get_ranker(r.ranker).needs_pool
     document_seeds = layers.get("Document", {}) if r.weight_document else {}
     seeded = set(layers.get("Chunk", {}))
     own_rows = want_titles or bool(seeds.bm25 or document_seeds) or (exact and any(c not in seeded for c in terms))
@@ -329,29 +325,11 @@ def learned_pool(
     best = seeds.bm25[0][1] if seeds.bm25 else 0.0
     bm25_rank = {cid: i for i, (cid, _) in enumerate(seeds.bm25)}
     pool_ids = [c for c in ids if c in titles]
-    read_texts = view.texts if view is not None and settings.retrieval.ranker in ("gbm", "blend") else None
+    read_texts = view.texts if view is not None and get_ranker(settings.retrieval.ranker).reads_texts else None
     return LearnedPool(pool_ids, [
         RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
                       bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
         for c in pool_ids], read_texts)  # fmt: skip
-
-
-def _learned_order(
-    settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool,
-) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
-    """The learned ranker (kbgraph.query.ranking) over ``pool`` (:func:`learned_pool`): (its top ``k`` chunk
-    ids, {chunk id: learned score}, {chunk id: feature contributions} when ``explain``). No statement."""
-    model = load_model(settings.retrieval.ranker_model)
-    pool_ids = pool.ids
-    rows = feature_rows(question, pool.candidates)
-    learned = score_rows(model, rows)
-    order = sorted(range(len(pool_ids)), key=lambda i: (-learned[i], pool_ids[i]))[:k]
-    top = [pool_ids[i] for i in order]
-    ranking = {}
-    if explain:
-        ranking = {pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c)
-                                 for f, v, c in model.contributions(rows[i])] for i in order}  # fmt: skip
-    return top, {pool_ids[i]: float(learned[i]) for i in order}, ranking
 
 
 def _add(terms: dict[str, dict[str, _Term]], chunk_id: str, layer: str, node_id: str, text: str, sim: float,

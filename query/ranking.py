@@ -46,21 +46,24 @@ import json
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from kbgraph.errors import ConfigError
+from kbgraph.query.models import RankerTerm
 from kbgraph.text import contains_phrase, strip_disambiguator
 from kbgraph.resources import resource
+
+if TYPE_CHECKING:
+    from kbgraph.query.propagation import LearnedPool
+    from kbgraph.settings import Settings
+    from kbgraph.store import GraphStore
 
 #: Score terms of propagation, in feature order (kbgraph.query.propagation's layer names).
 LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
           "Hop", "TitleHop", "Next", "TripleHop")  # fmt: skip
-#: The rankers that re-order the learned pool (kbgraph.query.propagation learned_pool, BM25 in it): this module's
-#: linear one and the gbm one (kbgraph.query.ranking_gbm); ``weights`` orders by the weighted sum.
-POOL_RANKERS = ("learned", "gbm", "blend")
 #: Every feature, in the order of a feature row.
 FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted",
             "bm25", "rank_bm25")  # fmt: skip
@@ -172,6 +175,25 @@ def score_rows(model: RankerModel, rows: np.ndarray) -> np.ndarray:
     """float64 (n,): the model's score of each feature row of ``rows`` (n, len(FEATURES))."""
     w, b = model.weights()
     return rows @ w + b if len(rows) else np.zeros(0)
+
+
+def learned_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
+                  explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+    """The learned ranker over ``pool`` (kbgraph.query.propagation ``learned_pool``): (its top ``k`` chunk ids,
+    {chunk id: learned score}, {chunk id: feature contributions} when ``explain``). No statement (``store`` is not
+    read: the signature of every ranker's order, kbgraph.query.rankers); the model is ``ranker_model``, else the
+    shipped one."""
+    model = load_model(settings.retrieval.ranker_model)
+    pool_ids = pool.ids
+    rows = feature_rows(question, pool.candidates)
+    learned = score_rows(model, rows)
+    order = sorted(range(len(pool_ids)), key=lambda i: (-learned[i], pool_ids[i]))[:k]
+    top = [pool_ids[i] for i in order]
+    ranking = {}
+    if explain:
+        ranking = {pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c)
+                                 for f, v, c in model.contributions(rows[i])] for i in order}  # fmt: skip
+    return top, {pool_ids[i]: float(learned[i]) for i in order}, ranking
 
 
 def default_model_path() -> Path:

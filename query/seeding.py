@@ -11,7 +11,7 @@ from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.models import FulltextHit
 from kbgraph.query.bm25 import corpus_generation, shared_index
 from kbgraph.query.models import Seeds
-from kbgraph.query.ranking import POOL_RANKERS
+from kbgraph.query.rankers import get_ranker
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
@@ -56,7 +56,7 @@ def seed_layers(
     # reads at once: the vector seeds, the Entity.name full-text seeds, BM25 in memory, and the Chunk.text full-text
     # seeds only without BM25 (that read was the seeding's longest: benchmarks/HISTORY.md)
     from_bm25 = fulltext > 0 and fulltext_from_bm25(settings)  # the Chunk full-text seeds are BM25's
-    pool_k = settings.retrieval.ranker_bm25_k if settings.retrieval.ranker in POOL_RANKERS else 0
+    pool_k = settings.retrieval.ranker_bm25_k if get_ranker(settings.retrieval.ranker).needs_pool else 0
     vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(
         store,
         # the static model's question vector is made in this thread while the other reads are under way

@@ -19,8 +19,7 @@ import typer
 
 from kbgraph.cli import common
 from kbgraph.errors import ConfigError
-from kbgraph.query.ranking import default_model_path, load_model
-from kbgraph.query.ranking_gbm import default_blend_path, default_gbm_path, load_gbm_model
+from kbgraph.query.rankers import DEFAULT_RANKER, RANKERS, get_ranker
 from kbgraph.eval.dataset import load_dataset
 from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out, write_model
 from kbgraph.eval.rank_train_gbm import collect_gbm_pools, fit_gbm, leave_one_out_gbm
@@ -51,9 +50,11 @@ def train_cmd(
     fit."""
     import json
 
-    if model_kind not in ("linear", "gbm"):
-        raise ConfigError(f"--model {model_kind!r}: linear or gbm")
-    gbm = model_kind == "gbm"
+    trained = {row.train_model: row for row in RANKERS.values() if row.train_model}  # --model -> its ranker
+    if model_kind not in trained:
+        raise ConfigError(f"--model {model_kind!r}: {' or '.join(trained)}")
+    ranker = trained[model_kind]
+    gbm = ranker.reads_texts  # a model over the list features, of the candidates' texts: kbgraph.eval.rank_train_gbm
     collect = collect_gbm_pools if gbm else collect_pools
     settings = common.settings()
     size = pool or settings.retrieval.ranker_pool
@@ -88,33 +89,16 @@ def train_cmd(
         for variant, r in row.items():
             t.add_row(name, variant, *(f"{r[f'R@{k}']:.1f}" for k in (1, 2, 5, 10)))
     common.console.print(t)
-    ranker = " KBGRAPH_RANKER=gbm" if gbm else ""
-    common.console.print(f"model written to {written}; use it with KBGRAPH_RANKER_MODEL={written}{ranker}")
+    use = f" KBGRAPH_RANKER={ranker.name}" if ranker.name != DEFAULT_RANKER else ""
+    common.console.print(f"model written to {written}; use it with KBGRAPH_RANKER_MODEL={written}{use}")
 
 
 @rank_app.command("show")
 def show_cmd() -> None:
     """The ranker model in use: where it comes from, what it was fitted on, and each feature's weight."""
     settings = common.settings()
-    if settings.retrieval.ranker == "blend":  # kbgraph.query.ranking_blend: the two shipped models
-        common.console.print(f"ranker: blend = z(learned) + {settings.retrieval.ranker_blend_weight} x z(gbm) over the "
-                             f"learned ranker's best {settings.retrieval.ranker_blend_k} (0: all), the shipped models "
-                             f"{default_model_path()} and {default_blend_path()}", highlight=False)  # fmt: skip
-        return
-    if settings.retrieval.ranker == "gbm":
-        path = settings.retrieval.ranker_model or default_gbm_path()
-        trees = load_gbm_model(path)
-        common.console.print(f"ranker: gbm; model {path}; fitted on {', '.join(trees.trained_on) or '?'}; pool "
-                             f"{trees.pool}; {len(trees.trees)} trees; splits per feature:", highlight=False)  # fmt: skip
-        for name, n in sorted(trees.split_counts().items(), key=lambda kv: -kv[1]):
-            common.console.print(f"  {name:22} {n}", highlight=False)
-        return
-    path = settings.retrieval.ranker_model or default_model_path()
-    model = load_model(path)
-    common.console.print(f"ranker: {settings.retrieval.ranker}; model {path}; fitted on {', '.join(model.trained_on) or '?'}; "
-                         f"pool {model.pool}", highlight=False)  # fmt: skip
-    for name, w, s in zip(model.features, model.coef, model.scale, strict=True):
-        common.console.print(f"  {name:14} {w:+.3f} (per unit {w / s:+.3f})", highlight=False)
+    for line in get_ranker(settings.retrieval.ranker).describe(settings):  # kbgraph.query.rankers
+        common.console.print(line, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

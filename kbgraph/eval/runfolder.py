@@ -26,8 +26,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.store import backend_name
 from kbgraph.embed.onnx_model import models_dir, read_model_spec, UnsupportedModelError, weights_hash
 from kbgraph.embed.sentence import local_model_dir
-from kbgraph.query.ranking import POOL_RANKERS, default_model_path
-from kbgraph.query.ranking_gbm import default_blend_path, default_gbm_path
+from kbgraph.query.rankers import get_ranker
 from kbgraph.settings import GROUPS
 
 if TYPE_CHECKING:
@@ -158,21 +157,20 @@ def embedder_identity(settings: Settings) -> dict[str, Any]:
 
 
 def ranker_identity(settings: Settings) -> dict[str, Any]:
-    """The ranker: 'weights', or 'learned' / 'gbm' with the sha256 of its model file (``ranker_model``, else the
-    ranker's shipped one; None when the file is missing: the run then stops with the ranker's own ConfigError), or
-    'blend' with one sha256 of both shipped models (the learned one and the blend's gbm), its ``blend_weight`` and
-    its ``blend_k``."""
-    ranker = settings.retrieval.ranker
-    if ranker not in POOL_RANKERS:
-        return {"ranker": ranker, "model_sha256": None}
-
-    if ranker == "blend":  # the two shipped models and the weight between them (kbgraph.query.ranking_blend)
-        digests = [_sha256(p) for p in (default_model_path(), default_blend_path())]
-        blend = None if None in digests else hashlib.sha256(":".join(map(str, digests)).encode()).hexdigest()
-        return {"ranker": ranker, "model_sha256": blend, "blend_weight": settings.retrieval.ranker_blend_weight,
-                "blend_k": settings.retrieval.ranker_blend_k}
-    path = settings.retrieval.ranker_model or (default_gbm_path() if ranker == "gbm" else default_model_path())
-    return {"ranker": ranker, "model_sha256": _sha256(path)}
+    """The ranker (kbgraph.query.rankers): its name, ``model_sha256`` and the other settings that define its order
+    (the row's ``identity``: the blend's ``blend_weight`` and ``blend_k``). ``model_sha256``: None for a ranker of
+    no model file ('weights'); the sha256 of its one model file (``ranker_model``, else the ranker's shipped one:
+    'learned', 'gbm'); one sha256 of the digests of several ('blend': both shipped models, the learned one and the
+    blend's gbm); None when a file is missing (the run then stops with the ranker's own ConfigError)."""
+    row = get_ranker(settings.retrieval.ranker)
+    digests = [_sha256(p) for p in row.models(settings)]
+    if not digests or None in digests:
+        digest = None
+    elif len(digests) == 1:
+        digest = digests[0]
+    else:
+        digest = hashlib.sha256(":".join(map(str, digests)).encode()).hexdigest()
+    return {"ranker": row.name, "model_sha256": digest, **row.identity(settings)}
 
 
 def _sha256(path: str | Path) -> str | None:
