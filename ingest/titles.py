@@ -25,8 +25,8 @@ MAX_HEADING_CHARS = 160
 
 _WS = re.compile(r"\s+")
 _PLACEHOLDER = re.compile(
-    r"(\.(exe|docx?|pdf|tmp|indd|qxd|qxp|rtf|txt|xlsx?|pptx?|odt|dvi|ps|tex)$)|^(untitled|document\d*|title|"
-    r"slide \d+|no title|none|null|unknown)\b",
+    r"(\.(exe|docx?|pdf|tmp|indd|qxd|qxp|rtf|txt|xlsx?|pptx?|odt|dvi|ps|tex)$)|^untitled\b|"
+    r"^(document ?\d*|title|slide \d+|no title|none|null|unknown)$",
     re.I,
 )
 _OFFICE_PREFIX = re.compile(r"^microsoft (word|powerpoint|excel) - ", re.I)

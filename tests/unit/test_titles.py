@@ -57,3 +57,14 @@ def test_the_one_top_level_heading_beats_the_file_name() -> None:
     # a cover heading that is not the document's one top-level heading competes with the file name
     c = choose_title(None, "Proposed Rules", "us_federal_register_2020-17221.pdf")
     assert c.title == "us federal register 2020-17221" and c.alternatives == ["Proposed Rules"]
+
+
+@pytest.mark.parametrize("title", ["Title here", "Document control policy", "Unknown Pleasures liner notes"])
+def test_a_placeholder_word_starting_a_real_title_is_kept(title: str) -> None:
+    assert usable(title)
+    assert choose_title(title, None, "a.md").title == title
+
+
+@pytest.mark.parametrize("junk", ["Title", "document1", "Document 3", "Slide 1", "none"])
+def test_whole_placeholders_are_refused(junk: str) -> None:
+    assert not usable(junk)
