@@ -77,8 +77,8 @@ class StoreSettings(SettingsGroup):
         50, ge=4, le=4096,
         description="efConstruction of the embedded FalkorDB's HNSW vector indexes, given when an index is "
         "created: lower writes and loads faster (the server rebuilds its vector indexes at every start), higher "
-        "finds closer neighbours (docs/benchmarks.md, 'HNSW efConstruction'). A knowledge base keeps the value it "
-        "was created with until `kbgraph reset`. Neo4j keeps its own (100).",
+        "finds closer neighbours (docs/benchmarks.md#hnsw-efconstruction-vector_ef_construction). A knowledge base "
+        "keeps the value it was created with until `kbgraph reset`. Neo4j keeps its own (100).",
     )
 
     # --- embedded FalkorDB ------------------------------------------------------------------
@@ -222,7 +222,7 @@ class EmbeddingSettings(SettingsGroup):
     embedding_batch_tokens: int = Field(
         2048, ge=1,
         description="Padded tokens per embedding batch, at most (ONNX backend): long texts go in smaller batches, "
-        "which keeps the embedder's memory flat (docs/benchmarks.md, \"How fast does it ingest?\").",
+        "which keeps the embedder's memory flat (benchmarks/HISTORY.md, \"Ingestion\").",
     )
     embedding_backend: str = Field(
         "auto",
@@ -243,19 +243,19 @@ class EmbeddingSettings(SettingsGroup):
 
     # --- which layers get vectors (ingest/embed_layers.py, query/propagation.py) ------
     vector_layers: Annotated[list[str], NoDecode] = Field(
-        ["AtomicQuestion", "Entity", "Section", "Document"],  # docs/benchmarks.md "Layer vectors: `vector_layers`"
+        ["AtomicQuestion", "Entity", "Section", "Document"],  # docs/benchmarks.md#layer-vectors-vector_layers
         description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
         "or comma-separated labels of " + ", ".join(VECTOR_LAYER_CHOICES) + ". The default leaves Triple out: "
         "its vectors cost ~31 KB of store memory per passage and the learned ranker holds its leave-one-set-out "
-        "recall without them (docs/benchmarks.md); add Triple to restore every layer. A layer that is off keeps its "
-        "nodes, edges and full-text; vectors it already has stay in the store unused. Turning a layer on for an "
-        "existing knowledge base gives vectors only to nodes created afterwards: rebuild it (reset, then ingest; "
-        "the embedding cache keeps that cheap) for all of them. "
+        "recall without them (docs/benchmarks.md#layer-vectors-vector_layers); add Triple to restore every layer. "
+        "A layer that is off keeps its nodes, edges and full-text; vectors it already has stay in the store "
+        "unused. Turning a layer on for an existing knowledge base gives vectors only to nodes created afterwards: "
+        "rebuild it (reset, then ingest; the embedding cache keeps that cheap) for all of them. "
         "Algorithm 1 (pike) and H-R retrieve atomic questions by vector: keep AtomicQuestion for them.",
     )
 
     entity_types_without_vectors: Annotated[list[str], NoDecode] = Field(
-        ["DATE"],  # docs/benchmarks.md, "Entity vectors without dates"
+        ["DATE"],  # docs/benchmarks.md#entity-vectors-without-dates-entity_types_without_vectors
         description="Entity types whose Entity nodes get no vector (a list or comma-separated types): by default "
         "the dates (~12 % of the entities, ~4.5 KB of store memory per passage on 2Wiki); they are still found by "
         "name (the Entity.name full-text seeds) and through the chunks that mention them. Adding CONCEPT (key "
@@ -266,7 +266,7 @@ class EmbeddingSettings(SettingsGroup):
 
     # --- late chunking (kbgraph/embed/late.py, ingest/embed_late.py) ------------------
     late_chunking: bool = Field(
-        True,  # the default: docs/benchmarks.md, "Late chunking" (2Wiki R@5 87.1, MuSiQue 68.7)
+        True,  # the default: docs/benchmarks.md#late-chunking-late_chunking (2Wiki R@5 87.1, MuSiQue 68.7)
         description="Sentence-level atomic tags get the mean of their tokens' states in their chunk's own "
         "forward pass (late chunking, Günther et al. 2024) instead of a second pass each: faster ingestion, "
         "context-aware tag vectors. Needs the ONNX backend (under embedding_backend=auto the ONNX export is then "
@@ -277,7 +277,7 @@ class EmbeddingSettings(SettingsGroup):
 
     # --- static embeddings (kbgraph/embed/static_model.py) ---------------------------
     static_layers: Annotated[list[str], NoDecode] = Field(
-        ["Entity"],  # Entity only: docs/benchmarks.md, "Static embeddings" (Entity+Triple lost MuSiQue R@5)
+        ["Entity"],  # Entity only: docs/benchmarks.md#static-embeddings-static_layers (Entity+Triple lost MuSiQue R@5)
         description="Layers embedded by a static model distilled from embedding_model (model2vec: one vector per "
         "token, a text = their mean; microseconds a text) instead of the model itself, at ingest and for the "
         "question's vector on those layers' indexes: a list or comma-separated labels of "
@@ -291,9 +291,9 @@ class EmbeddingSettings(SettingsGroup):
         "principal components; none = the model's own (embedding_dimension). The vector indexes of static_layers "
         "get this dimension, the others keep embedding_dimension. Fewer dimensions cost less store memory: on 2Wiki "
         "64 saves ~25 KB per passage (-30 %), 128 ~19 KB, at 0.1-0.5 points of 2Wiki R@5 and R@1 (MuSiQue R@5 "
-        "up to +1.8; docs/benchmarks.md, \"Static entity vectors with fewer dimensions\"). Changing it for an "
-        "existing knowledge base: rebuild it (reset, then ingest); opening it otherwise raises SchemaMismatch "
-        "naming the dimension it was built with.",
+        "up to +1.8; docs/benchmarks.md#static-entity-vectors-with-fewer-dimensions-static_dimension). Changing it "
+        "for an existing knowledge base: rebuild it (reset, then ingest); opening it otherwise raises "
+        "SchemaMismatch naming the dimension it was built with.",
     )
     static_models_dir: UserPath | None = Field(
         None, description="Where distilled static models are kept (one per embedding model's weights, shared by "
@@ -398,7 +398,7 @@ class RetrievalSettings(SettingsGroup):
     ranker_blend_weight: float = Field(
         4.0, ge=0, description="ranker 'blend': the weight of the gbm's standardised score beside the learned "
         "ranker's (0 = the learned ranker's order). 4: chosen leave-one-set-out by R@2 + R@5 on the repo's sets "
-        "(docs/benchmarks.md, \"The blend ranker over the learned head\").")
+        "(docs/benchmarks.md#the-blend-ranker-over-the-learned-head).")
     ranker_blend_k: int = Field(
         15, ge=0, description="ranker 'blend': how many of the learned ranker's best candidates the blend "
         "re-orders (the head; 0 = the whole pool, by the same model). The rest follow in the learned order.")
