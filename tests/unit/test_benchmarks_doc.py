@@ -73,7 +73,7 @@ def sections(path: Path) -> tuple[set[str], list[str]]:
 
 
 def text_files(root: Path) -> list[Path]:
-    found = []
+    found: list[Path] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
         found.extend(Path(folder) / name for name in sorted(files) if Path(name).suffix in SUFFIXES)
@@ -85,7 +85,7 @@ def broken_references(root: Path, skip: frozenset[Path] = frozenset()) -> list[s
     as ``file:line: what``."""
     known = {rel: sections(root / rel) for rel in (DOC, HISTORY) if (root / rel).is_file()}
     by_path = {(root / rel).resolve(): rel for rel in (DOC, HISTORY)}
-    broken = []
+    broken: list[str] = []
     for path in text_files(root):
         text = path.read_text(encoding="utf-8", errors="replace")
         if path.resolve() in skip or not ("benchmarks.md" in text or "HISTORY.md" in text or "](#" in text):
