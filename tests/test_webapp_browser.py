@@ -2,7 +2,8 @@
 ``chromium``, driven by Playwright with the system binary, as tests/test_browser_e2e.py) against a real uvicorn
 server over a real store holding the NICS report, on both stores.
 
-Ask: the Kentucky question answered through the SSE stream, the Kentucky row cited, its passage opened with its
+Ask: the Kentucky question answered through the SSE stream, the Kentucky row cited, its passage opened with its PDF
+page as an image (loaded through a blob: URL) and its
 neighbours. Why: the evidence graph drawn by Cytoscape.js with question, chunk and document nodes (counted in the
 page), the score terms as bars. Documents: the list, an upload followed to its job's end and listed, then deleted.
 Every request the page makes goes to the server's own origin, no Content-Security-Policy violation, the assets
@@ -159,7 +160,7 @@ def accessible(page: Page, where: str) -> None:
 
 
 def same_origin(requests: list[str], url: str) -> None:
-    others = [r for r in requests if not r.startswith(url + "/")]
+    others = [r for r in requests if not r.startswith((url + "/", f"blob:{url}/"))]  # blob: the page's own objects
     assert requests and not others, others
 
 
@@ -206,6 +207,13 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
         context = page.locator("#passage-before").inner_text() + page.locator("#passage-after").inner_text()
         assert "BEFORE" in context.upper() or "AFTER" in context.upper(), context
         expect(page.locator("#passage-where")).to_contain_text("page 1")
+        # and its PDF page as an image (GET .../page.png with the key, shown through a blob: URL), the row marked
+        page_img = page.locator("#passage-page-img")
+        expect(page_img).to_be_visible()
+        page.wait_for_function("() => { const i = document.querySelector('#passage-page-img');"
+                               " return i.complete && i.naturalWidth > 0; }")  # fmt: skip
+        src, alt = page_img.get_attribute("src") or "", page_img.get_attribute("alt") or ""
+        assert src.startswith("blob:") and "Page 1" in alt, (src, alt)
         page.wait_for_timeout(300)
         accessible(page, "ask")
         shoot(page, tmp_path, "ask", backend)

@@ -7,7 +7,11 @@ revoke`` manage the scoped keys of ``KBGRAPH_API_KEYS_FILE`` (kbgraph.serve.acce
 from __future__ import annotations
 
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -30,7 +34,7 @@ def _settings(**update: str | int | None) -> Settings:
 def _need_extra() -> None:
     from importlib.util import find_spec
 
-    missing = [name for name in ("fastapi", "uvicorn", "mcp") if find_spec(name) is None]
+    missing = [name for name in ("fastapi", "uvicorn", "mcp", "prometheus_client") if find_spec(name) is None]
     if missing:
         raise ConfigError(f"{', '.join(missing)} not installed: pip install -e \".[serve]\"")
 
@@ -47,6 +51,8 @@ def serve_cmd(
     host: str | None = typer.Option(None, "--host", help="Address to bind (KBGRAPH_SERVE_HOST; default 127.0.0.1; "
                                     "any other needs KBGRAPH_API_KEY or KBGRAPH_API_KEYS_FILE)."),
     port: int | None = typer.Option(None, "--port", help="Port (KBGRAPH_SERVE_PORT; default 8080)."),
+    open_app: bool = typer.Option(False, "--open", help="Open the web app (/) in the browser once the server is "
+                                  "up."),
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the MCP tools at /mcp; knowledge base per request (/v1/kb/NAME)."""
     if ctx.invoked_subcommand is not None:
@@ -60,7 +66,37 @@ def serve_cmd(
     where = f"[{s.serve.serve_host}]" if ":" in s.serve.serve_host else s.serve.serve_host
     sys.stderr.write(f"kbgraph serve: http://{where}:{s.serve.serve_port}/docs (MCP at /mcp; default knowledge base "
                      f"{s.name!r} on {backend_name(s)})\n")  # fmt: skip
-    uvicorn.run(create_app(s), host=s.serve.serve_host, port=s.serve.serve_port, log_level="info")
+    server = uvicorn.Server(uvicorn.Config(create_app(s), host=s.serve.serve_host, port=s.serve.serve_port,
+                                           log_level="info"))  # fmt: skip
+    if open_app:
+        import webbrowser
+
+        url = app_url(s.serve.serve_host, s.serve.serve_port)
+        threading.Thread(target=open_when_up, args=(server, url, webbrowser.open), name="kbgraph-open",
+                         daemon=True).start()  # fmt: skip
+    server.run()
+
+
+def app_url(host: str, port: int) -> str:
+    """The web app's address for a server bound to ``host``: a wildcard bind (0.0.0.0, ::) is opened on loopback."""
+    host = host.strip("[]")
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def open_when_up(server: Any, url: str, opener: Callable[[str], object], timeout: float = 120.0) -> None:
+    """Call ``opener(url)`` once the uvicorn ``server`` has started (its socket bound); nothing when it stops or
+    does not start within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if server.should_exit or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
+    sys.stderr.write(f"kbgraph serve: opening {url} in the browser\n")
+    opener(url)
 
 
 def _keys_file() -> Path:

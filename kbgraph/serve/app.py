@@ -20,6 +20,8 @@ from kbgraph.serve.guard import Guard, is_loopback
 from kbgraph.serve.jobs import JobManager
 from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.mcp import build_mcp
+from kbgraph.serve.metrics import Metrics, MetricsMiddleware
+from kbgraph.serve.pages import PageCache
 from kbgraph.serve.routes import router, service
 from kbgraph.serve.webapp import WebApp
 from kbgraph.settings import Settings
@@ -32,7 +34,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     :func:`kbgraph.serve.guard.check_bind` first)."""
     settings = settings or Settings()
     pool = KBPool(settings)
-    jobs = JobManager(pool)
+    metrics = Metrics(open_kbs=lambda: len(pool.names()))
+    jobs = JobManager(pool, metrics=metrics)
     mcp = build_mcp(pool, jobs)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path="/mcp", host=settings.serve.serve_host, max_request_body_size=settings.serve.max_request_bytes
@@ -48,7 +51,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         title="kbgraph", version=__version__, lifespan=lifespan,
         description="A PIKE-RAG knowledge base on a graph database: ask, search, ingest, browse. MCP tools at /mcp.",
     )  # fmt: skip
-    app.state.pool, app.state.jobs, app.state.mcp = pool, jobs, mcp
+    app.state.pool, app.state.jobs, app.state.mcp, app.state.metrics = pool, jobs, mcp, metrics
+    app.state.pages = PageCache()  # the PDF page images of GET .../chunks/{id}/page.png
     app.include_router(service)
     app.include_router(router)
     app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp, under the same guard
@@ -70,5 +74,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     hosts = serve.serve_allowed_hosts if is_loopback(serve.serve_host) or serve.serve_allowed_hosts else None
     app.add_middleware(Guard, keys=keys, max_bytes=serve.max_request_bytes, max_upload_bytes=serve.max_upload_bytes,
                        allowed_hosts=hosts, allowed_origins=serve.serve_allowed_origins)  # fmt: skip
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # outside the guard: its refusals are counted too
     app.add_middleware(WebApp, allowed_hosts=hosts)  # the web app at / (outside the guard: its files need no key)
     return app

@@ -11,6 +11,7 @@ refused (fail closed), and tests/test_serve_authz.py walks the application's own
 
 * ``open``: no key needed (``GET /healthz``);
 * ``key``: any valid key (the API description; ``/readyz`` shows names and paths only to an unrestricted key;
+  ``/metrics`` answers only an unrestricted key;
   ``/v1/jobs/{id}`` answers only for a job of a knowledge base the key may use);
 * ``read`` / ``write`` on the knowledge base ``{name}`` of the path (kbgraph.serve.access.RIGHTS); a body that
   asks a read route to write needs ``write`` too, checked by the route with :func:`require` (``POST .../ask``
@@ -37,6 +38,7 @@ Right = Literal["open", "key", "read", "write", "tools"]
 ROUTE_RIGHTS: dict[tuple[str, str], Right] = {
     ("GET", "/healthz"): "open",
     ("GET", "/readyz"): "key",
+    ("GET", "/metrics"): "key",  # and unrestricted, checked by the route (kbgraph.serve.metrics)
     ("GET", "/openapi.json"): "key",
     ("GET", "/docs"): "key",
     ("GET", "/docs/oauth2-redirect"): "key",
@@ -52,6 +54,7 @@ ROUTE_RIGHTS: dict[tuple[str, str], Right] = {
     ("GET", "/v1/kb/{name}/documents"): "read",
     ("DELETE", "/v1/kb/{name}/documents/{document}"): "write",
     ("GET", "/v1/kb/{name}/chunks/{chunk_id}"): "read",
+    ("GET", "/v1/kb/{name}/chunks/{chunk_id}/page.png"): "read",
     ("GET", "/v1/kb/{name}/stats"): "read",
     ("GET", "/v1/kb/{name}/browse/{query}"): "read",
     ("*", "/mcp"): "tools",  # every method reaches the MCP transport (GET stream, POST messages, DELETE session)

@@ -19,7 +19,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -29,6 +29,9 @@ from kbgraph.serve.access import KeyScope, check_ingest_paths, resolved_roots, u
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.uploads import discard_refused
 from kbgraph.text import one_line, utc_now
+
+if TYPE_CHECKING:
+    from kbgraph.serve.metrics import Metrics
 
 #: Finished jobs kept for GET /v1/jobs/{id}.
 KEEP = 1000
@@ -58,8 +61,9 @@ class JobManager:
     """Runs ingestion jobs over ``pool`` (daemon threads; a job cut short by the process ending is marked
     'interrupted' by the next run, as after a killed CLI run)."""
 
-    def __init__(self, pool: KBPool):
+    def __init__(self, pool: KBPool, metrics: Metrics | None = None):
         self.pool = pool
+        self.metrics = metrics  # counts what finished jobs wrote (kbgraph.serve.metrics)
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._owners: dict[str, str | None] = {}  # job id -> the identity of the key that submitted it
         self._kb_locks: dict[str, threading.Lock] = {}
@@ -109,10 +113,17 @@ class JobManager:
                 if uploaded:
                     discard_refused(job.paths, report)
                 job.report, job.exit_code = report, report.exit_code
+                self._count(report, "done")  # before the status: a client that sees "done" sees it counted
                 job.status = "done"
             except KBGraphError as exc:
+                self._count(None, "failed")
                 job.error, job.exit_code, job.status = one_line(exc), exc.exit_code, "failed"
             except Exception as exc:  # noqa: BLE001 - a job records its failure instead of killing the thread
+                self._count(None, "failed")
                 job.error, job.exit_code, job.status = f"{type(exc).__name__}: {one_line(exc)}", 1, "failed"
             finally:
                 job.finished_at = utc_now()
+
+    def _count(self, report: IngestReport | None, status: str) -> None:
+        if self.metrics is not None:
+            self.metrics.ingested(report, status)

@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 import anyio
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from fastapi import APIRouter, Depends, HTTPException, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
@@ -45,11 +46,13 @@ from kbgraph.text import one_line
 
 from kbgraph.models import StoreStats
 from kbgraph.serve.errors import status_of
-from kbgraph.serve.access import unrestricted
+from kbgraph.serve.access import Forbidden, unrestricted
 from kbgraph.serve.authz import authorize, key_of, require
 from kbgraph.serve.invalid import ValidatedRoute
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool, check_name
+from kbgraph.serve.metrics import Metrics
+from kbgraph.serve.pages import NoPage, PageCache
 from kbgraph.serve.models import (
     AskRequest,
     AskResponse,
@@ -81,6 +84,16 @@ def _pool(request: Request) -> KBPool:
 def _jobs(request: Request) -> JobManager:
     jobs: JobManager = request.app.state.jobs
     return jobs
+
+
+def _pages(request: Request) -> PageCache:
+    pages: PageCache = request.app.state.pages
+    return pages
+
+
+def _metrics(request: Request) -> Metrics:
+    metrics: Metrics = request.app.state.metrics
+    return metrics
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -127,6 +140,19 @@ def readyz(request: Request) -> Ready:
                  embedder=model, open=pool.names())  # fmt: skip
 
 
+@service.get("/metrics", tags=["service"], response_class=Response,
+             responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+                              "description": "The server's counters in Prometheus text format."}})  # fmt: skip
+def metrics(request: Request) -> Response:
+    """The server's counters in Prometheus text format (kbgraph.serve.metrics): requests by route template and
+    status, latency, answers by method and their LLM usage, what ingestion jobs wrote, open knowledge bases. The
+    whole server's numbers: 403 for a key that is not unrestricted (every right on every knowledge base)."""
+    if not unrestricted(key_of(request)):
+        raise Forbidden("/metrics counts the whole server: it needs a key with every right on every knowledge base "
+                        "(KBGRAPH_API_KEY, or kbgraph serve keys add --kb '*' --rights read,write)")  # fmt: skip
+    return Response(content=generate_latest(_metrics(request).registry), media_type=CONTENT_TYPE_LATEST)
+
+
 @router.post(
     KB + "/ask", response_model=AskResponse, tags=["query"],
     responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
@@ -148,12 +174,14 @@ def ask(name: str, body: AskRequest, request: Request) -> Response:
         if body.method is not None:
             get_method(body.method)
         return StreamingResponse(
-            _sse_body(_sse_events(_pool(request), name, body, _view(request, name))), media_type="text/event-stream",
+            _sse_body(_sse_events(_pool(request), name, body, _view(request, name), _metrics(request))),
+            media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )  # fmt: skip
     with _pool(request).use(name) as kb:
         answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save)
         saved = kb.last_saved if body.save else None
+    _metrics(request).answered(answer)
     reply = _shown(request, name, AskResponse(**answer.model_dump(), saved=saved))
     return Response(content=reply.model_dump_json(), media_type="application/json")
 
@@ -162,8 +190,10 @@ def _sse(event: str, data: object) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def _sse_events(pool: KBPool, name: str, body: AskRequest, view: PathView | None = None) -> Iterator[str]:
-    """The SSE messages of a streamed ask (module doc) on knowledge base ``name``, through ``view`` if any."""
+def _sse_events(pool: KBPool, name: str, body: AskRequest, view: PathView | None = None,
+                metrics: Metrics | None = None) -> Iterator[str]:  # fmt: skip
+    """The SSE messages of a streamed ask (module doc) on knowledge base ``name``, through ``view`` if any; the
+    answer counted in ``metrics``."""
     show: Callable[[Any], Any] = view.data if view is not None else (lambda data: data)
     try:
         with pool.use(name) as kb:
@@ -173,6 +203,8 @@ def _sse_events(pool: KBPool, name: str, body: AskRequest, view: PathView | None
                 for event in events:
                     if event.type == "answer" and event.answer is not None:
                         saved = kb.last_saved if body.save else None
+                        if metrics is not None:
+                            metrics.answered(event.answer)
                         answer = AskResponse(**event.answer.model_dump(), saved=saved)
                         yield _sse("answer", show(answer.model_dump(mode="json")))
                     elif event.type == "round" and event.round is not None:
@@ -293,6 +325,24 @@ def delete_document(name: str, document: str, request: Request) -> Deleted:
     if not counts.get("documents"):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {document!r} in knowledge base {name!r}")
     return Deleted(kb=name, document=document, deleted=counts)
+
+
+@router.get(KB + "/chunks/{chunk_id:path}/page.png", tags=["documents"], response_class=Response,
+            responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+                             "description": "The chunk's PDF page, its text highlighted."}})  # fmt: skip
+def chunk_page(name: str, chunk_id: str, request: Request) -> Response:
+    """The PDF page of a chunk as a PNG, at most 1200 x 1600 pixels, the chunk's text highlighted where it is
+    found on the page (kbgraph.serve.pages; cached in memory). 404 when there is no such chunk or it is not from
+    a PDF file that is still there. Registered before ``.../chunks/{id}``, whose path would take it."""
+    with _pool(request).use(name) as kb:
+        row = kb.chunk(chunk_id)
+    if row is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chunk {chunk_id!r} in knowledge base {name!r}")
+    try:
+        png = _pages(request).image(row)
+    except NoPage as exc:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, one_line(exc, 300)) from None
+    return Response(content=png, media_type="image/png", headers={"Cache-Control": "private, max-age=300"})
 
 
 @router.get(KB + "/chunks/{chunk_id:path}", response_model=ChunkInfo, tags=["documents"])

@@ -13,8 +13,8 @@ origin, with the key the user gives it (kept in the tab's sessionStorage, sent a
 the guard and the rights table (kbgraph.serve.authz) like any other client.
 
 It keeps the guard's Host check (DNS rebinding: 421 for a Host that is not loopback nor allowed) and sends a
-Content-Security-Policy that allows scripts, styles, images and connections from its own origin only, no inline
-script or style, no plugin, no framing (:data:`CSP`), with ``nosniff``, ``no-referrer`` and ``DENY`` framing beside
+Content-Security-Policy that allows scripts, styles, images and connections from its own origin only (images also
+from ``blob:``, the object URLs of a PDF page the page fetched with its key), no inline script or style, no plugin, no framing (:data:`CSP`), with ``nosniff``, ``no-referrer`` and ``DENY`` framing beside
 it. Files are revalidated by their ETag (``Cache-Control: no-cache``), so an upgrade of kbgraph is seen at once.
 """
 
@@ -41,7 +41,7 @@ __all__ = ["CSP", "PREFIX", "WebApp", "assets", "meta"]
 #: Where the app's files are served (the page itself is ``/``).
 PREFIX = "/ui/"
 #: The Content-Security-Policy of every response of the app: its own origin only, no inline script or style.
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; "
        "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")  # fmt: skip
 SECURITY_HEADERS = (
     (b"content-security-policy", CSP.encode()),

@@ -27,7 +27,7 @@ export function onUnauthorized(fn) { listeners.unauthorized.push(fn); }
  * One request to this origin. `path` must be an absolute path ("/v1/..."): anything else is refused before a
  * request is made. Options: method, json (a body sent as application/json), form (a FormData, multipart),
  * accept, signal, key (false: send no key, and a 401 is only the caller's: no key is asked for). Resolves to the parsed JSON, or to the Response itself for
- * `accept: "text/event-stream"`; rejects with an ApiError carrying the server's `detail`.
+ * `accept: "text/event-stream"`, or to a Blob for `accept: "image/..."`; rejects with an ApiError carrying the server's `detail`.
  */
 export async function api(path, { method = "GET", json, form, accept = "application/json", signal, key = true } = {}) {
   if (typeof path !== "string" || !path.startsWith("/") || path.startsWith("//")) {
@@ -63,6 +63,7 @@ export async function api(path, { method = "GET", json, form, accept = "applicat
     throw error;
   }
   if (accept === "text/event-stream") return response;
+  if (accept.startsWith("image/")) return response.blob();
   if (response.status === 204) return null;
   return response.json();
 }

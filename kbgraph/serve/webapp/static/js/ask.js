@@ -1,5 +1,6 @@
 // The Ask page: a question, a method of the registry, the answer as it streams (the SSE of POST /ask), the
-// citations as cards; a card opens its passage (GET /chunks/{id}) between its neighbours in reading order.
+// citations as cards; a card opens its passage (GET /chunks/{id}) between its neighbours in reading order, and
+// for a PDF its page as an image with the passage highlighted (GET /chunks/{id}/page.png).
 
 import { api, ApiError, kbPath, sse } from "./api.js";
 import { $, clear, el, notice, shorten } from "./dom.js";
@@ -176,8 +177,39 @@ async function ask() {
 
 // --- the passage panel -----------------------------------------------------------------------------------------
 let passageFrom = null;
+let pageUrl = null; // the object URL of the shown PDF page (revoked when another passage replaces it)
+let pageFor = 0; // which openPassage call the page belongs to (a slow page of an older one is dropped)
+
+function hidePage() {
+  pageFor += 1;
+  $("#passage-page").hidden = true;
+  $("#passage-page-img").removeAttribute("src");
+  if (pageUrl) URL.revokeObjectURL(pageUrl);
+  pageUrl = null;
+}
+
+/** The chunk's PDF page with its passage highlighted (GET /chunks/{id}/page.png): fetched with the tab's key as
+ * a Blob and shown through an object URL, since an <img src> cannot send the Authorization header. Nothing is
+ * shown for a chunk that is not from a PDF (404) or when the page cannot be read. */
+async function showPage(chunk) {
+  hidePage();
+  const mine = pageFor;
+  if (!chunk.page || !/\.pdf$/i.test(String(chunk.document_uri || "").split("#")[0])) return;
+  try {
+    const blob = await api(kbPath(app.kb, `/chunks/${encodeURIComponent(chunk.id)}/page.png`), { accept: "image/png" });
+    if (mine !== pageFor) return;
+    pageUrl = URL.createObjectURL(blob);
+    const img = $("#passage-page-img");
+    const title = chunk.document_title || "the document";
+    img.alt = `Page ${chunk.page} of ${title}, the cited passage highlighted in yellow`;
+    img.src = pageUrl;
+    $("#passage-page-caption").textContent = `Page ${chunk.page} of ${title}, as printed (the passage highlighted)`;
+    $("#passage-page").hidden = false;
+  } catch { /* the passage stands without its page */ }
+}
 
 function closePassage() {
+  hidePage();
   $("#passage").hidden = true;
   $(".ask-layout").classList.remove("with-passage");
   for (const card of document.querySelectorAll(".card.active")) card.classList.remove("active");
@@ -247,6 +279,7 @@ async function openPassage(citation, n, from) {
   clear($("#passage-before"));
   clear($("#passage-after"));
   $("#passage-source").textContent = "";
+  hidePage();
   $("#passage-h").focus();
   try {
     const chunk = await api(kbPath(app.kb, `/chunks/${encodeURIComponent(citation.chunk_id)}`));
@@ -255,6 +288,7 @@ async function openPassage(citation, n, from) {
     const mark = showPassageText($("#passage-text"), chunk.text || chunk.summary || "", citation.quote);
     $("#passage-text").dataset.chunk = chunk.id;
     $("#passage-source").textContent = chunk.document_uri ? `Source: ${chunk.document_uri}` : "";
+    const page = showPage(chunk);
     try {
       const { before, after } = await neighbours(chunk);
       contextBlock($("#passage-before"), "Before", before);
@@ -264,6 +298,7 @@ async function openPassage(citation, n, from) {
       const box = $("#passage-text");
       box.scrollTop = Math.max(0, mark.offsetTop - box.clientHeight / 3);
     }
+    await page;
   } catch (err) {
     $("#passage-where").textContent = `The passage could not be read: ${err.message}`;
   }
