@@ -53,6 +53,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("GET", "/v1/kb/{kb}/stats", None),
     ("GET", "/v1/kb/{kb}/browse/top_entities", None),
     ("GET", "/v1/jobs/{kb}", None),
+    ("GET", "/v1/kb/{kb}/chunks/chunk:none/page.png", None),
 ]
 
 
