@@ -383,9 +383,11 @@ class RetrievalSettings(SettingsGroup):
         "repeated in a document or across documents) once: the repeat is left out and the next chunk taken "
         "(false = every copy, as ranked).")
     max_chunks_per_page: int = Field(
-        1, ge=0, description="Score propagation returns at most this many chunks of one page of one document "
+        0, ge=0, description="Score propagation returns at most this many chunks of one page of one document "
         "(the best of them; the next page's chunk takes the slot), so a top k names k pages where it can; "
-        "0 = no limit. Chunks without a page (HTML, Markdown, passages) are not limited; with "
+        "0 = no limit (the default: the page's best chunk is not always the one that answers, e.g. the sample "
+        "NICS page's footnote outranks its Kentucky row; docs/benchmarks.md#long-documents: 1 gives page@5 +2.9 "
+        "on the long-document set). Chunks without a page (HTML, Markdown, passages) are not limited; with "
         "collapse_repeated_chunks only.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
