@@ -69,59 +69,52 @@ def _doc_matches(document: str, gold_documents: set[str], gold_names: set[str]) 
     return document in gold_documents or PurePosixPath(document).name in gold_names
 
 
-def _split_gold(gold: Iterable[str]) -> tuple[set[str], set[str], set[str]]:
-    """(gold page keys, gold documents, gold bare file names)."""
+def _gold(gold: Iterable[str], k: int) -> tuple[set[str], set[str], set[str]] | None:
+    """(gold page keys, gold documents, gold bare file names), or None without gold. Raises ValueError for k < 1."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
     keys = set(gold)
-    docs = {split_key(k)[0] for k in keys}
+    if not keys:
+        return None
+    docs = {split_key(key)[0] for key in keys}
     return keys, docs, {d for d in docs if "/" not in d}
 
 
-def _on_gold_page(key: str, keys: set[str], names: set[str]) -> bool:
-    if key in keys:
-        return True
+def _bare_key(key: str, names: set[str]) -> str | None:
+    """The key of a chunk's page under its bare file name when the gold names that file bare, else None."""
     document, page = split_key(key)
-    return page_key(PurePosixPath(document).name, page) in keys and PurePosixPath(document).name in names
+    name = PurePosixPath(document).name
+    return page_key(name, page) if name in names else None
 
 
 def page_hit_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float | None:
     """page@k: 1.0 when one of the first ``k`` chunk keys (``ranked``, :func:`page_key`, rank order, one per
     chunk) is a gold page, else 0.0; None without gold. Raises ValueError for k < 1."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    keys, _docs, names = _split_gold(gold)
-    if not keys:
+    g = _gold(gold, k)
+    if g is None:
         return None
-    return float(any(_on_gold_page(key, keys, names) for key in ranked[:k]))
+    keys, _docs, names = g
+    return float(any(key in keys or _bare_key(key, names) in keys for key in ranked[:k]))
 
 
 def doc_hit_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float | None:
     """doc@k: 1.0 when one of the first ``k`` chunks comes from a gold document, else 0.0; None without gold.
     Raises ValueError for k < 1."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    keys, docs, names = _split_gold(gold)
-    if not keys:
+    g = _gold(gold, k)
+    if g is None:
         return None
+    _keys, docs, names = g
     return float(any(_doc_matches(split_key(key)[0], docs, names) for key in ranked[:k]))
 
 
 def page_recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> float | None:
     """page_recall@k: the fraction of gold pages that one of the first ``k`` chunks lies on; None without gold.
     Raises ValueError for k < 1."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    keys, _docs, names = _split_gold(gold)
-    if not keys:
+    g = _gold(gold, k)
+    if g is None:
         return None
-    found: set[str] = set()
-    for key in ranked[:k]:
-        document, page = split_key(key)
-        if key in keys:
-            found.add(key)
-        elif PurePosixPath(document).name in names:
-            bare = page_key(PurePosixPath(document).name, page)
-            if bare in keys:
-                found.add(bare)
+    keys, _docs, names = g
+    found = {key for key in ranked[:k] if key in keys} | {b for key in ranked[:k] if (b := _bare_key(key, names)) in keys}
     return len(found) / len(keys)
 
 
