@@ -89,6 +89,12 @@ class StoreSettings(SettingsGroup):
         "stops itself (0 = never). It outlives CLI calls so the vector index is not rebuilt each time.",
     )
     falkor_start_timeout: float = Field(120.0, description="Seconds to wait for the embedded server.")
+    falkor_reload_after_compaction: bool = Field(
+        False, description="After an ingestion or deletion that rewrote the embedded server's append-only file, start "
+        "the server again, so that the answers right after it are those of every later start (its vector indexes "
+        "rebuilt from the snapshot; tests/test_restart_determinism.py). Off by default: under `kbgraph serve` a "
+        "reload during an ingest job can stop a server another knowledge base of the process is starting "
+        "(tests/test_serve_keys.py); ties of the full-text seeds are broken by id either way.")
 
     # --- local Neo4j (kbgraph.neo4j_local) ------------------------------------------------------
     neo4j_local_home: UserPath | None = Field(None, description="Local Neo4j folder; default <home>/neo4j-local.")

@@ -75,7 +75,8 @@ def test_the_top_10_is_the_same_after_the_store_restarts(backend_settings: Setti
     corpus, questions = _sample(examples_dir, tmp_path)
     embedded = not store_class(backend_settings).database_per_kb
     # FalkorDB: a server of the test's own (stopped at the end), not the session's
-    settings = backend_settings.updated({"data_dir": tmp_path / "falkordb", "name": "restart"}) if embedded \
+    settings = backend_settings.updated({"data_dir": tmp_path / "falkordb", "name": "restart",
+                                                "falkor_reload_after_compaction": True}) if embedded \
         else backend_settings  # fmt: skip
     try:
         with KnowledgeBase(settings=settings) as kb:

@@ -351,7 +351,7 @@ def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settin
     from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
     monkeypatch.setattr(falkor_server, "COMPACT_MIN_BYTES", 0)  # this small graph logs ~0.2 MB
-    settings = falkor_settings.updated({"data_dir": tmp_path / "falkordb-compact"})
+    settings = falkor_settings.updated({"data_dir": tmp_path / "falkordb-compact", "falkor_reload_after_compaction": True})
     server = EmbeddedFalkorDB(settings.kb_dir)
     rng = np.random.default_rng(5)
     shared = EntityRecord(id=stable_id("ent", "shared"), name="Shared Corp", type="ORG",

@@ -108,6 +108,7 @@ class FalkorDBStore(GraphStore):
 
         self.graph_name = settings.name
         self.server: EmbeddedFalkorDB | None = None
+        self._reload_after_compaction = settings.store.falkor_reload_after_compaction
         #: rewrites of the embedded server's append-only file since it started that leave its indexes as a start
         #: builds them (:meth:`_reload`): none known at first, those of :meth:`_rewrite_aof` (a new graph's schema)
         self._rewrites = 0
@@ -187,11 +188,14 @@ class FalkorDBStore(GraphStore):
         return None  # nothing to roll back: GraphStore.transaction runs the unit's compensations
 
     def compact(self) -> None:
-        """The embedded server's append-only file rewritten when it has grown (``EmbeddedFalkorDB.compact``), and
-        the server then started again if its file was rewritten (:meth:`_reload`); a ``falkor://`` server's
+        """The embedded server's append-only file rewritten when it has grown (``EmbeddedFalkorDB.compact``), and,
+        with the setting ``falkor_reload_after_compaction``, the server then started again if its file was
+        rewritten (:meth:`_reload`); a ``falkor://`` server's
         persistence is its owner's (nothing done)."""
         if self.server is not None:
-            self._reload(self.server.compact())
+            started = self.server.compact()
+            if self._reload_after_compaction:  # setting falkor_reload_after_compaction
+                self._reload(started)
 
     def _reload(self, started: bool, timeout: float = 300.0) -> bool:
         """Start the embedded server again, so that it serves the indexes every later start of it builds, once its
