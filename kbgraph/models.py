@@ -42,7 +42,7 @@ RELATIONSHIP_TYPES: tuple[str, ...] = (
 #: user's metadata key (one is refused at ingest), and not filterable (kbgraph.query.filters) but for ``title``.
 RESERVED_DOCUMENT_PROPERTIES: frozenset[str] = frozenset({
     "id", "uri", "title", "title_alternatives", "mime", "sha256", "ingested_at", "summary", "ocr", "ocr_pages",
-    "embedding", "pending_embedding", "status", "metadata_keys",
+    "embedding", "pending_embedding", "status", "metadata_keys", "file_metadata",
 })  # fmt: skip
 #: The metadata every Document carries when it can be known (issue 58), filterable like the user's own keys:
 #: ``folder`` the source file's folder relative to the ingested root, posix, ending in '/' ('' at the root: so
@@ -82,6 +82,12 @@ class DocumentRecord(BaseModel):
     ocr: bool = False
     ocr_pages: list[int] = Field(default_factory=list)
     embedding: list[float] | None = None
+    #: its metadata (issue 58; kbgraph.ingest.metadata): the standard keys (``STANDARD_METADATA_KEYS`` but ``title``,
+    #: which is ``title``) it has and the user's own, written as top-level properties and listed in ``metadata_keys``
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    #: JSON of what the file itself gave (its properties and front matter) and the title the user gave it, from
+    #: which a re-ingest of the unchanged file merges its metadata anew (``kbgraph.ingest.refresh``)
+    file_metadata: str | None = None
 
     @property
     def label(self) -> str:
