@@ -19,6 +19,7 @@ from kbgraph.serve.errors import status_of
 from kbgraph.serve.guard import Guard, is_loopback
 from kbgraph.serve.jobs import JobManager
 from kbgraph.serve.kbs import KBPool
+from kbgraph.serve.explore import router as explore
 from kbgraph.serve.mcp import build_mcp
 from kbgraph.serve.metrics import Metrics, MetricsMiddleware
 from kbgraph.serve.pages import PageCache
@@ -55,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.pages = PageCache()  # the PDF page images of GET .../chunks/{id}/page.png
     app.include_router(service)
     app.include_router(router)
+    app.include_router(explore)  # the web app's Explore and Runs routes (kbgraph.serve.explore)
     app.router.routes.extend(mcp_app.routes)  # POST/GET/DELETE /mcp, under the same guard
 
     @app.exception_handler(KBGraphError)
