@@ -7,8 +7,8 @@ no Node.js at install or run time. docs/ui.md shows its pages.
 the user has typed an API key, so its files are served without one. It answers ``GET``/``HEAD`` of ``/`` (the page)
 and of ``/ui/...`` (its files, a fixed table read once at start: no path reaches the file system) and hands every
 other request to the application, the guard first. What it serves is public code and two public tables (the method
-registry, kbgraph.query.methods, and the Browser style's colours, kbgraph.neo4j_local.browser_style, in
-``/ui/meta.json``), never data of a knowledge base: the page reads those through the ``/v1`` JSON API of its own
+registry, kbgraph.query.methods, the Browser style's colours, kbgraph.neo4j_local.browser_style, and the
+Explore page's views, the browse catalogue, in ``/ui/meta.json``), never data of a knowledge base: the page reads those through the ``/v1`` JSON API of its own
 origin, with the key the user gives it (kept in the tab's sessionStorage, sent as ``Authorization: Bearer``), under
 the guard and the rights table (kbgraph.serve.authz) like any other client.
 
@@ -29,8 +29,10 @@ from importlib.resources.abc import Traversable
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
+from kbgraph.browse import CATALOGUE
 from kbgraph.neo4j_local.browser_style import grass_path, parse_grass
 from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, METHODS
+from kbgraph.serve.explore_views import VIEWS
 from kbgraph.serve.guard import host_allowed
 
 if TYPE_CHECKING:
@@ -84,7 +86,8 @@ def _walk(folder: Traversable, prefix: str) -> Iterator[tuple[str, Traversable]]
 
 def meta() -> dict[str, object]:
     """``/ui/meta.json``: the method registry (name, kind, whether it needs an LLM, its summary), the default
-    methods, and each node label's colours in the Browser style."""
+    methods, each node label's colours in the Browser style, and the Explore page's views (the browse queries of
+    kbgraph.serve.explore_views.VIEWS: name, title, parameters with their defaults and help)."""
     style = parse_grass(grass_path().read_text(encoding="utf-8"))
     colours = {}
     for selector, props in style.items():
@@ -94,8 +97,11 @@ def meta() -> dict[str, object]:
     colours["*"] = {out: base[key] for key, out in STYLE_KEYS.items() if key in base}
     methods = [{"name": m.name, "kind": m.kind, "needs_llm": m.needs_llm, "summary": m.summary}
                for m in METHODS.values()]  # fmt: skip
+    views = [{"name": name, "title": CATALOGUE[name].title,
+              "params": [p.model_dump(include={"name", "default", "help"}) for p in CATALOGUE[name].params]}
+             for name in VIEWS]  # fmt: skip
     return {"methods": methods, "default_methods": {"llm": DEFAULT_ANSWER_METHOD, "no_llm": DEFAULT_RETRIEVAL_METHOD},
-            "style": colours}  # fmt: skip
+            "style": colours, "views": views}  # fmt: skip
 
 
 def assets() -> dict[str, Asset]:

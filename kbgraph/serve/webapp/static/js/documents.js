@@ -1,6 +1,8 @@
 // The Documents page: the knowledge base's documents (GET /documents: title, status, chunk count, source), an
-// upload (multipart POST /ingest, as `curl -F files=@...`) followed as its job runs (GET /v1/jobs/{id}), delete
-// (DELETE /documents/{id}). Upload and delete are shown only to a key that may write (a 403 hides them too).
+// upload (multipart POST /ingest, as `curl -F files=@...`) followed as its job runs (GET /v1/jobs/{id}: its status
+// while it runs, then each file's outcome from its report), delete (DELETE /documents/{id}), and the ingestion runs
+// (GET /runs: counts, failures and their reasons, newest first). Upload and delete are shown only to a key that may
+// write (GET /rights; a 403 hides them too).
 
 import { api, kbPath } from "./api.js";
 import { $, clear, el, formatDate, notice } from "./dom.js";
@@ -111,9 +113,52 @@ function jobLine(job, files) {
   }
   if (job.error) text += ` — ${job.error}`;
   item.append(el("span", {}, text));
+  const outcomes = (r && r.files) || [];
+  if (outcomes.length) {
+    item.append(el("ul", { class: "files", "aria-label": "Each file" }, outcomes.map((f) => el("li",
+      { class: `file ${f.outcome}` }, `${f.path.split("/").pop()}: ${f.outcome}`
+        + `${f.chunks ? ` (${f.chunks} chunks)` : ""}${f.reason ? ` — ${f.reason}` : ""}`))));
+  } else if (job.status === "queued" || job.status === "running") {
+    item.append(el("ul", { class: "files", "aria-label": "Each file" },
+      files.map((name) => el("li", { class: "file waiting" }, `${name}: ${job.status === "queued" ? "waiting" : "in this run"}`))));
+  }
   const errors = (r && r.errors) || [];
   if (errors.length) item.append(el("ul", { class: "errors" }, errors.map((e) => el("li", {}, typeof e === "string" ? e : `${e.path || e.source || ""}: ${e.error || e.message || JSON.stringify(e)}`))));
   return item;
+}
+
+function count(value) {
+  return value === null || value === undefined ? "" : String(value);
+}
+
+function renderRuns(runs) {
+  const body = clear($("#runs-body"));
+  $("#runs-count").textContent = `${runs.length} ingestion run${runs.length === 1 ? "" : "s"}${runs.length >= 20
+    ? " (the newest 20)" : ""}`;
+  if (!runs.length) body.append(el("tr", {}, el("td", { colspan: 10, class: "empty" }, "No ingestion run yet.")));
+  for (const run of runs) {
+    const ok = run.status === "completed";
+    body.append(el("tr", { dataset: { run: run.id }, class: "run" },
+      el("td", {}, formatDate(run.started_at)), el("td", {}, formatDate(run.finished_at)),
+      el("td", {}, el("span", { class: ok ? "pill" : "pill other" }, run.status || "unknown")),
+      ...["added", "updated", "unchanged", "deleted", "failed", "chunks"].map((k) => el("td", { class: `num ${k}` }, count(run[k]))),
+      el("td", { class: "num" }, typeof run.seconds === "number" ? run.seconds.toFixed(1) : "")));
+    if ((run.errors || []).length) {
+      body.append(el("tr", { class: "run-errors" }, el("td", { colspan: 10 },
+        el("details", {}, el("summary", {}, `${run.errors.length} failure${run.errors.length === 1 ? "" : "s"} and why`),
+          el("ul", { class: "errors" }, run.errors.map((line) => el("li", {}, line)))))));
+    }
+  }
+}
+
+export async function loadRuns() {
+  try {
+    const data = await api(`${kbPath(app.kb, "/runs")}?limit=20`);
+    renderRuns(data.runs || []);
+  } catch (err) {
+    renderRuns([]);
+    $("#runs-count").textContent = err.status === 404 ? "" : `The ingestion runs could not be listed: ${err.message}`;
+  }
 }
 
 async function follow(job, files) {
@@ -131,7 +176,7 @@ async function follow(job, files) {
     line = next;
     if (job.status === "running") loadDocuments();
   }
-  await loadDocuments();
+  await Promise.all([loadDocuments(), loadRuns()]);
 }
 
 async function upload(fileList) {
@@ -155,6 +200,7 @@ async function upload(fileList) {
 export function showDocuments() {
   showRights();
   loadDocuments();
+  loadRuns();
 }
 
 export function initDocuments() {
@@ -180,6 +226,7 @@ export function initDocuments() {
     upload(event.dataTransfer.files);
   });
   $("#docs-refresh").addEventListener("click", () => loadDocuments());
+  $("#runs-refresh").addEventListener("click", () => loadRuns());
   events.addEventListener("kb", () => {
     clear($("#jobs"));
     if (document.body.dataset.page === "documents") showDocuments();

@@ -1,4 +1,4 @@
-// The web app of kbgraph serve: pages Ask, Why and Documents (hash routes), the knowledge base picker and the API
+// The web app of kbgraph serve: pages Ask, Why, Explore and Documents (hash routes), the knowledge base picker and the API
 // key. No framework, no build step: ES modules served by the server itself (kbgraph/serve/webapp).
 
 import { api, ApiError, kbPath, onUnauthorized, session } from "./api.js";
@@ -7,10 +7,12 @@ import { app, emit } from "./state.js";
 import { initAsk } from "./ask.js";
 import { initWhy, showWhy } from "./why.js";
 import { initDocuments, showDocuments } from "./documents.js";
+import { initExplore, showExplore } from "./explore.js";
 
 const PAGES = {
   ask: { title: "Ask", show: () => {} },
   why: { title: "Why this answer", show: showWhy },
+  explore: { title: "Explore", show: showExplore },
   documents: { title: "Documents", show: showDocuments },
 };
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -48,29 +50,21 @@ function showKeyStatus() {
   $("#key-forget").hidden = !session.key;
 }
 
-/** What the key may do on the current knowledge base. The API has no route that lists a key's rights: a key with
- * every right on every knowledge base is told by /readyz (it names the served knowledge base); any other key is
- * asked with an ingest that cannot run (no paths): the rights check answers 403 before the body is read, a key
- * that may write gets the body's 422 and nothing is queued. */
-async function probeRights(unrestricted) {
+/** What the key may do on the current knowledge base: GET /v1/kb/{name}/rights (kbgraph.serve.explore). A 403 is a
+ * knowledge base outside the key's scope: nothing may be done there, and the page says why. */
+async function loadRights() {
   app.rightsNote = "";
-  if (unrestricted) {
-    app.rights = { read: true, write: true };
-    return;
-  }
   try {
-    await api(kbPath(app.kb, "/ingest"), { method: "POST", json: { paths: [] } });
-    app.rights = { read: true, write: true };
+    const found = await api(kbPath(app.kb, "/rights"));
+    app.rights = { read: found.rights.includes("read"), write: found.rights.includes("write") };
   } catch (err) {
-    if (err.status === 422) app.rights = { read: true, write: true };
-    else if (err.status === 403) {
-      app.rights = { read: true, write: false };
+    if (err.status === 403) {
+      app.rights = { read: false, write: false };
       app.rightsNote = err.detail;
-    } else app.rights = { read: true, write: null };
+      notice(`This key may not use the knowledge base ${app.kb}: ${err.detail}`);
+    } else app.rights = { read: true, write: null }; // unknown: the API refuses what the key may not do
   }
 }
-
-let unrestricted = false;
 
 /** Who the tab is to the server: keys or not, a valid key or not, and the knowledge base to open. */
 async function connect() {
@@ -99,10 +93,9 @@ async function connect() {
     }
   }
   showKeyStatus();
-  unrestricted = !app.keysRequired || Boolean(ready && ready.kb);
   app.kb = session.kb || (ready && ready.kb) || "default";
   $("#kb-name").value = app.kb;
-  await probeRights(unrestricted);
+  await loadRights();
   emit("kb", app.kb);
   return true;
 }
@@ -115,7 +108,7 @@ async function openKb(name) {
   notice("");
   app.kb = name;
   session.kb = name;
-  await probeRights(unrestricted);
+  await loadRights();
   emit("kb", name);
 }
 
@@ -128,6 +121,7 @@ async function start() {
   initAsk();
   initWhy();
   initDocuments();
+  initExplore();
   window.addEventListener("hashchange", () => route(true));
   $("#skip-link").addEventListener("click", (event) => {
     event.preventDefault();

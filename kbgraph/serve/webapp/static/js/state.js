@@ -5,7 +5,8 @@ export const app = {
   meta: { methods: [], default_methods: {}, style: {} },
   kb: "default",
   keysRequired: false,
-  /** {read, write}: true or false once known; write is null while unknown (a 403 then says it). */
+  /** {read, write}: what GET /v1/kb/{name}/rights says the key may do; write is null while unknown (a 403 then
+   * says it). */
   rights: { read: true, write: null },
   rightsNote: "",
   answer: null,
