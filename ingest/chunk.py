@@ -120,7 +120,8 @@ def build_structure(
     ocr_confidence = dict(getattr(doc, "ocr_confidence", {}) or {})
     document = DocumentRecord(id=document_id, uri=doc.uri, title=doc.title, mime=doc.mime, sha256=doc.sha256,
                               ocr=bool(ocr_pages), ocr_pages=ocr_pages,
-                              title_alternatives=list(doc.title_alternatives))  # fmt: skip
+                              title_alternatives=list(doc.title_alternatives), metadata=dict(doc.metadata),
+                              file_metadata=doc.file_metadata)  # fmt: skip
 
     # 1. Sections and blocks.
     sections: list[SectionRecord] = []

@@ -3,7 +3,8 @@ chunk documents, distill them, embed them. Records in, records out: no store, no
 functions run in this process (``kbgraph.ingest.groups``, the ``local`` engine) and in Ray workers
 (``kbgraph.ingest.ray_engine``, the ``ray`` engine), and every result is picklable.
 
-* ``parse_source``: one file or passage corpus -> its ``ParsedDocument``s (stage 1);
+* ``parse_source``: one file or passage corpus -> its ``ParsedDocument``s with their metadata (stage 1;
+  kbgraph.ingest.metadata);
 * ``chunk_documents``: parsed documents -> ``DocumentGraph``s with the Document, Section tree and Chunks (stage 2);
 * ``distill_graphs``: the graphs' atomic questions, triples, entities and mentions, put on their documents
   (stage 3; ``titles_for`` says which passage titles a batch links to);
@@ -27,6 +28,7 @@ from kbgraph.ingest.chunk import build_structure
 from kbgraph.ingest.distill import distill
 from kbgraph.ingest.embed_layers import embed_layers
 from kbgraph.ingest.bounds import ParseBounds
+from kbgraph.ingest.metadata import Origin, apply_metadata
 from kbgraph.ingest.ocr import OcrOptions
 from kbgraph.ingest.parse import parse_file, parse_passages_jsonl
 from kbgraph.ingest.unchanged import is_corpus
@@ -38,13 +40,19 @@ if TYPE_CHECKING:
     from kbgraph.ingest.parse import ParsedDocument
 
 
-def parse_source(path: Path, settings: Settings) -> list[ParsedDocument]:
-    """The documents of one source: a passage corpus (.jsonl: one per passage) or a file (one). Raises
-    IngestError for a file kbgraph cannot read (empty, too large, corrupt, ...); a parser bug raises anything."""
+def parse_source(path: Path, settings: Settings, origin: Origin | None = None) -> list[ParsedDocument]:
+    """The documents of one source: a passage corpus (.jsonl: one per passage) or a file (one), their metadata
+    merged (``kbgraph.ingest.metadata.apply_metadata``; ``origin``: the file's path relative to the folder given to
+    ingest and the run's ``--meta``, default its name and none). Raises IngestError for a file kbgraph cannot read
+    (empty, too large, corrupt, ...) or whose metadata is bad (a reserved key, a nested value; naming the key and
+    where it is); a parser bug raises anything."""
     if is_corpus(path):
-        return list(parse_passages_jsonl(path))
-    return [parse_file(path, max_bytes=settings.ingest.max_file_bytes, ocr=OcrOptions.from_settings(settings),
-                       bounds=ParseBounds.from_settings(settings))]  # fmt: skip
+        docs = list(parse_passages_jsonl(path))
+    else:
+        docs = [parse_file(path, max_bytes=settings.ingest.max_file_bytes, ocr=OcrOptions.from_settings(settings),
+                           bounds=ParseBounds.from_settings(settings))]  # fmt: skip
+    apply_metadata(docs, path, origin or Origin(path=path.name))
+    return docs
 
 
 def chunk_documents(docs: Sequence[ParsedDocument], settings: Settings, *, llm: LLM | None = None) -> list[DocumentGraph]:

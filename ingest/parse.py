@@ -46,7 +46,11 @@ from pydantic import BaseModel, Field
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse_common import MIME_TYPES, WARNINGS, RawElement, register_dispatch
+from kbgraph.ingest.metadata import user_metadata
+from kbgraph.ingest.parse_common import FILE_PROPERTIES, FRONT_MATTER, MIME_TYPES, WARNINGS, RawElement
+from kbgraph.ingest.parse_common import register_dispatch
+from kbgraph.ingest.properties import detect_language
+from kbgraph.models import MetadataValue
 from kbgraph.ingest.parse_common import UNKNOWN_ERROR as UNKNOWN_ERROR  # re-exported
 from kbgraph.ingest.parse_common import warn as warn  # re-exported
 from kbgraph.text import one_line
@@ -105,6 +109,13 @@ class ParsedDocument(BaseModel):
     #: pages read by OCR (an image file: its frames), and Tesseract's mean word confidence (0..100) per page
     ocr_pages: list[int] = Field(default_factory=list)
     ocr_confidence: dict[int, float] = Field(default_factory=dict)
+    #: what the file says about itself (author, created, modified; kbgraph.ingest.properties) and the ``language``
+    #: of its text; the user's keys in its front matter (a passage: its ``metadata`` object); the merged metadata
+    #: and the JSON a re-ingest merges it anew from (kbgraph.ingest.metadata.apply_metadata)
+    properties: dict[str, MetadataValue] = Field(default_factory=dict)
+    front_matter: dict[str, MetadataValue] = Field(default_factory=dict)
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    file_metadata: str | None = None
 
 
 def supported_extensions(ocr: bool = False) -> list[str]:
@@ -226,11 +237,15 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
     sha = hashlib.sha256(data).hexdigest()
     name = path.name
     warnings: list[str] = []
-    token = WARNINGS.set(warnings)
+    properties: dict[str, object] = {}
+    front_matter: dict[str, object] = {}
+    tokens = WARNINGS.set(warnings), FILE_PROPERTIES.set(properties), FRONT_MATTER.set(front_matter)
     try:
         title, raw = parse_bytes(data, ext, name)
     finally:
-        WARNINGS.reset(token)
+        FRONT_MATTER.reset(tokens[2])
+        FILE_PROPERTIES.reset(tokens[1])
+        WARNINGS.reset(tokens[0])
     for message in warnings:
         log.warning("%s: %s", name, message)
 
@@ -250,8 +265,20 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
         uri=path.resolve().as_uri(), title=one_line(clean_text(choice.title), 300),
         title_alternatives=[one_line(clean_text(t), 300) for t in choice.alternatives],
         mime=MIME_TYPES.get(ext) or _ocr_images()[ext], sha256=sha,
-        elements=elements, warnings=warnings,
+        elements=elements, warnings=warnings, front_matter=front_matter,
+        properties=_with_language(properties, elements),
     )  # fmt: skip
+
+
+def _with_language(properties: dict[str, object], elements: Sequence[Element]) -> dict[str, MetadataValue]:
+    """The file's ``properties`` (text values as parsers record them, kbgraph.ingest.properties) with the
+    ``language`` of its text (``detect_language`` on its first text elements, tables left out) when it tells."""
+    out: dict[str, MetadataValue] = {k: v for k, v in properties.items() if isinstance(v, str) and v}
+    sample = " ".join(e.text for e in elements if e.kind != "table")
+    language = detect_language(sample)
+    if language:
+        out["language"] = language
+    return out
 
 
 def parse_bytes(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
@@ -294,7 +321,8 @@ def _parse_plain_text(text: str) -> list[RawElement]:
 
 def parse_passages_jsonl(path: Path) -> Iterator[ParsedDocument]:
     """One ParsedDocument per JSONL line ``{"id", "title", "text"}`` (``id`` defaults to the line number,
-    ``title`` to the id). uri = ``<file uri>#<id>``; sha256 of ``title + "\\n" + text``; one text element
+    ``title`` to the id; an optional ``metadata`` object holds the passage's own metadata keys, checked by
+    ``kbgraph.ingest.metadata.user_metadata``, ``title`` not among them). uri = ``<file uri>#<id>``; sha256 of ``title + "\\n" + text``; one text element
     (control characters stripped, ``clean_text``). Any name ending in ``JSONL_EXTENSIONS`` (``.jsonl``,
     ``.ndjson``). Blank lines are skipped; a line that is not a JSON object with a ``text`` raises IngestError
     naming the fields expected and those found."""
@@ -326,7 +354,11 @@ def parse_passages_jsonl(path: Path) -> Iterator[ParsedDocument]:
             elements = [Element(kind="text", text=_WS.sub(" ", text).strip())] if text.strip() else []
             n += 1
             uri = f"{base}#{quote(pid, safe=_FRAGMENT_SAFE)}"
-            yield ParsedDocument(uri=uri, title=title, mime=JSONL_MIME, sha256=sha, elements=elements)
+            own = obj.get("metadata")
+            front = {} if own is None else user_metadata(own, f"{path.name} line {lineno}: metadata", title=False)
+            language = detect_language(text)
+            yield ParsedDocument(uri=uri, title=title, mime=JSONL_MIME, sha256=sha, elements=elements,
+                                 front_matter=front, properties={"language": language} if language else {})
     if n == 0:
         raise IngestError(f"empty passage corpus (no JSON lines): {path}")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal, Required, TypedDict
 
@@ -52,6 +52,24 @@ MIME_TYPES: dict[str, str] = {
 WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kbgraph_parse_warnings", default=None)
 
 
+#: What the file being parsed says about itself (``describe``): its properties (author, created, modified; a PDF's
+#: or an Office document's, kbgraph.ingest.properties) and its front matter (a Markdown file's, checked by
+#: kbgraph.ingest.metadata.user_metadata); None outside ``parse_file`` and inside the parse of a file within a file
+#: (an e-mail's attachment: its author is not the e-mail's).
+FILE_PROPERTIES: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar("kbgraph_parse_properties",
+                                                                                            default=None)
+FRONT_MATTER: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar("kbgraph_parse_front_matter",
+                                                                                         default=None)
+
+
+def describe(*, properties: Mapping[str, object] | None = None, front_matter: Mapping[str, object] | None = None) -> None:
+    """Record what the file being parsed says about itself (``FILE_PROPERTIES``, ``FRONT_MATTER``): the parser that
+    has it open calls it; nothing is recorded outside ``parse_file`` or for a file within a file."""
+    for sink, values in ((FILE_PROPERTIES.get(), properties), (FRONT_MATTER.get(), front_matter)):
+        if sink is not None and values:
+            sink.update(values)
+
+
 def warn(message: str) -> None:
     """Record a one-line warning against the document being parsed (it ends up in
     ``ParsedDocument.warnings`` and the ingest report). Outside ``parse_file`` it is only logged."""
@@ -92,7 +110,18 @@ def register_dispatch(parse_bytes: ParseBytes, skip_reason: SkipReason) -> None:
 
 def dispatch() -> tuple[ParseBytes, SkipReason]:
     """kbgraph.ingest.parse's ``parse_bytes`` and ``skip_reason`` (a parser runs only under ``parse_bytes``, so
-    they are registered by then)."""
+    they are registered by then). That ``parse_bytes`` reads a file within a file: what it says about itself is not
+    recorded (``describe``)."""
     if not _DISPATCH:
         raise RuntimeError("kbgraph.ingest.parse is not imported: it dispatches the files to their parsers")
-    return _DISPATCH[0]
+    parse_bytes, skip_reason = _DISPATCH[0]
+
+    def inner(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
+        properties, front_matter = FILE_PROPERTIES.set(None), FRONT_MATTER.set(None)
+        try:
+            return parse_bytes(data, ext, name)
+        finally:
+            FRONT_MATTER.reset(front_matter)
+            FILE_PROPERTIES.reset(properties)
+
+    return inner, skip_reason

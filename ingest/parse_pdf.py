@@ -37,13 +37,14 @@ from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.bounds_pdf import check_pdf
-from kbgraph.ingest.parse_common import RawElement
+from kbgraph.ingest.parse_common import RawElement, describe
 from kbgraph.ingest.pdf_layout import Item, Line, in_margin, inside, join_lines, line_from, norm_key, reading_order
 from kbgraph.ingest.pdf_layout import PdfTable, TextDict, upright_rotation
 from kbgraph.ingest.pdf_tables import extract_table, may_have_table
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.text import one_line
 from kbgraph.ingest import ocr
+from kbgraph.ingest.properties import pdf_properties
 
 if TYPE_CHECKING:
     from pymupdf import Document, Page, Rect, TextPage
@@ -227,6 +228,7 @@ def _parse(doc: Document, name: str, pymupdf: ModuleType) -> tuple[str | None, l
             continue
         elements.append({"kind": "text", "text": text, "level": None, "page": r["page"]})
 
+    describe(properties=pdf_properties(doc.metadata))  # author, creationDate, modDate (kbgraph.ingest.metadata)
     title = (doc.metadata or {}).get("title") or ""
     title = _WS.sub(" ", title).strip()
     title = re.sub(r"^microsoft (word|powerpoint) - ", "", title, flags=re.I)

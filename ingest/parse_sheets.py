@@ -28,7 +28,8 @@ from pathlib import Path
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse_common import UNKNOWN_ERROR, RawElement
+from kbgraph.ingest.parse_common import UNKNOWN_ERROR, RawElement, describe
+from kbgraph.ingest.properties import ooxml_core_properties
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.text import one_line
 
@@ -55,6 +56,8 @@ def parse_sheet_file(data: bytes, ext: str, name: str) -> tuple[str | None, list
             raise IngestError(f"no data in {name}: every row is empty")
         return Path(name).stem, elements
     raw: list[RawElement] = []
+    if ext in (".xlsx", ".xlsm"):
+        describe(properties=ooxml_core_properties(data))  # author, created, modified (kbgraph.ingest.metadata)
     for sheet, rows in read_workbook(data, ext, name):
         tables = table_elements(rows, label=sheet)
         if tables:

@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.nlp import import_spacy
-from kbgraph.ingest.parse_common import UNKNOWN_ERROR, RawElement, warn
+from kbgraph.ingest.metadata import split_front_matter, user_metadata
+from kbgraph.ingest.parse_common import UNKNOWN_ERROR, RawElement, describe, warn
+from kbgraph.ingest.properties import office_properties
 from kbgraph.ingest.tables import rows_to_markdown
 from kbgraph.ingest.tables_html import html_table_to_markdown, html_tables
 from kbgraph.text import one_line
@@ -178,6 +180,11 @@ def parse_html(html: str, name: str) -> tuple[str | None, list[RawElement]]:
 
 
 def parse_markdown(text: str, name: str) -> tuple[str | None, list[RawElement]]:
+    """(None, elements) of a Markdown text; its YAML front matter is not text but the user's metadata
+    (``describe``; kbgraph.ingest.metadata). Raises IngestError for front matter with a bad key or value."""
+    front, text = split_front_matter(text)
+    if front is not None:
+        describe(front_matter=user_metadata(front, f"{name}: front matter"))
     quiet_unstructured()
     from unstructured.partition.md import partition_md
 
@@ -205,7 +212,9 @@ def parse_pptx(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
     try:
         from pptx import Presentation
 
-        title = (Presentation(io.BytesIO(data)).core_properties.title or "").strip() or None
+        core = Presentation(io.BytesIO(data)).core_properties
+        describe(properties=office_properties(core))  # author, created, modified (kbgraph.ingest.metadata)
+        title = (core.title or "").strip() or None
     except Exception:  # metadata is a nicety
         pass
     return title, from_unstructured(list(els))
@@ -310,6 +319,7 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
     cache: dict[str | None, int | None] = {}
     raw: list[RawElement] = []
     title = (d.core_properties.title or "").strip() or None
+    describe(properties=office_properties(d.core_properties))  # author, created, modified (kbgraph.ingest.metadata)
     doc_title: str | None = None
 
     tables = 0

@@ -31,7 +31,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,8 +50,10 @@ from kbgraph.ingest.compute import parse_source
 from kbgraph.ingest.lock import open_run_lock
 from kbgraph.ingest.ocr import OcrOptions
 from kbgraph.ingest.ray_engine import Batch, check_address, import_ray, RayCompute
-from kbgraph.ingest.unchanged import is_corpus, SourceCheck
-from kbgraph.models import DocumentGraph, stable_id
+from kbgraph.ingest.metadata import check_meta, Origin
+from kbgraph.ingest.refresh import classify, write_updates
+from kbgraph.ingest.unchanged import is_corpus, prune_documents, SourceCheck
+from kbgraph.models import DocumentGraph, MetadataValue, stable_id
 from kbgraph.llm.base import LLM
 from kbgraph.embed.base import Embedder
 
@@ -102,6 +104,8 @@ class Ingestor:
         self._lock: IngestLock | None = None  # the run's lock while it runs (kbgraph.ingest.lock): _run_lock
         self._claims: ClaimLock | None = None  # the lock when it is per-file claims (kbgraph.ingest.claims)
         self._skipped: list[FileOutcome] = []  # files skipped by the run (found by discover, or claimed by another)
+        self._relative: dict[Path, str] = {}  # {resolved file: its path relative to the path given} (discover)
+        self._meta: dict[str, MetadataValue] = {}  # the run's --meta keys (kbgraph.ingest.metadata)
 
     @property
     def embedder(self) -> Embedder:
@@ -126,8 +130,11 @@ class Ingestor:
         return self._check
 
     def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False,
-            exclude: Sequence[str] = (), within: Sequence[Path] | None = None) -> IngestReport:  # fmt: skip
-        """Ingest ``paths`` (files, directories, .jsonl passage corpora). ``exclude``: gitignore-style patterns
+            exclude: Sequence[str] = (), within: Sequence[Path] | None = None,
+            meta: Mapping[str, MetadataValue] | None = None) -> IngestReport:  # fmt: skip
+        """Ingest ``paths`` (files, directories, .jsonl passage corpora). ``meta``: metadata keys given every
+        document of the run (``--meta``; over its sidecar's and its own; kbgraph.ingest.metadata; a bad key or value
+        raises ValueError before the run starts). ``exclude``: gitignore-style patterns
         of files to leave out (``kbgraph.ingest.sources``: besides the default rules and ``.kbgraphignore``
         files); each file left out is reported as skipped with its rule. ``within``: resolved folders no file
         outside of which is read (``discover``; ``kbgraph serve``'s serve_ingest_roots). Raises ValueError for a
@@ -136,6 +143,7 @@ class Ingestor:
         since>" and ``lock_timeout`` seconds (kbgraph.ingest.lock). Raises LeaseLost (a LockTimeout) before a
         write once a Neo4j run's lease is lost (kbgraph.ingest.lease)."""
         Exclusions(exclude)  # a bad pattern fails before the run
+        self._meta = check_meta(meta or {})
         if self.settings.ingest.ingest_engine == "ray":
             import_ray()  # so do a missing Ray (ConfigError naming the extra) and a cluster that does not answer
             check_address(self.settings.ingest.ray_address)
@@ -158,7 +166,7 @@ class Ingestor:
         self._repair(report)
         skipped = self._skipped = []
         files = discover(paths, report.errors, skipped, exclude=exclude, ocr=OcrOptions.from_settings(self.settings),
-                         within=within)  # fmt: skip
+                         within=within, relative=self._relative)  # fmt: skip
         seen_uris: set[str] = set()
         try:
             with prepare_models(self.settings, bool(files) and (self._embedder is None or _is_factory(self._embedder))), \
@@ -176,7 +184,7 @@ class Ingestor:
                     self._tag(report, bar)
                 bar.finish()
             if prune:
-                report.deleted = self._prune(files, seen_uris)
+                report.deleted = prune_documents(self.store, files, seen_uris, self._run_lock.check)
             report.failed = len(report.errors)
             report.status = "failed" if report.failed else "completed"
         except BaseException:
@@ -231,8 +239,12 @@ class Ingestor:
         if pending:
             yield self._close_group(pending, bar)
 
+    def _origin(self, path: Path) -> Origin:
+        """Where ``path`` comes from in this run: its path relative to the path given, the run's ``--meta``."""
+        return Origin(path=self._relative.get(path.resolve(), path.name), meta=self._meta)
+
     def _start_check(self, files: list[Path]) -> None:
-        self._check = SourceCheck(self.store, self.settings.ingest.max_file_bytes)
+        self._check = SourceCheck(self.store, self.settings.ingest.max_file_bytes, origin=self._origin)
         self._check.prefetch(files)
         self._titles.update(self._check.run_titles(files))  # before any group is distilled: links do not depend on order
 
@@ -266,7 +278,7 @@ class Ingestor:
                     self.parsed += 1
                     if not parse_files and not is_corpus(path):
                         return None
-                    docs = parse_source(path, self.settings)
+                    docs = parse_source(path, self.settings, self._origin(path))
                     if is_corpus(path):
                         self._titles.update((stable_id("doc", d.uri), d.title) for d in docs)
                         self._corpora[key] = len(docs)
@@ -280,7 +292,8 @@ class Ingestor:
             return []
         finally:
             report.seconds["parse"] += time.perf_counter() - t0
-        if same is not None:  # unchanged: not parsed
+        if same is not None:  # unchanged: not parsed (its metadata updated in place when only it changed)
+            self._update_metadata(same.updates, report)
             report.unchanged += same.documents
             seen.update(same.uris)
             self._titles.update(same.titles)
@@ -292,10 +305,18 @@ class Ingestor:
                bar: Progress) -> list[ParsedDocument]:  # fmt: skip
         """The documents of ``docs`` (parsed from the file ``key``) to write: new, changed or incomplete."""
         seen.update(d.uri for d in docs)
-        before = report.unchanged
-        fresh = self._changed(docs, report)
-        bar.file_read(key, fresh=len(fresh), unchanged=report.unchanged - before)
-        return fresh
+        got = classify(self.store, docs)
+        self._existing.update(got.existing)
+        self._update_metadata(got.updates, report)
+        report.unchanged += got.unchanged
+        bar.file_read(key, fresh=len(got.fresh), unchanged=got.unchanged)
+        return got.fresh
+
+    def _update_metadata(self, rows: list[dict[str, object]], report: IngestReport) -> None:
+        """Write the metadata-only updates ``rows`` of unchanged documents (kbgraph.ingest.refresh)."""
+        if rows:
+            self._run_lock.check()
+            report.metadata_updated += write_updates(self.store, rows)
 
     # --- the ray engine (kbgraph.ingest.ray_engine) ------------------------------------------------
     def _run_ray(self, files: list[Path], report: IngestReport, seen: set[str], bar: Progress,
@@ -314,7 +335,8 @@ class Ingestor:
                 passages += docs
         if not remote and not passages:
             return  # nothing new: Ray is not started
-        batches = RayCompute(self.settings, llm=self.llm, titles=self._titles).batches(remote, passages)
+        origins = {p: self._origin(p) for p in remote}
+        batches = RayCompute(self.settings, llm=self.llm, titles=self._titles).batches(remote, passages, origins)
         what = f"{len(remote):,} files and {len(passages):,} passages on Ray"
         try:
             while True:
@@ -393,24 +415,6 @@ class Ingestor:
             if uri_to_path(uri) not in failed:
                 self._source_check.record(uri, passages, utc_now())
 
-    def _changed(self, docs: list[ParsedDocument], report: IngestReport) -> list[ParsedDocument]:
-        ids = {stable_id("doc", d.uri): d for d in docs}
-        state = {}
-        keys = list(ids)
-        for start in range(0, len(keys), 5000):
-            for row in self.store.run("ingest/document_state", {"ids": keys[start : start + 5000]}):
-                state[row["id"]] = row
-        fresh = []
-        for doc_id, doc in ids.items():
-            old = state.get(doc_id)
-            if old and old.get("sha256") == doc.sha256 and old.get("status") == "complete":
-                report.unchanged += 1
-                continue
-            if old is not None:
-                self._existing.add(doc_id)
-            fresh.append(doc)
-        return fresh
-
     # --- tag (auto-tagging, PIKE-RAG §5.2.2) --------------------------------------------------------
     def _tag(self, report: IngestReport, bar: Progress) -> None:
         """Stage ``tag``, once after every group is written: the LLM tags the chunks not tagged yet (new and
@@ -429,22 +433,3 @@ class Ingestor:
                 st.done(t.tagged, "chunks", f"{t.tags:,} tags ({t.new_tags:,} new), {t.failed} failed"
                         + (f"; {t.stopped}" if t.stopped else ""))  # fmt: skip
         report.seconds["tag"] += time.perf_counter() - t0
-
-    # --- prune ----------------------------------------------------------------------------------
-    def _prune(self, files: list[Path], seen_uris: set[str]) -> int:
-        """Delete documents whose source file is gone, and passages gone from a corpus ingested now."""
-        ingested_files = {f.resolve().as_uri() for f in files}
-        deleted = 0
-        for row in self.store.run("ingest/list_documents"):
-            uri = row["uri"] or ""
-            if not uri.startswith("file://"):
-                continue
-            file_uri, _, fragment = uri.partition("#")
-            path = Path(uri_to_path(file_uri))
-            gone = not path.exists() or (fragment and file_uri in ingested_files and uri not in seen_uris)
-            if gone:
-                self._run_lock.check()
-                self.store.delete_document(row["id"])
-                deleted += 1
-        return deleted
-

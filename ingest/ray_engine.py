@@ -54,6 +54,7 @@ from kbgraph.embed.base import Embedder
 if TYPE_CHECKING:
     import numpy as np
 
+    from kbgraph.ingest.metadata import Origin
     from kbgraph.ingest.parse import ParsedDocument
 
 # unstructured (imported by the parsers in the workers) sends usage analytics unless this is set
@@ -148,10 +149,10 @@ def _rows(key: str, objects: Sequence[Work] | Sequence[Batch]) -> dict[str, np.n
 
 # --- the stages (run in Ray workers) ---------------------------------------------------------------
 def parse_chunk(batch: dict[str, np.ndarray], *, settings: Settings, llm: LLM | None) -> dict[str, np.ndarray]:
-    """Stage 1-2 (a Ray task per row): a file (``path``) is parsed; the passages packed in ``docs`` were read
-    by the run. Each document is chunked; one ``Work`` row per document (or per file that failed to parse)."""
+    """Stage 1-2 (a Ray task per row): a file (``path``) is parsed, its metadata merged with its ``origin`` (a
+    pickled ``kbgraph.ingest.metadata.Origin``); the passages packed in ``docs`` were read by the run. Each document is chunked; one ``Work`` row per document (or per file that failed to parse)."""
     out: list[Work] = []
-    for path, packed in zip(batch["path"], batch["docs"], strict=True):
+    for path, packed, origin in zip(batch["path"], batch["docs"], batch["origin"], strict=True):
         t0 = time.perf_counter()
         err: str | None = None
         docs: list[ParsedDocument] = []
@@ -159,7 +160,7 @@ def parse_chunk(batch: dict[str, np.ndarray], *, settings: Settings, llm: LLM | 
             docs = pickle.loads(packed)
         else:
             try:
-                docs = parse_source(Path(path), settings)
+                docs = parse_source(Path(path), settings, pickle.loads(origin) if origin else None)
             except IngestError as exc:
                 err = str(exc)
             except Exception as exc:  # noqa: BLE001 - a parser bug fails the file, not the run
@@ -284,14 +285,16 @@ class RayCompute:
         self.workers = settings.ingest.ingest_workers
         self.gpus = 0
 
-    def batches(self, files: Sequence[Path], passages: Sequence[ParsedDocument]) -> Generator[Batch, None, None]:
+    def batches(self, files: Sequence[Path], passages: Sequence[ParsedDocument],
+                origins: Mapping[Path, Origin] | None = None) -> Generator[Batch, None, None]:  # fmt: skip
         """Parse ``files`` and chunk, distill and embed their documents and the parsed ``passages`` (documents
-        read by the run) on Ray; yields one ``Batch`` per group, in the order of the sources. Starts a local Ray
+        read by the run) on Ray; yields one ``Batch`` per group, in the order of the sources. ``origins``: where
+        each file comes from in the run (its metadata's path and ``--meta``; default its name). Starts a local Ray
         (or connects to ``ray_address``) and shuts it down when done or abandoned."""
         ray = import_ray()
         started = self._init(ray)
         try:
-            yield from self._pipeline(ray, files, passages)
+            yield from self._pipeline(ray, files, passages, origins or {})
         finally:
             if started:
                 ray.shutdown()
@@ -314,16 +317,17 @@ class RayCompute:
         self.workers = self.workers or int(ray.cluster_resources().get("CPU", 1))
         return True
 
-    def _pipeline(self, ray: ModuleType, files: Sequence[Path],
-                  passages: Sequence[ParsedDocument]) -> Iterator[Batch]:  # fmt: skip
+    def _pipeline(self, ray: ModuleType, files: Sequence[Path], passages: Sequence[ParsedDocument],
+                  origins: Mapping[Path, Origin]) -> Iterator[Batch]:  # fmt: skip
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # groups come back, and are written, in the sources' order
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
-        rows = [{"path": str(p), "docs": b""} for p in files]
+        rows = [{"path": str(p), "docs": b"", "origin": pickle.dumps(origins[p]) if p in origins else b""} for p in files]
         for i in range(0, len(passages), PASSAGES_PER_ROW):
             part = list(passages[i : i + PASSAGES_PER_ROW])
-            rows.append({"path": _file_path(part[0].uri), "docs": pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)})
+            rows.append({"path": _file_path(part[0].uri), "docs": pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL),
+                         "origin": b""})  # fmt: skip
         if not rows:
             return
         n_docs = len(files) + len(passages)

@@ -56,6 +56,8 @@ class IngestReport(BaseModel):
     added: int = 0
     updated: int = 0
     unchanged: int = 0
+    #: unchanged documents whose metadata alone changed and was updated in place (issue 58; kbgraph.ingest.refresh)
+    metadata_updated: int = 0
     deleted: int = 0
     failed: int = 0
     skipped: int = 0

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kbgraph.ingest.metadata import SIDECAR_SUFFIX, is_sidecar
 from kbgraph.ingest.report import FileError, FileOutcome
 from kbgraph.ingest.parse import skip_reason
 
@@ -118,6 +119,7 @@ def _rules(base: Path, lines: list[tuple[str, str]]) -> _Rules:
 def discover(
     paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None,
     *, exclude: Iterable[str] = (), ocr: OcrOptions | None = None, within: Iterable[Path] | None = None,
+    relative: dict[Path, str] | None = None,
 ) -> list[Path]:
     """Every file under ``paths`` (directories walked, symlinks followed once, loops reported in ``errors``),
     resolved and de-duplicated. Returned: the files to parse. A file found in a directory that an exclusion
@@ -130,8 +132,11 @@ def discover(
     documents. ``ocr``: the run's ``kbgraph.ingest.ocr.OcrOptions`` (whether images are read; default
     ``auto``). ``within``: resolved folders that fence the run (``kbgraph serve``'s ``serve_ingest_roots``): a
     path given or found whose resolved target (symbolic links, ``..``) is outside all of them is skipped
-    unread, with the reason."""
-    found: list[Path] = []
+    unread, with the reason. ``relative``, when given, gets {resolved file: its posix path relative to the path
+    given that found it (the file name for a file given by itself)}: the metadata's ``folder`` and ``path``
+    (kbgraph.ingest.metadata). A metadata sidecar (``<file>.meta.json``) found in a folder is not a document: it
+    is reported skipped, and read with its file."""
+    found: list[tuple[Path, str]] = []
     seen_dirs: set[tuple[int, int]] = set()
     exclusions = Exclusions(exclude)
 
@@ -154,7 +159,7 @@ def discover(
                 f"outside the allowed folders (serve_ingest_roots): it leads to {target}, not read")))
         return True
 
-    def walk(directory: Path, rules: list[_Rules]) -> None:
+    def walk(directory: Path, rules: list[_Rules], root: Path) -> None:
         try:
             st = directory.stat()
         except OSError as exc:
@@ -183,32 +188,37 @@ def discover(
             if excluded:
                 skip(entry, excluded)
             elif is_dir:
-                walk(entry, rules)
+                walk(entry, rules, root)
             elif not entry.is_file():
                 broken = entry.is_symlink() and not entry.exists()
                 skip(entry, "broken symbolic link: its target is gone" if broken else
                      "not a regular file (a device, socket or pipe)")  # fmt: skip
+            elif is_sidecar(entry):
+                skip(entry, f"the metadata sidecar of {entry.name[: -len(SIDECAR_SUFFIX)]}: read with it, not "
+                     "ingested as a document")  # fmt: skip
             elif reason := skip_reason(entry, ocr):
                 skip(entry, reason)
             else:
-                found.append(entry)
+                found.append((entry, entry.relative_to(root).as_posix()))
 
     for raw in paths:
         path = Path(raw).expanduser()
         if outside(path):
             continue
         if path.is_dir():
-            walk(path, exclusions.root_rules(path))
+            walk(path, exclusions.root_rules(path), path)
         elif path.is_file():
             if excluded := exclusions.match(exclusions.root_rules(path.parent, defaults=False), path, False):
                 skip(path, excluded)
             else:
-                found.append(path)
+                found.append((path, path.name))
         else:
             errors.append(FileError(path=str(path), error="no such file or directory"))
-    unique: dict[Path, None] = {}
-    for f in found:
-        unique.setdefault(f.resolve(), None)
+    unique: dict[Path, str] = {}
+    for f, rel in found:
+        unique.setdefault(f.resolve(), rel)
+    if relative is not None:
+        relative.update(unique)
     return list(unique)
 
 

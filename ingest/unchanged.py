@@ -11,11 +11,16 @@ folder costs reading and hashing the bytes, not parsing them.
   and the graph holds exactly ``passages`` documents under ``<file URI>#``, all complete: a passage deleted
   (``kbgraph delete``) or left unfinished makes the next run parse the corpus again; so do passages that
   vanished from the file while ``--prune`` was not given (they are still in the graph).
+
+A source unchanged but for its metadata (a sidecar edited, another ``--meta``; issue 58) is still not parsed: the
+check returns the metadata-only updates (``kbgraph.ingest.refresh``); a corpus whose outside metadata changed is
+read again, its passages' texts not embedded again unless they changed.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +28,30 @@ from kbgraph.models import stable_id
 from kbgraph.store import GraphStore
 from kbgraph.store.params import Row
 from kbgraph.errors import IngestError
+from kbgraph.ingest.metadata import Origin
 from kbgraph.ingest.parse import JSONL_EXTENSIONS, parse_passages_jsonl
+from kbgraph.ingest.refresh import file_update, outside_sha256
+from kbgraph.ingest.sources import uri_to_path
+
+
+def prune_documents(store: GraphStore, files: list[Path], seen_uris: set[str], check: Callable[[], None]) -> int:
+    """``--prune``: delete the documents whose source file is gone, and the passages gone from a corpus among
+    ``files`` (those not in ``seen_uris``); ``check`` (the run's lock) runs before each delete. Returns how many
+    were deleted."""
+    ingested_files = {f.resolve().as_uri() for f in files}
+    deleted = 0
+    for row in store.run("ingest/list_documents"):
+        uri = row["uri"] or ""
+        if not uri.startswith("file://"):
+            continue
+        file_uri, _, fragment = uri.partition("#")
+        path = Path(uri_to_path(file_uri))
+        gone = not path.exists() or (fragment and file_uri in ingested_files and uri not in seen_uris)
+        if gone:
+            check()
+            store.delete_document(row["id"])
+            deleted += 1
+    return deleted
 
 
 def is_corpus(path: Path) -> bool:
@@ -40,10 +68,12 @@ def file_sha256(path: Path) -> str:
 @dataclass
 class Unchanged:
     """A source found unchanged: ``uris`` of its documents (seen, for ``--prune``), ``titles`` {document id:
-    title} of a passage corpus (linked from other corpora read in the same run), ``documents`` counted."""
+    title} of a passage corpus (linked from other corpora read in the same run), ``documents`` counted,
+    ``updates`` the ``ingest/update_metadata`` rows of its metadata changed (kbgraph.ingest.refresh)."""
 
     uris: list[str]
     titles: dict[str, str] = field(default_factory=dict)
+    updates: list[Row] = field(default_factory=list)
 
     @property
     def documents(self) -> int:
@@ -52,13 +82,16 @@ class Unchanged:
 
 class SourceCheck:
     """The unchanged-before-parse check of one run over ``store``. ``max_bytes``: files larger than this are
-    left to the parser (which refuses them). ``corpus_sha`` holds the sha256 of every corpus hashed, taken
-    before it is parsed (what ``record`` stores)."""
+    left to the parser (which refuses them). ``origin``: where a file comes from in the run (its relative path,
+    the run's ``--meta``; kbgraph.ingest.metadata). ``corpus_sha`` holds the sha256 of every corpus hashed, taken
+    before it is parsed, and ``corpus_outside`` the sha256 of its outside metadata (what ``record`` stores)."""
 
-    def __init__(self, store: GraphStore, max_bytes: int):
+    def __init__(self, store: GraphStore, max_bytes: int, origin: Callable[[Path], Origin] | None = None):
         self.store = store
         self.max_bytes = max_bytes
+        self.origin = origin or (lambda p: Origin(path=p.name))
         self.corpus_sha: dict[str, str] = {}
+        self.corpus_outside: dict[str, str] = {}
         self._state: dict[str, Row] = {}
 
     def prefetch(self, files: list[Path]) -> None:
@@ -83,15 +116,24 @@ class SourceCheck:
             old = self._state.get(stable_id("doc", uri))
             if not old or old.get("status") != "complete" or not old.get("sha256"):
                 return None
-            return Unchanged(uris=[uri]) if file_sha256(path) == old["sha256"] else None
+            if file_sha256(path) != old["sha256"]:
+                return None
+            updates = file_update(path, self.origin(path), old)
+            return None if updates is None else Unchanged(uris=[uri], updates=updates)
         except OSError:
             return None
 
     def _check_corpus(self, path: Path, uri: str) -> Unchanged | None:
         self.corpus_sha[uri] = sha = file_sha256(path)
+        try:
+            self.corpus_outside[uri] = outside = outside_sha256(path, self.origin(path))
+        except IngestError:
+            return None  # a bad sidecar: the corpus's read reports it
         rows = self.store.run("ingest/source_file", {"id": uri})
         if rows and rows[0]["sha256"] != sha:
             self.forget(uri)  # its changed passages are about to be written
+        if rows and rows[0].get("metadata_sha256") != outside:
+            return None  # read again: its passages' metadata changed (kbgraph.ingest.refresh)
         return self._same_corpus(uri, sha, rows)
 
     def _same_corpus(self, uri: str, sha: str, rows: list[Row]) -> Unchanged | None:
@@ -131,4 +173,5 @@ class SourceCheck:
         sha = self.corpus_sha.get(uri)
         if sha:
             self.store.run("ingest/record_source_file",
-                           {"id": uri, "sha256": sha, "passages": passages, "recorded_at": recorded_at})  # fmt: skip
+                           {"id": uri, "sha256": sha, "passages": passages, "recorded_at": recorded_at,
+                            "metadata_sha256": self.corpus_outside.get(uri)})  # fmt: skip

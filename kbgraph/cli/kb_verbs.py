@@ -16,6 +16,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.settings import env_names, GROUPS
 from kbgraph.store import backend_name
 from kbgraph.kb import KnowledgeBase
+from kbgraph.ingest.metadata import parse_meta_options
 from kbgraph.ingest.sources import Exclusions
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ def ingest_cmd(
                                            "cluster to join; default: a local Ray. Setting ray_address."),
     workers: int | None = typer.Option(None, "--workers", min=1, metavar="N", help="--engine ray: parse tasks and "
                                        "distill actors at once; default: the cores. Setting ingest_workers."),
+    meta: list[str] = typer.Option([], "--meta", metavar="KEY=VALUE", help="A metadata key of every document of "
+                                   "this run (repeatable; over a sidecar's and the file's own; 2021 and 1.5 are "
+                                   "numbers, true/false booleans, anything else text)."),
 ) -> None:
     """Ingest documents into the knowledge base (incremental; safe to run from cron).
 
@@ -93,6 +97,10 @@ def ingest_cmd(
         Exclusions(exclude)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--exclude") from exc
+    try:
+        metadata = parse_meta_options(meta)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--meta") from exc
 
     if not (sys.stderr.isatty() and sys.stdout.isatty()):  # cron, CI, `| tee`: progress as log lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
@@ -101,17 +109,22 @@ def ingest_cmd(
     given = {"ingest_engine": engine, "ray_address": ray_address, "ingest_workers": workers}
     settings = common.settings().updated({k: v for k, v in given.items() if v is not None})
     with KnowledgeBase(settings=settings) as kb:
-        report = kb.ingest(paths, prune=prune, wait=wait, exclude=exclude)
+        report = kb.ingest(paths, prune=prune, wait=wait, exclude=exclude, meta=metadata)
     if as_json:
         print_json(report.model_dump())
     else:
         console.print(
             f"[bold]{report.status}[/]: {report.added} added, {report.updated} updated, "
-            f"{report.unchanged} unchanged, {report.deleted} deleted, {report.failed} failed, "
+            f"{report.unchanged} unchanged{_new_metadata(report)}, {report.deleted} deleted, {report.failed} failed, "
             f"{report.skipped} skipped; {report.chunks} chunks in {report.seconds['total']:.1f} s"
         )
         _print_ingest_files(report)
     raise typer.Exit(report.exit_code)
+
+
+def _new_metadata(report: IngestReport) -> str:
+    """" (N with new metadata)" after the unchanged count when a run updated metadata alone, else ""."""
+    return f" ({report.metadata_updated} with new metadata)" if report.metadata_updated else ""
 
 
 #: Skipped files with the same reason are listed one a line up to this many, then summed up.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, VECTOR_LABELS
+from kbgraph.models import FULLTEXT_INDEXES, NODE_LABELS, STANDARD_METADATA_KEYS, VECTOR_LABELS
 
 #: Labels whose nodes carry ``document_id`` and get a range index on it.
 DOCUMENT_SCOPED_LABELS = ("Section", "Chunk", "AtomicQuestion", "Triple")
@@ -44,6 +44,7 @@ def schema_statements(*, lease: bool = True) -> list[str]:
     names = [f"schema/id_{snake(label)}" for label in NODE_LABELS]
     names += [f"schema/document_id_{snake(label)}" for label in DOCUMENT_SCOPED_LABELS]
     names += ["schema/title_document", *(LEASE_SCHEMA if lease else ())]
+    names += [f"schema/metadata_document_{key}" for key in STANDARD_METADATA_KEYS if key != "title"]  # title_document
     names += [f"schema/vector_{snake(label)}" for label in VECTOR_LABELS]
     names += [f"schema/fulltext_{snake(label)}_{prop}" for label, prop in FULLTEXT_INDEXES]
     return names

@@ -1,0 +1,2 @@
+// kbgraph schema (range index on Document.author, a standard metadata key that filters select on: issue 58, kbgraph.ingest.metadata); created idempotently by GraphStore.ensure_schema.
+{{range_index: document_author, Document, author}}
