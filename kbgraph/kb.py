@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -17,9 +17,10 @@ from kbgraph.errors import ConfigError
 from kbgraph.home import EMBED_CACHE
 from kbgraph.eval import evaluate, load_dataset
 from kbgraph.ingest.pipeline import Ingestor
+from kbgraph.ingest.refresh import stored_metadata
 from kbgraph.llm import get_llm
 from kbgraph.llm.base import LLM
-from kbgraph.models import StoreStats
+from kbgraph.models import MetadataValue, StoreStats
 from kbgraph.query.ask import answer_question, clean_question, preload, retrieve
 from kbgraph.query.bm25 import shared_index
 from kbgraph.query.context import QueryContext
@@ -85,7 +86,8 @@ class KnowledgeBase:
 
     def ingest(self, paths: Sequence[str | Path] | str | Path, *, prune: bool = False, wait: bool = False,
                progress: bool | None = None, exclude: Sequence[str] = (),
-               within: Sequence[str | Path] | None = None) -> IngestReport:  # fmt: skip
+               within: Sequence[str | Path] | None = None,
+               meta: Mapping[str, MetadataValue] | None = None) -> IngestReport:  # fmt: skip
         """Ingest files, directories and .jsonl passage corpora (L0: parse, chunk, distill, embed, write).
 
         Incremental: unchanged documents are skipped, changed ones replaced; ``prune`` deletes documents
@@ -96,12 +98,15 @@ class KnowledgeBase:
         gitignore-style patterns of files to leave out, besides the default rules (Office owner files,
         .DS_Store, Thumbs.db, ``*~``) and any ``.kbgraphignore``; each is reported as skipped with its rule.
         ``within``: folders that fence the run (``kbgraph serve``'s serve_ingest_roots): a file or symbolic link
-        that resolves outside all of them is reported as skipped, never read; None = no fence."""
+        that resolves outside all of them is reported as skipped, never read; None = no fence. ``meta``: metadata
+        keys given every document of the run (``kbgraph ingest --meta``; over a sidecar's and the file's own, issue
+        58, kbgraph.ingest.metadata; ValueError for a bad or reserved key or a value that is no ``MetadataValue``).
+        A re-ingest that changes only metadata updates it in place, nothing embedded (``report.metadata_updated``)."""
         if isinstance(paths, (str, Path)):
             paths = [paths]
         ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
         fence = [Path(w).expanduser().resolve() for w in within] if within is not None else None
-        report = ingestor.run(paths, prune=prune, wait=wait, exclude=exclude, within=fence)
+        report = ingestor.run(paths, prune=prune, wait=wait, exclude=exclude, within=fence, meta=meta)
         if report.added or report.updated or report.deleted:
             self.store.compact()
             self._warm_bm25()
@@ -250,8 +255,11 @@ class KnowledgeBase:
     def documents(self, *, limit: int = 100, skip: int = 0) -> list[dict[str, Any]]:
         """The documents (PIKE-RAG §3.1 information-resource layer), by title: dicts with ``id``, ``title``,
         ``uri``, ``mime``, ``status`` ('complete', or 'writing' during or after an interrupted write),
-        ``ingested_at`` (ISO 8601) and ``chunks`` (count); at most ``limit`` after skipping ``skip``."""
-        return self.store.run("admin/list_documents", {"limit": int(limit), "skip": int(skip)})
+        ``ingested_at`` (ISO 8601), ``chunks`` (count) and ``metadata`` ({key: value}: its metadata, issue 58,
+        kbgraph.ingest.metadata; ``title`` is the title); at most ``limit`` after skipping ``skip``."""
+        rows = self.store.run("admin/list_documents", {"limit": int(limit), "skip": int(skip)})
+        state = {r["id"]: r for r in self.store.run("ingest/document_state", {"ids": [r["id"] for r in rows]})}
+        return [{**row, "metadata": stored_metadata(state.get(row["id"], {}))} for row in rows]
 
     def chunk(self, chunk_id: str) -> dict[str, Any] | None:
         """One chunk of a complete document with its provenance, as citations carry it: ``id``, ``text``,
