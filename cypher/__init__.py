@@ -101,6 +101,32 @@ def load(name: str, dialect: str) -> str:
     return render(strip_comments(path.read_text(encoding="utf-8")), dialect, where=f"statement {name!r}").strip()
 
 
+#: What a predicate put into a statement by :func:`compose` may hold: names, $parameters, brackets, comparison signs
+#: and commas, never a quote (so never a literal: every value is a parameter).
+_PREDICATE = re.compile(r"^[A-Za-z0-9_$.\[\]() =<>!,]*$")
+#: The fragment a statement names where :func:`compose` puts a predicate.
+SLOT = "predicate"
+
+
+@cache
+def compose(name: str, dialect: str, predicate: str) -> str:
+    """Statement ``name`` in ``dialect`` with ``predicate`` (kbgraph.filters.compile's, e.g.
+    ``d[$f0k] STARTS WITH $f0v``) in its ``{{predicate}}`` slot instead of the slot's ``true``. Raises ValueError
+    when ``predicate`` holds anything but names, $parameters, brackets, signs and commas (a quote would open a
+    literal), and when the statement has no slot; CypherNotFound as :func:`load`."""
+    if not _PREDICATE.match(predicate) or not predicate.strip():
+        raise ValueError(f"a composed predicate holds names, $parameters, brackets and signs only: {predicate!r}")
+    root = cypher_root()
+    path = _find(root, name, dialect)
+    if path is None:
+        raise CypherNotFound(f"no Cypher statement named {name!r} for dialect {dialect} under {root}")
+    text = strip_comments(path.read_text(encoding="utf-8"))
+    slot = re.compile(rf"\{{\{{\s*{SLOT}\s*\}}\}}")
+    if not slot.search(text):
+        raise ValueError(f"statement {name!r} has no {{{{{SLOT}}}}} for a predicate")
+    return render(slot.sub(lambda _: f"({predicate})", text), dialect, where=f"statement {name!r}").strip()
+
+
 def strip_comments(text: str) -> str:
     """``text`` without its ``//`` comment lines and a final ``;``."""
     lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("//")]

@@ -14,6 +14,7 @@ from kbgraph.embed import get_embedder
 from kbgraph.embed.base import Embedder
 from kbgraph.embed.cache import CachedEmbedder
 from kbgraph.errors import ConfigError
+from kbgraph.filters import Filter, parse_filter
 from kbgraph.home import EMBED_CACHE
 from kbgraph.eval import evaluate, load_dataset
 from kbgraph.ingest.pipeline import Ingestor
@@ -27,9 +28,11 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import get_method
 from kbgraph.query.rankers import get_ranker
 from kbgraph.query.rationale import save_answer
+from kbgraph.query.scope import resolve_scope
 from kbgraph.query.streaming import stream_answer
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, backend_name, open_store
+from kbgraph.store.scope import DocumentScope, within
 from kbgraph.tagging import tag_classes
 
 if TYPE_CHECKING:
@@ -39,6 +42,10 @@ if TYPE_CHECKING:
     from kbgraph.query.rationale import SavedRationale
     from kbgraph.query.streaming import AnswerStream
     from kbgraph.tagging import TagClass
+
+
+#: A filter as the API takes it: the model, its JSON (dict or text), or None for every document.
+FilterInput = Filter | dict[str, Any] | str | None
 
 
 class KnowledgeBase:
@@ -127,12 +134,12 @@ class KnowledgeBase:
 
     @overload
     def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,
-            stream: Literal[False] = ...) -> Answer: ...  # fmt: skip
+            stream: Literal[False] = ..., filters: FilterInput = ...) -> Answer: ...  # fmt: skip
     @overload
     def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,
-            stream: Literal[True]) -> AnswerStream: ...  # fmt: skip
+            stream: Literal[True], filters: FilterInput = ...) -> AnswerStream: ...  # fmt: skip
     def ask(self, question: str, *, method: str | None = None, k: int = 5, explain: bool = False,
-            save: bool = False, stream: bool = False) -> Answer | AnswerStream:  # fmt: skip
+            save: bool = False, stream: bool = False, filters: FilterInput = None) -> Answer | AnswerStream:  # fmt: skip
         """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1).
 
         method: a name of ``kbgraph.query.methods.METHODS``: 'auto' (default with an LLM: classifies the question,
@@ -154,16 +161,29 @@ class KnowledgeBase:
         reset join to ``answer.answer``; a retrieval-only or cached answer comes as one delta. The question and
         method are checked at once (QueryError); other errors (LLMError, StoreError, ...) are raised by the
         iteration. The answer is computed in a worker thread: use the knowledge base for nothing else until
-        the stream ends or is closed."""
+        the stream ends or is closed.
+
+        ``filters``: only the documents whose metadata the filter allows are read (issue 58; a
+        ``kbgraph.filters.Filter``, its JSON as dict or text, or None for every document; ``kbgraph.filters.parse_where``
+        makes one from ``--where`` text): every method's seeds, hops and candidates are those documents' own, so the
+        top ``k`` is theirs. Raises QueryError for an invalid filter, an unknown key or a value of another type."""
         clean_question(question)  # a usage error is raised before the store is connected
+        filt = None if filters is None else parse_filter(filters)
         if stream:
-            return stream_answer(question, self.query_context, method=method, k=k, explain=explain,
-                                 then=self._save if save else None)  # fmt: skip
+            with within(self.scope(filt)):  # the stream's worker thread keeps this context's scope
+                return stream_answer(question, self.query_context, method=method, k=k, explain=explain,
+                                     then=self._save if save else None)  # fmt: skip
         self._open_beside(question)
-        answer = answer_question(question, self.query_context(), method=method, k=k, explain=explain)
+        with within(self.scope(filt)):
+            answer = answer_question(question, self.query_context(), method=method, k=k, explain=explain)
         if save:
             self._save(answer)
         return answer
+
+    def scope(self, filters: FilterInput) -> DocumentScope | None:
+        """The documents ``filters`` allows, with their chunks (``kbgraph.query.scope.resolve_scope``; None for no
+        filter). Raises QueryError as :meth:`ask`."""
+        return None if filters is None else resolve_scope(self.store, parse_filter(filters))
 
     def _save(self, answer: Answer) -> None:
         self.last_saved = save_answer(self.store, answer)
@@ -179,16 +199,18 @@ class KnowledgeBase:
         return [_without_embeddings(row) for row in rows]
 
     def retrieve(self, question: str, *, k: int = 10, method: str = "propagation",
-                 explain: bool = False) -> list[ScoredChunk]:  # fmt: skip
+                 explain: bool = False, filters: FilterInput = None) -> list[ScoredChunk]:  # fmt: skip
         """The top-``k`` chunks for ``question`` without answering, by a retrieval method of
         ``kbgraph.query.methods`` ('propagation', 'hierarchical', 'dense', 'bm25'): a list of
         ``kbgraph.query.models.ScoredChunk``, best first, chunks of complete documents only (a document
         still or left 'writing' by a killed ingestion is never returned). Raises QueryError for an empty or
-        over-long question or an unknown retrieval method."""
+        over-long question or an unknown retrieval method. ``filters``: as :meth:`ask`."""
         question = clean_question(question)  # before the store is connected
         get_method(method, "retrieval")
+        filt = None if filters is None else parse_filter(filters)
         self._open_beside(question)
-        return retrieve(question, self.query_context(llm=False), k=k, method=method, explain=explain)
+        with within(self.scope(filt)):
+            return retrieve(question, self.query_context(llm=False), k=k, method=method, explain=explain)
 
     def _open_beside(self, question: str) -> None:
         """On the first question: the store opened in a thread of its own while this one loads what the question

@@ -396,6 +396,11 @@ class RetrievalSettings(SettingsGroup):
         "on the long-document set). Chunks without a page (HTML, Markdown, passages) are not limited; with "
         "collapse_repeated_chunks only.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
+    filter_exact_chunks: int = Field(
+        20000, ge=0, description="A filtered question (--where, the API's filters, a key's document scope) whose "
+        "allowed documents hold at most this many chunks gets each layer's exact top seed_k among them, computed "
+        "over their nodes; a larger scope reads each vector index's top seed_k / share x 1.5 (at most 30 x seed_k) "
+        "and keeps the allowed ones (kbgraph.query.seeding; docs/filters.md).")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
     ranker: Literal["learned", "weights", "gbm", "blend"] = Field(
         "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "

@@ -30,7 +30,7 @@ import sys
 import threading
 import weakref
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from kbgraph.errors import StoreUnavailable
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
 from kbgraph.store.parallel import background, closing
+from kbgraph.store.scope import current_scope
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,15 @@ class Adjacency:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def _allowed(self, params: Row) -> Callable[[int], bool]:
+        """Whether chunk i is served and, when ``params`` gives ``documents`` (a document scope's ids, as the
+        statements take them), one of theirs."""
+        documents = params.get("documents")
+        if documents is None:
+            return self.served.__getitem__
+        allowed = set(documents)
+        return lambda i: self.served[i] and self.document[i] in allowed
+
     def _row(self, i: int, params: Row, **fields: Any) -> Row:
         """A row of chunk ``i`` as the statements give it: its fields and the document title when ``with_titles``;
         its similarity is filled by :meth:`_similarities` (``_i``: the chunk's index until then)."""
@@ -164,9 +174,10 @@ class Adjacency:
         id, text, summary, kind, page, section_path, document_id, document_title, document_uri, section_id} of
         each served chunk among them."""
         out: dict[str, Row] = {}
+        scope = current_scope()
         for cid in ids:
             i = self.index.get(cid)
-            if i is not None and self.served[i]:
+            if i is not None and self.served[i] and (scope is None or scope.allows(self.document[i])):
                 text, summary, kind, page, section_path, uri, section = self.facts[i]
                 out[cid] = {"id": cid, "text": text, "summary": summary, "kind": kind, "page": page,
                             "section_path": section_path, "document_id": self.document[i],
@@ -182,9 +193,11 @@ class Adjacency:
         """The rows of ``retrieve/layer_candidates`` for ``params`` (see that statement): (layer, via, chunk_id,
         document_id, title, similarity) of every served chunk each seed leads to."""
         rows: list[Row] = []
+        ok = self._allowed(params)
+        scoped = params.get("documents") is not None
 
         def add(layer: str, via: str, i: int, document: bool = True) -> None:
-            if self.served[i]:
+            if ok(i):
                 rows.append(self._row(i, params, layer=layer, via=via,
                                       document_id=self.complete_document[i] if document else None))  # fmt: skip
 
@@ -204,6 +217,8 @@ class Adjacency:
             best: dict[int, tuple[float, str]] = {}  # chunk -> (sim, node): the most similar seed, ties by id
             for seed in params.get(key) or []:
                 chunks = table.get(seed["id"], ())
+                if scoped:  # the degree within the scope, as the statement counts it
+                    chunks = [i for i in chunks if ok(i)]
                 if bound is not None and len(chunks) > bound:
                     continue
                 for i in chunks:
@@ -214,7 +229,7 @@ class Adjacency:
                 add(layer, node, i)
         for node in params.get("section_ids") or []:
             for i in self.section_chunks.get(node, ()):
-                if self.served[i]:
+                if ok(i):
                     rows.append({"layer": "Section", "via": node, "chunk_id": self.ids[i], "document_id": None,
                                  "title": None})  # fmt: skip
         return self._similarities(rows, params)
@@ -224,10 +239,15 @@ class Adjacency:
         chunk_id, degree, title, similarity) of the served chunks each hop reaches."""
         rows: list[Row] = []
         bound = params.get("max_degree")
+        ok = self._allowed(params)
+        scoped = params.get("documents") is not None
+
+        def within(chunks: list[int]) -> list[int]:  # the degree within the scope, as the statement counts it
+            return [i for i in chunks if ok(i)] if scoped else chunks
 
         def spread(kind: str, reached: dict[int, tuple[float, str, str, str | None, int]]) -> None:
             for i, (_, source, via, text, degree) in reached.items():
-                if self.served[i]:
+                if ok(i):
                     rows.append(self._row(i, params, kind=kind, from_id=source, via=via, text=text, degree=degree))
 
         def better(reached: dict[int, Any], i: int, score: float, source: str, via: str, text: str | None,
@@ -242,7 +262,7 @@ class Adjacency:
             if a is None:
                 continue
             for entity in self.mentions[a]:
-                neighbours = self.entity_chunks.get(entity, [])
+                neighbours = within(self.entity_chunks.get(entity, []))
                 degree = len(neighbours)
                 if bound is not None and degree > bound:
                     continue
@@ -261,6 +281,8 @@ class Adjacency:
                 for document in self.documents_titled.get(self.name[entity] or "", ()):
                     if self.document[a] is None or document == self.document[a]:  # as `d.id <> a.document_id`
                         continue
+                    if scoped and document not in set(params["documents"]):
+                        continue
                     for b in self.document_chunks.get(document, ()):
                         if entity in self.mentions[b]:
                             rows.append(self._row(b, params, kind="TitleHop", from_id=cid, via=entity,
@@ -268,12 +290,12 @@ class Adjacency:
         for cid in params.get("next_ids") or []:
             a = self.index.get(cid)
             for b in self.next[a] if a is not None else ():
-                if self.served[b]:
+                if ok(b):
                     rows.append(self._row(b, params, kind="Next", from_id=cid, via=cid, text="", degree=1))
         triple: dict[int, Any] = {}
         for seed in params.get("triple_hop_seeds") or []:
             for target in self.related.get(seed["id"], ()):
-                reached = self.entity_chunks.get(target, [])
+                reached = within(self.entity_chunks.get(target, []))
                 degree = len(reached)
                 if not reached or (bound is not None and degree > bound):
                     continue

@@ -39,6 +39,7 @@ from kbgraph.query.graph import chunk_details, scored_chunk
 from kbgraph.query.models import ScoredChunk
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, store_class
+from kbgraph.store.scope import current_scope
 from kbgraph.text import index_text
 
 log = logging.getLogger(__name__)
@@ -148,6 +149,8 @@ class BM25Index:
         self.stemmer = stemmer
         self.built = built  # True when this open built the index (cache miss)
         self._stem = _stemmer()[0] if stemmer != "none" else None
+        self._masks: dict[frozenset[str], Any] = {}  # document scopes' weight masks (:meth:`search`)
+        self._masks_lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -225,20 +228,38 @@ class BM25Index:
             if old.is_dir() and old != folder and not old.name.startswith(".build-"):
                 shutil.rmtree(old, ignore_errors=True)
 
-    def search(self, question: str, k: int) -> list[tuple[str, float]]:
-        """Top-``k`` (chunk id, BM25 score) pairs, best first; chunks sharing no query term are left out."""
+    def search(self, question: str, k: int, *, within: frozenset[str] | None = None) -> list[tuple[str, float]]:
+        """Top-``k`` (chunk id, BM25 score) pairs, best first; chunks sharing no query term are left out.
+        ``within``: only these chunk ids are scored (a document scope's chunks, kbgraph.store.scope: bm25s's
+        ``weight_mask``, so the top ``k`` is the scope's own, with the whole corpus's term statistics)."""
         bm25s = load_library()
-        if self.retriever is None or k < 1:
+        if self.retriever is None or k < 1 or (within is not None and not within):
             return []
         query = bm25s.tokenize([question], stopwords="en", stemmer=self._stem, return_ids=False, show_progress=False)
         if not query[0]:
             return []
-        docs, scores = self.retriever.retrieve(query, k=min(k, len(self.ids)), show_progress=False)
+        mask = None if within is None else self._mask(within)
+        docs, scores = self.retriever.retrieve(query, k=min(k, len(self.ids)), show_progress=False, weight_mask=mask)
         return [(self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
 
+    def _mask(self, within: frozenset[str]) -> Any:
+        """float32 (len(ids),): 1 for a chunk of ``within``, else 0; the last few kept (one per scope)."""
+        with self._masks_lock:
+            mask = self._masks.get(within)
+            if mask is None:
+                import numpy as np
+
+                mask = np.fromiter((cid in within for cid in self.ids), dtype=np.float32, count=len(self.ids))
+                self._masks[within] = mask
+                while len(self._masks) > 8:
+                    self._masks.pop(next(iter(self._masks)))
+            return mask
+
     def retrieve(self, store: GraphStore, question: str, k: int) -> list[ScoredChunk]:
-        """Top-``k`` chunks with provenance (``cypher/retrieve/chunk_details``), best first; score = BM25."""
-        hits = self.search(question, k)
+        """Top-``k`` chunks with provenance (``cypher/retrieve/chunk_details``), best first; score = BM25. In a
+        document scope (kbgraph.store.scope), the scope's chunks only."""
+        scope = current_scope()
+        hits = self.search(question, k, within=None if scope is None else scope.chunks)
         details = chunk_details(store, [cid for cid, _ in hits])
         return [scored_chunk(details[cid], score) for cid, score in hits if cid in details]
 

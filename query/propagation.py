@@ -64,6 +64,7 @@ from kbgraph.query.rankers import get_ranker
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
+from kbgraph.store.scope import current_scope
 
 #: The parameters of ``retrieve/layer_candidates`` (``LAYER_PARAMS``) and of ``retrieve/hop_neighbours``
 #: (``HOP_PARAMS``) that give it rows: each statement is sent when one of its own is not empty.
@@ -137,6 +138,8 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
     process holds in memory (kbgraph.query.adjacency ``shared_adjacency``, looked up once per question by the
     caller), which gives the same rows instead."""
     r = settings.retrieval
+    scope = current_scope()  # a filter's documents (kbgraph.store.scope): only their chunks are candidates
+    documents_in_scope = None if scope is None else scope.document_ids
     # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
     # term of a layer counts (the maxima of the formula), so the others are never kept.
     terms: dict[str, dict[str, _Term]] = defaultdict(dict)
@@ -190,6 +193,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
         "max_degree": r.max_entity_degree,
         "tag_max_degree": settings.tagging.tag_max_chunks,
         "with_titles": want_titles,
+        "documents": documents_in_scope,  # a document scope's ids (the statements get it from the store too)
         # exact similarities for the rescoring, and for BM25's hits (the learned pool) even without rescoring
         "with_similarity": vector is not None and (exact or bool(seeds.bm25)),
     }
@@ -253,6 +257,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
         "triple_hop_seeds": [{"id": e, "sim": sim} for e, sim in relation.items() if sim > 0],
         "max_degree": r.max_entity_degree,
         "with_titles": want_titles,
+        "documents": documents_in_scope,
         "with_similarity": exact,
         "embedding": vector if exact else None,
     }

@@ -16,6 +16,7 @@ from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
 from kbgraph.store.parallel import gather
+from kbgraph.store.scope import current_scope, overfetch
 
 #: Vector-seeded layers and the weight setting of each.
 LAYER_WEIGHTS = {
@@ -41,16 +42,27 @@ def seed_layers(
     has no vector seeds: its nodes still reach chunks through the full-text seeds and the hops, as in a knowledge
     base built without its vectors. A layer of ``settings.embedding.static_layers`` is
     searched with the question's vector from the static model its nodes were embedded with
-    (``kbgraph.embed.static_model``), the others with ``qvec``."""
+    (``kbgraph.embed.static_model``), the others with ``qvec``. In a document scope (kbgraph.store.scope, a
+    filter): the seeds are the scope's nodes only, the exact top ``seed_k`` of each layer of documents when the
+    scope holds at most ``filter_exact_chunks`` chunks, else from each index's over-fetched top; BM25 scores the
+    scope's chunks only (issue 58: a filtered question gets the best chunks of its documents, not what is left
+    of an unfiltered top)."""
     seeds = Seeds(query_vector=list(qvec), question=question)
     off = settings.embedding.vector_layers_off
+    seed_k = settings.retrieval.seed_k
+    scope = current_scope()
+    exact = scope is not None and len(scope.chunks) <= settings.retrieval.filter_exact_chunks
     if layers is not None:
         static = settings.embedding.static_model_layers
         own = static_question_vectors(settings, question) if any(label in static for label in layers) else {}
         for label in layers:
-            if label not in off:
-                hits = store.vector_search(label, own.get(label, qvec), k=settings.retrieval.seed_k)
-                seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits}
+            if label in off:
+                continue
+            if exact and label == "Chunk":  # a small scope: the exact top of its chunks
+                hits = store.seed_vectors(qvec, seed_k, exact=True, layers=("Chunk",))["Chunk"]
+            else:
+                hits = store.vector_search(label, own.get(label, qvec), k=seed_k)
+            seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits[:seed_k]}
         return seeds
     fulltext = settings.retrieval.fulltext_k if settings.retrieval.weight_fulltext else 0
     # reads at once: the vector seeds, the Entity.name full-text seeds, BM25 in memory, and the Chunk.text full-text
@@ -60,8 +72,9 @@ def seed_layers(
     vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(
         store,
         # the static model's question vector is made in this thread while the other reads are under way
-        lambda: store.seed_vectors(qvec, settings.retrieval.seed_k,
-                                   layer_embeddings=static_question_vectors(settings, question)),
+        lambda: store.seed_vectors(qvec, seed_k, layer_embeddings=static_question_vectors(settings, question),
+                                   scoped_k=overfetch(seed_k, scope.fraction) if scope is not None else None,
+                                   exact=exact),
         (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
         lambda: store.seed_fulltext(question, fulltext, ("Entity",)),
         lambda: _bm25_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
@@ -70,6 +83,7 @@ def seed_layers(
     if from_bm25:
         chunk_text = {"Chunk.text": [FulltextHit(id=cid, label="Chunk", score=score, properties={})
                                      for cid, score in bm25[:fulltext]]}  # fmt: skip
+    vectors = {label: hits[:seed_k] for label, hits in vectors.items()}  # over-fetched in a scope
     found = {**chunk_text, **entity_name, **vectors}
     for label in LAYER_WEIGHTS:
         if label not in off:
@@ -95,7 +109,9 @@ def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> 
     if k <= 0 and not settings.retrieval.adjacency_cache:
         return None, []
     generation = corpus_generation(store)
-    return generation, shared_index(store, settings, generation=generation).search(question, k) if k > 0 else []
+    scope = current_scope()
+    index = shared_index(store, settings, generation=generation)
+    return generation, index.search(question, k, within=None if scope is None else scope.chunks) if k > 0 else []
 
 
 #: BM25 hits: (chunk id, BM25 score), best first.

@@ -15,6 +15,7 @@ Self-Ask's, comes as one delta), or a ``reset`` and the whole answer when it dif
 from __future__ import annotations
 
 import queue
+import contextvars
 import threading
 from collections.abc import Callable, Iterator
 
@@ -44,6 +45,7 @@ class AnswerStream(Iterator[AskEvent]):
         self._queue: queue.Queue[AskEvent | Answer | BaseException | None] = queue.Queue()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
+        self._context = contextvars.copy_context()
         self._streamed = ""  # delta text since the last reset
         self._pending: list[AskEvent] = []
         self._finished = False
@@ -74,7 +76,9 @@ class AnswerStream(Iterator[AskEvent]):
         if self._finished or self._closed.is_set():
             raise StopIteration
         if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="kbgraph-ask-stream", daemon=True)
+            # the worker runs in the context the stream was made in: its document scope (kbgraph.store.scope)
+            self._thread = threading.Thread(target=self._context.run, args=(self._work,), name="kbgraph-ask-stream",
+                                            daemon=True)  # fmt: skip
             self._thread.start()
         item = self._queue.get()
         if isinstance(item, AskEvent):

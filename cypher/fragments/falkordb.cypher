@@ -71,3 +71,8 @@ OPTIONS {dimension: $dimension, similarityFunction: 'cosine', M: $m, efConstruct
 {{indexes}} =
 CALL db.indexes() YIELD label, properties, types, options
 RETURN label, properties, types, options
+
+// --- document filters ----------------------------------------------------------------------------------------------
+// The slot of a filter's predicate in a statement (cypher/filters/documents): `true` as loaded (and linted);
+// kbgraph.cypher.compose puts the predicate kbgraph.filters.compile made there instead.
+{{predicate}} = true

@@ -61,3 +61,8 @@ OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_funct
 {{indexes}} =
 SHOW INDEXES YIELD name, type, labelsOrTypes, properties, options
 RETURN name, type, labelsOrTypes AS labels, properties, options
+
+// --- document filters ----------------------------------------------------------------------------------------------
+// The slot of a filter's predicate in a statement (cypher/filters/documents): `true` as loaded (and linted);
+// kbgraph.cypher.compose puts the predicate kbgraph.filters.compile made there instead.
+{{predicate}} = true

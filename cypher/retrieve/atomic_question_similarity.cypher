@@ -8,5 +8,5 @@ MATCH (a:AtomicQuestion {id: question_id})<-[:HAS_QUESTION]-(c:Chunk)
 WHERE a.embedding IS NOT NULL
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH a, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN a.id AS id, {{vector_score: a.embedding, $embedding}} AS score

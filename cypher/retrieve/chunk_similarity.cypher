@@ -7,5 +7,5 @@ MATCH (c:Chunk {id: chunk_id})
 WHERE c.embedding IS NOT NULL
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH c, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN c.id AS id, {{vector_score: c.embedding, $embedding}} AS score

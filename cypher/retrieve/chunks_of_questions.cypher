@@ -6,5 +6,5 @@ MATCH (c:Chunk)-[:HAS_QUESTION]->(q:AtomicQuestion {id: question_id})
 WITH q, c
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH q, c, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN q.id AS via, c.id AS chunk_id, q.text AS text

@@ -5,7 +5,7 @@
 UNWIND $ids AS entity_id
 MATCH (e:Entity {id: entity_id})<-[:MENTIONS]-(c:Chunk)
 MATCH (d:Document {id: c.document_id})
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN entity_id, e.name AS name, d.id AS document_id, d.title AS title, count(c) AS mentions
 ORDER BY mentions DESC, document_id ASC
 LIMIT $limit

@@ -21,6 +21,7 @@
 UNWIND $entity_hop_sources AS source
 MATCH (a:Chunk {id: source.id})-[:MENTIONS]->(e:Entity)
 MATCH (e)<-[:MENTIONS]-(b:Chunk)
+WHERE $documents IS NULL OR b.document_id IN $documents
 WITH source.id AS from_id, source.score AS s1, e, collect(b) AS neighbours
 WHERE size(neighbours) <= $max_degree
 UNWIND neighbours AS neighbour
@@ -31,7 +32,7 @@ ORDER BY score DESC, from_id, via
 WITH neighbour, collect([from_id, via, text, degree])[0] AS best
 OPTIONAL MATCH (d:Document {id: neighbour.document_id})
 WITH neighbour, best, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Hop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, neighbour.id AS chunk_id, best[3] AS degree,
        CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND neighbour.embedding IS NOT NULL
@@ -45,7 +46,7 @@ MATCH (a)-[:MENTIONS]->(e:Entity)
 WHERE e.type = 'TITLE'
 WITH a, e
 MATCH (d:Document {title: e.name})
-WHERE d.id <> a.document_id AND d.status = 'complete'
+WHERE d.id <> a.document_id AND d.status = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 WITH a, e, d
 MATCH (b:Chunk {document_id: d.id})
 WHERE (b)-[:MENTIONS]->(e)
@@ -59,7 +60,7 @@ MATCH (a:Chunk {id: chunk_id})-[:NEXT]-(b:Chunk)
 WITH a, b
 OPTIONAL MATCH (d:Document {id: b.document_id})
 WITH a, b, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Next' AS kind, a.id AS from_id, a.id AS via, '' AS text, b.id AS chunk_id, 1 AS degree,
        CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN {{vector_score: b.embedding, $embedding}}
@@ -69,6 +70,7 @@ UNWIND $triple_hop_seeds AS seed
 MATCH (s:Entity {id: seed.id})-[:RELATED]->(o:Entity)
 WITH DISTINCT seed.id AS from_id, seed.sim AS sim, o
 MATCH (o)<-[:MENTIONS]-(b:Chunk)
+WHERE $documents IS NULL OR b.document_id IN $documents
 WITH from_id, sim, o, collect(b) AS reached
 WHERE size(reached) <= $max_degree
 UNWIND reached AS b
@@ -78,7 +80,7 @@ ORDER BY score DESC, from_id, via
 WITH b, collect([from_id, via, text, degree])[0] AS best
 OPTIONAL MATCH (d:Document {id: b.document_id})
 WITH b, best, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'TripleHop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, b.id AS chunk_id, best[3] AS degree,
        CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN {{vector_score: b.embedding, $embedding}}

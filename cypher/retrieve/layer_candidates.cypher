@@ -24,7 +24,7 @@ MATCH (c:Chunk {id: node_id})
 WITH c
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH c, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Chunk' AS layer, c.id AS via, c.id AS chunk_id,
        CASE WHEN d.status = 'complete' THEN d.id END AS document_id, CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND c.embedding IS NOT NULL THEN {{vector_score: c.embedding, $embedding}}
@@ -35,7 +35,7 @@ MATCH (c:Chunk)-[:HAS_QUESTION]->(n:AtomicQuestion {id: node_id})
 WITH n, c
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH n, c, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'AtomicQuestion' AS layer, n.id AS via, c.id AS chunk_id,
        CASE WHEN d.status = 'complete' THEN d.id END AS document_id, CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND c.embedding IS NOT NULL THEN {{vector_score: c.embedding, $embedding}}
@@ -46,7 +46,7 @@ MATCH (n:Triple {id: node_id})-[:EXTRACTED_FROM]->(c:Chunk)
 WITH n, c
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH n, c, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Triple' AS layer, n.id AS via, c.id AS chunk_id,
        CASE WHEN d.status = 'complete' THEN d.id END AS document_id, CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND c.embedding IS NOT NULL THEN {{vector_score: c.embedding, $embedding}}
@@ -54,6 +54,7 @@ RETURN 'Triple' AS layer, n.id AS via, c.id AS chunk_id,
 UNION ALL
 UNWIND $entity_seeds AS seed
 MATCH (n:Entity {id: seed.id})<-[:MENTIONS]-(c:Chunk)
+WHERE $documents IS NULL OR c.document_id IN $documents
 WITH seed.id AS node_id, seed.sim AS sim, collect(c) AS chunks
 WHERE size(chunks) <= $max_degree
 UNWIND chunks AS c
@@ -62,7 +63,7 @@ ORDER BY sim DESC, node_id
 WITH c, collect(node_id)[0] AS via
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH c, via, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Entity' AS layer, via, c.id AS chunk_id,
        CASE WHEN d.status = 'complete' THEN d.id END AS document_id, CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND c.embedding IS NOT NULL THEN {{vector_score: c.embedding, $embedding}}
@@ -70,6 +71,7 @@ RETURN 'Entity' AS layer, via, c.id AS chunk_id,
 UNION ALL
 UNWIND $entity_text_seeds AS seed
 MATCH (n:Entity {id: seed.id})<-[:MENTIONS]-(c:Chunk)
+WHERE $documents IS NULL OR c.document_id IN $documents
 WITH seed.id AS node_id, seed.sim AS sim, collect(c) AS chunks
 WHERE size(chunks) <= $max_degree
 UNWIND chunks AS c
@@ -78,7 +80,7 @@ ORDER BY sim DESC, node_id
 WITH c, collect(node_id)[0] AS via
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH c, via, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'EntityText' AS layer, via, c.id AS chunk_id,
        CASE WHEN d.status = 'complete' THEN d.id END AS document_id, CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND c.embedding IS NOT NULL THEN {{vector_score: c.embedding, $embedding}}
@@ -86,6 +88,7 @@ RETURN 'EntityText' AS layer, via, c.id AS chunk_id,
 UNION ALL
 UNWIND $tag_seeds AS seed
 MATCH (n:Tag {id: seed.id})<-[:TAGGED]-(c:Chunk)
+WHERE $documents IS NULL OR c.document_id IN $documents
 WITH seed.id AS node_id, seed.sim AS sim, collect(c) AS chunks
 WHERE size(chunks) <= $tag_max_degree
 UNWIND chunks AS c
@@ -94,7 +97,7 @@ ORDER BY sim DESC, node_id
 WITH c, collect(node_id)[0] AS via
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH c, via, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Tag' AS layer, via, c.id AS chunk_id,
        CASE WHEN d.status = 'complete' THEN d.id END AS document_id, CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND c.embedding IS NOT NULL THEN {{vector_score: c.embedding, $embedding}}
@@ -105,5 +108,5 @@ MATCH (n:Section {id: node_id})-[:HAS_CHUNK]->(c:Chunk)
 WITH n, c
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH n, c, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Section' AS layer, n.id AS via, c.id AS chunk_id, null AS document_id, null AS title, null AS score

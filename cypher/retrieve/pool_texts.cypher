@@ -2,4 +2,5 @@
 // titles and texts). The pool holds served chunks only already (kbgraph.query.propagation learned_pool).
 UNWIND $ids AS chunk_id
 MATCH (c:Chunk {id: chunk_id})
+WHERE $documents IS NULL OR c.document_id IN $documents
 RETURN c.id AS id, c.text AS text

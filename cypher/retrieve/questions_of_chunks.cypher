@@ -7,7 +7,7 @@ UNWIND $ids AS chunk_id
 MATCH (c:Chunk {id: chunk_id})
 OPTIONAL MATCH (d:Document {id: c.document_id})
 WITH c, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 MATCH (c)-[:HAS_QUESTION]->(q:AtomicQuestion)
 RETURN c.id AS chunk_id, q.id AS question_id, q.text AS text
 ORDER BY chunk_id, question_id

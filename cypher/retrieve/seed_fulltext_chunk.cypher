@@ -6,5 +6,5 @@
 {{fulltext_query: 'Chunk', 'chunk_text', $query, $k}}
 OPTIONAL MATCH (d:Document {id: node.document_id})
 WITH node, score, d
-WHERE coalesce(d.status, 'complete') = 'complete'
+WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Chunk' AS layer, node.id AS id, score, node.text AS text

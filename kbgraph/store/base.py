@@ -20,14 +20,16 @@ import numpy as np
 
 from kbgraph import cypher
 from kbgraph.errors import SchemaMismatch, StoreError
-from kbgraph.models import FULLTEXT_INDEXES, VECTOR_LABELS, FulltextHit, StoreStats, VectorHit
+from kbgraph.models import StoreStats
 
 from kbgraph.store.params import Row, fulltext_terms, map_vectors
+from kbgraph.store.scope import SCOPED, current_scope
 from kbgraph.store.schema import (
-    DOCUMENT_SCOPED_LABELS, INDEX_WAIT_SECONDS, SEED_FULLTEXT, SEED_LAYERS, schema_statements, snake,
+    DOCUMENT_SCOPED_LABELS, INDEX_WAIT_SECONDS, SEED_LAYERS, schema_statements, snake,
     vector_schema_label,
 )  # fmt: skip
 from kbgraph.store.transaction import Transaction, delete_orphan_tags
+from kbgraph.store.search import Searches
 from kbgraph.store.vectors import VectorDimensions, index_dimensions
 
 if TYPE_CHECKING:
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 
-class GraphStore(VectorDimensions, ABC):
+class GraphStore(Searches, VectorDimensions, ABC):
     """A graph database behind kbgraph.
 
     What a caller may need to know about a backend is asked of its class, before connecting
@@ -170,10 +172,17 @@ class GraphStore(VectorDimensions, ABC):
         (kbgraph.ingest.lock)."""
 
     # --- public API -------------------------------------------------------------------------
-    def run(self, name: str, params: Row | None = None) -> list[Row]:
-        """Run the named statement (auto-commit) and return its rows as dicts."""
+    def run(self, name: str, params: Row | None = None, *, predicate: str | None = None) -> list[Row]:
+        """Run the named statement (auto-commit) and return its rows as dicts. ``predicate``: a filter's
+        (kbgraph.filters.compile), put into the statement's ``{{predicate}}`` (``cypher.compose``; its parameters in
+        ``params``). A statement that declares ``$documents`` gets the caller's document scope as that parameter
+        (kbgraph.store.scope; None outside a scope) unless ``params`` gives it."""
         self.sent[name] += 1
-        return self._execute(cypher.load(name, self.dialect), params or {})
+        text = cypher.load(name, self.dialect) if predicate is None else cypher.compose(name, self.dialect, predicate)
+        if SCOPED in text:  # the statement reads only the documents of the caller's scope (kbgraph.store.scope)
+            scope = current_scope()
+            params = {"documents": None if scope is None else scope.document_ids, **(params or {})}
+        return self._execute(text, params or {})
 
     def run_pages(self, name: str, size: int) -> Iterator[Row]:
         """The rows of the named statement in pages of ``size``: it takes ``$after`` (the last row's ``id``, '' at
@@ -271,114 +280,6 @@ class GraphStore(VectorDimensions, ABC):
                     f"again to wait longer, or re-create the knowledge base with `kbgraph reset`"
                 )
             time.sleep(0.05)
-
-    def vector_search(self, label: str, embedding: Sequence[float], k: int) -> list[VectorHit]:
-        """Top-``k`` nodes of ``label`` by cosine similarity to ``embedding`` (``dimension`` floats).
-        Returns hits best first, score = cosine similarity. Only what complete documents hold, as in every
-        retrieval statement: a Document that is not 'complete' (still being written, or left 'writing' by a
-        killed run), and a section, chunk, atomic question or triple of one, are left out after the top ``k``
-        (so fewer than ``k`` may come back); entities always."""
-        if label not in VECTOR_LABELS:
-            raise ValueError(f"no vector index on {label!r}")
-        vec = self.check_vector(embedding, label)
-        rows = self.run("retrieve/vector_search", self._vector_params(label, vec, k))
-        hits = [
-            VectorHit(
-                id=r["id"], label=label, score=self._vector_similarity(r["score"]),
-                properties={key: v for key, v in (r["properties"] or {}).items() if v is not None},
-            )
-            for r in rows
-        ]  # fmt: skip
-        hits.sort(key=lambda h: h.score, reverse=True)
-        return hits
-
-    def seed_vectors(
-        self, embedding: Sequence[float], k: int, layer_embeddings: Mapping[str, Sequence[float]] | None = None
-    ) -> dict[str, list[VectorHit | FulltextHit]]:
-        """Vector top-``k`` on each vector index in one round trip (keys: the labels of VECTOR_LABELS; score =
-        cosine similarity). ``layer_embeddings``: the query vector of a layer searched with another one than
-        ``embedding`` (the static model's, setting ``static_layers``; not Chunk; the same vector for each:
-        :meth:`seed_params`). Each hit's properties hold
-        only {'text': its text/name/title/path}. Hits best first. Chunks of documents not complete (still or
-        left 'writing') are left out, after each index's top-k."""
-        out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
-        for r in self.run("retrieve/seed_vectors", self.seed_params(embedding, k, layer_embeddings)):
-            out[r["layer"]].append(VectorHit(
-                id=r["id"], label=r["layer"], score=self._vector_similarity(r["score"]), properties={"text": r["text"]}
-            ))  # fmt: skip
-        for hits in out.values():
-            hits.sort(key=lambda h: h.score, reverse=True)
-        return out
-
-    def seed_fulltext(self, text: str, k: int, labels: Sequence[str] = ("Chunk", "Entity")
-                      ) -> dict[str, list[VectorHit | FulltextHit]]:  # fmt: skip
-        """Full-text top-``k`` on Chunk.text and Entity.name (``labels``: 'Chunk', 'Entity' or both; keys
-        'Chunk.text', 'Entity.name'; raw engine score; properties {'text': ...}; best first); {} when ``text`` has
-        no words or ``k`` is 0. Chunks of documents not complete are left out. One statement per label
-        (``retrieve/seed_fulltext_chunk``, ``retrieve/seed_fulltext_entity``): the seeding asks for each label in a
-        read of its own, at once (kbgraph.query.seeding.seed_layers). Raises ValueError for another label."""
-        terms = fulltext_terms(text)
-        if not (terms and k):
-            return {}
-        params = {"query": self._fulltext_query(terms), "k": k}
-        out: dict[str, list[VectorHit | FulltextHit]] = {}
-        for label in labels:
-            if label not in SEED_FULLTEXT:
-                raise ValueError(f"no full-text seeds on {label!r}: use one of {sorted(SEED_FULLTEXT)}")
-            key, statement = SEED_FULLTEXT[label]
-            hits: list[VectorHit | FulltextHit] = [
-                FulltextHit(id=r["id"], label=r["layer"], score=float(r["score"]), properties={"text": r["text"] or ""})
-                for r in self.run(statement, params)
-            ]  # fmt: skip
-            hits.sort(key=lambda h: h.score, reverse=True)
-            out[key] = hits
-        return out
-
-    def chunk_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
-        """Exact cosine similarity between ``embedding`` (``dimension`` floats) and each Chunk of ``ids``
-        (computed in the database; no index involved). Returns {chunk id: cosine in [-1, 1]}; unknown ids,
-        chunks without an embedding and chunks of documents not complete are left out."""
-        return self._similarities("retrieve/chunk_similarity", ids, embedding, "Chunk")
-
-    def atomic_question_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
-        """Exact cosine similarity between ``embedding`` (``dimension`` floats) and the stored vector of each
-        AtomicQuestion of ``ids`` (the vector its index holds: with late chunking, the sentence's in-context
-        vector, not an embedding of its text alone). Returns {question id: cosine in [-1, 1]}; unknown ids,
-        questions without an embedding and those of documents not complete are left out."""
-        return self._similarities("retrieve/atomic_question_similarity", ids, embedding, "AtomicQuestion")
-
-    def vector_similarity(self, score: float) -> float:
-        """A score of this backend's vector functions (the vector indexes, ``retrieve/chunk_similarity`` and the
-        ``score`` column of score propagation's statements) as a cosine similarity in [-1, 1]."""
-        return self._vector_similarity(score)
-
-    def _similarities(self, statement: str, ids: Sequence[str], embedding: Sequence[float], label: str
-                      ) -> dict[str, float]:  # fmt: skip
-        """{id: cosine in [-1, 1]} of the rows (id, backend vector score) of ``statement`` over ``ids`` (of ``label``)."""
-        if not ids:
-            return {}
-        vec = self.check_vector(embedding, label)
-        rows = self.run(statement, {"ids": list(ids), "embedding": vec})
-        return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
-
-    def fulltext_search(self, label: str, text: str, k: int, prop: str | None = None) -> list[FulltextHit]:
-        """Top-``k`` nodes of ``label`` whose full-text-indexed property matches any word of ``text``.
-        User text is reduced to words first, so quotes, operators and brackets are harmless. A document that
-        is not 'complete' and its chunks are left out after the top ``k``."""
-        props = [p for lab, p in FULLTEXT_INDEXES if lab == label]
-        if not props:
-            raise ValueError(f"no full-text index on {label!r}")
-        terms = fulltext_terms(text)
-        if not terms:
-            return []
-        rows = self.run("retrieve/fulltext_search", self._fulltext_params(label, prop or props[0], terms, k))
-        return [
-            FulltextHit(
-                id=r["id"], label=label, score=float(r["score"]),
-                properties={key: v for key, v in (r["properties"] or {}).items() if v is not None},
-            )
-            for r in rows
-        ]  # fmt: skip
 
     def stats(self) -> StoreStats:
         """Node count per label and relationship count per type."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterator
+import contextvars
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -41,7 +42,8 @@ def gather(store: GraphStore, *calls: Callable[[], Any]) -> tuple[Any, ...]:
     finished). Calls must not gather themselves."""
     if not store.parallel_reads or len(calls) < 2:
         return tuple(call() for call in calls)
-    futures = [_GATHER.submit(call) for call in calls[1:]]
+    # each read in a copy of this context: the caller's document scope (kbgraph.store.scope) goes with it
+    futures = [_GATHER.submit(contextvars.copy_context().run, call) for call in calls[1:]]
     try:
         first = calls[0]()
     finally:

@@ -1,0 +1,162 @@
+"""The searches of a graph store (``GraphStore`` inherits :class:`Searches`): the vector and full-text top-k of a
+layer, the seeds of score propagation in one round trip, and exact similarities. Each is a statement of
+``cypher/retrieve/`` run through ``GraphStore.run``, so each reads only the documents of the caller's scope
+(kbgraph.store.scope) and, from an index that knows no scope, an over-fetched top cut back to its k."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kbgraph.models import FULLTEXT_INDEXES, VECTOR_LABELS, FulltextHit, VectorHit
+from kbgraph.store.params import Row, fulltext_terms
+from kbgraph.store.schema import SEED_FULLTEXT
+from kbgraph.store.scope import UNSCOPED_LABELS, current_scope, overfetch
+
+__all__ = ["Searches"]
+
+
+class Searches:
+    """The read-side searches of ``GraphStore`` (module docstring); the store gives :meth:`run`, the vector checks
+    and its dialect's parameters."""
+
+    if TYPE_CHECKING:  # given by GraphStore and VectorDimensions (no stub at run time shadows them)
+
+        def run(self, name: str, params: Row | None = None, *, predicate: str | None = None) -> list[Row]: ...
+
+        def check_vector(self, embedding: Sequence[float] | np.ndarray, label: str = "Chunk") -> np.ndarray: ...
+
+        def seed_params(self, embedding: Sequence[float] | np.ndarray, k: int,
+                        layer_embeddings: Mapping[str, Sequence[float] | np.ndarray] | None = None) -> Row: ...  # fmt: skip
+
+        def _vector_params(self, label: str, embedding: np.ndarray, k: int) -> Row: ...
+
+        def _vector_similarity(self, score: float) -> float: ...
+
+        def _fulltext_query(self, terms: list[str]) -> str: ...
+
+        def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row: ...
+
+    def vector_search(self, label: str, embedding: Sequence[float], k: int) -> list[VectorHit]:
+        """Top-``k`` nodes of ``label`` by cosine similarity to ``embedding`` (``dimension`` floats).
+        Returns hits best first, score = cosine similarity. Only what complete documents hold, as in every
+        retrieval statement: a Document that is not 'complete' (still being written, or left 'writing' by a
+        killed run), and a section, chunk, atomic question or triple of one, are left out after the top ``k``
+        (so fewer than ``k`` may come back); entities always. In a document scope (kbgraph.store.scope) only the
+        scope's nodes (and entities) come back, from the index's top ``overfetch(k, fraction)``."""
+        if label not in VECTOR_LABELS:
+            raise ValueError(f"no vector index on {label!r}")
+        vec = self.check_vector(embedding, label)
+        scope = current_scope()
+        wide = k if scope is None or label in UNSCOPED_LABELS else overfetch(k, scope.fraction)
+        rows = self.run("retrieve/vector_search", self._vector_params(label, vec, wide))
+        hits = [
+            VectorHit(
+                id=r["id"], label=label, score=self._vector_similarity(r["score"]),
+                properties={key: v for key, v in (r["properties"] or {}).items() if v is not None},
+            )
+            for r in rows
+        ]  # fmt: skip
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits[:k]
+
+    def seed_vectors(
+        self, embedding: Sequence[float], k: int, layer_embeddings: Mapping[str, Sequence[float]] | None = None,
+        *, scoped_k: int | None = None, exact: bool = False, layers: Sequence[str] = VECTOR_LABELS,
+    ) -> dict[str, list[VectorHit | FulltextHit]]:
+        """Vector top-``k`` on each vector index in one round trip (keys: the labels of VECTOR_LABELS; score =
+        cosine similarity). ``layer_embeddings``: the query vector of a layer searched with another one than
+        ``embedding`` (the static model's, setting ``static_layers``; not Chunk; the same vector for each:
+        :meth:`seed_params`). Each hit's properties hold
+        only {'text': its text/name/title/path}. Hits best first. Chunks of documents not complete (still or
+        left 'writing') are left out, after each index's top-k. In a document scope (kbgraph.store.scope): the
+        layers of documents keep the scope's nodes of their index's top ``scoped_k`` (default ``k``; the caller
+        over-fetches and cuts), or with ``exact`` the exact top ``k`` of the scope's nodes
+        (``retrieve/seed_vectors_within``, of ``layers`` only; outside a scope ``exact`` is ignored)."""
+        out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
+        params = {**self.seed_params(embedding, k, layer_embeddings), "scoped_k": scoped_k or k, "layers": list(layers)}
+        statement = "retrieve/seed_vectors_within" if exact and current_scope() is not None else "retrieve/seed_vectors"
+        for r in self.run(statement, params):
+            out[r["layer"]].append(VectorHit(
+                id=r["id"], label=r["layer"], score=self._vector_similarity(r["score"]), properties={"text": r["text"]}
+            ))  # fmt: skip
+        for hits in out.values():
+            hits.sort(key=lambda h: h.score, reverse=True)
+        return out
+
+    def seed_fulltext(self, text: str, k: int, labels: Sequence[str] = ("Chunk", "Entity")
+                      ) -> dict[str, list[VectorHit | FulltextHit]]:  # fmt: skip
+        """Full-text top-``k`` on Chunk.text and Entity.name (``labels``: 'Chunk', 'Entity' or both; keys
+        'Chunk.text', 'Entity.name'; raw engine score; properties {'text': ...}; best first); {} when ``text`` has
+        no words or ``k`` is 0. Chunks of documents not complete are left out. One statement per label
+        (``retrieve/seed_fulltext_chunk``, ``retrieve/seed_fulltext_entity``): the seeding asks for each label in a
+        read of its own, at once (kbgraph.query.seeding.seed_layers). Raises ValueError for another label."""
+        terms = fulltext_terms(text)
+        if not (terms and k):
+            return {}
+        scope = current_scope()
+        params = {"query": self._fulltext_query(terms), "k": k}
+        out: dict[str, list[VectorHit | FulltextHit]] = {}
+        for label in labels:
+            if label not in SEED_FULLTEXT:
+                raise ValueError(f"no full-text seeds on {label!r}: use one of {sorted(SEED_FULLTEXT)}")
+            key, statement = SEED_FULLTEXT[label]
+            hits: list[VectorHit | FulltextHit] = [
+                FulltextHit(id=r["id"], label=r["layer"], score=float(r["score"]), properties={"text": r["text"] or ""})
+                for r in self.run(statement, params if scope is None or label in UNSCOPED_LABELS
+                                  else {**params, "k": overfetch(k, scope.fraction)})
+            ]  # fmt: skip
+            hits.sort(key=lambda h: h.score, reverse=True)
+            out[key] = hits[:k]
+        return out
+
+    def chunk_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
+        """Exact cosine similarity between ``embedding`` (``dimension`` floats) and each Chunk of ``ids``
+        (computed in the database; no index involved). Returns {chunk id: cosine in [-1, 1]}; unknown ids,
+        chunks without an embedding and chunks of documents not complete are left out."""
+        return self._similarities("retrieve/chunk_similarity", ids, embedding, "Chunk")
+
+    def atomic_question_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
+        """Exact cosine similarity between ``embedding`` (``dimension`` floats) and the stored vector of each
+        AtomicQuestion of ``ids`` (the vector its index holds: with late chunking, the sentence's in-context
+        vector, not an embedding of its text alone). Returns {question id: cosine in [-1, 1]}; unknown ids,
+        questions without an embedding and those of documents not complete are left out."""
+        return self._similarities("retrieve/atomic_question_similarity", ids, embedding, "AtomicQuestion")
+
+    def vector_similarity(self, score: float) -> float:
+        """A score of this backend's vector functions (the vector indexes, ``retrieve/chunk_similarity`` and the
+        ``score`` column of score propagation's statements) as a cosine similarity in [-1, 1]."""
+        return self._vector_similarity(score)
+
+    def _similarities(self, statement: str, ids: Sequence[str], embedding: Sequence[float], label: str
+                      ) -> dict[str, float]:  # fmt: skip
+        """{id: cosine in [-1, 1]} of the rows (id, backend vector score) of ``statement`` over ``ids`` (of ``label``)."""
+        if not ids:
+            return {}
+        vec = self.check_vector(embedding, label)
+        rows = self.run(statement, {"ids": list(ids), "embedding": vec})
+        return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
+
+    def fulltext_search(self, label: str, text: str, k: int, prop: str | None = None) -> list[FulltextHit]:
+        """Top-``k`` nodes of ``label`` whose full-text-indexed property matches any word of ``text``.
+        User text is reduced to words first, so quotes, operators and brackets are harmless. A document that
+        is not 'complete' and its chunks are left out after the top ``k``. In a document scope
+        (kbgraph.store.scope) only the scope's nodes (and entities) come back, from an over-fetched top."""
+        props = [p for lab, p in FULLTEXT_INDEXES if lab == label]
+        if not props:
+            raise ValueError(f"no full-text index on {label!r}")
+        terms = fulltext_terms(text)
+        if not terms:
+            return []
+        scope = current_scope()
+        wide = k if scope is None or label in UNSCOPED_LABELS else overfetch(k, scope.fraction)
+        rows = self.run("retrieve/fulltext_search", self._fulltext_params(label, prop or props[0], terms, wide))[:k]
+        return [
+            FulltextHit(
+                id=r["id"], label=label, score=float(r["score"]),
+                properties={key: v for key, v in (r["properties"] or {}).items() if v is not None},
+            )
+            for r in rows
+        ]  # fmt: skip
