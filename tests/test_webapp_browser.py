@@ -5,10 +5,14 @@ server over a real store holding the NICS report, on both stores.
 Ask: the Kentucky question answered through the SSE stream, the Kentucky row cited, its passage opened with its PDF
 page as an image (loaded through a blob: URL) and its
 neighbours. Why: the evidence graph drawn by Cytoscape.js with question, chunk and document nodes (counted in the
-page), the score terms as bars. Documents: the list, an upload followed to its job's end and listed, then deleted.
+page), the score terms as bars. Explore: the Kentucky entity found by name and drawn, its chunk expanded from the
+panel (its document among the neighbours), the next page of neighbours behind the "N more" node, colours of the
+Browser style, the browse queries as views. Documents: the list, an upload followed to its job's end (each file's
+outcome) and listed, the ingestion runs with their counts, newest first, then the upload deleted.
 Every request the page makes goes to the server's own origin, no Content-Security-Policy violation, the assets
-total at most 1 MB. With API keys: the page asks for one; a read-only key sees no upload or delete and the API
-refuses a forced upload (403).
+total at most 1 MB. With API keys: the page asks for one; a read-only key (told by GET /v1/kb/{name}/rights) sees no upload or
+delete and the API refuses a forced upload (403); a key scoped to another knowledge base is told so and offered
+nothing.
 
 Screenshots of each page go to the test's tmp_path; set ``KBGRAPH_UI_SCREENSHOTS=docs/ui`` to keep them
 (docs/ui.md shows them). Without chromium or playwright the test skips, or FAILS when CI=true.
@@ -35,7 +39,7 @@ from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.query.methods import METHODS  # noqa: E402
 from kbgraph.serve.access import add_key  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
-from kbgraph.serve.webapp import CSP, assets  # noqa: E402
+from kbgraph.serve.webapp import CSP, assets, meta  # noqa: E402
 from kbgraph.settings import Settings  # noqa: E402
 from tests.backends import BACKENDS  # noqa: E402
 from tests.serve_fixture import QUESTION, build_kb, offline, running  # noqa: E402
@@ -239,6 +243,9 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
         accessible(page, "why")
         shoot(page, tmp_path, "why", backend)
 
+        # --- Explore: the Kentucky entity found by name, drawn, expanded; a view
+        explore(page, tmp_path, backend)
+
         # --- Documents: listed; an upload followed to the end of its job, listed, then deleted
         page.get_by_role("link", name="Documents").click()
         rows = page.locator("#docs-body tr")
@@ -248,7 +255,15 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
         page.locator("#files").set_input_files(str(note))
         page.get_by_role("button", name="Upload and ingest").click()
         expect(page.locator("#jobs .job.done")).to_contain_text("1 added")
+        expect(page.locator("#jobs .job.done .files li")).to_have_text(f"{NOTE_NAME}: ingested (1 chunk)")
         expect(rows).to_have_count(2)
+        # the ingestion runs, newest first: the upload's, then the sample's
+        runs = page.locator("#runs-body tr.run")
+        expect(runs).to_have_count(2)
+        expect(runs.first.locator("td.added")).to_have_text("1")
+        expect(runs.first.locator(".pill")).to_have_text("completed")
+        expect(runs.nth(1).locator("td.added")).to_have_text("1")
+        assert int(runs.nth(1).locator("td.chunks").inner_text()) > 1
         ferry = rows.filter(has_text="Ferry timetable")
         expect(ferry.locator(".pill")).to_have_text("complete")
         expect(ferry.locator("td.source")).to_contain_text(NOTE_NAME)
@@ -275,6 +290,54 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
         assert served_total <= MAX_ASSET_BYTES
 
 
+def explore(page: Page, tmp_path: Path, backend: str) -> None:
+    """The Explore page on the NICS report: find Kentucky, draw it, expand its chunk, page on, show views."""
+    page.get_by_role("link", name="Explore").click()
+    page.locator("#find").fill("Kentucky")
+    page.locator("#find").press("Enter")
+    hit = page.locator("#hits .hit", has_text="Kentucky").first
+    expect(hit).to_contain_text("Entity")
+    hit.click()
+    page.wait_for_function("() => window.kbgraph.explore && window.kbgraph.explore.nodes('[label = \"Chunk\"]').length > 0")
+    nodes = "window.kbgraph.explore.nodes().map(n => n.data('label'))"
+    assert page.evaluate(nodes).count("Entity") >= 1
+    expect(page.locator("#explore-detail h3")).to_have_text("Entity")
+    expect(page.locator("#explore-detail .caption")).to_have_text("Kentucky")
+    # one palette: the Browser style's colour of each label, as on the Why page
+    colours = page.evaluate("Object.fromEntries(window.kbgraph.explore.nodes().map(n => [n.data('label'), n.data('color')]))")
+    style = meta()["style"]
+    assert colours["Entity"] == style["Entity"]["color"] and colours["Chunk"] == style["Chunk"]["color"], colours
+    # the chunk expanded from the panel's list of neighbours (the keyboard's way): its document comes
+    page.locator("#explore-detail .neighbours button", has_text="Chunk").first.click()
+    expect(page.locator("#explore-detail h3")).to_have_text("Chunk")
+    page.wait_for_function("() => window.kbgraph.explore.nodes('[label = \"Document\"]').length === 1")
+    expect(page.locator("#explore-detail dt", has_text="text")).to_be_visible()
+    # the chunk has more neighbours than a page: the rest behind its "N more" node, a page per tap
+    more = page.locator("#explore-detail #expand-button")
+    expect(more).to_contain_text("more of")
+    before = page.evaluate("window.kbgraph.explore.nodes().length")
+    page.evaluate("window.kbgraph.explore.nodes('[label = \"More\"]')[0].emit('tap')")
+    page.wait_for_function(f"() => window.kbgraph.explore.nodes().length > {before}")
+    expect(page.locator("#explore-status")).to_contain_text("neighbours, 24 shown")
+    page.wait_for_timeout(300)
+    accessible(page, "explore")
+    shoot(page, tmp_path, "explore", backend)
+    # the browse queries as views: the document's layers, then the top entities
+    page.locator("#view").select_option("document")
+    page.get_by_role("button", name="Show", exact=True).click()
+    expect(page.locator("#explore-status")).to_contain_text("a document's three layers")
+    labels = page.evaluate(nodes)
+    assert labels.count("Document") == 1 and labels.count("Chunk") >= 2, labels
+    edges = page.evaluate("window.kbgraph.explore.edges().map(e => e.data('type'))")
+    assert edges.count("HAS_CHUNK") == labels.count("Chunk"), edges
+    page.locator("#view").select_option("top_entities")
+    page.locator("#view-limit").fill("5")
+    page.get_by_role("button", name="Show", exact=True).click()
+    expect(page.locator("#explore-status")).to_contain_text("5 nodes")
+    assert set(page.evaluate(nodes)) == {"Entity"}
+    accessible(page, "explore-view")
+
+
 def _readonly_upload(page: Page, kb: str) -> int:
     """The status of an upload forced from the page with its read-only key (no control for it is shown)."""
     status: int = page.evaluate("""async (kb) => {
@@ -292,6 +355,7 @@ def test_keys(falkor_kb: Settings, browser: Browser, tmp_path: Path) -> None:
     keys = tmp_path / "keys.toml"
     reader, _ = add_key(keys, kbs=[falkor_kb.name], rights=["read"], name="reader")
     writer, _ = add_key(keys, kbs=[falkor_kb.name], rights=["read", "write"], name="writer")
+    stranger, _ = add_key(keys, kbs=["other-kb"], rights=["read", "write"], name="stranger")
     settings = falkor_kb.updated({"api_keys_file": keys})
     with running(create_app(settings)) as url, opened(browser, url, tmp_path) as (page, requests, errors):
         with urllib.request.urlopen(url + "/ui/meta.json") as r:  # the app's files need no key
@@ -317,8 +381,13 @@ def test_keys(falkor_kb: Settings, browser: Browser, tmp_path: Path) -> None:
         expect(page.locator("#readonly-note")).to_be_visible()
         expect(page.locator("#upload-form")).to_be_hidden()
         expect(page.locator("#docs-body button")).to_have_count(0)
+        expect(page.locator("#runs-body tr.run").last.locator(".pill")).to_have_text("completed")  # runs are read
         accessible(page, "documents-readonly")
         shoot(page, tmp_path, "documents-readonly", "falkordb")
+        # the rights came from GET .../rights: no ingest was tried to learn them
+        assert page.evaluate("window.kbgraph.app.rights") == {"read": True, "write": False}
+        assert any(r.endswith(f"/v1/kb/{falkor_kb.name}/rights") for r in requests)
+        assert not [r for r in requests if r.endswith("/ingest")], requests
         assert _readonly_upload(page, falkor_kb.name) == 403
         assert page.evaluate("sessionStorage.getItem('kbgraph.key')") == reader
         # the reader may ask
@@ -334,6 +403,19 @@ def test_keys(falkor_kb: Settings, browser: Browser, tmp_path: Path) -> None:
         page.get_by_role("link", name="Documents").click()
         expect(page.locator("#upload-form")).to_be_visible()
         expect(page.locator("#docs-body button", has_text="Delete")).to_have_count(1)
+
+        # a key of another knowledge base: told so, offered nothing (the API's 403 for every read)
+        page.get_by_role("button", name="Forget key").click()
+        page.locator("#key-input").fill(stranger)
+        page.locator("#key-input").press("Enter")
+        expect(page.locator("#notice")).to_contain_text(f"may not use the knowledge base {falkor_kb.name}")
+        expect(page.locator("#upload-form")).to_be_hidden()
+        expect(page.locator("#docs-body button")).to_have_count(0)
+        assert page.evaluate("window.kbgraph.app.rights") == {"read": False, "write": False}
+        page.get_by_role("link", name="Explore").click()
+        page.locator("#find").fill("Kentucky")
+        page.locator("#find").press("Enter")
+        expect(page.locator("#explore-status")).to_contain_text("other-kb")  # the 403's detail names its scope
         same_origin(requests, url)
         assert page.evaluate("window.__csp") == []
         unexpected = [e for e in errors if "401" not in e and "403" not in e and "422" not in e]

@@ -1,8 +1,9 @@
 // A node and one page of its neighbours (the web app's Explore, kbgraph.serve.explore). $id: the node's id, looked
 // up on each label's id index (one OPTIONAL MATCH per label kbgraph writes: a lookup without a label would scan
 // every node). $skip, $limit: the page of neighbours, ordered by relationship type, label and id. One row: the
-// node, its label, `total` (its neighbours shown, every page) and `neighbours` (the page: the relationship's type,
-// the id of its start node, the neighbour's label and the neighbour); no row for an unknown id. Only what complete
+// node, its label, its `document` (the Document its document_id names, if any: a chunk under sections is two hops
+// from it), `total` (its neighbours shown, every page) and `neighbours` (the page: the relationship's type, the id
+// of its start node, the neighbour's label and the neighbour); no row for an unknown id. Only what complete
 // documents hold: a node of a document that is not complete is not found, and such nodes are not neighbours.
 // A hub's neighbours are all sorted to count them and cut the page (an entity of 10^5 mentions: one sort).
 OPTIONAL MATCH (a:Document {id: $id})
@@ -22,11 +23,11 @@ OPTIONAL MATCH (nd:Document {id: n.document_id})
 WITH n, nd
 WHERE CASE WHEN n:Document THEN n.status = 'complete' ELSE coalesce(nd.status, 'complete') = 'complete' END
 OPTIONAL MATCH (n)-[r]-(m)
-WITH n, r, m
+WITH n, nd, r, m
 OPTIONAL MATCH (md:Document {id: m.document_id})
-WITH n, r, m,
+WITH n, nd, r, m,
      CASE WHEN m IS NULL THEN false WHEN m:Document THEN m.status = 'complete'
           ELSE coalesce(md.status, 'complete') = 'complete' END AS shown
 ORDER BY type(r), labels(m)[0], m.id
-WITH n, collect(CASE WHEN shown THEN {type: type(r), source: startNode(r).id, label: labels(m)[0], node: m} END) AS found
-RETURN n AS node, labels(n)[0] AS label, size(found) AS total, found[$skip..($skip + $limit)] AS neighbours
+WITH n, nd, collect(CASE WHEN shown THEN {type: type(r), source: startNode(r).id, label: labels(m)[0], node: m} END) AS found
+RETURN n AS node, labels(n)[0] AS label, nd AS document, size(found) AS total, found[$skip..($skip + $limit)] AS neighbours

@@ -1,5 +1,5 @@
 // The ingestion runs, newest first (the web app's Documents page, kbgraph.serve.explore): when each started and
-// finished, its status (running, completed, failed, interrupted), what it did to documents (added, updated,
+// finished, its status (running; completed; failed: some file failed; interrupted), what it did to documents (added, updated,
 // unchanged, deleted, failed), its chunks and seconds, the paths it was given and one line per failed file
 // (`errors`, "path: reason"). $skip, $limit: the page.
 MATCH (r:IngestionRun)

@@ -90,8 +90,9 @@ def find_entities(kb: KnowledgeBase, text: str, limit: int) -> list[GraphNode]:
 
 def node_page(kb: KnowledgeBase, name: str, node_id: str, skip: int, limit: int) -> Expansion | None:
     """The node ``node_id`` and its neighbours ``skip`` .. ``skip + limit`` (browse/neighbours: by relationship
-    type, label and id), or None when there is no such node (or it belongs to a document that is not
-    complete)."""
+    type, label and id), with the document its ``document_id`` names joined by ``IN`` on every page when no
+    relationship of the page joins it (not counted in ``total``); None when there is no such node (or it belongs
+    to a document that is not complete)."""
     rows = kb.store.run("browse/neighbours", {"id": node_id, "skip": skip, "limit": limit})
     if not rows:
         return None
@@ -104,6 +105,10 @@ def node_page(kb: KnowledgeBase, name: str, node_id: str, skip: int, limit: int)
         seen.setdefault(other.id, other)
         source, target = (node.id, other.id) if item["source"] == node.id else (other.id, node.id)
         edges.append(GraphEdge(source=source, target=target, type=str(item["type"])))
+    document = graph_node("Document", row["document"]) if row.get("document") else None
+    if document is not None and document.id not in seen:
+        seen[document.id] = document
+        edges.append(GraphEdge(source=node.id, target=document.id, type="IN"))
     total = int(row["total"])
     return Expansion(kb=name, node=node, neighbours=list(seen.values()), edges=edges, total=total, skip=skip,
                      limit=limit, more=max(0, total - skip - len(row["neighbours"] or [])))  # fmt: skip

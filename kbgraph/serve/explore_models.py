@@ -47,7 +47,8 @@ class ExploreGraph(BaseModel):
 class Expansion(BaseModel):
     """A node with one page of its neighbours: ``neighbours`` (each once) and the ``edges`` that join them to
     ``node``, ``total`` neighbours in all (relationships: a neighbour joined twice counts twice), the page's
-    ``skip`` and ``limit``, and ``more``: those after this page (ask again with ``skip`` + ``limit``)."""
+    ``skip`` and ``limit``, and ``more``: those after this page (ask again with ``skip`` + ``limit``). The
+    document of a node that has a ``document_id`` comes with every page, joined by ``IN``, uncounted."""
 
     kb: str
     node: GraphNode

@@ -117,7 +117,7 @@ function jobLine(job, files) {
   if (outcomes.length) {
     item.append(el("ul", { class: "files", "aria-label": "Each file" }, outcomes.map((f) => el("li",
       { class: `file ${f.outcome}` }, `${f.path.split("/").pop()}: ${f.outcome}`
-        + `${f.chunks ? ` (${f.chunks} chunks)` : ""}${f.reason ? ` — ${f.reason}` : ""}`))));
+        + `${f.chunks ? ` (${f.chunks} chunk${f.chunks === 1 ? "" : "s"})` : ""}${f.reason ? ` — ${f.reason}` : ""}`))));
   } else if (job.status === "queued" || job.status === "running") {
     item.append(el("ul", { class: "files", "aria-label": "Each file" },
       files.map((name) => el("li", { class: "file waiting" }, `${name}: ${job.status === "queued" ? "waiting" : "in this run"}`))));

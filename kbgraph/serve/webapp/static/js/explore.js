@@ -150,7 +150,7 @@ export async function expand(id) {
   }
   legend();
   status(`${known.get(id).caption}: ${page.total} neighbour${page.total === 1 ? "" : "s"}, `
-    + `${Math.min(page.total, page.skip + page.neighbours.length)} shown${page.more ? `, ${page.more} more` : ""}.`);
+    + `${page.total - page.more} shown${page.more ? `, ${page.more} more` : ""}.`);
   cy.animate({ fit: { eles: cy.elements(), padding: 30 } }, { duration: 150 });
   if (selected === id) showPanel(id);
 }
@@ -239,8 +239,7 @@ async function find(text) {
     if (!all.length) list.append(el("li", { class: "empty" }, "Nothing of that name."));
     for (const node of all) list.append(hitButton(node));
     status(`${hits.entities.length} entit${hits.entities.length === 1 ? "y" : "ies"} and ${hits.documents.length} `
-      + `document${hits.documents.length === 1 ? "" : "s"} found.`);
-    if (all.length === 1) await open(all[0]);
+      + `document${hits.documents.length === 1 ? "" : "s"} found: choose one to draw it.`);
   } catch (err) {
     status(`The search failed: ${err.message}`);
   }
