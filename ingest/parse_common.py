@@ -6,9 +6,10 @@ parser imports the module that imports it."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal, Required, TypedDict
 
@@ -110,18 +111,19 @@ def register_dispatch(parse_bytes: ParseBytes, skip_reason: SkipReason) -> None:
 
 def dispatch() -> tuple[ParseBytes, SkipReason]:
     """kbgraph.ingest.parse's ``parse_bytes`` and ``skip_reason`` (a parser runs only under ``parse_bytes``, so
-    they are registered by then). That ``parse_bytes`` reads a file within a file: what it says about itself is not
-    recorded (``describe``)."""
+    they are registered by then). A file within a file is parsed under ``within_file``."""
     if not _DISPATCH:
         raise RuntimeError("kbgraph.ingest.parse is not imported: it dispatches the files to their parsers")
-    parse_bytes, skip_reason = _DISPATCH[0]
+    return _DISPATCH[0]
 
-    def inner(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawElement]]:
-        properties, front_matter = FILE_PROPERTIES.set(None), FRONT_MATTER.set(None)
-        try:
-            return parse_bytes(data, ext, name)
-        finally:
-            FRONT_MATTER.reset(front_matter)
-            FILE_PROPERTIES.reset(properties)
 
-    return inner, skip_reason
+@contextlib.contextmanager
+def within_file() -> Iterator[None]:
+    """While a file within the file being parsed (an e-mail's attachment) is parsed: what it says about itself is
+    not recorded (``describe``): the attachment's author is not the e-mail's."""
+    properties, front_matter = FILE_PROPERTIES.set(None), FRONT_MATTER.set(None)
+    try:
+        yield
+    finally:
+        FRONT_MATTER.reset(front_matter)
+        FILE_PROPERTIES.reset(properties)

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.decode import decode_text
-from kbgraph.ingest.parse_common import MIME_TYPES, UNKNOWN_ERROR, RawElement, dispatch, warn
+from kbgraph.ingest.parse_common import MIME_TYPES, UNKNOWN_ERROR, RawElement, dispatch, warn, within_file
 from kbgraph.text import one_line
 from kbgraph.ingest.ocr import OCR_IMAGES
 from kbgraph.ingest.parse_unstructured import from_unstructured, quiet_unstructured
@@ -89,10 +89,11 @@ def _attachment(data: bytes | None, filename: str, ctype: str, depth: int) -> li
         warn(f"{label} skipped: empty")
         return []
     try:
-        if ext in (".eml", ".msg"):
-            title, raw = (parse_eml if ext == ".eml" else parse_msg)(data, filename, depth=depth + 1)
-        else:
-            title, raw = parse_bytes(data, ext, filename)
+        with within_file():  # the attachment's properties are not the e-mail's (kbgraph.ingest.metadata)
+            if ext in (".eml", ".msg"):
+                title, raw = (parse_eml if ext == ".eml" else parse_msg)(data, filename, depth=depth + 1)
+            else:
+                title, raw = parse_bytes(data, ext, filename)
     except IngestError as exc:
         warn(f"{label} skipped: {one_line(exc, 160, empty=UNKNOWN_ERROR)}")
         return []
