@@ -88,13 +88,14 @@ function addEdge(edge) {
   cy.add({ group: "edges", data: { id, source: edge.source, target: edge.target, type: edge.type } });
 }
 
-/** New neighbours on a ring around their node (a stable place, unlike a layout of the whole graph). */
-function radius(count) {
-  return 110 + count * 9;
+/** The ring of an expansion's `round`-th page of `count` new nodes: each page one ring further out. */
+function radius(count, round = 0) {
+  return 110 + count * 9 + round * 85;
 }
 
-function ring(center, count, turn) {
-  const r = radius(count);
+/** New neighbours on a ring around their node (a stable place, unlike a layout of the whole graph). */
+function ring(center, count, turn, round) {
+  const r = radius(count, round);
   return (i) => {
     const angle = turn + (2 * Math.PI * i) / Math.max(count, 1);
     return { x: center.x + r * Math.cos(angle), y: center.y + r * Math.sin(angle) };
@@ -136,7 +137,9 @@ export async function expand(id) {
   known.set(id, page.node);
   const center = cy.getElementById(id).position();
   const fresh = page.neighbours.filter((n) => cy.getElementById(n.id).empty());
-  const place = ring(center, fresh.length, (expanded.size % 6) * 0.5);
+  const round = Math.floor(state.next / PAGE);
+  const place = ring(center, fresh.length, (expanded.size % 6) * 0.5 + round * (Math.PI / Math.max(fresh.length, 1)),
+    round);
   fresh.forEach((n, i) => addNode(n, place(i)));
   page.neighbours.forEach((n) => known.set(n.id, n));
   page.edges.forEach(addEdge);
@@ -145,7 +148,7 @@ export async function expand(id) {
   if (page.more > 0) {
     cy.add({ group: "nodes", data: { id: moreId(id), label: MORE, of: id, caption: `${page.more} more`,
       color: "#ffffff", border: "#4f586a", size: 22 },
-      position: { x: center.x, y: center.y - (fresh.length ? radius(fresh.length) + 45 : 70) } });
+      position: { x: center.x, y: center.y - (fresh.length ? radius(fresh.length, round) + 45 : 70) } });
     cy.add({ group: "edges", data: { id: `${moreId(id)}-e`, source: id, target: moreId(id), type: "more" } });
   }
   legend();
@@ -207,7 +210,8 @@ function showPanel(id) {
   box.append(actions);
   const props = el("dl", { class: "props" });
   for (const [key, v] of Object.entries(node.properties || {})) {
-    props.append(el("dt", {}, key), el("dd", { class: key === "text" ? "long" : "" }, value(v)));
+    const long = key === "text"; // scrolls: focusable, so the keyboard reaches all of it
+    props.append(el("dt", {}, key), el("dd", long ? { class: "long", tabindex: "0" } : {}, value(v)));
   }
   box.append(props);
   if (state) box.append(el("h4", {}, "Neighbours"), neighbourList(id));
