@@ -30,7 +30,7 @@ from kbgraph.store import GraphStore
 if TYPE_CHECKING:
     from kbgraph.query.propagation import LearnedPool
 
-__all__ = ["blend_order", "blend_scores", "head_of", "standardised"]
+__all__ = ["blend_order", "blend_scores", "head_of", "head_rows", "standardised"]
 
 
 def standardised(scores: np.ndarray) -> np.ndarray:
@@ -52,6 +52,22 @@ def head_of(scores: np.ndarray, k: int) -> list[int]:
     return list(range(n)) if k <= 0 or k >= n else sorted(np.argsort(-scores, kind="stable")[:k].tolist())
 
 
+def head_rows(store: GraphStore, question: str, pool: LearnedPool,
+              size: int) -> tuple[np.ndarray, list[int], np.ndarray]:  # fmt: skip
+    """The blend's head of ``pool`` and what its gbm scores: (the shipped learned model's score of every candidate,
+    float64 (n,); the head, the positions of its best ``size`` in pool order (:func:`head_of`); the gbm feature rows
+    of the head, float64 (len(head), len(GBM_FEATURES)), their linear columns those of the whole pool). Query time
+    (:func:`blend_order`) and training (kbgraph.eval.rank_train_blend) read the head through this one function. At
+    most one statement (the head's texts not seen before). Raises ConfigError when the shipped learned model is
+    missing."""
+    base = feature_rows(question, pool.candidates)  # the linear features, the first columns of the gbm's rows
+    raw_learned = score_rows(load_model(None), base)
+    head = head_of(raw_learned, size)
+    part = type(pool)(ids=[pool.ids[i] for i in head], candidates=[pool.candidates[i] for i in head],
+                      read_texts=pool.read_texts)  # fmt: skip
+    return raw_learned, head, gbm_rows(store, question, part, base[head])
+
+
 def blend_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
                 explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
     """The blend ranker over ``pool``: (its top ``k`` chunk ids, {chunk id: score}, {chunk id: the terms of its
@@ -63,13 +79,9 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
     ``load_gbm_model`` when a shipped model file is missing."""
     weight, size = settings.retrieval.ranker_blend_weight, settings.retrieval.ranker_blend_k
     ids = pool.ids
-    base = feature_rows(question, pool.candidates)  # the linear features, the first columns of the gbm's rows
-    raw_learned = score_rows(load_model(None), base)
+    raw_learned, head, rows = head_rows(store, question, pool, size)
     n = len(ids)
-    head = head_of(raw_learned, size)
-    part = type(pool)(ids=[ids[i] for i in head], candidates=[pool.candidates[i] for i in head],
-                      read_texts=pool.read_texts)  # fmt: skip
-    raw_gbm = load_gbm_model(default_blend_path()).score(gbm_rows(store, question, part, base[head]))
+    raw_gbm = load_gbm_model(default_blend_path()).score(rows)
     learned, gbm = standardised(raw_learned[head]), standardised(raw_gbm)
     scores = np.empty(n)
     scores[head] = learned + weight * gbm

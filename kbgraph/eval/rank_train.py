@@ -52,26 +52,53 @@ class LabelledPool:
 
 def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None = None,
                   log: Callable[[str], None] | None = None,
-                  rows: Callable[[str, LearnedPool], np.ndarray] | None = None) -> list[LabelledPool]:  # fmt: skip
-    """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested):
-    the query-time pool of the learned ranker with ``ranker_pool`` = ``pool`` and ``kb``'s other settings
-    (BM25 additions with ``ranker_bm25_k``). Questions without gold passages are left out. ``rows`` (question,
-    pool) -> feature rows: the gbm ranker's (kbgraph.eval.rank_train_gbm); default the linear ranker's."""
+                  rows: Callable[[str, LearnedPool], np.ndarray] | None = None,
+                  select: Callable[[str, LearnedPool], tuple[list[int], np.ndarray]] | None = None,
+                  ) -> list[LabelledPool]:  # fmt: skip
+    """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested).
+
+    Args:
+        kb: the knowledge base of ``ds``'s corpus (kbgraph.eval.target ``EvalTarget``: store, settings, embedder).
+        ds: the data set; questions without ``gold_passage_ids`` are left out.
+        pool: ``ranker_pool``: the query-time pool of the learned ranker is built with it and ``kb``'s other
+            settings (BM25 additions with ``ranker_bm25_k``).
+        limit: only the first ``limit`` questions (with gold passages).
+        log: called with a progress line every 100 questions.
+        rows: (question, pool) -> float64 feature rows (n, features) of the pool: the gbm ranker's
+            (kbgraph.eval.rank_train_gbm); default the linear ranker's (``feature_rows``).
+        select: (question, pool) -> (the positions of the pool to keep, in pool order; their feature rows):
+            the blend ranker's head (kbgraph.eval.rank_train_blend), instead of ``rows``. Default: the whole pool.
+
+    Returns:
+        One :class:`LabelledPool` per question, in the data set's order (empty rows when its pool is empty).
+    """
     settings = kb.settings.updated({"ranker": "learned", "ranker_pool": pool})
     out = []
     questions = [q for q in ds.questions if q.gold_passage_ids][:limit]
     for i, q in enumerate(questions):
         qvec = kb.embedder.embed([q.question])[0].tolist()
         seeds = seed_layers(kb.store, settings, q.question, qvec)
-        view = shared_adjacency(kb.store, settings, seeds.generation)  # as propagate looks it up
+        # the adjacency as propagate reads it once built (built here, before the first question: a question asked
+        # while it builds reads the store, whose similarities differ in the last bits, and the pools would vary)
+        view = shared_adjacency(kb.store, settings, seeds.generation, wait=True)
         terms, scores, ranked, similarity = score_terms(kb.store, settings, seeds, k=pool, view=view)
         found = learned_pool(kb.store, settings, seeds, ranked, terms, scores, pool, similarity) if ranked else None
+        selected = None
+        if found and select is not None:
+            kept, selected = select(q.question, found)
+            found = type(found)(ids=[found.ids[i] for i in kept], candidates=[found.candidates[i] for i in kept],
+                                read_texts=found.read_texts)  # fmt: skip
         ids, cands = (found.ids, found.candidates) if found else ([], [])
         details = view.details(ids) if view is not None else chunk_details(kb.store, ids)  # the same rows
         uris = {cid: row.get("document_uri") or "" for cid, row in details.items()}
         passages = [passage_id(uris[c]) if uris.get(c) else "" for c in ids]
         gold = set(q.gold_passage_ids)
-        found_rows = rows(q.question, found) if rows is not None and found else feature_rows(q.question, cands)
+        if selected is not None:
+            found_rows = selected
+        elif rows is not None and found:
+            found_rows = rows(q.question, found)
+        else:
+            found_rows = feature_rows(q.question, cands)
         out.append(LabelledPool(rows=found_rows,
                                 labels=np.array([1 if p in gold else 0 for p in passages]),
                                 passages=passages, gold=list(q.gold_passage_ids)))  # fmt: skip
