@@ -1,6 +1,6 @@
 """A local Neo4j 5 of a benchmark's own (kbgraph.neo4j_local, the Community server from Maven Central), beside
 any other on the machine: its own folder, ports and password. Imported by the benchmark scripts of this folder
-(run as ``python benchmarks/<name>.py``, which puts this folder first on ``sys.path``)."""
+(run as ``python -m benchmarks.<name>`` from the repository root)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ``word/document.xml`` is 12 MB, one paragraph and 2,000,000 empty ``<w:p/>``), with the parse bounds
 (kbgraph.ingest.bounds) on and off.
 
-    .venv/bin/python benchmarks/bomb_rss.py [--paragraphs 2000000] [--modes on,off] [--set NAME=VALUE ...]
+    .venv/bin/python -m benchmarks.bomb_rss [--paragraphs 2000000] [--modes on,off] [--set NAME=VALUE ...]
         [--timeout 900]
 
 Each mode runs in a fresh Python process. It imports the ingest stage, parses a small heading-less .docx first (so
@@ -24,11 +24,12 @@ import io
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 import zipfile
 from pathlib import Path
+
+from benchmarks.common import REPO, rerun
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 TYPES = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
@@ -113,7 +114,7 @@ def main() -> None:
                 env.update({f"KBGRAPH_{name.upper()}": "0" for name in BOUNDS})
             elif mode != "on":
                 raise SystemExit(f"unknown mode {mode!r}: on or off")
-            proc = subprocess.run([sys.executable, __file__, "--child", str(path), str(warm)], env=env,
+            proc = subprocess.run([*rerun(__file__), "--child", str(path), str(warm)], env=env, cwd=REPO,
                                   capture_output=True, text=True, timeout=args.timeout, check=False)  # fmt: skip
             if proc.returncode:
                 raise SystemExit(f"mode {mode} failed ({proc.returncode}): {proc.stderr[-2000:]}")

@@ -5,7 +5,7 @@ stopped) and warm (server up), alternating, in one invocation. A third row, "com
 with ``KnowledgeBase._open_beside`` switched off in that process: the store opened first, then the models
 loaded, as before the two overlapped.
 
-    .venv/bin/python benchmarks/cold_start.py [--home DIR] [--repeats 3] [--question "..."]
+    .venv/bin/python -m benchmarks.cold_start [--home DIR] [--repeats 3] [--question "..."]
 
 The examples knowledge base is built once under ``--home`` (default ~/.kbgraph-bench/cold-start, name
 ``cold-docs``) from examples/docs with compaction off, and its data folder copied to ``<home>/logged`` before
@@ -28,17 +28,15 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.layer_rss import rewrite_aof
+from benchmarks.store_bytes import Server, copy_store
+from benchmarks.common import DEFAULT_HOME, REPO
 
-from layer_rss import rewrite_aof  # noqa: E402
-from store_bytes import Server, copy_store  # noqa: E402
+from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
+from kbgraph.store import falkor_server
+from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
-from kbgraph.kb import KnowledgeBase  # noqa: E402
-from kbgraph.settings import Settings  # noqa: E402
-from kbgraph.store import falkor_server  # noqa: E402
-from kbgraph.store.falkor_server import EmbeddedFalkorDB  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
 NAME = "cold-docs"
 QUESTION = "How many handgun checks were there in Kentucky in November 2015?"
 
@@ -100,7 +98,7 @@ def fresh_logged(home: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--home", type=Path, default=Path.home() / ".kbgraph-bench" / "cold-start")
+    ap.add_argument("--home", type=Path, default=DEFAULT_HOME / "cold-start")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--question", default=QUESTION)
     args = ap.parse_args()

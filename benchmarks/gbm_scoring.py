@@ -3,7 +3,7 @@
 candidates' texts the corpus passages of examples/multihop (a chunk's text = its passage's; the pools' chunks are
 one per passage but for a few long passages, close enough for timing).
 
-    nice -n 19 .venv/bin/python benchmarks/gbm_scoring.py --pools /work/recall-home/pools \
+    nice -n 19 .venv/bin/python -m benchmarks.gbm_scoring --pools /work/recall-home/pools \
         [--sets 2wiki,musique,hotpotqa] [--questions 100] [--repeat 5]
 
 Per question, the median over questions of the least of ``--repeat`` runs, in ms of process CPU time:
@@ -26,7 +26,6 @@ import gc
 import json
 import pickle
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,17 +33,15 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # ranker_features.QuestionPool, for the pickles
+from kbgraph.query import ranking_gbm
+from kbgraph.query.propagation import LearnedPool
+from kbgraph.query.ranking import Candidate, feature_rows
+from kbgraph.query.ranking_lists import facts_rows, text_facts
+from kbgraph.query.rankers import learned_order
+from kbgraph.settings import Settings
 
-from kbgraph.query import ranking_gbm  # noqa: E402
-from kbgraph.query.propagation import LearnedPool  # noqa: E402
-from kbgraph.query.ranking import Candidate, feature_rows  # noqa: E402
-from kbgraph.query.ranking_lists import facts_rows, text_facts  # noqa: E402
-from kbgraph.query.rankers import learned_order  # noqa: E402
-from kbgraph.settings import Settings  # noqa: E402
+from benchmarks.common import corpus_path
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-CORPUS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100"}
 
 
 class TextStore:
@@ -64,7 +61,7 @@ def load(name: str, pools: Path, questions: int) -> tuple[list[tuple[str, Learne
     with open(pools / f"{name}.pkl", "rb") as f:
         graph, qpools = pickle.load(f)
     passage_text = {}
-    with open(MULTIHOP / f"{CORPUS[name]}.corpus.jsonl", encoding="utf-8") as f:
+    with open(corpus_path(name), encoding="utf-8") as f:
         for line in f:
             row = json.loads(line)
             passage_text[row["id"]] = row["text"]

@@ -2,7 +2,7 @@
 knowledge base, per store. Issue 15's goals (2 cores): 3,301 2Wiki passages <= 180 s end to end and <= 2.5x the
 time the same run's chunks take to embed alone; graph writes <= 15 % of the total; peak RSS <= 1.5 GB.
 
-    .venv/bin/python benchmarks/ingest.py [--corpus 2wiki|musique|hotpotqa|docs] [--stores falkordb,neo4j]
+    .venv/bin/python -m benchmarks.ingest [--corpus 2wiki|musique|hotpotqa|docs] [--stores falkordb,neo4j]
         [--limit N] [--no-cache] [--compare-overlap] [--before KEY=VALUE[,KEY=VALUE...]]
         [--engine local,ray] [--workers N] [--fresh-models]
 
@@ -44,15 +44,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-MULTIHOP = EXAMPLES / "multihop"
-#: "docs" = the sample documents folder (examples/docs: PDFs, DOCX, HTML), the README's quick start
-CORPORA = {
-    "docs": "docs",
-    "2wiki": "2wikimultihopqa/dev500.corpus.jsonl",
-    "musique": "musique/hipporag_train100.corpus.jsonl",
-    "hotpotqa": "hotpotqa/hipporag_train100.corpus.jsonl",
-}
+from benchmarks.common import DEFAULT_HOME, EXAMPLES, REPO, SETS, corpus_path, rerun
+
+#: "docs" = the sample documents folder (examples/docs: PDFs, DOCX, HTML), the README's quick start; the others
+#: the repo sets' corpora (benchmarks.common)
+CORPORA = ("docs", *SETS)
 GB = 1024 * 1024  # ru_maxrss and /proc sizes are in KiB
 
 
@@ -76,7 +72,7 @@ def main() -> None:
         return _child(json.loads(args.child))
     if args.rss_probe:
         return _rss_probe()
-    src = EXAMPLES / CORPORA[args.corpus] if args.corpus == "docs" else MULTIHOP / CORPORA[args.corpus]
+    src = EXAMPLES / "docs" if args.corpus == "docs" else corpus_path(args.corpus)
     with tempfile.TemporaryDirectory() as tmp:
         if src.is_dir():  # a folder of documents: ingested as it is (--limit does not apply)
             corpus = src.resolve()
@@ -119,7 +115,7 @@ def _settings(store: str, tmp: Path, cache: bool, n: int, fresh: bool = False) -
         "embedding_cache_dir": str(tmp / f"cache_{store}_{n}"),
     }  # fmt: skip
     if store == "neo4j":
-        over.update({"neo4j_local_home": str(Path.home() / ".kbgraph-bench" / "neo4j-ingest"),
+        over.update({"neo4j_local_home": str(DEFAULT_HOME / "neo4j-ingest"),
                      "neo4j_bolt_port": 17690, "neo4j_http_port": 17477,
                      "neo4j_password": "kbgraph-bench"})  # fmt: skip
     return over
@@ -157,9 +153,9 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
             settings = Settings(**over)
             with KnowledgeBase(settings=settings) as kb:
                 kb.reset()  # starts the embedded server if needed; an empty graph
-            out = subprocess.run([sys.executable, __file__, "--child", json.dumps({
+            out = subprocess.run([*rerun(__file__), "--child", json.dumps({
                 "settings": over, "corpus": str(corpus), "texts": str(texts)})],
-                capture_output=True, text=True)  # fmt: skip
+                capture_output=True, text=True, cwd=REPO)  # fmt: skip
             result = next((json.loads(x[7:]) for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
             if out.returncode != 0 or result is None:
                 sys.exit(f"the {store} run failed (exit {out.returncode}):\n{out.stderr[-4000:]}")
@@ -303,7 +299,7 @@ def _recording_worker_block(bounds):
 
 
 def _run_probe() -> str:
-    out = subprocess.run([sys.executable, __file__, "--rss-probe"], capture_output=True, text=True)
+    out = subprocess.run([*rerun(__file__), "--rss-probe"], capture_output=True, text=True, cwd=REPO)
     return out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() else out.stderr[-300:]
 
 

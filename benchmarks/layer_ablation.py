@@ -4,7 +4,7 @@
 MuSiQue train100; and the seconds each layer's embedding costs on the whole corpus (its node count x the
 per-text time measured on its own texts of a corpus sample, same process, same embedder, no cache).
 
-    .venv/bin/python benchmarks/layer_ablation.py [--sets 2wiki,musique] [--questions N] [--home DIR]
+    .venv/bin/python -m benchmarks.layer_ablation [--sets 2wiki,musique] [--questions N] [--home DIR]
         [--sample 400] [--check-build LAYERS]
 
 The knowledge bases are those of benchmarks/retrieval_recall.py (``<home>/<set>_falkordb``, built with every
@@ -24,8 +24,8 @@ import statistics
 import time
 from pathlib import Path
 
-from query import passage_ids  # benchmarks/query.py
-from retrieval_recall import MULTIHOP, SETS
+from benchmarks.query import passage_ids  # benchmarks/query.py
+from benchmarks.common import DEFAULT_HOME, set_path
 
 from kbgraph.embed import get_embedder
 from kbgraph.ingest.chunk import build_structure
@@ -146,7 +146,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="2wiki,musique")
     ap.add_argument("--questions", type=int, default=None, help="first N questions of each set (default: all)")
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--sample", type=int, default=400, help="passages whose texts time each layer's embedding")
     ap.add_argument("--check-build", default=None, metavar="LAYERS")
     ap.add_argument("--int8", default=None, metavar="LAYERS", help="also build an int8 KB with these vector layers")
@@ -157,7 +157,7 @@ def main() -> None:
     print(f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} at start", flush=True)
     table, costs, checks, int8 = {}, {}, [], {}
     for name in args.sets.split(","):
-        base = MULTIHOP / SETS[name]
+        base = set_path(name)
         questions = [json.loads(x) for x in Path(f"{base}.questions.jsonl").read_text().splitlines()]
         questions = questions[: args.questions] if args.questions else questions
         corpus = Path(f"{base}.corpus.jsonl")

@@ -1,7 +1,7 @@
 """Per-question latency of method ``propagation`` (learned ranker, the shipped model) with some layers' vector
 seeds off (setting ``vector_layers``), on a knowledge base built with every layer embedded (issue 38).
 
-    .venv/bin/python benchmarks/layer_latency.py --home DIR [--corpus 2wiki] [--questions 200] \
+    .venv/bin/python -m benchmarks.layer_latency --home DIR [--corpus 2wiki] [--questions 200] \
         [--configs "all;AtomicQuestion,Triple,Section,Document;..."]
 
 Each question is embedded once; then, for every configuration in turn (the order rotated per question, so load
@@ -33,9 +33,8 @@ from kbgraph.settings_groups import VECTOR_LAYER_CHOICES
 from kbgraph.models import VECTOR_LABELS, VectorHit
 from kbgraph.store.falkordb import FalkorDBStore
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-CORPORA = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100",
-           "hotpotqa": "hotpotqa/hipporag_train100"}  # fmt: skip
+from benchmarks.common import SETS, set_path
+
 DEFAULT_CONFIGS = (
     "all;AtomicQuestion,Triple,Section,Document;AtomicQuestion,Triple,Section;"
     "AtomicQuestion,Entity,Section,Document;AtomicQuestion,Section,Document;AtomicQuestion;"
@@ -74,13 +73,13 @@ def pct(values: list[float], q: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--home", required=True)
-    ap.add_argument("--corpus", default="2wiki", choices=sorted(CORPORA))
+    ap.add_argument("--corpus", default="2wiki", choices=sorted(SETS))
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--configs", default=DEFAULT_CONFIGS, help="';'-separated vector_layers values; 'all' = default")
     args = ap.parse_args()
     configs = [c.strip() for c in args.configs.split(";")]
-    ds = load_dataset(MULTIHOP / CORPORA[args.corpus])
+    ds = load_dataset(set_path(args.corpus))
     base = Settings(home=Path(args.home), name=f"{args.corpus}_falkordb", falkor_idle_timeout=600, llm_model=None)
     if not FalkorDBStore.exists(base):
         raise SystemExit(f"no knowledge base at {base.kb_dir}: build it first (this script does not ingest)")

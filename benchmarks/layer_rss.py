@@ -2,7 +2,7 @@
 (issue 38), on a restarted copy of an existing knowledge base: what a knowledge base built without those vectors
 (setting ``vector_layers``) holds after a restart.
 
-    .venv/bin/python benchmarks/layer_rss.py --kb <home>/<name> --out DIR \
+    .venv/bin/python -m benchmarks.layer_rss --kb <home>/<name> --out DIR \
         [--chain "Triple;Entity;Document;AtomicQuestion"]
 
 The knowledge base's ``appendonlydir`` is copied to ``<out>/<name>`` (the original is only read: its server may
@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from store_bytes import KB, Server, copy_store  # noqa: E402
+from benchmarks.common import snake
+from benchmarks.store_bytes import KB, Server, copy_store
 
 
 def rewrite_aof(srv: Server) -> None:
@@ -49,7 +47,7 @@ def main() -> None:
     copy_store(args.kb, dst)
     steps = [[]] + [[lab.strip() for lab in s.split(",") if lab.strip()] for s in args.chain.split(";")]
     srv = Server(dst, graph)
-    passages = int(srv.query("MATCH (d:Document) RETURN count(d)")[0][0])
+    passages = int(srv.run("bench/count_documents")[0][0])
     removed: list[str] = []
     out = []
     try:
@@ -57,8 +55,8 @@ def main() -> None:
             t0 = time.perf_counter()
             if strip:
                 for label in strip:
-                    srv.query(f"DROP VECTOR INDEX FOR (n:{label}) ON (n.embedding)")
-                    srv.query(f"MATCH (n:{label}) SET n.embedding = NULL")
+                    srv.run(f"schema/drop_vector_{snake(label)}")
+                    srv.run("bench/clear_vectors", {"label": label})
                 srv.settled()
                 rewrite_aof(srv)
                 srv.stop()
@@ -68,7 +66,7 @@ def main() -> None:
             srv.settled(timeout=1800)
             load_s = time.perf_counter() - t0
             snap = srv.snapshot(idle=30)
-            vectors = int(srv.query("MATCH (n) WHERE n.embedding IS NOT NULL RETURN count(n)")[0][0])
+            vectors = int(srv.run("bench/count_vectors")[0][0])
             rec = {"without": removed[:], "passages": passages, "vectors": vectors, "VmRSS_KB": snap["VmRSS"],
                    "VmHWM_KB": snap["VmHWM"], "used_memory": snap["used_memory"], "load_s": round(load_s, 1),
                    "RSS_KB_per_passage": round(snap["VmRSS"] / passages, 1),

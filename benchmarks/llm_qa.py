@@ -3,7 +3,7 @@
 HiRAG (``hirag``, paper 004) on the same knowledge base, same embedder, same questions
 (PIKE-RAG §6.1's protocol; the paper ran 500 2WikiMultihopQA dev questions).
 
-    .venv/bin/python benchmarks/llm_qa.py --base-url http://127.0.0.1:8088/v1 --model SmolLM2-135M-Instruct.Q4_1 \\
+    .venv/bin/python -m benchmarks.llm_qa --base-url http://127.0.0.1:8088/v1 --model SmolLM2-135M-Instruct.Q4_1 \\
         [--dataset examples/multihop/2wikimultihopqa/dev500] [--limit 50] [--methods pike,naive,...] [--max-tokens 256] \\
         [--home DIR] [--api-key KEY] [--judge-model M] [--llm-ingest] [--set KEY=VALUE ...] [--out DIR]
         [--table-only]
@@ -43,8 +43,9 @@ from kbgraph.llm.client import OpenAIClient
 from kbgraph.query.methods import ANSWER_METHODS
 from kbgraph.settings import Settings
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATASET = REPO / "examples" / "multihop" / "2wikimultihopqa" / "dev500"
+from benchmarks.common import DEFAULT_HOME, REPO, set_path
+
+DEFAULT_DATASET = set_path("2wiki")
 JSON_REPORT = "json_report.json"
 #: The trace entry type of each iterative method's rounds.
 ROUND_TYPES = {"pike": "pike", "migres": "migres", "hirag": "hirag"}
@@ -60,7 +61,7 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(("pike", "naive", "naive_hr", "self_ask", "cot", "migres", "hirag")))
     ap.add_argument("--max-tokens", type=int, default=None, help="completion tokens per request (KBGRAPH_LLM_MAX_TOKENS)")
     ap.add_argument("--judge-model", default=None)
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--llm-ingest", action="store_true", help="ingest with the LLM (atomic questions, §5.3.1)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the methods")
@@ -218,7 +219,7 @@ def _print(records: list[QuestionRecord], methods: list[str], args: Any, report:
         share = 100 * answers / total if total else float("nan")
         print(f"  {name:18} {answers - repaired:5d} / {repaired:4d} / {failed:4d} / {cut:4d} ({salvaged:3d})   "
               f"{share:5.1f} % valid")
-    print(f"\ncommand: .venv/bin/python benchmarks/llm_qa.py --base-url {args.base_url} --model {args.model} "
+    print(f"\ncommand: .venv/bin/python -m benchmarks.llm_qa --base-url {args.base_url} --model {args.model} "
           f"--dataset {args.dataset} --limit {args.limit} --methods {','.join(methods)}"
           + (f" --max-tokens {args.max_tokens}" if args.max_tokens else "")
           + "".join(f" --set {k}={v}" for k, v in overrides.items())

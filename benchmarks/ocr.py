@@ -1,6 +1,6 @@
 """The per-page cost of OCR (issue 31), and that a PDF with a text layer costs the same with OCR on as off.
 
-    .venv/bin/python benchmarks/ocr.py [--pages 5] [--repeat 3] [--scan-dpi 200] [--ocr-dpi 300]
+    .venv/bin/python -m benchmarks.ocr [--pages 5] [--repeat 3] [--scan-dpi 200] [--ocr-dpi 300]
 
 Made in a temporary folder, from the same ``--pages`` A4 pages of English prose (2Wiki passages, ~2,000
 characters a page, 11 pt): ``text.pdf``, the pages with their text layer; ``scan.pdf``, each page rendered at
@@ -26,8 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-CORPUS = EXAMPLES / "multihop" / "2wikimultihopqa" / "dev500.corpus.jsonl"
+from benchmarks.common import corpus_path
+
+CORPUS = corpus_path("2wiki")
 PAGE_CHARS = 2000
 BOX = (60, 60, 535, 790)  # the text's rectangle on an A4 page
 #: Times a text-layer PDF is parsed per round (its seconds are the mean).

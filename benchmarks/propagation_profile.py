@@ -6,7 +6,7 @@ formula, BM25, the learned ranker's pool and features). Both methods run through
 (kbgraph.query.methods), so the latency includes the question embedding, as ``kbgraph eval`` reports it
 (kbgraph.eval.runner: the wall time of the method's ``run``).
 
-    .venv/bin/python benchmarks/propagation_profile.py [--corpus 2wiki] [--questions 200] [--home DIR]
+    .venv/bin/python -m benchmarks.propagation_profile [--corpus 2wiki] [--questions 200] [--home DIR]
         [--store falkordb|neo4j] [--cprofile FILE]
 
 Statement times are wall times in the calling thread (the database's work, the round trip and the client's
@@ -41,11 +41,10 @@ from kbgraph.query.bm25 import corpus_generation
 from kbgraph.query.methods import get_method
 from kbgraph.settings import Settings
 
-from bench_neo4j import start_local_neo4j
+from benchmarks.bench_neo4j import start_local_neo4j
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-CORPORA = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100",
-           "hotpotqa": "hotpotqa/hipporag_train100"}  # fmt: skip
+from benchmarks.common import DEFAULT_HOME, SETS, set_path
+
 WARMUP = 20
 #: Python parts timed in their own thread (CPU): (label, module, attribute).
 PARTS = [
@@ -129,15 +128,15 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", default="2wiki", choices=sorted(CORPORA))
+    ap.add_argument("--corpus", default="2wiki", choices=sorted(SETS))
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--store", default="falkordb", choices=("falkordb", "neo4j"))
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a setting for this run (e.g. adjacency_cache=false)")
     ap.add_argument("--cprofile", default="", help="also write the cProfile stats of the propagation questions")
     args = ap.parse_args()
-    base = MULTIHOP / CORPORA[args.corpus]
+    base = set_path(args.corpus)
     questions = [json.loads(x)["question"] for x in Path(f"{base}.questions.jsonl").read_text().splitlines()]
     questions = questions[: args.questions]
     settings = Settings(home=Path(args.home), name=f"{args.corpus}_{args.store}", falkor_idle_timeout=600,

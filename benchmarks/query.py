@@ -5,7 +5,7 @@ question embedding excluded: it is the same for both) and passage Recall@2/@5 ov
 with the propagation/dense ratios (after 20 untimed warm-up questions per method). Targets: propagation
 p50 <= 50 ms, p95 <= 150 ms.
 
-    .venv/bin/python benchmarks/query.py [--corpus 2wiki|musique|hotpotqa] [--questions 200]
+    .venv/bin/python -m benchmarks.query [--corpus 2wiki|musique|hotpotqa] [--questions 200]
         [--stores falkordb,neo4j] [--home DIR]
 
 The knowledge base is built once per store under --home (default ~/.kbgraph-bench) and reused; on Neo4j each
@@ -28,14 +28,10 @@ from kbgraph.query.propagation import propagate
 from kbgraph.query.seeding import seed_layers
 from kbgraph.settings import Settings
 
-from bench_neo4j import start_local_neo4j
+from benchmarks.bench_neo4j import start_local_neo4j
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-CORPORA = {
-    "2wiki": "2wikimultihopqa/dev500",
-    "musique": "musique/hipporag_train100",
-    "hotpotqa": "hotpotqa/hipporag_train100",
-}
+from benchmarks.common import DEFAULT_HOME, SETS, set_path
+
 
 
 WARMUP = 20
@@ -81,12 +77,12 @@ def run(kb: KnowledgeBase, questions: list[dict], k_chunks: int = 10) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", default="2wiki", choices=sorted(CORPORA))
+    ap.add_argument("--corpus", default="2wiki", choices=sorted(SETS))
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--stores", default="falkordb,neo4j")
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     args = ap.parse_args()
-    base = MULTIHOP / CORPORA[args.corpus]
+    base = set_path(args.corpus)
     questions = [json.loads(x) for x in Path(f"{base}.questions.jsonl").read_text().splitlines()][: args.questions]
     results = {}
     for store in args.stores.split(","):

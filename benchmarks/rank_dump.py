@@ -1,6 +1,6 @@
 """Dump propagation's candidate pools with every explain term, per question, for ranking experiments.
 
-    .venv/bin/python benchmarks/rank_dump.py --sets 2wiki,musique,hotpotqa --pool 50 --out /tmp/pools \
+    .venv/bin/python -m benchmarks.rank_dump --sets 2wiki,musique,hotpotqa --pool 50 --out /tmp/pools \
         [--set KEY=VALUE ...] [--home DIR]
 
 One pickle per set: a list of {question, gold: [passage ids], dense: [passage ids, best first],
@@ -23,8 +23,8 @@ from kbgraph.query.propagation import propagate
 from kbgraph.query.seeding import seed_layers
 from kbgraph.settings import Settings
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-SETS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100"}
+from benchmarks.common import DEFAULT_HOME, set_path
+
 
 
 def main() -> None:
@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--sets", default="2wiki,musique,hotpotqa")
     ap.add_argument("--pool", type=int, default=50)
     ap.add_argument("--out", default="/tmp/pools")
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--set", action="append", default=[], help="setting override KEY=VALUE")
     args = ap.parse_args()
     overrides = dict(kv.split("=", 1) for kv in args.set)
@@ -41,7 +41,7 @@ def main() -> None:
     for name in args.sets.split(","):
         settings = Settings(home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None,
                             **overrides)  # fmt: skip
-        ds = load_dataset(MULTIHOP / SETS[name])
+        ds = load_dataset(set_path(name))
         with KnowledgeBase(settings=settings) as kb:
             if ds.corpus_path is not None:
                 kb.ingest([ds.corpus_path], progress=False)

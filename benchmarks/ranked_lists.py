@@ -1,9 +1,9 @@
 """The ranked chunk lists of the retrieval methods for a question set, written to a JSON file, and two such files
 compared: the guard of a change to retrieval's speed that must not change its results (issue 38).
 
-    .venv/bin/python benchmarks/ranked_lists.py dump OUT.json [--corpus 2wiki|docs] [--questions 200]
+    .venv/bin/python -m benchmarks.ranked_lists dump OUT.json [--corpus 2wiki|docs] [--questions 200]
         [--store falkordb|neo4j] [--home DIR] [--k 10] [--set NAME=VALUE ...]
-    .venv/bin/python benchmarks/ranked_lists.py compare BEFORE.json AFTER.json [--tolerance 1e-6]
+    .venv/bin/python -m benchmarks.ranked_lists compare BEFORE.json AFTER.json [--tolerance 1e-6]
 
 ``dump`` runs, for every question, method ``propagation`` (the learned ranker), ``propagation`` with
 ``ranker=weights``, and ``dense``, each with ``explain`` (every score term) and without, on the knowledge base that
@@ -25,10 +25,11 @@ from kbgraph.query.ask import retrieve
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.settings import Settings
 
-from bench_neo4j import start_local_neo4j
+from benchmarks.bench_neo4j import start_local_neo4j
 
-ROOT = Path(__file__).resolve().parents[1]
-QUESTIONS = {"2wiki": ROOT / "examples" / "multihop" / "2wikimultihopqa" / "dev500.questions.jsonl"}
+from benchmarks.common import DEFAULT_HOME, set_path
+
+QUESTIONS = {"2wiki": set_path("2wiki").with_name("dev500.questions.jsonl")}
 DOCS_QUESTIONS = [
     "How many handgun checks were there in Kentucky in November 2015?",
     "What are the duties of a standing trustee?",
@@ -123,7 +124,7 @@ def main() -> None:
     d.add_argument("--corpus", default="2wiki", choices=("2wiki", "docs"))
     d.add_argument("--questions", type=int, default=200)
     d.add_argument("--store", default="falkordb", choices=("falkordb", "neo4j"))
-    d.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    d.add_argument("--home", default=str(DEFAULT_HOME))
     d.add_argument("--k", type=int, default=10)
     d.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a setting for this dump (e.g. adjacency_cache=false)")

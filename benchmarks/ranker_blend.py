@@ -8,7 +8,7 @@ weight ``w`` of ``--weights``. The pair (k, w) is then chosen leave-one-set-out 
 with the best summed ``--choose`` figure on the two other sets (ties: the smaller k, then the smaller w), and the
 held-out set's figures at that pair are reported.
 
-    .venv/bin/python benchmarks/ranker_blend.py --pools /tmp/lean/head/pools [--heads 0,10,15,20,30]
+    .venv/bin/python -m benchmarks.ranker_blend --pools /tmp/lean/head/pools [--heads 0,10,15,20,30]
         [--weights 0,0.25,0.5,1,2,4,100] [--choose r2+r5|r5] [--gbm-features text] [--held-store neo4j]
         [--gbm-kind lgbm:n_estimators=150|lgbm]
 
@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import argparse
 import pickle
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from ranker_features import (EVERY, GraphData, QuestionPool, Ranker, fit_model, labels_of,  # noqa: E402
+from benchmarks.ranker_features import (EVERY, GraphData, QuestionPool, Ranker, fit_model, labels_of,
                              make_ranker, recall_model)  # fmt: skip
 
-from kbgraph.query.ranking import FEATURES, Candidate  # noqa: E402
-from kbgraph.query.ranking_blend import blend_scores, head_of  # noqa: E402
-from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows  # noqa: E402
+from kbgraph.query.ranking import FEATURES, Candidate
+from kbgraph.query.ranking_blend import blend_scores, head_of
+from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows
 
 KS = (1, 2, 5, 10)
 KIND = "lgbm:n_estimators=150"  # ranker_features.fit_model's kind of the gbm (--gbm-kind)

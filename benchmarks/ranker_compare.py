@@ -2,7 +2,7 @@
 candidates (LightGBM lambdarank, scikit-learn HistGradientBoosting) with or without list features, each in-set
 and leave-one-set-out (fit on the other sets, score the held-out one), from the same query-time pools.
 
-    .venv/bin/python benchmarks/ranker_compare.py --home /work/recall-home --pools /work/recall-home/pools \
+    .venv/bin/python -m benchmarks.ranker_compare --home /work/recall-home --pools /work/recall-home/pools \
         [--sets 2wiki,musique,hotpotqa] [--models linear,lgbm,hgb] [--features base,list] [--redump] \
         [--store falkordb|neo4j] [--write-gbm] [--write-blend 15]
 
@@ -24,28 +24,19 @@ from __future__ import annotations
 
 import argparse
 import pickle
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks.ranker_features import GraphData, QuestionPool, labels_of, passages_of, recall_of, run_models, text_rows
 
-from ranker_features import GraphData, QuestionPool, labels_of, passages_of, recall_of, run_models, text_rows  # noqa: E402
+from benchmarks.common import DEFAULT_HOME, SETS, set_path
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-SETS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100"}
 
-_GRAPH = {
-    "docs": "MATCH (d:Document) RETURN d.id AS id, d.title AS title, d.uri AS uri",
-    "chunks": "MATCH (c:Chunk) RETURN c.id AS id, c.document_id AS document_id",
-    "entities": "MATCH (e:Entity) OPTIONAL MATCH (e)<-[:MENTIONS]-(c:Chunk) "
-                "RETURN e.id AS id, e.name AS name, e.type AS type, count(c) AS degree",
-    "mentions": "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN c.id AS chunk_id, e.id AS entity_id",
-    "triples": "MATCH (t:Triple)-[:EXTRACTED_FROM]->(c:Chunk) MATCH (t)-[:SUBJECT]->(s:Entity) "
-               "MATCH (t)-[:OBJECT]->(o:Entity) RETURN c.id AS chunk_id, s.id AS subject_id, o.id AS object_id",
-}  # fmt: skip
+#: The graph the list features read: key -> its statement (cypher/bench/).
+_GRAPH = {"documents": "bench/documents", "chunks": "bench/chunks", "entities": "bench/entities",
+          "mentions": "bench/mentions", "triples": "bench/triples"}  # fmt: skip
 
 
 def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tuple[GraphData, list[QuestionPool]]:
@@ -60,11 +51,11 @@ def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tupl
     from kbgraph.query.ranking_gbm import pool_texts
     from kbgraph.settings import Settings
 
-    ds = load_dataset(MULTIHOP / SETS[name])
+    ds = load_dataset(set_path(name))
     settings = Settings(home=home, name=f"{name}_{store_name}", falkor_idle_timeout=600, llm_model=None)
     local = None
     if store_name == "neo4j":
-        from bench_neo4j import start_local_neo4j
+        from benchmarks.bench_neo4j import start_local_neo4j
 
         settings, local = start_local_neo4j(settings, home / f"neo4j-{name}", bolt_port=17688, http_port=17475,
                                             timeout=180)  # fmt: skip
@@ -72,8 +63,8 @@ def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tupl
         if ds.corpus_path is not None:
             kb.ingest([ds.corpus_path], progress=False)
         store, st = kb.store, kb.settings.updated({"ranker": "learned"})
-        raw = {key: store._execute(q, {}) for key, q in _GRAPH.items()}  # noqa: SLF001 - a benchmark's read
-        docs = {r["id"]: (str(r["title"] or ""), passage_id(str(r["uri"] or ""))) for r in raw["docs"]}
+        raw = {key: store.run(name) for key, name in _GRAPH.items()}
+        docs = {r["id"]: (str(r["title"] or ""), passage_id(str(r["uri"] or ""))) for r in raw["documents"]}
         graph = GraphData(
             chunk_doc={r["id"]: r["document_id"] for r in raw["chunks"]},
             doc_title={d: t for d, (t, _) in docs.items()},
@@ -178,7 +169,7 @@ def latency(name: str, home: Path, questions: int, rankers: list[str]) -> None:
     from kbgraph.query.seeding import seed_layers
     from kbgraph.settings import Settings
 
-    ds = load_dataset(MULTIHOP / SETS[name])
+    ds = load_dataset(set_path(name))
     qs = [q for q in ds.questions if q.gold_passage_ids][:questions]
     settings = Settings(home=home, name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None)
     with KnowledgeBase(settings=settings) as kb:
@@ -212,7 +203,7 @@ def latency(name: str, home: Path, questions: int, rankers: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="2wiki,musique,hotpotqa")
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--pools", default="/tmp/ranker-pools", help="folder of the cached pools (step 1)")
     ap.add_argument("--redump", action="store_true", help="rebuild the cached pools")
     ap.add_argument("--store", default="falkordb", choices=("falkordb", "neo4j"), help="the knowledge bases the pools "

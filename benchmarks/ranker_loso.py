@@ -2,7 +2,7 @@
 weighted sum, from the same candidate pools; ``--write`` saves the model fitted on every set as the shipped
 default (kbgraph/resources/ranker/default.json).
 
-    .venv/bin/python benchmarks/ranker_loso.py [--sets 2wiki,musique,hotpotqa] [--pool 50] [--c 1.0] \
+    .venv/bin/python -m benchmarks.ranker_loso [--sets 2wiki,musique,hotpotqa] [--pool 50] [--c 1.0] \
         [--home DIR] [--write] [--no-ingest] [--set KEY=VALUE ...] [--drop-features NAME,...]
 
 The knowledge bases are benchmarks/retrieval_recall.py's (``<home>/<set>_falkordb``, default home
@@ -29,8 +29,8 @@ from kbgraph.query.ranking import FEATURES, default_model_path
 from kbgraph.settings import Settings
 from kbgraph.store.falkordb import FalkorDBStore
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-SETS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100"}
+from benchmarks.common import DEFAULT_HOME, set_path
+
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--sets", default="2wiki,musique,hotpotqa")
     ap.add_argument("--pool", type=int, default=50)
     ap.add_argument("--c", type=float, default=1.0)
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--write", action="store_true", help="save the model fitted on every set as the default")
     ap.add_argument("--no-ingest", action="store_true", help="only read the knowledge bases (they must exist)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the pools")
@@ -54,7 +54,7 @@ def main() -> None:
     features = [f for f in FEATURES if f not in dropped]
     by_set = {}
     for name in args.sets.split(","):
-        ds = load_dataset(MULTIHOP / SETS[name])
+        ds = load_dataset(set_path(name))
         settings = Settings(home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None,
                             **overrides)  # fmt: skip
         if args.no_ingest and not FalkorDBStore.exists(settings):

@@ -5,7 +5,7 @@ Fig. 11 paths (a) + (b), no propagation) and layer seeds with multi-granularity 
 ``kbgraph.eval`` (same KB, same
 embedder, top-10 chunks, k counted in distinct passages). Goal: propagation >= 1.25x dense-only Recall@5.
 
-    .venv/bin/python benchmarks/retrieval_recall.py [--sets 2wiki,musique] [--questions N] [--home DIR] [--resume]
+    .venv/bin/python -m benchmarks.retrieval_recall [--sets 2wiki,musique] [--questions N] [--home DIR] [--resume]
 
 The knowledge bases are those of benchmarks/query.py (``<home>/<set>_falkordb``, default home
 ~/.kbgraph-bench), built on first use (2Wiki: ~15 min) and reused. Run folders go to ``<home>/eval/<set>``
@@ -22,8 +22,8 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.eval import evaluate
 from kbgraph.settings import Settings
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-SETS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100"}
+from benchmarks.common import DEFAULT_HOME, set_path
+
 METHODS = {
     "dense": "dense-only",
     "bm25": "BM25",
@@ -37,7 +37,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="2wiki,musique")
     ap.add_argument("--questions", type=int, default=None, help="first N questions of each set (default: all)")
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--resume", action="store_true", help="reuse the run folders' finished questions")
     args = ap.parse_args()
     home = Path(args.home)
@@ -47,7 +47,7 @@ def main() -> None:
         t0 = time.perf_counter()
         with KnowledgeBase(settings=settings) as kb:
             summary = evaluate(
-                kb, MULTIHOP / SETS[name], methods=list(METHODS), limit=args.questions,
+                kb, set_path(name), methods=list(METHODS), limit=args.questions,
                 out=home / "eval" / name, fresh=not args.resume, judge=False, llm=None, progress=False,
                 log=lambda msg: print(f"  {msg}", flush=True),
             )  # fmt: skip

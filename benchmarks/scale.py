@@ -2,7 +2,7 @@
 costs per passage: ingest time, graph nodes and vectors, store memory and disk, the ingesting process's peak RSS,
 query latency, and recall of the same questions in a growing haystack.
 
-    .venv/bin/python benchmarks/scale.py [--sizes 1000,10000,100000] [--store falkordb|neo4j] [--seed 37]
+    .venv/bin/python -m benchmarks.scale [--sizes 1000,10000,100000] [--store falkordb|neo4j] [--seed 37]
         [--questions 200] [--home /tmp/scale-home] [--out /tmp/scale-<store>] [--extrapolate 1000000,10000000]
 
 The corpus (benchmarks/scale_corpus.py, whose docstring says exactly how it is made): the gold passages of the
@@ -50,9 +50,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchmarks import scale_corpus
 
-import scale_corpus  # noqa: E402
+from benchmarks.common import REPO, rerun
 
 MB = 1024  # /proc and ru_maxrss sizes are KiB
 WARMUP = 20
@@ -142,7 +142,7 @@ def _run_size(args, home: Path, corpus: Path, tag: str, qfile: Path, warm_only: 
     if args.store == "neo4j":
         from kbgraph.neo4j_local import Neo4jLocal
 
-        from bench_neo4j import LIB_DIR
+        from benchmarks.bench_neo4j import LIB_DIR
 
         local = Neo4jLocal(settings, lib_dir=LIB_DIR if LIB_DIR.is_dir() else None)
         over["uri"] = local.start(timeout=300).bolt_uri
@@ -150,7 +150,8 @@ def _run_size(args, home: Path, corpus: Path, tag: str, qfile: Path, warm_only: 
         job = {"settings": over, "corpus": str(corpus), "questions": str(qfile), "warmup": args.warmup,
                "measure": not warm_only}  # fmt: skip
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(job)], capture_output=True, text=True)
+        proc = subprocess.run([*rerun(__file__), "--child", json.dumps(job)], capture_output=True, text=True,
+                              cwd=REPO)
         result = next((json.loads(x[7:]) for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
         if proc.returncode != 0 or result is None:
             sys.exit(f"size {tag} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -216,8 +217,8 @@ def _child(job: dict) -> None:
         vectors = {}
         for label in VECTOR_LABELS:
             if stats.nodes.get(label):
-                rows = kb.store._execute(f"MATCH (n:{label}) WHERE n.embedding IS NOT NULL RETURN count(n) AS c", {})
-                vectors[label] = int(rows[0]["c"])
+                rows = kb.store.run("bench/count_label_vectors", {"label": label})
+                vectors[label] = int(rows[0]["count"])
         result: dict[str, Any] = {
             "passages": n, "ingest_s": wall, "passages_per_s": n / wall, "added": report.added,
             "failed": report.failed, "stages_s": dict(report.seconds), "nodes": dict(stats.nodes),

@@ -2,7 +2,7 @@
 for a seed, written as a kbgraph passage corpus (``.jsonl``, one ``{"id", "title", "text"}`` a line, the format
 ``kbgraph ingest`` and ``kbgraph eval`` read: kbgraph.ingest.parse.parse_passages_jsonl).
 
-    .venv/bin/python benchmarks/scale_corpus.py --size 10000 --out /tmp/scale-corpus.jsonl [--seed 37]
+    .venv/bin/python -m benchmarks.scale_corpus --size 10000 --out /tmp/scale-corpus.jsonl [--seed 37]
         [--questions 200]
 
 **Order** (a corpus of size N is the first N passages of this order, so every size contains the smaller ones):
@@ -52,13 +52,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-QUESTIONS = MULTIHOP / "2wikimultihopqa" / "dev500.questions.jsonl"
-SOURCES = [
-    MULTIHOP / "2wikimultihopqa" / "dev500.corpus.jsonl",
-    MULTIHOP / "musique" / "hipporag_train100.corpus.jsonl",
-    MULTIHOP / "hotpotqa" / "hipporag_train100.corpus.jsonl",
-]
+from benchmarks.common import SETS, corpus_path, set_path
+
+QUESTIONS = set_path("2wiki").with_name("dev500.questions.jsonl")
+SOURCES = [corpus_path(name) for name in SETS]  # 2Wiki, MuSiQue, HotpotQA
 SEED = 37
 REPLACED = ("PERSON", "GPE", "LOC", "ORG", "FAC")
 P_KEEP_SENTENCE = 0.5

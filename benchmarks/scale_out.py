@@ -1,10 +1,10 @@
 """Ingestion past one process (issue 37), measured on this machine: the ray engine against the local one, a Ray
 cluster of two nodes, and several writers on one Neo4j knowledge base.
 
-    .venv/bin/python benchmarks/scale_out.py engines [--corpus docs,2wiki] [--workers 2,1] [--questions 50]
-    .venv/bin/python benchmarks/scale_out.py cluster [--corpus docs]
-    .venv/bin/python benchmarks/scale_out.py writers [--passages 1000] [--files 20]
-    .venv/bin/python benchmarks/scale_out.py compare --corpus docs --homes LOCAL_HOME,OTHER_HOME
+    .venv/bin/python -m benchmarks.scale_out engines [--corpus docs,2wiki] [--workers 2,1] [--questions 50]
+    .venv/bin/python -m benchmarks.scale_out cluster [--corpus docs]
+    .venv/bin/python -m benchmarks.scale_out writers [--passages 1000] [--files 20]
+    .venv/bin/python -m benchmarks.scale_out compare --corpus docs --homes LOCAL_HOME,OTHER_HOME
 
 Every build is a ``kbgraph ingest --json`` process, as a user runs it, with a home of its own and a cold
 embedding cache (the ONNX export of the model, made once per machine, is shared); ``seconds`` is that process's
@@ -45,11 +45,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
-TWOWIKI = EXAMPLES / "multihop" / "2wikimultihopqa"
+from benchmarks.common import DEFAULT_HOME, EXAMPLES, REPO, set_path
+
+ROOT = REPO
+TWOWIKI = set_path("2wiki").parent
 MODELS = Path.home() / ".kbgraph" / "models"  # the ONNX export, made once per machine
-NEO4J_HOME = Path.home() / ".kbgraph-bench" / "neo4j-writers"
+NEO4J_HOME = DEFAULT_HOME / "neo4j-writers"
 NEO4J_BOLT, NEO4J_HTTP, NEO4J_PASSWORD = 17693, 17483, "kbgraph-bench"
 #: A run's bookkeeping nodes: one per run, so builds by different numbers of runs differ there by design.
 RUN_LABELS = {"IngestionRun", "IngestLease", "IngestClaim"}
@@ -149,7 +150,7 @@ def _questions(name: str, base_settings: Any, n: int) -> list[str]:
     from kbgraph.kb import KnowledgeBase
 
     with KnowledgeBase(settings=base_settings) as kb:
-        rows = kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text ORDER BY id", {})
+        rows = kb.store.run("bench/chunk_texts")
     out: list[str] = []
     for start in range(max(1, len(rows) // n)):  # every k-th chunk, then the ones after them, until n questions
         for r in rows[start :: max(1, len(rows) // n)]:
@@ -269,12 +270,11 @@ def writers(args: argparse.Namespace, tmp: Path) -> None:
 
         def check() -> dict[str, Any]:
             with KnowledgeBase(settings=settings) as kb:
-                run = kb.store._execute
+                run = kb.store.run
                 graph = _graph(settings, None)
-                graph["duplicate_entities"] = len(run("MATCH (e:Entity) WITH e.id AS id, count(*) AS n WHERE n > 1 "
-                                                      "RETURN id", {}))  # fmt: skip
-                graph["not_complete"] = len(run("MATCH (d:Document) WHERE d.status <> 'complete' RETURN d.id", {}))
-                graph["claims_left"] = len(run("MATCH (c:IngestClaim) RETURN c.document_key", {}))
+                graph["duplicate_entities"] = len(run("bench/duplicate_entities"))
+                graph["not_complete"] = len(run("bench/incomplete_documents"))
+                graph["claims_left"] = len(run("bench/ingest_claims"))
             return graph
 
         def home(name: str) -> Path:
@@ -308,19 +308,17 @@ def writers(args: argparse.Namespace, tmp: Path) -> None:
         env_b = _env(home("kill-b"), **extra, **small, KBGRAPH_LEASE_TTL=ttl)
         a = _start(env_a, [folder], a_out, cpu=0)
         b = _start(env_b, [folder], b_out, cpu=1)
-        held_q = ("MATCH (c:IngestClaim {pid: $pid}) OPTIONAL MATCH (d:Document {status: 'complete'}) "
-                  "WHERE d.uri STARTS WITH c.document_key + '#' RETURN c.document_key AS key, count(d) AS complete")  # fmt: skip
         with KnowledgeBase(settings=settings) as kb:
             while True:  # a quarter written, and a holds a claim on a file none of whose passages is complete
-                held = kb.store._execute(held_q, {"pid": a.pid})
+                held = kb.store.run("bench/held_claims", {"pid": a.pid})
                 if kb.stats().nodes.get("Document", 0) >= len(lines) // 4 and any(r["complete"] == 0 for r in held):
                     break
                 if a.poll() is not None:
                     sys.exit("writer a finished before the kill")
                 time.sleep(0.2)
             # its claims look held on another machine, whose death nobody here can see: they must expire
-            kb.store._execute("MATCH (c:IngestClaim) SET c.machine = 'another machine'", {})
-            held = kb.store._execute(held_q, {"pid": a.pid})
+            kb.store.run("bench/move_claims", {"machine": "another machine"})
+            held = kb.store.run("bench/held_claims", {"pid": a.pid})
         os.kill(a.pid, signal.SIGKILL)
         a.wait()
         t_kill = time.monotonic()

@@ -2,7 +2,7 @@
 ``kbgraph serve`` (a subprocess on 127.0.0.1, called with httpx) against in-process calls in the same run, and
 the overhead ratio. No LLM: retrieval-only answers (PIKE-RAG §5.2.3 propagation plus evidence picking).
 
-    .venv/bin/python benchmarks/serve.py [--corpus docs|2wiki] [--store falkordb|neo4j] [--requests 96]
+    .venv/bin/python -m benchmarks.serve [--corpus docs|2wiki] [--store falkordb|neo4j] [--requests 96]
         [--levels 1,8,32] [--home DIR] [--uri bolt://...]
         [--llm-latency SECONDS | --llm-base-url URL --llm-model NAME | --during-ingest N]
 
@@ -46,7 +46,7 @@ from kbgraph.serve.kbs import KBPool
 from kbgraph.store import backend_name
 from kbgraph.settings import Settings
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from benchmarks.common import DEFAULT_HOME, EXAMPLES, corpus_path, set_path
 DOCS_QUESTIONS = [
     "How many handgun checks were there in Kentucky in November 2015?",
     "What are the duties of a standing trustee?",
@@ -64,7 +64,7 @@ def questions(corpus: str, n: int) -> list[str]:
     if corpus == "docs":
         base = DOCS_QUESTIONS
     else:
-        path = EXAMPLES / "multihop" / "2wikimultihopqa" / "dev500.questions.jsonl"
+        path = set_path("2wiki").with_name("dev500.questions.jsonl")
         base = [json.loads(line)["question"] for line in path.read_text(encoding="utf-8").splitlines()[:200]]
     return [base[i % len(base)] for i in range(n)]
 
@@ -126,7 +126,7 @@ def main() -> None:
     ap.add_argument("--store", default="falkordb", choices=["falkordb", "neo4j"])
     ap.add_argument("--requests", type=int, default=96, help="Timed asks per concurrency level and side.")
     ap.add_argument("--levels", default="1,8,32")
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--uri", default=None, help="A Neo4j bolt:// URI instead of the embedded store.")
     ap.add_argument("--port", type=int, default=18080)
     ap.add_argument("--llm-latency", type=float, default=None, metavar="SECONDS",
@@ -142,12 +142,12 @@ def main() -> None:
                         llm_base_url=None, falkor_idle_timeout=600)  # fmt: skip
     local = None
     if args.store == "neo4j" and not args.uri:
-        from bench_neo4j import start_local_neo4j
+        from benchmarks.bench_neo4j import start_local_neo4j
 
         settings, local = start_local_neo4j(settings, Path(args.home) / f"neo4j-serve-{args.corpus}", bolt_port=17788,
                                             http_port=17575, timeout=300)  # fmt: skip
     try:
-        source = EXAMPLES / "docs" if args.corpus == "docs" else EXAMPLES / "multihop/2wikimultihopqa/dev500.corpus.jsonl"
+        source = EXAMPLES / "docs" if args.corpus == "docs" else corpus_path("2wiki")
         with KnowledgeBase(settings=settings) as kb:
             report = kb.ingest([source], progress=False)
             print(f"knowledge base {settings.name} on {backend_name(settings)}: {report.added} added, "
@@ -292,7 +292,7 @@ def during_ingest(settings: Settings, corpus: str, port: int, passages: int) -> 
     run = f"run{int(time.time())}"
     folder = Path(tempfile.mkdtemp(prefix="kbgraph-serve-ingest-"))
     corpus_file = folder / f"{run}.jsonl"
-    lines = (EXAMPLES / "multihop/2wikimultihopqa/dev500.corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = corpus_path("2wiki").read_text(encoding="utf-8").splitlines()
     rows = [_json.loads(x) for x in lines[:passages]]
     corpus_file.write_text("".join(
         _json.dumps({"id": f"{run}:{r['id']}", "title": r["title"], "text": f"{r['text']} ({run})"}) + "\n"

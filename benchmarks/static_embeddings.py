@@ -4,7 +4,7 @@ the texts of the first ``--sample`` passages of a multi-hop corpus, chunked and 
 static model distilled from it (``kbgraph.embed.static_model``), in the same process, best of ``--repeat``.
 Prints texts/s of each and the ratio per layer, and the one-off distillation time (a fresh --home).
 
-    .venv/bin/python benchmarks/static_embeddings.py [--set 2wiki] [--sample 1000] [--home /tmp/static-speed]
+    .venv/bin/python -m benchmarks.static_embeddings [--set 2wiki] [--sample 1000] [--home /tmp/static-speed]
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import argparse
 import time
 from pathlib import Path
 
-from layer_ablation import sample_texts  # benchmarks/layer_ablation.py
-from retrieval_recall import MULTIHOP, SETS
+from benchmarks.layer_ablation import sample_texts  # benchmarks/layer_ablation.py
+from benchmarks.common import SETS, set_path
 
 from kbgraph.embed import get_embedder
 from kbgraph.embed.static_model import build_static_model, get_static_embedder, static_model_dir
@@ -46,7 +46,7 @@ def main() -> None:
     print(f"static model {out.name}: " + (f"distilled in {built:.1f} s" if fresh else "already built"))
     model, static = get_embedder(settings), get_static_embedder(settings)
     model.embed(["warm up"]), static.embed(["warm up"])
-    corpus = Path(f"{MULTIHOP / SETS[args.set]}.corpus.jsonl")
+    corpus = Path(f"{set_path(args.set)}.corpus.jsonl")
     print(f"{args.set}, first {args.sample} passages; best of {args.repeat}; ONNX fp32 vs static, same process")
     print(f"{'layer':15} {'texts':>7} {'model s':>8} {'static s':>9} {'model/s':>8} {'static/s':>9} {'ratio':>7}")
     for label, _, texts in sample_texts(corpus, args.sample, settings):

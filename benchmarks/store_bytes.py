@@ -2,7 +2,7 @@
 holds it (vector properties, HNSW indexes, other indexes, text properties, node and edge records), measured by
 difference.
 
-    .venv/bin/python benchmarks/store_bytes.py [--passages 1000] [--home /tmp/bytes-home] [--build]
+    .venv/bin/python -m benchmarks.store_bytes [--passages 1000] [--home /tmp/bytes-home] [--build]
         [--out <home>/store-bytes] [--hnsw-m 8]
 
 **The knowledge base**: ``--build`` makes a fresh one, ``<home>/bytes_<passages>``, of the first ``--passages``
@@ -72,9 +72,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import scale_corpus  # noqa: E402
+from benchmarks import scale_corpus
+from benchmarks.common import snake, statement
 
 KB = 1024
 LABELS = ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity", "Tag")
@@ -101,9 +100,21 @@ class Server:
         self.redis = redis.Redis(unix_socket_path=str(self.embedded.ensure_running()), decode_responses=True,
                                  socket_timeout=600)  # fmt: skip
 
-    def query(self, cypher: str) -> list[list[Any]]:
-        reply = self.redis.execute_command("GRAPH.QUERY", self.graph, cypher)
+    def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """The rows of the Cypher text ``cypher`` (from :meth:`run`) with ``params`` (FalkorDB's ``CYPHER k=v``
+        header)."""
+        from falkordb.helpers import stringify_param_value
+
+        header = ""
+        if params:
+            header = "CYPHER " + " ".join(f"{k}={stringify_param_value(v)}" for k, v in params.items()) + " "
+        reply = self.redis.execute_command("GRAPH.QUERY", self.graph, header + cypher)
         return reply[1] if len(reply) == 3 else []  # [header, rows, statistics], or [statistics] alone
+
+    def run(self, name: str, params: dict[str, Any] | None = None, **identifiers: str) -> list[list[Any]]:
+        """The rows of the statement ``name`` of cypher/ (benchmarks.common ``statement``, ``identifiers`` written
+        in) with ``params``."""
+        return self.query(statement(name, **identifiers), params)
 
     def vm(self) -> dict[str, float]:
         """VmRSS and VmHWM of the server in KB."""
@@ -130,7 +141,7 @@ class Server:
         import redis
 
         try:
-            return self.query("CALL db.indexes() YIELD status RETURN status")
+            return self.run("bench/index_statuses")
         except redis.exceptions.ResponseError:  # the graph was deleted
             return []
 
@@ -163,32 +174,31 @@ def inventory(srv: Server, dimension: int) -> dict[str, Any]:
     """Per label: nodes, vectors (of ``dimension``: the store has one for every vector index), and per property its count, type and UTF-8 bytes (strings);
     per relationship type: its count and properties."""
     labels: dict[str, Any] = {}
-    for label, count in srv.query("MATCH (n) RETURN labels(n)[0], count(n)"):
+    for label, count in srv.run("bench/label_counts"):
         props: dict[str, Any] = {}
-        for key, typ, n in srv.query(f"MATCH (n:{label}) UNWIND keys(n) AS k RETURN k, typeOf(n[k]), count(*)"):
+        for key, typ, n in srv.run("bench/label_properties", {"label": label}):
             entry = props.setdefault(key, {"count": 0, "types": [], "utf8_bytes": 0})
             entry["count"] += n
             entry["types"].append(typ)
             if typ == "String":
-                values = srv.query(f"MATCH (n:{label}) WHERE typeOf(n.{key}) = 'String' RETURN n.{key}")
+                values = srv.run("bench/label_strings", {"label": label, "key": key})
                 entry["utf8_bytes"] += sum(len(v[0].encode("utf-8")) for v in values)
         dim = dimension if "embedding" in props else 0
         labels[label] = {"nodes": int(count), "vectors": props.get("embedding", {}).get("count", 0),
                          "dimension": dim, "properties": props}  # fmt: skip
     types = {}
-    for rtype, count in srv.query("MATCH ()-[r]->() RETURN type(r), count(r)"):
-        keys = srv.query(f"MATCH ()-[r:{rtype}]->() UNWIND keys(r) AS k RETURN DISTINCT k")
+    for rtype, count in srv.run("bench/relationship_counts"):
+        keys = srv.run("bench/relationship_properties", {"type": rtype})
         types[rtype] = {"count": int(count), "properties": sorted(k[0] for k in keys)}
     indexes = [dict(zip(("label", "properties", "types"), row, strict=True))
-               for row in srv.query("CALL db.indexes() YIELD label, properties, types RETURN label, properties, types")]
+               for row in srv.run("bench/indexes")]
     return {"labels": labels, "relationships": types, "indexes": indexes}
 
 
 def _index_fields(srv: Server) -> dict[str, dict[str, list[str]]]:
     """{label: {property: [index types]}} of the graph's node indexes."""
     out: dict[str, dict[str, list[str]]] = {}
-    for label, types in srv.query("CALL db.indexes() YIELD label, types, entitytype WHERE entitytype = 'NODE' "
-                                  "RETURN label, types"):  # fmt: skip
+    for label, types in srv.run("bench/node_index_types"):
         for part in types.strip("{}").split("], "):
             prop, _, kinds = part.partition(": [")
             out.setdefault(label, {})[prop.strip()] = [k.strip(" ]") for k in kinds.split(",") if k.strip(" ]")]
@@ -201,13 +211,15 @@ def decompose(srv: Server, inv: dict[str, Any], log=print) -> list[dict[str, Any
     steps: list[dict[str, Any]] = []
     used = srv.settled()
 
-    def step(label: str, column: str, item: str, *statements: str, command: tuple | None = None) -> None:
+    def step(label: str, column: str, item: str, *statements: tuple[str, dict[str, Any], dict[str, str]],
+             command: tuple | None = None) -> None:  # fmt: skip
+        """Run ``statements`` ((name, parameters, identifiers) each) or the redis ``command``; record the bytes."""
         nonlocal used
         t0 = time.perf_counter()
         if command is not None:
             srv.redis.execute_command(*command)
-        for s in statements:
-            srv.query(s)
+        for name, params, identifiers in statements:
+            srv.run(name, params, **identifiers)
         after = srv.settled()
         steps.append({"label": label, "column": column, "item": item, "bytes": used - after,
                       "seconds": round(time.perf_counter() - t0, 2)})  # fmt: skip
@@ -218,14 +230,14 @@ def decompose(srv: Server, inv: dict[str, Any], log=print) -> list[dict[str, Any
     present = [*inv["labels"], *(lab for lab in fields if lab not in inv["labels"])]  # indexed labels with no nodes too
     for label in present:  # 1. HNSW indexes
         if "VECTOR" in fields.get(label, {}).get("embedding", []):
-            step(label, "HNSW index", "embedding", f"DROP VECTOR INDEX FOR (n:{label}) ON (n.embedding)")
+            step(label, "HNSW index", "embedding", (f"schema/drop_vector_{snake(label)}", {}, {}))
     for label in present:  # 2. vector properties
         if inv["labels"].get(label, {}).get("vectors"):
-            step(label, "vector property", "embedding", f"MATCH (n:{label}) SET n.embedding = NULL")
+            step(label, "vector property", "embedding", ("bench/clear_vectors", {"label": label}, {}))
     for label in present:  # 3. other indexes
         for prop, kinds in _index_fields(srv).get(label, {}).items():
             if "FULLTEXT" in kinds:
-                step(label, "other indexes", f"full-text {prop}", f"CALL db.idx.fulltext.drop('{label}')")
+                step(label, "other indexes", f"full-text {prop}", ("bench/drop_fulltext", {"label": label}, {}))
         for prop, kinds in _index_fields(srv).get(label, {}).items():
             if "RANGE" in kinds:
                 cmd = ("GRAPH.CONSTRAINT", "DROP", srv.graph, "UNIQUE", "NODE", label, "PROPERTIES", 1, prop)
@@ -234,11 +246,13 @@ def decompose(srv: Server, inv: dict[str, Any], log=print) -> list[dict[str, Any
                     srv.settled()
                 except Exception:
                     pass  # no constraint on this property
-                step(label, "other indexes", f"range {prop}", f"DROP INDEX FOR (n:{label}) ON (n.{prop})")
+                step(label, "other indexes", f"range {prop}",
+                     ("bench/drop_range_index", {}, {"label": label, "property": prop}))
     for label in present:  # 4. properties
         for prop in inv["labels"].get(label, {}).get("properties", {}):
             if prop != "embedding":
-                step(label, "text properties", prop, f"MATCH (n:{label}) SET n.{prop} = NULL")
+                removed = {"label": label, "properties": {prop: None}}  # a property set to null is removed
+                step(label, "text properties", prop, ("bench/clear_properties", removed, {}))
     # 5. the rest of the graph at once: deleting edges or nodes one type at a time is not measurable (FalkorDB
     # keeps deleted records on free lists and queues deletions in delta matrices, so used_memory grows)
     step("all labels", "node and edge records", "GRAPH.DELETE", command=("GRAPH.DELETE", srv.graph))
@@ -250,10 +264,10 @@ def hnsw_m(srv: Server, inv: dict[str, Any], m: int, dimension: int, log=print) 
     before = srv.settled()
     for label, info in inv["labels"].items():
         if info["vectors"]:
-            srv.query(f"DROP VECTOR INDEX FOR (n:{label}) ON (n.embedding)")
+            srv.run(f"schema/drop_vector_{snake(label)}")
             srv.settled()
-            srv.query(f"CREATE VECTOR INDEX FOR (n:{label}) ON (n.embedding) OPTIONS {{dimension: {dimension}, "
-                      f"similarityFunction: 'cosine', M: {m}, efConstruction: 100, efRuntime: 100}}")  # fmt: skip
+            srv.run(f"schema/vector_{snake(label)}", {"dimension": dimension, "m": m, "ef_construction": 100,
+                                                      "ef_runtime": 100})  # fmt: skip
             srv.settled(timeout=1800)
     after = srv.settled()
     log(f"  vector indexes at M {m}: {(before - after) / KB:,.0f} KB less than at M 16")

@@ -2,7 +2,7 @@
 FalkorDB and on the local Neo4j 5, in one process. Prints nodes/s per backend and the Neo4j/FalkorDB ratio,
 plus vector top-10 latency and the embedded server's restart time (vector index rebuilt on load).
 
-    .venv/bin/python benchmarks/store_write.py [--nodes 20000] [--batch 1000]
+    .venv/bin/python -m benchmarks.store_write [--nodes 20000] [--batch 1000]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from kbgraph.neo4j_local import Neo4jLocal
 from kbgraph.settings import Settings
 from kbgraph.store import open_store
 from kbgraph.store.falkor_server import EmbeddedFalkorDB
+
+from benchmarks.common import DEFAULT_HOME
 
 
 def rows(n: int, dim: int, seed: int = 0) -> tuple[list[dict], np.ndarray]:
@@ -78,7 +80,7 @@ def main() -> None:
         server.stop()
 
         neo = Settings(
-            home=Path(tmp), neo4j_local_home=Path.home() / ".kbgraph-bench" / "neo4j-store", neo4j_bolt_port=17689,
+            home=Path(tmp), neo4j_local_home=DEFAULT_HOME / "neo4j-store", neo4j_bolt_port=17689,
             neo4j_http_port=17476, neo4j_password="kbgraph-bench", batch_size=args.batch,
         )  # fmt: skip
         local = Neo4jLocal(neo, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")

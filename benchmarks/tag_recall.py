@@ -1,7 +1,7 @@
 """Passage Recall@k with and without auto-tagging (PIKE-RAG §5.2.2), same knowledge base, through kbgraph.eval.
 
     export KBGRAPH_LLM_BASE_URL=... KBGRAPH_LLM_MODEL=...      # e.g. from `kbgraph llm start`
-    .venv/bin/python benchmarks/tag_recall.py [--set musique] [--questions 10] [--learn 10] [--distractors 30]
+    .venv/bin/python -m benchmarks.tag_recall [--set musique] [--questions 10] [--learn 10] [--distractors 30]
                                               [--home DIR] [--seed 0] [--classes person,place]
 
 A slice of the data set: ``--learn`` questions teach the tag pair collection, the next ``--questions`` are
@@ -35,14 +35,13 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.eval.tag_pairs import QASample, learn_tag_pairs
 from kbgraph.settings import Settings
 
-MULTIHOP = Path(__file__).resolve().parents[1] / "examples" / "multihop"
-SETS = {"2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100",
-        "hotpotqa": "hotpotqa/hipporag_train100"}
+from benchmarks.common import DEFAULT_HOME, SETS, set_path
+
 
 
 def write_slice(name: str, folder: Path, learn: int, questions: int, distractors: int, seed: int):
     """The slice's questions file (evaluated questions) + corpus file; returns (prefix, learning questions)."""
-    ds = load_dataset(MULTIHOP / SETS[name])
+    ds = load_dataset(set_path(name))
     chosen = ds.questions[: learn + questions]
     teach, test = chosen[:learn], chosen[learn:]
     passages = [json.loads(line) for line in ds.corpus_path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -67,7 +66,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--classes", default="", help="comma-separated tag classes to use instead of the LLM's "
                     "proposal (a small model may propose none)")
-    ap.add_argument("--home", default=str(Path.home() / ".kbgraph-bench"))
+    ap.add_argument("--home", default=str(DEFAULT_HOME))
     args = ap.parse_args()
     home = Path(args.home)
     prefix, teach, n_passages = write_slice(args.set, home / "tagrecall", args.learn, args.questions,
