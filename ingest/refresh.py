@@ -38,8 +38,10 @@ UPDATE_BATCH = 5000
 
 def stored_metadata(row: Mapping[str, object]) -> dict[str, object]:
     """The metadata of a Document as ``ingest/document_state`` returns it (``[key, value]`` pairs), as a dict."""
-    pairs = row.get("metadata") or []
-    return {str(p[0]): p[1] for p in pairs if isinstance(p, list | tuple) and len(p) == 2 and p[1] is not None}  # type: ignore[arg-type]
+    pairs = row.get("metadata")
+    if not isinstance(pairs, list | tuple):
+        return {}
+    return {str(p[0]): p[1] for p in pairs if isinstance(p, list | tuple) and len(p) == 2 and p[1] is not None}
 
 
 def file_update(path: Path, origin: Origin, row: Mapping[str, object]) -> list[Row] | None:
