@@ -95,7 +95,7 @@ def main() -> None:
                     "from this store's knowledge base (<set>_neo4j.pkl of ranker_compare.py --store neo4j); the fits "
                     "stay on --pools' own")
     ap.add_argument("--gbm-kind", default=KIND, help="the gbm's model (ranker_features.fit_model): the shipped "
-                    "blend.json's by default (BLEND_PARAMS of ranker_compare.py); 'lgbm' = the gbm ranker's 300 trees; "
+                    "blend.json's by default (kbgraph.eval.rank_train_blend.BLEND_PARAMS); 'lgbm' = the gbm ranker's 300 trees; "
                     "'lgbm:n_estimators=100+num_leaves=7' changes LightGBM's parameters")
     args = ap.parse_args()
     data: dict[str, tuple[GraphData, list[QuestionPool]]] = {}

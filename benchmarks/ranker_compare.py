@@ -4,11 +4,11 @@ and leave-one-set-out (fit on the other sets, score the held-out one), from the 
 
     .venv/bin/python -m benchmarks.ranker_compare --home /work/recall-home --pools /work/recall-home/pools \
         [--sets 2wiki,musique,hotpotqa] [--models linear,lgbm,hgb] [--features base,list] [--redump] \
-        [--store falkordb|neo4j] [--write-gbm] [--write-blend 15]
+        [--store falkordb|neo4j]
 
-``--write-gbm`` and ``--write-blend K`` fit the shipped gbm models (the gbm ranker's; the blend ranker's, on the
-heads of the shipped learned ranker) on every set's pools; ``--store neo4j`` dumps the pools from the Neo4j
-knowledge bases of benchmarks/query.py instead (cached as ``<set>_neo4j.pkl``).
+The shipped models are the library's: ``kbgraph rank train --model gbm|blend --shipped`` (docs/scoring.md,
+"Rebuilding the shipped models"). ``--store neo4j`` dumps the pools from the Neo4j knowledge bases of
+benchmarks/query.py instead (cached as ``<set>_neo4j.pkl``).
 
 Step 1 (once per knowledge base, cached under ``--pools``): for every question, the learned ranker's pool
 exactly as at query time (kbgraph.query.propagation ``learned_pool``: the best ``ranker_pool`` chunks of the
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.ranker_features import GraphData, QuestionPool, labels_of, passages_of, recall_of, run_models, text_rows
+from benchmarks.ranker_features import GraphData, QuestionPool, recall_of, run_models
 
-from benchmarks.common import DEFAULT_HOME, SETS, set_path
+from benchmarks.common import DEFAULT_HOME, set_path
 
 
 #: The graph the list features read: key -> its statement (cypher/bench/).
@@ -103,60 +103,6 @@ def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tupl
     return graph, pools
 
 
-def write_gbm(data: dict[str, tuple[GraphData, list[QuestionPool]]], args: argparse.Namespace) -> None:
-    """Fit the gbm ranker (kbgraph.eval.rank_train_gbm) on every set's pools, its query-time feature rows, and
-    save it as the shipped model."""
-    from kbgraph.eval.rank_train import LabelledPool, write_model
-    from kbgraph.eval.rank_train_gbm import fit_gbm
-    from kbgraph.query.ranking_gbm import default_gbm_path
-
-    by_set = {}
-    for name, (graph, pools) in data.items():
-        by_set[SETS[name].replace("/", "_")] = [
-            LabelledPool(rows=text_rows(p), labels=labels_of(p, graph), passages=passages_of(p.ids, graph), gold=p.gold)
-            for p in pools if p.ids]  # fmt: skip
-    model = fit_gbm(by_set, pool=50)
-    model.trained_on = [SETS[name] for name in data]
-    model.note = f"benchmarks/ranker_compare.py --sets {args.sets} --write-gbm (kbgraph.eval.rank_train_gbm.PARAMS)"
-    print(f"wrote {write_model(model, default_gbm_path())}", flush=True)
-
-
-#: The blend's gbm: the gbm ranker's parameters but half the trees (the same recall held out, half the scoring).
-BLEND_PARAMS = {"n_estimators": 150}
-
-
-def write_blend(data: dict[str, tuple[GraphData, list[QuestionPool]]], args: argparse.Namespace) -> None:
-    """Fit the blend ranker's gbm (kbgraph.query.ranking_blend) on every set's pools cut to their head, the shipped
-    learned ranker's best ``--write-blend`` candidates (list features over the head, as at query time), and save it
-    as the shipped one."""
-    from kbgraph.eval.rank_train import LabelledPool, write_model
-    from kbgraph.eval.rank_train_gbm import fit_gbm
-    from kbgraph.query.ranking import Candidate, feature_rows, load_model, score_rows
-    from kbgraph.query.ranking_blend import head_of
-    from kbgraph.query.ranking_gbm import default_blend_path
-    from kbgraph.query.ranking_lists import list_rows
-
-    k, learned = args.write_blend, load_model(None)
-    by_set = {}
-    for name, (graph, pools) in data.items():
-        heads = []
-        for p in pools:
-            if not p.ids:
-                continue
-            cands = [Candidate.model_validate(c) for c in p.candidates]
-            head = head_of(score_rows(learned, feature_rows(p.question, cands)), k)
-            passages = passages_of(p.ids, graph)
-            heads.append(LabelledPool(rows=list_rows(p.question, [cands[i] for i in head], [p.texts[i] for i in head]),
-                                      labels=labels_of(p, graph)[head], passages=[passages[i] for i in head],
-                                      gold=p.gold))  # fmt: skip
-        by_set[SETS[name].replace("/", "_")] = heads
-    model = fit_gbm(by_set, pool=k, params=BLEND_PARAMS)
-    model.trained_on = [SETS[name] for name in data]
-    model.note = (f"benchmarks/ranker_compare.py --sets {args.sets} --write-blend {k}: the heads (the shipped learned "
-                  f"ranker's best {k}) of each question's pool (kbgraph.eval.rank_train_gbm.PARAMS, {BLEND_PARAMS})")  # fmt: skip
-    print(f"wrote {write_model(model, default_blend_path())}", flush=True)
-
-
 def latency(name: str, home: Path, questions: int, rankers: list[str]) -> None:
     """Propagation's wall-clock ms per question (the question's embedding excluded) and passage recall through the
     query path, each ranker of ``rankers`` on the same questions, interleaved (after 20 warm-up questions each):
@@ -214,11 +160,6 @@ def main() -> None:
     ap.add_argument("--latency", type=int, default=0, metavar="N", help="instead: propagation's latency and recall "
                     "with each ranker of --rankers through the query path, first N questions of each set")
     ap.add_argument("--rankers", default="learned,gbm")
-    ap.add_argument("--write-gbm", action="store_true", help="also fit the gbm ranker on every set's pools and "
-                    "save it as the shipped one (kbgraph/resources/ranker/gbm.json)")
-    ap.add_argument("--write-blend", type=int, default=0, metavar="K", help="also fit the blend ranker's gbm on the "
-                    "heads (the shipped learned ranker's best K) of every set's pools and save it as the shipped one "
-                    "(kbgraph/resources/ranker/blend.json)")
     args = ap.parse_args()
     if args.latency:
         for name in args.sets.split(","):
@@ -232,10 +173,6 @@ def main() -> None:
                 data[name] = pickle.load(f)
         else:
             data[name] = dump(name, Path(args.home), Path(args.pools), args.store)
-    if args.write_gbm:
-        write_gbm(data, args)
-    if args.write_blend:
-        write_blend(data, args)
     if args.dump_only:
         return
     ks = (1, 2, 5, 10)

@@ -1,9 +1,9 @@
 """The learned ranker on the repo's multi-hop sets: in-set and leave-one-set-out passage recall beside the
-weighted sum, from the same candidate pools; ``--write`` saves the model fitted on every set as the shipped
-default (kbgraph/resources/ranker/default.json).
+weighted sum, from the same candidate pools (the shipped model is the library's: ``kbgraph rank train --model
+linear --shipped``, docs/scoring.md).
 
     .venv/bin/python -m benchmarks.ranker_loso [--sets 2wiki,musique,hotpotqa] [--pool 50] [--c 1.0] \
-        [--home DIR] [--write] [--no-ingest] [--set KEY=VALUE ...] [--drop-features NAME,...]
+        [--home DIR] [--no-ingest] [--set KEY=VALUE ...] [--drop-features NAME,...]
 
 The knowledge bases are benchmarks/retrieval_recall.py's (``<home>/<set>_falkordb``, default home
 ~/.kbgraph-bench), built on first use; with ``--no-ingest`` they are only read (they must exist: not even the
@@ -18,14 +18,13 @@ The same fit runs as ``kbgraph rank train --dataset ...`` on any data set (kbgra
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 from kbgraph.eval.dataset import load_dataset
-from kbgraph.eval.rank_train import collect_pools, fit, leave_one_out
+from kbgraph.eval.rank_train import collect_pools, leave_one_out
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.ranking import FEATURES, default_model_path
+from kbgraph.query.ranking import FEATURES
 from kbgraph.settings import Settings
 from kbgraph.store.falkordb import FalkorDBStore
 
@@ -39,7 +38,6 @@ def main() -> None:
     ap.add_argument("--pool", type=int, default=50)
     ap.add_argument("--c", type=float, default=1.0)
     ap.add_argument("--home", default=str(DEFAULT_HOME))
-    ap.add_argument("--write", action="store_true", help="save the model fitted on every set as the default")
     ap.add_argument("--no-ingest", action="store_true", help="only read the knowledge bases (they must exist)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the pools")
     ap.add_argument("--drop-features", default="", metavar="NAME,...",
@@ -73,16 +71,6 @@ def main() -> None:
     for name, row in table.items():
         for variant, r in row.items():
             print(f"{name:34} {variant:14} " + " ".join(f"{r[f'R@{k}']:6.1f}" for k in (1, 2, 5, 10)))
-    if args.write:
-        model = fit(by_set, pool=args.pool, c=args.c, features=features)
-        model.note = f"benchmarks/ranker_loso.py --sets {args.sets} --pool {args.pool} --c {args.c}" + "".join(
-            f" --set {kv}" for kv in args.set
-        ) + (f" --drop-features {args.drop_features}" if dropped else "")
-        # the note: the settings of its pools (vector_layers: the layers it was fitted without) and its features
-        path = default_model_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(model.model_dump(), indent=1) + "\n", encoding="utf-8")
-        print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def main() -> None:
     qfile.write_text(json.dumps(questions), encoding="utf-8")
     meta = {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "commit": _commit(), "cores": os.cpu_count(),
             "store": args.store, "seed": args.seed, "questions": len(questions),
-            "command": " ".join(["benchmarks/scale.py", *sys.argv[1:]])}  # fmt: skip
+            "command": " ".join(["python -m benchmarks.scale", *sys.argv[1:]])}  # fmt: skip
     _run_size(args, home, scale_corpus.write_jsonl(passages[:20], home / "corpus" / "warmup.jsonl"), "warmup",
               qfile, warm_only=True)  # fmt: skip
     rows = []

@@ -392,7 +392,7 @@ def main() -> None:
                             cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
     result: dict[str, Any] = {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "commit": commit,
                               "cores": os.cpu_count(), "passages": args.passages,
-                              "command": " ".join(["benchmarks/store_bytes.py", *sys.argv[1:]])}  # fmt: skip
+                              "command": " ".join(["python -m benchmarks.store_bytes", *sys.argv[1:]])}  # fmt: skip
     if args.build:
         result["build"] = build(home, args.passages)
         print(json.dumps(result["build"]), flush=True)
