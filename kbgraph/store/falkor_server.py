@@ -7,18 +7,24 @@ Why it outlives the process that started it: FalkorDB rebuilds every vector inde
 every ``kbgraph ask`` slow. The first user starts it; later users reuse it; a small watchdog process stops it
 after ``idle_timeout`` seconds with no command and no other client; ``kbgraph store stop`` stops it at once.
 
-One server per data folder: a file lock serialises start-up, and a pid file plus a ping tell a live server
-from a stale one (redis silently replaces an existing socket file, so two servers must never be started).
+One server per data folder: the folder's file lock (``falkordb.lock``) serialises every start, stop and restart
+of its server, by any process (a store connects under it too, and the watchdog stops the server under it), and a
+pid file plus a ping tell a live server from a stale one (redis silently replaces an existing socket file, so two
+servers must never be started). A stop signals only the folder's own server: the process that answers on its
+socket, or the pid file's process when its command line names that socket; never a process that took a stale
+pid file's number (another knowledge base's server, say).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,58 +80,65 @@ class EmbeddedFalkorDB:
             digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:16]
             sock = Path(tempfile.gettempdir()) / f"kbgraph-{digest}.sock"
         self.socket = sock
+        # one lock object per folder in this process (is_singleton): re-entrant within a thread (a store connects
+        # under it and calls ensure_running), exclusive between threads (thread_local) and processes (flock)
+        self._lock = FileLock(str(self.lockfile), is_singleton=True)
 
     # --- public -------------------------------------------------------------------------------
-    def ensure_running(self) -> Path:
-        """Return the socket path of a live server for this folder, starting one if needed."""
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """``with server.locked():`` hold the folder's lock (``falkordb.lock``, waited for ``start_timeout`` s at
+        most): no start, stop or restart of this folder's server by any thread or process meanwhile. A store that
+        connects inside it is a client before any restart can look for clients (:meth:`restart_unless_used`).
+        Re-entrant within a thread. Raises LockTimeout (another process holds it too long), StoreUnavailable (the
+        folder is not writable)."""
         self._prepare_dir()
         try:
-            with FileLock(str(self.lockfile), timeout=self.start_timeout):
-                if self._alive():
-                    return self.socket
-                self._start()
-                return self.socket
+            self._lock.acquire(timeout=self.start_timeout)
         except Timeout as exc:
             raise LockTimeout(
-                f"another kbgraph process has been starting the store in {self.data_dir} for over "
+                f"another kbgraph process has been starting or stopping the store in {self.data_dir} for over "
                 f"{self.start_timeout:.0f} s; wait, or run `kbgraph store stop` and retry"
             ) from exc
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def ensure_running(self) -> Path:
+        """Return the socket path of a live server for this folder, starting one if needed (under the lock)."""
+        with self.locked():
+            if not self._alive():
+                self._start()
+            return self.socket
 
     def stop(self, timeout: float = 60.0) -> bool:
-        """Stop the server (its data is flushed first). Returns False if none was running."""
-        pid = self._pid()
-        if pid is None or not pid_alive(pid):
-            self._cleanup()
-            return False
-        with contextlib.suppress(Exception):  # else terminate's SIGTERM shuts it down the same way
-            self._client().shutdown(save=False)  # append-only file is fsynced on shutdown
-        terminate(pid, timeout)
-        self._cleanup()
-        return True
+        """Stop the folder's server (its data is flushed first), under the lock; SIGKILL after ``timeout`` s.
+        Returns False if none was running (stale pid and socket files are removed). Only the folder's own
+        server is signalled (:meth:`_server_pid`)."""
+        with self.locked():
+            return self._stop(timeout)
 
     def stop_unless_used(self, settle: float = 1.0) -> bool:
         """Stop the server unless a client other than its watchdog is connected (a store of this or of another
         process): what ``kbgraph serve`` does with the server of a knowledge base it no longer keeps open
         (``serve_max_open_kbs``). Connections closed just before are given ``settle`` seconds to go. Returns
-        whether it stopped the server. A client that connects between the look and the stop finds the server gone,
-        as after the watchdog's idle stop, and its next connection starts it again."""
-        if not self._alive():
-            return False
-        import redis
+        whether it stopped the server. The look and the stop hold the lock, under which every store connects: a
+        store connects before the look (and is seen) or after the stop (and starts the server again)."""
+        with self.locked():
+            return self._unused(settle) and self._stop(60.0)
 
-        client = self._client()
-        try:
-            me = client.client_id()
-            deadline = time.monotonic() + settle
-            while any(int(c["id"]) != me and c.get("name") != WATCHDOG_CLIENT for c in client.client_list()):
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(0.05)
-        except (redis.exceptions.RedisError, OSError):
-            return False
-        finally:
-            client.close()
-        return self.stop()
+    def restart_unless_used(self, settle: float = 1.0) -> bool:
+        """Stop the server and start it again, unless a client other than its watchdog is connected (as
+        :meth:`stop_unless_used`): the look, the stop and the start in one hold of the lock, so that no other
+        thread or process starts, stops or connects to the server in between (one that wants it waits, then finds
+        the new server). Returns whether it was started again. Raises StoreUnavailable (the new server did not
+        start: the next ``ensure_running`` tries again), LockTimeout."""
+        with self.locked():
+            if not (self._unused(settle) and self._stop(60.0)):
+                return False
+            self._start()
+            return True
 
     def compact(self) -> bool:
         """Start a rewrite of the append-only file (Redis ``BGREWRITEAOF``: a forked child writes the data as one
@@ -162,6 +175,56 @@ class EmbeddedFalkorDB:
         )
 
     # --- internals ----------------------------------------------------------------------------
+    def _stop(self, timeout: float) -> bool:
+        """:meth:`stop` with the lock held."""
+        pid, answers = self._server_pid()
+        if pid is None:
+            self._cleanup()
+            return False
+        if answers:  # else terminate's SIGTERM shuts it down the same way
+            with contextlib.suppress(Exception):
+                self._client().shutdown(save=False)  # append-only file is fsynced on shutdown
+        terminate(pid, timeout)
+        self._cleanup()
+        return True
+
+    def _server_pid(self) -> tuple[int | None, bool]:
+        """(pid, answers): the folder's server, the process that answers on its socket (``INFO`` process_id,
+        answers True); else (a server still loading, hung or stopped) the pid file's process if its command line
+        names this folder's socket (answers False); else (None, False): no server of this folder runs, whatever
+        process now holds a stale pid file's number."""
+        import redis
+
+        if self.socket.exists():
+            try:
+                return int(self._client().info("server")["process_id"]), True
+            except (redis.exceptions.RedisError, OSError, KeyError, ValueError):
+                pass
+        pid = self._pid()
+        if pid is None or not pid_alive(pid) or not _names_socket(pid, self.socket):
+            return None, False
+        return pid, False
+
+    def _unused(self, settle: float) -> bool:
+        """Is the server alive with no client but its watchdog (and this look), within ``settle`` seconds?"""
+        if not self._alive():
+            return False
+        import redis
+
+        client = self._client()
+        try:
+            me = client.client_id()
+            deadline = time.monotonic() + settle
+            while any(int(c["id"]) != me and c.get("name") != WATCHDOG_CLIENT for c in client.client_list()):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
+        except (redis.exceptions.RedisError, OSError):
+            return False
+        finally:
+            client.close()
+        return True
+
     def _prepare_dir(self) -> None:
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -181,9 +244,13 @@ class EmbeddedFalkorDB:
             return None
 
     def _client(self) -> redis.Redis:
+        """A client of the folder's socket whose commands wait 5 s for an answer, once: redis-py's default retries
+        (3, with backoff) made a look at a server that does not answer (stopped, hung) last about a minute."""
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
-        return redis.Redis(unix_socket_path=str(self.socket), socket_timeout=5)
+        return redis.Redis(unix_socket_path=str(self.socket), socket_timeout=5, retry=Retry(NoBackoff(), 0))
 
     def _alive(self) -> bool:
         pid = self._pid()
@@ -286,6 +353,7 @@ class EmbeddedFalkorDB:
             [
                 sys.executable, "-m", "kbgraph.store.falkor_watchdog",
                 "--socket", str(self.socket), "--pid", str(pid), "--idle", str(self.idle_timeout),
+                "--lock", str(self.lockfile),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -297,6 +365,23 @@ class EmbeddedFalkorDB:
         for path in (self.pidfile, self.socket):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+
+
+def _names_socket(pid: int, socket: Path) -> bool:
+    """Does process ``pid``'s command line name ``socket`` as a redis-server's? Its title as redis-server sets it
+    (``redis-server unixsocket:<socket>``) or its arguments (``--unixsocket <socket>``), the path whole: a socket
+    whose path ends with this one's is another's. Read from /proc, else from ``ps``; False when unreadable."""
+    path = str(socket)
+    try:
+        args = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0") if a]
+    except OSError:
+        try:
+            out = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True,
+                                 timeout=5, env={**os.environ, "LC_ALL": "C"})  # fmt: skip
+        except (OSError, subprocess.SubprocessError):
+            return False
+        args = [out.stdout.strip()]
+    return any(a == path or f" {a}".endswith(f" unixsocket:{path}") or f" {path} " in f" {a} " for a in args)
 
 
 def _last_log_line(path: Path) -> str:

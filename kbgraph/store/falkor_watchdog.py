@@ -3,8 +3,12 @@
 Every few seconds it reads ``INFO`` from the server, and exits when the server on the socket is not the
 process it watches (its own server gone, another one started in its place). The server is idle when no client but the watchdog is
 connected and no command other than the watchdog's own arrived since the last look. After ``--idle``
-seconds of idleness it sends ``SHUTDOWN`` (the append-only file is flushed first) and exits. It also exits
-when the server is gone. Imports only ``redis`` so that it costs little memory. Its connection is named
+seconds of idleness it takes the data folder's lock (``--lock``: the one every start, stop, restart and store
+connection of the folder holds, kbgraph.store.falkor_server), looks once more (its own server, still idle) and sends
+``SHUTDOWN`` (the append-only file is flushed first), then exits; a lock held by someone else counts as activity.
+Under the lock no restart can put another server on the socket between the look and the ``SHUTDOWN`` (the client
+reconnects by itself, so without it a watchdog could stop the server that replaced its own). It also exits when
+the server is gone. Imports only ``redis`` and ``filelock`` so that it costs little memory. Its connection is named
 :data:`WATCHDOG_CLIENT`, so that ``EmbeddedFalkorDB.stop_unless_used`` can tell it from a client that uses the
 server.
 """
@@ -14,6 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import redis
 
 #: The client name of the watchdog's connection (``CLIENT SETNAME``).
 WATCHDOG_CLIENT = "kbgraph-watchdog"
@@ -24,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--socket", required=True)
     ap.add_argument("--pid", type=int, required=True)
     ap.add_argument("--idle", type=float, required=True)
+    ap.add_argument("--lock", default=None, help="the data folder's lock file (falkordb.lock); none: no lock taken")
     args = ap.parse_args(argv)
 
     import redis
@@ -57,11 +66,40 @@ def main(argv: list[str] | None = None) -> int:
         if busy:
             idle_since = time.monotonic()
         elif time.monotonic() - idle_since >= args.idle:
-            try:
-                client.shutdown(save=False)
-            except (redis.exceptions.ConnectionError, redis.exceptions.ResponseError, OSError):
-                pass
-            return 0
+            if _stop_if_idle(client, args.pid, args.lock):
+                return 0
+            idle_since, last_commands = time.monotonic(), None  # not idle after all: count anew
+
+
+def _stop_if_idle(client: redis.Redis, pid: int, lock_path: str | None) -> bool:
+    """Under the folder's lock (none when ``lock_path`` is None), ``SHUTDOWN`` the server on the socket if it is
+    still process ``pid`` with no other client. Returns False when it was not stopped (the lock is held: a start,
+    stop, restart or store connection under way; a client connected), else True (stopped, gone, or not its
+    server: the watchdog's work is done)."""
+    import redis
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(lock_path) if lock_path else None
+    try:
+        if lock is not None:
+            lock.acquire(timeout=0)
+    except Timeout:
+        return False
+    try:
+        info = client.info()
+        if int(info.get("process_id", pid)) != pid:
+            return True
+        if int(info.get("connected_clients", 1)) > 1:
+            return False
+        client.shutdown(save=False)
+    except redis.exceptions.TimeoutError:
+        return False  # busy: looked at again later
+    except (redis.exceptions.ConnectionError, redis.exceptions.ResponseError, OSError):
+        pass  # gone, or going
+    finally:
+        if lock is not None:
+            lock.release()
+    return True
 
 
 if __name__ == "__main__":

@@ -134,15 +134,20 @@ class FalkorDBStore(GraphStore):
                     password=url.password or None, username=url.username or None,
                     **pooled,
                 )  # fmt: skip
+                self._db = FalkorDB(connection_pool=self._pool)
+                self._db.connection.ping()
             else:
                 self.server = self._embedded(settings)
-                sock = self.server.ensure_running()
                 self.location = self.kb_location(settings)  # the server's data_dir
-                self._pool = redis.BlockingConnectionPool(
-                    connection_class=redis.UnixDomainSocketConnection, path=str(sock), **pooled
-                )
-            self._db = FalkorDB(connection_pool=self._pool)
-            self._db.connection.ping()
+                # connected under the folder's lock: a restart (a reload of another store, kbgraph serve's stop of
+                # an evicted knowledge base) sees this store's connection, or is over before it is made
+                with self.server.locked():
+                    sock = self.server.ensure_running()
+                    self._pool = redis.BlockingConnectionPool(
+                        connection_class=redis.UnixDomainSocketConnection, path=str(sock), **pooled
+                    )
+                    self._db = FalkorDB(connection_pool=self._pool)
+                    self._db.connection.ping()  # the pool keeps this connection open: a client of the server
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             raise StoreUnavailable(
                 f"cannot reach FalkorDB at {settings.store.uri or settings.kb_dir} ({exc}); "
@@ -227,18 +232,20 @@ class FalkorDBStore(GraphStore):
         self._reloads += 1
         self._serving.clear()
         try:
-            if not self.server.stop_unless_used(settle=0.5):
+            # the look for other clients, the stop and the start in one hold of the folder's lock: no store of this
+            # or another process connects, and no server is started, in between
+            if not self.server.restart_unless_used(settle=0.5):
                 log.info("the FalkorDB server of %s is used by another client: its indexes are built anew when it "
                          "starts again", self.location)  # fmt: skip
                 return False
             self._pool.disconnect()  # connections of the server that stopped
-            self.server.ensure_running()
         except KBGraphError as exc:  # the next statement, or the next store of this knowledge base, says it again
             log.warning("the FalkorDB server of %s did not start again: %s", self.location, exc)
             return False
         finally:
             self._serving.set()
-        self._rewrites = int(conn.info("persistence").get("aof_rewrites", 0))
+        with contextlib.suppress(redis.exceptions.RedisError, OSError):  # the next compaction looks again
+            self._rewrites = int(conn.info("persistence").get("aof_rewrites", 0))
         return True
 
     def _await_rewrite(self, timeout: float) -> dict[str, Any] | None:
