@@ -35,6 +35,9 @@ MIN_LANGUAGE_LETTERS = 20
 MIN_LANGUAGE_PROBABILITY = 0.8
 #: Characters of a document's text its language is told from.
 LANGUAGE_SAMPLE_CHARS = 2000
+#: langdetect's random trials per text (its default 7): 2 told the language of 98.2 % of the 2Wiki passages as 7 did
+#: in 54 % of the time (4.2 against 7.9 ms a passage on 2 loaded cores; the parse of a corpus pays it per passage)
+LANGUAGE_TRIALS = 2
 _LANGUAGE_LOCK = threading.Lock()
 
 
@@ -132,18 +135,22 @@ def file_system_metadata(path: Path) -> dict[str, MetadataValue]:
 
 def detect_language(text: str) -> str | None:
     """The ISO 639-1 code (``'en'``) of the language of ``text`` (its first ``LANGUAGE_SAMPLE_CHARS`` characters)
-    by langdetect, seeded so that the same text gets the same answer; None for a text of fewer than
+    by langdetect (``LANGUAGE_TRIALS`` trials), seeded so that the same text gets the same answer; None for a text of fewer than
     ``MIN_LANGUAGE_LETTERS`` letters or no language of probability ``MIN_LANGUAGE_PROBABILITY`` or more."""
     sample = text[:LANGUAGE_SAMPLE_CHARS]
     if sum(ch.isalpha() for ch in sample) < MIN_LANGUAGE_LETTERS:
         return None
-    from langdetect import DetectorFactory, detect_langs
+    from langdetect import detector_factory
     from langdetect.lang_detect_exception import LangDetectException
 
     with _LANGUAGE_LOCK:  # the seed is global: one detection at a time
-        DetectorFactory.seed = 0
+        detector_factory.init_factory()  # the language profiles, loaded once
+        detector_factory.DetectorFactory.seed = 0
+        detector = detector_factory._factory.create()
+        detector.n_trial = LANGUAGE_TRIALS
+        detector.append(sample)
         try:
-            best = max(detect_langs(sample), key=lambda r: r.prob, default=None)
+            best = max(detector.get_probabilities(), key=lambda r: r.prob, default=None)
         except LangDetectException:
             return None
     if best is None or best.prob < MIN_LANGUAGE_PROBABILITY:
