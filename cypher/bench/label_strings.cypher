@@ -1,4 +1,0 @@
-// benchmarks.store_bytes: the string values of property $key on the nodes of label $label.
-MATCH (n)
-WHERE $label IN labels(n) AND typeOf(n[$key]) = 'String'
-RETURN n[$key] AS value
