@@ -53,7 +53,7 @@ def _texts(tree: ast.AST, fstrings: bool = True) -> list[tuple[int, str]]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr) and fstrings:
-            text = "".join(v.value if isinstance(v, ast.Constant) else "x" for v in node.values)
+            text = "".join(str(v.value) if isinstance(v, ast.Constant) else "x" for v in node.values)
             out.append((node.lineno, str(text)))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip | inner:
             out.append((node.lineno, node.value))
