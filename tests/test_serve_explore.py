@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,8 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         kb.reset()
 
 
-def client(url: str, key: str | None) -> httpx.Client:
+def client(url: str, key: str | None) -> Any:
+    """An httpx client of ``url`` sending ``key`` as Bearer (none: no key)."""
     return httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {key}"} if key else {})
 
 

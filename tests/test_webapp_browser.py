@@ -305,7 +305,7 @@ def explore(page: Page, tmp_path: Path, backend: str) -> None:
     expect(page.locator("#explore-detail .caption")).to_have_text("Kentucky")
     # one palette: the Browser style's colour of each label, as on the Why page
     colours = page.evaluate("Object.fromEntries(window.kbgraph.explore.nodes().map(n => [n.data('label'), n.data('color')]))")
-    style = meta()["style"]
+    style: dict[str, dict[str, str]] = meta()["style"]  # type: ignore[assignment]
     assert colours["Entity"] == style["Entity"]["color"] and colours["Chunk"] == style["Chunk"]["color"], colours
     # the chunk expanded from the panel's list of neighbours (the keyboard's way): its document comes
     page.locator("#explore-detail .neighbours button", has_text="Chunk").first.click()

@@ -118,8 +118,9 @@ def browse_view(kb: KnowledgeBase, name: str, view: str, params: dict[str, Any])
     """The browse query ``view`` (one of kbgraph.serve.explore_views.VIEWS) with ``params`` over its defaults,
     as a graph. Raises ConfigError (400) for an unknown parameter or a bad value."""
     query = browse_query(view)
-    values = resolve_params(query, params)
-    rows = kb.browse(query.name, **values)
+    values = resolve_params(query, params)  # first: a parameter of no query (``filters``) is refused, not passed on
+    given: dict[str, Any] = dict(values)
+    rows = kb.browse(query.name, **given)
     nodes, edges = view_graph(query.name, rows)
     return ExploreGraph(kb=name, view=query.name, title=query.title, params=values, nodes=nodes, edges=edges,
                         rows=len(rows))  # fmt: skip

@@ -11,7 +11,7 @@ Chunk -MENTIONS-> Entity, Triple -SUBJECT|OBJECT-> Entity, Entity -RELATED- Enti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kbgraph.serve.explore_models import GraphEdge, GraphNode
@@ -74,14 +74,14 @@ class GraphBuilder:
             self.edges.setdefault((source, type_, target), GraphEdge(source=source, target=target, type=type_))
 
 
-def _top_entities(g: GraphBuilder, rows: list[Row]) -> None:
+def _top_entities(g: GraphBuilder, rows: Sequence[Row]) -> None:
     for row in rows:
         entity = dict(row.get("entity") or {})
         entity.update({k: row[k] for k in ("mentions", "related", "degree") if row.get(k) is not None})
         g.node("Entity", entity)
 
 
-def _document(g: GraphBuilder, rows: list[Row]) -> None:
+def _document(g: GraphBuilder, rows: Sequence[Row]) -> None:
     for row in rows:
         parent = g.node("Document", row.get("document"))
         for section in g.nodes_of("Section", row.get("sections")):
@@ -97,7 +97,7 @@ def _document(g: GraphBuilder, rows: list[Row]) -> None:
             g.edge(chunk, entity, "MENTIONS")
 
 
-def _entity(g: GraphBuilder, rows: list[Row]) -> None:
+def _entity(g: GraphBuilder, rows: Sequence[Row]) -> None:
     for row in rows:
         value = dict(row.get("entity") or {})
         if row.get("mentions") is not None:
@@ -116,12 +116,12 @@ def _entity(g: GraphBuilder, rows: list[Row]) -> None:
             g.edge(cid, doc if doc in g.nodes else None, "IN")
 
 
-def _orphans(g: GraphBuilder, rows: list[Row]) -> None:
+def _orphans(g: GraphBuilder, rows: Sequence[Row]) -> None:
     for row in rows:
         g.node(str(row.get("label") or "Node"), row.get("node") or {"id": row.get("id")})
 
 
-def _changed(g: GraphBuilder, rows: list[Row]) -> None:
+def _changed(g: GraphBuilder, rows: Sequence[Row]) -> None:
     for row in rows:
         run = g.node("IngestionRun", row.get("run"))
         for doc in g.nodes_of("Document", row.get("documents")):
@@ -129,13 +129,13 @@ def _changed(g: GraphBuilder, rows: list[Row]) -> None:
 
 
 #: The browse queries offered as views: name -> what turns its rows into a graph.
-VIEWS: dict[str, Callable[[GraphBuilder, list[Row]], None]] = {
+VIEWS: dict[str, Callable[[GraphBuilder, Sequence[Row]], None]] = {
     "top_entities": _top_entities, "document": _document, "entity": _entity, "orphans": _orphans,
     "changed": _changed,
 }  # fmt: skip
 
 
-def view_graph(view: str, rows: list[Row]) -> tuple[list[GraphNode], list[GraphEdge]]:
+def view_graph(view: str, rows: Sequence[Row]) -> tuple[list[GraphNode], list[GraphEdge]]:
     """The nodes and edges of the rows of browse query ``view`` (one of :data:`VIEWS`; KeyError otherwise)."""
     g = GraphBuilder()
     VIEWS[view](g, rows)

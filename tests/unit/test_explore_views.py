@@ -5,17 +5,20 @@ and edge once, no vector sent, captions cut."""
 from __future__ import annotations
 
 from kbgraph.browse import CATALOGUE
+from typing import Any
+
+from kbgraph.serve.explore_models import GraphEdge
 from kbgraph.serve.explore_views import CAPTION_CHARS, VIEWS, caption, graph_node, view_graph
 
 
-def _edges(edges: list) -> set[tuple[str, str, str]]:
+def _edges(edges: list[GraphEdge]) -> set[tuple[str, str, str]]:
     return {(e.source, e.type, e.target) for e in edges}
 
 
 def test_document_view_chains_sections_and_dedups() -> None:
     doc = {"id": "doc:1", "title": "Report", "embedding": [0.1, 0.2], "pending_embedding": None}
     sec1, sec2 = {"id": "sec:1", "title": "Intro"}, {"id": "sec:2", "title": "Numbers"}
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"document": doc, "sections": [sec1, sec2], "chunk": {"id": "chunk:1", "text": "a" * 500},
          "questions": [{"id": "aq:1", "text": "How many?"}], "triples": [{"id": "tri:1", "text": "x is y"}],
          "entities": [{"id": "ent:1", "name": "Kentucky"}]},
@@ -40,7 +43,7 @@ def test_document_view_chains_sections_and_dedups() -> None:
 
 
 def test_entity_view_subject_object_and_documents() -> None:
-    row = {
+    row: dict[str, Any] = {
         "entity": {"id": "ent:k", "name": "Kentucky"}, "mentions": 2,
         "neighbours": [{"id": "ent:l", "name": "Louisville"}, None],
         "triples": [{"id": "tri:1", "subject_id": "ent:k", "object_id": "ent:x"},
