@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from kbgraph.models import VectorHit
 from kbgraph.settings import Settings
 from kbgraph.errors import StoreUnavailable
 from kbgraph.store import GraphStore
@@ -118,6 +119,8 @@ class Adjacency:
                 matrix[i] = np.asarray(v, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         self.unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)  # (chunks, dim), L2 = 1
+        self._scoped: dict[frozenset[str], Any] = {}  # a document scope's rows (:meth:`top_chunks`)
+        self._scoped_lock = threading.Lock()
         self.name: dict[str, str | None] = {}
         self.titled: set[str] = set()  # entities of type TITLE
         self.related: dict[str, list[str]] = {}
@@ -183,6 +186,27 @@ class Adjacency:
                             "section_path": section_path, "document_id": self.document[i],
                             "document_title": self.title[i], "document_uri": uri, "section_id": section}  # fmt: skip
         return out
+
+    def top_chunks(self, embedding: Sequence[float], within: frozenset[str], k: int) -> list[VectorHit]:
+        """The exact top-``k`` served chunks of ``within`` (a document scope's chunk ids) by cosine with
+        ``embedding``, best first, ties by id: what ``retrieve/seed_vectors_within`` gives for the Chunk layer,
+        from the unit vectors held here (a filtered dense question: a matrix product over the scope's rows)."""
+        with self._scoped_lock:
+            rows = self._scoped.get(within)
+            if rows is None:
+                rows = np.array(sorted(i for cid in within if (i := self.index.get(cid)) is not None
+                                       and self.served[i] and self.has_vector[i]), dtype=np.int64)  # fmt: skip
+                self._scoped[within] = rows
+                while len(self._scoped) > 8:
+                    self._scoped.pop(next(iter(self._scoped)))
+        if k <= 0 or not len(rows):
+            return []
+        query = np.asarray(embedding, dtype=np.float32)
+        size = float(np.linalg.norm(query))
+        cosines = self.unit[rows] @ (query / size if size else query)
+        order = sorted(range(len(rows)), key=lambda j: (-float(cosines[j]), self.ids[rows[j]]))[:k]
+        return [VectorHit(id=self.ids[rows[j]], label="Chunk", score=float(cosines[j]), properties={})
+                for j in order]  # fmt: skip
 
     def texts(self, ids: Sequence[str]) -> list[str]:
         """The text of each chunk of ``ids`` ("" for a chunk not held), in order: what ``retrieve/pool_texts`` gives
@@ -264,7 +288,7 @@ class Adjacency:
             for entity in self.mentions[a]:
                 neighbours = within(self.entity_chunks.get(entity, []))
                 degree = len(neighbours)
-                if bound is not None and degree > bound:
+                if not neighbours or (bound is not None and degree > bound):
                     continue
                 score = source["score"] * math.log(2.0) / math.log(1.0 + degree)
                 for b in neighbours:

@@ -305,3 +305,44 @@ def test_one_question_looks_the_adjacency_up_once(store: GraphStore, backend_set
     assert entry.asked == 1 and not entry.building and entry.view is None
     propagate(store, settings, seeds, k=5)
     assert entry.asked == 2 and (entry.building or entry.view is not None)
+
+
+@pytest.mark.parametrize("documents", [["doc:A", "doc:C"], ["doc:B"], []])
+def test_rows_equal_the_statements_in_a_document_scope(store: GraphStore, documents: list[str]) -> None:
+    """In a document scope (``$documents``: a filter's documents, kbgraph.store.scope) the adjacency gives the rows
+    the statements give, every row's chunk is of the scope's documents, and an entity's degree counts only the
+    scope's chunks (the bound keeps an entity that the whole graph would drop)."""
+    _plant(store)
+    view = Adjacency(store)
+    documents_of = {cid: view.document[i] for cid, i in view.index.items()}
+    flags: Row = {"with_titles": True, "with_similarity": True, "embedding": store.check_vector(QUESTION_VECTOR),
+                  "documents": documents}  # fmt: skip
+    for bound in (5, 3, 2):
+        for case in LAYER_CASES:
+            params = {**case, **flags, "max_degree": bound, "tag_max_degree": bound}
+            expected = _canonical(store, store.run("retrieve/layer_candidates", params))
+            assert _canonical(store, view.layer_rows(params)) == expected
+            assert {documents_of[r["chunk_id"]] for r in view.layer_rows(params)} <= set(documents)
+        for case in HOP_CASES:
+            params = {**case, **flags, "max_degree": bound}
+            expected = _canonical(store, store.run("retrieve/hop_neighbours", params))
+            assert _canonical(store, view.hop_rows(params)) == expected
+            assert {documents_of[r["chunk_id"]] for r in view.hop_rows(params)} <= set(documents)
+    if documents == ["doc:A", "doc:C"]:  # rows outside the scope exist without it, and none within it
+        wide = view.layer_rows({**LAYER_CASES[0], **flags, "documents": None, "max_degree": 5, "tag_max_degree": 5})
+        assert {documents_of[r["chunk_id"]] for r in wide} - set(documents)
+
+
+def test_the_scoped_chunk_seeds_equal_the_statement(store: GraphStore) -> None:
+    """A filtered dense question's exact Chunk seeds from the adjacency (``top_chunks``) are those of
+    ``retrieve/seed_vectors_within``: the same chunks in the same order, the same cosines."""
+    from kbgraph.store.scope import DocumentScope, within
+
+    _plant(store)
+    view = Adjacency(store)
+    chunks = frozenset(cid for cid, i in view.index.items() if view.document[i] in ("doc:A", "doc:C"))
+    with within(DocumentScope(frozenset({"doc:A", "doc:C"}), chunks, len(view))):
+        expected = store.seed_vectors(QUESTION_VECTOR, 3, exact=True, layers=("Chunk",))["Chunk"]
+    got = view.top_chunks(QUESTION_VECTOR, chunks, 3)
+    assert [h.id for h in got] == [h.id for h in expected] and len(got) == 3
+    assert [round(h.score, 5) for h in got] == [round(h.score, 5) for h in expected]
