@@ -21,6 +21,10 @@ statement, ``;``-separated so Browser's multi-statement editor runs it as one sc
 connects to the configured Neo4j (``?dbms=<bolt uri>&db=<database>``) and puts the script into the editor
 (``&cmd=edit&arg=<line>`` per line; Browser 5 joins the ``arg`` values with newlines).
 
+A statement that reads under a document scope declares ``$documents`` (kbgraph.store.scope: the documents a filter
+or a document-scoped key allows); in Browser it reads every document: the script and the values-written-in text
+put ``null`` in its place (:data:`UNSCOPED`).
+
 The Browser style (``kbgraph/resources/neo4j-browser/kbgraph.grass``), which the local Neo4j applies on connect,
 is kbgraph.neo4j_local.browser_style.
 """
@@ -41,6 +45,10 @@ from kbgraph.errors import ConfigError
 from kbgraph.store import store_class
 from kbgraph.settings import Settings
 
+
+#: Parameters a statement may declare that no browse parameter gives, with their value in Browser: ``$documents``
+#: (a document scope, kbgraph.store.scope) is null there, every document.
+UNSCOPED: dict[str, None] = {"documents": None}
 
 #: The largest value of an integer parameter (``limit``, ``per_chunk``) and the longest string parameter.
 MAX_INT_PARAM, MAX_STR_PARAM = 10_000, 1_000
@@ -254,11 +262,11 @@ def render(name: str, params: Mapping[str, Any] | None = None, settings: Any = N
         settings = Settings()
     query = get(name)
     values = resolve_params(query, params)
-    lines = param_lines(values)
     target, note = _browser_settings(settings)
     store = store_class(target)
     base, uri = str(store.browser_url(target)), target.store.uri or ""
-    text = _statement_text(query, store.dialect)
+    text = _unscoped(_statement_text(query, store.dialect))
+    lines = param_lines(values)
     script = "".join(f"{line};\n" for line in lines) + text + ";\n"
     connect = f"{base}?dbms={quote(uri, safe='')}&db={quote(settings.store.neo4j_database, safe='')}"
     prefilled = not any(ch in script for ch in "&#")
@@ -274,12 +282,18 @@ def render(name: str, params: Mapping[str, Any] | None = None, settings: Any = N
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def _unscoped(text: str) -> str:
+    """``text`` with each :data:`UNSCOPED` parameter written in as its Browser value (null: every document)."""
+    return _PARAM.sub(lambda m: cypher_literal(UNSCOPED[m.group(1)]) if m.group(1) in UNSCOPED else m.group(0), text)
+
+
 def inline_params(text: str, values: Mapping[str, Any], title: str = "") -> str:
     """``text`` without its ``//`` comment lines and with each ``$name`` of ``values`` replaced by its Cypher
-    literal (:func:`cypher_literal`): one statement a person can run in Browser without ``:param``. For Browser
-    only; kbgraph itself always sends values as parameters."""
+    literal (:func:`cypher_literal`; :data:`UNSCOPED` ones not in ``values`` as null): one statement a person can
+    run in Browser without ``:param``. For Browser only; kbgraph itself always sends values as parameters."""
     body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("//"))
-    body = _PARAM.sub(lambda m: cypher_literal(values[m.group(1)]) if m.group(1) in values else m.group(0), body)
+    given = {**UNSCOPED, **values}
+    body = _PARAM.sub(lambda m: cypher_literal(given[m.group(1)]) if m.group(1) in given else m.group(0), body)
     return (f"// {title} (values written in)\n" if title else "") + body.strip() + ";"
 
 

@@ -32,7 +32,7 @@ from kbgraph.query.scope import resolve_scope
 from kbgraph.query.streaming import stream_answer
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, backend_name, open_store
-from kbgraph.store.scope import DocumentScope, within
+from kbgraph.store.scope import DocumentScope, current_scope, within
 from kbgraph.tagging import tag_classes
 
 if TYPE_CHECKING:
@@ -188,14 +188,25 @@ class KnowledgeBase:
     def _save(self, answer: Answer) -> None:
         self.last_saved = save_answer(self.store, answer)
 
-    def browse(self, query_name: str, /, **params: Any) -> list[dict[str, Any]]:
+    def browse(self, query_name: str, /, *, filters: FilterInput = None, **params: Any) -> list[dict[str, Any]]:
         """Run the ready Neo4j Browser query ``query_name`` of ``kbgraph.browse.CATALOGUE`` ('document', 'entity',
         'question', 'questions', 'top_entities', 'changed', 'orphans') with ``params`` over its defaults, on this store.
         Returns its rows; nodes come back as property dicts without ``embedding``. Only complete documents and
         their chunks, triples and mentions appear ('orphans' alone lists documents left 'writing'). Raises
-        ConfigError for an unknown query or parameter."""
+        ConfigError for an unknown query or parameter.
+
+        ``filters``: only what the documents it allows hold (issue 58; as :meth:`ask`), within the calling
+        context's scope if any (``kbgraph.store.scope.within``: both must allow a document): a document of theirs,
+        entities their chunks mention (with mentions and RELATED edges counted in them), saved questions whose
+        every used chunk is theirs, orphans of theirs. Raises QueryError for an invalid filter."""
         query = browse_query(query_name)
-        rows = self.store.run(query.statement, resolve_params(query, params))
+        values = resolve_params(query, params)
+        scope, outer = self.scope(filters), current_scope()
+        if scope is not None and outer is not None:  # a filter narrows the caller's scope, never widens it
+            scope = DocumentScope(scope.documents & outer.documents, scope.chunks & outer.chunks,
+                                  scope.total_chunks, f"{outer.label} and {scope.label}")  # fmt: skip
+        with within(scope if scope is not None else outer):
+            rows = self.store.run(query.statement, values)
         return [_without_embeddings(row) for row in rows]
 
     def retrieve(self, question: str, *, k: int = 10, method: str = "propagation",

@@ -1,6 +1,8 @@
 // The documents of a knowledge base for people and the HTTP API (KnowledgeBase.documents): one row per Document,
 // by title, with its status ('complete', or 'writing' while or after an interrupted write) and its chunk count.
+// Under a document scope ($documents: a filter's or a document-scoped key's, kbgraph.store.scope) its documents only.
 MATCH (d:Document)
+WHERE $documents IS NULL OR d.id IN $documents
 OPTIONAL MATCH (c:Chunk)
 WHERE c.document_id = d.id
 WITH d, count(c) AS chunks

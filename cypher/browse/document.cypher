@@ -2,9 +2,10 @@
 // knowledge (atomic questions, triples, entities). $document: the document's id, its source URI or part of its
 // title ('' = the most recently ingested document). $limit: chunks in reading order. $per_chunk: atomic
 // questions, triples and entities shown per chunk. One row per chunk. Complete documents only (not one still
-// being written or left 'writing' by a killed run).
+// being written or left 'writing' by a killed run). Under a document scope ($documents, kbgraph.store.scope) one
+// of its documents.
 MATCH (d:Document)
-WHERE d.status = 'complete'
+WHERE d.status = 'complete' AND ($documents IS NULL OR d.id IN $documents)
   AND ($document = '' OR d.id = $document OR d.uri = $document OR toLower(d.title) CONTAINS toLower($document))
 WITH d
 ORDER BY d.ingested_at DESC, d.title

@@ -2,9 +2,14 @@
 // AtomicQuestions they MATCHED (matched: score, selected), the Chunks it USED (used: round, score, rank) and
 // the path from each chunk's Document through its Sections (provenance). $question: the Question's id or part
 // of its text ('' = the last one asked). One row. Used chunks of a document that is not complete (still being
-// written or left 'writing' by a killed run) are left out.
+// written or left 'writing' by a killed run) are left out. Under a document scope ($documents,
+// kbgraph.store.scope) only a question that used chunks and only chunks of its documents (the last such one for
+// ''), and only the matched atomic questions of its documents.
 MATCH (q:Question)
 WHERE $question = '' OR q.id = $question OR toLower(q.text) CONTAINS toLower($question)
+OPTIONAL MATCH (q)-[u0:USED]->(c0:Chunk)
+WITH q, count(u0) AS used0, count(CASE WHEN NOT coalesce(c0.document_id IN $documents, false) THEN u0 END) AS outside0
+WHERE $documents IS NULL OR (used0 > 0 AND outside0 = 0)
 WITH q
 ORDER BY q.asked_at DESC
 LIMIT 1
@@ -13,6 +18,7 @@ WITH q, s
 ORDER BY s.round, s.order
 WITH q, collect(s) AS sub_questions
 OPTIONAL MATCH (q)-[:PROPOSED]->(s:SubQuestion)-[m:MATCHED]->(a:AtomicQuestion)
+WHERE $documents IS NULL OR a.document_id IN $documents
 WITH q, sub_questions, collect(DISTINCT a) AS atomic_questions,
      [x IN collect({sub_question_id: s.id, atomic_question_id: a.id, score: m.score, selected: m.selected})
       WHERE x.atomic_question_id IS NOT NULL] AS matched

@@ -1,10 +1,13 @@
-"""``kbgraph ask`` and ``kbgraph eval``: the query verbs of the command line, one library call each.
+"""``kbgraph ask``, ``kbgraph retrieve`` and ``kbgraph eval``: the query verbs of the command line, one library
+call each.
 
 Registered on the ``kbgraph`` app by :func:`register`. The method names in their help come from the registry
 (kbgraph.query.methods), so the help lists exactly the methods that run. Settings, consoles and the JSON
 printer are kbgraph.cli.common's. ``ask --stream`` prints the answer as the LLM writes it
 (``KnowledgeBase.ask(..., stream=True)``); ``--stream --json`` prints one ``AskEvent`` JSON object
-per line (not a usage error: the same events as the HTTP API's SSE).
+per line (not a usage error: the same events as the HTTP API's SSE). ``ask`` and ``retrieve`` take ``--where``
+conditions (repeatable, all required: kbgraph.filters.parse_where; docs/filters.md): only the documents whose
+metadata they allow are read.
 """
 
 from __future__ import annotations
@@ -19,14 +22,23 @@ import typer
 
 from kbgraph.cli import common
 from kbgraph.errors import KBGraphError
+from kbgraph.filters import Filter, parse_where
 from kbgraph.query.ask import clean_question
 from kbgraph.query.methods import ALL_METHODS, methods_help
 from kbgraph.query.render import render_answer, render_round
 from kbgraph.kb import KnowledgeBase, evaluate_dataset
 
 if TYPE_CHECKING:
-    from kbgraph.query.models import Answer, AskEvent
+    from kbgraph.query.models import Answer, AskEvent, ScoredChunk
     from kbgraph.query.rationale import SavedRationale
+
+WHERE_HELP = ("Only documents whose metadata meet this condition (repeatable, all required): key=value, key!=value, "
+              "key=a|b, key^=prefix, key>=v, key>v, key<=v, key<v, key? (has it), !key? (docs/filters.md).")
+
+
+def _where(conditions: list[str] | None) -> Filter | None:
+    """The filter of the ``--where`` conditions (None for none); QueryError (exit 2) for one that is not one."""
+    return parse_where(conditions or [])
 
 
 def ask_cmd(
@@ -45,19 +57,22 @@ def ask_cmd(
         False, "--stream",
         help="Print the answer as the LLM writes it, then the citations (--trace: rounds as they finish).",
     ),
+    where: list[str] | None = typer.Option(None, "--where", "-w", help=WHERE_HELP),
 ) -> None:
     """Answer a question from the knowledge base, with citations.
 
-    Exit 2 on a usage error (an empty question), 66 when the knowledge base does not exist (nothing is made:
-    ingest into it first)."""
+    Exit 2 on a usage error (an empty question, a --where that is not a condition or names a key no document
+    has), 66 when the knowledge base does not exist (nothing is made: ingest into it first)."""
 
     clean_question(question)  # a usage error before the knowledge base is looked for
+    filt = _where(where)
     with KnowledgeBase(settings=common.existing_settings()) as kb:
         if stream:
-            with kb.ask(question, method=method, k=k, explain=explain, save=save, stream=True) as events:
+            with kb.ask(question, method=method, k=k, explain=explain, save=save, stream=True,
+                        filters=filt) as events:  # fmt: skip
                 answer = _print_stream(events, trace=trace, as_json=as_json, saved=lambda: kb.last_saved)
         else:
-            answer = kb.ask(question, method=method, k=k, explain=explain, save=save)
+            answer = kb.ask(question, method=method, k=k, explain=explain, save=save, filters=filt)
     if as_json:
         if not stream:
             extra = {"saved": kb.last_saved.model_dump()} if kb.last_saved else {}
@@ -71,6 +86,41 @@ def ask_cmd(
             f"{saved.matched} MATCHED; see it with `kbgraph browse question --param question={saved.question_id}`",
             highlight=False, markup=False, soft_wrap=True,
         )  # fmt: skip
+
+
+def retrieve_cmd(
+    question: str = typer.Argument(..., help="The question."),
+    method: str = typer.Option("propagation", "--method", "-m",
+                               help="A retrieval method: propagation, hierarchical, dense or bm25."),
+    k: int = typer.Option(10, "--k", help="How many chunks."),
+    explain: bool = typer.Option(False, "--explain", help="With each chunk's score breakdown (in --json)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the chunks as JSON (ScoredChunk objects)."),
+    where: list[str] | None = typer.Option(None, "--where", "-w", help=WHERE_HELP),
+) -> None:
+    """The top-k chunks for a question, without an answer (no LLM): score, document, page, text.
+
+    Exit 2 on a usage error (an empty question, an unknown method, a --where that is not a condition or names a
+    key no document has), 66 when the knowledge base does not exist."""
+    clean_question(question)
+    filt = _where(where)
+    with KnowledgeBase(settings=common.existing_settings()) as kb:
+        chunks = kb.retrieve(question, k=k, method=method, explain=explain, filters=filt)
+    if as_json:
+        common.print_json([c.model_dump(mode="json") for c in chunks])
+        return
+    _print_chunks(chunks)
+
+
+def _print_chunks(chunks: list[ScoredChunk]) -> None:
+    """One block per chunk, best first: rank, score, document title, page, section, id, its first 300 characters."""
+    if not chunks:
+        common.err_console.print("no chunk found (with --where: no document meets the conditions?)")
+    for i, c in enumerate(chunks, 1):
+        where = ", ".join(x for x in (c.page and f"page {c.page}", c.section_path) if x)
+        common.console.print(f"[{i}] {c.score:.4f}  {c.document_title}" + (f" — {where}" if where else "") +
+                             f"  ({c.id})", highlight=False, markup=False)  # fmt: skip
+        text = " ".join((c.text or c.summary or "").split())
+        common.console.print(f"    {text[:300]}", style="dim", highlight=False, markup=False)
 
 
 def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool,
@@ -168,6 +218,7 @@ def eval_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``ask`` and ``eval`` to ``app``."""
+    """Add ``ask``, ``retrieve`` and ``eval`` to ``app``."""
     app.command("ask")(ask_cmd)
+    app.command("retrieve")(retrieve_cmd)
     app.command("eval")(eval_cmd)

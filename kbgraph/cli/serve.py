@@ -111,30 +111,39 @@ def _keys_file() -> Path:
 def keys_add_cmd(
     kb: list[str] = typer.Option(..., "--kb", help="Knowledge base the key may use: a name or a glob such as "
                                  "'team-a-*' ('*' = all); repeatable."),
-    rights: str = typer.Option("read", "--rights", help="read (ask, search, browse, chunks, documents), write "
-                               "(ingest, delete) or read,write."),
+    rights: str = typer.Option("read", "--rights", help="read (ask, search, browse, chunks, documents, stats), "
+                               "write (ingest, delete) or read,write."),
     name: str | None = typer.Option(None, "--name", help="A name for the key (list, revoke); default key-<random>."),
+    where: list[str] | None = typer.Option(
+        None, "--where", "-w",
+        help="Scope the key to the documents whose metadata meet this condition (repeatable, all required; the "
+        "syntax of `kbgraph ask --where`, docs/filters.md): every read it makes sees only those documents. Such a "
+        "key may only read.",
+    ),
 ) -> None:
     """Make a key with that scope and store its sha256 in KBGRAPH_API_KEYS_FILE; prints the key once (it is not
-    kept anywhere: give it to its user now)."""
+    kept anywhere: give it to its user now). With --where the key reads only the documents the conditions allow
+    (stored with the key as the filter's JSON)."""
     path = _keys_file()
-    key, scope = add_key(path, kbs=kb, rights=rights.split(","), name=name)
+    key, scope = add_key(path, kbs=kb, rights=rights.split(","), name=name, where=where or None)
+    scoped = f"; documents {scope.describe_where()}" if scope.where is not None else ""
     sys.stderr.write(f"key {scope.name!r}: knowledge bases {', '.join(scope.kbs)}; rights "
-                     f"{','.join(sorted(scope.rights))}; its hash is in {path}. The key (shown once):\n")  # fmt: skip
+                     f"{','.join(sorted(scope.rights))}{scoped}; its hash is in {path}. The key (shown once):\n")  # fmt: skip
     sys.stdout.write(key + "\n")
 
 
 @keys_app.command("list")
 def keys_list_cmd() -> None:
-    """The keys of KBGRAPH_API_KEYS_FILE: name, knowledge bases, rights, hash prefix, created, revoked (never the
-    keys: only their hashes are kept)."""
+    """The keys of KBGRAPH_API_KEYS_FILE: name, knowledge bases, rights, documents (a --where scope), hash prefix,
+    created, revoked (never the keys: only their hashes are kept)."""
     path = _keys_file()
     keys = load_keys(path)
     if not keys:
         sys.stdout.write(f"no keys in {path}: kbgraph serve keys add --kb NAME --rights read\n")
     for k in keys:
         state = f"revoked {k.revoked}" if k.revoked else "active"
-        sys.stdout.write(f"{k.name}\tkb={','.join(k.kbs)}\trights={','.join(sorted(k.rights))}\t"
+        documents = f"\twhere={k.describe_where()}" if k.where is not None else ""
+        sys.stdout.write(f"{k.name}\tkb={','.join(k.kbs)}\trights={','.join(sorted(k.rights))}{documents}\t"
                          f"sha256={k.sha256[:12]}…\tcreated={k.created or '-'}\t{state}\n")  # fmt: skip
 
 

@@ -16,11 +16,17 @@ manage it)::
     sha256 = "9f86d0…"            # sha256 hex of the key; the key itself is never stored
     kbs = ["team-a", "team-a-*"]  # names or fnmatch globs
     rights = ["read"]             # read: ask, search, browse, chunks, documents, stats; write: ingest, delete
+    where = '{"op": "prefix", "key": "folder", "value": "engineering/"}'  # optional: the documents it may read
     created = "2026-11-26T08:00:00Z"
     revoked = "2026-11-27T09:00:00Z"   # present once revoked: the key opens nothing
 
 A request without a key, or with a key that is unknown or revoked, is a 401; a knowledge base or a right outside
-the key's scope is a 403 (:class:`Forbidden`). ``KBGRAPH_API_KEY`` stays one key with every right on every
+the key's scope is a 403 (:class:`Forbidden`).
+
+**Document-scoped keys** (issue 58; ``kbgraph serve keys add --where 'folder^=engineering/'``): ``where`` holds a
+document filter (kbgraph.filters, as its JSON): every read of the key sees only the documents it allows
+(kbgraph.serve.scoping), and such a key is read-only (``write`` is refused when the key is made and when it is
+used: a write cannot be held to documents that do not exist yet). ``KBGRAPH_API_KEY`` stays one key with every right on every
 knowledge base. The file is read again when it changes (mtime or size), so a revocation applies to the next
 request without a restart.
 """
@@ -39,7 +45,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbgraph.errors import ConfigError, KBGraphError
+from kbgraph.errors import ConfigError, KBGraphError, QueryError
+from kbgraph.filters import Filter, describe, parse_filter, parse_where
 from kbgraph.text import utc_now
 
 #: Rights a key may hold; ``read`` covers ask/search/browse/get_chunk/list/stats, ``write`` ingest/delete.
@@ -103,7 +110,8 @@ def key_hash(key: str) -> str:
 @dataclass(frozen=True)
 class KeyScope:
     """One API key's scope: ``name``, ``kbs`` (names or fnmatch globs; ``*`` = all), ``rights`` (subset of
-    RIGHTS). ``sha256``: the key's hash (empty for ``KBGRAPH_API_KEY``)."""
+    RIGHTS), ``where``: the documents it may read, a filter's JSON (kbgraph.filters; None: every document).
+    ``sha256``: the key's hash (empty for ``KBGRAPH_API_KEY``)."""
 
     name: str
     kbs: tuple[str, ...] = ("*",)
@@ -111,6 +119,18 @@ class KeyScope:
     sha256: str = ""
     created: str | None = None
     revoked: str | None = None
+    where: str | None = None
+
+    @property
+    def documents(self) -> Filter | None:
+        """The key's document filter (None: every document). Raises ConfigError for a ``where`` that is no filter
+        (checked when the keys file is read, so a stored key always has a valid one)."""
+        if self.where is None:
+            return None
+        try:
+            return parse_filter(self.where)
+        except QueryError as exc:
+            raise ConfigError(f"key {self.name!r}: its `where` is not a document filter: {exc}") from None
 
     @property
     def identity(self) -> str:
@@ -128,11 +148,21 @@ class KeyScope:
                 f"the API key {self.name!r} may not use knowledge base {kb!r} (its scope: {', '.join(self.kbs)}); "
                 "use a key for that knowledge base (kbgraph serve keys add --kb NAME)"
             )
+        if right == "write" and self.where is not None:
+            raise Forbidden(
+                f"the API key {self.name!r} is scoped to documents ({self.describe_where()}) and may only read: "
+                "ingest and delete need a key without --where"
+            )
         if right not in self.rights:
             raise Forbidden(
                 f"the API key {self.name!r} has no {right!r} right (its rights: {', '.join(sorted(self.rights))}); "
                 f"use a key with it (kbgraph serve keys add --kb {kb} --rights {right})"
             )
+
+    def describe_where(self) -> str:
+        """The key's document filter as ``--where`` text ('every document' without one)."""
+        filt = self.documents
+        return "every document" if filt is None else describe(filt)
 
 
 #: The scope of KBGRAPH_API_KEY: every knowledge base, every right.
@@ -140,8 +170,9 @@ MASTER = KeyScope(name="KBGRAPH_API_KEY")
 
 
 def unrestricted(key: KeyScope | None) -> bool:
-    """True for no keys configured, ``KBGRAPH_API_KEY`` or a key with every right on every knowledge base."""
-    return key is None or key is MASTER or (key.kbs == ("*",) and key.rights >= MASTER.rights)
+    """True for no keys configured, ``KBGRAPH_API_KEY`` or a key with every right on every knowledge base and every
+    document (no ``where``)."""
+    return key is None or key is MASTER or (key.kbs == ("*",) and key.rights >= MASTER.rights and key.where is None)
 
 
 def _parse_rights(rights: Iterable[str]) -> frozenset[str]:
@@ -155,7 +186,7 @@ def _parse_rights(rights: Iterable[str]) -> frozenset[str]:
 
 def load_keys(path: Path) -> list[KeyScope]:
     """The keys of the file at ``path`` (TOML, or JSON when it ends in .json): ``{"keys": [{name, sha256, kbs,
-    rights, created, revoked?}, ...]}``; a missing file holds none. Raises ConfigError naming the file for a
+    rights, created, where?, revoked?}, ...]}``; a missing file holds none. Raises ConfigError naming the file for a
     malformed one."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -172,9 +203,12 @@ def load_keys(path: Path) -> list[KeyScope]:
                 raise ValueError(f"key {entry.get('name')!r}: sha256 is not 64 hex digits")
             kbs = entry.get("kbs", [])
             kbs = [kbs] if isinstance(kbs, str) else list(kbs)
-            out.append(KeyScope(name=str(entry["name"]), kbs=tuple(str(k) for k in kbs), sha256=digest,
-                                rights=_parse_rights(entry.get("rights", [])), created=entry.get("created"),
-                                revoked=entry.get("revoked")))  # fmt: skip
+            where = entry.get("where")
+            scope = KeyScope(name=str(entry["name"]), kbs=tuple(str(k) for k in kbs), sha256=digest,
+                             rights=_parse_rights(entry.get("rights", [])), created=entry.get("created"),
+                             revoked=entry.get("revoked"), where=None if where is None else str(where))  # fmt: skip
+            scope.documents  # noqa: B018 - a `where` that is no filter makes the file malformed
+            out.append(scope)
         return out
     except (ValueError, KeyError, TypeError, AttributeError, ConfigError) as exc:
         raise ConfigError(f"malformed API keys file {path} (KBGRAPH_API_KEYS_FILE): {exc}; manage it with "
@@ -188,7 +222,7 @@ def _toml_string(value: str) -> str:
 def _dump(keys: Sequence[KeyScope], path: Path) -> str:
     rows = [
         {"name": k.name, "sha256": k.sha256, "kbs": list(k.kbs), "rights": sorted(k.rights), "created": k.created,
-         **({"revoked": k.revoked} if k.revoked else {})}
+         **({"where": k.where} if k.where is not None else {}), **({"revoked": k.revoked} if k.revoked else {})}
         for k in keys
     ]  # fmt: skip
     if path.suffix.lower() == ".json":
@@ -219,21 +253,39 @@ def save_keys(keys: Sequence[KeyScope], path: Path) -> None:
         temp.unlink(missing_ok=True)
 
 
-def add_key(path: Path, *, kbs: Sequence[str], rights: Iterable[str], name: str | None = None) -> tuple[str, KeyScope]:
+def add_key(path: Path, *, kbs: Sequence[str], rights: Iterable[str], name: str | None = None,
+            where: Sequence[str] | Filter | None = None) -> tuple[str, KeyScope]:  # fmt: skip
     """Make a new key with that scope, store its hash in ``path``; returns ``(key, scope)`` — the only time the
-    key is seen. Raises ConfigError for an empty scope, an unknown right or a name already in the file."""
+    key is seen. ``where``: the documents the key may read, as ``--where`` conditions (all required;
+    kbgraph.filters.parse_where) or a filter; such a key is read-only. Raises ConfigError for an empty scope, an
+    unknown right, a name already in the file, a condition that is not one, or ``write`` with ``where``."""
     kbs = [k.strip() for k in kbs if k.strip()]
     if not kbs:
         raise ConfigError("a key needs at least one knowledge base: --kb NAME or --kb 'GLOB*' ('*' = all)")
+    granted = _parse_rights(rights)
+    filt = _where_filter(where)
+    if filt is not None and "write" in granted:
+        raise ConfigError("a key scoped to documents (--where) may only read: give --rights read (ingest and "
+                          "delete need a key without --where)")  # fmt: skip
     keys = load_keys(path)
     name = name or f"key-{secrets.token_hex(3)}"
     if any(k.name == name for k in keys):
         raise ConfigError(f"a key named {name!r} is already in {path}: choose another --name, or revoke it first")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
-    scope = KeyScope(name=name, kbs=tuple(kbs), rights=_parse_rights(rights), sha256=key_hash(key),
-                     created=utc_now())  # fmt: skip
+    scope = KeyScope(name=name, kbs=tuple(kbs), rights=granted, sha256=key_hash(key), created=utc_now(),
+                     where=None if filt is None else filt.model_dump_json(exclude_none=True))  # fmt: skip
     save_keys([*keys, scope], path)
     return key, scope
+
+
+def _where_filter(where: Sequence[str] | Filter | None) -> Filter | None:
+    """``where`` (``--where`` conditions or a filter) as one filter, None for none; ConfigError for a bad one."""
+    if where is None or isinstance(where, (list, tuple)) and not where:
+        return None
+    try:
+        return parse_where(list(where)) if isinstance(where, (list, tuple)) else parse_filter(where)
+    except QueryError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def revoke_key(path: Path, name: str) -> KeyScope:

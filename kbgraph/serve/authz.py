@@ -19,6 +19,11 @@ refused (fail closed), and tests/test_serve_authz.py walks the application's own
 * ``tools``: the MCP endpoint, where each tool call is checked against the key (kbgraph.serve.mcp).
 
 Without any key configured (loopback only: kbgraph.serve.guard.check_bind) every right is granted.
+
+A key scoped to documents (``KeyScope.where``, issue 58) may use a ``read`` route only if the route is in
+:data:`DOCUMENT_SCOPED`, the routes that open their knowledge base through kbgraph.serve.scoping (every read inside
+the key's documents); any other ``read`` or ``write`` route is refused to it (fail closed), so a route added later
+leaks nothing until it applies the scope and is named there.
 """
 
 from __future__ import annotations
@@ -58,6 +63,19 @@ ROUTE_RIGHTS: dict[tuple[str, str], Right] = {
     ("GET", "/v1/kb/{name}/stats"): "read",
     ("GET", "/v1/kb/{name}/browse/{query}"): "read",
     ("*", "/mcp"): "tools",  # every method reaches the MCP transport (GET stream, POST messages, DELETE session)
+}
+
+
+#: The ``read`` routes that apply a document-scoped key's filter to every read (kbgraph.serve.scoping): the only
+#: ``read`` routes such a key may use.
+DOCUMENT_SCOPED: set[tuple[str, str]] = {
+    ("POST", "/v1/kb/{name}/ask"),
+    ("POST", "/v1/kb/{name}/search"),
+    ("GET", "/v1/kb/{name}/documents"),
+    ("GET", "/v1/kb/{name}/chunks/{chunk_id}"),
+    ("GET", "/v1/kb/{name}/chunks/{chunk_id}/page.png"),
+    ("GET", "/v1/kb/{name}/stats"),
+    ("GET", "/v1/kb/{name}/browse/{query}"),
 }
 
 
@@ -106,7 +124,8 @@ async def authorize(request: Request) -> None:
     """The dependency of every ``/v1`` route: the right :data:`ROUTE_RIGHTS` names for the matched route, checked
     against the request's key on the decoded ``{name}``. Raises InvalidName (400) for a name that is not a plain
     name, Forbidden (403) for a knowledge base or right outside the key's scope or for a route the table does
-    not name. A coroutine because it never blocks (a few dictionary lookups): FastAPI runs a plain function
+    not name, or for a route that does not apply the document scope of a key that has one (:data:`DOCUMENT_SCOPED`).
+    A coroutine because it never blocks (a few dictionary lookups): FastAPI runs a plain function
     dependency in its thread pool, a round trip to another thread on every request."""
     route = request.scope.get("route")
     path = route_path(route) if route is not None else request.url.path
@@ -123,3 +142,6 @@ async def authorize(request: Request) -> None:
     if name is None:
         raise Forbidden(f"{request.method} {path} needs {right!r} on a knowledge base but names none")
     key.check(name, right)
+    if key.where is not None and (request.method, path) not in DOCUMENT_SCOPED:
+        raise Forbidden(f"the API key {key.name!r} is scoped to documents ({key.describe_where()}) and "
+                        f"{request.method} {path} does not apply a document scope: refused")  # fmt: skip

@@ -9,8 +9,13 @@ A library error becomes the tool's error result with the library's one-line mess
 Scopes: over HTTP (``/mcp``) each call is checked against the request's API key
 (kbgraph.serve.access: ``read`` for the read tools, ``write`` for ``ingest``; a knowledge base outside the key's
 globs is refused), and ``ingest`` paths against ``serve_ingest_roots``; a restricted key sees its own jobs only,
-and every result without absolute server paths (kbgraph.serve.views), as on the HTTP routes. Over stdio (``kbgraph mcp``) there is no
+and every result without absolute server paths (kbgraph.serve.views), as on the HTTP routes. A key scoped to
+documents (issue 58) reads only its documents in every tool (kbgraph.serve.scoping: the tool's body inside the
+key's document scope), and ``ingest`` is refused to it. Over stdio (``kbgraph mcp``) there is no
 key: the client is a local process of the same user, unscoped (the roots still apply to ``ingest``).
+
+``ask`` and ``search`` take ``filters``, a document filter as JSON (kbgraph.filters, docs/filters.md), joined to
+a document-scoped key's own: only the documents both allow are read.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from kbgraph.serve.access import SCOPE_KEY, KeyScope, unrestricted
 from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool
 from kbgraph.serve.models import BrowseRows, ChunkInfo, DocumentInfo
+from kbgraph.serve.scoping import request_filter, scoped
 from kbgraph.serve.views import view_of
 from kbgraph.text import one_line
 
@@ -39,19 +45,26 @@ INSTRUCTIONS = (
     "chunk in full with its provenance, `list_documents` to see what the knowledge base holds."
 )
 
+FILTERS = (
+    "`filters`: only the documents whose metadata it allows, a JSON filter: a leaf {\"op\": \"eq\"|\"in\"|"
+    "\"range\"|\"prefix\"|\"exists\", \"key\": K, \"value\": V | \"values\": [..] | \"gte\"/\"gt\"/"
+    "\"lte\"/\"lt\": B} or {\"op\": \"and\"|\"or\", \"filters\": [..]} or {\"op\": \"not\", "
+    "\"filter\": F}, e.g. {\"op\": \"prefix\", \"key\": \"folder\", \"value\": \"hr/\"}; "
+    "`list_documents` shows each document's metadata keys."
+)
 ASK = (
     "Answer a question from the knowledge base with citations. Returns the answer text, its citations "
     "(chunk id, document title and URI, page, quote) and, with an LLM configured on the server, the "
     "rationale rounds of knowledge-aware decomposition (PIKE-RAG Algorithm 1). Cost: with an LLM several LLM "
     "calls (seconds to a minute); without one, a retrieval-only answer (the best-matching sentences, ~0.1-1 s). "
     "`method`: a method name the server knows (omit for its default); `k`: evidence chunks of a retrieval-only "
-    "answer."
+    "answer. " + FILTERS
 )
 SEARCH = (
     "Retrieve the top-k chunks for a question without answering (multi-layer vector seeds and score "
     "propagation over the graph). Returns the chunks best first: id, score, text, document title and URI, "
     "section, page. Cost: no LLM, one embedding and a few graph queries (~0.1-1 s); the text of k chunks "
-    "(~250 words each) in the result."
+    "(~250 words each) in the result. " + FILTERS
 )
 GET_CHUNK = (
     "Read one chunk by id (from `search`, or a citation's chunk_id of `ask`). Returns its full text, table "
@@ -66,7 +79,7 @@ BROWSE = (
 )
 LIST_DOCUMENTS = (
     "List the knowledge base's documents. Returns them by title: id, title, source URI, MIME type, status, "
-    "ingestion time, chunk count. Cost: one graph query; `limit` rows (default 100)."
+    "ingestion time, chunk count, metadata (the keys and values `filters` name). Cost: one graph query; `limit` rows (default 100)."
 )
 INGEST = (
     "Ingest files, folders or .jsonl corpora that exist on the server's file system into the knowledge base "
@@ -135,23 +148,26 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
 
     @_tool(server, ASK)
     def ask(question: str, kb: str | None = None, method: str | None = None, k: AskK = 5,
-            ctx: Context | None = None) -> Answer:  # fmt: skip
+            filters: dict[str, Any] | None = None, ctx: Context | None = None) -> Answer:  # fmt: skip
         name = _scoped(ctx, pool, kb)
-        with pool.use(name) as base:
-            return _shown(ctx, pool, name, base.ask(question, method=method, k=k))
+        filt = request_filter(_key(ctx), filters)
+        with scoped(pool, name, _key(ctx)) as base:
+            return _shown(ctx, pool, name, base.ask(question, method=method, k=k, filters=filt))
 
     @_tool(server, SEARCH)
     def search(question: str, kb: str | None = None, k: SearchK = 5, method: str | None = None,
-               ctx: Context | None = None) -> list[ScoredChunk]:  # fmt: skip
+               filters: dict[str, Any] | None = None, ctx: Context | None = None) -> list[ScoredChunk]:  # fmt: skip
         options: dict[str, Any] = {"method": method} if method else {}
         name = _scoped(ctx, pool, kb)
-        with pool.use(name) as base:
-            return [_shown(ctx, pool, name, chunk) for chunk in base.retrieve(question, k=k, **options)]
+        filt = request_filter(_key(ctx), filters)
+        with scoped(pool, name, _key(ctx)) as base:
+            found = base.retrieve(question, k=k, filters=filt, **options)
+        return [_shown(ctx, pool, name, chunk) for chunk in found]
 
     @_tool(server, GET_CHUNK)
     def get_chunk(chunk_id: str, kb: str | None = None, ctx: Context | None = None) -> ChunkInfo:
         name = _scoped(ctx, pool, kb)
-        with pool.use(name) as base:
+        with scoped(pool, name, _key(ctx)) as base:
             row = base.chunk(chunk_id)
         if row is None:
             raise ValueError(f"no chunk {chunk_id!r} in knowledge base {name!r}")
@@ -161,7 +177,7 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
     def browse(query: str, kb: str | None = None, params: dict[str, Any] | None = None,
                ctx: Context | None = None) -> BrowseRows:  # fmt: skip
         name = _scoped(ctx, pool, kb)
-        with pool.use(name) as base:
+        with scoped(pool, name, _key(ctx)) as base:
             rows = base.browse(query, **(params or {}))
         return _shown(ctx, pool, name, BrowseRows(kb=name, query=query, rows=rows))
 
@@ -169,8 +185,9 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
     def list_documents(kb: str | None = None, limit: Limit = 100, skip: Skip = 0,
                        ctx: Context | None = None) -> list[DocumentInfo]:  # fmt: skip
         name = _scoped(ctx, pool, kb)
-        with pool.use(name) as base:
-            return [_shown(ctx, pool, name, DocumentInfo(**row)) for row in base.documents(limit=limit, skip=skip)]
+        with scoped(pool, name, _key(ctx)) as base:
+            rows = base.documents(limit=limit, skip=skip)
+        return [_shown(ctx, pool, name, DocumentInfo(**row)) for row in rows]
 
     if pool.settings.serve.mcp_allow_ingest:
         manager = jobs or JobManager(pool)

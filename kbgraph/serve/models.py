@@ -13,17 +13,34 @@ from kbgraph.query.rationale import SavedRationale
 from kbgraph.serve.invalid import Text
 
 
+
+def _filters() -> Any:
+    """The ``filters`` field of ask and search (a new FieldInfo per model): a document filter, the JSON filter
+    model of kbgraph.filters (docs/filters.md)."""
+    return Field(
+        None,
+        description="Only the documents whose metadata this filter allows (docs/filters.md): a tree of "
+        '{"op": "eq"|"in"|"range"|"prefix"|"exists", "key": ..., ...} leaves joined by {"op": "and"|"or", '
+        '"filters": [...]} and {"op": "not", "filter": ...}, e.g. {"op": "prefix", "key": "folder", "value": '
+        "\"hr/\"}. Within a document-scoped key's own documents. 400 naming an unknown key, a bad op or a value "
+        "of another type.",
+        json_schema_extra={"example": {"op": "and", "filters": [{"op": "prefix", "key": "folder", "value": "hr/"},
+                                                                {"op": "range", "key": "year", "gte": 2021}]}},
+    )  # fmt: skip
+
+
 class AskRequest(BaseModel):
     """``method``: any method name ``KnowledgeBase.ask`` takes (None = its default: Algorithm 1 with an LLM,
     retrieval only without); an unknown one is a 400 naming the choices. ``k``: evidence chunks of a
     retrieval-only answer. ``save``: write the rationale into the graph (``saved`` in the response; needs the
-    ``write`` right). Text holds no lone surrogate (422)."""
+    ``write`` right). ``filters``: the documents read (docs/filters.md). Text holds no lone surrogate (422)."""
 
     question: Text
     method: Text | None = None
     k: int = Field(5, ge=1, le=100)
     explain: bool = False
     save: bool = False
+    filters: dict[str, Any] | None = _filters()
     stream: bool = Field(False, description="Answer with Server-Sent Events (delta, round, answer, done), as with "
                          "`Accept: text/event-stream`.")  # fmt: skip
 
@@ -36,12 +53,13 @@ class AskResponse(Answer):
 
 class SearchRequest(BaseModel):
     """Retrieval only: the top ``k`` chunks. ``method``: a retrieval method name of ``KnowledgeBase.retrieve``
-    (None = its default). Text holds no lone surrogate (422)."""
+    (None = its default). ``filters``: the documents read (docs/filters.md). Text holds no lone surrogate (422)."""
 
     question: Text
     method: Text | None = None
     k: int = Field(10, ge=1, le=200)
     explain: bool = False
+    filters: dict[str, Any] | None = _filters()
 
 
 class SearchResponse(BaseModel):
@@ -69,7 +87,8 @@ class IngestRequest(BaseModel):
 
 
 class DocumentInfo(BaseModel):
-    """A document of the knowledge base (``KnowledgeBase.documents``)."""
+    """A document of the knowledge base (``KnowledgeBase.documents``); ``metadata``: its metadata keys and
+    values (issue 58), what filters name."""
 
     id: str
     title: str | None = None
@@ -78,6 +97,7 @@ class DocumentInfo(BaseModel):
     status: str | None = None
     ingested_at: str | None = None
     chunks: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class DocumentList(BaseModel):

@@ -21,12 +21,18 @@ client that goes away stops the ask at its next event.
 
 A restricted key (kbgraph.serve.access.unrestricted) sees every response through the knowledge base's
 kbgraph.serve.views.PathView: no absolute server path (document URIs, job paths, the store's location).
+
+A key scoped to documents (issue 58) reads only its documents: every route here opens the knowledge base with
+kbgraph.serve.scoping ``scoped`` (the body inside the key's document scope), ask and search join the request's
+``filters`` to the key's, and stats count the key's documents and chunks only (kbgraph.serve.scoping
+``scoped_stats``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import anyio
@@ -38,6 +44,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from kbgraph.errors import KBGraphError
+from kbgraph.filters import Filter
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.ask import clean_question
 from kbgraph.query.methods import get_method
@@ -53,6 +60,7 @@ from kbgraph.serve.jobs import Job, JobManager
 from kbgraph.serve.kbs import KBPool, check_name
 from kbgraph.serve.metrics import Metrics
 from kbgraph.serve.pages import NoPage, PageCache
+from kbgraph.serve.scoping import key_scope, request_filter, scoped, scoped_stats
 from kbgraph.serve.models import (
     AskRequest,
     AskResponse,
@@ -97,6 +105,12 @@ def _metrics(request: Request) -> Metrics:
 
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def _use(request: Request, name: str) -> AbstractContextManager[KnowledgeBase]:
+    """Knowledge base ``name`` for one request, the body inside the request key's document scope
+    (kbgraph.serve.scoping ``scoped``)."""
+    return scoped(_pool(request), name, key_of(request))
 
 
 def _view(request: Request, name: str) -> PathView | None:
@@ -164,22 +178,28 @@ def ask(name: str, body: AskRequest, request: Request) -> Response:
     ``"stream": true`` or ``Accept: text/event-stream``: Server-Sent Events (delta, round, answer, done; see the
     module doc). The AskResponse is validated once, where it is built, and sent as its own JSON: returned as a
     model, FastAPI would validate and serialise it again in its thread pool. ``"save": true`` writes into the
-    graph: 403 for a key without the ``write`` right on the knowledge base."""
+    graph: 403 for a key without the ``write`` right on the knowledge base. ``filters``: only the documents it
+    allows (within the key's own, for a document-scoped key); 400 naming an unknown key or a bad value."""
     if body.save:
         require(request, name, "write", 'saving the rationale ("save": true) writes it into the knowledge base')
+    filt = request_filter(key_of(request), body.filters)
     accept = request.headers.get("accept", "")
     if body.stream or ("text/event-stream" in accept and "application/json" not in accept):
         check_name(name)
         clean_question(body.question)
         if body.method is not None:
             get_method(body.method)
+        if filt is not None:
+            with _use(request, name) as kb:
+                kb.scope(filt)  # the key's scope (403) and the filter (400) checked before the stream begins
         return StreamingResponse(
-            _sse_body(_sse_events(_pool(request), name, body, _view(request, name), _metrics(request))),
+            _sse_body(_sse_events(_pool(request), name, body, _view(request, name), _metrics(request), filt)),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )  # fmt: skip
-    with _pool(request).use(name) as kb:
-        answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save)
+    with _use(request, name) as kb:
+        answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save,
+                        filters=filt)  # fmt: skip
         saved = kb.last_saved if body.save else None
     _metrics(request).answered(answer)
     reply = _shown(request, name, AskResponse(**answer.model_dump(), saved=saved))
@@ -191,14 +211,15 @@ def _sse(event: str, data: object) -> str:
 
 
 def _sse_events(pool: KBPool, name: str, body: AskRequest, view: PathView | None = None,
-                metrics: Metrics | None = None) -> Iterator[str]:  # fmt: skip
+                metrics: Metrics | None = None, filt: Filter | None = None) -> Iterator[str]:  # fmt: skip
     """The SSE messages of a streamed ask (module doc) on knowledge base ``name``, through ``view`` if any; the
-    answer counted in ``metrics``."""
+    answer counted in ``metrics``; ``filt``: the documents it reads (the request's and key's filters joined,
+    kbgraph.serve.scoping ``request_filter``: the stream's worker keeps its scope, no ``within`` spans a yield)."""
     show: Callable[[Any], Any] = view.data if view is not None else (lambda data: data)
     try:
         with pool.use(name) as kb:
             ask = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save,
-                         stream=True)  # fmt: skip
+                         stream=True, filters=filt)  # fmt: skip
             with ask as events:
                 for event in events:
                     if event.type == "answer" and event.answer is not None:
@@ -237,10 +258,12 @@ async def _sse_body(messages: Iterator[str]) -> AsyncIterator[str]:
 
 @router.post(KB + "/search", response_model=SearchResponse, tags=["query"])
 def search(name: str, body: SearchRequest, request: Request) -> SearchResponse:
-    """The top ``k`` chunks for a question without an answer (``KnowledgeBase.retrieve``; PIKE-RAG §5.2.3)."""
+    """The top ``k`` chunks for a question without an answer (``KnowledgeBase.retrieve``; PIKE-RAG §5.2.3).
+    ``filters``: as for ask."""
     options = {"method": body.method} if body.method else {}
-    with _pool(request).use(name) as kb:
-        chunks = kb.retrieve(body.question, k=body.k, explain=body.explain, **options)
+    filt = request_filter(key_of(request), body.filters)
+    with _use(request, name) as kb:
+        chunks = kb.retrieve(body.question, k=body.k, explain=body.explain, filters=filt, **options)
     return _shown(request, name, SearchResponse(question=body.question, method=body.method, chunks=chunks))
 
 
@@ -308,10 +331,10 @@ def job(job_id: str, request: Request) -> Job:
 @router.get(KB + "/documents", response_model=DocumentList, tags=["documents"])
 def documents(name: str, request: Request, limit: int = 100, skip: int = 0) -> DocumentList:
     """The documents by title, with status and chunk count (``KnowledgeBase.documents``). 400 unless ``limit``
-    is 1-10000 and ``skip`` 0-10000000."""
+    is 1-10000 and ``skip`` 0-10000000. A document-scoped key: its documents only."""
     if not (1 <= limit <= 10_000) or not (0 <= skip <= 10_000_000):
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "limit must be 1-10000 and skip 0-10000000")
-    with _pool(request).use(name) as kb:
+    with _use(request, name) as kb:
         rows = kb.documents(limit=limit, skip=skip)
     return _shown(request, name, DocumentList(kb=name, documents=[DocumentInfo(**row) for row in rows]))
 
@@ -333,8 +356,9 @@ def delete_document(name: str, document: str, request: Request) -> Deleted:
 def chunk_page(name: str, chunk_id: str, request: Request) -> Response:
     """The PDF page of a chunk as a PNG, at most 1200 x 1600 pixels, the chunk's text highlighted where it is
     found on the page (kbgraph.serve.pages; cached in memory). 404 when there is no such chunk or it is not from
-    a PDF file that is still there. Registered before ``.../chunks/{id}``, whose path would take it."""
-    with _pool(request).use(name) as kb:
+    a PDF file that is still there (or, for a document-scoped key, outside its documents). Registered before
+    ``.../chunks/{id}``, whose path would take it."""
+    with _use(request, name) as kb:
         row = kb.chunk(chunk_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chunk {chunk_id!r} in knowledge base {name!r}")
@@ -347,8 +371,9 @@ def chunk_page(name: str, chunk_id: str, request: Request) -> Response:
 
 @router.get(KB + "/chunks/{chunk_id:path}", response_model=ChunkInfo, tags=["documents"])
 def chunk(name: str, chunk_id: str, request: Request) -> ChunkInfo:
-    """One chunk's text with its provenance (``KnowledgeBase.chunk``); 404 when there is none."""
-    with _pool(request).use(name) as kb:
+    """One chunk's text with its provenance (``KnowledgeBase.chunk``); 404 when there is none (or, for a
+    document-scoped key, when it is outside its documents: the same answer)."""
+    with _use(request, name) as kb:
         row = kb.chunk(chunk_id)
     if row is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no chunk {chunk_id!r} in knowledge base {name!r}")
@@ -358,17 +383,21 @@ def chunk(name: str, chunk_id: str, request: Request) -> ChunkInfo:
 @router.get(KB + "/stats", response_model=StoreStats, tags=["documents"])
 def stats(name: str, request: Request) -> StoreStats:
     """Node counts per label and relationship counts per type (``KnowledgeBase.stats``); ``location`` (the store's
-    folder or URI) empty for a restricted key."""
+    folder or URI) empty for a restricted key. A document-scoped key sees the counts of its documents and their
+    chunks only (``nodes``: Document, Chunk; no relationships: kbgraph.serve.scoping ``scoped_stats``)."""
     with _pool(request).use(name) as kb:
-        return _shown(request, name, kb.stats())
+        scope = key_scope(kb, key_of(request))
+        found = kb.stats() if scope is None else scoped_stats(kb, scope)
+    return _shown(request, name, found)
 
 
 @router.get(KB + "/browse/{query}", response_model=BrowseRows, tags=["documents"])
 def browse(name: str, query: str, request: Request) -> BrowseRows:
     """Run a ready browse query (``KnowledgeBase.browse``: document, entity, question, questions, top_entities,
     changed, orphans); its parameters come as query-string values over their defaults. 400 for an unknown query
-    or parameter."""
+    or parameter. A document-scoped key sees only what its documents hold (entities: those its chunks mention,
+    with their mentions in its documents; saved questions: those whose every used chunk is in them)."""
     params = dict(request.query_params)
-    with _pool(request).use(name) as kb:
+    with _use(request, name) as kb:
         rows = kb.browse(query, **params)
     return _shown(request, name, BrowseRows(kb=name, query=query, rows=rows))
