@@ -59,6 +59,7 @@ def seed_layers(
         for label in layers:
             if label in off:
                 continue
+            hits: Sequence[VectorHit | FulltextHit]
             if exact and label == "Chunk" and scope is not None:  # a small scope: the exact top of its chunks
                 hits = scoped_chunk_seeds(store, settings, qvec, scope.chunks, seed_k)
             else:

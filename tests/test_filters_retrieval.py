@@ -7,7 +7,7 @@ key or a value of another type is a QueryError naming it; the answer stream keep
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from kbgraph.errors import QueryError
 from kbgraph.eval.metrics import passage_id
 from kbgraph.filters import parse_where
 from kbgraph.kb import KnowledgeBase
+from kbgraph.query.models import Citation, ScoredChunk
 from kbgraph.settings import Settings
 
 #: Group 'rivers' and group 'mountains' both name Kentucky (an entity shared across groups); 'cities' does not.
@@ -54,7 +55,7 @@ def kb(backend_settings: Settings, corpus: Path) -> Iterator[KnowledgeBase]:
         kb.reset()
 
 
-def groups(chunks: list) -> set[str]:
+def groups(chunks: Sequence[ScoredChunk | Citation]) -> set[str]:
     return {dict((p[0], p[1]) for p in PASSAGES)[passage_id(c.document_uri)] for c in chunks}
 
 
