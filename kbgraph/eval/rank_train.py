@@ -73,6 +73,9 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
         One :class:`LabelledPool` per question, in the data set's order (empty rows when its pool is empty).
     """
     settings = kb.settings.updated({"ranker": "learned", "ranker_pool": pool})
+    # every index serving first: a server that has just loaded the knowledge base rebuilds its vector and
+    # full-text indexes in the background, and the questions asked meanwhile would get other seeds
+    kb.store.await_indexes()
     out = []
     questions = [q for q in ds.questions if q.gold_passage_ids][:limit]
     for i, q in enumerate(questions):
