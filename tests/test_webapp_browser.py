@@ -150,13 +150,20 @@ def shoot(page: Page, tmp_path: Path, name: str, backend: str) -> None:
         shutil.copyfile(shot, Path(keep) / shot.name)
 
 
+#: axe-core as ``npm ci --prefix tests/lint`` installs it (tests/lint/package.json pins the version).
+AXE_JS = Path(__file__).parent / "lint" / "node_modules" / "axe-core" / "axe.min.js"
+
+
 def accessible(page: Page, where: str) -> None:
-    """With ``KBGRAPH_AXE_JS`` (the path of axe-core's axe.min.js: ``npm pack axe-core``, docs/ui.md), axe-core
-    run on the page as it is: no serious or critical violation. (Evaluated by Playwright, outside the page's CSP.)"""
-    source = os.environ.get("KBGRAPH_AXE_JS")
-    if not source:
+    """axe-core (``KBGRAPH_AXE_JS``, else :data:`AXE_JS`) run on the page as it is: no serious or critical
+    violation. (Evaluated by Playwright, outside the page's CSP.) Without axe-core the check is skipped, or FAILS
+    when CI=true (.ci/run installs it)."""
+    source = Path(os.environ.get("KBGRAPH_AXE_JS") or AXE_JS)
+    if not source.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"axe-core not found at {source}: run `npm ci --prefix tests/lint`", pytrace=False)
         return
-    page.evaluate(Path(source).read_text(encoding="utf-8"))
+    page.evaluate(source.read_text(encoding="utf-8"))
     found = page.evaluate("""async () => (await axe.run(document, {resultTypes: ['violations']})).violations
         .filter(v => v.impact === 'serious' || v.impact === 'critical')
         .map(v => `${v.impact} ${v.id}: ${v.nodes.slice(0, 4).map(n => n.target.join(' ')).join(', ')}`)""")
