@@ -188,17 +188,19 @@ class KnowledgeBase:
     def _save(self, answer: Answer) -> None:
         self.last_saved = save_answer(self.store, answer)
 
-    def browse(self, query_name: str, /, *, filters: FilterInput = None, **params: Any) -> list[dict[str, Any]]:
+    def browse(self, query_name: str, /, **params: Any) -> list[dict[str, Any]]:
         """Run the ready Neo4j Browser query ``query_name`` of ``kbgraph.browse.CATALOGUE`` ('document', 'entity',
         'question', 'questions', 'top_entities', 'changed', 'orphans') with ``params`` over its defaults, on this store.
         Returns its rows; nodes come back as property dicts without ``embedding``. Only complete documents and
         their chunks, triples and mentions appear ('orphans' alone lists documents left 'writing'). Raises
         ConfigError for an unknown query or parameter.
 
-        ``filters``: only what the documents it allows hold (issue 58; as :meth:`ask`), within the calling
-        context's scope if any (``kbgraph.store.scope.within``: both must allow a document): a document of theirs,
+        ``filters`` (a keyword, no browse parameter): only what the documents it allows hold (issue 58; as
+        :meth:`ask`), within the calling context's scope if any (``kbgraph.store.scope.within``: both must allow a
+        document): a document of theirs,
         entities their chunks mention (with mentions and RELATED edges counted in them), saved questions whose
         every used chunk is theirs, orphans of theirs. Raises QueryError for an invalid filter."""
+        filters: FilterInput = params.pop("filters", None)
         query = browse_query(query_name)
         values = resolve_params(query, params)
         scope, outer = self.scope(filters), current_scope()

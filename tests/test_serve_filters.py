@@ -80,7 +80,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield Served(url, settings, docs, titles, keys)
 
 
-def _post(s: Served, route: str, body: dict[str, Any], key: str = "reader") -> httpx.Response:
+def _post(s: Served, route: str, body: dict[str, Any], key: str = "reader") -> Any:
     return httpx.post(f"{s.url}/v1/kb/{s.settings.name}/{route}", content=json.dumps(body),  # \ud800 escaped
                       headers={"Authorization": f"Bearer {s.keys[key]}", "Content-Type": "application/json"},
                       timeout=120)  # fmt: skip
@@ -93,12 +93,12 @@ def _documents(s: Served, data: dict[str, Any]) -> set[str]:
     return {c["document_id"] for c in data["chunks"]}
 
 
-def _cited(s: Served, reply: httpx.Response) -> set[str]:
+def _cited(s: Served, reply: Any) -> set[str]:
     assert reply.status_code == 200, reply.text
     return _documents(s, reply.json())
 
 
-def _sse(reply: httpx.Response) -> dict[str, Any]:
+def _sse(reply: Any) -> dict[str, Any]:
     """The ``answer`` event of a streamed ask."""
     assert reply.status_code == 200, reply.text
     events = [block.split("\n", 1) for block in reply.text.strip().split("\n\n")]
