@@ -398,11 +398,15 @@ class RetrievalSettings(SettingsGroup):
         "on the long-document set). Chunks without a page (HTML, Markdown, passages) are not limited; with "
         "collapse_repeated_chunks only.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
+    filter_seeding: Literal["auto", "exact", "overfetch"] = Field(
+        "auto", description="Seeds of a filtered question (--where, the API's filters, a key's document scope): "
+        "'exact' = each layer's exact top seed_k among the allowed documents' nodes, computed over them; "
+        "'overfetch' = each vector index's top seed_k / share x 1.5 (at most 30 x seed_k), the allowed ones kept; "
+        "'auto' = over-fetch while that bound covers the scope (it holds >= 5 % of the chunks), else exact for a "
+        "scope of at most filter_exact_chunks chunks (docs/filters.md, docs/benchmarks.md#filters).")
     filter_exact_chunks: int = Field(
-        20000, ge=0, description="A filtered question (--where, the API's filters, a key's document scope) whose "
-        "allowed documents hold at most this many chunks gets each layer's exact top seed_k among them, computed "
-        "over their nodes; a larger scope reads each vector index's top seed_k / share x 1.5 (at most 30 x seed_k) "
-        "and keeps the allowed ones (kbgraph.query.seeding; docs/filters.md).")
+        20000, ge=0, description="With filter_seeding 'auto': the largest scope (chunks) whose seeds are computed "
+        "exactly when over-fetching cannot cover it; a larger one is over-fetched at the bound.")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
     ranker: Literal["learned", "weights", "gbm", "blend"] = Field(
         "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "

@@ -119,3 +119,18 @@ def test_where_syntax_and_its_description() -> None:
     assert parse_where([]) is None
     with pytest.raises(QueryError, match="is not a condition"):
         parse_where(["folder"])
+
+
+def test_overfetch_and_the_seeding_rule() -> None:
+    from kbgraph.query.seeding import exact_seeds
+    from kbgraph.settings import Settings
+    from kbgraph.store.scope import overfetch
+
+    assert overfetch(20, 1.0) == 30 and overfetch(20, 0.1) == 300 and overfetch(20, 0.001) == 600
+    assert overfetch(0, 0.5) == 0 and overfetch(20, 0.0) == 600
+    auto = Settings()
+    assert not exact_seeds(auto, 0.10, 330)  # the bound covers a tenth: over-fetched
+    assert exact_seeds(auto, 0.01, 330)  # a hundredth it does not: exact
+    assert not exact_seeds(auto, 0.01, 50_000)  # unless too large to compute: over-fetched at the bound
+    assert exact_seeds(auto.updated({"filter_seeding": "exact"}), 0.5, 10**6)
+    assert not exact_seeds(auto.updated({"filter_seeding": "overfetch"}), 0.001, 3)
