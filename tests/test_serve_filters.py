@@ -223,6 +223,16 @@ def test_browse_filters_narrow_the_callers_scope(served: Served) -> None:
     with KnowledgeBase(settings=served.settings) as kb:
         rows = kb.browse("document", filters=HR)
         assert {r["document"]["id"] for r in rows} == {served.docs["hr"]}
+        hr = served.docs["hr"]
+        entities = kb.browse("entity", filters=HR) + kb.browse("entity", entity="e", filters=HR)
+        assert entities
+        for row in entities:
+            assert row["mentions"] > 0 and {c["document_id"] for c in row["chunks"]} == {hr}, row
+        assert all(r["mentions"] > 0 for r in kb.browse("top_entities", filters=HR, limit=100))
+        (changed,) = kb.browse("changed", filters=HR)
+        assert [d["id"] for d in changed["documents"]] == [hr] and changed["run"].get("paths") is None
+        assert kb.browse("changed")[0]["run"]["paths"]  # unscoped: the run as it is
+        assert kb.browse("questions", filters=HR) == [] and kb.browse("orphans", filters=HR) == []
         from kbgraph.store.scope import within
 
         with within(kb.scope({"op": "eq", "key": "team", "value": "eng"})):
