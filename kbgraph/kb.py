@@ -32,7 +32,7 @@ from kbgraph.query.scope import resolve_scope
 from kbgraph.query.streaming import stream_answer
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore, backend_name, open_store
-from kbgraph.store.scope import DocumentScope, current_scope, within
+from kbgraph.store.scope import DocumentScope, current_scope, intersect, within
 from kbgraph.tagging import tag_classes
 
 if TYPE_CHECKING:
@@ -181,9 +181,11 @@ class KnowledgeBase:
         return answer
 
     def scope(self, filters: FilterInput) -> DocumentScope | None:
-        """The documents ``filters`` allows, with their chunks (``kbgraph.query.scope.resolve_scope``; None for no
-        filter). Raises QueryError as :meth:`ask`."""
-        return None if filters is None else resolve_scope(self.store, parse_filter(filters))
+        """The documents ``filters`` allows, with their chunks (``kbgraph.query.scope.resolve_scope``), within the
+        calling context's scope if any (``kbgraph.store.scope.within``: a filter narrows it, never widens it); None
+        for no filter and no scope. Raises QueryError as :meth:`ask`."""
+        own = None if filters is None else resolve_scope(self.store, parse_filter(filters))
+        return intersect(current_scope(), own)
 
     def _save(self, answer: Answer) -> None:
         self.last_saved = save_answer(self.store, answer)
@@ -203,11 +205,7 @@ class KnowledgeBase:
         filters: FilterInput = params.pop("filters", None)
         query = browse_query(query_name)
         values = resolve_params(query, params)
-        scope, outer = self.scope(filters), current_scope()
-        if scope is not None and outer is not None:  # a filter narrows the caller's scope, never widens it
-            scope = DocumentScope(scope.documents & outer.documents, scope.chunks & outer.chunks,
-                                  scope.total_chunks, f"{outer.label} and {scope.label}")  # fmt: skip
-        with within(scope if scope is not None else outer):
+        with within(self.scope(filters)):  # a filter narrows the caller's scope, never widens it
             rows = self.store.run(query.statement, values)
         return [_without_embeddings(row) for row in rows]
 

@@ -59,10 +59,12 @@ def seed_layers(
         for label in layers:
             if label in off:
                 continue
-            hits: Sequence[VectorHit | FulltextHit]
-            if exact and label == "Chunk" and scope is not None:  # a small scope: the exact top of its chunks
-                hits = scoped_chunk_seeds(store, settings, qvec, scope.chunks, seed_k)
-            else:
+            hits: Sequence[VectorHit | FulltextHit] | None = None
+            if label == "Chunk" and scope is not None and settings.retrieval.filter_seeding != "overfetch":
+                # the scope's exact top chunks: from the graph in memory when this process holds it (cheaper than
+                # over-fetching the index), else from the store when the scope is to be seeded exactly
+                hits = scoped_chunk_seeds(store, settings, qvec, scope.chunks, seed_k, store_too=exact)
+            if hits is None:
                 hits = store.vector_search(label, own.get(label, qvec), k=seed_k)
             seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits[:seed_k]}
         return seeds
@@ -110,15 +112,15 @@ def exact_seeds(settings: Settings, fraction: float, chunks: int) -> bool:
 
 
 def scoped_chunk_seeds(store: GraphStore, settings: Settings, qvec: Sequence[float], within: frozenset[str],
-                       k: int) -> list[VectorHit | FulltextHit]:  # fmt: skip
+                       k: int, *, store_too: bool = True) -> list[VectorHit | FulltextHit] | None:  # fmt: skip
     """The exact top-``k`` chunks of a document scope's chunks ``within`` by cosine with ``qvec``: from the
     adjacency held in memory when this process has it for the current generation (kbgraph.query.adjacency
-    ``top_chunks``: 3.7 -> ~4 ms instead of ~13 ms for a filtered dense question on 2Wiki), else
-    ``retrieve/seed_vectors_within`` in the store."""
+    ``top_chunks``: a filtered dense question on 2Wiki 3.0 ms p50 against 2.6 unfiltered, docs/benchmarks.md#filters),
+    else with ``store_too`` from ``retrieve/seed_vectors_within`` in the store, else None."""
     view = shared_adjacency(store, settings, corpus_generation(store)) if settings.retrieval.adjacency_cache else None
     if view is not None:
         return list(view.top_chunks(qvec, within, k))
-    return store.seed_vectors(qvec, k, exact=True, layers=("Chunk",))["Chunk"]
+    return store.seed_vectors(qvec, k, exact=True, layers=("Chunk",))["Chunk"] if store_too else None
 
 
 def fulltext_from_bm25(settings: Settings) -> bool:

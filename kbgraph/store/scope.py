@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-__all__ = ["SCOPED", "UNSCOPED_LABELS", "DocumentScope", "current_scope", "overfetch", "within"]
+__all__ = ["SCOPED", "UNSCOPED_LABELS", "DocumentScope", "current_scope", "intersect", "overfetch", "within"]
 
 #: The parameter by which a statement declares that it reads only the scope's documents (``GraphStore.run``).
 SCOPED = "$documents"
@@ -72,6 +72,14 @@ class DocumentScope:
 _SCOPE: ContextVar[DocumentScope | None] = ContextVar("kbgraph_document_scope", default=None)
 
 
+def intersect(a: DocumentScope | None, b: DocumentScope | None) -> DocumentScope | None:
+    """The documents both scopes allow (None is every document: the other scope, or None for two Nones)."""
+    if a is None or b is None:
+        return b if a is None else a
+    label = " and ".join(x for x in (a.label, b.label) if x)
+    return DocumentScope(a.documents & b.documents, a.chunks & b.chunks, max(a.total_chunks, b.total_chunks), label)
+
+
 def current_scope() -> DocumentScope | None:
     """The scope of the calling context (:func:`within`), or None: every document."""
     return _SCOPE.get()
@@ -80,7 +88,7 @@ def current_scope() -> DocumentScope | None:
 @contextmanager
 def within(scope: DocumentScope | None) -> Iterator[DocumentScope | None]:
     """Run the body with ``scope`` as the calling context's scope (None: every document; a scope inside a scope
-    replaces it for the body: callers intersect first, kbgraph.query.scope ``intersect``)."""
+    replaces it for the body: callers narrow with :func:`intersect` first, as ``KnowledgeBase.scope`` does)."""
     token = _SCOPE.set(scope)
     try:
         yield scope

@@ -134,3 +134,14 @@ def test_overfetch_and_the_seeding_rule() -> None:
     assert not exact_seeds(auto, 0.01, 50_000)  # unless too large to compute: over-fetched at the bound
     assert exact_seeds(auto.updated({"filter_seeding": "exact"}), 0.5, 10**6)
     assert not exact_seeds(auto.updated({"filter_seeding": "overfetch"}), 0.001, 3)
+
+
+def test_scopes_intersect() -> None:
+    from kbgraph.store.scope import DocumentScope, intersect
+
+    a = DocumentScope(frozenset({"d1", "d2"}), frozenset({"c1", "c2", "c3"}), 10, "team=hr")
+    b = DocumentScope(frozenset({"d2", "d3"}), frozenset({"c3", "c4"}), 10, "year>=2021")
+    both = intersect(a, b)
+    assert both is not None and both.documents == {"d2"} and both.chunks == {"c3"}
+    assert both.label == "team=hr and year>=2021"
+    assert intersect(None, b) is b and intersect(a, None) is a and intersect(None, None) is None
