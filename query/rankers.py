@@ -132,7 +132,7 @@ _ROWS: list[RankerRow] = [
               gbm_order, _describe_gbm, _gbm_model, reads_texts=True, train_model="gbm"),
     RankerRow("blend", "the learned order, its head re-ordered by the learned and gbm scores "
               "(kbgraph.query.ranking_blend)", blend_order, _describe_blend, _blend_models, _blend_identity,
-              reads_texts=True),
+              reads_texts=True, train_model="blend"),
 ]  # fmt: skip
 RANKERS: dict[str, RankerRow] = {row.name: row for row in _ROWS}
 
