@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kbgraph.embed.static_model import get_static_embedder
-from kbgraph.models import FulltextHit, VectorHit
+from kbgraph.models import VECTOR_LABELS, FulltextHit, VectorHit
 from kbgraph.query.adjacency import shared_adjacency
 from kbgraph.query.bm25 import corpus_generation, shared_index
 from kbgraph.query.models import Seeds
@@ -73,12 +73,19 @@ def seed_layers(
     # seeds only without BM25 (that read was the seeding's longest: benchmarks/HISTORY.md)
     from_bm25 = fulltext > 0 and fulltext_from_bm25(settings)  # the Chunk full-text seeds are BM25's
     pool_k = settings.retrieval.ranker_bm25_k if get_ranker(settings.retrieval.ranker).needs_pool else 0
+    # in a scope, the exact top chunks from the graph in memory when this process holds it: the Chunk index is then
+    # read as without a scope (not over-fetched; its rows replaced), and the exact statement skips the Chunk layer
+    in_memory = None
+    if scope is not None and settings.retrieval.filter_seeding != "overfetch" and "Chunk" not in off:
+        in_memory = scoped_chunk_seeds(store, settings, qvec, scope.chunks, seed_k, store_too=False)
+    layers_read = [label for label in VECTOR_LABELS if in_memory is None or label != "Chunk"]
     vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(
         store,
         # the static model's question vector is made in this thread while the other reads are under way
         lambda: store.seed_vectors(qvec, seed_k, layer_embeddings=static_question_vectors(settings, question),
                                    scoped_k=overfetch(seed_k, scope.fraction) if scope is not None else None,
-                                   exact=exact),
+                                   chunk_k=seed_k if in_memory is not None else None, exact=exact,
+                                   layers=layers_read),
         (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
         lambda: store.seed_fulltext(question, fulltext, ("Entity",)),
         lambda: _bm25_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
@@ -88,6 +95,8 @@ def seed_layers(
         chunk_text = {"Chunk.text": [FulltextHit(id=cid, label="Chunk", score=score, properties={})
                                      for cid, score in bm25[:fulltext]]}  # fmt: skip
     vectors = {label: hits[:seed_k] for label, hits in vectors.items()}  # over-fetched in a scope
+    if in_memory is not None:
+        vectors["Chunk"] = in_memory
     found = {**chunk_text, **entity_name, **vectors}
     for label in LAYER_WEIGHTS:
         if label not in off:

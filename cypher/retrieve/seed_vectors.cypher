@@ -8,7 +8,8 @@
 // 'complete' (still being written, or left 'writing' by a killed run; see ingest/mark_documents_complete).
 // In a document scope ($documents: kbgraph.store.scope) the layers of documents (all but Entity) are searched for
 // their top $scoped_k and keep the scope's nodes only (the caller over-fetches and cuts to its k); Entity, of no
-// one document, keeps its top $k. Out of a scope $scoped_k = $k.
+// one document, keeps its top $k; the Chunk index reads its top $chunk_k (default $scoped_k; $k when the caller
+// has the scope's chunk seeds from memory). Out of a scope $scoped_k = $chunk_k = $k.
 {{vector_query: 'Document', 'document_embedding', $scoped_k, CASE WHEN 'Document' IN $static_layers THEN $static_embedding ELSE $embedding END}}
 WITH node, score
 WHERE $documents IS NULL OR node.id IN $documents
@@ -19,7 +20,7 @@ WITH node, score
 WHERE $documents IS NULL OR node.document_id IN $documents
 RETURN 'Section' AS layer, node.id AS id, score, coalesce(node.text, node.name, node.title, node.path, '') AS text
 UNION ALL
-{{vector_query: 'Chunk', 'chunk_embedding', $scoped_k, $embedding}}
+{{vector_query: 'Chunk', 'chunk_embedding', $chunk_k, $embedding}}
 OPTIONAL MATCH (d:Document {id: node.document_id})
 WITH node, score, d
 WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)

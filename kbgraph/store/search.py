@@ -64,7 +64,8 @@ class Searches:
 
     def seed_vectors(
         self, embedding: Sequence[float], k: int, layer_embeddings: Mapping[str, Sequence[float]] | None = None,
-        *, scoped_k: int | None = None, exact: bool = False, layers: Sequence[str] = VECTOR_LABELS,
+        *, scoped_k: int | None = None, chunk_k: int | None = None, exact: bool = False,
+        layers: Sequence[str] = VECTOR_LABELS,
     ) -> dict[str, list[VectorHit | FulltextHit]]:
         """Vector top-``k`` on each vector index in one round trip (keys: the labels of VECTOR_LABELS; score =
         cosine similarity). ``layer_embeddings``: the query vector of a layer searched with another one than
@@ -74,9 +75,11 @@ class Searches:
         left 'writing') are left out, after each index's top-k. In a document scope (kbgraph.store.scope): the
         layers of documents keep the scope's nodes of their index's top ``scoped_k`` (default ``k``; the caller
         over-fetches and cuts), or with ``exact`` the exact top ``k`` of the scope's nodes
-        (``retrieve/seed_vectors_within``, of ``layers`` only; outside a scope ``exact`` is ignored)."""
+        (``retrieve/seed_vectors_within``, of ``layers`` only; outside a scope ``exact`` is ignored). ``chunk_k``:
+        the Chunk index's own top (default ``scoped_k``), for a caller that has the scope's chunk seeds already."""
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
-        params = {**self.seed_params(embedding, k, layer_embeddings), "scoped_k": scoped_k or k, "layers": list(layers)}
+        params = {**self.seed_params(embedding, k, layer_embeddings), "scoped_k": scoped_k or k,
+                  "chunk_k": chunk_k or scoped_k or k, "layers": list(layers)}
         statement = "retrieve/seed_vectors_within" if exact and current_scope() is not None else "retrieve/seed_vectors"
         for r in self.run(statement, params):
             out[r["layer"]].append(VectorHit(
