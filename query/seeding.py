@@ -17,7 +17,7 @@ from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
 from kbgraph.store.parallel import gather
-from kbgraph.store.scope import OVERFETCH_MARGIN, OVERFETCH_MAX, current_scope, overfetch
+from kbgraph.store.scope import OVERFETCH_MARGIN, OVERFETCH_MAX, DocumentScope, current_scope, overfetch
 
 #: Vector-seeded layers and the weight setting of each.
 LAYER_WEIGHTS = {
@@ -63,7 +63,7 @@ def seed_layers(
             if label == "Chunk" and scope is not None and settings.retrieval.filter_seeding != "overfetch":
                 # the scope's exact top chunks: from the graph in memory when this process holds it (cheaper than
                 # over-fetching the index), else from the store when the scope is to be seeded exactly
-                hits = scoped_chunk_seeds(store, settings, qvec, scope.chunks, seed_k, store_too=exact)
+                hits = scoped_chunk_seeds(store, settings, qvec, scope, seed_k, store_too=exact)
             if hits is None:
                 hits = store.vector_search(label, own.get(label, qvec), k=seed_k)
             seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in hits[:seed_k]}
@@ -77,7 +77,7 @@ def seed_layers(
     # read as without a scope (not over-fetched; its rows replaced), and the exact statement skips the Chunk layer
     in_memory = None
     if scope is not None and settings.retrieval.filter_seeding != "overfetch" and "Chunk" not in off:
-        in_memory = scoped_chunk_seeds(store, settings, qvec, scope.chunks, seed_k, store_too=False)
+        in_memory = scoped_chunk_seeds(store, settings, qvec, scope, seed_k, store_too=False)
     layers_read = [label for label in VECTOR_LABELS if in_memory is None or label != "Chunk"]
     vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(
         store,
@@ -120,15 +120,18 @@ def exact_seeds(settings: Settings, fraction: float, chunks: int) -> bool:
     return fraction * OVERFETCH_MAX < OVERFETCH_MARGIN and chunks <= settings.retrieval.filter_exact_chunks
 
 
-def scoped_chunk_seeds(store: GraphStore, settings: Settings, qvec: Sequence[float], within: frozenset[str],
+def scoped_chunk_seeds(store: GraphStore, settings: Settings, qvec: Sequence[float], scope: DocumentScope,
                        k: int, *, store_too: bool = True) -> list[VectorHit | FulltextHit] | None:  # fmt: skip
-    """The exact top-``k`` chunks of a document scope's chunks ``within`` by cosine with ``qvec``: from the
+    """The exact top-``k`` chunks of a document scope's chunks by cosine with ``qvec``: from the
     adjacency held in memory when this process has it for the current generation (kbgraph.query.adjacency
     ``top_chunks``: a filtered dense question on 2Wiki 3.0 ms p50 against 2.6 unfiltered, docs/benchmarks.md#filters),
     else with ``store_too`` from ``retrieve/seed_vectors_within`` in the store, else None."""
-    view = shared_adjacency(store, settings, corpus_generation(store)) if settings.retrieval.adjacency_cache else None
+    view = None
+    if settings.retrieval.adjacency_cache:  # the scope's own generation when known: no statement to read it again
+        generation = list(scope.generation) if scope.generation is not None else corpus_generation(store)
+        view = shared_adjacency(store, settings, generation)
     if view is not None:
-        return list(view.top_chunks(qvec, within, k))
+        return list(view.top_chunks(qvec, scope.chunks, k))
     return store.seed_vectors(qvec, k, exact=True, layers=("Chunk",))["Chunk"] if store_too else None
 
 

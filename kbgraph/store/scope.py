@@ -43,12 +43,15 @@ def overfetch(k: int, fraction: float) -> int:
 @dataclass(frozen=True)
 class DocumentScope:
     """The allowed ``documents`` (Document ids, each 'complete') and their ``chunks`` (Chunk ids), out of
-    ``total_chunks`` chunks in the knowledge base; ``label``: the filter as written, for messages."""
+    ``total_chunks`` chunks in the knowledge base; ``label``: the filter as written, for messages; ``generation``: the
+    corpus generation it was resolved at (a question in it reads the graph in memory of that generation)."""
 
     documents: frozenset[str]
     chunks: frozenset[str]
     total_chunks: int
     label: str = ""
+    #: the corpus generation it was resolved at (kbgraph.query.bm25 ``corpus_generation``), None if unknown
+    generation: tuple[object, ...] | None = field(default=None, compare=False)
     _ids: list[str] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -77,7 +80,8 @@ def intersect(a: DocumentScope | None, b: DocumentScope | None) -> DocumentScope
     if a is None or b is None:
         return b if a is None else a
     label = " and ".join(x for x in (a.label, b.label) if x)
-    return DocumentScope(a.documents & b.documents, a.chunks & b.chunks, max(a.total_chunks, b.total_chunks), label)
+    return DocumentScope(a.documents & b.documents, a.chunks & b.chunks, max(a.total_chunks, b.total_chunks), label,
+                         a.generation if a.generation == b.generation else None)
 
 
 def current_scope() -> DocumentScope | None:
