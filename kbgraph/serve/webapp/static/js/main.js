@@ -67,7 +67,18 @@ async function loadRights() {
 }
 
 /** Who the tab is to the server: keys or not, a valid key or not, and the knowledge base to open. */
+// the page is ready (body[data-ready="true"]) once a connection has finished: with its knowledge base named and the
+// key's rights read, so nothing the user types is overwritten by a connection still under way
 async function connect() {
+  document.body.dataset.ready = "false";
+  try {
+    return await connecting();
+  } finally {
+    document.body.dataset.ready = "true";
+  }
+}
+
+async function connecting() {
   notice("");
   let ready = null;
   try {
@@ -152,7 +163,6 @@ async function start() {
   });
   route(false);
   await connect();
-  document.body.dataset.ready = "true";
 }
 
 // for the tests and the curious: the app's state (no secret in it: the key stays in sessionStorage)
