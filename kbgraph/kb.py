@@ -49,16 +49,17 @@ FilterInput = Filter | dict[str, Any] | str | None
 
 
 class KnowledgeBase:
-    """A knowledge base named ``name`` on the store the settings select (embedded FalkorDB by default).
-
-    Usage::
-
-        with KnowledgeBase("handbooks") as kb:
-            kb.stats()
-
-    The store is connected and its schema ensured on first use. Raises StoreUnavailable if the store
-    cannot be reached, SchemaMismatch if its vector indexes were built for another embedding dimension.
-    """
+    """A knowledge base named ``name`` on the store the settings select (embedded FalkorDB by default), e.g.
+    ``with KnowledgeBase("handbooks") as kb: kb.stats()``. The store is connected and its schema ensured on first
+    use (:attr:`store`: StoreUnavailable if the store cannot be reached, SchemaMismatch if its vector indexes were
+    built for another embedding dimension). Every method that reads or writes the store raises StoreError when the
+    store fails a statement (StoreUnavailable when it cannot be reached); each method's Raises names the others.
+    Args:
+        name: the knowledge base's name (setting ``name``: one graph, one data folder); None: the settings'.
+        settings: the settings (default ``Settings()``: the environment, kbgraph.toml, the defaults).
+        **overrides: settings by flat name or group (``seed_k=5``, ``retrieval={...}``), over ``settings``.
+    Raises:
+        pydantic.ValidationError: a malformed setting (of ``overrides``, the environment or kbgraph.toml)."""
 
     def __init__(self, name: str | None = None, settings: Settings | None = None, **overrides: Any):
         if settings is None:
@@ -76,11 +77,16 @@ class KnowledgeBase:
 
     @property
     def name(self) -> str:
+        """The knowledge base's name (``settings.name``)."""
         return self.settings.name
 
     @property
     def store(self) -> GraphStore:
-        """The connected GraphStore (schema ensured)."""
+        """The connected GraphStore (schema ensured), opened on first use.
+        Raises:
+            StoreUnavailable: the store cannot be reached; StoreError: an index failed or is not built in time.
+            SchemaMismatch: its vector indexes were built for another embedding dimension.
+            ConfigError: the settings name no store of a known kind (the URI's scheme)."""
         if self._store is None:
             store = open_store(self.settings)
             try:
@@ -95,20 +101,29 @@ class KnowledgeBase:
                progress: bool | None = None, exclude: Sequence[str] = (),
                within: Sequence[str | Path] | None = None,
                meta: Mapping[str, MetadataValue] | None = None) -> IngestReport:  # fmt: skip
-        """Ingest files, directories and .jsonl passage corpora (L0: parse, chunk, distill, embed, write).
-
-        Incremental: unchanged documents are skipped, changed ones replaced; ``prune`` deletes documents
-        whose source vanished; an unchanged file is hashed, not parsed. Raises LockTimeout if another run holds
-        this knowledge base (``wait`` logs whose lock it waits for and waits up to ``lock_timeout`` s). Per-file
-        failures are in the report, not raised. ``progress``: None = bars when stdout and stderr are terminals,
-        else log lines on ``kbgraph.ingest`` (a line per stage per group, at least every 30 s). ``exclude``:
-        gitignore-style patterns of files to leave out, besides the default rules (Office owner files,
-        .DS_Store, Thumbs.db, ``*~``) and any ``.kbgraphignore``; each is reported as skipped with its rule.
-        ``within``: folders that fence the run (``kbgraph serve``'s serve_ingest_roots): a file or symbolic link
-        that resolves outside all of them is reported as skipped, never read; None = no fence. ``meta``: metadata
-        keys given every document of the run (``kbgraph ingest --meta``; over a sidecar's and the file's own, issue
-        58, kbgraph.ingest.metadata; ValueError for a bad or reserved key or a value that is no ``MetadataValue``).
-        A re-ingest that changes only metadata updates it in place, nothing embedded (``report.metadata_updated``)."""
+        """Ingest files, directories and .jsonl passage corpora (L0, PIKE-RAG §5.1: parse, chunk, distill, embed,
+        write). Incremental: unchanged documents are skipped, changed ones replaced; an unchanged file is hashed, not
+        parsed. Per-file failures are in the report, not raised. A re-ingest that changes only metadata updates it
+        in place, nothing embedded (``report.metadata_updated``).
+        Args:
+            paths: files, folders and .jsonl passage corpora (one path or several).
+            prune: delete the documents whose source vanished.
+            wait: wait for another run's lock, logging whose it is, up to ``lock_timeout`` s.
+            progress: None = bars when stdout and stderr are terminals, else log lines on ``kbgraph.ingest`` (a
+                line per stage per group, at least every 30 s).
+            exclude: gitignore-style patterns of files to leave out, besides the default rules (Office owner files,
+                .DS_Store, Thumbs.db, ``*~``) and any ``.kbgraphignore``; each is reported as skipped with its rule.
+            within: folders that fence the run (``kbgraph serve``'s serve_ingest_roots): a file or symbolic link
+                that resolves outside all of them is reported as skipped, never read; None = no fence.
+            meta: metadata keys given every document of the run (``kbgraph ingest --meta``; over a sidecar's and
+                the file's own, issue 58, kbgraph.ingest.metadata).
+        Returns:
+            The run's ``IngestReport``: added, updated, unchanged, deleted, failed, skipped, errors, seconds.
+        Raises:
+            LockTimeout: another run holds this knowledge base (at once without ``wait``); its LeaseLost when a
+                Neo4j run's lease is lost before a write.
+            ValueError: a bad ``exclude`` pattern, or a bad or reserved ``meta`` key or a value that is no
+                ``MetadataValue`` (before the run starts)."""
         if isinstance(paths, (str, Path)):
             paths = [paths]
         ingestor = Ingestor(self.store, self.settings, llm=self.llm, progress=progress, embedder=lambda: self.embedder)
@@ -140,33 +155,38 @@ class KnowledgeBase:
             stream: Literal[True], filters: FilterInput = ...) -> AnswerStream: ...  # fmt: skip
     def ask(self, question: str, *, method: str | None = None, k: int = 5, explain: bool = False,
             save: bool = False, stream: bool = False, filters: FilterInput = None) -> Answer | AnswerStream:  # fmt: skip
-        """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1).
-
-        method: a name of ``kbgraph.query.methods.METHODS``: 'auto' (default with an LLM: classifies the question,
-        PIKE-RAG §3.2, and answers factual ones with 'l1', others with 'pike', §4.2; the Answer's
-        ``question_class`` and ``route`` say which), 'pike', 'l1', 'naive', 'naive_hr', 'cot', 'self_ask', 'self_ask_hr', or
-        retrieval only: 'propagation' (default without an LLM), 'hierarchical', 'dense',
-        'bm25'. ``k``: chunks cited by retrieval-only answers.
-        ``explain``: each chunk's score broken down by layer and node. ``save``: write the rationale into the
-        graph as (:Question)-[:USED]->(:Chunk), -[:PROPOSED]->(:SubQuestion)-[:MATCHED]->(:AtomicQuestion)
-        (kbgraph.query.rationale; ``last_saved`` holds its id; see it with ``browse('question')``). Raises
-        QueryError for an empty or over-long question (before connecting to the store) or an unknown method.
-        Only complete documents are retrieved and cited (not one still or left 'writing' by a killed run).
-
-        ``stream=True``: an iterator (``kbgraph.query.streaming.AnswerStream``, a context manager; ``close()``
-        stops it) of ``kbgraph.query.models.AskEvent``, each with a ``type``: ``"delta"`` (``text``: the next
-        piece of the answer as the LLM writes it; the OpenAI client's streaming), ``"reset"`` (the deltas so far
-        are void, the text starts again), ``"round"`` (``round``: an Algorithm 1 TraceRound as it finishes), and
-        last ``"answer"`` (``answer``: the Answer, the same as without ``stream``). The deltas after the last
-        reset join to ``answer.answer``; a retrieval-only or cached answer comes as one delta. The question and
-        method are checked at once (QueryError); other errors (LLMError, StoreError, ...) are raised by the
-        iteration. The answer is computed in a worker thread: use the knowledge base for nothing else until
-        the stream ends or is closed.
-
-        ``filters``: only the documents whose metadata the filter allows are read (issue 58; a
-        ``kbgraph.filters.Filter``, its JSON as dict or text, or None for every document; ``kbgraph.filters.parse_where``
-        makes one from ``--where`` text): every method's seeds, hops and candidates are those documents' own, so the
-        top ``k`` is theirs. Raises QueryError for an invalid filter, an unknown key or a value of another type."""
+        """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1). Only
+        complete documents are retrieved and cited (not one still or left 'writing' by a killed run).
+        Args:
+            question: the question (surrounding white space removed; at most 4,000 characters).
+            method: a name of ``kbgraph.query.methods.METHODS``: 'auto' (default with an LLM: classifies the
+                question, PIKE-RAG §3.2, and answers factual ones with 'l1', others with 'pike', §4.2; the Answer's
+                ``question_class`` and ``route`` say which), 'pike', 'l1', 'naive', 'naive_hr', 'cot', 'self_ask',
+                'self_ask_hr', 'migres', 'hirag', or retrieval only: 'propagation' (default without an LLM; also
+                what an answer method falls back to without one), 'hierarchical', 'dense', 'bm25'.
+            k: chunks cited by retrieval-only answers.
+            explain: each chunk's score broken down by layer and node.
+            save: write the rationale into the graph as (:Question)-[:USED]->(:Chunk),
+                -[:PROPOSED]->(:SubQuestion)-[:MATCHED]->(:AtomicQuestion) (kbgraph.query.rationale; ``last_saved``
+                holds its id; see it with ``browse('question')``).
+            stream: return an iterator (``kbgraph.query.streaming.AnswerStream``, a context manager; ``close()``
+                stops it) of ``kbgraph.query.models.AskEvent``: ``"delta"`` (the answer's next piece as the LLM writes
+                it), ``"reset"``, ``"round"`` (an Algorithm 1 TraceRound as it finishes), and last ``"answer"`` (the
+                Answer, as without ``stream``); a retrieval-only or cached answer comes as one delta. The question
+                and method are checked at once (QueryError); other errors (LLMError, StoreError, ...) are raised by
+                the iteration, computed in a worker thread: use the knowledge base for nothing else until the
+                stream ends or is closed.
+            filters: only the documents whose metadata the filter allows are read (issue 58; a
+                ``kbgraph.filters.Filter``, its JSON as dict or text, or None for every document;
+                ``kbgraph.filters.parse_where`` makes one from ``--where`` text): every method's seeds, hops and
+                candidates are those documents' own, so the top ``k`` is theirs.
+        Returns:
+            The ``kbgraph.query.models.Answer`` (answer, rationale, citations, chunks, trace, usage); with
+            ``stream``, the ``AnswerStream`` of its events.
+        Raises:
+            QueryError: an empty or over-long question (before connecting to the store), an unknown method, an
+                invalid filter, an unknown filter key or a value of another type.
+            LLMError: the LLM server fails (an unusable answer is an empty answer whose rationale says why)."""
         clean_question(question)  # a usage error is raised before the store is connected
         filt = None if filters is None else parse_filter(filters)
         if stream:
@@ -182,8 +202,13 @@ class KnowledgeBase:
 
     def scope(self, filters: FilterInput) -> DocumentScope | None:
         """The documents ``filters`` allows, with their chunks (``kbgraph.query.scope.resolve_scope``), within the
-        calling context's scope if any (``kbgraph.store.scope.within``: a filter narrows it, never widens it); None
-        for no filter and no scope. Raises QueryError as :meth:`ask`."""
+        calling context's scope if any (``kbgraph.store.scope.within``: a filter narrows it, never widens it).
+        Args:
+            filters: as :meth:`ask`'s; None for every document.
+        Returns:
+            The ``DocumentScope`` (document and chunk ids); None for no filter and no scope.
+        Raises:
+            QueryError: as :meth:`ask` (an invalid filter, an unknown key, a value of another type)."""
         own = None if filters is None else resolve_scope(self.store, parse_filter(filters))
         return intersect(current_scope(), own)
 
@@ -191,17 +216,21 @@ class KnowledgeBase:
         self.last_saved = save_answer(self.store, answer)
 
     def browse(self, query_name: str, /, **params: Any) -> list[dict[str, Any]]:
-        """Run the ready Neo4j Browser query ``query_name`` of ``kbgraph.browse.CATALOGUE`` ('document', 'entity',
-        'question', 'questions', 'top_entities', 'changed', 'orphans') with ``params`` over its defaults, on this store.
-        Returns its rows; nodes come back as property dicts without ``embedding``. Only complete documents and
-        their chunks, triples and mentions appear ('orphans' alone lists documents left 'writing'). Raises
-        ConfigError for an unknown query or parameter.
-
-        ``filters`` (a keyword, no browse parameter): only what the documents it allows hold (issue 58; as
-        :meth:`ask`), within the calling context's scope if any (``kbgraph.store.scope.within``: both must allow a
-        document): a document of theirs,
-        entities their chunks mention (with mentions and RELATED edges counted in them), saved questions whose
-        every used chunk is theirs, orphans of theirs. Raises QueryError for an invalid filter."""
+        """Run the ready Neo4j Browser query ``query_name`` on this store. Only complete documents and their chunks,
+        triples and mentions appear ('orphans' alone lists documents left 'writing').
+        Args:
+            query_name: a query of ``kbgraph.browse.CATALOGUE``: 'document', 'entity', 'question', 'questions',
+                'top_entities', 'changed', 'orphans'.
+            **params: the query's parameters, over its defaults. ``filters`` (a keyword, no browse parameter): only
+                what the documents it allows hold (issue 58; as :meth:`ask`), within the calling context's scope if
+                any (``kbgraph.store.scope.within``: both must allow a document): a document of theirs, entities
+                their chunks mention (with mentions and RELATED edges counted in them), saved questions whose
+                every used chunk is theirs, orphans of theirs.
+        Returns:
+            Its rows; nodes come back as property dicts without ``embedding``.
+        Raises:
+            ConfigError: an unknown query or parameter, or a parameter value out of its bounds.
+            QueryError: an invalid filter."""
         filters: FilterInput = params.pop("filters", None)
         query = browse_query(query_name)
         values = resolve_params(query, params)
@@ -211,11 +240,18 @@ class KnowledgeBase:
 
     def retrieve(self, question: str, *, k: int = 10, method: str = "propagation",
                  explain: bool = False, filters: FilterInput = None) -> list[ScoredChunk]:  # fmt: skip
-        """The top-``k`` chunks for ``question`` without answering, by a retrieval method of
-        ``kbgraph.query.methods`` ('propagation', 'hierarchical', 'dense', 'bm25'): a list of
-        ``kbgraph.query.models.ScoredChunk``, best first, chunks of complete documents only (a document
-        still or left 'writing' by a killed ingestion is never returned). Raises QueryError for an empty or
-        over-long question or an unknown retrieval method. ``filters``: as :meth:`ask`."""
+        """The top-``k`` chunks for ``question`` without answering (no LLM).
+        Args:
+            question: the question, as :meth:`ask`'s.
+            k: the number of chunks.
+            method: a retrieval method of ``kbgraph.query.methods``: 'propagation', 'hierarchical', 'dense', 'bm25'.
+            explain: each chunk's score terms (``ScoredChunk.breakdown``).
+            filters: as :meth:`ask`'s.
+        Returns:
+            At most ``k`` ``kbgraph.query.models.ScoredChunk``, best first, chunks of complete documents only (a
+            document still or left 'writing' by a killed ingestion is never returned).
+        Raises:
+            QueryError: an empty or over-long question, an unknown retrieval method or an invalid filter."""
         question = clean_question(question)  # before the store is connected
         get_method(method, "retrieval")
         filt = None if filters is None else parse_filter(filters)
@@ -238,13 +274,19 @@ class KnowledgeBase:
                 opening.result()
 
     def query_context(self, *, llm: bool = True) -> QueryContext:
-        """This knowledge base as the query methods take it (kbgraph.query.context): store (connected),
-        settings, embedder, and the LLM (None when ``llm`` is False or none is configured)."""
+        """This knowledge base as the query methods take it (kbgraph.query.context).
+        Args:
+            llm: give the configured LLM (False: none, as for retrieval only).
+        Returns:
+            A ``QueryContext``: store (connected), settings, embedder, and the LLM (None when ``llm`` is False or
+            none is configured)."""
         return QueryContext(self.store, self.settings, self.embedder, self.llm if llm else None)
 
     @property
     def embedder(self) -> Embedder:
-        """The configured embedder (loaded on first use; importing torch takes seconds)."""
+        """The configured embedder (loaded on first use; importing torch takes seconds).
+        Raises:
+            ConfigError: the model's dimension is not ``embedding_dimension``, or the model or backend is unusable."""
         if self._embedder is None and self._lender is not None:
             self._embedder = self._lender.embedder
         if self._embedder is None:
@@ -272,38 +314,58 @@ class KnowledgeBase:
         """Evaluate the methods on a multi-hop QA data set against this knowledge base (its corpus is
         ingested first): EM/F1/precision/recall, LLM-judged accuracy, Recall@k and supporting-fact recall
         (PIKE-RAG §6.1; paper 003 §4), written to a resumable run folder with summary.json and report.md.
-        ``options``: those of :func:`kbgraph.eval.evaluate` (methods, limit, sample, seed, out, ...).
-        Raises ConfigError for an unknown method or a run folder of another configuration."""
+        Args:
+            dataset: a data set folder or name (kbgraph.eval.load_dataset).
+            **options: those of :func:`kbgraph.eval.evaluate` (methods, limit, sample, seed, out, ...).
+        Returns:
+            The ``EvalSummary`` (also the run folder's summary.json).
+        Raises:
+            ConfigError: no or several data sets found, an unknown method, a bad option, or a run folder of
+                another configuration."""
         return evaluate(self, dataset, **options)
 
     def stats(self) -> StoreStats:
-        """Node counts per label and relationship counts per type."""
+        """Node counts per label and relationship counts per type.
+        Returns:
+            A ``StoreStats``: backend, location, nodes {label: count}, relationships {type: count}."""
         return self.store.stats()
 
     def tag_classes(self) -> list[TagClass]:
-        """The tag classes of auto-tagging (PIKE-RAG §5.2.2; ``kbgraph.tagging.tag_classes``): proposed by
-        the LLM at the first ingest with ``auto_tagging`` on; empty before."""
+        """The tag classes of auto-tagging (PIKE-RAG §5.2.2; ``kbgraph.tagging.tag_classes``).
+        Returns:
+            The ``TagClass`` list the LLM proposed at the first ingest with ``auto_tagging`` on; empty before."""
         return tag_classes(self.store)
 
     def documents(self, *, limit: int = 100, skip: int = 0) -> list[dict[str, Any]]:
-        """The documents (PIKE-RAG §3.1 information-resource layer), by title: dicts with ``id``, ``title``,
-        ``uri``, ``mime``, ``status`` ('complete', or 'writing' during or after an interrupted write),
-        ``ingested_at`` (ISO 8601), ``chunks`` (count) and ``metadata`` ({key: value}: its metadata, issue 58,
-        kbgraph.ingest.metadata; ``title`` is the title); at most ``limit`` after skipping ``skip``."""
+        """The documents (PIKE-RAG §3.1 information-resource layer), by title.
+        Args:
+            limit: at most this many.
+            skip: after skipping this many.
+        Returns:
+            Dicts with ``id``, ``title``, ``uri``, ``mime``, ``status`` ('complete', or 'writing' during or after an
+            interrupted write), ``ingested_at`` (ISO 8601), ``chunks`` (count) and ``metadata`` ({key: value}: its
+            metadata, issue 58, kbgraph.ingest.metadata; ``title`` is the title)."""
         rows = self.store.run("admin/list_documents", {"limit": int(limit), "skip": int(skip)})
         state = {r["id"]: r for r in self.store.run("ingest/document_state", {"ids": [r["id"] for r in rows]})}
         return [{**row, "metadata": stored_metadata(state.get(row["id"], {}))} for row in rows]
 
     def chunk(self, chunk_id: str) -> dict[str, Any] | None:
-        """One chunk of a complete document with its provenance, as citations carry it: ``id``, ``text``,
-        ``summary``, ``kind``, ``page`` (1-based or None), ``section_path``, ``document_id``,
-        ``document_title``, ``document_uri``, ``section_id``; None when there is no such chunk."""
+        """One chunk of a complete document with its provenance, as citations carry it.
+        Args:
+            chunk_id: the chunk's id.
+        Returns:
+            A dict of ``id``, ``text``, ``summary``, ``kind``, ``page`` (1-based or None), ``section_path``,
+            ``document_id``, ``document_title``, ``document_uri``, ``section_id``; None when there is no such chunk."""
         rows = self.store.run("retrieve/chunk_details", {"ids": [chunk_id]})
         return rows[0] if rows else None
 
     def delete(self, document: str) -> dict[str, int]:
-        """Remove one document's whole subgraph and the entities no other document uses. ``document``: its
-        id (doc:…), its source URI, or a path to its source file."""
+        """Remove one document's whole subgraph and the entities no other document uses.
+        Args:
+            document: its id (doc:…), its source URI, or a path to its source file.
+        Returns:
+            Counts of what was deleted by kind (``GraphStore.delete_document``); ``{"documents": 0}`` when no
+            document matches (a failed unit of work is undone and its StoreError raised)."""
         key = document
         if not key.startswith(("doc:", "file:", "http:", "https:")) and Path(key).exists():
             key = Path(key).resolve().as_uri()
@@ -334,6 +396,7 @@ class KnowledgeBase:
         self._store = store
 
     def close(self) -> None:
+        """Close the store's connections (the embedded server keeps running); a shared one closes nothing."""
         if self._store is not None and self._lender is None:
             self._store.close()
         self._store, self._lender = None, None  # a shared one lets go of the lender's store, closing nothing
@@ -348,7 +411,9 @@ class KnowledgeBase:
         """A knowledge base over this one's store, embedder and LLM, opened here first (for several threads at
         once: the stores and the embedder are thread-safe, each store call borrows a connection of the store's
         pool; kbgraph.serve.kbs hands one to each request), with state of its own: ``last_saved``, an ``llm``
-        assigned to it. Closing it closes nothing shared. Raises what ``store`` raises."""
+        assigned to it. Closing it closes nothing shared.
+        Returns:
+            The new ``KnowledgeBase`` (this one's store is opened first: :attr:`store`'s errors)."""
         shared = KnowledgeBase(settings=self.settings)
         shared._store = self.store
         shared._lender = self

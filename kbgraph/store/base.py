@@ -59,7 +59,11 @@ class GraphStore(Searches, VectorDimensions, ABC):
     Safe to share between threads: the store keeps a pool of at most ``serve_store_connections`` connections and
     each ``run`` or unit of work (``transaction``) borrows one for its duration only, the next one past the bound
     waiting for a free one; nothing is held between calls.
-    """
+    Args:
+        dimension: the embedding dimension of the vector indexes (floats per vector).
+        batch_size: rows per UNWIND batch (``write_batches``).
+        ef_construction: the HNSW efConstruction of new vector indexes (setting ``vector_ef_construction``).
+        dimensions: label -> dimension of the labels whose index has another one (``static_dimension``)."""
 
     #: The backend's name, for people (stats, logs, run records, cache folder names); never compared by callers.
     backend: str = ""
@@ -81,37 +85,57 @@ class GraphStore(Searches, VectorDimensions, ABC):
 
     @classmethod
     def exists(cls, settings: Settings) -> bool:
-        """True when the knowledge base of ``settings`` is already in this store, found without creating or
-        writing anything (``kbgraph serve`` opens only existing knowledge bases for reads). Default: True, for a
-        store where connecting creates nothing (a Neo4j database must exist to be connected to)."""
+        """Whether the knowledge base of ``settings`` is already in this store, found without creating or writing
+        anything (``kbgraph serve`` opens only existing knowledge bases for reads).
+        Args:
+            settings: the settings naming the knowledge base and the store.
+        Returns:
+            True when it exists. Default: True, for a store where connecting creates nothing (a Neo4j database must
+            exist to be connected to)."""
         return True
 
     @classmethod
     @abstractmethod
     def connect(cls, settings: Settings) -> GraphStore:
-        """Connect to the knowledge base of ``settings`` (``open_store``). Raises StoreUnavailable when the store
-        cannot be reached, ConfigError when the settings cannot name one of this kind."""
+        """Connect to the knowledge base of ``settings`` (``open_store``).
+        Args:
+            settings: the settings naming the knowledge base and the store (``settings.store``).
+        Returns:
+            The connected store (its schema not yet ensured: :meth:`ensure_schema`).
+        Raises:
+            StoreUnavailable: the store cannot be reached (unreachable, wrong password, server will not start).
+            ConfigError: the settings cannot name one of this kind."""
 
     @classmethod
     @abstractmethod
     def kb_location(cls, settings: Settings) -> str:
-        """Where the knowledge base of ``settings`` lives, printable and without connecting (a data folder, a URI
-        and database): ``location`` of a connected store, and the key of what is kept about it outside the store
-        (the BM25 indexes of kbgraph.query.bm25)."""
+        """Where the knowledge base of ``settings`` lives, printable and without connecting.
+        Args:
+            settings: the settings naming the knowledge base and the store.
+        Returns:
+            A data folder, or a URI and database: ``location`` of a connected store, and the key of what is kept
+            about it outside the store (the BM25 indexes of kbgraph.query.bm25)."""
 
     @classmethod
     def prestart(cls, settings: Settings) -> threading.Thread | None:
         """Begin bringing up the store of an existing knowledge base in the background, without waiting and without
         creating anything, so that a process which will connect later finds it up sooner (the ``kbgraph`` console
-        script calls it before importing its verbs, kbgraph.launch). Returns the thread doing it, which a process
-        must join before it exits (a server's idle watchdog is started at its end), or None. Never raises; the
-        later ``connect`` reports what went wrong. Default: nothing (a server the store does not start)."""
+        script calls it before importing its verbs, kbgraph.launch). Never raises; the later ``connect`` reports
+        what went wrong. Default: nothing (a server the store does not start).
+        Args:
+            settings: the settings naming the knowledge base and the store.
+        Returns:
+            The thread doing it, which a process must join before it exits (a server's idle watchdog is started at
+            its end), or None."""
         return None
 
     @classmethod
     def browser_url(cls, settings: Settings) -> str | None:
-        """The Neo4j Browser address (without query string) that opens the store of ``settings``, or None when
-        Neo4j Browser cannot open this store (default)."""
+        """The Neo4j Browser address that opens the store of ``settings``.
+        Args:
+            settings: the settings naming the knowledge base and the store.
+        Returns:
+            The address (without query string), or None when Neo4j Browser cannot open this store (default)."""
         return None
 
     def __init__(self, *, dimension: int, batch_size: int, ef_construction: int,
@@ -166,17 +190,27 @@ class GraphStore(Searches, VectorDimensions, ABC):
 
     @abstractmethod
     def lease_key(self) -> str | None:
-        """Where ``kbgraph ingest`` keeps its lock: the key of the ingest lease in this store's database
-        (``(:IngestLease {kb: key})``, shared by every machine writing to it; kbgraph.ingest.lease), or None
-        when the store's data lives in the knowledge base's folder and the folder's file lock serves
-        (kbgraph.ingest.lock)."""
+        """Where ``kbgraph ingest`` keeps its lock.
+        Returns:
+            The key of the ingest lease in this store's database (``(:IngestLease {kb: key})``, shared by every
+            machine writing to it; kbgraph.ingest.lease), or None when the store's data lives in the knowledge
+            base's folder and the folder's file lock serves (kbgraph.ingest.lock)."""
 
     # --- public API -------------------------------------------------------------------------
     def run(self, name: str, params: Row | None = None, *, predicate: str | None = None) -> list[Row]:
-        """Run the named statement (auto-commit) and return its rows as dicts. ``predicate``: a filter's
-        (kbgraph.filters.compile), put into the statement's ``{{predicate}}`` (``cypher.compose``; its parameters in
-        ``params``). A statement that declares ``$documents`` gets the caller's document scope as that parameter
-        (kbgraph.store.scope; None outside a scope) unless ``params`` gives it."""
+        """Run the named statement (auto-commit). A statement that declares ``$documents`` gets the caller's
+        document scope as that parameter (kbgraph.store.scope; None outside a scope) unless ``params`` gives it.
+        Args:
+            name: the statement's name, a ``.cypher`` file of ``kbgraph.cypher`` (``"admin/count_labels"``).
+            params: its parameters (the only way a value goes in).
+            predicate: a filter's (kbgraph.filters.compile), put into the statement's ``{{predicate}}``
+                (``cypher.compose``; its parameters in ``params``).
+        Returns:
+            Its rows as dicts, column name -> value.
+        Raises:
+            CypherNotFound: no statement of that name.
+            StoreError: the database rejected the statement (the message names it); StoreTransient for a passing
+                failure (a deadlock), StoreUnavailable when the connection is lost."""
         self.sent[name] += 1
         text = cypher.load(name, self.dialect) if predicate is None else cypher.compose(name, self.dialect, predicate)
         if SCOPED in text:  # the statement reads only the documents of the caller's scope (kbgraph.store.scope)
@@ -185,8 +219,15 @@ class GraphStore(Searches, VectorDimensions, ABC):
         return self._execute(text, params or {})
 
     def run_pages(self, name: str, size: int) -> Iterator[Row]:
-        """The rows of the named statement in pages of ``size``: it takes ``$after`` (the last row's ``id``, '' at
-        first) and ``$limit`` and returns rows in ``id`` order, so a large knowledge base is never one reply."""
+        """The rows of the named statement, read in pages, so a large knowledge base is never one reply.
+        Args:
+            name: a statement that takes ``$after`` (the last row's ``id``, '' at first) and ``$limit`` and
+                returns rows in ``id`` order.
+            size: rows per page.
+        Yields:
+            Each row, in ``id`` order.
+        Raises:
+            StoreError: as :meth:`run`."""
         after, rows = "", None
         while rows is None or len(rows) == size:
             rows = self.run(name, {"after": after, "limit": size})
@@ -195,14 +236,28 @@ class GraphStore(Searches, VectorDimensions, ABC):
 
     def run_apart(self, name: str, params: Row | None = None) -> list[Row]:
         """As ``run``, on a connection of its own: safe from another thread while the store's connection is
-        busy (the ingest lease's renewal thread). Default: ``run`` (a store whose connection is thread-safe)."""
+        busy (the ingest lease's renewal thread). Default: ``run`` (a store whose connection is thread-safe).
+        Args:
+            name: the statement's name, as :meth:`run`'s.
+            params: its parameters.
+        Returns:
+            Its rows as dicts.
+        Raises:
+            StoreError: as :meth:`run`."""
         return self.run(name, params)
 
     def write_batches(self, name: str, rows: Sequence[Row], params: Row | None = None) -> int:
-        """Run ``name`` (an ``UNWIND $rows AS row ...`` statement) once per batch of ``batch_size`` rows,
-        each batch atomically. Rows with an ``embedding`` must have the finite floats of the vector index of the
-        label ``name`` writes (``VECTOR_WRITES``, ``dimension_of``; raises SchemaMismatch otherwise: a wrong-sized
-        vector would silently go unindexed)."""
+        """Run ``name`` once per batch of ``batch_size`` rows, each batch atomically.
+        Args:
+            name: an ``UNWIND $rows AS row ...`` statement.
+            rows: the rows. Rows with an ``embedding`` must have the finite floats of the vector index of the
+                label ``name`` writes (``VECTOR_WRITES``, ``dimension_of``).
+            params: further parameters of every batch.
+        Returns:
+            The number of rows written.
+        Raises:
+            SchemaMismatch: an embedding of another size (a wrong-sized vector would silently go unindexed).
+            StoreError: an embedding holds NaN or infinity; or as :meth:`run`."""
         total = 0
         for batch in self._batches(rows, name):
             self.run(name, {**(params or {}), "rows": batch})
@@ -219,7 +274,14 @@ class GraphStore(Searches, VectorDimensions, ABC):
         each statement atomically but has no multi-statement transaction, runs them in order after the
         failure (each one's own error is swallowed: the block's exception is what the caller sees). So a
         caller always passes its compensations and never asks which backend it writes to (PIKE-RAG §5.1.2:
-        a document's three layers are written as one unit)."""
+        a document's three layers are written as one unit).
+        Args:
+            on_rollback: the compensations, run in order when the block fails on a store that does not roll back.
+        Yields:
+            The ``Transaction``, whose ``run`` and ``write_batches`` are the store's inside the unit.
+        Raises:
+            StoreError: the unit fails (StoreTransient when Neo4j's commit fails for a passing reason); whatever
+                the block raises is re-raised after the undo."""
         handle = self._begin()
         tx = Transaction(self, handle)
         try:
@@ -237,9 +299,12 @@ class GraphStore(Searches, VectorDimensions, ABC):
 
     def ensure_schema(self) -> None:
         """Create constraints, range, vector and full-text indexes idempotently; the ingest lease's and the claims'
-        (``LEASE_SCHEMA``) only where the lease lives in the database (``lease_key()`` not None). Raises
-        SchemaMismatch if an existing vector index has another dimension than the configured one (``dimension_of``),
-        naming the setting that gives the dimension it was built with."""
+        (``LEASE_SCHEMA``) only where the lease lives in the database (``lease_key()`` not None),
+        then waits for them (:meth:`await_indexes`).
+        Raises:
+            SchemaMismatch: an existing vector index has another dimension than the configured one
+                (``dimension_of``); the message names the setting that gives the dimension it was built with.
+            StoreError: a schema statement fails, or an index failed or is not built in time (:meth:`await_indexes`)."""
         existing = self._list_vector_dimensions()
         wrong = {label: dim for label, dim in existing.items() if dim != self.dimension_of(label)}
         if wrong:
@@ -264,8 +329,12 @@ class GraphStore(Searches, VectorDimensions, ABC):
         """Return once every index of the graph serves queries (``schema/pending_indexes`` finds none): both
         stores build a new index in the background, and until it is built FalkorDB's full-text and vector
         procedures answer no rows at all, and Neo4j's refuse. One statement when nothing is pending, then one
-        every 50 ms. Raises StoreError when an index failed (Neo4j 'FAILED') or is still being built after
-        ``timeout`` seconds (the message names the index and its progress)."""
+        every 50 ms.
+        Args:
+            timeout: seconds to wait at most.
+        Raises:
+            StoreError: an index failed (Neo4j 'FAILED') or is still being built after ``timeout`` seconds (the
+                message names the index and its progress)."""
         deadline = time.monotonic() + timeout
         while True:
             pending = self.run("schema/pending_indexes")
@@ -282,7 +351,9 @@ class GraphStore(Searches, VectorDimensions, ABC):
             time.sleep(0.05)
 
     def stats(self) -> StoreStats:
-        """Node count per label and relationship count per type."""
+        """Node count per label and relationship count per type.
+        Returns:
+            A ``StoreStats``: ``backend``, ``location``, ``nodes`` {label: count}, ``relationships`` {type: count}."""
         nodes = {r["label"]: int(r["count"]) for r in self.run("admin/count_labels")}
         rels = {r["type"]: int(r["count"]) for r in self.run("admin/count_relationships")}
         return StoreStats(
@@ -295,9 +366,15 @@ class GraphStore(Searches, VectorDimensions, ABC):
     ) -> dict[str, int]:
         """Remove a document's whole subgraph (sections, chunks, atomic questions, triples) and the entities
         no other document uses, and the corpus Tags no other chunk is TAGGED with (with the query Tags mapped only
-        to them: ``delete_orphan_tags``); inside ``tx`` when given, else in a unit of work of its own.
-        ``entity_ids``: further entities to remove if nothing links them (those a failed write may have left).
-        Idempotent. Returns counts of what was deleted."""
+        to them: ``delete_orphan_tags``). Idempotent.
+        Args:
+            document_id: the Document's id (``doc:…``).
+            tx: the unit of work to delete in; None: a unit of work of its own.
+            entity_ids: further entities to remove if nothing links them (those a failed write may have left).
+        Returns:
+            Counts of what was deleted: documents, sections, chunks, questions, triples, entities, tags.
+        Raises:
+            StoreError: as :meth:`run` (a unit of work of its own is undone)."""
         if tx is None:
             with self.transaction() as own:
                 return self.delete_document(document_id, own, entity_ids)
@@ -319,7 +396,11 @@ class GraphStore(Searches, VectorDimensions, ABC):
         }
 
     def orphans(self, limit: int = 100) -> list[Row]:
-        """Nodes detached from the three layers (should be none)."""
+        """Nodes detached from the three layers (should be none).
+        Args:
+            limit: at most this many.
+        Returns:
+            Their rows (``admin/find_orphans``)."""
         return self.run("admin/find_orphans", {"limit": limit})
 
     def clear(self) -> None:

@@ -40,12 +40,21 @@ class Searches:
         def _fulltext_params(self, label: str, prop: str, terms: list[str], k: int) -> Row: ...
 
     def vector_search(self, label: str, embedding: Sequence[float], k: int) -> list[VectorHit]:
-        """Top-``k`` nodes of ``label`` by cosine similarity to ``embedding`` (``dimension`` floats).
-        Returns hits best first, score = cosine similarity. Only what complete documents hold, as in every
-        retrieval statement: a Document that is not 'complete' (still being written, or left 'writing' by a
-        killed run), and a section, chunk, atomic question or triple of one, are left out after the top ``k``
-        (so fewer than ``k`` may come back); entities always. In a document scope (kbgraph.store.scope) only the
-        scope's nodes (and entities) come back, from the index's top ``overfetch(k, fraction)``."""
+        """Top-``k`` nodes of ``label`` by cosine similarity to ``embedding`` (PIKE-RAG §5.2.3). Only what complete
+        documents hold, as in every retrieval statement: a Document that is not 'complete' (still being written, or
+        left 'writing' by a killed run), and a section, chunk, atomic question or triple of one, are left out after
+        the top ``k`` (so fewer than ``k`` may come back); entities always. In a document scope
+        (kbgraph.store.scope) only the scope's nodes (and entities) come back, from the index's top
+        ``overfetch(k, fraction)``.
+        Args:
+            label: a label of ``VECTOR_LABELS`` (Document, Section, Chunk, AtomicQuestion, Triple, Entity, ...).
+            embedding: the query vector, ``dimension_of(label)`` floats.
+            k: the number of hits.
+        Returns:
+            ``VectorHit`` list, best first, score = cosine similarity in [-1, 1].
+        Raises:
+            ValueError: no vector index on ``label``.
+            SchemaMismatch: ``embedding`` has another size than the index; StoreError: it holds NaN or infinity."""
         if label not in VECTOR_LABELS:
             raise ValueError(f"no vector index on {label!r}")
         vec = self.check_vector(embedding, label)
@@ -67,16 +76,26 @@ class Searches:
         *, scoped_k: int | None = None, chunk_k: int | None = None, exact: bool = False,
         layers: Sequence[str] = VECTOR_LABELS,
     ) -> dict[str, list[VectorHit | FulltextHit]]:
-        """Vector top-``k`` on each vector index in one round trip (keys: the labels of VECTOR_LABELS; score =
-        cosine similarity). ``layer_embeddings``: the query vector of a layer searched with another one than
-        ``embedding`` (the static model's, setting ``static_layers``; not Chunk; the same vector for each:
-        :meth:`seed_params`). Each hit's properties hold
-        only {'text': its text/name/title/path}. Hits best first. Chunks of documents not complete (still or
-        left 'writing') are left out, after each index's top-k. In a document scope (kbgraph.store.scope): the
-        layers of documents keep the scope's nodes of their index's top ``scoped_k`` (default ``k``; the caller
-        over-fetches and cuts), or with ``exact`` the exact top ``k`` of the scope's nodes
-        (``retrieve/seed_vectors_within``, of ``layers`` only; outside a scope ``exact`` is ignored). ``chunk_k``:
-        the Chunk index's own top (default ``scoped_k``), for a caller that has the scope's chunk seeds already."""
+        """Vector top-``k`` on each vector index in one round trip: the seeds of score propagation (PIKE-RAG §5.2.3).
+        Chunks of documents not complete (still or left 'writing') are left out, after each index's top-k.
+        Args:
+            embedding: the query vector, ``dimension`` floats.
+            k: hits per index.
+            layer_embeddings: the query vector of a layer searched with another one than ``embedding`` (the static
+                model's, setting ``static_layers``; not Chunk; the same vector for each: :meth:`seed_params`).
+            scoped_k: in a document scope (kbgraph.store.scope), the layers of documents keep the scope's nodes of
+                their index's top ``scoped_k`` (default ``k``; the caller over-fetches and cuts).
+            chunk_k: the Chunk index's own top (default ``scoped_k``), for a caller that has the scope's chunk
+                seeds already.
+            exact: in a scope, the exact top ``k`` of the scope's nodes instead (``retrieve/seed_vectors_within``, of
+                ``layers`` only; outside a scope ``exact`` is ignored).
+            layers: the layers ``exact`` searches.
+        Returns:
+            {label of VECTOR_LABELS: hits best first}, score = cosine similarity; each hit's properties hold only
+            {'text': its text/name/title/path}.
+        Raises:
+            SchemaMismatch: a vector of another size; StoreError: one holding NaN or infinity.
+            ValueError: ``layer_embeddings`` gives the static layers different vectors."""
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
         params = {**self.seed_params(embedding, k, layer_embeddings), "scoped_k": scoped_k or k,
                   "chunk_k": chunk_k or scoped_k or k, "layers": list(layers)}
@@ -91,11 +110,19 @@ class Searches:
 
     def seed_fulltext(self, text: str, k: int, labels: Sequence[str] = ("Chunk", "Entity")
                       ) -> dict[str, list[VectorHit | FulltextHit]]:  # fmt: skip
-        """Full-text top-``k`` on Chunk.text and Entity.name (``labels``: 'Chunk', 'Entity' or both; keys
-        'Chunk.text', 'Entity.name'; raw engine score; properties {'text': ...}; best first); {} when ``text`` has
-        no words or ``k`` is 0. Chunks of documents not complete are left out. One statement per label
-        (``retrieve/seed_fulltext_chunk``, ``retrieve/seed_fulltext_entity``): the seeding asks for each label in a
-        read of its own, at once (kbgraph.query.seeding.seed_layers). Raises ValueError for another label."""
+        """Full-text top-``k`` on Chunk.text and Entity.name (the full-text seeds of PIKE-RAG §5.2.3). Chunks of
+        documents not complete are left out. One statement per label (``retrieve/seed_fulltext_chunk``,
+        ``retrieve/seed_fulltext_entity``): the seeding asks for each label in a read of its own, at once
+        (kbgraph.query.seeding.seed_layers).
+        Args:
+            text: the query text (reduced to words).
+            k: hits per label.
+            labels: 'Chunk', 'Entity' or both.
+        Returns:
+            {'Chunk.text' / 'Entity.name': hits best first} (raw engine score; properties {'text': ...}); {} when
+            ``text`` has no words or ``k`` is 0.
+        Raises:
+            ValueError: another label."""
         terms = fulltext_terms(text)
         if not (terms and k):
             return {}
@@ -116,21 +143,39 @@ class Searches:
         return out
 
     def chunk_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
-        """Exact cosine similarity between ``embedding`` (``dimension`` floats) and each Chunk of ``ids``
-        (computed in the database; no index involved). Returns {chunk id: cosine in [-1, 1]}; unknown ids,
-        chunks without an embedding and chunks of documents not complete are left out."""
+        """Exact cosine similarity between ``embedding`` and each Chunk of ``ids`` (computed in the database; no
+        index involved).
+        Args:
+            ids: Chunk ids.
+            embedding: the query vector, ``dimension`` floats.
+        Returns:
+            {chunk id: cosine in [-1, 1]}; unknown ids, chunks without an embedding and chunks of documents not
+            complete are left out.
+        Raises:
+            SchemaMismatch: ``embedding`` has another size; StoreError: it holds NaN or infinity."""
         return self._similarities("retrieve/chunk_similarity", ids, embedding, "Chunk")
 
     def atomic_question_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
-        """Exact cosine similarity between ``embedding`` (``dimension`` floats) and the stored vector of each
-        AtomicQuestion of ``ids`` (the vector its index holds: with late chunking, the sentence's in-context
-        vector, not an embedding of its text alone). Returns {question id: cosine in [-1, 1]}; unknown ids,
-        questions without an embedding and those of documents not complete are left out."""
+        """Exact cosine similarity between ``embedding`` and the stored vector of each AtomicQuestion of ``ids`` (the
+        vector its index holds: with late chunking, the sentence's in-context vector, not an embedding of its text
+        alone; PIKE-RAG §5.3.1 knowledge atomizing).
+        Args:
+            ids: AtomicQuestion ids.
+            embedding: the query vector, ``dimension_of("AtomicQuestion")`` floats.
+        Returns:
+            {question id: cosine in [-1, 1]}; unknown ids, questions without an embedding and those of documents
+            not complete are left out.
+        Raises:
+            SchemaMismatch: ``embedding`` has another size; StoreError: it holds NaN or infinity."""
         return self._similarities("retrieve/atomic_question_similarity", ids, embedding, "AtomicQuestion")
 
     def vector_similarity(self, score: float) -> float:
-        """A score of this backend's vector functions (the vector indexes, ``retrieve/chunk_similarity`` and the
-        ``score`` column of score propagation's statements) as a cosine similarity in [-1, 1]."""
+        """A score of this backend's vector functions as a cosine similarity.
+        Args:
+            score: a score of the vector indexes, ``retrieve/chunk_similarity`` or the ``score`` column of score
+                propagation's statements.
+        Returns:
+            The cosine similarity in [-1, 1]."""
         return self._vector_similarity(score)
 
     def _similarities(self, statement: str, ids: Sequence[str], embedding: Sequence[float], label: str
@@ -143,10 +188,18 @@ class Searches:
         return {r["id"]: self._vector_similarity(r["score"]) for r in rows if r["score"] is not None}
 
     def fulltext_search(self, label: str, text: str, k: int, prop: str | None = None) -> list[FulltextHit]:
-        """Top-``k`` nodes of ``label`` whose full-text-indexed property matches any word of ``text``.
-        User text is reduced to words first, so quotes, operators and brackets are harmless. A document that
-        is not 'complete' and its chunks are left out after the top ``k``. In a document scope
-        (kbgraph.store.scope) only the scope's nodes (and entities) come back, from an over-fetched top."""
+        """Top-``k`` nodes of ``label`` whose full-text-indexed property matches any word of ``text``. A document
+        that is not 'complete' and its chunks are left out after the top ``k``. In a document scope
+        (kbgraph.store.scope) only the scope's nodes (and entities) come back, from an over-fetched top.
+        Args:
+            label: a label with a full-text index (``FULLTEXT_INDEXES``).
+            text: user text, reduced to words first, so quotes, operators and brackets are harmless.
+            k: the number of hits.
+            prop: the indexed property (default: the label's first).
+        Returns:
+            ``FulltextHit`` list, best first (raw engine score); [] when ``text`` has no words.
+        Raises:
+            ValueError: no full-text index on ``label``."""
         props = [p for lab, p in FULLTEXT_INDEXES if lab == label]
         if not props:
             raise ValueError(f"no full-text index on {label!r}")
