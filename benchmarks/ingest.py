@@ -124,6 +124,7 @@ def _settings(store: str, tmp: Path, cache: bool, n: int, fresh: bool = False) -
 def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, args) -> list[dict]:
     """Start ``store``'s server, run the ingest (overlap off then on with --compare-overlap) each in a child
     process on a reset knowledge base, stop the server; the runs' result rows."""
+    from kbgraph.ingest.engines import DEFAULT_ENGINE
     from kbgraph.kb import KnowledgeBase
     from kbgraph.settings import Settings
 
@@ -134,12 +135,12 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
     if args.before:
         pairs = [kv.split("=", 1) for kv in args.before.split(",") if kv.strip()]
         variants.append((args.before, {k.strip(): v.strip() for k, v in pairs}))
-    for engine in args.engine.split(","):
-        if engine.strip() == "ray":
-            variants.append((f"ingest_engine=ray,ingest_workers={args.workers}",
-                             {"ingest_engine": "ray", "ingest_workers": args.workers}))  # fmt: skip
-        else:
+    for engine in (e.strip() for e in args.engine.split(",")):
+        if engine == DEFAULT_ENGINE:
             variants.append(("default", {}))
+        else:  # another engine of kbgraph.ingest.engines (ray: a local Ray of --workers CPUs)
+            variants.append((f"ingest_engine={engine},ingest_workers={args.workers}",
+                             {"ingest_engine": engine, "ingest_workers": args.workers}))  # fmt: skip
     base = Settings(**_settings(store, tmp, args.cache, 0))
     local = None
     if store == "neo4j":

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from kbgraph.errors import ConfigError, LockTimeout, SchemaMismatch, StoreUnavailable
 from kbgraph.ingest.progress import Progress, Stage
-from kbgraph.ingest.report import FileError, IngestReport, WrittenCounts, error_line
+from kbgraph.ingest.report import FileError, error_line
 from kbgraph.ingest.sources import file_of, uri_to_path
 from kbgraph.models import DocumentGraph
 from kbgraph.settings import Settings
@@ -47,6 +47,7 @@ from kbgraph.embed.base import Embedder
 if TYPE_CHECKING:
     from kbgraph.ingest.lock import IngestLock
     from kbgraph.ingest.parse import ParsedDocument
+    from kbgraph.ingest.run_state import RunState
 
 log = logging.getLogger("kbgraph.ingest")
 
@@ -116,18 +117,18 @@ class BackgroundWrite:
 
 
 class GroupRunner:
-    """Runs the groups of one ingestion run (``run``) into ``store``, accounting in ``report`` and ``bar``.
-    Shared with the ``Ingestor``: ``titles`` ({document id: title} of the passage corpora read; read only),
-    ``existing`` (ids of changed documents already in the graph: replaced when written), ``written`` ({source
-    file: {added, updated, chunks, warnings}}, filled here), ``lock`` (``check()`` before each write; with
-    per-file claims, ``release(keys)`` once a file's document is written) and
-    ``embedder`` (a callable returning the embedder, loaded on first use)."""
+    """Runs the groups of one ingestion run (``run``) into ``store``, accounting in ``state`` (the run's
+    ``RunState``: its ``report``; ``titles`` of the passage corpora read, read only; ``existing``, the ids of
+    changed documents already in the graph, replaced when written; ``written``, {source file: {added, updated,
+    chunks, warnings}}, filled here) and ``bar``. ``lock``: ``check()`` before each write; with per-file claims,
+    ``release(keys)`` once a file's document is written. ``embedder``: a callable returning the embedder, loaded
+    on first use."""
 
-    def __init__(self, store: GraphStore, settings: Settings, report: IngestReport, bar: Progress, *, llm: LLM | None,
-                 embedder: Callable[[], Embedder], lock: IngestLock, titles: dict[str, str], existing: set[str],
-                 written: dict[str, WrittenCounts]):  # fmt: skip
-        self.store, self.settings, self.report, self.bar, self.llm = store, settings, report, bar, llm
-        self.embedder, self.lock, self.titles, self.existing, self.written = embedder, lock, titles, existing, written
+    def __init__(self, store: GraphStore, settings: Settings, state: RunState, bar: Progress, *, llm: LLM | None,
+                 embedder: Callable[[], Embedder], lock: IngestLock):  # fmt: skip
+        self.store, self.settings, self.state, self.bar, self.llm = store, settings, state, bar, llm
+        self.report = report = state.report
+        self.embedder, self.lock = embedder, lock
         self.overlap = settings.ingest.ingest_overlap_writes
         self._writing: BackgroundWrite | None = None
         report.seconds.setdefault("write_wait", 0.0)
@@ -208,7 +209,7 @@ class GroupRunner:
         t0 = time.perf_counter()
         n_chunks = sum(len(g.chunks) for g in graphs)
         with self.bar.stage("distill", f"{n_chunks:,} chunks", group=group) as st:
-            distilled = distill_graphs(graphs, self.settings, llm=self.llm, titles=titles_for(docs, self.titles))
+            distilled = distill_graphs(graphs, self.settings, llm=self.llm, titles=titles_for(docs, self.state.titles))
             st.done(n_chunks, "chunks", distilled_line(len(distilled.questions), len(distilled.triples),
                                                          len(distilled.entities)))
         self.report.seconds["distill"] += time.perf_counter() - t0
@@ -223,7 +224,7 @@ class GroupRunner:
         self.report.seconds["embed"] += time.perf_counter() - t0
 
     def _replace(self, built: Built) -> set[str]:
-        return {g.document.id for g in built.graphs} & self.existing
+        return {g.document.id for g in built.graphs} & self.state.existing
 
     def _write(self, built: Built) -> None:
         """Write ``built`` in this thread (one unit of work) and account for it."""
@@ -300,7 +301,7 @@ class GroupRunner:
             release([g.document.uri for g in graphs if "#" not in g.document.uri])
         warnings = {d.uri: d.warnings for d in built.docs}
         for g in graphs:  # per source file, for report.files
-            w = self.written.setdefault(file_of(g.document.uri), {"added": 0, "updated": 0, "chunks": 0})
+            w = self.state.written.setdefault(file_of(g.document.uri), {"added": 0, "updated": 0, "chunks": 0})
             w.setdefault("warnings", [])
             w["updated" if g.document.id in replace else "added"] += 1
             w["chunks"] += len(g.chunks)

@@ -1,8 +1,8 @@
 """The ``ray`` ingestion engine (setting ``ingest_engine``; ``kbgraph ingest --engine ray``): the compute of a run
 fanned out on a Ray cluster, the writes kept in the run's own process.
 
-The run (``kbgraph.ingest.pipeline``) does what needs the knowledge base itself, exactly as the ``local``
-engine does: it holds the lock, hashes every file before parsing it (an unchanged file never reaches Ray),
+The run (``kbgraph.ingest.pipeline``; this engine's side of it: ``kbgraph.ingest.ray_run.RayEngine``, a row of
+``kbgraph.ingest.engines``) does what needs the knowledge base itself, exactly as the ``local`` engine does: it holds the lock, hashes every file before parsing it (an unchanged file never reaches Ray),
 reads passage corpora (.jsonl) and drops their unchanged passages, and at the end writes every document through
 the same complete-only write path (``kbgraph.ingest.groups.GroupRunner``: one unit of work per group, a failed
 group retried one document at a time), records the ``(:IngestionRun)`` and prints the same progress lines.

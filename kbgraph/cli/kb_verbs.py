@@ -16,6 +16,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.settings import env_names, GROUPS
 from kbgraph.store import backend_name
 from kbgraph.kb import KnowledgeBase
+from kbgraph.ingest.engines import ENGINES, engines_help
 from kbgraph.ingest.metadata import parse_meta_options
 from kbgraph.ingest.sources import Exclusions
 
@@ -72,7 +73,7 @@ def ingest_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     exclude: list[str] = typer.Option([], "--exclude", metavar="GLOB", help="Leave out files matching GLOB "
                                       "(gitignore syntax; repeatable), besides .kbgraphignore files and the defaults."),
-    engine: str | None = typer.Option(None, "--engine", metavar="local|ray", help="Where parse, chunk, distill and "
+    engine: str | None = typer.Option(None, "--engine", metavar=engines_help(), help="Where parse, chunk, distill and "
                                       "embed run: local (this process) or ray (a Ray cluster; writes stay here). "
                                       "Setting ingest_engine."),
     ray_address: str | None = typer.Option(None, "--ray-address", metavar="ADDRESS", help="--engine ray: the "
@@ -104,8 +105,8 @@ def ingest_cmd(
 
     if not (sys.stderr.isatty() and sys.stdout.isatty()):  # cron, CI, `| tee`: progress as log lines on stderr
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    if engine not in (None, "local", "ray"):
-        raise typer.BadParameter(f"{engine!r}: choose local or ray", param_hint="--engine")
+    if engine is not None and engine not in ENGINES:
+        raise typer.BadParameter(f"{engine!r}: choose {' or '.join(ENGINES)}", param_hint="--engine")
     given = {"ingest_engine": engine, "ray_address": ray_address, "ingest_workers": workers}
     settings = common.settings().updated({k: v for k, v in given.items() if v is not None})
     with KnowledgeBase(settings=settings) as kb:
