@@ -84,7 +84,8 @@ class KnowledgeBase:
     def store(self) -> GraphStore:
         """The connected GraphStore (schema ensured), opened on first use.
         Raises:
-            StoreUnavailable: the store cannot be reached; StoreError: an index failed or is not built in time.
+            StoreUnavailable: the store cannot be reached (or its server started).
+            StoreError: an index failed or is not built in time (``GraphStore.await_indexes``).
             SchemaMismatch: its vector indexes were built for another embedding dimension.
             ConfigError: the settings name no store of a known kind (the URI's scheme)."""
         if self._store is None:

@@ -127,10 +127,11 @@ def route(data: Mapping[str, Any]) -> dict[str, Any]:
 
 class Settings(BaseSettings):
     """Effective configuration of one knowledge base: its name and home, and one group of settings per part
-    (``settings.retrieval.seed_k``); GROUPS lists them.
-
-    Raises pydantic.ValidationError on a malformed value (the CLI turns it into a one-line error).
-    """
+    (``settings.retrieval.seed_k``); GROUPS lists them. ``Settings(seed_k=5)``, or a group whole
+    (``Settings(retrieval={"seed_k": 5})``), over the environment (``KBGRAPH_SEED_K``), kbgraph.toml and the
+    defaults (module docstring); every setting is in docs/settings.md.
+    Raises:
+        pydantic.ValidationError: a malformed value (the CLI turns it into a one-line error)."""
 
     model_config = SettingsConfigDict(
         env_prefix="KBGRAPH_",
@@ -203,11 +204,17 @@ class Settings(BaseSettings):
 
     # --- copies and views -------------------------------------------------------------------
     def updated(self, changes: Mapping[str, Any] | None = None, /, **more: Any) -> Self:
-        """A copy with ``changes`` and ``more`` applied, by flat name (``{"seed_k": 5}``) or group
-        (``{"retrieval": {...}}``), validated as the constructor validates (pydantic.ValidationError); the
-        environment and kbgraph.toml are not read again. Changes inside groups validate only their groups (the
-        settings' sources are not built again: ~0.1 ms, not ~2.6 ms, which the ``dense`` method paid per question);
-        a change of a top-level field, or one that does not validate, goes through the constructor's validation."""
+        """A copy with changes, validated as the constructor validates; the environment and kbgraph.toml are not
+        read again. Changes inside groups validate only their groups (the settings' sources are not built again:
+        ~0.1 ms, not ~2.6 ms, which the ``dense`` method paid per question); a change of a top-level field, or one
+        that does not validate, goes through the constructor's validation.
+        Args:
+            changes: settings by flat name (``{"seed_k": 5}``) or group (``{"retrieval": {...}}``).
+            **more: more of them, as keywords (over ``changes``).
+        Returns:
+            The new settings (this one unchanged).
+        Raises:
+            pydantic.ValidationError: a malformed value."""
         routed = route({**(changes or {}), **more})
         if all(key in GROUPS and isinstance(value, dict) for key, value in routed.items()):
             try:
@@ -227,22 +234,33 @@ class Settings(BaseSettings):
         return type(self).model_validate(data)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """With ``update``: :meth:`updated` (flat names routed to their groups and validated; pydantic's
-        model_copy would set an unknown top-level attribute and leave the group unchanged)."""
+        """A copy; with ``update``: :meth:`updated` (flat names routed to their groups and validated; pydantic's
+        model_copy would set an unknown top-level attribute and leave the group unchanged).
+        Args:
+            update: changes, as :meth:`updated`'s.
+            deep: without ``update``: copy the groups too (pydantic's ``model_copy``).
+        Returns:
+            The copy.
+        Raises:
+            pydantic.ValidationError: a malformed value in ``update``."""
         if update:
             return self.updated(update)
         return super().model_copy(deep=deep)
 
     def flat(self) -> dict[str, Any]:
-        """Every setting by its flat name (``{"seed_k": 20, ...}``), values as they are (SecretStr, Path)."""
+        """Every setting by its flat name.
+        Returns:
+            ``{"name": ..., "seed_k": 20, ...}``, values as they are (SecretStr, Path)."""
         out: dict[str, Any] = {k: getattr(self, k) for k in TOP_LEVEL}
         for group in GROUPS:
             out.update(dict(getattr(self, group)))
         return out
 
     def masked(self) -> dict[str, Any]:
-        """The effective settings as plain values by group (``{"name": ..., "retrieval": {"seed_k": 20, ...}}``),
-        secrets shown as '****' (empty when unset), paths as strings."""
+        """The effective settings as plain values by group (``kbgraph config``).
+        Returns:
+            ``{"name": ..., "retrieval": {"seed_k": 20, ...}}``, secrets shown as '****' (empty when unset), paths
+            as strings."""
 
         def plain(value: Any) -> Any:
             if isinstance(value, SecretStr):
@@ -260,8 +278,13 @@ class Settings(BaseSettings):
 
 
 def env_names(name: str) -> tuple[str, ...]:
-    """The environment variables of the flat setting ``name``: ``KBGRAPH_<NAME>``, then its other aliases
-    (``NEO4J_URI``, ``OPENAI_API_KEY``, ...). KeyError for an unknown name."""
+    """The environment variables of a flat setting.
+    Args:
+        name: the setting's flat name (``seed_k``).
+    Returns:
+        ``KBGRAPH_<NAME>``, then its other aliases (``NEO4J_URI``, ``OPENAI_API_KEY``, ...).
+    Raises:
+        KeyError: an unknown name."""
     model = GROUPS[SETTING_GROUPS[name]] if name in SETTING_GROUPS else Settings
     info = model.model_fields[name] if name in model.model_fields else None
     if info is None or name in GROUPS:

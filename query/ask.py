@@ -32,8 +32,14 @@ MAX_QUESTION_CHARS = 4000
 
 
 def clean_question(question: str) -> str:
-    """The question with surrounding white space removed. Raises QueryError if it is empty, only white
-    space, has control characters only, or is longer than MAX_QUESTION_CHARS."""
+    """The question as the methods take it.
+    Args:
+        question: the question as asked.
+    Returns:
+        The question without control characters (tab and newline kept) and surrounding white space.
+    Raises:
+        QueryError: it is no text, empty, only white space or control characters, or longer than
+            MAX_QUESTION_CHARS (4,000)."""
     if not isinstance(question, str):
         raise QueryError("the question must be text")
     text = "".join(ch for ch in question if ch.isprintable() or ch in "\n\t").strip()
@@ -49,8 +55,13 @@ def preload(question: str, settings: Settings, embedder: Embedder) -> None:
     embedder's model and its vector of the question (kept by the embedding cache when it is on), the static
     model's vector (``static_layers``), and bm25s when BM25 is on (``ranker_bm25_k``). ``KnowledgeBase`` runs it
     while its store opens in another thread. The embedder loads in a thread of its own beside the other two (ONNX
-    Runtime builds its session without holding the interpreter). Raises as those loads do (ConfigError,
-    ImportError, ...): the embedder's first."""
+    Runtime builds its session without holding the interpreter).
+    Args:
+        question: the (clean) question.
+        settings: the knowledge base's settings (``static_layers``, ``ranker_bm25_k``).
+        embedder: the knowledge base's embedder.
+    Raises:
+        ConfigError: as those loads raise it (also ImportError, ...): the embedder's first."""
     with ThreadPoolExecutor(1, thread_name_prefix="kbgraph-preload") as pool:
         embedding = pool.submit(embedder.embed, [question])
         try:
@@ -63,18 +74,38 @@ def preload(question: str, settings: Settings, embedder: Embedder) -> None:
 
 def retrieve(question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_RETRIEVAL_METHOD,
              explain: bool = False) -> list[ScoredChunk]:  # fmt: skip
-    """Top-``k`` chunks for the (clean) ``question`` by the retrieval method ``method`` (kbgraph.query.methods),
-    best first; ``explain``: with every score term (propagation-based methods). Raises QueryError for an
-    unknown or non-retrieval method."""
+    """Top-``k`` chunks for the (clean) ``question`` by a retrieval method (kbgraph.query.methods).
+    Args:
+        question: the clean question (:func:`clean_question`).
+        ctx: the knowledge base (store, settings, embedder; the LLM only for auto-tagging's question tags).
+        k: the number of chunks.
+        method: a retrieval method's name (default 'propagation').
+        explain: with every score term (propagation-based methods).
+    Returns:
+        At most ``k`` ``ScoredChunk``, best first.
+    Raises:
+        QueryError: an unknown or non-retrieval method.
+        StoreError: the store fails a statement."""
     return get_method(method, "retrieval").run(question, ctx, k=k, explain=explain)
 
 
 def answer_question(question: str, ctx: QueryContext, *, method: str | None = None, k: int = 5,
                     explain: bool = False) -> Answer:  # fmt: skip
-    """Answer ``question`` with ``method`` (see module doc; default by whether ``ctx.llm`` is set). ``k``:
-    chunks of a retrieval-only answer; ``explain``: the chunks' score breakdown (an answer method whose
-    answer has no chunks gets the propagation top ``k`` for it). Raises QueryError for an invalid question or
-    an unknown method."""
+    """Answer ``question`` with ``method`` (see module doc); with no LLM, from retrieval alone.
+    Args:
+        question: the question (cleaned here: :func:`clean_question`).
+        ctx: the knowledge base (store, settings, embedder, LLM or None).
+        method: a method's name; None: 'auto' when ``ctx.llm`` is set, else 'propagation'. An answer method
+            without an LLM falls back to 'propagation'.
+        k: chunks of a retrieval-only answer.
+        explain: the chunks' score breakdown (an answer method whose answer has no chunks gets the propagation
+            top ``k`` for it).
+    Returns:
+        The ``Answer``; a retrieval-only one (``retrieval_only``) holds the evidence sentences of the top chunks.
+    Raises:
+        QueryError: an invalid question or an unknown method.
+        LLMError: as the answer method raises it (a failing server).
+        StoreError: the store fails a statement."""
     question = clean_question(question)
     chosen = get_method(method or (DEFAULT_ANSWER_METHOD if ctx.llm is not None else DEFAULT_RETRIEVAL_METHOD))
     if isinstance(chosen, AnswerRow) and ctx.llm is not None:

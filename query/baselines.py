@@ -63,14 +63,32 @@ def _answer(question: str, method: str, out: QAOutput, chunks: list[ScoredChunk]
 
 
 def answer_cot(question: str, ctx: QueryContext) -> Answer:
-    """Zero-Shot CoT: no retrieval, no citations."""
+    """Method 'cot': Zero-Shot CoT (PIKE-RAG §6.1 baselines), no retrieval, no citations. An unusable answer JSON,
+    or a failing LLM server, gives an empty answer whose rationale says why (kbgraph.query.answering.answer_json).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (``ctx.llm`` required).
+    Returns:
+        The ``Answer`` (``method`` 'cot') with the LLM usage.
+    Raises:
+        QueryError: ``ctx.llm`` is None."""
     embedder, llm = ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     return _answer(question, "cot", answer_json(llm, prompts.cot_messages(question), ctx.events), [], embedder, meter)
 
 
 def answer_naive(question: str, ctx: QueryContext) -> Answer:
-    """Naive RAG over flat chunks: ``naive_k`` chunks at cosine >= ``naive_threshold``."""
+    """Method 'naive': Naive RAG over flat chunks (PIKE-RAG §6.1): ``naive_k`` chunks at cosine >=
+    ``naive_threshold``, then the QA prompt. An unusable answer JSON, or a failing LLM server, gives an empty
+    answer whose rationale says why (kbgraph.query.answering.answer_json).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+    Returns:
+        The ``Answer`` (``method`` 'naive'): citations of the chunks, the LLM usage.
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        StoreError: the store fails a statement."""
     store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
@@ -81,7 +99,18 @@ def answer_naive(question: str, ctx: QueryContext) -> Answer:
 def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
     """Naive RAG with hierarchical retrieval: Fig. 11's union of path (a) ``hr_k`` chunks at cosine >=
     ``hr_threshold`` and path (b) the chunks of ``hr_question_k`` atomic questions at cosine >=
-    ``hr_question_threshold`` (kbgraph.query.hierarchical, the retrieval of method 'hierarchical')."""
+    ``hr_question_threshold`` (kbgraph.query.hierarchical, the retrieval of method 'hierarchical'; PIKE-RAG §6.1).
+    An unusable answer JSON, or a failing LLM server, gives an empty answer whose rationale says why
+    (kbgraph.query.answering.answer_json).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+    Returns:
+        The ``Answer`` (``method`` 'naive_hr'): citations of the union's chunks (a chunk of path (b) alone cited for
+        its best atomic question), one trace round naming the paths' counts, the LLM usage.
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        StoreError: the store fails a statement."""
     store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     qvec = embedder.embed([question])[0]
@@ -102,8 +131,12 @@ def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
 
 
 def parse_self_ask(text: str) -> tuple[str | None, str | None]:
-    """(follow-up question, final answer) from a Self-Ask continuation; the text after the first
-    "Intermediate answer:" is ignored (the authors stop generation there)."""
+    """The follow-up question or the final answer of a Self-Ask continuation; the text after the first
+    "Intermediate answer:" is ignored (the authors stop generation there).
+    Args:
+        text: the LLM's continuation.
+    Returns:
+        (follow-up question, None), (None, final answer), or (None, None) when it holds neither."""
     text = _INTERMEDIATE.split(text or "", maxsplit=1)[0]
     follow = _FOLLOW.search(text)
     if follow and follow.group(1).strip():
@@ -143,14 +176,34 @@ def _hierarchical_followup(follow: str, qvec: Any, ctx: QueryContext) -> _Found:
 
 
 def answer_self_ask(question: str, ctx: QueryContext) -> Answer:
-    """Self-Ask with retrieval: each follow-up question is answered from its retrieved chunks (flat: the Chunk
-    vector index)."""
+    """Method 'self_ask', Self-Ask with retrieval (PIKE-RAG §6.1; module docstring): each follow-up question is
+    answered from its retrieved chunks (flat: the Chunk vector index), at most ``self_ask_rounds`` of them.
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+    Returns:
+        The ``Answer`` (``method`` 'self_ask'): the follow-ups and intermediate answers as rationale, one trace
+        round per follow-up, citations of every retrieved chunk, the LLM usage.
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        LLMError: the LLM server fails (a continuation is a plain completion).
+        StoreError: the store fails a statement."""
     return _self_ask(question, ctx, "self_ask", _flat_followup)
 
 
 def answer_self_ask_hr(question: str, ctx: QueryContext) -> Answer:
-    """Self-Ask with hierarchical retrieval (PIKE-RAG §6.1 "Self-Ask w/ H-R"): each follow-up question retrieves
-    through Fig. 11's paths (a) and (b) (``hr_*`` settings) and is answered from the union."""
+    """Method 'self_ask_hr', Self-Ask with hierarchical retrieval (PIKE-RAG §6.1 "Self-Ask w/ H-R"): each
+    follow-up question retrieves through Fig. 11's paths (a) and (b) (``hr_*`` settings) and is answered from
+    the union.
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+    Returns:
+        The ``Answer`` (``method`` 'self_ask_hr'), as :func:`answer_self_ask`'s.
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        LLMError: the LLM server fails (a continuation is a plain completion).
+        StoreError: the store fails a statement."""
     return _self_ask(question, ctx, "self_ask_hr", _hierarchical_followup)
 
 

@@ -158,8 +158,16 @@ def answer_auto(question: str, ctx: QueryContext) -> Answer:
     looked up in the registry. Returns that method's Answer with ``method='auto'``, ``question_class``,
     ``question_subtype``, ``route`` (``"L1:l1"`` or ``"L2:pike"``), the classification stated at the start
     of its rationale, and the usage of the classification and the routed method together. In a streamed ask
-    the routed method streams as usual (the final answer carries the class and route). Raises LLMError only
-    for a failing server."""
+    the routed method streams as usual (the final answer carries the class and route).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+    Returns:
+        The routed method's ``Answer`` (above).
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        LLMError: the LLM server fails (an unusable classification routes to L2).
+        StoreError: the store fails a statement."""
     llm = ctx.need_llm()
     meter = UsageMeter(llm)
     qc = classify_question(question, llm)

@@ -170,12 +170,20 @@ def _index(v: Any) -> int | None:
 
 # --- Algorithm 1 ------------------------------------------------------------------------------------------
 def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = True) -> Answer:
-    """Answer ``question`` by knowledge-aware task decomposition (module docstring) on ``ctx`` (its LLM is
-    required). ``backup_selection``: offer the candidates' chunks when the selector picks none (authors'
-    code). Returns the answer with its rationale, one citation per context chunk, the per-round trace and the
-    LLM usage. Raises LLMError only for a failing server (invalid JSON ends a round instead). With
-    ``ctx.events`` (a streamed ask) each round is sent as it finishes and the final answer's text as the LLM
-    writes it (``AskEvent``)."""
+    """Method 'pike': ``question`` answered by knowledge-aware task decomposition (PIKE-RAG §5.3.2 Algorithm 1;
+    module docstring). With ``ctx.events`` (a streamed ask) each round is sent as it finishes and the final
+    answer's text as the LLM writes it (``AskEvent``). An LLMError of a proposer, selector or the final answer
+    (invalid JSON, a failing server) ends a round or gives an empty answer whose rationale says why.
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+        backup_selection: offer the candidates' chunks when the selector picks none (authors' code).
+    Returns:
+        The ``Answer``: its rationale, one citation per context chunk, the per-round trace and the LLM usage.
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        LLMError: the learned decomposer's server fails (``decomposer_model``, §5.3.3).
+        StoreError: the store fails a statement."""
     store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     n_rounds, k, delta = settings.decompose.decompose_rounds, settings.decompose.decompose_candidates, settings.decompose.decompose_threshold
@@ -240,9 +248,15 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
 
 
 def propose(llm: LLM, question: str, known: str) -> tuple[Proposal | None, str]:
-    """Line 3 (also Algorithm 2's line 6, kbgraph.eval.decomposer_data): the proposer's answer for ``question``
-    given the context text ``known``, and '' or the note of a stop: no valid JSON (no proposal) or no
-    sub-questions. Raises LLMError only for a failing server."""
+    """Line 3 of Algorithm 1 (PIKE-RAG §5.3.2; also Algorithm 2's line 6, kbgraph.eval.decomposer_data): the
+    atomic query proposer. An LLMError (no valid JSON, a failing server) is a stop note, not raised.
+    Args:
+        llm: the client.
+        question: the question.
+        known: the context text so far.
+    Returns:
+        (the proposer's answer, '') or (the answer or None, the note of a stop: no valid JSON, no proposal, or
+        no sub-questions)."""
     try:
         proposal = llm.complete_json(prompts.proposer_messages(question, known), Proposal)
     except LLMError as exc:

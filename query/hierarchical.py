@@ -33,11 +33,18 @@ from kbgraph.store import GraphStore
 def hierarchical_chunks(
     store: GraphStore, settings: Settings, question: str, qvec: Any
 ) -> tuple[list[ScoredChunk], list[Candidate], int]:
-    """Fig. 11's union for ``question`` with its vector ``qvec`` (``dimension`` floats, unit length): (chunks,
-    path (b)'s atomic questions best first, the number of chunks from path (a)). ``chunks``: path (a)'s then
-    path (b)'s new ones, each with provenance and a breakdown naming the path(s) that reached it (layer
-    ``Chunk`` for (a), ``AtomicQuestion`` for (b); weight 1, score = cosine). Settings: ``hr_k``,
-    ``hr_threshold``, ``hr_question_k``, ``hr_question_threshold``. Raises StoreError as the store does."""
+    """Fig. 11's union of paths (a) and (b) for ``question`` (PIKE-RAG §5.3.1, thresholds of §6.1).
+    Args:
+        store: the knowledge base's store.
+        settings: its settings: ``hr_k``, ``hr_threshold``, ``hr_question_k``, ``hr_question_threshold``.
+        question: the clean question.
+        qvec: its vector (``dimension`` floats, unit length).
+    Returns:
+        (chunks, path (b)'s atomic questions best first, the number of chunks from path (a)). ``chunks``: path
+        (a)'s then path (b)'s new ones, each with provenance and a breakdown naming the path(s) that reached it
+        (layer ``Chunk`` for (a), ``AtomicQuestion`` for (b); weight 1, score = cosine).
+    Raises:
+        StoreError: as the store raises it."""
     chunks = chunks_by_vector(store, qvec, k=settings.baselines.hr_k, threshold=settings.baselines.hr_threshold)
     for c in chunks:
         c.breakdown = [Contribution(term="Chunk", node_id=c.id, similarity=c.score, weight=1.0, score=c.score)]
@@ -62,8 +69,16 @@ def hierarchical_chunks(
 
 
 def retrieve_hierarchical(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:
-    """Method 'hierarchical': the first ``k`` chunks of Fig. 11's union (:func:`hierarchical_chunks`; fewer when
-    the union is smaller, at most ``hr_k + hr_question_k``), with their score breakdown when ``explain``."""
+    """Method 'hierarchical': the first ``k`` chunks of Fig. 11's union (:func:`hierarchical_chunks`).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder).
+        k: the number of chunks (fewer when the union is smaller, at most ``hr_k + hr_question_k``).
+        explain: with their score breakdown (the path(s) that reached each).
+    Returns:
+        ``ScoredChunk`` list: path (a)'s best first, then path (b)'s new ones.
+    Raises:
+        StoreError: as the store raises it."""
     qvec = ctx.embedder.embed([question])[0]
     chunks, _atoms, _a = hierarchical_chunks(ctx.store, ctx.settings, question, qvec)
     out = chunks[:k]

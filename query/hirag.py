@@ -111,9 +111,17 @@ def _key(text: str) -> str:
 
 # --- Algorithm 1 ``Main`` ------------------------------------------------------------------------------------
 def answer_hirag(question: str, ctx: QueryContext) -> Answer:
-    """Answer ``question`` with HiRAG (module docstring) on ``ctx`` (its LLM is required). Returns the answer
-    with one :class:`HiragRound` per Decomposer call, citations of the verified chunks and the LLM usage of
-    every call. Raises LLMError for a failing server, StoreError from the store."""
+    """Method 'hirag': ``question`` answered with HiRAG (paper 004 §4; module docstring).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+    Returns:
+        The ``Answer`` with one :class:`HiragRound` per Decomposer call, citations of the verified chunks and
+        the LLM usage of every call.
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        LLMError: the LLM server fails.
+        StoreError: the store fails a statement."""
     settings, llm = ctx.settings, ctx.need_llm()
     meter = UsageMeter(llm)
     trace: list[HiragRound] = []

@@ -18,11 +18,19 @@ from kbgraph.query.retrieval import retrieve_propagation
 
 
 def answer_l1(question: str, ctx: QueryContext) -> Answer:
-    """Answer ``question`` (clean) from its top ``ctx.settings.routing.l1_k`` chunks by score propagation (§5.2.3) and
-    one QA prompt (``ctx.llm`` required). Returns the answer, one citation per context chunk (the chunks in
-    rank order, each with its propagated score) and the LLM usage; no trace rounds. In a streamed ask the
-    answer text is streamed as the LLM writes it. An unusable answer JSON gives an empty answer whose
-    rationale says why (kbgraph.query.answering.answer_json); LLMError only for a failing server."""
+    """Method 'l1', PIKE-RAG's L1 system (§5.2): ``question`` answered from its top ``ctx.settings.routing.l1_k``
+    chunks by score propagation (§5.2.3) and one QA prompt. In a streamed ask the answer text is streamed as the
+    LLM writes it. An unusable answer JSON, or a failing LLM server, gives an empty answer whose rationale says
+    why (kbgraph.query.answering.answer_json).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+    Returns:
+        The ``Answer``: one citation per context chunk (the chunks in rank order, each with its propagated
+        score) and the LLM usage; no trace rounds.
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        StoreError: the store fails a statement."""
     llm = ctx.need_llm()
     meter = UsageMeter(llm)
     chunks = retrieve_propagation(question, ctx, k=ctx.settings.routing.l1_k)

@@ -156,8 +156,14 @@ def get_method(name: str, kind: Literal["answer"]) -> AnswerRow: ...
 @overload
 def get_method(name: str, kind: None = None) -> Method: ...
 def get_method(name: str, kind: Kind | None = None) -> Method:
-    """The method called ``name`` (of ``kind``, when given), looked up in ``METHODS``. Raises QueryError naming
-    the choices."""
+    """The method called ``name``, looked up in ``METHODS``.
+    Args:
+        name: the method's name ('auto', 'pike', ..., 'propagation').
+        kind: "answer" or "retrieval": only a method of that kind; None: either.
+    Returns:
+        Its row: an :class:`AnswerRow` or a :class:`RetrievalRow` (``run``, ``summary``, ``settings_group``, ...).
+    Raises:
+        QueryError: no method of that name (and kind); the message names the choices."""
     method = METHODS.get(name)
     if method is None or (kind is not None and method.kind != kind):
         choices = [m.name for m in METHODS.values() if kind is None or m.kind == kind]
@@ -167,8 +173,12 @@ def get_method(name: str, kind: Kind | None = None) -> Method:
 
 
 def methods_help(kind: Kind | None = None) -> str:
-    """The method names for a command's help: ``"pike | naive | ... (need an LLM) | dense | ... (retrieval
-    only)"``, or the names of one ``kind`` joined by ``|``."""
+    """The method names for a command's help.
+    Args:
+        kind: "answer" or "retrieval": the names of that kind only; None: both kinds.
+    Returns:
+        ``"pike | naive | ... (need an LLM) | dense | ... (retrieval only)"``, or the names of one ``kind``
+        joined by ``|``."""
     if kind is not None:
         return " | ".join(m.name for m in _ROWS if m.kind == kind)
     return f"{' | '.join(ANSWER_METHODS)} (need an LLM) | {' | '.join(RETRIEVAL_METHODS)} (retrieval only)"

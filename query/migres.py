@@ -167,11 +167,19 @@ class LeafOutput(BaseModel):
 
 # --- the loop ----------------------------------------------------------------------------------------------
 def answer_migres(question: str, ctx: QueryContext) -> Answer:
-    """Answer ``question`` with MIGRES (module docstring) on ``ctx`` (its LLM is required). Returns the answer
-    with one :class:`MigresRound` per iteration, citations of the chunks the Leaf Module's statements cite,
-    and the LLM usage of every call. Raises LLMError only for a failing server (an unusable JSON answer is
-    recorded in the iteration's ``note``); StoreError from the store; ImportError naming the extra when
-    ``migres_retriever='bm25'`` and bm25s is missing."""
+    """Method 'migres': ``question`` answered with MIGRES (paper 002 §3; module docstring). An unusable JSON
+    answer is recorded in the iteration's ``note``.
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; ``ctx.llm`` required).
+    Returns:
+        The ``Answer`` with one :class:`MigresRound` per iteration, citations of the chunks the Leaf Module's
+        statements cite, and the LLM usage of every call.
+    Raises:
+        QueryError: ``ctx.llm`` is None.
+        LLMError: the LLM server fails.
+        StoreError: the store fails a statement.
+        ImportError: ``migres_retriever='bm25'`` and bm25s is missing (the message names the extra)."""
     settings, embedder, llm = ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     retriever = Retriever(ctx)

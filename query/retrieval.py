@@ -22,7 +22,11 @@ from kbgraph.settings import Settings
 
 
 def dense_settings(settings: Settings) -> Settings:
-    """``settings`` with every propagation term but the chunk's own similarity switched off."""
+    """The settings of method 'dense'.
+    Args:
+        settings: the knowledge base's settings.
+    Returns:
+        ``settings`` with every propagation term but the chunk's own similarity switched off (ranker 'weights')."""
     off = ("weight_hop", "weight_title_hop", "weight_next", "weight_triple_hop", "weight_fulltext")
     return settings.updated({**dict.fromkeys(off, 0.0), "ranker": "weights"})
 
@@ -33,9 +37,19 @@ def _question_vector(question: str, ctx: QueryContext) -> list[float]:
 
 
 def retrieve_propagation(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:
-    """Top-``k`` chunks by layer seeds + score propagation with ``ctx.settings``' weights; with an LLM and
-    ``auto_tagging`` on, the question's mapped tags seed the Tag layer and (``tag_rewrite``) extend the
-    full-text query (PIKE-RAG §5.2.2, kbgraph.query.tags)."""
+    """Method 'propagation': top-``k`` chunks by layer seeds + score propagation (PIKE-RAG §5.2.3) with
+    ``ctx.settings``' weights and ranker; with an LLM and ``auto_tagging`` on, the question's mapped tags seed the
+    Tag layer and (``tag_rewrite``) extend the full-text query (PIKE-RAG §5.2.2, kbgraph.query.tags; a failing
+    LLM server is logged and the tags left out).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder; the LLM for the question's tags, or None).
+        k: the number of chunks.
+        explain: each chunk's score terms (``breakdown``).
+    Returns:
+        At most ``k`` ``ScoredChunk``, best first, of complete documents only.
+    Raises:
+        StoreError: the store fails a statement."""
     qvec = _question_vector(question, ctx)
     tagging = question_tags(question, ctx)
     text = tagging.rewrite(question) if tagging is not None and ctx.settings.tagging.tag_rewrite else question
@@ -46,6 +60,15 @@ def retrieve_propagation(question: str, ctx: QueryContext, *, k: int, explain: b
 
 
 def retrieve_dense(question: str, ctx: QueryContext, *, k: int, explain: bool = False) -> list[ScoredChunk]:
-    """Top-``k`` chunks of the Chunk vector index (its top ``seed_k`` seeds, no other layer, no hop)."""
+    """Method 'dense': top-``k`` chunks of the Chunk vector index (its top ``seed_k`` seeds, no other layer, no hop).
+    Args:
+        question: the clean question.
+        ctx: the knowledge base (store, settings, embedder).
+        k: the number of chunks.
+        explain: each chunk's score term (its similarity).
+    Returns:
+        At most ``k`` ``ScoredChunk``, best first, score = cosine similarity.
+    Raises:
+        StoreError: the store fails a statement."""
     seeds = seed_layers(ctx.store, ctx.settings, question, _question_vector(question, ctx), layers=["Chunk"])
     return propagate(ctx.store, dense_settings(ctx.settings), seeds, k=k, explain=explain)

@@ -22,24 +22,42 @@ BACKENDS = ("auto", "torch", "onnx")
 
 
 class Embedder(Protocol):
-    """Turns texts into unit-length float32 vectors. (Not runtime-checkable on purpose: on Python 3.11 an
-    isinstance check would read ``dimension`` and so load the model.)"""
+    """Turns texts into unit-length float32 vectors, the vectors of every layer's index (PIKE-RAG §5.1.2, §5.2.3).
+    (Not runtime-checkable on purpose: on Python 3.11 an isinstance check would read ``dimension`` and so load the
+    model.) ``kbgraph.embed.get_embedder(settings)`` gives the configured one."""
 
     @property
-    def dimension(self) -> int: ...
+    def dimension(self) -> int:
+        """Floats per vector (the model's; ``settings.embedding.embedding_dimension`` must match it)."""
+        ...
 
     @property
-    def model_name(self) -> str: ...
+    def model_name(self) -> str:
+        """The model's name as configured (``embedding_model``: a sentence-transformers name or path, or
+        ``openai:<model>``)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """float32 array (len(texts), dimension), rows L2-normalised; (0, dimension) for no texts."""
+        """Embed ``texts``, one vector each, in their order.
+        Args:
+            texts: the texts (questions, chunks, atomic questions, titles, ...).
+        Returns:
+            A float32 array (len(texts), dimension), rows L2-normalised (a dot product is the cosine similarity);
+            (0, dimension) for no texts.
+        Raises:
+            ConfigError: the model cannot be loaded as configured (it loads on first use), or an ``openai:``
+                endpoint rejects the model (its other failures propagate as the openai client raises them)."""
         ...
 
 
 
 def normalise(vectors: ArrayLike, dimension: int) -> np.ndarray:
-    """``vectors`` as a C-contiguous float32 array (n, ``dimension``) with unit-length rows; (0, ``dimension``)
-    for none. An all-zero row stays zero rather than becoming NaN."""
+    """``vectors`` with unit-length rows. An all-zero row stays zero rather than becoming NaN.
+    Args:
+        vectors: n vectors (anything numpy reads as an array of n rows).
+        dimension: floats per vector (the shape of an empty result).
+    Returns:
+        A C-contiguous float32 array (n, ``dimension``); (0, ``dimension``) for none."""
     arr = np.asarray(vectors, dtype=np.float32)
     if arr.size == 0:
         return np.zeros((0, dimension), dtype=np.float32)

@@ -100,7 +100,18 @@ class LLM(Protocol):
         model: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
-    ) -> str: ...
+    ) -> str:
+        """One plain completion (Self-Ask, the judge); an implementation's ``usage`` counts it.
+        Args:
+            messages: the chat, ``[{"role": "system" | "user" | "assistant", "content": text}, ...]``.
+            model: the model (default: the client's, setting ``llm_model``).
+            temperature: the sampling temperature (default: the client's, ``llm_temperature``).
+            max_tokens: the answer's token limit (default: the client's, ``llm_max_tokens``; None: the server's).
+        Returns:
+            The answer text.
+        Raises:
+            LLMError: the server fails or refuses (after the client's retries), or no model is set.
+            LLMContextError: the prompt does not fit the server's context window."""
 
     def complete_json(
         self,
@@ -111,14 +122,33 @@ class LLM(Protocol):
         temperature: float | None = None,
         max_tokens: int | None = None,
         sink: TextSink | None = None,
-    ) -> M: ...
+    ) -> M:
+        """The answer as a validated ``schema`` instance, one repair request when it does not (PIKE-RAG §5.3 prompts).
+        Args:
+            messages: the chat, as :meth:`complete`'s (the schema is added to the system message).
+            schema: the pydantic model of the answer.
+            model: as :meth:`complete`'s.
+            temperature: as :meth:`complete`'s.
+            max_tokens: the answer's token limit (default: enough for any answer the bounded schema allows).
+            sink: stream the answer: each request's text goes to ``sink.text`` as it arrives, ``sink.restart()``
+                before the repair request; an exception of ``sink`` ends the request and propagates.
+        Returns:
+            The validated ``schema`` instance.
+        Raises:
+            LLMError: the repaired answer is still unusable (its cause a ValueError) or the server fails.
+            LLMContextError: the prompt does not fit the server's context window."""
 
 
 def usable_json(llm: LLM, messages: list[dict[str, str]], schema: type[M]) -> tuple[M | None, str]:
-    """``llm.complete_json(messages, schema)`` where an unusable answer is an expected outcome: returns
-    (the validated answer, "") or (None, why) when the answer is not valid ``schema`` JSON even after the
-    one repair request. Errors of the server itself (unreachable, 401, ...: an LLMError not caused by the
-    answer) propagate."""
+    """``llm.complete_json(messages, schema)`` where an unusable answer is an expected outcome.
+    Args:
+        llm: the client.
+        messages: the chat, as :meth:`LLM.complete`'s.
+        schema: the pydantic model of the answer.
+    Returns:
+        (the validated answer, "") or (None, why) when it is no valid ``schema`` JSON even after one repair request.
+    Raises:
+        LLMError: the server itself fails (unreachable, 401, ...: an LLMError not caused by the answer)."""
     try:
         answer = llm.complete_json(messages, schema)
         if not isinstance(answer, schema):

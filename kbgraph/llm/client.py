@@ -339,8 +339,15 @@ def _request(
 
 
 def get_llm(settings: Settings, **kwargs: Any) -> LLM | None:
-    """The configured LLM, or None (offline mode) when no model is set, or neither a base URL nor an API
-    key (api.openai.com needs the key). ``kwargs`` go to :class:`OpenAIClient`."""
+    """The configured LLM: an :class:`OpenAIClient` of ``settings.llm``.
+    Args:
+        settings: the settings (``llm_model``, ``llm_base_url``, ``llm_api_key``, ...).
+        **kwargs: for :class:`OpenAIClient` (``cache``, ``retry_wait``, ``retry_max_wait``).
+    Returns:
+        The client, or None (offline mode) when no model is set, or neither a base URL nor an API key
+        (api.openai.com needs the key).
+    Raises:
+        ImportError: the ``openai`` package is not installed (extra ``llm``)."""
     if not settings.llm.llm_model:
         return None
     if not settings.llm.llm_base_url and not (settings.llm.llm_api_key and settings.llm.llm_api_key.get_secret_value()):

@@ -54,7 +54,8 @@ class Searches:
             ``VectorHit`` list, best first, score = cosine similarity in [-1, 1].
         Raises:
             ValueError: no vector index on ``label``.
-            SchemaMismatch: ``embedding`` has another size than the index; StoreError: it holds NaN or infinity."""
+            SchemaMismatch: ``embedding`` has another size than the index.
+            StoreError: ``embedding`` holds NaN or infinity, or the statement fails."""
         if label not in VECTOR_LABELS:
             raise ValueError(f"no vector index on {label!r}")
         vec = self.check_vector(embedding, label)
@@ -94,7 +95,8 @@ class Searches:
             {label of VECTOR_LABELS: hits best first}, score = cosine similarity; each hit's properties hold only
             {'text': its text/name/title/path}.
         Raises:
-            SchemaMismatch: a vector of another size; StoreError: one holding NaN or infinity.
+            SchemaMismatch: a vector of another size.
+            StoreError: a vector holding NaN or infinity, or the statement fails.
             ValueError: ``layer_embeddings`` gives the static layers different vectors."""
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
         params = {**self.seed_params(embedding, k, layer_embeddings), "scoped_k": scoped_k or k,
@@ -152,7 +154,8 @@ class Searches:
             {chunk id: cosine in [-1, 1]}; unknown ids, chunks without an embedding and chunks of documents not
             complete are left out.
         Raises:
-            SchemaMismatch: ``embedding`` has another size; StoreError: it holds NaN or infinity."""
+            SchemaMismatch: ``embedding`` has another size.
+            StoreError: ``embedding`` holds NaN or infinity, or the statement fails."""
         return self._similarities("retrieve/chunk_similarity", ids, embedding, "Chunk")
 
     def atomic_question_similarities(self, ids: Sequence[str], embedding: Sequence[float]) -> dict[str, float]:
@@ -166,7 +169,8 @@ class Searches:
             {question id: cosine in [-1, 1]}; unknown ids, questions without an embedding and those of documents
             not complete are left out.
         Raises:
-            SchemaMismatch: ``embedding`` has another size; StoreError: it holds NaN or infinity."""
+            SchemaMismatch: ``embedding`` has another size.
+            StoreError: ``embedding`` holds NaN or infinity, or the statement fails."""
         return self._similarities("retrieve/atomic_question_similarity", ids, embedding, "AtomicQuestion")
 
     def vector_similarity(self, score: float) -> float:
