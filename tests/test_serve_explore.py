@@ -2,10 +2,14 @@
 stores: the search by name (whole words, then a part of a word), a node with one page of its neighbours (skip,
 limit, ``more``), the browse queries as graphs, the ingestion runs with a failed file's reason, and the rights route;
 with API keys: a read-only key's rights, the 403 of a key scoped to another knowledge base on every route (as for
-/search), the 401 without a key, and no server path in what a restricted key sees."""
+/search), the 401 without a key, and no server path in what a restricted key sees; keys scoped to documents
+(``--where``): one of the note finds, expands and lists what the unscoped key does, its run with its document and
+nothing of the failed file, one of no document finds nothing, expands nothing and sees no run
+(tests/test_serve_scope_leak.py asks the same routes about many documents)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +23,7 @@ httpx = pytest.importorskip("httpx")
 from kbgraph.kb import KnowledgeBase  # noqa: E402
 from kbgraph.serve.access import add_key  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
-from kbgraph.serve.explore import RIGHTS  # noqa: E402
+from kbgraph.serve.authz import DOCUMENT_SCOPED, ROUTE_RIGHTS  # noqa: E402
 from kbgraph.settings import Settings  # noqa: E402
 from tests.backends import BACKENDS  # noqa: E402
 from tests.serve_fixture import offline, running  # noqa: E402
@@ -49,6 +53,9 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         "reader": add_key(keys_file, kbs=[settings.name], rights=["read"], name="reader")[0],
         "writer": add_key(keys_file, kbs=[settings.name], rights=["read", "write"], name="writer")[0],
         "other": add_key(keys_file, kbs=["other-kb"], rights=["read", "write"], name="other")[0],
+        "note": add_key(keys_file, kbs=[settings.name], rights=["read"], name="note", where=["path=kentucky.md"])[0],
+        "nothing": add_key(keys_file, kbs=[settings.name], rights=["read"], name="nothing",
+                           where=["path=nowhere.md"])[0],
         "master": MASTER,
     }
     app = create_app(settings.updated({"api_keys_file": keys_file, "api_key": MASTER}))
@@ -130,11 +137,12 @@ def test_rights_and_scopes(served: Served) -> None:
     kb = f"/v1/kb/{settings.name}"
     routes = [kb + "/explore/search?q=Kentucky", kb + "/explore/nodes/ent:x", kb + "/explore/views/top_entities",
               kb + "/runs", kb + "/rights"]  # fmt: skip
-    assert {path for _, path in RIGHTS} == {"/v1/kb/{name}" + p for p in ("/rights", "/explore/search",
-            "/explore/nodes/{node_id}", "/explore/views/{view}", "/runs")}  # fmt: skip
+    explore = {("GET", "/v1/kb/{name}" + p) for p in ("/rights", "/explore/search", "/explore/nodes/{node_id}",
+                                                     "/explore/views/{view}", "/runs")}  # fmt: skip
+    assert explore <= set(ROUTE_RIGHTS) and explore - DOCUMENT_SCOPED == {("GET", "/v1/kb/{name}/rights")}
     with client(url, keys["reader"]) as c:
         assert c.get(kb + "/rights").json() == {"kb": settings.name, "rights": ["read"], "unrestricted": False,
-                                                "keys": True, "key": "reader"}  # fmt: skip
+                                                "keys": True, "key": "reader", "documents": None}  # fmt: skip
         # a restricted key sees no server path: the document's uri and the run's errors by file name
         hit = c.get(kb + "/explore/search", params={"q": "kentucky"}).json()["documents"][0]
         assert hit["properties"]["uri"] == "kentucky.md"
@@ -162,3 +170,43 @@ def test_rights_and_scopes(served: Served) -> None:
     with client(url, keys["master"]) as c:
         assert c.get("/v1/kb/no-such-kb/runs").status_code == 404
         assert c.get("/v1/kb/bad%20name/rights").status_code == 400
+
+
+def test_document_scoped_keys(served: Served) -> None:
+    """A key scoped to the note's documents sees on every Explore route what the unscoped key sees of them, and its
+    run with that document only; a key scoped to no document sees nothing (no hit, no node, no run)."""
+    url, settings, keys, docs = served
+    kb = f"/v1/kb/{settings.name}"
+    with client(url, keys["master"]) as c:
+        kentucky = next(e for e in c.get(kb + "/explore/search", params={"q": "kentucky"}).json()["entities"]
+                        if e["caption"] == "Kentucky")  # fmt: skip
+        everything = c.get(f"{kb}/explore/nodes/{kentucky['id']}", params={"limit": 200}).json()
+        document = c.get(kb + "/explore/views/document").json()
+    with client(url, keys["note"]) as c:
+        rights = c.get(kb + "/rights").json()
+        assert rights["rights"] == ["read"] and rights["documents"] == "path=kentucky.md", rights
+        hits = c.get(kb + "/explore/search", params={"q": "kentucky"}).json()
+        assert "Kentucky" in [e["caption"] for e in hits["entities"]]
+        assert [d["caption"] for d in hits["documents"]] == ["Kentucky checks"]
+        assert "Kentucky" in [e["caption"] for e in c.get(kb + "/explore/search", params={"q": "entuck"}).json()["entities"]]
+        page = c.get(f"{kb}/explore/nodes/{kentucky['id']}", params={"limit": 200}).json()
+        assert page["total"] == everything["total"] and len(page["neighbours"]) == len(everything["neighbours"])
+        ids = [(n["label"], n["id"]) for n in c.get(kb + "/explore/views/document").json()["nodes"]]
+        assert ids == [(n["label"], n["id"]) for n in document["nodes"]]
+        runs = c.get(kb + "/runs").json()["runs"]
+        assert len(runs) == 1 and runs[0]["scoped"] is True, runs
+        run = runs[0]
+        assert [d["title"] for d in run["documents"]] == ["Kentucky checks"] and run["documents"][0]["uri"] == "kentucky.md"
+        assert (run["status"], run["added"], run["failed"], run["errors"], run["paths"]) == (None, None, None, [], [])
+        assert "broken" not in json.dumps(runs)  # the failed file is of no document: not the key's
+    with client(url, keys["nothing"]) as c:
+        hits = c.get(kb + "/explore/search", params={"q": "kentucky"}).json()
+        assert hits["entities"] == [] and hits["documents"] == []
+        assert c.get(kb + "/explore/search", params={"q": "entuck"}).json()["entities"] == []
+        assert c.get(f"{kb}/explore/nodes/{kentucky['id']}").status_code == 404
+        for other in everything["neighbours"]:
+            assert c.get(f"{kb}/explore/nodes/{other['id']}").status_code == 404, other
+        assert c.get(kb + "/explore/views/document").json()["nodes"] == []
+        assert c.get(kb + "/explore/views/top_entities").json()["nodes"] == []
+        assert c.get(kb + "/runs").json()["runs"] == []
+        assert c.post(kb + "/ingest", json={"paths": [str(docs)]}).status_code == 403

@@ -4,7 +4,9 @@ FalkorDB): Hypothesis generates keys with document filters (``eq``/``in``/``pref
 every document (questions naming each one's words, every chunk id, the entity all documents share, the saved
 questions); no response of the key holds the id or the text of a document or chunk outside its scope (each
 document's secret word, said only in its text and title, never in a request), and what it does see is exactly its
-documents (a Python oracle of the filter decides which). The corpus: ten small documents of four teams (Markdown
+documents (a Python oracle of the filter decides which). The web app's Explore and Runs routes too: the search by
+name, every document, chunk, entity and saved question as a node with its neighbours (a node outside the scope is
+404), the views, and the runs (exactly the key's documents, nothing of the run's other files). The corpus: ten small documents of four teams (Markdown
 with front matter, two PDFs with sidecars), one entity (Acme Corporation) in all of them, saved questions of all
 and of one team, ingested once per module.
 """
@@ -74,6 +76,8 @@ class Corpus:
     pdf_chunks: list[str]
     questions: list[str]
     entity_id: str
+    #: every entity's id (the Explore page's node route is asked about each)
+    entities: list[str]
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +106,10 @@ def corpus(falkor_settings: Settings, tmp_path_factory: pytest.TempPathFactory) 
             kb.ask(f"What is the {word} rule?", k=2, save=True, filters={"op": "eq", "key": "team", "value": "fin"})
         questions = [r["question"]["id"] for r in kb.browse("questions", limit=100)]
         entity = kb.browse("entity", entity=SHARED)[0]["entity"]["id"]
-    assert all(chunks.values()) and len(questions) == 6
+        entities = [r["entity"]["id"] for r in kb.browse("top_entities", limit=10_000)]
+    assert all(chunks.values()) and len(questions) == 6 and len(entities) > len(DOCS)
     with running(create_app(settings)) as url:
-        yield Corpus(url, settings, keys_file, docs, chunks, pdfs, questions, entity)
+        yield Corpus(url, settings, keys_file, docs, chunks, pdfs, questions, entity, entities)
 
 
 # --- the filters and their oracle ----------------------------------------------------------------------------
@@ -206,11 +211,24 @@ def _routes(corpus: Corpus, question: str, method: str, request_filter: dict[str
         *[("GET", f"{kb}/browse/question?question={q}", None) for q in corpus.questions],
         ("GET", f"{kb}/browse/changed", None),
         ("GET", f"{kb}/browse/orphans", None),
-        ("GET", f"{kb}/explore/search?q=Acme", None),  # the web app's routes (kbgraph.serve.explore)
-        ("GET", f"{kb}/explore/nodes/{corpus.entity_id}?limit=200", None),
-        ("GET", f"{kb}/explore/views/entity?entity={SHARED}", None),
-        ("GET", f"{kb}/explore/views/top_entities", None),
-        ("GET", f"{kb}/runs", None),
+        *_explore(corpus, kb),
+    ]
+
+
+def _explore(corpus: Corpus, kb: str) -> list[Any]:
+    """The web app's routes (kbgraph.serve.explore): searches by name (whole words, parts of words), every document,
+    chunk and entity as a node with all its neighbours, the questions, the views, the runs."""
+    every_chunk = [c for ids in corpus.chunks.values() for c in ids]
+    nodes = [*corpus.docs, *every_chunk, *corpus.entities, *corpus.questions]
+    return [
+        *[("GET", f"{kb}/explore/search?q={q}&limit=200", None) for q in ("Acme", "guide", "office", "ledger", "cme", "e")],
+        *[("GET", f"{kb}/explore/nodes/{n}?limit=200", None) for n in nodes],
+        ("GET", f"{kb}/explore/views/entity?entity={SHARED}&limit=100", None),
+        ("GET", f"{kb}/explore/views/top_entities?limit=100", None),
+        *[("GET", f"{kb}/explore/views/document?document={d}&limit=100", None) for d in corpus.docs],
+        ("GET", f"{kb}/explore/views/changed", None),
+        ("GET", f"{kb}/explore/views/orphans", None),
+        ("GET", f"{kb}/runs?limit=200", None),
     ]
 
 
@@ -283,5 +301,26 @@ def test_a_document_scoped_key_sees_nothing_of_other_documents(corpus: Corpus, k
     for request, status, text in responses:
         if "/search" in request and '"filters": {' in request:
             assert status == 200 and {c["document_id"] for c in json.loads(text)["chunks"]} <= narrowed, text
-        if "/explore/" in request or request.startswith(f"GET {kb}/runs"):
-            assert status == 403, (request, text)  # the web app's routes apply no document scope yet: refused
+    _check_explore(corpus, kb, seen, by_request)
+
+
+def _check_explore(corpus: Corpus, kb: str, seen: set[str], by_request: dict[str, tuple[int, str]]) -> None:
+    """The Explore routes show a scoped key exactly its documents: the search finds them by a word of every title,
+    each is a node (the others 404, as their chunks), the runs list exactly them."""
+    status, text = by_request[f"GET {kb}/explore/search?q=guide&limit=200 null"]
+    found = {d["id"] for d in json.loads(text)["documents"]}
+    markdown = {d for d in seen if corpus.docs[d][1] is not None}  # the PDFs' titles are "The ... handbook"
+    assert status == 200 and markdown <= found <= seen, (found, seen)
+    for doc, ids in corpus.chunks.items():
+        for node in (doc, *ids):
+            status, text = by_request[f"GET {kb}/explore/nodes/{node}?limit=200 null"]
+            assert status == (200 if doc in seen else 404), (node, status, text[:300])
+    status, text = by_request[f"GET {kb}/explore/nodes/{corpus.entity_id}?limit=200 null"]
+    assert status == (200 if seen else 404), text[:300]
+    if seen:  # the shared entity's neighbours: a chunk of each of the key's documents, no other
+        shown = {n["properties"].get("document_id") for n in json.loads(text)["neighbours"] if n["label"] == "Chunk"}
+        assert shown == seen, (shown, seen)
+    status, text = by_request[f"GET {kb}/runs?limit=200 null"]
+    runs = json.loads(text)["runs"]
+    assert status == 200 and {d["id"] for r in runs for d in r["documents"]} == seen, runs
+    assert all(r["scoped"] and r["errors"] == [] and r["added"] is None for r in runs), runs

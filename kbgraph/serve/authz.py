@@ -11,7 +11,8 @@ refused (fail closed), and tests/test_serve_authz.py walks the application's own
 
 * ``open``: no key needed (``GET /healthz``);
 * ``key``: any valid key (the API description; ``/readyz`` shows names and paths only to an unrestricted key;
-  ``/metrics`` answers only an unrestricted key;
+  ``/metrics`` answers only an unrestricted key; ``/v1/kb/{name}/rights`` answers for a knowledge base of the key's
+  scope only;
   ``/v1/jobs/{id}`` answers only for a job of a knowledge base the key may use);
 * ``read`` / ``write`` on the knowledge base ``{name}`` of the path (kbgraph.serve.access.RIGHTS); a body that
   asks a read route to write needs ``write`` too, checked by the route with :func:`require` (``POST .../ask``
@@ -62,6 +63,12 @@ ROUTE_RIGHTS: dict[tuple[str, str], Right] = {
     ("GET", "/v1/kb/{name}/chunks/{chunk_id}/page.png"): "read",
     ("GET", "/v1/kb/{name}/stats"): "read",
     ("GET", "/v1/kb/{name}/browse/{query}"): "read",
+    # the web app's Explore and Runs routes (kbgraph.serve.explore)
+    ("GET", "/v1/kb/{name}/rights"): "key",  # and the knowledge base in the key's scope, checked by the route
+    ("GET", "/v1/kb/{name}/explore/search"): "read",
+    ("GET", "/v1/kb/{name}/explore/nodes/{node_id}"): "read",
+    ("GET", "/v1/kb/{name}/explore/views/{view}"): "read",
+    ("GET", "/v1/kb/{name}/runs"): "read",
     ("*", "/mcp"): "tools",  # every method reaches the MCP transport (GET stream, POST messages, DELETE session)
 }
 
@@ -76,6 +83,10 @@ DOCUMENT_SCOPED: set[tuple[str, str]] = {
     ("GET", "/v1/kb/{name}/chunks/{chunk_id}/page.png"),
     ("GET", "/v1/kb/{name}/stats"),
     ("GET", "/v1/kb/{name}/browse/{query}"),
+    ("GET", "/v1/kb/{name}/explore/search"),
+    ("GET", "/v1/kb/{name}/explore/nodes/{node_id}"),
+    ("GET", "/v1/kb/{name}/explore/views/{view}"),
+    ("GET", "/v1/kb/{name}/runs"),
 }
 
 

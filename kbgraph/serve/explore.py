@@ -12,20 +12,27 @@ GET /v1/kb/{name}/explore/views/{view}?<params>       read   a browse query (kbg
 GET /v1/kb/{name}/runs?skip=&limit=                   read   the IngestionRuns, newest first
 ====================================================  =====  ================================================
 
-The rights of these routes are added to the one table, kbgraph.serve.authz.ROUTE_RIGHTS, when this module is
-imported (:data:`RIGHTS`), so :func:`kbgraph.serve.authz.authorize` checks them as every other ``/v1`` route and
-a key scoped to other knowledge bases gets the same 403. A restricted key sees every response through the
-knowledge base's kbgraph.serve.views.PathView (no server path: a document's ``uri``, a run's ``paths`` and
-``errors``).
+The rights of these routes are in the one table, kbgraph.serve.authz.ROUTE_RIGHTS, so
+:func:`kbgraph.serve.authz.authorize` checks them as every other ``/v1`` route and a key scoped to other knowledge
+bases gets the same 403. A restricted key sees every response through the knowledge base's
+kbgraph.serve.views.PathView (no server path: a document's ``uri``, a run's ``paths`` and ``errors``).
+
+A key scoped to documents (``kbgraph serve keys add --where``, issue 58) uses these routes too (they are in
+kbgraph.serve.authz.DOCUMENT_SCOPED): each opens its knowledge base with kbgraph.serve.scoping ``scoped``, so every
+statement runs inside the key's document scope and declares ``$documents`` (cypher/browse/): the search finds its
+documents and the entities their chunks mention, a node is found only if it is of its documents (an entity or tag:
+only with a neighbour in them) and shows only its neighbours in them, the views are the browse queries under the
+scope, and the runs are those that wrote one of its documents, each with those documents and nothing of the run's
+other files (browse/runs_within: no status, counts, paths or errors).
 
 Each read that returns documents, chunks or entities is one small function here (:func:`find_documents`,
-:func:`find_entities`, :func:`node_page`, :func:`browse_view`, :func:`runs`), so that a restriction of a key to
-some documents has one place to go in each. Only what complete documents hold is returned (as by the browse
-queries).
+:func:`find_entities`, :func:`node_page`, :func:`browse_view`, :func:`runs`). Only what complete documents hold is
+returned (as by the browse queries).
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
@@ -34,13 +41,14 @@ from pydantic import BaseModel
 from kbgraph.browse import get as browse_query, resolve_params
 from kbgraph.kb import KnowledgeBase
 from kbgraph.serve.access import unrestricted
-from kbgraph.serve.authz import ROUTE_RIGHTS, Right, authorize, key_of
+from kbgraph.serve.authz import authorize, key_of
 from kbgraph.serve.explore_models import (
     ExploreGraph,
     Expansion,
     GraphEdge,
     GraphNode,
     Rights,
+    RunDocument,
     RunInfo,
     RunList,
     SearchHits,
@@ -48,21 +56,14 @@ from kbgraph.serve.explore_models import (
 from kbgraph.serve.explore_views import VIEWS, graph_node, view_graph
 from kbgraph.serve.invalid import ValidatedRoute
 from kbgraph.serve.kbs import KBPool
+from kbgraph.serve.scoping import scoped
 from kbgraph.serve.views import view_of
+from kbgraph.store.scope import current_scope, overfetch
 
-__all__ = ["RIGHTS", "browse_view", "find_documents", "find_entities", "node_page", "router", "runs"]
+__all__ = ["browse_view", "find_documents", "find_entities", "node_page", "router", "runs"]
 
 router = APIRouter(dependencies=[Depends(authorize)], route_class=ValidatedRoute)
 KB = "/v1/kb/{name}"
-#: The rights of this module's routes, added to kbgraph.serve.authz.ROUTE_RIGHTS (the one table) on import.
-RIGHTS: dict[tuple[str, str], Right] = {
-    ("GET", KB + "/rights"): "key",  # and the knowledge base in the key's scope, checked by the route
-    ("GET", KB + "/explore/search"): "read",
-    ("GET", KB + "/explore/nodes/{node_id}"): "read",
-    ("GET", KB + "/explore/views/{view}"): "read",
-    ("GET", KB + "/runs"): "read",
-}
-ROUTE_RIGHTS.update(RIGHTS)
 
 #: The most neighbours, search hits and runs one request returns.
 MAX_PAGE = 200
@@ -72,7 +73,8 @@ M = TypeVar("M", bound=BaseModel)
 # --- the reads ------------------------------------------------------------------------------------------------
 def find_documents(kb: KnowledgeBase, text: str, limit: int) -> list[GraphNode]:
     """Complete documents whose title matches ``text``: the full-text index's top ``limit`` (whole words, best
-    first), else the titles that hold ``text`` (browse/find_documents, a scan)."""
+    first), else the titles that hold ``text`` (browse/find_documents, a scan). In a document scope, its documents
+    only (both statements declare ``$documents``)."""
     hits = [(h.id, h.properties) for h in kb.store.fulltext_search("Document", text, limit)]
     if not hits:
         hits = [(r["id"], r["properties"]) for r in kb.store.run("browse/find_documents", {"text": text, "limit": limit})]
@@ -81,8 +83,15 @@ def find_documents(kb: KnowledgeBase, text: str, limit: int) -> list[GraphNode]:
 
 def find_entities(kb: KnowledgeBase, text: str, limit: int) -> list[GraphNode]:
     """Entities whose name matches ``text``: the full-text index's top ``limit`` (whole words, best first),
-    else the names that hold ``text``, an exact name first, then the most mentioned (browse/find_entities)."""
-    hits = [(h.id, h.properties) for h in kb.store.fulltext_search("Entity", text, limit)]
+    else the names that hold ``text``, an exact name first, then the most mentioned (browse/find_entities). In a
+    document scope only those a chunk of its documents mentions: the index (which knows no scope) is read
+    over-fetched and its hits kept by browse/entities_within, the scan counts the scope's mentions only."""
+    scope = current_scope()
+    wide = limit if scope is None else overfetch(limit, scope.fraction)
+    hits = [(h.id, h.properties) for h in kb.store.fulltext_search("Entity", text, wide)]
+    if scope is not None and hits:
+        kept = {r["id"] for r in kb.store.run("browse/entities_within", {"ids": [i for i, _ in hits]})}
+        hits = [(i, p) for i, p in hits if i in kept][:limit]
     if not hits:
         hits = [(r["id"], r["properties"]) for r in kb.store.run("browse/find_entities", {"text": text, "limit": limit})]
     return [graph_node("Entity", {**props, "id": node_id}) for node_id, props in hits]
@@ -92,7 +101,7 @@ def node_page(kb: KnowledgeBase, name: str, node_id: str, skip: int, limit: int)
     """The node ``node_id`` and its neighbours ``skip`` .. ``skip + limit`` (browse/neighbours: by relationship
     type, label and id), with the document its ``document_id`` names joined by ``IN`` on every page when no
     relationship of the page joins it (not counted in ``total``); None when there is no such node (or it belongs
-    to a document that is not complete)."""
+    to a document that is not complete, or, in a document scope, it is not of its documents: browse/neighbours)."""
     rows = kb.store.run("browse/neighbours", {"id": node_id, "skip": skip, "limit": limit})
     if not rows:
         return None
@@ -127,7 +136,13 @@ def browse_view(kb: KnowledgeBase, name: str, view: str, params: dict[str, Any])
 
 
 def runs(kb: KnowledgeBase, skip: int, limit: int) -> list[RunInfo]:
-    """The ingestion runs ``skip`` .. ``skip + limit``, newest first (browse/runs)."""
+    """The ingestion runs ``skip`` .. ``skip + limit``, newest first (browse/runs). In a document scope the runs
+    that wrote one of its documents, each with those ``documents`` and ``scoped`` true, without the status, counts,
+    paths and errors of the whole run (browse/runs_within)."""
+    if current_scope() is not None:
+        rows = kb.store.run("browse/runs_within", {"skip": skip, "limit": limit})
+        return [RunInfo(id=row["id"], started_at=row["started_at"], finished_at=row["finished_at"], scoped=True,
+                        documents=[RunDocument(**d) for d in row["documents"] or []]) for row in rows]  # fmt: skip
     rows = kb.store.run("browse/runs", {"skip": skip, "limit": limit})
     return [RunInfo(**{k: v for k, v in row.items() if v is not None}) for row in rows]
 
@@ -136,6 +151,11 @@ def runs(kb: KnowledgeBase, skip: int, limit: int) -> list[RunInfo]:
 def _pool(request: Request) -> KBPool:
     pool: KBPool = request.app.state.pool
     return pool
+
+
+def _use(request: Request, name: str) -> AbstractContextManager[KnowledgeBase]:
+    """Knowledge base ``name`` with the body inside the request's key's document scope (kbgraph.serve.scoping)."""
+    return scoped(_pool(request), name, key_of(request))
 
 
 def _shown(request: Request, name: str, model: M) -> M:
@@ -148,14 +168,15 @@ def _shown(request: Request, name: str, model: M) -> M:
 @router.get(KB + "/rights", response_model=Rights, tags=["explore"])
 def rights(name: str, request: Request) -> Rights:
     """What the request's key may do on knowledge base ``name`` (the web app shows upload and delete only with
-    ``write``): its rights, whether it is unrestricted, whether the server asks for keys. 403 for a knowledge
-    base outside the key's scope. Opens no knowledge base (it need not exist)."""
+    ``write``): its rights, whether it is unrestricted, whether the server asks for keys, and for a key scoped to
+    documents its filter (``documents``). 403 for a knowledge base outside the key's scope. Opens no knowledge base (it need not exist)."""
     key = key_of(request)
     if key is None:
         return Rights(kb=name, rights=["read", "write"], unrestricted=True, keys=False)
     if not key.allows_kb(name):
         key.check(name, "read")  # raises Forbidden with the key's scope in its message
-    return Rights(kb=name, rights=sorted(key.rights), unrestricted=unrestricted(key), keys=True, key=key.name)
+    return Rights(kb=name, rights=sorted(key.rights), unrestricted=unrestricted(key), keys=True, key=key.name,
+                  documents=key.describe_where() if key.where is not None else None)
 
 
 @router.get(KB + "/explore/search", response_model=SearchHits, tags=["explore"])
@@ -166,7 +187,7 @@ def search_nodes(name: str, request: Request, q: str = Query(min_length=1, max_l
     text = q.strip()
     if not text:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "q is blank: give a (part of a) title or name")
-    with _pool(request).use(name) as kb:
+    with _use(request, name) as kb:
         hits = SearchHits(kb=name, text=text, documents=find_documents(kb, text, limit),
                           entities=find_entities(kb, text, limit))  # fmt: skip
     return _shown(request, name, hits)
@@ -177,7 +198,7 @@ def node(name: str, node_id: str, request: Request, skip: int = Query(0, ge=0, l
          limit: int = Query(25, ge=0, le=MAX_PAGE)) -> Expansion:  # fmt: skip
     """The node ``node_id`` (any label; its properties without vectors) and its neighbours ``skip`` ..
     ``skip + limit`` with the relationships to them; ``more``: how many follow. 404 when there is no such node."""
-    with _pool(request).use(name) as kb:
+    with _use(request, name) as kb:
         found = node_page(kb, name, node_id, skip, limit)
     if found is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no node {node_id[:200]!r} in knowledge base {name!r}")
@@ -191,7 +212,7 @@ def view(name: str, view: str, request: Request) -> ExploreGraph:
     unknown parameter or a bad value."""
     if view not in VIEWS:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, f"no view {view[:80]!r}; choose one of {', '.join(VIEWS)}")
-    with _pool(request).use(name) as kb:
+    with _use(request, name) as kb:
         graph = browse_view(kb, name, view, dict(request.query_params))
     return _shown(request, name, graph)
 
@@ -200,7 +221,7 @@ def view(name: str, view: str, request: Request) -> ExploreGraph:
 def ingestion_runs(name: str, request: Request, skip: int = Query(0, ge=0, le=10_000_000),
                    limit: int = Query(20, ge=1, le=MAX_PAGE)) -> RunList:  # fmt: skip
     """The ingestion runs, newest first: started, finished, status, counts, and the failed files with their
-    reasons."""
-    with _pool(request).use(name) as kb:
+    reasons; for a document-scoped key the runs that wrote its documents, with those documents only."""
+    with _use(request, name) as kb:
         found = RunList(kb=name, runs=runs(kb, skip, limit))
     return _shown(request, name, found)

@@ -70,11 +70,23 @@ class SearchHits(BaseModel):
     entities: list[GraphNode]
 
 
+class RunDocument(BaseModel):
+    """A document an ingestion run wrote (shown to a document-scoped key): its ``id``, ``title`` and ``uri`` (as the
+    key may see it: kbgraph.serve.views)."""
+
+    id: str
+    title: str | None = None
+    uri: str | None = None
+
+
 class RunInfo(BaseModel):
     """An ingestion run (an ``IngestionRun`` node, written by ``kbgraph ingest`` and the server's jobs): times
     in ISO 8601 UTC, ``status`` (running, completed, failed, interrupted), the documents it ``added``,
     ``updated``, left ``unchanged``, ``deleted`` and the files that ``failed``, with one line per failure in
-    ``errors`` ("path: reason"); ``paths``: what it was given. Counts are None while it runs."""
+    ``errors`` ("path: reason"); ``paths``: what it was given. Counts are None while it runs. For a key scoped to
+    documents (``scoped`` true) a run shows only its times and the ``documents`` of the key's scope it wrote (as
+    they are now: a document written again by a later run is that run's); its status, counts, paths and errors,
+    which are of every file it was given, are None or empty."""
 
     id: str
     started_at: str | None = None
@@ -89,6 +101,8 @@ class RunInfo(BaseModel):
     seconds: float | None = None
     paths: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    scoped: bool = False
+    documents: list[RunDocument] = Field(default_factory=list)
 
 
 class RunList(BaseModel):
@@ -99,10 +113,12 @@ class RunList(BaseModel):
 class Rights(BaseModel):
     """What the caller's key may do on knowledge base ``kb``: ``rights`` (of kbgraph.serve.access.RIGHTS),
     ``unrestricted`` (every right on every knowledge base: server paths are shown), ``keys`` (the server asks
-    for a key) and ``key`` (the key's name; None without keys)."""
+    for a key), ``key`` (the key's name; None without keys) and ``documents`` (for a key scoped to documents, its
+    filter as ``--where`` text; None: every document)."""
 
     kb: str
     rights: list[str]
     unrestricted: bool
     keys: bool
     key: str | None = None
+    documents: str | None = None
