@@ -381,6 +381,8 @@ class RetrievalSettings(SettingsGroup):
     weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "
                               "mapped corpus tag; auto_tagging).")  # fmt: skip
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
+    hop_document_share: float = Field(0.1, gt=0, le=1, description="An entity hop into another document counts in "
+        "full via an entity of <= this share of the documents, less above (IDF), 0 via one of all; 1 = off.")
     adjacency_cache: bool = Field(
         True, description="Hold the graph score propagation walks (chunks, their texts, relationships and "
         "embeddings) in memory per corpus generation, built in the background at a process's second question, "

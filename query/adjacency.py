@@ -49,6 +49,25 @@ log = logging.getLogger(__name__)
 PAGE = 2000
 
 
+def specificity(documents: int, total: int, idf: float) -> float:
+    """How specific an entity is for a hop from one document to another (score propagation's entity hop,
+    ``retrieve/hop_neighbours``): its IDF over documents, log(total / documents), over ``idf``, at most 1.
+
+    Args:
+        documents: the documents (of the scope) that have a chunk mentioning the entity.
+        total: the documents of the corpus (or of the scope).
+        idf: the IDF at which a hop counts in full, log(1 / ``hop_document_share``); 0 turns the weighting off.
+    Returns:
+        A factor in [0, 1]: 1 with ``idf`` 0, 0 for an entity in every document, 1 for one in at most
+        ``hop_document_share`` of them, in between log-linearly.
+    """
+    if idf <= 0:
+        return 1.0
+    if documents <= 0 or documents >= total:
+        return 0.0 if documents >= total else 1.0
+    return min(1.0, math.log(total / documents) / idf)
+
+
 def _rows(store: GraphStore, statement: str) -> Iterator[Row]:
     """The rows of ``statement`` in pages of :data:`PAGE`; StoreUnavailable as soon as ``store`` begins to close
     (kbgraph.store.parallel: its ``close`` waits for a build in the background)."""
@@ -269,18 +288,20 @@ class Adjacency:
         def within(chunks: list[int]) -> list[int]:  # the degree within the scope, as the statement counts it
             return [i for i in chunks if ok(i)] if scoped else chunks
 
-        def spread(kind: str, reached: dict[int, tuple[float, str, str, str | None, int]]) -> None:
-            for i, (_, source, via, text, degree) in reached.items():
+        def spread(kind: str, reached: dict[int, tuple[float, str, str, str | None, int, float]]) -> None:
+            for i, (_, source, via, text, degree, specific) in reached.items():
                 if ok(i):
-                    rows.append(self._row(i, params, kind=kind, from_id=source, via=via, text=text, degree=degree))
+                    rows.append(self._row(i, params, kind=kind, from_id=source, via=via, text=text, degree=degree,
+                                          specificity=specific))  # fmt: skip
 
         def better(reached: dict[int, Any], i: int, score: float, source: str, via: str, text: str | None,
-                   degree: int) -> None:  # fmt: skip
+                   degree: int, specific: float = 1.0) -> None:  # fmt: skip
             known = reached.get(i)
             if known is None or (-score, source, via) < (-known[0], known[1], known[2]):
-                reached[i] = (score, source, via, text, degree)
+                reached[i] = (score, source, via, text, degree, specific)
 
         hops: dict[int, Any] = {}
+        total, idf = int(params.get("document_count") or 0), float(params.get("specific_idf") or 0.0)
         for source in params.get("entity_hop_sources") or []:
             a = self.index.get(source["id"])
             if a is None:
@@ -290,10 +311,13 @@ class Adjacency:
                 degree = len(neighbours)
                 if not neighbours or (bound is not None and degree > bound):
                     continue
-                score = source["score"] * math.log(2.0) / math.log(1.0 + degree)
+                across = specificity(len({self.document[b] for b in neighbours} - {None}), total, idf)
+                damped = source["score"] * math.log(2.0) / math.log(1.0 + degree)
                 for b in neighbours:
-                    if b != a:
-                        better(hops, b, score, source["id"], entity, self.name.get(entity), degree)
+                    specific = 1.0 if self.document[b] == self.document[a] is not None else across
+                    if b != a and specific > 0:
+                        better(hops, b, damped * specific, source["id"], entity, self.name.get(entity), degree,
+                               specific)  # fmt: skip
         spread("Hop", hops)
         for cid in params.get("title_hop_ids") or []:
             a = self.index.get(cid)
@@ -310,12 +334,13 @@ class Adjacency:
                     for b in self.document_chunks.get(document, ()):
                         if entity in self.mentions[b]:
                             rows.append(self._row(b, params, kind="TitleHop", from_id=cid, via=entity,
-                                                  text=self.name[entity], degree=1))  # fmt: skip
+                                                  text=self.name[entity], degree=1, specificity=1.0))  # fmt: skip
         for cid in params.get("next_ids") or []:
             a = self.index.get(cid)
             for b in self.next[a] if a is not None else ():
                 if ok(b):
-                    rows.append(self._row(b, params, kind="Next", from_id=cid, via=cid, text="", degree=1))
+                    rows.append(self._row(b, params, kind="Next", from_id=cid, via=cid, text="", degree=1,
+                                          specificity=1.0))  # fmt: skip
         triple: dict[int, Any] = {}
         for seed in params.get("triple_hop_seeds") or []:
             for target in self.related.get(seed["id"], ()):

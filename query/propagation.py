@@ -20,7 +20,7 @@ with every weight a setting (``weight_*``):
           + w_S · g(q, s(c))   + w_D · g(q, d(c))           parent section and document, for chunks that
                                                             already have a score from the layers above
 
-    S(c)  = S1(c) + w_H · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c} S1(c') · 1/log2(1 + deg(e))
+    S(c)  = S1(c) + w_H · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c} S1(c') · sp(e) / log2(1 + deg(e))
                   + w_TH · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c, e TITLE = title of d(c)} S1(c') / n(c', e)
                   + w_N · max_{c' : c' -NEXT- c} S1(c')
                   + w_R · max_{e, o : e -RELATED-> o <-MENTIONS- c} g(q, e) · 1/log2(1 + deg(o))   triple hop
@@ -31,7 +31,10 @@ for the chunks the hops reached), so a chunk found through an entity or a hop is
 too. The hops start only from the ``hop_from`` best chunks by S1; the title hop follows a chunk's mention of
 another document's title to the chunks of that document that mention it (the second hop of a multi-hop
 question), shared among the n(c', e) chunks it reaches, so a long document's many chunks do not flood the
-top; deg(e) is the number of chunks mentioning e. The triple hop (w_R, 0 = off by default: docs/scoring.md) starts
+top; deg(e) is the number of chunks mentioning e; sp(e) is 1 when c' and c are in one document, else the
+entity's IDF over the N documents over that of ``hop_document_share``, min(1, log(N / df(e)) / log(1 / share))
+(kbgraph.query.adjacency ``specificity``: a generic entity does not carry score into other documents). The
+triple hop (w_R, 0 = off by default: docs/scoring.md) starts
 from the question's entities instead (Entity and EntityText seeds), along their triples to the chunks naming the
 object. Maxima (not sums) inside a layer keep a chunk with many similar atomic questions from outscoring a chunk
 with one exact match.
@@ -53,10 +56,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 from kbgraph.query.adjacency import Adjacency, shared_adjacency
+from kbgraph.query.bm25 import corpus_generation
 from kbgraph.query.graph import chunk_details, distinct_top, scored_chunk
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
@@ -256,6 +260,9 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
         "next_ids": sources[: max(r.hop_from, k)] if r.weight_next else [],
         "triple_hop_seeds": [{"id": e, "sim": sim} for e, sim in relation.items() if sim > 0],
         "max_degree": r.max_entity_degree,
+        # an entity hop from one document to another: weighted by the entity's IDF over the documents
+        "document_count": _document_count(store, seeds, documents_in_scope),
+        "specific_idf": -math.log(r.hop_document_share) if 0 < r.hop_document_share < 1 else 0.0,
         "with_titles": want_titles,
         "documents": documents_in_scope,
         "with_similarity": exact,
@@ -267,8 +274,8 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
     for row in rows:
         kind, source = row["kind"], row["from_id"]
         note(row, exact)
-        if kind == "Hop":
-            factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
+        if kind == "Hop":  # damped by the entity's degree and, into another document, by its specificity
+            factor = float(row.get("specificity", 1.0)) / math.log2(1 + max(1, int(row["degree"])))
             add(row["chunk_id"], "Hop", source, row["text"], s1[source], r.weight_hop, factor)
         elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
             factor = 1.0 / fanout[(source, row["via"])]
@@ -335,6 +342,15 @@ def learned_pool(
         RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
                       bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
         for c in pool_ids], read_texts)  # fmt: skip
+
+
+def _document_count(store: GraphStore, seeds: Seeds, documents: Collection[str] | None) -> int:
+    """The documents an entity hop's specificity counts against: the scope's, else the corpus's (the first
+    figure of the corpus generation the seeds were read at; read here when they were not)."""
+    if documents is not None:
+        return len(documents)
+    generation = seeds.generation if seeds.generation is not None else corpus_generation(store)
+    return int(generation[0] or 0)
 
 
 def _add(terms: dict[str, dict[str, _Term]], chunk_id: str, layer: str, node_id: str, text: str, sim: float,

@@ -7,6 +7,7 @@ question read the graph again. Both stores."""
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -63,6 +64,8 @@ def _canonical(store: GraphStore, rows: list[Row]) -> list[tuple[Any, ...]]:
         if "score" in row:
             score = row.pop("score")
             row["similarity"] = None if score is None else store.vector_similarity(score)
+        if row.get("specificity") is not None:  # computed in the store's floats and in Python's
+            row["specificity"] = round(float(row["specificity"]), 9)
         if row.get("similarity") is not None:
             row["similarity"] = round(row["similarity"], 5)
         else:  # a null score: not read (without with_similarity, or a Section row); what propagation reads as None
@@ -88,6 +91,10 @@ HOP_CASES: list[Row] = [
 ]  # fmt: skip
 
 
+#: an entity hop's specificity across documents (retrieve/hop_neighbours): 4 documents, full weight at IDF log 10
+SPECIFIC: Row = {"document_count": 4, "specific_idf": math.log(10)}
+
+
 @pytest.mark.parametrize("with_titles", [True, False])
 @pytest.mark.parametrize("with_similarity", [True, False])
 def test_rows_equal_the_statements(store: GraphStore, with_titles: bool, with_similarity: bool) -> None:
@@ -102,13 +109,15 @@ def test_rows_equal_the_statements(store: GraphStore, with_titles: bool, with_si
             assert _canonical(store, view.layer_rows(params)) == expected
             assert expected or bound == 3  # every case has rows (at bound 3 the second has none: degrees 4, 3)
         for case in HOP_CASES:
-            params = {**case, **flags, "max_degree": bound}
+            params = {**case, **flags, "max_degree": bound, **SPECIFIC}
             expected = _canonical(store, store.run("retrieve/hop_neighbours", params))
             assert _canonical(store, view.hop_rows(params)) == expected
             assert expected
     # the planted graph exercises every row kind, and a 'writing' document's chunk is never a row
     every = [*view.layer_rows({**LAYER_CASES[0], **flags, "max_degree": 5, "tag_max_degree": 5}),
-             *view.hop_rows({**HOP_CASES[0], **flags, "max_degree": 5})]  # fmt: skip
+             *view.hop_rows({**HOP_CASES[0], **flags, "max_degree": 5, **SPECIFIC})]  # fmt: skip
+    # an entity hop into another document is weighted by the entity's specificity (IDF over the documents)
+    assert {r["specificity"] for r in every if r.get("kind") == "Hop"} - {1.0}
     assert {r.get("layer") or r.get("kind") for r in every} == {
         "Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "Tag", "Section", "Hop", "TitleHop", "Next",
         "TripleHop"}  # fmt: skip
@@ -324,7 +333,7 @@ def test_rows_equal_the_statements_in_a_document_scope(store: GraphStore, docume
             assert _canonical(store, view.layer_rows(params)) == expected
             assert {documents_of[r["chunk_id"]] for r in view.layer_rows(params)} <= set(documents)
         for case in HOP_CASES:
-            params = {**case, **flags, "max_degree": bound}
+            params = {**case, **flags, "max_degree": bound, **SPECIFIC}
             expected = _canonical(store, store.run("retrieve/hop_neighbours", params))
             assert _canonical(store, view.hop_rows(params)) == expected
             assert {documents_of[r["chunk_id"]] for r in view.hop_rows(params)} <= set(documents)

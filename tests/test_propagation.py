@@ -156,6 +156,55 @@ def test_title_hop_is_shared_among_the_chunks_it_reaches(store: GraphStore, back
     assert got["a1"].score == pytest.approx(0.9)
 
 
+def _five_documents() -> list[DocumentGraph]:
+    """Documents A-E: A's a1 and a2 share 'Zeta widget' (specific, within A); a1 and one chunk of each other
+    document mention 'Revenue' (generic: every document); a1 and C's chunk also share 'Bridge' (two documents)."""
+    revenue, zeta, bridge = (EntityRecord(id=i, name=n, type="ORG", embedding=_vec(s))
+                             for i, n, s in (("eRev", "Revenue", 70), ("eZeta", "Zeta widget", 71),
+                                             ("eBridge", "Bridge", 72)))  # fmt: skip
+    graphs = []
+    for n, name in enumerate("ABCDE"):
+        doc = DocumentRecord(id=f"doc:{name}", uri=f"file:///{name}.txt", title=name, mime="text/plain", sha256=name,
+                             embedding=_vec(80 + n))  # fmt: skip
+        ids = ["a1", "a2"] if name == "A" else [f"x{name}"]
+        chunks = [ChunkRecord(id=c, document_id=doc.id, parent_id=doc.id, text=f"text {c}", order=i,
+                              embedding=_vec(90 + 10 * n + i)) for i, c in enumerate(ids)]  # fmt: skip
+        mentions = [MentionRecord(chunk_id=ids[0], entity_id="eRev")]
+        if name == "A":
+            mentions += [MentionRecord(chunk_id=c, entity_id="eZeta") for c in ids]
+        if name in "AC":
+            mentions.append(MentionRecord(chunk_id=ids[0], entity_id="eBridge"))
+        graphs.append(DocumentGraph(document=doc, chunks=chunks, entities=[revenue, zeta, bridge], mentions=mentions))
+    return graphs
+
+
+def test_a_generic_entity_does_not_carry_score_into_other_documents(store: GraphStore,
+                                                                    backend_settings: Settings) -> None:  # fmt: skip
+    """Issue 56: 'Revenue' is in every document, so a1's score does not hop through it into B-E, and B's chunk
+    (a little similar on its own) stays below a2, which shares a specific entity with a1 inside A; 'Bridge' (2 of 5
+    documents) still carries it into C, weighted by its IDF over documents. hop_document_share 1: the old order."""
+    write_documents(store, _five_documents())
+    s = backend_settings.updated({
+        "weight_chunk": 1.0, "weight_question": 0.0, "weight_triple": 0.0, "weight_entity": 0.0,
+        "weight_fulltext": 0.0, "weight_section": 0.0, "weight_document": 0.0, "weight_hop": 0.5,
+        "weight_title_hop": 0.0, "weight_next": 0.0, "hop_from": 1, "rescore_k": 0, "ranker": "weights",
+    })  # fmt: skip
+    seeds = Seeds(layers={"Chunk": {"a1": (0.9, ""), "xB": (0.2, "")}})
+    got = propagate(store, s, seeds, k=10, explain=True)
+    order = [c.id for c in got]
+    assert order.index("a2") < order.index("xB")
+    by_id = {c.id: c for c in got}
+    assert by_id["a2"].score == pytest.approx(0.5 * 0.9 / math.log2(1 + 2), abs=1e-9)
+    assert {t.term for t in by_id["xB"].breakdown} == {"Chunk"}  # no hop through 'Revenue'
+    assert "xD" not in by_id and "xE" not in by_id
+    (hop,) = by_id["xC"].breakdown
+    specific = math.log(5 / 2) / math.log(1 / 0.1)
+    assert (hop.term, hop.text) == ("Hop", "Bridge")
+    assert hop.factor == pytest.approx(specific / math.log2(1 + 2), abs=1e-9)
+    old = [c.id for c in propagate(store, s.updated({"hop_document_share": 1.0}), seeds, k=10)]
+    assert old.index("xB") < old.index("a2") and {"xD", "xE"} <= set(old)
+
+
 @pytest.fixture
 def small_kb(falkor_settings: Settings, examples_dir: Path, tmp_path: Path) -> Iterator[KnowledgeBase]:
     src = examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl"

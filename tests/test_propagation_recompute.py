@@ -32,6 +32,7 @@ DIM = 384
 WEIGHTS = {"weight_chunk": 1.0, "weight_question": 0.7, "weight_triple": 0.3, "weight_entity": 0.25,
            "weight_fulltext": 0.2, "weight_section": 0.15, "weight_document": 0.1, "weight_hop": 0.4,
            "weight_title_hop": 0.6, "weight_next": 0.05}  # fmt: skip
+HOP_DOCUMENT_SHARE = 0.1  # the setting's default
 OTHER = {"hop_from": 2, "rescore_k": 2, "max_entity_degree": 5, "ranker_bm25_k": 3, "ranker_pool": 4}
 
 
@@ -166,11 +167,16 @@ def recompute(graphs: list[DocumentGraph], vecs: dict[str, np.ndarray], seeds: S
     rescore()
     s1 = {cid: total(cid) for cid in terms}
     sources = sorted(s1, key=lambda c: (-s1[c], c))
+    documents = len({c.document_id for c in chunks.values()})
     for a in sources[: OTHER["hop_from"]]:
         for eid, linked in mentions.items():
             if a in linked and len(linked) <= OTHER["max_entity_degree"]:
+                # into another document: the entity's IDF over documents, over log(1 / hop_document_share), <= 1
+                idf = math.log(documents / len({doc_of[c] for c in linked}))
+                across = min(1.0, idf / math.log(1 / HOP_DOCUMENT_SHARE))
                 for b in linked - {a}:
-                    add(b, "Hop", a, w["weight_hop"] * s1[a] / math.log2(1 + len(linked)))
+                    specific = 1.0 if doc_of[b] == doc_of[a] else across
+                    add(b, "Hop", a, w["weight_hop"] * s1[a] * specific / math.log2(1 + len(linked)))
             if a in linked and entity[eid].type == "TITLE":
                 targets = [b for b in linked if title[doc_of[b]] == entity[eid].name and doc_of[b] != doc_of[a]]
                 for b in targets:

@@ -1,7 +1,10 @@
 // Score propagation, second hop, one round trip (kbgraph.query.propagation):
 // 'Hop': chunks sharing an entity with a source chunk of $entity_hop_sources ([{id, score: its S1}]) (a -MENTIONS->
 //        e <-MENTIONS- b), through entities mentioned by at most $max_degree chunks: one row per reached chunk,
-//        its best term S1(a) / log2(1 + degree(e)) (the formula's max; fewer rows: Neo4j's driver pays per row);
+//        its best term S1(a) * specificity / log2(1 + degree(e)) (the formula's max; fewer rows: Neo4j's driver pays
+//        per row). specificity is 1 within a document; from one document to another it is the entity's IDF over
+//        the $document_count documents, log(N / documents(e)), over $specific_idf, at most 1 (0 when e is in every
+//        document: a hop through a generic entity does not leave its document); $specific_idf 0 = 1 everywhere;
 // 'TitleHop': from a chunk of $title_hop_ids to the chunks of the document whose title it names (a -MENTIONS->
 //        TITLE entity e, a document d titled e.name, d's chunks that mention e too). The WITH clauses fix the
 //        plan: FalkorDB otherwise scans every Entity and Document (34 ms -> 0.4 ms on 2Wiki);
@@ -22,18 +25,25 @@ UNWIND $entity_hop_sources AS source
 MATCH (a:Chunk {id: source.id})-[:MENTIONS]->(e:Entity)
 MATCH (e)<-[:MENTIONS]-(b:Chunk)
 WHERE $documents IS NULL OR b.document_id IN $documents
-WITH source.id AS from_id, source.score AS s1, e, collect(b) AS neighbours
+WITH source.id AS from_id, source.score AS s1, a.document_id AS from_document, e, collect(b) AS neighbours,
+     count(DISTINCT b.document_id) AS documents
 WHERE size(neighbours) <= $max_degree
 UNWIND neighbours AS neighbour
-WITH from_id, s1, e, neighbour, size(neighbours) AS degree
-WHERE neighbour.id <> from_id
-WITH neighbour, from_id, e.id AS via, e.name AS text, degree, s1 * log(2.0) / log(1.0 + degree) AS score
+WITH from_id, s1, e, neighbour, size(neighbours) AS degree,
+     CASE WHEN neighbour.document_id = from_document OR $specific_idf <= 0 THEN 1.0
+          WHEN documents >= $document_count THEN 0.0
+          WHEN log(toFloat($document_count) / documents) >= $specific_idf THEN 1.0
+          ELSE log(toFloat($document_count) / documents) / $specific_idf END AS specificity
+WHERE neighbour.id <> from_id AND specificity > 0
+WITH neighbour, from_id, e.id AS via, e.name AS text, degree, specificity,
+     s1 * specificity * log(2.0) / log(1.0 + degree) AS score
 ORDER BY score DESC, from_id, via
-WITH neighbour, collect([from_id, via, text, degree])[0] AS best
+WITH neighbour, collect([from_id, via, text, degree, specificity])[0] AS best
 OPTIONAL MATCH (d:Document {id: neighbour.document_id})
 WITH neighbour, best, d
 WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Hop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, neighbour.id AS chunk_id, best[3] AS degree,
+       best[4] AS specificity,
        CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND neighbour.embedding IS NOT NULL
        THEN {{vector_score: neighbour.embedding, $embedding}}
@@ -51,6 +61,7 @@ WITH a, e, d
 MATCH (b:Chunk {document_id: d.id})
 WHERE (b)-[:MENTIONS]->(e)
 RETURN 'TitleHop' AS kind, a.id AS from_id, e.id AS via, e.name AS text, b.id AS chunk_id, 1 AS degree,
+       1.0 AS specificity,
        CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN {{vector_score: b.embedding, $embedding}}
        END AS score
@@ -62,6 +73,7 @@ OPTIONAL MATCH (d:Document {id: b.document_id})
 WITH a, b, d
 WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'Next' AS kind, a.id AS from_id, a.id AS via, '' AS text, b.id AS chunk_id, 1 AS degree,
+       1.0 AS specificity,
        CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN {{vector_score: b.embedding, $embedding}}
        END AS score
@@ -82,6 +94,7 @@ OPTIONAL MATCH (d:Document {id: b.document_id})
 WITH b, best, d
 WHERE coalesce(d.status, 'complete') = 'complete' AND ($documents IS NULL OR d.id IN $documents)
 RETURN 'TripleHop' AS kind, best[0] AS from_id, best[1] AS via, best[2] AS text, b.id AS chunk_id, best[3] AS degree,
+       1.0 AS specificity,
        CASE WHEN $with_titles THEN d.title END AS title,
        CASE WHEN $with_similarity AND b.embedding IS NOT NULL THEN {{vector_score: b.embedding, $embedding}}
        END AS score
