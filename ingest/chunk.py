@@ -25,7 +25,7 @@ the model's summary (``kbgraph.ingest.chunk_llm``). Without an LLM nothing here 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kbgraph.ingest.chunk_units import Unit as _Unit
@@ -115,15 +115,57 @@ def build_structure(
     if chunk_tokens < 1:
         raise ValueError("chunk_tokens must be >= 1")
     overlap_sentences = max(0, overlap_sentences)
-    document_id = stable_id("doc", doc.uri)
-    ocr_pages = list(getattr(doc, "ocr_pages", []) or [])
-    ocr_confidence = dict(getattr(doc, "ocr_confidence", {}) or {})
-    document = DocumentRecord(id=document_id, uri=doc.uri, title=doc.title, mime=doc.mime, sha256=doc.sha256,
-                              ocr=bool(ocr_pages), ocr_pages=ocr_pages,
-                              title_alternatives=list(doc.title_alternatives), metadata=dict(doc.metadata),
-                              file_metadata=doc.file_metadata)  # fmt: skip
+    document = _document_record(doc)
+    sections, blocks = _sections_and_blocks(doc, document.id)  # 1. sections and blocks
+    sentences = _long_block_sentences(blocks, chunk_tokens)  # 2. sentences of the blocks too long for one chunk
+    # 2b. With an LLM: recurrent split of the long blocks and table summaries (PIKE-RAG §5.2.1, §5.1.2).
+    llm_chunks: dict[int, list[SplitChunk]] = {}
+    table_summaries: dict[int, str] = {}
+    if llm is not None:
+        long_blocks = [b for b in blocks if id(b) in sentences]
+        splits = (
+            {id(b): (_block_units(b, sentences[id(b)], chunk_tokens), b.path) for b in long_blocks} if llm_split else {}
+        )
+        tables = {id(b): (b.table[0], b.path) for b in blocks if b.table is not None and b.table[0].strip()}
+        llm_chunks, table_summaries = llm_chunk_stage(
+            llm, splits, tables, title=doc.title, chunk_tokens=chunk_tokens, window_tokens=llm_window_tokens,
+            workers=llm_workers,
+        )
+    # 3. Chunks in reading order.
+    chunks = _Chunks(document.id, dict(getattr(doc, "ocr_confidence", {}) or {}))
+    for b in blocks:
+        if b.table is not None:
+            md, page = b.table
+            summary = table_summaries.get(id(b)) or summarize_table(md)
+            chunks.add(b.parent_id, b.path, md, page, kind="table", summary=summary)
+            continue
+        assert b.paragraphs is not None
+        if id(b) not in sentences:  # fits in one chunk
+            text = "\n\n".join(t.strip() for t, _ in b.paragraphs if t.strip())
+            chunks.add(b.parent_id, b.path, text, next((p for t, p in b.paragraphs if t.strip()), None))
+        elif id(b) in llm_chunks:
+            for c in llm_chunks[id(b)]:
+                chunks.add(b.parent_id, b.path, c.text, c.page, summary=c.summary)
+        else:
+            for text, page in _pack(_block_units(b, sentences[id(b)], chunk_tokens), chunk_tokens, overlap_sentences):
+                chunks.add(b.parent_id, b.path, text, page)
+    if not chunks.records and sections:  # a document of headings only: keep them findable
+        chunks.add(document.id, "", "\n".join(s.title for s in sections), next((e.page for e in doc.elements), None))
+    return document, sections, chunks.records
 
-    # 1. Sections and blocks.
+
+def _document_record(doc: ParsedDocument) -> DocumentRecord:
+    """The Document of ``doc`` (id ``stable_id('doc', uri)``; OCR pages, titles and metadata as parsed)."""
+    ocr_pages = list(getattr(doc, "ocr_pages", []) or [])
+    return DocumentRecord(id=stable_id("doc", doc.uri), uri=doc.uri, title=doc.title, mime=doc.mime, sha256=doc.sha256,
+                          ocr=bool(ocr_pages), ocr_pages=ocr_pages,
+                          title_alternatives=list(doc.title_alternatives), metadata=dict(doc.metadata),
+                          file_metadata=doc.file_metadata)  # fmt: skip
+
+
+def _sections_and_blocks(doc: ParsedDocument, document_id: str) -> tuple[list[SectionRecord], list[_Block]]:
+    """The Section tree of ``doc``'s headings (in order) and its blocks: consecutive paragraphs of one section, or
+    one table each."""
     sections: list[SectionRecord] = []
     stack: list[SectionRecord] = []
     blocks: list[_Block] = []
@@ -153,17 +195,18 @@ def build_structure(
         elif el.kind == "table":
             parent_id, path = here()
             blocks.append(_Block(parent_id, path, table=(el.markdown or el.text, el.page)))
-        else:
-            if not el.text.strip():
-                continue
+        elif el.text.strip():
             parent_id, path = here()
             last = blocks[-1] if blocks else None
             if last is not None and last.paragraphs is not None and last.parent_id == parent_id:
                 last.paragraphs.append((el.text, el.page))
             else:
                 blocks.append(_Block(parent_id, path, paragraphs=[(el.text, el.page)]))
+    return sections, blocks
 
-    # 2. Sentences, only for blocks too long for one chunk (one spaCy pass for the whole document).
+
+def _long_block_sentences(blocks: list[_Block], chunk_tokens: int) -> dict[int, list[list[str]]]:
+    """{id(block): its paragraphs' sentences} of the blocks too long for one chunk (one spaCy pass for all)."""
     long_blocks = [
         b for b in blocks if b.paragraphs is not None and sum(_ntokens(t) for t, _ in b.paragraphs) > chunk_tokens
     ]
@@ -176,33 +219,27 @@ def build_structure(
             n = len(b.paragraphs or ())
             sentences[id(b)] = split[k : k + n]
             k += n
+    return sentences
 
-    # 2b. With an LLM: recurrent split of the long blocks and table summaries (PIKE-RAG §5.2.1, §5.1.2).
-    llm_chunks: dict[int, list[SplitChunk]] = {}
-    table_summaries: dict[int, str] = {}
-    if llm is not None:
-        splits = (
-            {id(b): (_block_units(b, sentences[id(b)], chunk_tokens), b.path) for b in long_blocks} if llm_split else {}
-        )
-        tables = {id(b): (b.table[0], b.path) for b in blocks if b.table is not None and b.table[0].strip()}
-        llm_chunks, table_summaries = llm_chunk_stage(
-            llm, splits, tables, title=doc.title, chunk_tokens=chunk_tokens, window_tokens=llm_window_tokens,
-            workers=llm_workers,
-        )
 
-    # 3. Chunks in reading order.
-    chunks: list[ChunkRecord] = []
+@dataclass
+class _Chunks:
+    """The chunks of one document, numbered in reading order as they are added (empty texts left out)."""
 
-    def add(parent_id: str, path: str, text: str, page: int | None, kind: str = "text",
+    document_id: str
+    ocr_confidence: dict[int, float]
+    records: list[ChunkRecord] = field(default_factory=list)
+
+    def add(self, parent_id: str, path: str, text: str, page: int | None, kind: str = "text",
             summary: str | None = None) -> None:  # fmt: skip
         if not text.strip():
             return
-        order = len(chunks)
+        order = len(self.records)
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        chunks.append(
+        self.records.append(
             ChunkRecord(
-                id=stable_id("chunk", document_id, str(order), digest),
-                document_id=document_id,
+                id=stable_id("chunk", self.document_id, str(order), digest),
+                document_id=self.document_id,
                 parent_id=parent_id,
                 text=text,
                 kind=kind,
@@ -210,29 +247,6 @@ def build_structure(
                 page=page,
                 order=order,
                 section_path=path,
-                ocr_confidence=ocr_confidence.get(page) if page is not None else None,
+                ocr_confidence=self.ocr_confidence.get(page) if page is not None else None,
             )
         )
-
-    for b in blocks:
-        if b.table is not None:
-            md, page = b.table
-            summary = table_summaries.get(id(b)) or summarize_table(md)
-            add(b.parent_id, b.path, md, page, kind="table", summary=summary)
-            continue
-        assert b.paragraphs is not None
-        if id(b) not in sentences:  # fits in one chunk
-            text = "\n\n".join(t.strip() for t, _ in b.paragraphs if t.strip())
-            add(b.parent_id, b.path, text, next((p for t, p in b.paragraphs if t.strip()), None))
-            continue
-        if id(b) in llm_chunks:
-            for c in llm_chunks[id(b)]:
-                add(b.parent_id, b.path, c.text, c.page, summary=c.summary)
-            continue
-        units = _block_units(b, sentences[id(b)], chunk_tokens)
-        for text, page in _pack(units, chunk_tokens, overlap_sentences):
-            add(b.parent_id, b.path, text, page)
-
-    if not chunks and sections:  # a document of headings only: keep them findable
-        add(document_id, "", "\n".join(s.title for s in sections), next((e.page for e in doc.elements), None))
-    return document, sections, chunks

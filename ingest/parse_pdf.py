@@ -32,6 +32,7 @@ import logging
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
@@ -109,6 +110,19 @@ def parse_pdf(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
 
 
 def _parse(doc: Document, name: str, pymupdf: ModuleType) -> tuple[str | None, list[RawElement]]:
+    pages, bad_pages = _read_pages(doc, name, pymupdf)
+    raw = _page_elements(pages, _repeated(pages), _heading_style(pages))
+    elements = _elements(raw)
+    describe(properties=pdf_properties(doc.metadata))  # author, creationDate, modDate (kbgraph.ingest.metadata)
+    title = _title(doc, elements, raw)
+    if bad_pages:
+        log.warning("%s: %d of %d pages could not be read", name, bad_pages, doc.page_count)
+    return (title or None), elements
+
+
+def _read_pages(doc: Document, name: str, pymupdf: ModuleType) -> tuple[list[tuple[int, Rect, list[Item]]], int]:
+    """([(page number, its rect, its items)], pages that could not be read) of ``doc``. Raises IngestError when
+    no page could be read or OCR cannot run at all."""
     flags: int = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
     pages: list[tuple[int, Rect, list[Item]]] = []
     bad_pages = 0
@@ -123,17 +137,23 @@ def _parse(doc: Document, name: str, pymupdf: ModuleType) -> tuple[str | None, l
             log.warning("%s: page %d skipped: %s", name, page.number + 1, one_line(exc, 200, empty="unknown error"))
     if not pages:
         raise IngestError(f"corrupt PDF {name}: no page could be read")
+    return pages, bad_pages
 
-    # Running headers/footers: same text (digits ignored) in the margins of at least half the pages.
-    repeated: set[str] = set()
-    if len(pages) >= 2:
-        seen: Counter[str] = Counter()
-        for _, rect, items in pages:
-            keys = {norm_key(" ".join(ln.text for ln in it.lines)) for it in items if in_margin(it, rect)}
-            seen.update(keys)
-        repeated = {k for k, n in seen.items() if n >= max(2, len(pages) / 2)}
 
-    # Body style and heading styles from span statistics.
+def _repeated(pages: list[tuple[int, Rect, list[Item]]]) -> set[str]:
+    """Running headers/footers: the same text (digits ignored) in the margins of at least half the pages."""
+    if len(pages) < 2:
+        return set()
+    seen: Counter[str] = Counter()
+    for _, rect, items in pages:
+        keys = {norm_key(" ".join(ln.text for ln in it.lines)) for it in items if in_margin(it, rect)}
+        seen.update(keys)
+    return {k for k, n in seen.items() if n >= max(2, len(pages) / 2)}
+
+
+def _heading_style(pages: list[tuple[int, Rect, list[Item]]]) -> Callable[[Line], tuple[float, bool] | None]:
+    """The heading style of a line (size, bold), None for body text: the body style and heading styles from span
+    statistics (the body size covers the most characters)."""
     sizes: Counter[float] = Counter()
     bold_chars = 0
     total_chars = 0
@@ -154,6 +174,14 @@ def _parse(doc: Document, name: str, pymupdf: ModuleType) -> tuple[str | None, l
             return (size, True)
         return None
 
+    return heading_style
+
+
+def _page_elements(pages: list[tuple[int, Rect, list[Item]]], repeated: set[str],
+                   heading_style: Callable[[Line], tuple[float, bool] | None]) -> list[_PageElement]:  # fmt: skip
+    """The elements of every page in reading order: tables (with their notes as text) and text blocks, a block
+    that starts with heading lines split into its heading and the rest; running headers/footers (``repeated``)
+    and number-only blocks left out."""
     raw: list[_PageElement] = []
     for pno, rect, items in pages:
         for it in reading_order(items):
@@ -185,11 +213,15 @@ def _parse(doc: Document, name: str, pymupdf: ModuleType) -> tuple[str | None, l
             body = join_lines([ln.text for ln in rest])
             if body:
                 raw.append({"kind": "text", "page": pno, "text": body})
+    return raw
 
-    # Heading levels: rank the styles in use.
+
+def _elements(raw: list[_PageElement]) -> list[RawElement]:
+    """The document's elements: heading levels ranking the styles in use (larger first, bold before regular at one
+    size), a header-less table continuing one of the previous page given its header, a paragraph broken by a page
+    break re-joined."""
     styles_used = sorted({r["style"] for r in raw if r["kind"] == "heading"}, key=lambda s: (-s[0], not s[1]))
     level_of = {s: min(i + 1, 6) for i, s in enumerate(styles_used)}
-
     elements: list[RawElement] = []
     last_table: tuple[int, int, list[str]] | None = None  # (page, ncols, header) of the previous table
     for r in raw:
@@ -227,8 +259,12 @@ def _parse(doc: Document, name: str, pymupdf: ModuleType) -> tuple[str | None, l
             last["text"] = join_lines([last["text"], text])
             continue
         elements.append({"kind": "text", "text": text, "level": None, "page": r["page"]})
+    return elements
 
-    describe(properties=pdf_properties(doc.metadata))  # author, creationDate, modDate (kbgraph.ingest.metadata)
+
+def _title(doc: Document, elements: list[RawElement], raw: list[_PageElement]) -> str:
+    """The PDF's title: its metadata's, unless a file name or placeholder; else, in a document without headings,
+    the caption of a table of its first page; else ''."""
     title = (doc.metadata or {}).get("title") or ""
     title = _WS.sub(" ", title).strip()
     title = re.sub(r"^microsoft (word|powerpoint) - ", "", title, flags=re.I)
@@ -237,9 +273,7 @@ def _parse(doc: Document, name: str, pymupdf: ModuleType) -> tuple[str | None, l
     if not title and not any(e["kind"] == "heading" for e in elements):  # a one-table report: its caption
         cap = next((r["table"]["caption"] for r in raw if r["kind"] == "table" and r["page"] == 1), None)
         title = cap or ""
-    if bad_pages:
-        log.warning("%s: %d of %d pages could not be read", name, bad_pages, doc.page_count)
-    return (title or None), elements
+    return title
 
 
 def _page_items(page: Page, flags: int) -> list[Item]:

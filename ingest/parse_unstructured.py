@@ -300,6 +300,84 @@ def _docx_table_cells(tbl: Any) -> tuple[list[list[str]], int]:  # (a w:tbl lxml
     return [r + [""] * (width - len(r)) for r in rows], width
 
 
+class _DocxBody:
+    """The elements of a .docx body in document order (``raw``): paragraphs (headings by their style, level 0: the
+    document's 'Title', kept as ``doc_title``), tables (a one-row or one-column table is a layout box: its cells are
+    text), content controls but the table of contents. ``paged``: the document holds rendered page breaks (each
+    element gets its page); ``table``, ``paragraph``: python-docx's classes (imported by the caller)."""
+
+    def __init__(self, d: Any, *, paged: bool, table: Any, paragraph: Any):
+        self.d, self.paged, self._table, self._paragraph = d, paged, table, paragraph
+        self.page = 1
+        self.cache: dict[str | None, int | None] = {}
+        self.raw: list[RawElement] = []
+        self.doc_title: str | None = None
+        self.tables = 0
+        self.last = ""  # the text before a table, to name it in a warning
+
+    def walk(self, parent: Any) -> None:  # (an lxml element: no type information)
+        for child in parent.iterchildren():
+            tag = child.tag
+            if tag == f"{_W}p":
+                self.paragraph(child)
+            elif tag == f"{_W}tbl":
+                self.table(child)
+            elif tag == f"{_W}sdt":
+                gallery = child.find(f"{_W}sdtPr/{_W}docPartObj/{_W}docPartGallery")
+                if gallery is not None and "contents" in (gallery.get(f"{_W}val") or "").lower():
+                    continue  # the table of contents
+                content = child.find(f"{_W}sdtContent")
+                if content is not None:
+                    self.walk(content)
+
+    def _page(self, child: Any) -> int | None:
+        """The page ``child`` starts on (None: not paged); the page breaks it renders counted."""
+        this_page = self.page if self.paged else None
+        if self.paged:
+            self.page += len(child.findall(f".//{_W}lastRenderedPageBreak"))
+        return this_page
+
+    def paragraph(self, child: Any) -> None:
+        p = self._paragraph(child, self.d)
+        text = _WS.sub(" ", p.text).strip()
+        this_page = self._page(child)
+        if not text:
+            return
+        level = _paragraph_level(p, self.cache)
+        self.last = text
+        if level == 0:
+            self.doc_title = self.doc_title or text
+            self.raw.append({"kind": "heading", "text": text, "level": 1, "page": this_page})
+        elif level is not None:
+            self.raw.append({"kind": "heading", "text": text, "level": level, "page": this_page, "styled": True})
+        else:
+            self.raw.append({"kind": "text", "text": text, "page": this_page})
+
+    def table(self, child: Any) -> None:
+        self.tables += 1
+        where = f"table {self.tables}" + (f" (after '{self.last[:60]}')" if self.last else "")
+        try:
+            rows, width = _docx_table(self._table(child, self.d))
+        except Exception as exc:  # an odd merged-cell grid: keep the cells, warn
+            try:
+                rows, width = _docx_table_cells(child)
+            except Exception as exc2:
+                warn(f"{where} skipped: {type(exc2).__name__}: {one_line(exc2, 200, empty=UNKNOWN_ERROR)}")
+                return
+            why = one_line(exc, 200, empty=UNKNOWN_ERROR)
+            warn(f"{where}: irregular merged-cell grid ({type(exc).__name__}: {why}); "
+                 "cells read one by one")  # fmt: skip
+        this_page = self._page(child)
+        if len(rows) >= 2 and width >= 2:
+            md = rows_to_markdown(rows[0], rows[1:])
+            self.raw.append({"kind": "table", "text": md, "markdown": md, "page": this_page})
+        else:  # a one-row or one-column table is a layout box: its cells are text
+            for r in rows:
+                for c in dict.fromkeys(r):
+                    if c:
+                        self.raw.append({"kind": "text", "text": c, "page": this_page})
+
+
 def parse_docx(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
     """(title, elements) of a .docx: python-docx heading styles, else ``partition_docx``."""
     _check_ooxml(data, name, ".docx")
@@ -313,73 +391,12 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
         why = one_line(exc, 200, empty=UNKNOWN_ERROR)
         raise IngestError(f"corrupt or unreadable .docx {name}: {type(exc).__name__}: {why}") from exc
 
-    body = d.element.body
-    paged = body.find(f".//{_W}lastRenderedPageBreak") is not None
-    page = 1
-    cache: dict[str | None, int | None] = {}
-    raw: list[RawElement] = []
     title = (d.core_properties.title or "").strip() or None
     describe(properties=office_properties(d.core_properties))  # author, created, modified (kbgraph.ingest.metadata)
-    doc_title: str | None = None
-
-    tables = 0
-    last = ""  # the text before a table, to name it in a warning
-
-    def walk(parent: Any) -> None:  # (an lxml element: no type information)
-        nonlocal page, doc_title, tables, last
-        for child in parent.iterchildren():
-            tag = child.tag
-            if tag == f"{_W}p":
-                p = Paragraph(child, d)
-                text = _WS.sub(" ", p.text).strip()
-                this_page = page if paged else None
-                if paged:
-                    page += len(child.findall(f".//{_W}lastRenderedPageBreak"))
-                if not text:
-                    continue
-                level = _paragraph_level(p, cache)
-                last = text
-                if level == 0:
-                    doc_title = doc_title or text
-                    raw.append({"kind": "heading", "text": text, "level": 1, "page": this_page})
-                elif level is not None:
-                    raw.append({"kind": "heading", "text": text, "level": level, "page": this_page, "styled": True})
-                else:
-                    raw.append({"kind": "text", "text": text, "page": this_page})
-            elif tag == f"{_W}tbl":
-                tables += 1
-                where = f"table {tables}" + (f" (after '{last[:60]}')" if last else "")
-                try:
-                    rows, width = _docx_table(Table(child, d))
-                except Exception as exc:  # an odd merged-cell grid: keep the cells, warn
-                    try:
-                        rows, width = _docx_table_cells(child)
-                    except Exception as exc2:
-                        warn(f"{where} skipped: {type(exc2).__name__}: {one_line(exc2, 200, empty=UNKNOWN_ERROR)}")
-                        continue
-                    why = one_line(exc, 200, empty=UNKNOWN_ERROR)
-                    warn(f"{where}: irregular merged-cell grid ({type(exc).__name__}: {why}); "
-                         "cells read one by one")  # fmt: skip
-                this_page = page if paged else None
-                if paged:
-                    page += len(child.findall(f".//{_W}lastRenderedPageBreak"))
-                if len(rows) >= 2 and width >= 2:
-                    md = rows_to_markdown(rows[0], rows[1:])
-                    raw.append({"kind": "table", "text": md, "markdown": md, "page": this_page})
-                else:  # a one-row or one-column table is a layout box: its cells are text
-                    for r in rows:
-                        for c in dict.fromkeys(r):
-                            if c:
-                                raw.append({"kind": "text", "text": c, "page": this_page})
-            elif tag == f"{_W}sdt":
-                gallery = child.find(f"{_W}sdtPr/{_W}docPartObj/{_W}docPartGallery")
-                if gallery is not None and "contents" in (gallery.get(f"{_W}val") or "").lower():
-                    continue  # the table of contents
-                content = child.find(f"{_W}sdtContent")
-                if content is not None:
-                    walk(content)
-
-    walk(body)
+    body = _DocxBody(d, paged=d.element.body.find(f".//{_W}lastRenderedPageBreak") is not None, table=Table,
+                     paragraph=Paragraph)  # fmt: skip
+    body.walk(d.element.body)
+    raw, doc_title = body.raw, body.doc_title
     if any(r.get("styled") for r in raw):
         # A 'Title' paragraph sits above the Heading 1 chapters: push styled headings one level down.
         if doc_title is not None:

@@ -28,7 +28,7 @@ from kbgraph.ingest.tables import normalize_signs
 
 if TYPE_CHECKING:
     from pymupdf import Page
-    from pymupdf.table import Table
+    from pymupdf.table import Table, TableRow
 
 #: A word of ``page.get_text("words")``: x0, y0, x1, y1, text, then block, line and word numbers.
 Word = tuple[float, float, float, float, str, *tuple[int, ...]]
@@ -118,10 +118,39 @@ def extract_table(tb: Table, page_words: list[Word]) -> PdfTable | None:
     words: list[Word] = [(*w[:4], normalize_signs(w[4]), *w[5:]) for w in page_words if inside(w[:4], bbox, pad=0.5)]
     if not words:
         return None
+    grid = _grid_rows(rows, words, starts, ncols)
+    if not grid:
+        return None
+    caption_lines: list[str] = []
+    notes: list[str] = []
+    while grid and _is_prose(grid[0]):
+        caption_lines += [_text(pl["phrases"][0][3]) for pl in grid.pop(0)["lines"]]
+    while grid and _is_prose(grid[-1]):
+        notes.insert(0, join_lines([_text(pl["phrases"][0][3]) for pl in grid.pop()["lines"]]))
+    if not grid:
+        return None
+    header = _header(grid, ncols)  # (takes the header rows off the grid)
+    body = _body(grid, ncols)
+    # Drop columns that are empty everywhere (grid artefacts), keeping the header aligned.
+    keep = [j for j in range(ncols) if any(r[j] for r in body) or (header and header[j].strip())]
+    body = [[r[j] for j in keep] for r in body]
+    if header is not None:
+        header = [header[j] for j in keep]
+    if not body and header is None:
+        return None
+    return {
+        "caption": join_lines(caption_lines) or None,
+        "header": header,
+        "rows": body,
+        "notes": notes,
+        "ncols": len(keep),
+    }
 
-    # Each grid row: its cells as (first column, last column, word indices), words taken by cell (a word belongs
-    # to the first cell containing its centre), cut into printed lines; a line is its phrases, each phrase
-    # tagged with its column (clamped to its cell's span).
+
+def _grid_rows(rows: list[TableRow], words: list[Word], starts: list[float], ncols: int) -> list[_GridRow]:
+    """Each grid row: its cells as (first column, last column, word indices), words taken by cell (a word belongs
+    to the first cell containing its centre), cut into printed lines; a line is its phrases, each phrase
+    tagged with its column (clamped to its cell's span). Rows without cells or words are left out."""
     used: set[int] = set()
     grid: list[_GridRow] = []
     for r in rows:
@@ -138,72 +167,78 @@ def extract_table(tb: Table, page_words: list[Word]) -> PdfTable | None:
         if not cells:
             continue
         owner = {k: (a, b) for a, b, cw in cells for k in cw}
-        row_words = sorted(owner)
-        plines: list[_PrintedLine] = []
-        indexed: list[IndexedWord] = [words[k] + (k,) for k in row_words]
-        for line in _cluster_lines(indexed):
-            phrases: list[Phrase] = []  # (col, a, b, words)
-            for a, b in dict.fromkeys(owner[w[-1]] for w in line):
-                for p in _phrases([w for w in line if owner[w[-1]] == (a, b)]):
-                    col = min(max(_col_of((p[0][0] + p[-1][2]) / 2, starts), a), b)
-                    phrases.append((col, a, b, p))
-            cols: dict[int, list[str]] = defaultdict(list)
-            for col, _, _, p in sorted(phrases, key=lambda x: x[3][0][0]):
-                cols[col].append(_text(p))
-            plines.append({"phrases": phrases, "cols": {j: " ".join(v) for j, v in cols.items()}})
+        indexed: list[IndexedWord] = [words[k] + (k,) for k in sorted(owner)]
+        plines = [_printed_line(line, owner, starts) for line in _cluster_lines(indexed)]
         if plines:
             full = len(cells) == 1 and cells[0][0] == 0 and cells[0][1] == ncols - 1
             grid.append({"lines": plines, "full": full, "spans": [(a, b) for a, b, _ in cells]})
-    if not grid:
-        return None
+    return grid
 
-    def is_prose(g: _GridRow) -> bool:  # a full-width row whose every printed line is one phrase: caption or notes
-        return g["full"] and all(len(pl["phrases"]) == 1 for pl in g["lines"])
 
-    caption_lines: list[str] = []
-    notes: list[str] = []
-    while grid and is_prose(grid[0]):
-        caption_lines += [_text(pl["phrases"][0][3]) for pl in grid.pop(0)["lines"]]
-    while grid and is_prose(grid[-1]):
-        notes.insert(0, join_lines([_text(pl["phrases"][0][3]) for pl in grid.pop()["lines"]]))
-    if not grid:
-        return None
+def _printed_line(line: list[IndexedWord], owner: dict[int, tuple[int, int]], starts: list[float]) -> _PrintedLine:
+    """A printed line of a grid row: its phrases per cell (``owner``: {word index: its cell's columns}), each
+    tagged with its column, and the text per column."""
+    phrases: list[Phrase] = []  # (col, a, b, words)
+    for a, b in dict.fromkeys(owner[w[-1]] for w in line):
+        for p in _phrases([w for w in line if owner[w[-1]] == (a, b)]):
+            col = min(max(_col_of((p[0][0] + p[-1][2]) / 2, starts), a), b)
+            phrases.append((col, a, b, p))
+    cols: dict[int, list[str]] = defaultdict(list)
+    for col, _, _, p in sorted(phrases, key=lambda x: x[3][0][0]):
+        cols[col].append(_text(p))
+    return {"phrases": phrases, "cols": {j: " ".join(v) for j, v in cols.items()}}
 
-    def cells_of(g: _GridRow) -> dict[int, str]:
-        out: dict[int, list[str]] = defaultdict(list)
-        for pl in g["lines"]:
-            for j, t in pl["cols"].items():
-                out[j].append(t)
-        return {j: " ".join(v) for j, v in out.items()}
 
-    def header_like(g: _GridRow) -> bool:
-        vals = [t for t in cells_of(g).values() if t.strip()]
-        return bool(vals) and not any(_NUMERIC_CELL.match(t) for t in vals)
+def _is_prose(g: _GridRow) -> bool:
+    """A full-width row whose every printed line is one phrase: caption or notes."""
+    return g["full"] and all(len(pl["phrases"]) == 1 for pl in g["lines"])
 
-    # Header rows: a leading non-numeric row, plus up to two more non-numeric rows with empty cells.
+
+def _cells_of(g: _GridRow) -> dict[int, str]:
+    out: dict[int, list[str]] = defaultdict(list)
+    for pl in g["lines"]:
+        for j, t in pl["cols"].items():
+            out[j].append(t)
+    return {j: " ".join(v) for j, v in out.items()}
+
+
+def _header_like(g: _GridRow) -> bool:
+    vals = [t for t in _cells_of(g).values() if t.strip()]
+    return bool(vals) and not any(_NUMERIC_CELL.match(t) for t in vals)
+
+
+def _header(grid: list[_GridRow], ncols: int) -> list[str] | None:
+    """The header of the table (None: it has none), its rows taken off the front of ``grid``: a leading non-numeric
+    row, plus up to two more non-numeric rows with empty cells. A group label spanning several columns is
+    prefixed to each ('Pre-Pawn Handgun')."""
     header_rows: list[_GridRow] = []
-    if len(grid) > 1 and header_like(grid[0]):
+    if len(grid) > 1 and _header_like(grid[0]):
         header_rows.append(grid.pop(0))
-        while len(grid) > 1 and len(header_rows) < 3 and header_like(grid[0]) and len(cells_of(grid[0])) < ncols:
+        while len(grid) > 1 and len(header_rows) < 3 and _header_like(grid[0]) and len(_cells_of(grid[0])) < ncols:
             header_rows.append(grid.pop(0))
-    header: list[str] | None = None
-    if header_rows:
-        labels: list[list[str]] = [[] for _ in range(ncols)]
-        for g in header_rows:
-            for pl in g["lines"]:
-                by_cell: dict[tuple[int, int], list[tuple[int, list[IndexedWord]]]] = defaultdict(list)
-                for col, a, b, p in pl["phrases"]:
-                    by_cell[(a, b)].append((col, p))
-                for (a, b), phr in by_cell.items():
-                    col_ids = [c for c, _ in phr]
-                    if b > a and (len(phr) == 1 or len(set(col_ids)) < len(col_ids)):
-                        for j in range(a, b + 1):  # a group label over the whole span
-                            labels[j].append(" ".join(_text(p) for _, p in phr))
-                    else:
-                        for c, p in phr:
-                            labels[c].append(_text(p))
-        header = [" ".join(x) for x in labels]
+    if not header_rows:
+        return None
+    labels: list[list[str]] = [[] for _ in range(ncols)]
+    for g in header_rows:
+        for pl in g["lines"]:
+            by_cell: dict[tuple[int, int], list[tuple[int, list[IndexedWord]]]] = defaultdict(list)
+            for col, a, b, p in pl["phrases"]:
+                by_cell[(a, b)].append((col, p))
+            for (a, b), phr in by_cell.items():
+                col_ids = [c for c, _ in phr]
+                if b > a and (len(phr) == 1 or len(set(col_ids)) < len(col_ids)):
+                    for j in range(a, b + 1):  # a group label over the whole span
+                        labels[j].append(" ".join(_text(p) for _, p in phr))
+                else:
+                    for c, p in phr:
+                        labels[c].append(_text(p))
+    return [" ".join(x) for x in labels]
 
+
+def _body(grid: list[_GridRow], ncols: int) -> list[list[str]]:
+    """The table's rows of ``ncols`` cells: a printed line starts a new row when it has text in the row's key
+    (leftmost) column and in at least half as many columns as the row's first line; other lines continue the row
+    above (wrapped cells). Empty rows are left out."""
     body: list[list[str]] = []
     for g in grid:
         lines = g["lines"]
@@ -220,20 +255,7 @@ def extract_table(tb: Table, page_words: list[Word]) -> PdfTable | None:
             row = [join_lines(rec.get(j, [])) for j in range(ncols)]
             if any(c.strip() for c in row):
                 body.append(row)
-    # Drop columns that are empty everywhere (grid artefacts), keeping the header aligned.
-    keep = [j for j in range(ncols) if any(r[j] for r in body) or (header and header[j].strip())]
-    body = [[r[j] for j in keep] for r in body]
-    if header is not None:
-        header = [header[j] for j in keep]
-    if not body and header is None:
-        return None
-    return {
-        "caption": join_lines(caption_lines) or None,
-        "header": header,
-        "rows": body,
-        "notes": notes,
-        "ncols": len(keep),
-    }
+    return body
 
 
 def may_have_table(page: Page) -> bool:

@@ -136,90 +136,108 @@ def discover(
     given that found it (the file name for a file given by itself)}: the metadata's ``folder`` and ``path``
     (kbgraph.ingest.metadata). A metadata sidecar (``<file>.meta.json``) found in a folder is not a document: it
     is reported skipped, and read with its file."""
-    found: list[tuple[Path, str]] = []
-    seen_dirs: set[tuple[int, int]] = set()
-    exclusions = Exclusions(exclude)
+    finder = _Discovery(errors, skipped, Exclusions(exclude), ocr, [Path(w) for w in within] if within is not None else None)
+    for raw in paths:
+        finder.given(Path(raw).expanduser())
+    unique: dict[Path, str] = {}
+    for f, rel in finder.found:
+        unique.setdefault(f.resolve(), rel)
+    if relative is not None:
+        relative.update(unique)
+    return list(unique)
 
-    def skip(entry: Path, reason: str) -> None:
-        if skipped is not None:
+
+class _Discovery:
+    """One ``discover``: the files ``found`` (with their path relative to the path given), in order; what it
+    skips goes to ``skipped`` (when given), what fails to ``errors``; ``fence``: the resolved folders of
+    ``within`` (None: no fence)."""
+
+    def __init__(self, errors: list[FileError], skipped: list[FileOutcome] | None, exclusions: Exclusions,
+                 ocr: OcrOptions | None, fence: list[Path] | None):  # fmt: skip
+        self.errors, self.skipped, self.exclusions, self.ocr, self.fence = errors, skipped, exclusions, ocr, fence
+        self.found: list[tuple[Path, str]] = []
+        self.seen_dirs: set[tuple[int, int]] = set()
+
+    def given(self, path: Path) -> None:
+        """A path given to the run: a folder walked, a file tried (unless an ``exclude`` pattern matches it)."""
+        exclusions = self.exclusions
+        if self.outside(path):
+            return
+        if path.is_dir():
+            self.walk(path, exclusions.root_rules(path), path)
+        elif path.is_file():
+            if excluded := exclusions.match(exclusions.root_rules(path.parent, defaults=False), path, False):
+                self.skip(path, excluded)
+            else:
+                self.found.append((path, path.name))
+        else:
+            self.errors.append(FileError(path=str(path), error="no such file or directory"))
+
+    def skip(self, entry: Path, reason: str) -> None:
+        if self.skipped is not None:
             path = entry.resolve() if entry.exists() else entry.parent.resolve() / entry.name  # (a broken link)
-            skipped.append(FileOutcome(path=str(path), outcome="skipped", reason=reason))
+            self.skipped.append(FileOutcome(path=str(path), outcome="skipped", reason=reason))
 
-    fence = [Path(w) for w in within] if within is not None else None
-
-    def outside(entry: Path) -> bool:
+    def outside(self, entry: Path) -> bool:
         """True (and reported skipped) when ``entry`` leads outside the ``within`` fence."""
-        if fence is None:
+        if self.fence is None:
             return False
         target = entry.resolve()
-        if any(target == root or target.is_relative_to(root) for root in fence):
+        if any(target == root or target.is_relative_to(root) for root in self.fence):
             return False
-        if skipped is not None:
-            skipped.append(FileOutcome(path=str(entry), outcome="skipped", reason=(
+        if self.skipped is not None:
+            self.skipped.append(FileOutcome(path=str(entry), outcome="skipped", reason=(
                 f"outside the allowed folders (serve_ingest_roots): it leads to {target}, not read")))
         return True
 
-    def walk(directory: Path, rules: list[_Rules], root: Path) -> None:
+    def walk(self, directory: Path, rules: list[_Rules], root: Path) -> None:
+        """The entries of ``directory`` (found under the path ``root``), in name order, each once: symbolic link
+        loops and unreadable folders reported in ``errors``."""
+        errors = self.errors
         try:
             st = directory.stat()
         except OSError as exc:
             errors.append(FileError(path=str(directory), error=f"cannot read directory: {exc.strerror}"))
             return
         key = (st.st_dev, st.st_ino)
-        if key in seen_dirs:
+        if key in self.seen_dirs:
             errors.append(FileError(path=str(directory), error="symlink loop: directory already visited, skipped"))
             return
-        seen_dirs.add(key)
+        self.seen_dirs.add(key)
         try:
             entries = sorted(directory.iterdir())
         except OSError as exc:
             errors.append(FileError(path=str(directory), error=f"cannot list directory: {exc.strerror}"))
             return
-        rules = rules + exclusions.folder_rules(directory, errors)
+        rules = rules + self.exclusions.folder_rules(directory, errors)
         for entry in entries:
-            if outside(entry):
-                continue
-            is_dir = entry.is_dir()
-            excluded = exclusions.match(rules, entry, is_dir)
-            if entry.name.startswith("."):
-                if excluded:  # .DS_Store: reported; .git, .kbgraphignore: tool state, silent
-                    skip(entry, excluded)
-                continue
-            if excluded:
-                skip(entry, excluded)
-            elif is_dir:
-                walk(entry, rules, root)
-            elif not entry.is_file():
-                broken = entry.is_symlink() and not entry.exists()
-                skip(entry, "broken symbolic link: its target is gone" if broken else
-                     "not a regular file (a device, socket or pipe)")  # fmt: skip
-            elif is_sidecar(entry):
-                skip(entry, f"the metadata sidecar of {entry.name[: -len(SIDECAR_SUFFIX)]}: read with it, not "
-                     "ingested as a document")  # fmt: skip
-            elif reason := skip_reason(entry, ocr):
-                skip(entry, reason)
-            else:
-                found.append((entry, entry.relative_to(root).as_posix()))
+            if not self.outside(entry):
+                self.entry(entry, rules, root)
 
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if outside(path):
-            continue
-        if path.is_dir():
-            walk(path, exclusions.root_rules(path), path)
-        elif path.is_file():
-            if excluded := exclusions.match(exclusions.root_rules(path.parent, defaults=False), path, False):
-                skip(path, excluded)
-            else:
-                found.append((path, path.name))
+    def entry(self, entry: Path, rules: list[_Rules], root: Path) -> None:
+        """One entry of a folder: walked, found, or skipped with its reason (hidden ones silently unless an
+        exclusion rule names them)."""
+        is_dir = entry.is_dir()
+        excluded = self.exclusions.match(rules, entry, is_dir)
+        if entry.name.startswith("."):
+            if excluded:  # .DS_Store: reported; .git, .kbgraphignore: tool state, silent
+                self.skip(entry, excluded)
+            return
+        if excluded:
+            self.skip(entry, excluded)
+        elif is_dir:
+            self.walk(entry, rules, root)
+        elif not entry.is_file():
+            broken = entry.is_symlink() and not entry.exists()
+            self.skip(entry, "broken symbolic link: its target is gone" if broken else
+                      "not a regular file (a device, socket or pipe)")  # fmt: skip
+        elif is_sidecar(entry):
+            self.skip(entry, f"the metadata sidecar of {entry.name[: -len(SIDECAR_SUFFIX)]}: read with it, not "
+                      "ingested as a document")  # fmt: skip
+        elif reason := skip_reason(entry, self.ocr):
+            self.skip(entry, reason)
         else:
-            errors.append(FileError(path=str(path), error="no such file or directory"))
-    unique: dict[Path, str] = {}
-    for f, rel in found:
-        unique.setdefault(f.resolve(), rel)
-    if relative is not None:
-        relative.update(unique)
-    return list(unique)
+            self.found.append((entry, entry.relative_to(root).as_posix()))
 
 
 def file_of(uri: str) -> str:
