@@ -8,7 +8,9 @@ neighbours. Why: the evidence graph drawn by Cytoscape.js with question, chunk a
 page), the score terms as bars. Explore: the Kentucky entity found by name and drawn, its chunk expanded from the
 panel (its document among the neighbours), the next page of neighbours behind the "N more" node, colours of the
 Browser style, the browse queries as views. Documents: the list, an upload followed to its job's end (each file's
-outcome) and listed, the ingestion runs with their counts, newest first, then the upload deleted.
+outcome) and listed, each file's state followed live (queued ... done, a broken file failed with its reason), the
+ingestion runs with their counts, newest first, then the upload deleted. A hostile document (markup and script in its
+title and text) is shown as text on every page that shows it, and runs nothing.
 Every request the page makes goes to the server's own origin, no Content-Security-Policy violation, the assets
 total at most 1 MB. With API keys: the page asks for one; a read-only key (told by GET /v1/kb/{name}/rights) sees no upload or
 delete and the API refuses a forced upload (403); a key scoped to another knowledge base is told so and offered
@@ -61,6 +63,16 @@ MAX_ASSET_BYTES = 1_000_000
 #: Records each CSP violation the page sees (a Playwright init script: not part of the page, not blocked by it).
 CSP_PROBE = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
              "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")  # fmt: skip
+#: Records the states each file of an upload went through on the Documents page ({file name: [state, ...]}), as the
+#: page showed them (its aria-live list of the job's files).
+FILE_STATES_PROBE = """window.__fileStates = {};
+document.addEventListener('DOMContentLoaded', () => new MutationObserver(() => {
+  for (const li of document.querySelectorAll('#jobs li.file')) {
+    const seen = (window.__fileStates[li.textContent.split(':')[0]] ||= []);
+    if (seen[seen.length - 1] !== li.dataset.state) seen.push(li.dataset.state);
+  }
+}).observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true}));"""
+BROKEN_NAME = "broken-scan.pdf"
 ASSET_BYTES_JS = """() => performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))
   .filter(e => !new URL(e.name).pathname.startsWith('/v1/') && !new URL(e.name).pathname.startsWith('/readyz'))
   .map(e => [new URL(e.name).pathname, e.decodedBodySize])"""
@@ -122,6 +134,7 @@ def opened(browser: Browser, url: str, tmp_path: Path) -> Iterator[tuple[Page, l
     context: BrowserContext = browser.new_context(viewport={"width": 1360, "height": 900}, accept_downloads=False)
     context.set_default_timeout(TIMEOUT_MS)
     context.add_init_script(CSP_PROBE)
+    context.add_init_script(FILE_STATES_PROBE)
     requests: list[str] = []
     errors: list[str] = []
     context.on("request", lambda r: requests.append(r.url))
@@ -179,6 +192,8 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
     url, settings, backend = served
     note = tmp_path / NOTE_NAME
     note.write_text(NOTE, encoding="utf-8")
+    broken = tmp_path / BROKEN_NAME
+    broken.write_bytes(b"%PDF-1.4\nnot a pdf at all\n")
 
     # the server side first: the page and its files, with the CSP, no key needed, the API behind the guard
     with urllib.request.urlopen(url + "/") as r:
@@ -259,16 +274,28 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
         expect(rows).to_have_count(1)
         expect(rows.first).to_contain_text("NICS Firearm Background Checks")
         assert int(rows.first.locator("td.num").inner_text()) > 0
-        page.locator("#files").set_input_files(str(note))
+        page.locator("#files").set_input_files([str(note), str(broken)])
         page.get_by_role("button", name="Upload and ingest").click()
         expect(page.locator("#jobs .job.done")).to_contain_text("1 added")
-        expect(page.locator("#jobs .job.done .files li")).to_have_text(f"{NOTE_NAME}: ingested (1 chunk)")
+        # each file followed live in the aria-live list of the job: queued, ..., done or failed with the reason
+        assert page.locator("#jobs").get_attribute("aria-live") == "polite"
+        files = page.locator("#jobs .job.done .files li")
+        expect(files).to_have_count(2)
+        expect(files.first).to_have_text(f"{NOTE_NAME}: ingested (1 chunk)")
+        expect(files.nth(1)).to_contain_text(f"{BROKEN_NAME}: failed — ")
+        states = page.evaluate("window.__fileStates")
+        # (queued or already running when the upload's answer is read: the job starts at once)
+        assert states[NOTE_NAME][0] in ("queued", "running") and states[NOTE_NAME][-1] == "done", states
+        assert states[BROKEN_NAME][0] in ("queued", "running") and states[BROKEN_NAME][-1] == "failed", states
+        assert set(states[NOTE_NAME]) <= {"queued", "running", "writing", "done"}, states
         expect(rows).to_have_count(2)
-        # the ingestion runs, newest first: the upload's, then the sample's
+        # the ingestion runs, newest first: the upload's (a file failed), then the sample's
         runs = page.locator("#runs-body tr.run")
         expect(runs).to_have_count(2)
         expect(runs.first.locator("td.added")).to_have_text("1")
-        expect(runs.first.locator(".pill")).to_have_text("completed")
+        expect(runs.first.locator("td.failed")).to_have_text("1")
+        expect(runs.first.locator(".pill")).to_have_text("failed")
+        expect(page.locator("#runs-body tr.run-errors").first).to_contain_text("1 failure and why")
         expect(runs.nth(1).locator("td.added")).to_have_text("1")
         assert int(runs.nth(1).locator("td.chunks").inner_text()) > 1
         ferry = rows.filter(has_text="Ferry timetable")
@@ -446,6 +473,71 @@ def test_webapp_host_and_files(falkor_kb: Settings) -> None:
         assert c.get("/", headers={"host": "evil.example"}).status_code == 421  # DNS rebinding
         assert c.post("/ui/app.css").status_code == 405
         assert c.get(f"/v1/kb/{falkor_kb.name}/documents").status_code == 401  # the API still wants the key
+        for path, asset in assets().items():  # the app's own code writes no HTML from strings (dom.js: text only)
+            if path.endswith(".js"):
+                code = asset.body.decode()
+                assert not [w for w in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
+                                        "new Function") if w in code], path  # fmt: skip
         licence = c.get("/ui/vendor/cytoscape/LICENSE").text
         version = c.get("/ui/vendor/cytoscape/VERSION.json").json()
         assert "MIT" in licence and version["package"] == "cytoscape" and version["license"] == "MIT"
+
+
+#: Its file name is its title (a .txt file): markup too.
+HOSTILE_NAME = "Ferry <img src=x onerror=\"window.__pwned='title'\"> rules.txt"
+#: Markup in a document's title and text: each would run script if the page took it as HTML.
+HOSTILE = ("Ferry <img src=x onerror=\"window.__pwned='title'\"> <script>window.__pwned='script'</script> rules\n\n"
+           "The ferry <img src=x onerror=\"window.__pwned='text'\"> to Kilnsea <b>leaves</b> at 7. "
+           "<svg onload=\"window.__pwned='svg'\"></svg> <a href=\"javascript:window.__pwned='link'\">timetable</a>\n")
+
+
+def test_hostile_text_is_inert(falkor_settings: Settings, browser: Browser, tmp_path: Path) -> None:
+    """A document whose title and text hold markup and script (stored as written: the API returns it) is shown as
+    text on the Ask, Explore and Documents pages: no element of it is made, no script of it runs, no request it
+    names is made (every text from the server goes in as text: dom.js)."""
+    import httpx
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / HOSTILE_NAME).write_text(HOSTILE, encoding="utf-8")
+    settings = offline(falkor_settings, name=f"xss{uuid.uuid4().hex[:8]}")
+    with KnowledgeBase(settings=settings) as kb:
+        kb.reset()
+        assert kb.ingest([docs], progress=False).added == 1
+    try:
+        with running(create_app(settings)) as url, opened(browser, url, tmp_path) as (page, requests, errors):
+            with httpx.Client(base_url=url, timeout=60) as c:  # the markup reaches the page as data
+                listed = c.get(f"/v1/kb/{settings.name}/documents").json()["documents"][0]
+                hit = c.post(f"/v1/kb/{settings.name}/search", json={"question": "ferry Kilnsea", "k": 1}).json()
+            assert "onerror" in listed["title"] and "onerror" in hit["chunks"][0]["text"], (listed, hit)
+            page.goto(url + "/", wait_until="domcontentloaded")
+            page.locator("body[data-ready='true']").wait_for()
+            page.locator("#question").fill("When does the ferry to Kilnsea leave?")
+            page.locator("#question").press("Enter")
+            card = page.locator("#citations .card").first
+            expect(card).to_contain_text("onerror")  # shown as text
+            card.get_by_role("button", name="Open passage").click()
+            expect(page.locator("#passage-text")).to_contain_text("<svg onload")
+            page.keyboard.press("Escape")
+            page.get_by_role("link", name="Explore").click()
+            page.locator("#view").select_option("document")  # the document's layers; its chunk's text in the panel
+            page.get_by_role("button", name="Show", exact=True).click()
+            page.wait_for_function("() => window.kbgraph.explore && window.kbgraph.explore.nodes('[label = \"Chunk\"]').length")
+            page.evaluate("window.kbgraph.explore.nodes('[label = \"Chunk\"]')[0].emit('tap')")
+            expect(page.locator("#explore-detail .caption")).to_contain_text("<img")
+            page.get_by_role("link", name="Documents").click()
+            expect(page.locator("#docs-body tr").first).to_contain_text("onerror")
+            page.wait_for_timeout(300)
+            made = page.evaluate("""() => [...document.querySelectorAll('main img, main script, main svg, main b, main a')]
+                .filter(e => /onerror|onload|pwned|javascript:/.test(e.outerHTML)
+                             || e.closest('#citations, #passage, #docs-body, #explore-detail, #hits'))
+                .filter(e => !e.id)  // the page's own (#passage-page-img), not the document's
+                .map(e => e.outerHTML.slice(0, 120))""")
+            assert made == [], made
+            assert page.evaluate("window.__pwned") is None
+            assert not [r for r in requests if r.rstrip("/").endswith("/x") or "javascript:" in r], requests
+            same_origin(requests, url)
+            assert page.evaluate("window.__csp") == []
+    finally:
+        with KnowledgeBase(settings=settings) as kb:
+            kb.reset()

@@ -1,6 +1,7 @@
 // The Documents page: the knowledge base's documents (GET /documents: title, status, chunk count, source), an
 // upload (multipart POST /ingest, as `curl -F files=@...`) followed as its job runs (GET /v1/jobs/{id}: its status
-// while it runs, then each file's outcome from its report), delete (DELETE /documents/{id}), and the ingestion runs
+// while it runs with each file's state, queued / reading, distilling and embedding / writing / done, then each file's
+// outcome from its report), delete (DELETE /documents/{id}), and the ingestion runs
 // (GET /runs: counts, failures and their reasons, newest first). Upload and delete are shown only to a key that may
 // write (GET /rights; a 403 hides them too).
 
@@ -100,8 +101,23 @@ async function remove(doc) {
   await loadDocuments();
 }
 
-function jobLine(job, files) {
-  const item = el("li", { class: `job ${job.status}`, dataset: { job: job.id } });
+/** What a file's state (GET /v1/jobs/{id}: `files`, kbgraph.serve.jobs.FileProgress) says, in words. */
+const STATE_TEXT = {
+  queued: "queued (the job waits for the one before it)",
+  running: "reading, distilling and embedding",
+  writing: "writing",
+  done: "done",
+};
+
+function fileText(f) {
+  if (f.outcome) {
+    return `${f.name}: ${f.outcome}${f.chunks ? ` (${f.chunks} chunk${f.chunks === 1 ? "" : "s"})` : ""}`
+      + `${f.reason ? ` — ${f.reason}` : ""}`;
+  }
+  return `${f.name}: ${STATE_TEXT[f.state] || f.state}${f.reason ? ` — ${f.reason}` : ""}`;
+}
+
+function jobSummary(job, files) {
   const r = job.report;
   const what = files.length === 1 ? files[0] : `${files.length} files`;
   let text = `${what}: ${job.status}`;
@@ -110,20 +126,36 @@ function jobLine(job, files) {
     if (r.skipped) text += `, ${r.skipped} skipped`;
     const total = r.seconds && r.seconds.total;
     if (typeof total === "number" && total > 0) text += ` in ${total.toFixed(1)} s`;
+  } else if (job.status === "running" && (job.files || []).length) {
+    const done = job.files.filter((f) => f.state === "done").length;
+    text += ` — ${done} of ${job.files.length} file${job.files.length === 1 ? "" : "s"} done`;
   }
   if (job.error) text += ` — ${job.error}`;
-  item.append(el("span", {}, text));
-  const outcomes = (r && r.files) || [];
-  if (outcomes.length) {
-    item.append(el("ul", { class: "files", "aria-label": "Each file" }, outcomes.map((f) => el("li",
-      { class: `file ${f.outcome}` }, `${f.path.split("/").pop()}: ${f.outcome}`
-        + `${f.chunks ? ` (${f.chunks} chunk${f.chunks === 1 ? "" : "s"})` : ""}${f.reason ? ` — ${f.reason}` : ""}`))));
-  } else if (job.status === "queued" || job.status === "running") {
-    item.append(el("ul", { class: "files", "aria-label": "Each file" },
-      files.map((name) => el("li", { class: "file waiting" }, `${name}: ${job.status === "queued" ? "waiting" : "in this run"}`))));
-  }
-  const errors = (r && r.errors) || [];
-  if (errors.length) item.append(el("ul", { class: "errors" }, errors.map((e) => el("li", {}, typeof e === "string" ? e : `${e.path || e.source || ""}: ${e.error || e.message || JSON.stringify(e)}`))));
+  return text;
+}
+
+/** The job's line: made once, then only its changed texts are replaced (the list is aria-live: a screen reader
+ * hears each file's new state, not the whole job again on every poll). */
+function jobLine(item, job, files) {
+  item.className = `job ${job.status}`;
+  item.dataset.job = job.id;
+  let summary = item.querySelector(".summary");
+  if (!summary) summary = item.appendChild(el("span", { class: "summary" }));
+  const text = jobSummary(job, files);
+  if (summary.textContent !== text) summary.textContent = text;
+  const progress = (job.files || []).length ? job.files
+    : files.map((name) => ({ name, state: job.status === "queued" ? "queued" : "running" }));
+  let list = item.querySelector("ul.files");
+  if (!list) list = item.appendChild(el("ul", { class: "files", "aria-label": "Each file" }));
+  progress.forEach((f, i) => {
+    let line = list.children[i];
+    if (!line) line = list.appendChild(el("li"));
+    line.className = `file ${f.state}${f.outcome ? ` ${f.outcome}` : ""}`;
+    line.dataset.state = f.state;
+    const words = fileText(f);
+    if (line.textContent !== words) line.textContent = words;
+  });
+  while (list.children.length > progress.length) list.lastChild.remove();
   return item;
 }
 
@@ -143,6 +175,12 @@ function renderRuns(runs) {
       el("td", {}, el("span", { class: ok ? "pill" : "pill other" }, run.status || "unknown")),
       ...["added", "updated", "unchanged", "deleted", "failed", "chunks"].map((k) => el("td", { class: `num ${k}` }, count(run[k]))),
       el("td", { class: "num" }, typeof run.seconds === "number" ? run.seconds.toFixed(1) : "")));
+    if (run.scoped) {
+      body.append(el("tr", { class: "run-documents" }, el("td", { colspan: 10 },
+        `Wrote ${run.documents.length} of the documents this key may read: `
+        + run.documents.map((d) => d.title || d.uri || d.id).join(", ")
+        + ". (The run's status, counts and other files are not shown to a key scoped to documents.)")));
+    }
     if ((run.errors || []).length) {
       body.append(el("tr", { class: "run-errors" }, el("td", { colspan: 10 },
         el("details", {}, el("summary", {}, `${run.errors.length} failure${run.errors.length === 1 ? "" : "s"} and why`),
@@ -162,7 +200,7 @@ export async function loadRuns() {
 }
 
 async function follow(job, files) {
-  let line = jobLine(job, files);
+  const line = jobLine(el("li"), job, files);
   $("#jobs").prepend(line);
   while (job.status === "queued" || job.status === "running") {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
@@ -171,9 +209,7 @@ async function follow(job, files) {
     } catch (err) {
       job = { ...job, status: "failed", error: err.message };
     }
-    const next = jobLine(job, files);
-    line.replaceWith(next);
-    line = next;
+    jobLine(line, job, files);
     if (job.status === "running") loadDocuments();
   }
   await Promise.all([loadDocuments(), loadRuns()]);

@@ -6,9 +6,9 @@
 
 import { api, kbPath } from "./api.js";
 import { $, clear, el, shorten } from "./dom.js";
+import { graphStyle, loadCytoscape } from "./graph.js";
 import { app, events, styleOf } from "./state.js";
 
-const CYTOSCAPE = "/ui/vendor/cytoscape/cytoscape.esm.min.mjs";
 /** Neighbours per expansion. */
 export const PAGE = 12;
 const SIZE = { Document: 44, Entity: 34, Chunk: 32, Section: 30, IngestionRun: 40 };
@@ -32,33 +32,27 @@ function nodeData(node) {
     border: style.border, size: SIZE[node.label] || 26 };
 }
 
-function graphStyle() {
-  return [
-    { selector: "node", style: {
-      "background-color": "data(color)", "border-color": "data(border)", "border-width": 2,
-      width: "data(size)", height: "data(size)", label: "data(caption)", "font-size": 10, color: "#1d2330",
-      "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "wrap", "text-max-width": 140,
-      "text-background-color": "#ffffff", "text-background-opacity": 0.85, "text-background-padding": 1,
-    } },
+/** The base style (graph.js) with the "N more" node, edge labels and dashed drawn-only edges. */
+function exploreStyle() {
+  return graphStyle(140, { nodes: [
     { selector: `node[label = '${MORE}']`, style: {
       "background-color": "#ffffff", "border-color": "#4f586a", "border-style": "dashed", shape: "round-rectangle",
       width: 70, height: 22, "text-valign": "center", "text-margin-y": 0, "font-weight": "bold",
     } },
-    { selector: "node:selected", style: { "border-width": 5, "border-color": "#ffb020", "overlay-opacity": 0 } },
+  ], edges: [
     { selector: "edge", style: {
-      width: 1.5, "line-color": "#aab2c0", "target-arrow-color": "#aab2c0", "target-arrow-shape": "triangle",
-      "curve-style": "bezier", "arrow-scale": 0.8, label: "data(type)", "font-size": 7, color: "#4f586a",
-      "text-rotation": "autorotate", "text-background-color": "#ffffff", "text-background-opacity": 0.8,
+      label: "data(type)", "font-size": 7, color: "#4f586a", "text-rotation": "autorotate",
+      "text-background-color": "#ffffff", "text-background-opacity": 0.8,
     } },
     { selector: "edge[type = 'IN'], edge[type = 'CHANGED'], edge[type = 'more']", style: { "line-style": "dashed" } },
-  ];
+  ] });
 }
 
 async function ensureGraph() {
-  if (!cytoscape) cytoscape = (await import(CYTOSCAPE)).default;
+  if (!cytoscape) cytoscape = await loadCytoscape();
   if (cy) return cy;
   cy = cytoscape({
-    container: $("#explore-graph"), elements: [], style: graphStyle(), wheelSensitivity: 0.3, minZoom: 0.15,
+    container: $("#explore-graph"), elements: [], style: exploreStyle(), wheelSensitivity: 0.3, minZoom: 0.15,
     maxZoom: 3, boxSelectionEnabled: false,
   });
   cy.on("tap", "node", (event) => tapped(event.target.id()));

@@ -4,9 +4,9 @@
 // terms (explain: docs/scoring.md) as bars.
 
 import { $, clear, el, shorten } from "./dom.js";
+import { graphStyle, loadCytoscape } from "./graph.js";
 import { app, events, styleOf } from "./state.js";
 
-const CYTOSCAPE = "/ui/vendor/cytoscape/cytoscape.esm.min.mjs";
 /** Column of each label, left to right: the question, what reached the passages, the passages, documents. */
 const COLUMN = { Question: 0, SubQuestion: 1, Chunk: 3, Document: 4 };
 const EVIDENCE_COLUMN = 2;
@@ -51,9 +51,14 @@ export function evidenceGraph(answer) {
   const cited = new Set((answer.citations || []).map((c) => c.chunk_id));
   const chunks = new Map();
   (answer.chunks || []).forEach((c, i) => chunks.set(c.id, { ...c, rank: i + 1 }));
+  // a cited passage the answer's chunks do not hold (a neighbour picked as evidence) joins its document's node,
+  // known by the title and source of the chunks that are held
+  const docOf = new Map();
+  for (const c of chunks.values()) docOf.set(`${c.document_title}\u0000${c.document_uri || ""}`, c.document_id);
   for (const c of answer.citations || []) {
     if (!chunks.has(c.chunk_id)) {
-      chunks.set(c.chunk_id, { id: c.chunk_id, document_title: c.document_title, document_id: `doc-of:${c.chunk_id}`,
+      const docId = docOf.get(`${c.document_title}\u0000${c.document_uri || ""}`) || `doc-of:${c.chunk_id}`;
+      chunks.set(c.chunk_id, { id: c.chunk_id, document_title: c.document_title, document_id: docId,
         section_path: c.section, page: c.page, text: c.quote, breakdown: [] });
     }
   }
@@ -118,22 +123,12 @@ function layout(nodes) {
   });
 }
 
-function graphStyle() {
-  return [
-    { selector: "node", style: {
-      "background-color": "data(color)", "border-color": "data(border)", "border-width": 2,
-      width: "data(size)", height: "data(size)", label: "data(caption)", "font-size": 10, color: "#1d2330",
-      "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "wrap", "text-max-width": 150,
-      "text-background-color": "#ffffff", "text-background-opacity": 0.85, "text-background-padding": 1,
-    } },
-    { selector: "node[cited = 1]", style: { "border-width": 4, "border-color": "#1d2330" } },
-    { selector: "node:selected", style: { "border-width": 5, "border-color": "#ffb020", "overlay-opacity": 0 } },
-    { selector: "edge", style: {
-      width: 1.5, "line-color": "#aab2c0", "target-arrow-color": "#aab2c0", "target-arrow-shape": "triangle",
-      "curve-style": "bezier", "arrow-scale": 0.8,
-    } },
-    { selector: "edge[type = 'IN']", style: { "line-style": "dashed" } },
-  ];
+/** The base style (graph.js) with the cited passages ringed and the IN edges dashed. */
+function whyStyle() {
+  return graphStyle(150, {
+    nodes: [{ selector: "node[cited = 1]", style: { "border-width": 4, "border-color": "#1d2330" } }],
+    edges: [{ selector: "edge[type = 'IN']", style: { "line-style": "dashed" } }],
+  });
 }
 
 function legend(nodes) {
@@ -232,10 +227,10 @@ async function draw(answer) {
   legend(nodes);
   describe(nodes);
   renderTerms(answer);
-  if (!cytoscape) cytoscape = (await import(CYTOSCAPE)).default;
+  if (!cytoscape) cytoscape = await loadCytoscape();
   if (cy) cy.destroy();
   cy = cytoscape({
-    container: $("#graph"), elements: { nodes, edges }, style: graphStyle(), layout: { name: "preset", fit: true, padding: 30 },
+    container: $("#graph"), elements: { nodes, edges }, style: whyStyle(), layout: { name: "preset", fit: true, padding: 30 },
     wheelSensitivity: 0.3, minZoom: 0.2, maxZoom: 3, boxSelectionEnabled: false, autoungrabify: false,
   });
   cy.on("tap", "node", (event) => showNode(event.target.data()));
