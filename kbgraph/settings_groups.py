@@ -393,12 +393,9 @@ class RetrievalSettings(SettingsGroup):
         "repeated in a document or across documents) once: the repeat is left out and the next chunk taken "
         "(false = every copy, as ranked).")
     max_chunks_per_page: int = Field(
-        0, ge=0, description="Score propagation returns at most this many chunks of one page of one document "
-        "(the best of them; the next page's chunk takes the slot), so a top k names k pages where it can; "
-        "0 = no limit (the default: the page's best chunk is not always the one that answers, e.g. the sample "
-        "NICS page's footnote outranks its Kentucky row; docs/benchmarks.md#long-documents: 1 gives page@5 +2.9 "
-        "on the long-document set). Chunks without a page (HTML, Markdown, passages) are not limited; with "
-        "collapse_repeated_chunks only.")
+        1, ge=0, description="Score propagation returns at most this many results per page of a document: the "
+        "page's best chunk stands for it and carries the page's other ranked chunks as evidence (same_page, which "
+        "an answer reads), and the next page takes the slot; 0 = every chunk a result. Pageless chunks unlimited.")
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
     filter_seeding: Literal["auto", "exact", "overfetch"] = Field(
         "auto", description="Seeds of a filtered question (--where, the API's filters, a key's document scope): "

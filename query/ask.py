@@ -23,6 +23,7 @@ from kbgraph.query.answering import UsageMeter
 from kbgraph.query.bm25 import load_library as load_bm25
 from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_answer
+from kbgraph.query.graph import with_pages
 from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, AnswerRow, get_method
 from kbgraph.query.models import Answer, ScoredChunk
 from kbgraph.query.seeding import static_question_vectors
@@ -116,7 +117,7 @@ def answer_question(question: str, ctx: QueryContext, *, method: str | None = No
     retrieval = chosen.name if chosen.kind == "retrieval" else DEFAULT_RETRIEVAL_METHOD
     started, meter = time.perf_counter(), UsageMeter(ctx.llm)  # the LLM's share: question tags (auto-tagging)
     chunks = retrieve(question, ctx, k=k, method=retrieval, explain=explain)
-    best, citations = evidence_answer(question, chunks, ctx.embedder)
+    best, citations = evidence_answer(question, with_pages(chunks), ctx.embedder)  # a page's chunks as evidence
     answer = Answer(
         question=question, method=retrieval, retrieval_only=True, chunks=chunks, citations=citations,
         answer=best or "No evidence found in the knowledge base.",

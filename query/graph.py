@@ -45,7 +45,8 @@ def chunk_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
 
 def distinct_top(store: GraphStore, ranked: Sequence[str], k: int,
                  read: Callable[[Sequence[str]], dict[str, Row]] | None = None, *,
-                 per_page: int = 0) -> tuple[list[str], dict[str, Row]]:  # fmt: skip
+                 per_page: int = 0, same_page: dict[str, list[str]] | None = None,
+                 ) -> tuple[list[str], dict[str, Row]]:  # fmt: skip
     """The first ``k`` chunk ids of ``ranked`` (best first) whose texts differ, and their :func:`chunk_details`
     rows: a chunk whose text equals a better-ranked one's (a passage repeated in a document, or in two documents)
     is left out and the next one taken, so ``k`` distinct passages come back while ``ranked`` has them. A chunk
@@ -53,11 +54,14 @@ def distinct_top(store: GraphStore, ranked: Sequence[str], k: int,
     for the first ``k``; one more per further slice, only when a repeat was left out. ``read``: what gives the
     rows instead of that statement (kbgraph.query.adjacency ``Adjacency.details``). ``per_page`` > 0: at most that
     many chunks of one (document, page) are kept, the later ones left out like repeats (a chunk without a page is
-    not limited; setting ``max_chunks_per_page``)."""
+    not limited; setting ``max_chunks_per_page``). ``same_page``: filled with {kept chunk id: the ids of its page's
+    chunks left out by ``per_page``, in rank order} (their rows in the returned details too), the page's evidence
+    that its result carries (:attr:`ScoredChunk.same_page`)."""
     top: list[str] = []
     details: dict[str, Row] = {}
     seen: set[str] = set()
     on_page: Counter[tuple[str, int]] = Counter()
+    first_on: dict[tuple[str, int], str] = {}
     start = 0
     while len(top) < k and start < len(ranked):
         batch = list(ranked[start : start + k])
@@ -73,14 +77,34 @@ def distinct_top(store: GraphStore, ranked: Sequence[str], k: int,
                 if per_page and page is not None:
                     where = (str(row.get("document_id") or ""), int(page))
                     if on_page[where] >= per_page:
+                        if same_page is not None:
+                            same_page.setdefault(first_on[where], []).append(cid)
+                            seen.add(text)
+                            details[cid] = row
                         continue
                     on_page[where] += 1
+                    first_on.setdefault(where, cid)
                 seen.add(text)
                 details[cid] = row
             top.append(cid)
             if len(top) == k:
                 break
     return top, details
+
+
+def with_pages(chunks: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+    """The chunks as an answer reads them: each result followed by the further chunks of its page that it carries
+    (:attr:`ScoredChunk.same_page`, one result per page), in rank order.
+
+    Args:
+        chunks: retrieval results, best first.
+    Returns:
+        The results and their pages' chunks, flat, without nesting (``same_page`` empty on each)."""
+    out: list[ScoredChunk] = []
+    for chunk in chunks:
+        out.append(chunk.model_copy(update={"same_page": []}) if chunk.same_page else chunk)
+        out.extend(c.model_copy(update={"same_page": []}) for c in chunk.same_page)
+    return out
 
 
 def scored_chunk(row: Row, score: float, breakdown: Sequence[Contribution] = ()) -> ScoredChunk:

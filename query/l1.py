@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from kbgraph.query.answering import UsageMeter, citations_for, final_answer
 from kbgraph.query.context import QueryContext
+from kbgraph.query.graph import with_pages
 from kbgraph.query.models import Answer
 from kbgraph.query.retrieval import retrieve_propagation
 
@@ -33,7 +34,7 @@ def answer_l1(question: str, ctx: QueryContext) -> Answer:
         StoreError: the store fails a statement."""
     llm = ctx.need_llm()
     meter = UsageMeter(llm)
-    chunks = retrieve_propagation(question, ctx, k=ctx.settings.routing.l1_k)
+    chunks = with_pages(retrieve_propagation(question, ctx, k=ctx.settings.routing.l1_k))  # with each page's chunks
     out = final_answer(llm, question, chunks, ctx.events)
     answer = Answer(
         question=question, answer=out.answer, rationale=out.rationale, method="l1", chunks=chunks,

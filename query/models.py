@@ -50,6 +50,10 @@ class ScoredChunk(BaseModel):
     document_uri: str = ""
     breakdown: list[Contribution] = Field(default_factory=list)
     ranking: list[RankerTerm] = Field(default_factory=list)  # with explain and ranker=learned
+    #: One result per page (setting ``max_chunks_per_page``): the page's further chunks that ranked before the top k
+    #: was filled, best first. The result stands for its page; these are its evidence too (an answer reads them:
+    #: kbgraph.query.graph ``with_pages``), not results of their own.
+    same_page: list[ScoredChunk] = Field(default_factory=list)
 
 
 class Seeds(BaseModel):

@@ -94,9 +94,11 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
         top = ranked[:wide]
     read = view.details if view is not None else (lambda ids: chunk_details(store, ids))
     per_page = settings.retrieval.max_chunks_per_page
-    top, details = distinct_top(store, top, k, read, per_page=per_page) if collapse else (top, read(top))
-    out = []
-    for cid in top:
+    same_page: dict[str, list[str]] = {}  # a page's result -> the page's further chunks, its evidence
+    top, details = (distinct_top(store, top, k, read, per_page=per_page, same_page=same_page) if collapse
+                    else (top, read(top)))  # fmt: skip
+
+    def result(cid: str) -> ScoredChunk:
         breakdown = []
         if explain:
             breakdown = [
@@ -107,6 +109,12 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
             breakdown.sort(key=lambda t: -t.score)
         chunk = scored_chunk(details.get(cid, {"id": cid}), scores[cid], breakdown)
         chunk.ranking = ranking.get(cid, [])
+        return chunk
+
+    out = []
+    for cid in top:
+        chunk = result(cid)
+        chunk.same_page = [result(other) for other in same_page.get(cid, ())]
         out.append(chunk)
     return out
 

@@ -10,7 +10,7 @@ import pytest
 
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
-from kbgraph.query.graph import distinct_top
+from kbgraph.query.graph import distinct_top, with_pages
 from kbgraph.query.propagation import propagate
 from kbgraph.query.seeding import seed_layers
 from kbgraph.settings import Settings
@@ -103,9 +103,17 @@ def test_one_chunk_per_page(store: GraphStore, backend_settings: Settings) -> No
     assert distinct_top(store, ["p0", "p1", "p2", "w0", "w1"], 3, per_page=1)[0] == ["p0", "p2", "w0"]
     assert distinct_top(store, ["p0", "p1", "p2", "w0", "w1"], 3)[0] == ["p0", "p1", "p2"]
     assert distinct_top(store, ["w0", "w1", "p0"], 2, per_page=1)[0] == ["w0", "w1"]
+    later: dict[str, list[str]] = {}  # the page's chunk left out rides with its page's result, row and all
+    ids, rows = distinct_top(store, ["p0", "p1", "p2", "w0"], 2, per_page=1, same_page=later)
+    assert ids == ["p0", "p2"] and later == {"p0": ["p1"]} and set(rows) == {"p0", "p1", "p2"}
     qvec = _vec(98, _vec(5), 0.02)
     for per_page, expect_two_on_page_1 in ((1, False), (0, True)):
         s = backend_settings.updated({"ranker": "weights", "max_chunks_per_page": per_page})
         top = propagate(store, s, seed_layers(store, s, QUESTION, qvec), k=3)
         pages = [(c.document_id, c.page) for c in top if c.page is not None]
         assert (pages.count(("doc:P", 1)) == 2) is expect_two_on_page_1, (per_page, [c.id for c in top])
+        if per_page:  # page 1's result carries p1 as evidence; an answer reads it after p0 (with_pages)
+            assert [c.id for c in top[0].same_page] == ["p1"] and top[0].same_page[0].page == 1
+            assert [c.id for c in with_pages(top)][:2] == ["p0", "p1"]
+        else:
+            assert not any(c.same_page for c in top)
