@@ -1,5 +1,5 @@
 """Stages 2-5 of ingestion for each group of parsed documents: chunk, distill, embed, write
-(PIKE-RAG §5.1, §5.2.1, §5.3.1; kbgraph.ingest.pipeline reads the files and forms the groups).
+(PIKE-RAG §5.1, §5.2.1, §5.3.1; the run's engine, kbgraph.ingest.engines, reads the files and forms the groups).
 
 Each group is written in one unit of work (``kbgraph.ingest.write``); when a group fails, its documents are
 processed again one at a time, so the failing document is reported and the others are written.
@@ -313,4 +313,4 @@ def distilled_line(questions: int, triples: int, entities: int) -> str:
     return f"{questions:,} atomic questions, {triples:,} triples, {entities:,} entities"
 
 
-__all__ = ["FATAL", "WRITE_THREAD", "BackgroundWrite", "Built", "GroupRunner", "distilled_line"]
+__all__ = ["FATAL", "WRITE_THREAD", "BackgroundWrite", "Built", "GroupCut", "GroupRunner", "distilled_line", "document_chars"]

@@ -8,6 +8,7 @@ Pure: parses the sources with ast."""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from tests.unit.conftest import REPO
 
 #: The limit (the house rule: functions < ~80 lines).
@@ -38,6 +39,7 @@ def function_lengths(source: str) -> dict[str, int]:
     return out
 
 
+@cache
 def _lengths() -> dict[str, int]:
     return {
         f"{path.relative_to(REPO).as_posix()}::{name}": n
