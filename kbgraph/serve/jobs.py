@@ -220,7 +220,7 @@ def outcomes(job: Job, report: IngestReport) -> list[FileProgress]:
         if got is None:
             out.append(file.model_copy(update={"state": "done"}))
             continue
-        state: FileState = got.outcome if got.outcome in ("failed", "skipped") else "done"  # type: ignore[assignment]
+        state: FileState = "failed" if got.outcome == "failed" else "skipped" if got.outcome == "skipped" else "done"
         out.append(file.model_copy(update={"state": state, "outcome": got.outcome, "chunks": got.chunks,
                                            "reason": got.reason}))  # fmt: skip
     return out
