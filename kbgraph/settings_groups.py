@@ -408,11 +408,12 @@ class RetrievalSettings(SettingsGroup):
         "exactly when over-fetching cannot cover it; a larger one is over-fetched at the bound.")
     # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
     ranker: Literal["learned", "weights", "gbm", "blend"] = Field(
-        "learned", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
+        "blend", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
         "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings, "
         "'gbm' = gradient-boosted trees over the same terms and list features (ranker_model; docs/scoring.md), "
         "'blend' = the learned ranker's order, its best ranker_blend_k re-ordered by the learned and gbm scores, "
-        "each standardised over them, the gbm's weighted by ranker_blend_weight (kbgraph.query.ranking_blend).")
+        "each standardised over them, the gbm's weighted by ranker_blend_weight (kbgraph.query.ranking_blend; the "
+        "default: above 'learned' held out on every passage set, level on long documents).")
     ranker_blend_weight: float = Field(
         4.0, ge=0, description="ranker 'blend': the weight of the gbm's standardised score beside the learned "
         "ranker's (0 = the learned ranker's order). 4: chosen leave-one-set-out by R@2 + R@5 on the repo's sets "

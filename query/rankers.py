@@ -46,7 +46,7 @@ __all__ = ["DEFAULT_RANKER", "RANKERS", "RankerOrder", "RankerRow", "blend_order
            "learned_order", "rankers_help"]  # fmt: skip
 
 #: The ranker of the setting ``ranker``'s default.
-DEFAULT_RANKER = "learned"
+DEFAULT_RANKER = "blend"
 
 
 class RankerOrder(Protocol):

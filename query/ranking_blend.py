@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from kbgraph.errors import ConfigError
 from kbgraph.query.models import RankerTerm
 from kbgraph.query.ranking import feature_rows, load_model, score_rows
 from kbgraph.query.ranking_gbm import default_blend_path, gbm_rows, load_gbm_model
@@ -76,7 +77,13 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
     standardised learned score (term ``learned``, over the head's mean and deviation) moved below the head's last
     (term ``after_head``), so scores fall in the order given. At most one statement (the texts of head candidates
     not seen before, kbgraph.query.ranking_gbm ``pool_facts``). Raises ConfigError as ``load_model`` and
-    ``load_gbm_model`` when a shipped model file is missing."""
+    ``load_gbm_model`` when a shipped model file is missing, and when ``ranker_model`` is set: it names one model,
+    which the blend (two models, the shipped ones) would leave unread."""
+    if settings.retrieval.ranker_model is not None:
+        raise ConfigError(
+            f"ranker_model {settings.retrieval.ranker_model} is read by ranker 'learned' or 'gbm', not by 'blend' (the "
+            "default), which orders by its two shipped models: set ranker=learned (KBGRAPH_RANKER=learned) for a "
+            "model of `kbgraph rank train`, or ranker=gbm for one of `--model gbm`")
     weight, size = settings.retrieval.ranker_blend_weight, settings.retrieval.ranker_blend_k
     ids = pool.ids
     raw_learned, head, rows = head_rows(store, question, pool, size)

@@ -253,7 +253,7 @@ def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings: Settin
                             q.gold_passage_ids, 5) for q in questions]  # fmt: skip
     assert row["weights"]["R@5"] == pytest.approx(100 * sum(r5) / len(r5), abs=1e-6)  # type: ignore[arg-type]
     # propagation with that model: the scores are the model's (not the weighted sums)
-    with KnowledgeBase(settings=kb_settings.updated({"ranker_model": out})) as kb:
+    with KnowledgeBase(settings=kb_settings.updated({"ranker": "learned", "ranker_model": out})) as kb:
         ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
         chunks = retrieve_propagation(questions[0].question, ctx, k=5, explain=True)
         assert chunks and all(c.ranking for c in chunks)

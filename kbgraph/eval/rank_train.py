@@ -6,7 +6,7 @@ corpus), the learned ranker's pool is built exactly as at query time (kbgraph.qu
 terms); a chunk is labelled 1 when its passage is gold. The pools of every data set
 together fit a logistic regression (scikit-learn, the ``eval`` extra) on standardised feature rows
 (``kbgraph.query.ranking.feature_rows``); the model is written as JSON (:class:`RankerModel`) and used at query
-time with ``KBGRAPH_RANKER_MODEL=<file>``.
+time with ``KBGRAPH_RANKER_MODEL=<file>`` and ``KBGRAPH_RANKER=learned``.
 
 ``leave_one_out`` scores each data set with a model fitted on the others: the figure that says how a model
 generalises to a corpus it has not seen (docs/benchmarks.md#recall-per-method).
@@ -186,7 +186,7 @@ def loso_table(by_set: dict[str, list[LabelledPool]],
 
 def write_model(model: RankerModel | GBMModel, path: str | Path) -> Path:
     """Write ``model`` as JSON to ``path`` (parent folders made; a gbm model on one line); the path written. Use
-    it with ``KBGRAPH_RANKER_MODEL=<path>`` (and ``KBGRAPH_RANKER=gbm`` for a gbm model)."""
+    it with ``KBGRAPH_RANKER_MODEL=<path>`` and ``KBGRAPH_RANKER=learned`` (``gbm`` for a gbm model)."""
     p = Path(path).expanduser()
     p.parent.mkdir(parents=True, exist_ok=True)
     indent = None if isinstance(model, GBMModel) else 1

@@ -95,7 +95,7 @@ _ROWS = (
             lambda sets, p: fit(sets, pool=p.pool, c=p.c),
             lambda sets, p: leave_one_out(sets, pool=p.pool, c=p.c),
             lambda p: f"--pool {p.pool} --c {p.c}", default_model_path,
-            "KBGRAPH_RANKER_MODEL=<file> (ranker 'learned')"),
+            "KBGRAPH_RANKER_MODEL=<file> KBGRAPH_RANKER=learned"),
     Trainer("gbm",
             lambda kb, ds, p, log: collect_gbm_pools(kb, ds, pool=p.pool, limit=p.limit, log=log),
             lambda sets, p: fit_gbm(sets, pool=p.pool),

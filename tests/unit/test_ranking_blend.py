@@ -5,10 +5,12 @@ features, the shipped blend model's trees walked node by node)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from kbgraph.errors import ConfigError
 from kbgraph.query.propagation import LearnedPool
 from kbgraph.query.ranking import feature_rows, load_model, score_rows
 from kbgraph.query.ranking_blend import blend_order, blend_scores, standardised
@@ -62,3 +64,12 @@ def test_the_head_is_reordered_by_its_own_list_features(head_k: int) -> None:
         if cid in expected:
             assert scores[cid] == pytest.approx(expected[cid], abs=1e-9)
     assert [scores[cid] for cid in got] == sorted(scores.values(), reverse=True)
+
+
+def test_the_blend_refuses_a_ranker_model_it_would_not_read(tmp_path: Path) -> None:
+    """The blend orders by its two shipped models: a ``ranker_model`` (one model, of `kbgraph rank train`) given
+    with it would be left unread, so it is a ConfigError naming the ranker that reads it."""
+    model = tmp_path / "mine.json"
+    model.write_text(default_blend_path().read_text())
+    with pytest.raises(ConfigError, match="ranker=learned"):
+        blend_order(None, Settings(ranker="blend", ranker_model=model), QUESTION, pool(), 5, False)  # type: ignore[arg-type]

@@ -106,7 +106,7 @@ def test_run_json_is_readable_and_holds_the_settings_and_their_hash(tmp_path: Pa
     ident = identity(tmp_path, seed_k=7)
     rf.open_run_folder(run_dir, ident)
     stored = json.loads((run_dir / rf.RUN).read_text())
-    assert stored["settings"]["seed_k"] == 7 and stored["settings"]["ranker"] == "learned"
+    assert stored["settings"]["seed_k"] == 7 and stored["settings"]["ranker"] == "blend"  # the default
     assert stored["kbgraph"] == version("kbgraph") and stored["format"] == rf.IDENTITY_FORMAT
     assert stored["identity"] == rf.identity_hash(stored) == ident["identity"]
     assert stored["ranker"]["model_sha256"]
@@ -133,10 +133,10 @@ def test_the_ranker_model_is_identified_by_its_content_not_its_path(tmp_path: Pa
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(shipped))
     b.write_text(json.dumps(shipped))
-    same_a, same_b = identity(tmp_path, ranker_model=a), identity(tmp_path, ranker_model=b)
+    same_a, same_b = (identity(tmp_path, ranker="learned", ranker_model=p) for p in (a, b))
     assert same_a["identity"] == same_b["identity"]
     b.write_text(json.dumps({**shipped, "intercept": shipped.get("intercept", 0.0) + 1}))
-    assert identity(tmp_path, ranker_model=b)["identity"] != same_a["identity"]
+    assert identity(tmp_path, ranker="learned", ranker_model=b)["identity"] != same_a["identity"]
     assert rf.ranker_identity(Settings(ranker="weights")) == {"ranker": "weights", "model_sha256": None}
 
 
