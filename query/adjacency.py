@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 #: Rows per page of the adjacency statements.
 PAGE = 2000
 
+#: A hop that reaches a chunk (:meth:`Adjacency.hop_rows`): (score, source, via, text, degree, specificity).
+_Hop = tuple[float, str, str, str | None, int, float]
+
 
 def specificity(documents: int, total: int, idf: float) -> float:
     """How specific an entity is for a hop from one document to another (score propagation's entity hop,
@@ -140,6 +143,7 @@ class Adjacency:
         self.unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)  # (chunks, dim), L2 = 1
         self._scoped: dict[frozenset[str], Any] = {}  # a document scope's rows (:meth:`top_chunks`)
         self._scoped_lock = threading.Lock()
+        self._entity_documents: dict[str, int] = {}  # entity -> its chunks' documents (:meth:`_documents_of`)
         self.name: dict[str, str | None] = {}
         self.titled: set[str] = set()  # entities of type TITLE
         self.related: dict[str, list[str]] = {}
@@ -171,25 +175,31 @@ class Adjacency:
         allowed = set(documents)
         return lambda i: self.served[i] and self.document[i] in allowed
 
-    def _row(self, i: int, params: Row, **fields: Any) -> Row:
-        """A row of chunk ``i`` as the statements give it: its fields and the document title when ``with_titles``;
-        its similarity is filled by :meth:`_similarities` (``_i``: the chunk's index until then)."""
-        return {**fields, "chunk_id": self.ids[i], "title": self.title[i] if params.get("with_titles") else None,
-                "_i": i}  # fmt: skip
-
-    def _similarities(self, rows: list[Row], params: Row) -> list[Row]:
-        """``rows`` with the exact cosine of each chunk with ``embedding`` as ``similarity`` when
-        ``with_similarity`` (None for a chunk without an embedding), computed for all of them at once."""
-        at = [(row, row.pop("_i")) for row in rows if "_i" in row]
-        vector = params.get("embedding")
+    def _similarities(self, rows: list[Row], at: list[int], params: Row) -> list[Row]:
+        """``rows`` with the exact cosine of each chunk with ``embedding`` as ``similarity`` when ``with_similarity``
+        (None for a chunk without an embedding), computed for all of them at once: row ``j`` < len(``at``) is of
+        chunk ``at[j]``; the rows after those (Section rows) get none."""
         if not params.get("with_similarity") or not at:
             return rows
+        vector = params.get("embedding")
         query = np.zeros(self.unit.shape[1], dtype=np.float32) if vector is None else np.asarray(vector, np.float32)
         size = float(np.linalg.norm(query))
-        cosines = (self.unit[[i for _, i in at]] @ (query / size if size else query)).tolist()
-        for (row, i), cosine in zip(at, cosines, strict=True):
-            row["similarity"] = cosine if self.has_vector[i] else None
+        index = np.fromiter(at, dtype=np.int64, count=len(at))
+        cosines = (self.unit[index] @ (query / size if size else query)).tolist()
+        has = self.has_vector[index].tolist()
+        for row, cosine, known in zip(rows, cosines, has):  # the first len(at) rows
+            row["similarity"] = cosine if known else None
         return rows
+
+    def _documents_of(self, entity: str) -> int:
+        """The documents (non-null ``document_id``) of the chunks mentioning ``entity``, counted once per entity
+        and kept (out of a scope, the entity hop's ``count(DISTINCT b.document_id)``)."""
+        count = self._entity_documents.get(entity)
+        if count is None:
+            document = self.document
+            count = len({document[b] for b in self.entity_chunks.get(entity, ())} - {None})
+            self._entity_documents[entity] = count  # one int per entity: a race writes the same value twice
+        return count
 
     def details(self, ids: Sequence[str]) -> dict[str, Row]:
         """The rows of ``retrieve/chunk_details`` for ``ids`` (kbgraph.query.graph ``chunk_details``): {chunk id:
@@ -236,17 +246,21 @@ class Adjacency:
         """The rows of ``retrieve/layer_candidates`` for ``params`` (see that statement): (layer, via, chunk_id,
         document_id, title, similarity) of every served chunk each seed leads to."""
         rows: list[Row] = []
+        at: list[int] = []  # the chunk of each row of ``rows``
         ok = self._allowed(params)
         scoped = params.get("documents") is not None
+        ids, complete, index = self.ids, self.complete_document, self.index
+        titles = self.title if params.get("with_titles") else None
 
-        def add(layer: str, via: str, i: int, document: bool = True) -> None:
+        def add(layer: str, via: str, i: int) -> None:
             if ok(i):
-                rows.append(self._row(i, params, layer=layer, via=via,
-                                      document_id=self.complete_document[i] if document else None))  # fmt: skip
+                rows.append({"layer": layer, "via": via, "document_id": complete[i], "chunk_id": ids[i],
+                             "title": titles[i] if titles is not None else None})  # fmt: skip
+                at.append(i)
 
         for cid in params.get("chunk_ids") or []:
-            if cid in self.index:
-                add("Chunk", cid, self.index[cid])
+            if cid in index:
+                add("Chunk", cid, index[cid])
         for layer, key, table in (("AtomicQuestion", "question_ids", self.question_chunks),
                                   ("Triple", "triple_ids", self.triple_chunks)):  # fmt: skip
             for node in params.get(key) or []:
@@ -264,84 +278,100 @@ class Adjacency:
                     chunks = [i for i in chunks if ok(i)]
                 if bound is not None and len(chunks) > bound:
                     continue
+                sim, node = seed["sim"], seed["id"]
                 for i in chunks:
                     known = best.get(i)
-                    if known is None or (-seed["sim"], seed["id"]) < (-known[0], known[1]):
-                        best[i] = (seed["sim"], seed["id"])
+                    if known is None or sim > known[0] or (sim == known[0] and node < known[1]):
+                        best[i] = (sim, node)
             for i, (_, node) in best.items():
                 add(layer, node, i)
         for node in params.get("section_ids") or []:
             for i in self.section_chunks.get(node, ()):
                 if ok(i):
-                    rows.append({"layer": "Section", "via": node, "chunk_id": self.ids[i], "document_id": None,
+                    rows.append({"layer": "Section", "via": node, "chunk_id": ids[i], "document_id": None,
                                  "title": None})  # fmt: skip
-        return self._similarities(rows, params)
+        return self._similarities(rows, at, params)
 
-    def hop_rows(self, params: Row) -> list[Row]:
-        """The rows of ``retrieve/hop_neighbours`` for ``params`` (see that statement): (kind, from_id, via, text,
-        chunk_id, degree, title, similarity) of the served chunks each hop reaches."""
-        rows: list[Row] = []
-        bound = params.get("max_degree")
-        ok = self._allowed(params)
+    def _entity_hops(self, params: Row, within: Callable[[list[int]], list[int]]) -> dict[int, _Hop]:
+        """The entity hop of ``hop_rows``: {chunk: its best hop (score, source, via, text, degree, specificity)},
+        ties by source then via, in the order the chunks are first reached; ``within``: the chunks of a list that
+        the scope allows (all of them out of a scope)."""
+        hops: dict[int, _Hop] = {}
+        document, name, bound = self.document, self.name, params.get("max_degree")
         scoped = params.get("documents") is not None
-
-        def within(chunks: list[int]) -> list[int]:  # the degree within the scope, as the statement counts it
-            return [i for i in chunks if ok(i)] if scoped else chunks
-
-        def spread(kind: str, reached: dict[int, tuple[float, str, str, str | None, int, float]]) -> None:
-            for i, (_, source, via, text, degree, specific) in reached.items():
-                if ok(i):
-                    rows.append(self._row(i, params, kind=kind, from_id=source, via=via, text=text, degree=degree,
-                                          specificity=specific))  # fmt: skip
-
-        def better(reached: dict[int, Any], i: int, score: float, source: str, via: str, text: str | None,
-                   degree: int, specific: float = 1.0) -> None:  # fmt: skip
-            known = reached.get(i)
-            if known is None or (-score, source, via) < (-known[0], known[1], known[2]):
-                reached[i] = (score, source, via, text, degree, specific)
-
-        hops: dict[int, Any] = {}
         total, idf = int(params.get("document_count") or 0), float(params.get("specific_idf") or 0.0)
+        log2 = math.log(2.0)
         for source in params.get("entity_hop_sources") or []:
             a = self.index.get(source["id"])
             if a is None:
                 continue
+            sid, own = source["id"], document[a]
             for entity in self.mentions[a]:
                 neighbours = within(self.entity_chunks.get(entity, []))
                 degree = len(neighbours)
                 if not neighbours or (bound is not None and degree > bound):
                     continue
-                across = specificity(len({self.document[b] for b in neighbours} - {None}), total, idf)
-                damped = source["score"] * math.log(2.0) / math.log(1.0 + degree)
+                documents = len({document[b] for b in neighbours} - {None}) if scoped else self._documents_of(entity)
+                across = specificity(documents, total, idf)
+                damped = source["score"] * log2 / math.log(1.0 + degree)
+                text = name.get(entity)
                 for b in neighbours:
-                    specific = 1.0 if self.document[b] == self.document[a] is not None else across
-                    if b != a and specific > 0:
-                        better(hops, b, damped * specific, source["id"], entity, self.name.get(entity), degree,
-                               specific)  # fmt: skip
-        spread("Hop", hops)
+                    specific = 1.0 if document[b] == own is not None else across
+                    if b == a or specific <= 0:
+                        continue
+                    score = damped * specific
+                    known = hops.get(b)
+                    if known is None or (-score, sid, entity) < (-known[0], known[1], known[2]):
+                        hops[b] = (score, sid, entity, text, degree, specific)
+        return hops
+
+    def hop_rows(self, params: Row) -> list[Row]:
+        """The rows of ``retrieve/hop_neighbours`` for ``params`` (see that statement): (kind, from_id, via, text,
+        chunk_id, degree, title, similarity) of the served chunks each hop reaches."""
+        rows: list[Row] = []
+        at: list[int] = []  # the chunk of each row
+        bound = params.get("max_degree")
+        ok = self._allowed(params)
+        scoped = params.get("documents") is not None
+        ids, document, name = self.ids, self.document, self.name
+        titles = self.title if params.get("with_titles") else None
+
+        def row(i: int, kind: str, source: str, via: str, text: str | None, degree: int, specific: float) -> None:
+            rows.append({"kind": kind, "from_id": source, "via": via, "text": text, "degree": degree,
+                         "specificity": specific, "chunk_id": ids[i],
+                         "title": titles[i] if titles is not None else None})  # fmt: skip
+            at.append(i)
+
+        def within(chunks: list[int]) -> list[int]:  # the degree within the scope, as the statement counts it
+            return [i for i in chunks if ok(i)] if scoped else chunks
+
+        def spread(kind: str, reached: dict[int, _Hop]) -> None:
+            for i, (_, source, via, text, degree, specific) in reached.items():
+                if ok(i):
+                    row(i, kind, source, via, text, degree, specific)
+
+        spread("Hop", self._entity_hops(params, within))
         for cid in params.get("title_hop_ids") or []:
             a = self.index.get(cid)
             if a is None:
                 continue
             for entity in self.mentions[a]:
-                if entity not in self.titled or self.name.get(entity) is None:
+                if entity not in self.titled or name.get(entity) is None:
                     continue
-                for document in self.documents_titled.get(self.name[entity] or "", ()):
-                    if self.document[a] is None or document == self.document[a]:  # as `d.id <> a.document_id`
+                for other in self.documents_titled.get(name[entity] or "", ()):
+                    if document[a] is None or other == document[a]:  # as `d.id <> a.document_id`
                         continue
-                    if scoped and document not in set(params["documents"]):
+                    if scoped and other not in set(params["documents"]):
                         continue
-                    for b in self.document_chunks.get(document, ()):
+                    for b in self.document_chunks.get(other, ()):
                         if entity in self.mentions[b]:
-                            rows.append(self._row(b, params, kind="TitleHop", from_id=cid, via=entity,
-                                                  text=self.name[entity], degree=1, specificity=1.0))  # fmt: skip
+                            row(b, "TitleHop", cid, entity, name[entity], 1, 1.0)
         for cid in params.get("next_ids") or []:
             a = self.index.get(cid)
             for b in self.next[a] if a is not None else ():
                 if ok(b):
-                    rows.append(self._row(b, params, kind="Next", from_id=cid, via=cid, text="", degree=1,
-                                          specificity=1.0))  # fmt: skip
-        triple: dict[int, Any] = {}
+                    row(b, "Next", cid, cid, "", 1, 1.0)
+        triple: dict[int, _Hop] = {}
         for seed in params.get("triple_hop_seeds") or []:
             for target in self.related.get(seed["id"], ()):
                 reached = within(self.entity_chunks.get(target, []))
@@ -350,9 +380,11 @@ class Adjacency:
                     continue
                 score = seed["sim"] * math.log(2.0) / math.log(1.0 + degree)
                 for b in reached:
-                    better(triple, b, score, seed["id"], target, self.name.get(target), degree)
+                    known = triple.get(b)
+                    if known is None or (-score, seed["id"], target) < (-known[0], known[1], known[2]):
+                        triple[b] = (score, seed["id"], target, name.get(target), degree, 1.0)
         spread("TripleHop", triple)
-        return self._similarities(rows, params)
+        return self._similarities(rows, at, params)
 
 
 class _Entry:

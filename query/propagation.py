@@ -54,6 +54,7 @@ chunk's score exactly.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Sequence
@@ -66,6 +67,7 @@ from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.ranking import Candidate as RankCandidate
 from kbgraph.query.rankers import get_ranker
 from kbgraph.settings import Settings
+from kbgraph.settings_groups import RetrievalSettings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
 from kbgraph.store.scope import current_scope
@@ -155,9 +157,16 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
     # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
     # term of a layer counts (the maxima of the formula), so the others are never kept.
     terms: dict[str, dict[str, _Term]] = defaultdict(dict)
+    changed: set[str] = set()  # the chunks whose terms changed since their sum was taken (exact_chunk_terms)
 
     def add(chunk_id: str, layer: str, node_id: str, text: str, sim: float, weight: float, factor: float = 1.0) -> None:
-        _add(terms, chunk_id, layer, node_id, text, sim, weight, factor)
+        if weight and sim > 0:  # as _add, and the chunk's sum to take again
+            score = weight * sim * factor
+            by_layer = terms[chunk_id]
+            best = by_layer.get(layer)
+            if best is None or score > best[0]:
+                by_layer[layer] = (score, node_id, text, sim, weight, factor)
+                changed.add(chunk_id)
 
     layers = seeds.layers
     for cid, (sim, _) in layers.get("Chunk", {}).items():
@@ -175,17 +184,6 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
     vector = store.check_vector(seeds.query_vector) if seeds.query_vector is not None and r.weight_chunk else None
     reached = Reached({}, {})
     documents: dict[str, str] = {}  # chunk id -> its document's id, when that document is 'complete'
-
-    def note(row: Row, with_similarity: bool) -> None:
-        """Keep what ``row`` says of its chunk: its document's title, and its exact similarity."""
-        cid = row["chunk_id"]
-        reached.titles[cid] = str(row.get("title") or "")
-        if with_similarity:
-            if "similarity" in row:  # the adjacency's row: the cosine itself
-                reached.similarity[cid] = row["similarity"]
-            else:
-                score = row.get("score")
-                reached.similarity[cid] = None if score is None else store.vector_similarity(score)
 
     # every layer's seeds -> their chunks, and what is known of each candidate, in one statement; the seeded
     # chunks' own rows only when something needs them (the learned ranker's titles, BM25's hits, a Document prior,
@@ -214,12 +212,13 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
                "EntityText": r.weight_fulltext, "Tag": r.weight_tag, "Section": r.weight_section}  # fmt: skip
     priors = []
     if any(params[key] for key in LAYER_PARAMS):
-        for row in view.layer_rows(params) if view is not None else store.run("retrieve/layer_candidates", params):
+        rows = view.layer_rows(params) if view is not None else store.run("retrieve/layer_candidates", params)
+        _note(store, reached, rows, params["with_similarity"])
+        for row in rows:
             layer = row["layer"]
             if layer == "Section":
                 priors.append(row)
                 continue
-            note(row, params["with_similarity"])
             if row.get("document_id") is not None:
                 documents[row["chunk_id"]] = row["document_id"]
             if layer != "Chunk":
@@ -236,25 +235,30 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
             sim, text = document_seeds[documents[cid]]
             add(cid, "Document", documents[cid], text, sim, r.weight_document)
 
+    sums: dict[str, float] = {}  # chunk id -> the sum of its terms, taken again when they change
+
     def exact_chunk_terms() -> dict[str, float]:
         """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c), as the rows
         of this question's statements gave it. Returns {chunk id: the sum of its terms} of every candidate."""
-        sums = {cid: _layer_sum(by_layer) for cid, by_layer in terms.items()}
-        if not exact:
-            return sums
-        todo = [c for c in terms if "Chunk" not in terms[c] and c not in rescored]
-        todo = sorted(todo, key=lambda c: (-sums[c], c))[: r.rescore_k]
-        rescored.update(todo)
-        for cid in todo:
-            sim = reached.similarity.get(cid)
-            if sim is not None:
-                add(cid, "Chunk", cid, "", max(0.0, sim), r.weight_chunk)
+        for cid in changed:
+            sums[cid] = _layer_sum(terms[cid])
+        changed.clear()
+        if exact:
+            todo = [c for c in terms if "Chunk" not in terms[c] and c not in rescored]
+            todo = heapq.nsmallest(r.rescore_k, todo, key=lambda c: (-sums[c], c))  # = sorted(...)[:rescore_k]
+            rescored.update(todo)
+            for cid in todo:
+                sim = reached.similarity.get(cid)
+                if sim is not None:
+                    add(cid, "Chunk", cid, "", max(0.0, sim), r.weight_chunk)
+            for cid in changed:
                 sums[cid] = _layer_sum(terms[cid])
-        return sums
+            changed.clear()
+        return {cid: sums[cid] for cid in terms}
 
     rescored: set[str] = set(layers.get("Chunk", {}))
     s1 = exact_chunk_terms()
-    sources = sorted(s1, key=lambda c: (-s1[c], c))
+    sources = heapq.nsmallest(max(r.hop_from, k), s1, key=lambda c: (-s1[c], c))  # the best, as sorted(...)[:n]
 
     # the second hop (shared entities, title links, NEXT, the question entities' triples): one statement
     hop_sources = sources[: r.hop_from]
@@ -278,12 +282,43 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
     }
     rows = [] if not (s1 and any(params[x] for x in HOP_PARAMS)) else (
         view.hop_rows(params) if view is not None else store.run("retrieve/hop_neighbours", params))
+    _note(store, reached, rows, exact)
+    _hop_terms(rows, add, s1, relation, r)
+    scores = exact_chunk_terms()  # the chunks the hops reached
+    ranked = sorted(sorted(scores), key=scores.__getitem__, reverse=True)  # by S(c), ties by id (a stable sort)
+    return Scored(terms, scores, ranked, reached)
+
+
+def _note(store: GraphStore, reached: Reached, rows: list[Row], with_similarity: bool) -> None:
+    """Keep what each row of ``rows`` (but a Section prior's) says of its chunk in ``reached``: its document's
+    title, and with ``with_similarity`` its exact similarity (the adjacency's cosine, or the store's score)."""
+    titles, similarity = reached.titles, reached.similarity
+    for row in rows:
+        if row.get("layer") == "Section":
+            continue
+        cid = row["chunk_id"]
+        titles[cid] = str(row.get("title") or "")
+        if with_similarity:
+            if "similarity" in row:  # the adjacency's row: the cosine itself
+                similarity[cid] = row["similarity"]
+            else:
+                score = row.get("score")
+                similarity[cid] = None if score is None else store.vector_similarity(score)
+
+
+def _hop_terms(rows: list[Row], add: Callable[..., None], s1: dict[str, float], relation: dict[str, float],
+               r: RetrievalSettings) -> None:  # fmt: skip
+    """The second hop's terms of ``rows`` (``retrieve/hop_neighbours``' or the adjacency's), each through ``add``
+    (score_terms' own): from a source's S1 (``s1``), or a question entity's similarity (``relation``)."""
     fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
+    damping: dict[int, float] = {}  # degree -> 1 / log2(1 + degree)
     for row in rows:
         kind, source = row["kind"], row["from_id"]
-        note(row, exact)
         if kind == "Hop":  # damped by the entity's degree and, into another document, by its specificity
-            factor = float(row.get("specificity", 1.0)) / math.log2(1 + max(1, int(row["degree"])))
+            degree = int(row["degree"])
+            if degree not in damping:
+                damping[degree] = math.log2(1 + max(1, degree))
+            factor = float(row.get("specificity", 1.0)) / damping[degree]
             add(row["chunk_id"], "Hop", source, row["text"], s1[source], r.weight_hop, factor)
         elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
             factor = 1.0 / fanout[(source, row["via"])]
@@ -293,10 +328,6 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
             add(row["chunk_id"], "TripleHop", row["via"], row["text"], relation[source], r.weight_triple_hop, factor)
         else:
             add(row["chunk_id"], "Next", source, "", s1[source], r.weight_next)
-
-    scores = exact_chunk_terms()  # the chunks the hops reached
-    ranked = sorted(scores, key=lambda c: (-scores[c], c))
-    return Scored(terms, scores, ranked, reached)
 
 
 class LearnedPool(NamedTuple):
@@ -378,4 +409,4 @@ _Term = tuple[float, str, str, float, float, float]
 
 def _layer_sum(by_layer: dict[str, _Term]) -> float:
     """Sum over layers of the best term in each layer."""
-    return sum(term[0] for term in by_layer.values())
+    return sum([term[0] for term in by_layer.values()])
