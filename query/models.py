@@ -170,7 +170,7 @@ class MigresRound(BaseModel):
         return list(self.queries) if self.generated else []
 
     def summary_lines(self) -> list[str]:
-        """What ``kbgraph ask --trace`` prints for this round, one line each (kbgraph.query.render)."""
+        """What ``kbgraph ask --trace`` prints for this round, one line each (kbgraph.cli.render)."""
         lines = [f"round {self.round}: queries {self.queries}"]
         if self.missing_information:
             lines.insert(1, f"missing: {self.missing_information}")
@@ -256,7 +256,7 @@ class HiragRound(BaseModel):
         return [self.sub_question] if self.sub_question and not self.stop else []
 
     def summary_lines(self) -> list[str]:
-        """What ``kbgraph ask --trace`` prints for this round, one line each (kbgraph.query.render)."""
+        """What ``kbgraph ask --trace`` prints for this round, one line each (kbgraph.cli.render)."""
         if self.stop == "enough":
             return [f"round {self.round}: “{self.decomposer_output[:120]}” → the Definer: answerable, stop"]
         if self.stop:

@@ -33,7 +33,7 @@ from kbgraph.query.context import QueryContext
 from kbgraph.query.methods import get_method
 from kbgraph.query.prompts import SYSTEM_JUDGE
 from kbgraph.query.prompts.classify import CLASSIFY
-from kbgraph.query.render import render_answer
+from kbgraph.cli.render import render_answer
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 from tests.graph_kb import loaded_store

@@ -368,7 +368,7 @@ def test_ask_render_and_rationale(kb: KB, corpus: dict[str, Any]) -> None:
 
     from kbgraph.query.ask import answer_question
     from kbgraph.query.rationale import rationale_rows
-    from kbgraph.query.render import render_answer
+    from kbgraph.cli.render import render_answer
 
     script = Script(decompose=[HOP1, ENOUGH], entity=[JPI])
     answer = answer_question(corpus["question"], ctx_of(kb, script), method="hirag")

@@ -371,7 +371,7 @@ def test_ask_and_render(kb: KB, corpus: dict[str, Any]) -> None:
     from rich.console import Console
 
     from kbgraph.query.ask import answer_question
-    from kbgraph.query.render import render_answer
+    from kbgraph.cli.render import render_answer
 
     script = Script(leaf=[cite("Journal of Psychotherapy Integration", FACT1)], main=[main("G. Stanley Hall")])
     answer = answer_question(corpus["question"], ctx_of(kb, script), method="migres")

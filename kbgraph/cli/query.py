@@ -25,7 +25,7 @@ from kbgraph.errors import KBGraphError
 from kbgraph.filters import Filter, parse_where
 from kbgraph.query.ask import clean_question
 from kbgraph.query.methods import ALL_METHODS, methods_help
-from kbgraph.query.render import render_answer, render_round
+from kbgraph.cli.render import render_answer, render_round
 from kbgraph.kb import KnowledgeBase, evaluate_dataset
 
 if TYPE_CHECKING:
