@@ -125,17 +125,25 @@ def _sentence_units(text: str, limit: int) -> tuple[tuple[int, str, str], ...]:
 
 
 def _row_units(chunk: ScoredChunk, index: int, question: str, limit: int) -> list[_Unit]:
+    """A table chunk's rows as units, 'header: value' pairs; a row whose label the question names, in a table
+    with a column the question names, is its cell: the label's pair and the named columns' (issue 56: the
+    Kentucky question's handgun checks, not the whole row)."""
     header, rows = _table(chunk.text)
-    named_columns = sum(1 for h in dict.fromkeys(header) if _named(h, question))
+    named_at = [i for i, h in enumerate(header) if h and _named(h, question)]
+    named_columns = len({header[i] for i in named_at})
     units = []
     for pos, row in enumerate(rows):
-        label = next((v for v in row if v.strip()), "")
+        at = next((i for i, v in enumerate(row) if v.strip()), 0)
+        label = row[at] if row else ""
         named = label if _named(label, question) else ""
         if pos >= limit and not named:
             continue
         pairs = [f"{h}: {v}" if h else v for h, v in zip(header, row, strict=False) if v.strip()]
         if len(pairs) < 2:
             continue
+        cell = [i for i in named_at if i != at and i < len(row) and row[i].strip()] if named else []
+        if cell:
+            pairs = [f"{header[i]}: {row[i]}" if header[i] else row[i] for i in (at, *cell) if i < len(header)]
         text = "; ".join(pairs)
         bonus = (ROW_LABEL_BONUS if named else 0.0) + COLUMN_BONUS * min(named_columns, 3)
         units.append(_Unit(index, pos, text, text, row=True, label=named, bonus=bonus))

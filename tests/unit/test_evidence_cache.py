@@ -73,3 +73,14 @@ def test_units_are_new_objects_on_every_call() -> None:
     second = evidence._units(CHUNKS[1], 0, "q")
     assert [u.text for u in first] == [u.text for u in second] and len(first) == 3
     assert not any(a is b for a, b in zip(first, second, strict=True))
+
+
+def test_a_named_row_and_column_give_the_cell_and_a_named_row_alone_the_row() -> None:
+    """Issue 56: the question names a row (Kentucky) and a column (Handgun): the unit, and so the answer line and the
+    citation's quote, is that cell with its row's label; naming no column gives the whole row."""
+    embedder = WordEmbedder()
+    answer, citations = evidence_answer("How many handgun checks in Kentucky?", CHUNKS, embedder)
+    assert answer.splitlines()[0] == "State: Kentucky; Handgun: 9,001 [1]"
+    assert citations[0].quote == "State: Kentucky; Handgun: 9,001"
+    answer, _ = evidence_answer("What were the checks in Kentucky?", CHUNKS, embedder)
+    assert answer.splitlines()[0] == "State: Kentucky; Permit: 264,140; Handgun: 9,001 [1]"
