@@ -57,13 +57,11 @@ def specificity(documents: int, total: int, idf: float) -> float:
     ``retrieve/hop_neighbours``): its IDF over documents, log(total / documents), over ``idf``, at most 1.
 
     Args:
-        documents: the documents (of the scope) that have a chunk mentioning the entity.
-        total: the documents of the corpus (or of the scope).
+        documents: the documents (of the scope) with a chunk that mentions the entity; total: all of them.
         idf: the IDF at which a hop counts in full, log(1 / ``hop_document_share``); 0 turns the weighting off.
     Returns:
-        A factor in [0, 1]: 1 with ``idf`` 0, 0 for an entity in every document, 1 for one in at most
-        ``hop_document_share`` of them, in between log-linearly.
-    """
+        A factor in [0, 1]: 1 with ``idf`` 0 or for an entity of at most ``hop_document_share`` of the documents,
+        0 for one of every document, log-linearly in between."""
     if idf <= 0:
         return 1.0
     if documents <= 0 or documents >= total:
