@@ -102,7 +102,8 @@ def answer_question(question: str, ctx: QueryContext, *, method: str | None = No
         explain: the chunks' score breakdown (an answer method whose answer has no chunks gets the propagation
             top ``k`` for it).
     Returns:
-        The ``Answer``; a retrieval-only one (``retrieval_only``) holds the evidence sentences of the top chunks.
+        The ``Answer``; a retrieval-only one (``retrieval_only``) holds the evidence sentences of the top chunks
+            and, as its ``chunks``, the top ``k`` each followed by the further chunks of its page (``same_page``).
     Raises:
         QueryError: an invalid question or an unknown method.
         LLMError: as the answer method raises it (a failing server).
@@ -116,8 +117,8 @@ def answer_question(question: str, ctx: QueryContext, *, method: str | None = No
         return answer
     retrieval = chosen.name if chosen.kind == "retrieval" else DEFAULT_RETRIEVAL_METHOD
     started, meter = time.perf_counter(), UsageMeter(ctx.llm)  # the LLM's share: question tags (auto-tagging)
-    chunks = retrieve(question, ctx, k=k, method=retrieval, explain=explain)
-    best, citations = evidence_answer(question, with_pages(chunks), ctx.embedder)  # a page's chunks as evidence
+    chunks = with_pages(retrieve(question, ctx, k=k, method=retrieval, explain=explain))  # a page's chunks too
+    best, citations = evidence_answer(question, chunks, ctx.embedder)
     answer = Answer(
         question=question, method=retrieval, retrieval_only=True, chunks=chunks, citations=citations,
         answer=best or "No evidence found in the knowledge base.",
