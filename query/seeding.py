@@ -147,8 +147,9 @@ def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> 
     (kbgraph.query.adjacency); None when neither is wanted (``k`` 0 and setting ``adjacency_cache`` off)."""
     if k <= 0 and not settings.retrieval.adjacency_cache:
         return None, []
-    generation = corpus_generation(store)
-    scope = current_scope()
+    scope = current_scope()  # a filter's scope keeps the generation it was resolved at: no statement to read it again
+    generation = list(scope.generation) if scope is not None and scope.generation is not None else \
+        corpus_generation(store)  # fmt: skip
     index = shared_index(store, settings, generation=generation)
     return generation, index.search(question, k, within=None if scope is None else scope.chunks) if k > 0 else []
 

@@ -100,3 +100,14 @@ def test_the_answer_stream_keeps_the_scope(kb: KnowledgeBase) -> None:
         answer = [e.answer for e in events if e.type == "answer"][0]
     assert answer is not None and answer.citations
     assert {passage_id(c.document_uri) for c in answer.citations} <= {"c1", "c2"}
+
+
+def test_a_repeated_filtered_question_reads_the_corpus_generation_once(kb: KnowledgeBase) -> None:
+    """A document scope keeps the corpus generation it was resolved at: the filtered question's BM25 and adjacency
+    take it from the scope, so a repeated filtered question reads retrieve/corpus_generation once (the scope's
+    cache check), not again for its seeds."""
+    where = parse_where(["group=cities"])
+    kb.retrieve(QUESTION, k=3, filters=where)  # the scope resolved and kept
+    before = kb.store.sent["retrieve/corpus_generation"]
+    kb.retrieve(QUESTION, k=3, filters=where)
+    assert kb.store.sent["retrieve/corpus_generation"] - before == 1
