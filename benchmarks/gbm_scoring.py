@@ -8,7 +8,7 @@ one per passage but for a few long passages, close enough for timing).
 
 Per question, the median over questions of the least of ``--repeat`` runs, in ms of process CPU time:
 
-* ``linear``   ``learned_order`` (kbgraph.query.rankers: feature rows, the linear model, the top 10): the baseline;
+* ``linear``   ``learned_order`` (kbgraph.query.propagation.rankers: feature rows, the linear model, the top 10): the baseline;
 * ``gbm``      ``gbm_order`` (the texts' facts from this process's cache, feature rows with the list features,
                the trees, the top 10), every candidate seen before (the steady state of a server);
 * ``added``    gbm - linear, the figure of issue 39 (target <= 2 ms);
@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from kbgraph.query import ranking_gbm
-from kbgraph.query.propagation import LearnedPool
-from kbgraph.query.ranking import Candidate, feature_rows
-from kbgraph.query.ranking_lists import facts_rows, text_facts
-from kbgraph.query.rankers import learned_order
+from kbgraph.query.propagation import ranking_gbm
+from kbgraph.query.propagation.propagate import LearnedPool
+from kbgraph.query.propagation.ranking_learned import Candidate, feature_rows
+from kbgraph.query.propagation.ranking_lists import facts_rows, text_facts
+from kbgraph.query.propagation.rankers import learned_order
 from kbgraph.settings import Settings
 
 from benchmarks.common import corpus_path

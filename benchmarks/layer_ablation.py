@@ -34,8 +34,8 @@ from kbgraph.ingest.embed_layers import layer_texts
 from kbgraph.ingest.parse import parse_passages_jsonl
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import DocumentGraph, stable_id
-from kbgraph.query.propagation import propagate
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import VECTOR_LAYER_CHOICES, Settings
 
 K_CHUNKS = 10

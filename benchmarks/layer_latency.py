@@ -26,8 +26,8 @@ from pathlib import Path
 from kbgraph import cypher
 from kbgraph.eval.dataset import load_dataset
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.propagation import propagate
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import Settings
 from kbgraph.settings_groups import VECTOR_LAYER_CHOICES
 from kbgraph.models import VECTOR_LABELS, VectorHit

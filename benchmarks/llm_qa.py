@@ -40,7 +40,7 @@ from kbgraph.eval import DEFAULT_KS, evaluate, load_dataset, summarize
 from kbgraph.eval.runfolder import RESULTS, QuestionRecord, Results
 from kbgraph.kb import KnowledgeBase
 from kbgraph.llm.client import OpenAIClient
-from kbgraph.query.methods import ANSWER_METHODS
+from kbgraph.query.methods.registry import ANSWER_METHODS
 from kbgraph.settings import Settings
 
 from benchmarks.common import DEFAULT_HOME, REPO, set_path

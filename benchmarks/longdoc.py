@@ -7,7 +7,7 @@ set, R@k on a passage set.
     .venv/bin/python -m benchmarks.longdoc --home ~/.kbgraph --kb 2wikimultihopqa_dev500 \
         --set examples/multihop/2wikimultihopqa/dev500 --variant ...
 
-A variant is a retrieval method of kbgraph.query.methods with settings changes (``Settings.updated``), e.g.
+A variant is a retrieval method of kbgraph.query.methods.registry with settings changes (``Settings.updated``), e.g.
 ``--variant dense=dense --variant page1=propagation:max_chunks_per_page=1``; without ``--variant`` the default
 variants (dense, bm25, propagation) are run. The knowledge base must have been ingested from the set's documents
 (``kbgraph --kb longdoc eval -d examples/longdoc/dev`` does it). For each variant: page@1/2/5/10, doc@1/5/10 and

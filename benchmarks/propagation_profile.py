@@ -3,7 +3,7 @@ ranker, the default without an LLM), against method ``dense``, on a knowledge ba
 per question, the store statements sent (by name: count, round trips, client wall time and, on FalkorDB, the
 server's own execution time), and the time of the question embedding and of the Python parts (seeding, the
 formula, BM25, the learned ranker's pool and features). Both methods run through the registry
-(kbgraph.query.methods), so the latency includes the question embedding, as ``kbgraph eval`` reports it
+(kbgraph.query.methods.registry), so the latency includes the question embedding, as ``kbgraph eval`` reports it
 (kbgraph.eval.runner: the wall time of the method's ``run``).
 
     .venv/bin/python -m benchmarks.propagation_profile [--corpus 2wiki] [--questions 200] [--home DIR]
@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import kbgraph.query.bm25 as bm25_module
-import kbgraph.query.propagation as propagation
-import kbgraph.query.rankers as rankers
-import kbgraph.query.seeding as seeding
+import kbgraph.query.propagation.propagate as propagation
+import kbgraph.query.propagation.rankers as rankers
+import kbgraph.query.propagation.seeding as seeding
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.adjacency import shared_adjacency
+from kbgraph.query.propagation.adjacency import shared_adjacency
 from kbgraph.query.bm25 import corpus_generation
-from kbgraph.query.methods import get_method
+from kbgraph.query.methods.registry import get_method
 from kbgraph.settings import Settings
 
 from benchmarks.bench_neo4j import start_local_neo4j
@@ -53,7 +53,7 @@ PARTS = [
     ("BM25 search (in a seeding thread)", bm25_module.BM25Index, "search"),
     ("learned pool (Python)", propagation, "learned_pool"),
 ]
-#: The label of a ranker's ``order`` (kbgraph.query.rankers), timed as the PARTS are.
+#: The label of a ranker's ``order`` (kbgraph.query.propagation.rankers), timed as the PARTS are.
 RANKER_PART = "ranker: features and scores"
 
 
@@ -149,7 +149,7 @@ def main() -> None:
     try:
         with KnowledgeBase(settings=settings) as kb:
             ctx = kb.query_context(llm=False)
-            # the in-memory adjacency (kbgraph.query.adjacency) built before the timed questions, as a long-lived
+            # the in-memory adjacency (kbgraph.query.propagation.adjacency) built before the timed questions, as a long-lived
             # process has it from its third question on; setting adjacency_cache=false times the statements
             shared_adjacency(ctx.store, ctx.settings, corpus_generation(ctx.store), wait=True)
             clock = Clock(ctx.store, ctx.embedder)

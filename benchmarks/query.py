@@ -23,9 +23,9 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.retrieval import dense_settings
-from kbgraph.query.propagation import propagate
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.methods.retrieval import dense_settings
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import Settings
 
 from benchmarks.bench_neo4j import start_local_neo4j

@@ -19,8 +19,8 @@ from kbgraph.eval.dataset import load_dataset
 from kbgraph.kb import KnowledgeBase
 from kbgraph.eval import metrics as M
 from kbgraph.query.context import QueryContext
-from kbgraph.query.propagation import propagate
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import Settings
 
 from benchmarks.common import DEFAULT_HOME, set_path

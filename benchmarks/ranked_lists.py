@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.adjacency import shared_adjacency
+from kbgraph.query.propagation.adjacency import shared_adjacency
 from kbgraph.query.ask import retrieve
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.settings import Settings
@@ -57,7 +57,7 @@ def dump(args: argparse.Namespace) -> None:
     out: dict[str, list] = {}
     try:
         with KnowledgeBase(settings=settings) as kb:
-            # the graph in memory (kbgraph.query.adjacency) as a long-lived process has it from its third question
+            # the graph in memory (kbgraph.query.propagation.adjacency) as a long-lived process has it from its third question
             # on, built before the first (nothing with --set adjacency_cache=false: the statements answer)
             shared_adjacency(kb.store, kb.settings, corpus_generation(kb.store), wait=True)
             variants = {"propagation": ("propagation", kb.query_context(llm=False)),

@@ -1,4 +1,4 @@
-"""The blend ranker (setting ``ranker=blend``, kbgraph.query.ranking_blend) leave-one-set-out on the repo's sets:
+"""The blend ranker (setting ``ranker=blend``, kbgraph.query.propagation.ranking_blend) leave-one-set-out on the repo's sets:
 for each held-out set, the linear ranker (the learned one's base features) is fitted on the other two sets' pools;
 the gbm ranker (the shipped one's text features, LightGBM lambdarank) is fitted on the same pools cut to their
 *head*, the linear ranker's best ``k`` candidates (k = 0: the whole pool), with the list features computed over
@@ -27,9 +27,9 @@ import numpy as np
 from benchmarks.ranker_features import (EVERY, GraphData, QuestionPool, Ranker, fit_model, labels_of,
                              make_ranker, recall_model)  # fmt: skip
 
-from kbgraph.query.ranking import FEATURES, Candidate
-from kbgraph.query.ranking_blend import blend_scores, head_of
-from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows
+from kbgraph.query.propagation.ranking_learned import FEATURES, Candidate
+from kbgraph.query.propagation.ranking_blend import blend_scores, head_of
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES, list_rows
 
 KS = (1, 2, 5, 10)
 KIND = "lgbm:n_estimators=150"  # ranker_features.fit_model's kind of the gbm (--gbm-kind)

@@ -11,7 +11,7 @@ The shipped models are the library's: ``kbgraph rank train --model gbm|blend --s
 benchmarks/query.py instead (cached as ``<set>_neo4j.pkl``).
 
 Step 1 (once per knowledge base, cached under ``--pools``): for every question, the learned ranker's pool
-exactly as at query time (kbgraph.query.propagation ``learned_pool``: the best ``ranker_pool`` chunks of the
+exactly as at query time (kbgraph.query.propagation.propagate ``learned_pool``: the best ``ranker_pool`` chunks of the
 weighted sum plus BM25's top ``ranker_bm25_k``, with their terms), the dense list (the Chunk vector seeds, best
 first) and BM25's list; and once per knowledge base the graph the list features read (each chunk's document and
 entities, each entity's name, type and degree, each chunk's triples as (subject, object) entity ids).
@@ -46,9 +46,9 @@ def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tupl
     from kbgraph.eval.dataset import load_dataset
     from kbgraph.eval.metrics import passage_id
     from kbgraph.kb import KnowledgeBase
-    from kbgraph.query.propagation import learned_pool, score_terms
-    from kbgraph.query.seeding import seed_layers
-    from kbgraph.query.ranking_gbm import pool_texts
+    from kbgraph.query.propagation.propagate import learned_pool, score_terms
+    from kbgraph.query.propagation.seeding import seed_layers
+    from kbgraph.query.propagation.ranking_gbm import pool_texts
     from kbgraph.settings import Settings
 
     ds = load_dataset(set_path(name))
@@ -110,9 +110,9 @@ def latency(name: str, home: Path, questions: int, rankers: list[str]) -> None:
     from kbgraph.eval.dataset import load_dataset
     from kbgraph.eval.metrics import passage_ids, recall_at_k
     from kbgraph.kb import KnowledgeBase
-    from kbgraph.query import ranking_gbm
-    from kbgraph.query.propagation import propagate
-    from kbgraph.query.seeding import seed_layers
+    from kbgraph.query.propagation import ranking_gbm
+    from kbgraph.query.propagation.propagate import propagate
+    from kbgraph.query.propagation.seeding import seed_layers
     from kbgraph.settings import Settings
 
     ds = load_dataset(set_path(name))

@@ -2,7 +2,7 @@
 
 Feature sets (each one extends the previous):
 
-* ``base``  the shipped linear ranker's features (kbgraph.query.ranking.FEATURES), unchanged.
+* ``base``  the shipped linear ranker's features (kbgraph.query.propagation.ranking_learned.FEATURES), unchanged.
 * ``rank``  + each layer's rank within the pool (1 / (1 + rank) by the layer's term, 0 without the term).
 * ``list``  + list features: how a candidate relates to the pool's anchors, the candidates a ranker trusts before
             ordering (those whose title the question names, the top 3 by Chunk similarity, by weighted sum and
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from kbgraph.eval.metrics import recall_at_k
-from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows
-from kbgraph.query.ranking import FEATURES, LAYERS, Candidate, feature_rows
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES, list_rows
+from kbgraph.query.propagation.ranking_learned import FEATURES, LAYERS, Candidate, feature_rows
 from kbgraph.ingest.distill.names import normalize_name
 from kbgraph.text import strip_disambiguator
 
@@ -149,7 +149,7 @@ def rows_of(p: QuestionPool, graph: GraphData, stage1: np.ndarray | None = None)
 
 
 def text_rows(p: QuestionPool) -> np.ndarray:
-    """kbgraph.query.ranking_gbm.list_rows of the pool (cached)."""
+    """kbgraph.query.propagation.ranking_gbm.list_rows of the pool (cached)."""
     if "text_rows" not in p._cache:
         p._cache["text_rows"] = list_rows(p.question, [Candidate.model_validate(c) for c in p.candidates], p.texts)
     return p._cache["text_rows"]
@@ -270,7 +270,7 @@ def make_ranker(kind: str, fs: str, data: dict[str, tuple[GraphData, list[Questi
     ``names`` of ``data``; with ``fs`` "stage", the stage-1 anchors are the top 3 of a linear model on the base
     features fitted on the same sets; a spec ending in "+z" (not "text") adds each similarity term's z-score over
     its pool (query-level normalisation: the layers' terms, ``weighted`` and ``bm25``)."""
-    if fs.startswith("text"):  # the shipped gbm ranker's features (kbgraph.query.ranking_gbm), from texts only
+    if fs.startswith("text"):  # the shipped gbm ranker's features (kbgraph.query.propagation.ranking_gbm), from texts only
         keep = [GBM_FEATURES.index(f) for f in GBM_FEATURES if not any(f == d or f.startswith(d + "_")
                                                                       for d in fs.split("-")[1:])]  # fmt: skip
         text_scorer = fit_model(kind, *_stack(data, names, lambda p, g: text_rows(p)[:, keep]))

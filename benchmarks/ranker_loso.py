@@ -24,7 +24,7 @@ from pathlib import Path
 from kbgraph.eval.dataset import load_dataset
 from kbgraph.eval.rank_train import collect_pools, leave_one_out
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.ranking import FEATURES
+from kbgraph.query.propagation.ranking_learned import FEATURES
 from kbgraph.settings import Settings
 from kbgraph.store.falkordb import FalkorDBStore
 

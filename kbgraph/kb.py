@@ -25,8 +25,8 @@ from kbgraph.models import MetadataValue, StoreStats
 from kbgraph.query.ask import answer_question, clean_question, preload, retrieve
 from kbgraph.query.bm25 import shared_index
 from kbgraph.query.context import QueryContext
-from kbgraph.query.methods import get_method
-from kbgraph.query.rankers import get_ranker
+from kbgraph.query.methods.registry import get_method
+from kbgraph.query.propagation.rankers import get_ranker
 from kbgraph.query.rationale import save_answer
 from kbgraph.query.scope import resolve_scope
 from kbgraph.query.streaming import stream_answer
@@ -160,7 +160,7 @@ class KnowledgeBase:
         complete documents are retrieved and cited (not one still or left 'writing' by a killed run).
         Args:
             question: the question (surrounding white space removed; at most 4,000 characters).
-            method: a name of ``kbgraph.query.methods.METHODS``: 'auto' (default with an LLM: classifies the
+            method: a name of ``kbgraph.query.methods.registry.METHODS``: 'auto' (default with an LLM: classifies the
                 question, PIKE-RAG §3.2, and answers factual ones with 'l1', others with 'pike', §4.2; the Answer's
                 ``question_class`` and ``route`` say which), 'pike', 'l1', 'naive', 'naive_hr', 'cot', 'self_ask',
                 'self_ask_hr', 'migres', 'hirag', or retrieval only: 'propagation' (default without an LLM; also
@@ -245,7 +245,7 @@ class KnowledgeBase:
         Args:
             question: the question, as :meth:`ask`'s.
             k: the number of chunks.
-            method: a retrieval method of ``kbgraph.query.methods``: 'propagation', 'hierarchical', 'dense', 'bm25'.
+            method: a retrieval method of ``kbgraph.query.methods.registry``: 'propagation', 'hierarchical', 'dense', 'bm25'.
             explain: each chunk's score terms (``ScoredChunk.breakdown``).
             filters: as :meth:`ask`'s.
         Returns:

@@ -72,7 +72,7 @@ GROUPS: dict[str, type[SettingsGroup]] = {
 }
 
 #: The groups holding the settings of the query methods: each is named by the ``settings_group`` of a row of the
-#: method registry (kbgraph.query.methods, which this layer cannot import; tests/unit/test_methods_registry.py).
+#: method registry (kbgraph.query.methods.registry, which this layer cannot import; tests/unit/test_methods_registry.py).
 METHOD_GROUPS: tuple[str, ...] = ("retrieval", "decompose", "baselines", "migres", "hirag", "routing")
 
 

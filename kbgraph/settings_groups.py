@@ -249,7 +249,7 @@ class EmbeddingSettings(SettingsGroup):
     embedding_cache_dir: UserPath | None = Field(None, description="Embedding cache folder; default "
                                                  "<home>/embed-cache.")  # fmt: skip
 
-    # --- which layers get vectors (ingest/embed_layers.py, query/propagation.py) ------
+    # --- which layers get vectors (ingest/embed_layers.py, query/propagation/propagate.py) ------
     vector_layers: Annotated[list[str], NoDecode] = Field(
         ["AtomicQuestion", "Entity", "Section", "Document"],  # docs/benchmarks.md#layer-vectors-vector_layers
         description="Layers embedded at ingest and vector-seeded at query time, besides Chunk (always): a list "
@@ -349,7 +349,7 @@ class EmbeddingSettings(SettingsGroup):
 
 
 class RetrievalSettings(SettingsGroup):
-    """Score propagation (PIKE-RAG §5.2.3, Fig. 8; kbgraph.query.propagation, docs/scoring.md) and the ranker."""
+    """Score propagation (PIKE-RAG §5.2.3, Fig. 8; kbgraph.query.propagation.propagate, docs/scoring.md) and the ranker."""
 
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
     fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off); the "
@@ -386,7 +386,7 @@ class RetrievalSettings(SettingsGroup):
     adjacency_cache: bool = Field(
         True, description="Hold the graph score propagation walks (chunks, their texts, relationships and "
         "embeddings) in memory per corpus generation, built in the background at a process's second question, "
-        "instead of three statements per question (kbgraph.query.adjacency; ~9 KB per chunk; false = the "
+        "instead of three statements per question (kbgraph.query.propagation.adjacency; ~9 KB per chunk; false = the "
         "statements).")
     collapse_repeated_chunks: bool = Field(
         True, description="Score propagation returns a chunk whose text equals a better-ranked one's (a passage "
@@ -406,13 +406,13 @@ class RetrievalSettings(SettingsGroup):
     filter_exact_chunks: int = Field(
         20000, ge=0, description="With filter_seeding 'auto': the largest scope (chunks) whose seeds are computed "
         "exactly when over-fetching cannot cover it; a larger one is over-fetched at the bound.")
-    # the learned ranker over the propagation terms (kbgraph.query.ranking; docs/scoring.md)
+    # the learned ranker over the propagation terms (kbgraph.query.propagation.ranking_learned; docs/scoring.md)
     ranker: Literal["learned", "weights", "gbm", "blend"] = Field(
         "blend", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
         "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings, "
         "'gbm' = gradient-boosted trees over the same terms and list features (ranker_model; docs/scoring.md), "
         "'blend' = the learned ranker's order, its best ranker_blend_k re-ordered by the learned and gbm scores, "
-        "each standardised over them, the gbm's weighted by ranker_blend_weight (kbgraph.query.ranking_blend; the "
+        "each standardised over them, the gbm's weighted by ranker_blend_weight (kbgraph.query.propagation.ranking_blend; the "
         "default: above 'learned' held out on every passage set, level on long documents).")
     ranker_blend_weight: float = Field(
         4.0, ge=0, description="ranker 'blend': the weight of the gbm's standardised score beside the learned "

@@ -28,7 +28,7 @@ class BaselineSettings(SettingsGroup):
 
     naive_k: int = Field(16, ge=1, description="Naive RAG: chunks retrieved from the Chunk vector index.")
     naive_threshold: float = Field(0.2, description="Naive RAG (and Self-Ask): minimum chunk cosine.")
-    # hierarchical retrieval, Fig. 11 (methods 'hierarchical' and 'naive_hr'; kbgraph.query.hierarchical): PIKE-RAG
+    # hierarchical retrieval, Fig. 11 (methods 'hierarchical' and 'naive_hr'; kbgraph.query.methods.hierarchical): PIKE-RAG
     # §6.1 "a maximum of 8 chunks with a more stringent threshold of 0.5", 003 A.3 "4 relevant atomic tags for
     # each atomic query but with a higher threshold 0.5"
     hr_k: int = Field(8, ge=1, description="Hierarchical retrieval (hierarchical, naive_hr): chunks by path (a), "
@@ -43,7 +43,7 @@ class BaselineSettings(SettingsGroup):
 
 
 class MigresSettings(SettingsGroup):
-    """MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.migres)."""
+    """MIGRES, method 'migres' (paper 002 §3, hyper-parameters of its Table 12; kbgraph.query.methods.migres)."""
 
     migres_iterations: int = Field(5, ge=1, description="T: max iteration steps (002 Table 12, multi-hop QA).")
     migres_retriever: Literal["graph", "bm25"] = Field(
@@ -65,7 +65,7 @@ class MigresSettings(SettingsGroup):
 
 
 class HiragSettings(SettingsGroup):
-    """HiRAG, method 'hirag' (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag)."""
+    """HiRAG, method 'hirag' (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.methods.hirag)."""
 
     # The paper names th1-th3 without printing their values except "the maximum number of retrievals is set to
     # 4" (§4.4, §5.3); th1, th2 and the match floor are those of the authors' code (github.com/2282588541a/HiRAG,
@@ -105,7 +105,7 @@ class DecomposerSettings(SettingsGroup):
 
 class RoutingSettings(SettingsGroup):
     """Question classification and level routing, methods 'auto' and 'l1' (PIKE-RAG §3.2, §4.2, §5.2;
-    kbgraph.query.classify, kbgraph.query.l1)."""
+    kbgraph.query.methods.classify, kbgraph.query.methods.l1)."""
 
     l1_k: int = Field(5, ge=1, description="L1 system (method 'l1', the factual route of 'auto'): chunks of "
                       "score-propagation retrieval given to the QA prompt.")  # fmt: skip

@@ -2,7 +2,7 @@
 (Algorithm 1 line 14, PIKE-RAG §5.3.2; the answer of the RAG baselines, §6.1), one citation per context
 chunk, and the LLM usage a method spent.
 
-Algorithm 1 (kbgraph.query.decompose) and the baselines (kbgraph.query.baselines) import from here, never
+Algorithm 1 (kbgraph.query.methods.decompose) and the baselines (kbgraph.query.methods.baselines) import from here, never
 from each other.
 """
 

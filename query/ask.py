@@ -1,8 +1,8 @@
-"""Asking: validate the question, look the method up in the registry (kbgraph.query.methods) and run it on
+"""Asking: validate the question, look the method up in the registry (kbgraph.query.methods.registry) and run it on
 a :class:`QueryContext`; with no LLM, answer from retrieval alone.
 
 Answer methods ('auto', the default with an LLM: question classification and level routing, PIKE-RAG §3.2
-and §4.2, kbgraph.query.classify; 'pike', Algorithm 1; 'l1'; the baselines 'naive', 'naive_hr', 'cot',
+and §4.2, kbgraph.query.methods.classify; 'pike', Algorithm 1; 'l1'; the baselines 'naive', 'naive_hr', 'cot',
 'self_ask', 'self_ask_hr') need an LLM. Retrieval methods ('propagation', layer seeds + score propagation, the default
 without an LLM; 'hierarchical', Fig. 11 paths a+b; 'dense'; 'bm25') give a retrieval-only answer. With no LLM
 configured, an answer method falls back to 'propagation'. A retrieval-only answer (``retrieval_only``) is
@@ -24,9 +24,9 @@ from kbgraph.query.bm25 import load_library as load_bm25
 from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_answer
 from kbgraph.query.graph import with_pages
-from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, AnswerRow, get_method
+from kbgraph.query.methods.registry import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, AnswerRow, get_method
 from kbgraph.query.models import Answer, ScoredChunk
-from kbgraph.query.seeding import static_question_vectors
+from kbgraph.query.propagation.seeding import static_question_vectors
 from kbgraph.settings import Settings
 
 MAX_QUESTION_CHARS = 4000
@@ -75,7 +75,7 @@ def preload(question: str, settings: Settings, embedder: Embedder) -> None:
 
 def retrieve(question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_RETRIEVAL_METHOD,
              explain: bool = False) -> list[ScoredChunk]:  # fmt: skip
-    """Top-``k`` chunks for the (clean) ``question`` by a retrieval method (kbgraph.query.methods).
+    """Top-``k`` chunks for the (clean) ``question`` by a retrieval method (kbgraph.query.methods.registry).
     Args:
         question: the clean question (:func:`clean_question`).
         ctx: the knowledge base (store, settings, embedder; the LLM only for auto-tagging's question tags).

@@ -1,7 +1,7 @@
 """BM25 baseline over the knowledge base's chunks (Robertson & Zaragoza 2009), with ``bm25s``.
 
 The evaluation reports every graph figure beside a lexical baseline (PIKE-RAG §6.1 compares against flat
-retrieval; BM25 is the standard sparse one): method 'bm25' of the registry (kbgraph.query.methods,
+retrieval; BM25 is the standard sparse one): method 'bm25' of the registry (kbgraph.query.methods.registry,
 ``retrieve_bm25``). The corpus is the KB's own chunks, read from the store with
 ``cypher/retrieve/chunk_texts.cypher``, each indexed as the same text the embedder sees for the dense
 baseline (``kbgraph.text.index_text``: ``document title [> section path]``, a table's summary, then the
@@ -305,7 +305,7 @@ _SHARED_LOCK = threading.Lock()
 def shared_index(store: GraphStore, settings: Settings, *, k1: float = K1, b: float = B,
                  generation: list[Any] | None = None) -> BM25Index:  # fmt: skip
     """This process's BM25 index (parameters ``k1``, ``b``) of the knowledge base ``settings`` name, for the
-    learned ranker's BM25 features (kbgraph.query.propagation), method 'bm25' and MIGRES: kept in memory and
+    learned ranker's BM25 features (kbgraph.query.propagation.propagate), method 'bm25' and MIGRES: kept in memory and
     re-checked only when :func:`corpus_generation` changes (one light statement per call, ~1 ms); then loaded
     from disk or rebuilt (:meth:`BM25Index.open`). Thread-safe; a first call on a new corpus builds the index (a
     few seconds per 100k chunks). ``generation``: :func:`corpus_generation` when the caller has just read it."""

@@ -1,7 +1,7 @@
 """What every query method runs against: ``QueryContext`` (the store, the settings, the embedder and the LLM,
 or None offline).
 
-Every method of the registry (kbgraph.query.methods) is ``run(question, ctx, **options)``; the graph store and
+Every method of the registry (kbgraph.query.methods.registry) is ``run(question, ctx, **options)``; the graph store and
 the settings are the project's own classes, the embedder and the LLM anything with the methods of their
 protocols (``kbgraph.embed.base.Embedder``, ``kbgraph.llm.base.LLM``: the real clients of ``kbgraph.embed`` /
 ``kbgraph.llm``, the embedding cache, the scripted test LLM).

@@ -5,8 +5,8 @@ paper 003 §3.4).
 
 Every statement is in ``cypher/retrieve/`` (``chunks_of_questions``, ``questions_of_chunks``,
 ``chunk_details``); the vector indexes are read with ``store.vector_search`` (cosine similarity in [-1, 1]).
-Algorithm 1 (kbgraph.query.decompose), the baselines (kbgraph.query.baselines), score propagation
-(kbgraph.query.propagation) and BM25 (kbgraph.query.bm25) import from here, never from each other.
+Algorithm 1 (kbgraph.query.methods.decompose), the baselines (kbgraph.query.methods.baselines), score propagation
+(kbgraph.query.propagation.propagate) and BM25 (kbgraph.query.bm25) import from here, never from each other.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def distinct_top(store: GraphStore, ranked: Sequence[str], k: int,
     is left out and the next one taken, so ``k`` distinct passages come back while ``ranked`` has them. A chunk
     without a row (no longer served) is kept as it is, as the caller keeps it. One ``retrieve/chunk_details`` read
     for the first ``k``; one more per further slice, only when a repeat was left out. ``read``: what gives the
-    rows instead of that statement (kbgraph.query.adjacency ``Adjacency.details``). ``per_page`` > 0: at most that
+    rows instead of that statement (kbgraph.query.propagation.adjacency ``Adjacency.details``). ``per_page`` > 0: at most that
     many chunks of one (document, page) are kept, the later ones left out like repeats (a chunk without a page is
     not limited; setting ``max_chunks_per_page``). ``same_page``: filled with {kept chunk id: the ids of its page's
     chunks left out by ``per_page``, in rank order} (their rows in the returned details too), the page's evidence

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Discriminator, Field, Tag
 
 
 class Contribution(BaseModel):
-    """One term of a chunk's score (kbgraph.query.propagation): ``weight`` × ``similarity`` (× ``factor``) =
+    """One term of a chunk's score (kbgraph.query.propagation.propagate): ``weight`` × ``similarity`` (× ``factor``) =
     ``score``."""
 
     #: The score term: a layer's seeds (Chunk, AtomicQuestion, Triple, Entity, EntityText, FullText, Tag, Section,
@@ -25,7 +25,7 @@ class Contribution(BaseModel):
 
 
 class RankerTerm(BaseModel):
-    """One feature's part in the learned ranker's score of a chunk (kbgraph.query.ranking): the feature's
+    """One feature's part in the learned ranker's score of a chunk (kbgraph.query.propagation.ranking_learned): the feature's
     ``value`` and its ``contribution`` w·(value - μ)/σ; a chunk's contributions plus the model's intercept
     are its score."""
 
@@ -67,7 +67,7 @@ class Seeds(BaseModel):
     #: ranker's bm25 features and pool additions (empty with ranker=weights).
     bm25: list[tuple[str, float]] = Field(default_factory=list)
     #: The corpus generation read with the seeds (kbgraph.query.bm25 ``corpus_generation``): the key of the
-    #: in-memory adjacency (kbgraph.query.adjacency); None when it was not read.
+    #: in-memory adjacency (kbgraph.query.propagation.adjacency); None when it was not read.
     generation: list[Any] | None = None
 
 
@@ -116,7 +116,7 @@ class TraceRound(BaseModel):
 
 
 class MigresRound(BaseModel):
-    """One iteration of MIGRES (paper 002 §3; kbgraph.query.migres): the queries (iteration 1: the question
+    """One iteration of MIGRES (paper 002 §3; kbgraph.query.methods.migres): the queries (iteration 1: the question
     itself, §3.1; later: the Query Generator's for the Main Module's ``missing_information``), the passages
     the re-ranking filter kept with their kept sentences (§3.2), the LLM's own knowledge when it kept none
     (``knowledge_prompting``, §4.5), the Leaf Module's extractions and the Main Module's judgement."""
@@ -196,7 +196,7 @@ class MigresRound(BaseModel):
 
 
 class HiragRound(BaseModel):
-    """One round of HiRAG (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.hirag): the Decomposer's
+    """One round of HiRAG (paper 004 §4, Algorithm 1 of its appendix A.2; kbgraph.query.methods.hirag): the Decomposer's
     sub-question (or its stop: ``stop``), the entity and the candidate documents of the Retriever's document
     level (§4.3), a tie and the rewritten sub-question (th1, eq. 4), every chunk tried with the Filter's verdict
     (§4.4; ``rethink``: the highest rethink level reached), the fallback retrieval used and the sub-answer."""
@@ -315,7 +315,7 @@ class UsageReport(BaseModel):
 class Answer(BaseModel):
     """The answer with its citations and rationale. ``retrieval_only``: no LLM was configured, the answer is
     the 1-3 best-matching sentences or table rows of the top chunks, one a line, each ending with the
-    ``[n]`` of its citation (n = 1-based index into ``citations``). Method 'auto' (kbgraph.query.classify,
+    ``[n]`` of its citation (n = 1-based index into ``citations``). Method 'auto' (kbgraph.query.methods.classify,
     PIKE-RAG §3.2, §4.2) sets ``question_class`` (factual | linkable_reasoning | predictive | creative |
     unknown), ``question_subtype`` (bridging | comparative | quantitative | summarizing, linkable reasoning
     only) and ``route`` (``"<level>:<method>"``: ``"L1:l1"`` or ``"L2:pike"``); None for every other method."""

@@ -11,7 +11,7 @@ on FalkorDB a failure deletes the half-written Question again)::
     (:SubQuestion)-[:MATCHED {score, rank, selected}]->(:AtomicQuestion)
 
 - question_class, question_subtype, route: method 'auto''s classification and level (PIKE-RAG §3.2, §4.2;
-  kbgraph.query.classify), e.g. 'linkable_reasoning', 'bridging', 'L2:pike'; absent for other methods.
+  kbgraph.query.methods.classify), e.g. 'linkable_reasoning', 'bridging', 'L2:pike'; absent for other methods.
 - USED: the chunks the answer rests on: the cited chunks of a retrieval-only answer, else the LLM's context
   (``Answer.chunks``; the citations when it is empty). ``round`` is the Algorithm 1 round (PIKE-RAG §5.3.2,
   paper 003 §3.4) in which the chunk joined the context; for Self-Ask the round of the follow-up question

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 
 from kbgraph.query.ask import answer_question, clean_question
 from kbgraph.query.context import QueryContext
-from kbgraph.query.methods import get_method
+from kbgraph.query.methods.registry import get_method
 from kbgraph.query.models import Answer, AskEvent
 
 __all__ = ["AnswerStream", "StreamClosed", "stream_answer"]

@@ -11,7 +11,7 @@ With an LLM and ``settings.tagging.auto_tagging`` on, :func:`question_tags` does
    embedding on the Tag vector index with cosine >= ``tag_threshold``, score = that cosine.
 
 A corpus tag reached both ways keeps its best score. The mapped tags seed retrieval: the Tag layer of score
-propagation (kbgraph.query.propagation: ``w_G · max score`` over a chunk's TAGGED tags) and, when
+propagation (kbgraph.query.propagation.propagate: ``w_G · max score`` over a chunk's TAGGED tags) and, when
 ``tag_rewrite``, the full-text query (the question followed by the mapped tags' names: "query rewriting or
 keyword retrieval", §5.2.2). Without an LLM, with ``auto_tagging`` off, or when no weight would use the tags,
 nothing is asked and retrieval is exactly that of §5.2.3.

@@ -1,7 +1,7 @@
 """docs/api.md, the reference of kbgraph's Python API, generated from the docstrings of its public surface.
 
 The surface is :data:`PARTS` (``KnowledgeBase``, ``Settings``, ``GraphStore``, the ``LLM`` and ``Embedder``
-protocols, asking) and every entry point the method registry holds (``kbgraph.query.methods.METHODS``: each row's
+protocols, asking) and every entry point the method registry holds (``kbgraph.query.methods.registry.METHODS``: each row's
 ``run``, read from the registry, so a new row is on the page without an edit here). Each object is shown with its
 signature (as written in its source: ``ast``) and its Google-style docstring (``Args:``, ``Returns:``, ``Yields:``,
 ``Raises:`` sections, parsed by :func:`parse_docstring`); the exceptions of kbgraph.errors close the page. The page
@@ -67,11 +67,11 @@ PARTS: tuple[Part, ...] = (
     Part("Embedder", "The text-embedding protocol (`kbgraph.embed`); `kbgraph.embed.get_embedder(settings)` gives "
          "the configured one.", ("kbgraph.embed.base:Embedder", "kbgraph.embed.base:normalise")),
     Part("Asking", "What `KnowledgeBase.ask` and `retrieve` run (`kbgraph.query.ask`) and the method registry "
-         "(`kbgraph.query.methods`; [methods](methods.md) describes each method).",
+         "(`kbgraph.query.methods.registry`; [methods](methods.md) describes each method).",
          ("kbgraph.query.ask:clean_question", "kbgraph.query.ask:answer_question", "kbgraph.query.ask:retrieve",
-          "kbgraph.query.ask:preload", "kbgraph.query.methods:get_method", "kbgraph.query.methods:methods_help",
-          "kbgraph.query.retrieval:dense_settings", "kbgraph.query.hierarchical:hierarchical_chunks",
-          "kbgraph.query.decompose:propose", "kbgraph.query.baselines:parse_self_ask")),
+          "kbgraph.query.ask:preload", "kbgraph.query.methods.registry:get_method", "kbgraph.query.methods.registry:methods_help",
+          "kbgraph.query.methods.retrieval:dense_settings", "kbgraph.query.methods.hierarchical:hierarchical_chunks",
+          "kbgraph.query.methods.decompose:propose", "kbgraph.query.methods.baselines:parse_self_ask")),
 )  # fmt: skip
 
 #: Members of a class that the page leaves out: hooks of a library, not kbgraph's API.
@@ -128,8 +128,8 @@ def own_init(cls: type) -> Callable[..., Any] | None:
 
 
 def registry_entries() -> list[Entry]:
-    """The ``run`` of every row of ``kbgraph.query.methods.METHODS``, once each, in the registry's order."""
-    from kbgraph.query.methods import METHODS
+    """The ``run`` of every row of ``kbgraph.query.methods.registry.METHODS``, once each, in the registry's order."""
+    from kbgraph.query.methods.registry import METHODS
 
     out: dict[str, Entry] = {}
     for row in METHODS.values():
@@ -455,7 +455,7 @@ HTTP API ([serve](serve.md)) are built on it. Exceptions are those of `kbgraph.e
 def render() -> str:
     """docs/api.md: :data:`HEADER`, a contents list, each part of :data:`PARTS`, the method registry's entry
     points, the errors."""
-    from kbgraph.query.methods import METHODS
+    from kbgraph.query.methods.registry import METHODS
 
     titles = [*(p.title for p in PARTS), "Query methods", "Errors"]
     out = [HEADER, *(f"- [{t}](#{_anchor(t)})" for t in titles), ""]
@@ -467,7 +467,7 @@ def render() -> str:
         if part is None:
             continue
         out += render_entry(entry, "###" if entry.kind in ("class", "function") else "####")
-    out += ["## Query methods", "", "The entry points of the method registry (`kbgraph.query.methods.METHODS`): "
+    out += ["## Query methods", "", "The entry points of the method registry (`kbgraph.query.methods.registry.METHODS`): "
             "`KnowledgeBase.ask(question, method=...)` runs an answer method, `retrieve` a retrieval method.", "",
             "| Method | Kind | Entry point | What it does |", "|---|---|---|---|"]  # fmt: skip
     for row in METHODS.values():

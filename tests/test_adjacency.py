@@ -1,4 +1,4 @@
-"""The in-memory adjacency of score propagation (kbgraph.query.adjacency, setting ``adjacency_cache``): its rows
+"""The in-memory adjacency of score propagation (kbgraph.query.propagation.adjacency, setting ``adjacency_cache``): its rows
 equal those of ``retrieve/layer_candidates`` and ``retrieve/hop_neighbours`` for the same parameters, row for row
 (every layer, every hop, the degree bounds, a document left 'writing', the titles and the exact similarities);
 with it built, score propagation sends neither statement and gives every term of the direct recomputation of
@@ -15,12 +15,12 @@ import pytest
 
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord, TripleRecord
-from kbgraph.query import adjacency, ranking_gbm
-from kbgraph.query.adjacency import Adjacency, shared_adjacency
+from kbgraph.query.propagation import adjacency, ranking_gbm
+from kbgraph.query.propagation.adjacency import Adjacency, shared_adjacency
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.query.graph import chunk_details
-from kbgraph.query.propagation import propagate
-from kbgraph.query.ranking_gbm import pool_texts
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.ranking_gbm import pool_texts
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row
 from kbgraph.store.schema import VECTOR_WRITES

@@ -331,7 +331,7 @@ _PIKE: dict[str, Answer] = {}
 
 def answer_pike_cached(corpus: KnowledgeBase) -> Answer:
     from kbgraph.query.context import QueryContext
-    from kbgraph.query.decompose import answer_pike
+    from kbgraph.query.methods.decompose import answer_pike
 
     key = backend_name(corpus.settings)
     if key not in _PIKE:

@@ -1,5 +1,5 @@
-"""Question classification and level routing, method 'auto' (kbgraph.query.classify; PIKE-RAG §3.2, §4.2) and the
-L1 system, method 'l1' (kbgraph.query.l1; §5.2), on a real embedded FalkorDB graph of 16 MuSiQue passages (the
+"""Question classification and level routing, method 'auto' (kbgraph.query.methods.classify; PIKE-RAG §3.2, §4.2) and the
+L1 system, method 'l1' (kbgraph.query.methods.l1; §5.2), on a real embedded FalkorDB graph of 16 MuSiQue passages (the
 gold passages of four 2-hop questions and others) with real embeddings, and a scripted LLM that reads the prompts.
 
 Checked: the class is parsed as the schema's enum (every class and subtype name; names that merely contain a
@@ -28,9 +28,9 @@ from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.models import DocumentGraph
 from kbgraph.query.ask import answer_question
-from kbgraph.query.classify import KINDS, SUBTYPES, answer_auto, classify_question, route
+from kbgraph.query.methods.classify import KINDS, SUBTYPES, answer_auto, classify_question, route
 from kbgraph.query.context import QueryContext
-from kbgraph.query.methods import get_method
+from kbgraph.query.methods.registry import get_method
 from kbgraph.query.prompts import SYSTEM_JUDGE
 from kbgraph.query.prompts.classify import CLASSIFY
 from kbgraph.cli.render import render_answer

@@ -1,5 +1,5 @@
-"""Knowledge-aware task decomposition (Algorithm 1, kbgraph.query.decompose) and the baselines
-(kbgraph.query.baselines) on a real embedded FalkorDB graph built from 30 MuSiQue passages (the gold
+"""Knowledge-aware task decomposition (Algorithm 1, kbgraph.query.methods.decompose) and the baselines
+(kbgraph.query.methods.baselines) on a real embedded FalkorDB graph built from 30 MuSiQue passages (the gold
 passages of three questions plus others), with real embeddings and a scripted LLM that reads the prompts.
 
 Every candidate list in a trace is checked against an independent recomputation with
@@ -23,9 +23,10 @@ from kbgraph.ingest.write import write_documents
 from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.models import DocumentGraph
-from kbgraph.query import answering, baselines, decompose
+from kbgraph.query import answering
+from kbgraph.query.methods import baselines, decompose
 from kbgraph.query.context import QueryContext
-from kbgraph.query.decompose import answer_pike
+from kbgraph.query.methods.decompose import answer_pike
 from kbgraph.query.models import Answer, ScoredChunk, TraceRound
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore

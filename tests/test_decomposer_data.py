@@ -1,6 +1,6 @@
 """Training data for a knowledge-aware decomposer (PIKE-RAG §5.3.3, §6.4): Algorithm 2's bookkeeping
 (kbgraph.eval.decomposer_data), Algorithm 3's SFT pairs (kbgraph.eval.decomposer_sft), the learned proposer in
-Algorithm 1 (kbgraph.query.decomposer_learned) and ``kbgraph decomposer collect | sft``.
+Algorithm 1 (kbgraph.query.methods.decomposer_learned) and ``kbgraph decomposer collect | sft``.
 
 The graph is test_decompose.py's: 30 MuSiQue passages with one atomic tag per sentence and real embeddings, on an
 embedded FalkorDB graph of this module (its fixtures are imported, not copied). A scripted LLM reads the prompts.
@@ -28,7 +28,7 @@ from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.models import DocumentGraph
 from kbgraph.query.context import QueryContext
-from kbgraph.query.decompose import answer_pike
+from kbgraph.query.methods.decompose import answer_pike
 from kbgraph.eval.decomposer_data import Trajectory, collect_trajectories
 from kbgraph.eval.decomposer_sft import read_trajectories, sft_pairs, write_sft
 from kbgraph.query.models import TraceRound

@@ -389,7 +389,7 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
 
     from kbgraph.kb import KnowledgeBase
     from kbgraph.llm.fake import ScriptedLLM as Client
-    from kbgraph.query.classify import classify_question
+    from kbgraph.query.methods.classify import classify_question
 
     (tmp_path / "hopper.txt").write_text("Grace Hopper developed the first compiler at Remington Rand in 1952.",
                                          encoding="utf-8")  # fmt: skip

@@ -227,8 +227,8 @@ def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings: Settin
     on the same pools, the model file loads and names its data set, and propagation ranks with it."""
     from kbgraph.cli import main
     from kbgraph.query.context import QueryContext
-    from kbgraph.query.ranking import load_model
-    from kbgraph.query.retrieval import retrieve_propagation
+    from kbgraph.query.propagation.ranking_learned import load_model
+    from kbgraph.query.methods.retrieval import retrieve_propagation
 
     for var in ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_NAME", "KBGRAPH_URI", "NEO4J_URI"):
         monkeypatch.delenv(var, raising=False)

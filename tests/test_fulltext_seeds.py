@@ -11,7 +11,7 @@ import pytest
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
 from kbgraph.query.bm25 import shared_index
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 

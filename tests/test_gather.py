@@ -1,5 +1,5 @@
 """kbgraph.store.parallel.gather: independent reads run at once on a store that allows it (the seeds of a
-question: vector, full-text and BM25, kbgraph.query.seeding.seed_layers), one after the other otherwise;
+question: vector, full-text and BM25, kbgraph.query.propagation.seeding.seed_layers), one after the other otherwise;
 results in order, errors raised to the caller."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Method 'hierarchical' and the retrieval of 'naive_hr' are PIKE-RAG Fig. 11's union (§5.3.1; §6.1 and paper 003
-A.3 for k and thresholds; kbgraph.query.hierarchical), on a planted graph in a real embedded FalkorDB store: chunk
+A.3 for k and thresholds; kbgraph.query.methods.hierarchical), on a planted graph in a real embedded FalkorDB store: chunk
 and atomic-question vectors are set by hand around one question vector, so which chunk each path reaches is
 known in advance.
 
@@ -18,7 +18,7 @@ import pytest
 
 from kbgraph.models import AtomicQuestionRecord, ChunkRecord, DocumentGraph, DocumentRecord
 from kbgraph.query.context import QueryContext
-from kbgraph.query.methods import get_method
+from kbgraph.query.methods.registry import get_method
 from kbgraph.query.models import TraceRound
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore

@@ -1,4 +1,4 @@
-"""HiRAG (paper 004 §4, Algorithm 1 of A.2; kbgraph.query.hirag) on a real embedded FalkorDB graph of MuSiQue
+"""HiRAG (paper 004 §4, Algorithm 1 of A.2; kbgraph.query.methods.hirag) on a real embedded FalkorDB graph of MuSiQue
 passages grouped by title into documents (one chunk per sentence, real embeddings; entities and their MENTIONS
 by hand), driven by a scripted LLM that reads the prompts: answerable at once; rethink at the chunk level, then
 the document level; give-up after th3 and the fallback retrieval; "That's enough" at once; a repeated
@@ -24,13 +24,13 @@ from kbgraph.ingest.write import write_documents
 from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.models import DocumentGraph
-from kbgraph.query import hirag
+from kbgraph.query.methods import hirag
 from kbgraph.query.context import QueryContext
-from kbgraph.query.hirag import answer_hirag
-from kbgraph.query.hirag_retrieve import EXACT, document_candidates, document_chunks, name_match, tied
+from kbgraph.query.methods.hirag import answer_hirag
+from kbgraph.query.methods.hirag_retrieve import EXACT, document_candidates, document_chunks, name_match, tied
 from kbgraph.query.models import Answer, AskEvent, HiragRound
 from kbgraph.query.prompts import hirag as hp
-from kbgraph.query.retrieval import retrieve_propagation
+from kbgraph.query.methods.retrieval import retrieve_propagation
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 from kbgraph.text import index_text

@@ -152,7 +152,7 @@ def test_longer_values_are_cut_not_refused() -> None:
 def test_requests_ask_for_the_schema_budget() -> None:
     """Through the scripted LLM: each JSON request's max_tokens is the schema's budget (default None)."""
     from kbgraph.ingest.distill.schemas import AtomicQuestions
-    from kbgraph.query.decompose import Proposal
+    from kbgraph.query.methods.decompose import Proposal
 
     llm = ScriptedLLM(['{"thinking": "", "sub_questions": []}', '{"questions": ["Who?"]}'])
     llm.complete_json([{"role": "user", "content": "q"}], Proposal)
@@ -166,8 +166,8 @@ def test_schema_sent_requires_every_field_and_a_non_empty_item() -> None:
     Algorithm 1 after one round. The schema sent requires every property, at every depth, and sub-questions
     and MIGRES queries have a minimum length; validation keeps the defaults for unconstrained endpoints."""
     from kbgraph.llm.structured import response_format
-    from kbgraph.query.decompose import SUB_QUESTION_MIN_CHARS, Proposal
-    from kbgraph.query.migres import LeafOutput, NewQueries
+    from kbgraph.query.methods.decompose import SUB_QUESTION_MIN_CHARS, Proposal
+    from kbgraph.query.methods.migres import LeafOutput, NewQueries
 
     sent = response_format("json_schema", Proposal)["json_schema"]["schema"]  # type: ignore[index]
     assert sent["required"] == ["thinking", "sub_questions"]

@@ -601,7 +601,7 @@ def test_a_cache_file_from_before_the_cut_column_is_upgraded(tmp_path: Path) -> 
 def test_json_budget_from_the_schema(server: FakeOpenAI, make_client: MakeClient) -> None:
     """A JSON request asks for max(llm_max_tokens, the schema's budget); a plain completion for the setting."""
     from kbgraph.llm.bounds import token_budget
-    from kbgraph.query.migres import LeafOutput
+    from kbgraph.query.methods.migres import LeafOutput
 
     server.queue(ok('{"useful_information": []}'), ok('{"useful_information": []}'), ok("fine"))
     need = token_budget(LeafOutput)

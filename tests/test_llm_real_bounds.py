@@ -22,8 +22,8 @@ from kbgraph.llm.bounds import unbounded_paths
 from kbgraph.llm.client import OpenAIClient
 from kbgraph.query import prompts
 from kbgraph.query.answering import QAOutput
-from kbgraph.query.decompose import SUB_QUESTION_CHARS, SUB_QUESTIONS, Proposal
-from kbgraph.query.migres import MAX_QUERIES, MAX_STATEMENTS, LeafOutput, NewQueries
+from kbgraph.query.methods.decompose import SUB_QUESTION_CHARS, SUB_QUESTIONS, Proposal
+from kbgraph.query.methods.migres import MAX_QUERIES, MAX_STATEMENTS, LeafOutput, NewQueries
 from kbgraph.query.prompts import migres as migres_prompts
 from kbgraph.settings import Settings
 from tests.llm_server_fixture import LLMServerInfo

@@ -1,4 +1,4 @@
-"""MIGRES (paper 002 §3; kbgraph.query.migres) on a real embedded FalkorDB graph of 24 MuSiQue passages (the two
+"""MIGRES (paper 002 §3; kbgraph.query.methods.migres) on a real embedded FalkorDB graph of 24 MuSiQue passages (the two
 gold passages of a 2-hop question and others), real embeddings, and a scripted LLM that reads the prompts and
 answers like the paper's cases: answerable at once; missing information, new queries, then answerable; the
 filter rejects every chunk and the LLM's own knowledge is prompted (§4.5); the iteration cap. Every kept chunk
@@ -22,10 +22,10 @@ from kbgraph.ingest.write import write_documents
 from kbgraph.llm.base import Messages
 from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.models import DocumentGraph
-from kbgraph.query import migres
+from kbgraph.query.methods import migres
 from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import sentences
-from kbgraph.query.migres import answer_migres
+from kbgraph.query.methods.migres import answer_migres
 from kbgraph.query.models import Answer, AskEvent, MigresRound
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
@@ -329,7 +329,7 @@ def test_bm25_retriever_has_the_papers_k1_and_b(kb: KB) -> None:
     import bm25s
 
     from kbgraph.query.bm25 import _stemmer, row_text
-    from kbgraph.query.migres_retrieve import Retriever
+    from kbgraph.query.methods.migres_retrieve import Retriever
 
     store, settings, embedder = kb
     ctx = QueryContext(store, settings, embedder, ScriptedLLM([]))

@@ -1,5 +1,5 @@
 """Multi-granularity score propagation on a hand-built graph with known seed scores: the exact scores of
-the formula in kbgraph.query.propagation with ``ranker=weights`` (today's weighted sum, unchanged by the learned
+the formula in kbgraph.query.propagation.propagate with ``ranker=weights`` (today's weighted sum, unchanged by the learned
 ranker; that ranker's own test is tests/test_ranking.py), on both stores; and hostile questions against ask."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from kbgraph.models import (
     TripleRecord,
 )
 from kbgraph.query.models import Seeds
-from kbgraph.query.propagation import propagate
+from kbgraph.query.propagation.propagate import propagate
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 

@@ -1,6 +1,6 @@
 """Score propagation's statements against a direct recomputation (issue 38): on a planted graph of three documents
 with every kind of score term, each chunk's terms as ``propagate`` gives them (two statements and the details of
-the top k: kbgraph.query.propagation) must equal the formula of docs/scoring.md computed here in Python from the
+the top k: kbgraph.query.propagation.propagate) must equal the formula of docs/scoring.md computed here in Python from the
 planted records alone, term by term: a term the statements drop or add, a wrong node, factor or exact similarity,
 fails. Both stores."""
 
@@ -24,7 +24,7 @@ from kbgraph.models import (
     TripleRecord,
 )
 from kbgraph.query.models import Seeds
-from kbgraph.query.propagation import learned_pool, propagate, score_terms
+from kbgraph.query.propagation.propagate import learned_pool, propagate, score_terms
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 

@@ -1,4 +1,4 @@
-"""The learned ranker (kbgraph.query.ranking): on a planted graph its order and scores equal an independent
+"""The learned ranker (kbgraph.query.propagation.ranking_learned): on a planted graph its order and scores equal an independent
 recomputation from the explain terms of the weighted sum, on both stores; its explain contributions add up to
 its score; the shipped model loads; a broken model is a clear error; the fit (kbgraph.eval.rank_train) learns a
 planted signal and scores each set with a model fitted on the others."""
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from kbgraph.ingest.write import write_documents
 from kbgraph.query.models import ScoredChunk, Seeds
-from kbgraph.query.propagation import propagate
-from kbgraph.query.ranking import FEATURES, load_model
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.ranking_learned import FEATURES, load_model
 
 from kbgraph.errors import ConfigError
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord

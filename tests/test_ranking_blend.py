@@ -1,4 +1,4 @@
-"""The blend ranker (setting ``ranker=blend``; kbgraph.query.ranking_blend) through score propagation on a
+"""The blend ranker (setting ``ranker=blend``; kbgraph.query.propagation.ranking_blend) through score propagation on a
 planted graph, on both stores: its order and scores equal an independent recomputation from the learned ranker's
 own scores and the shipped blend model's trees walked node by node over the list features of the head (the
 learned ranker's best ``ranker_blend_k`` of the pool), each score standardised over the head, the gbm's weighted
@@ -14,10 +14,10 @@ import pytest
 
 from kbgraph.ingest.write import write_documents
 from kbgraph.query.models import Seeds
-from kbgraph.query.propagation import propagate
-from kbgraph.query.ranking import Candidate
-from kbgraph.query.ranking_gbm import default_blend_path
-from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.ranking_learned import Candidate
+from kbgraph.query.propagation.ranking_gbm import default_blend_path
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES, list_rows
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 from tests.test_ranking_gbm import QUESTION, _graph

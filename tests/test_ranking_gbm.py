@@ -1,4 +1,4 @@
-"""The gbm ranker (setting ``ranker=gbm``; kbgraph.query.ranking_gbm) through score propagation on a planted
+"""The gbm ranker (setting ``ranker=gbm``; kbgraph.query.propagation.ranking_gbm) through score propagation on a planted
 graph, on both stores: its order and scores equal an independent recomputation (the list features of the
 weighted run's pool, each planted tree walked from the model's JSON); its explanation adds up to its score.
 The fit (kbgraph.eval.rank_train_gbm): LightGBM's trees, converted, score as LightGBM does, and a planted
@@ -16,9 +16,9 @@ from kbgraph.eval.rank_train import LabelledPool
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
 from kbgraph.query.models import Seeds
-from kbgraph.query.propagation import propagate
-from kbgraph.query.ranking import Candidate
-from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.ranking_learned import Candidate
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES, list_rows
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 from tests.planted_pools import planted_pools

@@ -11,8 +11,8 @@ import pytest
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
 from kbgraph.query.graph import distinct_top, with_pages
-from kbgraph.query.propagation import propagate
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 

@@ -16,8 +16,8 @@ from kbgraph.embed import static_model
 from kbgraph.embed.static_model import StaticEmbedder, build_static_model, get_static_embedder, static_model_dir
 from kbgraph.errors import ConfigError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query import seeding
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.propagation import seeding
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import VECTOR_LAYER_CHOICES, Settings
 from kbgraph.store import backend_name
 

@@ -1,6 +1,6 @@
 """Auto-tagging, query side (PIKE-RAG §5.2.2): tag-pair learning (kbgraph.eval.tag_pairs), question tags
 mapped through MAPS_TO and the Tag vector index (kbgraph.query.tags), the Tag layer of score propagation
-(kbgraph.query.propagation), on both real stores with real embeddings: a hand-built five-passage graph with
+(kbgraph.query.propagation.propagate), on both real stores with real embeddings: a hand-built five-passage graph with
 corpus tags, a scripted LLM that reads the prompts, and one run against the real local LLM server.
 """
 
@@ -21,7 +21,7 @@ from kbgraph.llm.fake import ScriptedLLM
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, stable_id
 from kbgraph.query.context import QueryContext
 from kbgraph.query.models import Contribution
-from kbgraph.query.retrieval import retrieve_propagation
+from kbgraph.query.methods.retrieval import retrieve_propagation
 from kbgraph.eval.tag_pairs import learn_tag_pairs, load_qa_samples
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row

@@ -1,4 +1,4 @@
-"""The triple hop of score propagation (issue 39; setting ``weight_triple_hop``, kbgraph.query.propagation,
+"""The triple hop of score propagation (issue 39; setting ``weight_triple_hop``, kbgraph.query.propagation.propagate,
 docs/scoring.md): from the question's entities along their triples (subject -RELATED-> object) to the chunks that
 mention the object. On a planted graph it reaches a bridge chunk that the entity hop (co-mention with one of the
 ``hop_from`` best chunks) does not, with the term w_R · g(q, e) / log2(1 + deg(o)) recomputed here; it follows a
@@ -15,7 +15,7 @@ import pytest
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord, TripleRecord
 from kbgraph.query.models import Seeds
-from kbgraph.query.propagation import propagate, score_terms
+from kbgraph.query.propagation.propagate import propagate, score_terms
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 

@@ -17,8 +17,8 @@ from kbgraph.errors import SchemaMismatch
 from kbgraph.ingest.embed_layers import embed_layers
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord
-from kbgraph.query.propagation import propagate
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import VECTOR_LAYER_CHOICES, Settings
 from kbgraph.settings_groups import EmbeddingSettings
 from kbgraph.store import backend_name

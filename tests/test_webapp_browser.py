@@ -38,7 +38,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from kbgraph.kb import KnowledgeBase  # noqa: E402
-from kbgraph.query.methods import METHODS  # noqa: E402
+from kbgraph.query.methods.registry import METHODS  # noqa: E402
 from kbgraph.serve.access import add_key  # noqa: E402
 from kbgraph.serve.app import create_app  # noqa: E402
 from kbgraph.serve.webapp import CSP, assets, meta  # noqa: E402

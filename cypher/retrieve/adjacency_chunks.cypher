@@ -1,4 +1,4 @@
-// One page of chunks for the in-memory adjacency of score propagation (kbgraph.query.adjacency): in chunk id
+// One page of chunks for the in-memory adjacency of score propagation (kbgraph.query.propagation.adjacency): in chunk id
 // order after $after, at most $limit rows, each chunk with what retrieve/layer_candidates and
 // retrieve/hop_neighbours and retrieve/chunk_details read of it: its document_id, its Document's status, title and
 // uri, its text, summary, kind, page and section path, its embedding, and the ids at the other end

@@ -1,4 +1,4 @@
-// One page of entities for the in-memory adjacency of score propagation (kbgraph.query.adjacency): in entity id
+// One page of entities for the in-memory adjacency of score propagation (kbgraph.query.propagation.adjacency): in entity id
 // order after $after, at most $limit rows, each with its name and type (the entity hop's text, the title hop's
 // TITLE entities) and the objects of its triples (RELATED, subject to object: the triple hop).
 MATCH (e:Entity)

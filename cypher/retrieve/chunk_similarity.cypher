@@ -1,4 +1,4 @@
-// Exact similarity of the question to candidate chunks (score propagation, kbgraph.query.propagation).
+// Exact similarity of the question to candidate chunks (score propagation, kbgraph.query.propagation.propagate).
 // Served chunks only: a chunk is left out when its Document is not 'complete' (still being written, or left
 // 'writing' by a killed run; see ingest/mark_documents_complete).
 // score: the store's vector score ({{vector_score}}: cypher/fragments/), as the vector index reports it.

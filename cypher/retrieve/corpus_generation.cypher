@@ -1,5 +1,5 @@
 // A cheap key of the chunk corpus's state, read before every learned-ranker query (kbgraph.query.bm25's shared
-// BM25 index, kbgraph.query.adjacency): the number of Document nodes, the number of ingestion runs (a run that
+// BM25 index, kbgraph.query.propagation.adjacency): the number of Document nodes, the number of ingestion runs (a run that
 // starts in the same second as the one before it still changes the key: start times have whole seconds) and the
 // latest ingestion run (id, finish time, status). Any
 // ingestion run or deletion changes it; the BM25 index is then re-checked against the full corpus fingerprint

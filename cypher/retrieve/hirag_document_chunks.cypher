@@ -1,4 +1,4 @@
-// HiRAG's chunk-level dense retrieval (paper 004 §4.3, eq. 5; kbgraph.query.hirag_retrieve): every chunk of the
+// HiRAG's chunk-level dense retrieval (paper 004 §4.3, eq. 5; kbgraph.query.methods.hirag_retrieve): every chunk of the
 // document $document_id with its exact cosine similarity to $embedding (no index: the search is restricted to
 // one document), best first, then in document order. score: cosine in [-1, 1] ({{cosine}}).
 // Served documents only: nothing comes back for a Document that is not 'complete'.

@@ -1,4 +1,4 @@
-// HiRAG's document-level sparse retrieval (paper 004 §4.3, eq. 3), entity side (kbgraph.query.hirag_retrieve):
+// HiRAG's document-level sparse retrieval (paper 004 §4.3, eq. 3), entity side (kbgraph.query.methods.hirag_retrieve):
 // for each entity of $ids (hits of the Entity.name full-text index), the documents whose chunks mention it and
 // how many of their chunks do, most mentions first, at most $limit rows. Served documents only: a Document
 // that is not 'complete' (still being written, or left 'writing' by a killed run) is left out.

@@ -1,4 +1,4 @@
-// Score propagation, second hop, one round trip (kbgraph.query.propagation):
+// Score propagation, second hop, one round trip (kbgraph.query.propagation.propagate):
 // 'Hop': chunks sharing an entity with a source chunk of $entity_hop_sources ([{id, score: its S1}]) (a -MENTIONS->
 //        e <-MENTIONS- b), through entities mentioned by at most $max_degree chunks: one row per reached chunk,
 //        its best term S1(a) * specificity / log2(1 + degree(e)) (the formula's max; fewer rows: Neo4j's driver pays

@@ -1,4 +1,4 @@
-// Score propagation, the first pass in one round trip (PIKE-RAG Fig. 8, Fig. 11 path (b); kbgraph.query.propagation):
+// Score propagation, the first pass in one round trip (PIKE-RAG Fig. 8, Fig. 11 path (b); kbgraph.query.propagation.propagate):
 // every candidate chunk the seeds lead to, with what the formula and the learned ranker need of it, so that no
 // other statement is sent before the hops. Rows (layer, via, chunk_id, document_id, title, score):
 // 'Chunk': each chunk of $chunk_ids (the chunks of the Chunk and full-text seeds, and BM25's hits) as itself;

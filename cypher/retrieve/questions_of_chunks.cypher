@@ -1,4 +1,4 @@
-// Backup retrieval of knowledge-aware decomposition (kbgraph.query.decompose): the atomic questions of the
+// Backup retrieval of knowledge-aware decomposition (kbgraph.query.methods.decompose): the atomic questions of the
 // given chunks (Chunk -HAS_QUESTION-> AtomicQuestion), so that a chunk found through the Chunk vector index
 // (path (a) of PIKE-RAG Fig. 11) can be offered to the selector with its best-matching atomic question.
 // Served chunks only: a chunk is left out when its Document is not 'complete' (still being written, or left

@@ -1,4 +1,4 @@
-// Layer seeds of score propagation (kbgraph.query.seeding), one round trip: the vector top-$k of every
+// Layer seeds of score propagation (kbgraph.query.propagation.seeding), one round trip: the vector top-$k of every
 // vector index; a layer of $static_layers (setting static_layers) is searched with $static_embedding (the static
 // model's question vector), the others with $embedding: each vector is sent once (six copies of the question's
 // vector in the statement's text cost FalkorDB ~0.5 ms of a ~2.4 ms read).

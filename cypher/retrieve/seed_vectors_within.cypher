@@ -1,4 +1,4 @@
-// Layer seeds of score propagation inside a small document scope (kbgraph.query.seeding, kbgraph.store.scope):
+// Layer seeds of score propagation inside a small document scope (kbgraph.query.propagation.seeding, kbgraph.store.scope):
 // the exact top-$k of each layer of documents among the scope's nodes ($documents), by the store's vector score
 // ({{vector_score}}: cypher/fragments/) computed for every node of the allowed documents (their document_id
 // indexes), not read from the vector index: a question filtered to a few documents gets the seeds a knowledge base

@@ -5,7 +5,7 @@ per verb; ``register(app)`` adds them to the ``kbgraph`` command.
   (``kbgraph.eval.decomposer_run.collect_dataset``);
 * ``sft``: Algorithm 3's (x_i, y_i) pairs as chat fine-tuning JSONL (``kbgraph.eval.decomposer_sft.write_sft``).
 
-A model trained on that file is used by setting ``KBGRAPH_DECOMPOSER_MODEL`` (kbgraph.query.decomposer_learned).
+A model trained on that file is used by setting ``KBGRAPH_DECOMPOSER_MODEL`` (kbgraph.query.methods.decomposer_learned).
 """
 
 from __future__ import annotations

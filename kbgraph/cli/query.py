@@ -2,7 +2,7 @@
 call each.
 
 Registered on the ``kbgraph`` app by :func:`register`. The method names in their help come from the registry
-(kbgraph.query.methods), so the help lists exactly the methods that run. Settings, consoles and the JSON
+(kbgraph.query.methods.registry), so the help lists exactly the methods that run. Settings, consoles and the JSON
 printer are kbgraph.cli.common's. ``ask --stream`` prints the answer as the LLM writes it
 (``KnowledgeBase.ask(..., stream=True)``); ``--stream --json`` prints one ``AskEvent`` JSON object
 per line (not a usage error: the same events as the HTTP API's SSE). ``ask`` and ``retrieve`` take ``--where``
@@ -24,7 +24,7 @@ from kbgraph.cli import common
 from kbgraph.errors import KBGraphError
 from kbgraph.filters import Filter, parse_where
 from kbgraph.query.ask import clean_question
-from kbgraph.query.methods import ALL_METHODS, methods_help
+from kbgraph.query.methods.registry import ALL_METHODS, methods_help
 from kbgraph.cli.render import render_answer, render_round
 from kbgraph.kb import KnowledgeBase, evaluate_dataset
 

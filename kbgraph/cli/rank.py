@@ -1,4 +1,4 @@
-"""``kbgraph rank``: the learned ranker of score propagation (kbgraph.query.ranking); ``register(app)`` adds it
+"""``kbgraph rank``: the learned ranker of score propagation (kbgraph.query.propagation.ranking_learned); ``register(app)`` adds it
 to the ``kbgraph`` command.
 
 * ``train``: fit a ranker model on one or more labelled data sets (``--model linear|gbm|blend``: the trainers of
@@ -19,7 +19,7 @@ import typer
 
 from kbgraph.cli import common
 from kbgraph.errors import ConfigError
-from kbgraph.query.rankers import get_ranker
+from kbgraph.query.propagation.rankers import get_ranker
 from kbgraph.eval.dataset import load_dataset
 from kbgraph.eval.rank_train import write_model
 from kbgraph.eval.rank_train_shipped import SHIPPED, TRAINERS, TrainParams, check_order, get_trainer, repo_sets
@@ -120,7 +120,7 @@ def _print_table(table: dict[str, dict[str, dict[str, float]]]) -> None:
 def show_cmd() -> None:
     """The ranker model in use: where it comes from, what it was fitted on, and each feature's weight."""
     settings = common.settings()
-    for line in get_ranker(settings.retrieval.ranker).describe(settings):  # kbgraph.query.rankers
+    for line in get_ranker(settings.retrieval.ranker).describe(settings):  # kbgraph.query.propagation.rankers
         common.console.print(line, highlight=False)
 
 

@@ -63,7 +63,7 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
 
 
 def route_line(answer: Answer) -> str:
-    """Method 'auto''s classification and route (kbgraph.query.classify, PIKE-RAG §3.2, §4.2), e.g.
+    """Method 'auto''s classification and route (kbgraph.query.methods.classify, PIKE-RAG §3.2, §4.2), e.g.
     ``class: linkable_reasoning (bridging) → route L2:pike``; '' for an answer of any other method."""
     if answer.route is None:
         return ""

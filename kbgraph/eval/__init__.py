@@ -1,5 +1,5 @@
 """Evaluation with the protocol of PIKE-RAG §6 (paper 000) and paper 003 §4: every method of the registry
-(kbgraph.query.methods) on the same knowledge base with the same embedder, per-question records in a
+(kbgraph.query.methods.registry) on the same knowledge base with the same embedder, per-question records in a
 resumable run folder, a summary and a report with plots (``kbgraph eval``, ``KnowledgeBase.evaluate``).
 
 Modules: ``dataset`` (multi-hop QA sets), ``runfolder`` (run.json, results.jsonl), ``runner`` (``evaluate``),

@@ -24,7 +24,7 @@ Readings of the paper where its lines leave a choice (each named where it is cod
 * Top-K. Line 10 tests ``sim >= δ``; the text adds that the chunks of "the top-K most relevant atomic retrieved
   pairs" go on to selection and "those retrieved chunks that do not make it into the top-K selection" into S. A
   pair is relevant when it is among the first K of some proposal's K' list with similarity >= δ, i.e. exactly
-  Algorithm 1's candidates (kbgraph.query.decompose); every other pair of AC_t updates S (line 13).
+  Algorithm 1's candidates (kbgraph.query.methods.decompose); every other pair of AC_t updates S (line 13).
 * Line 7 and line 10 read the vector index's cosine (as Algorithm 1); line 13's max over all proposals (most of
   which did not retrieve q) is the exact cosine of each proposal's vector and q's *stored* vector, computed in
   the database (``retrieve/atomic_question_similarity``): the vector the index holds, so lines 10 and 13 compare
@@ -57,7 +57,7 @@ from kbgraph.eval.dataset import EvalQuestion
 from kbgraph.query import prompts
 from kbgraph.query.answering import UsageMeter, context_of, final_answer
 from kbgraph.query.context import QueryContext
-from kbgraph.query.decompose import Selection, propose
+from kbgraph.query.methods.decompose import Selection, propose
 from kbgraph.query.graph import chunk_details, retrieve_atomic, scored_chunk
 from kbgraph.eval.metrics import AnswerScores, answer_scores
 from kbgraph.query.models import Candidate, ScoredChunk, UsageReport

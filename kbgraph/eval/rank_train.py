@@ -1,11 +1,11 @@
-"""Fitting the learned ranker (kbgraph.query.ranking) on labelled questions: ``kbgraph rank train``.
+"""Fitting the learned ranker (kbgraph.query.propagation.ranking_learned) on labelled questions: ``kbgraph rank train``.
 
 For each question of a data set (kbgraph.eval.dataset: questions with ``gold_passage_ids`` and a passage
-corpus), the learned ranker's pool is built exactly as at query time (kbgraph.query.propagation
+corpus), the learned ranker's pool is built exactly as at query time (kbgraph.query.propagation.propagate
 ``learned_pool``: the best ``pool`` chunks of the weighted sum plus BM25's top ``ranker_bm25_k``, with their
 terms); a chunk is labelled 1 when its passage is gold. The pools of every data set
 together fit a logistic regression (scikit-learn, the ``eval`` extra) on standardised feature rows
-(``kbgraph.query.ranking.feature_rows``); the model is written as JSON (:class:`RankerModel`) and used at query
+(``kbgraph.query.propagation.ranking_learned.feature_rows``); the model is written as JSON (:class:`RankerModel`) and used at query
 time with ``KBGRAPH_RANKER_MODEL=<file>`` and ``KBGRAPH_RANKER=learned``.
 
 ``leave_one_out`` scores each data set with a model fitted on the others: the figure that says how a model
@@ -26,11 +26,11 @@ from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import Dataset
 from kbgraph.eval.metrics import passage_id, recall_at_k
 from kbgraph.query.graph import chunk_details
-from kbgraph.query.adjacency import shared_adjacency
-from kbgraph.query.propagation import LearnedPool, learned_pool, score_terms
-from kbgraph.query.seeding import seed_layers
-from kbgraph.query.ranking import FEATURES, RankerModel, feature_rows, score_rows
-from kbgraph.query.ranking_gbm import GBMModel
+from kbgraph.query.propagation.adjacency import shared_adjacency
+from kbgraph.query.propagation.propagate import LearnedPool, learned_pool, score_terms
+from kbgraph.query.propagation.seeding import seed_layers
+from kbgraph.query.propagation.ranking_learned import FEATURES, RankerModel, feature_rows, score_rows
+from kbgraph.query.propagation.ranking_gbm import GBMModel
 
 if TYPE_CHECKING:
     from kbgraph.eval.target import EvalTarget

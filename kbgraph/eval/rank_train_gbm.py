@@ -1,10 +1,10 @@
-"""Fitting the gbm ranker (kbgraph.query.ranking_gbm) on labelled questions: ``kbgraph rank train --model gbm``.
+"""Fitting the gbm ranker (kbgraph.query.propagation.ranking_gbm) on labelled questions: ``kbgraph rank train --model gbm``.
 
 The pools are the learned ranker's (kbgraph.eval.rank_train ``collect_pools``: the query-time pool of each
 question, a chunk labelled 1 when its passage is gold) with the gbm ranker's feature rows
-(kbgraph.query.ranking_lists ``list_rows``, the pool's texts read as at query time). LightGBM's lambdarank (the
+(kbgraph.query.propagation.ranking_lists ``list_rows``, the pool's texts read as at query time). LightGBM's lambdarank (the
 ``eval`` extra) fits one group per question, each data set weighing the same whatever its number of questions;
-the booster's trees are written as a :class:`~kbgraph.query.ranking_gbm.GBMModel` (JSON), which scores without
+the booster's trees are written as a :class:`~kbgraph.query.propagation.ranking_gbm.GBMModel` (JSON), which scores without
 LightGBM.
 
 Parameters (:data:`PARAMS`): 300 trees of at most 15 leaves, learning rate 0.05, at least 50 rows per leaf, rows
@@ -23,8 +23,8 @@ import numpy as np
 from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import Dataset
 from kbgraph.eval.rank_train import LabelledPool, collect_pools, loso_table
-from kbgraph.query.ranking_gbm import GBMModel, Tree, gbm_rows
-from kbgraph.query.ranking_lists import GBM_FEATURES
+from kbgraph.query.propagation.ranking_gbm import GBMModel, Tree, gbm_rows
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES
 
 if TYPE_CHECKING:
     from kbgraph.eval.target import EvalTarget

@@ -28,8 +28,8 @@ from kbgraph.errors import ConfigError
 from kbgraph.eval.rank_train import DEFAULT_C, LabelledPool, collect_pools, fit, leave_one_out, loso_table
 from kbgraph.eval.rank_train_blend import BLEND_HEAD, collect_blend_pools, fit_blend
 from kbgraph.eval.rank_train_gbm import collect_gbm_pools, fit_gbm, leave_one_out_gbm
-from kbgraph.query.ranking import RankerModel, default_model_path
-from kbgraph.query.ranking_gbm import GBMModel, default_blend_path, default_gbm_path
+from kbgraph.query.propagation.ranking_learned import RankerModel, default_model_path
+from kbgraph.query.propagation.ranking_gbm import GBMModel, default_blend_path, default_gbm_path
 
 if TYPE_CHECKING:
     from kbgraph.eval.dataset import Dataset

@@ -26,7 +26,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.store import backend_name
 from kbgraph.embed.onnx_model import models_dir, read_model_spec, UnsupportedModelError, weights_hash
 from kbgraph.embed.sentence import local_model_dir
-from kbgraph.query.rankers import get_ranker
+from kbgraph.query.propagation.rankers import get_ranker
 from kbgraph.settings import GROUPS
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class QuestionRecord(BaseModel):
     latency_s: float = 0.0
     error: str | None = None
     finished_at: str = ""
-    # method 'auto' (PIKE-RAG §3.2, §4.2; kbgraph.query.classify): the question's class and the route it took
+    # method 'auto' (PIKE-RAG §3.2, §4.2; kbgraph.query.methods.classify): the question's class and the route it took
     question_class: str | None = None
     question_subtype: str | None = None
     route: str | None = None
@@ -157,7 +157,7 @@ def embedder_identity(settings: Settings) -> dict[str, Any]:
 
 
 def ranker_identity(settings: Settings) -> dict[str, Any]:
-    """The ranker (kbgraph.query.rankers): its name, ``model_sha256`` and the other settings that define its order
+    """The ranker (kbgraph.query.propagation.rankers): its name, ``model_sha256`` and the other settings that define its order
     (the row's ``identity``: the blend's ``blend_weight`` and ``blend_k``). ``model_sha256``: None for a ranker of
     no model file ('weights'); the sha256 of its one model file (``ranker_model``, else the ranker's shipped one:
     'learned', 'gbm'); one sha256 of the digests of several ('blend': both shipped models, the learned one and the

@@ -1,5 +1,5 @@
 """Running an evaluation with the protocol of PIKE-RAG §6 (paper 000) and paper 003 §4: every method of the
-registry (kbgraph.query.methods) on the same knowledge base with the same embedder, one record per (question,
+registry (kbgraph.query.methods.registry) on the same knowledge base with the same embedder, one record per (question,
 method), then the summary and the report.
 
 Methods: answer methods need an LLM ('auto', classification and level routing, PIKE-RAG §3.2 and §4.2; 'pike',
@@ -63,7 +63,7 @@ from kbgraph.ingest.sources import file_of
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.ask import answer_question, clean_question
 from kbgraph.query.context import QueryContext
-from kbgraph.query.methods import ALL_METHODS, METHODS, RetrievalRow, get_method
+from kbgraph.query.methods.registry import ALL_METHODS, METHODS, RetrievalRow, get_method
 from kbgraph.query.models import ScoredChunk
 from kbgraph.text import utc_now
 from kbgraph.query.prompts import judge_messages
@@ -170,7 +170,7 @@ class MethodRunner:
         rec.answer, rec.rationale, rec.retrieval_only = answer.answer, answer.rationale, answer.retrieval_only
         rec.trace = [r.model_dump(mode="json") for r in answer.trace]
         rec.question_class, rec.question_subtype = answer.question_class, answer.question_subtype
-        rec.route = answer.route  # method 'auto' only (kbgraph.query.classify)
+        rec.route = answer.route  # method 'auto' only (kbgraph.query.methods.classify)
         rec.metrics.update(M.answer_scores(answer.answer, q.answers).model_dump())
         if self.judge and q.answers:
             assert self.llm is not None  # evaluate() judges only with an LLM

@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field
 from kbgraph.eval.runfolder import QuestionRecord
 from kbgraph.eval import metrics as M
 from kbgraph.eval.pages import page_metric_keys, page_metrics
-from kbgraph.query.methods import METHODS
-from kbgraph.query.methods import NO_RETRIEVAL as NO_RETRIEVAL  # re-exported (kbgraph.eval.report)
+from kbgraph.query.methods.registry import METHODS
+from kbgraph.query.methods.registry import NO_RETRIEVAL as NO_RETRIEVAL  # re-exported (kbgraph.eval.report)
 from kbgraph.llm.base import LLM
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ BASELINES = ("dense", "bm25")
 # NO_RETRIEVAL: the methods that retrieve nothing (no retrieval metrics; rows with retrieves=False: 'cot').
 DEFAULT_KS = (1, 2, 5, 10)
 ANSWER_METRICS = ("em", "f1", "precision", "recall", "accuracy")
-#: The method whose records give each question its class (kbgraph.query.classify): the per-class figures.
+#: The method whose records give each question its class (kbgraph.query.methods.classify): the per-class figures.
 CLASSIFIER = "auto"
 
 

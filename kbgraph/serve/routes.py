@@ -47,7 +47,7 @@ from kbgraph.errors import KBGraphError
 from kbgraph.filters import Filter
 from kbgraph.kb import KnowledgeBase
 from kbgraph.query.ask import clean_question
-from kbgraph.query.methods import get_method
+from kbgraph.query.methods.registry import get_method
 from kbgraph.store import store_class
 from kbgraph.text import one_line
 

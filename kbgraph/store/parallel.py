@@ -1,5 +1,5 @@
 """Independent reads of one store at once (the seeds of a question: vector, full-text and BM25,
-kbgraph.query.seeding.seed_layers), on stores that allow it (``GraphStore.parallel_reads``); and readers in threads
+kbgraph.query.propagation.seeding.seed_layers), on stores that allow it (``GraphStore.parallel_reads``); and readers in threads
 of their own (:func:`background`) that a store's ``close`` waits for (:func:`quiesce`)."""
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _state(store: GraphStore) -> _Background:
 
 @contextmanager
 def background(store: GraphStore) -> Iterator[None]:
-    """Count a reader of ``store`` in a thread of its own (kbgraph.query.adjacency's build) while the block runs,
+    """Count a reader of ``store`` in a thread of its own (kbgraph.query.propagation.adjacency's build) while the block runs,
     so that closing the store waits for it (:func:`quiesce`) instead of cutting its connection mid-reply (the
     Neo4j driver's close raised BufferError from under such a reader). Raises StoreUnavailable when the store is
     already closing; the reader should look at :func:`closing` between its reads and stop."""

@@ -33,7 +33,7 @@ OVERFETCH_MAX = 30
 def overfetch(k: int, fraction: float) -> int:
     """How many of an index's top nodes to read so that about ``k`` of them fall in a scope holding ``fraction``
     (0 < fraction <= 1) of the knowledge base: ceil(k / fraction x :data:`OVERFETCH_MARGIN`), at least ``k``, at
-    most ``k`` x :data:`OVERFETCH_MAX`. A small scope is better read exactly (kbgraph.query.seeding)."""
+    most ``k`` x :data:`OVERFETCH_MAX`. A small scope is better read exactly (kbgraph.query.propagation.seeding)."""
     if k <= 0:
         return k
     wanted = math.ceil(k / max(fraction, 1e-9) * OVERFETCH_MARGIN)

@@ -115,7 +115,7 @@ class Searches:
         """Full-text top-``k`` on Chunk.text and Entity.name (the full-text seeds of PIKE-RAG §5.2.3). Chunks of
         documents not complete are left out. One statement per label (``retrieve/seed_fulltext_chunk``,
         ``retrieve/seed_fulltext_entity``): the seeding asks for each label in a read of its own, at once
-        (kbgraph.query.seeding.seed_layers).
+        (kbgraph.query.propagation.seeding.seed_layers).
         Args:
             text: the query text (reduced to words).
             k: hits per label.

@@ -1,4 +1,4 @@
-"""Prompt of question classification, method 'auto' (kbgraph.query.classify): PIKE-RAG (paper 000) §3.2 "Task
+"""Prompt of question classification, method 'auto' (kbgraph.query.methods.classify): PIKE-RAG (paper 000) §3.2 "Task
 classification" and Figure 1 "Illustrative examples of distinct question types".
 
 Sources: the four class definitions and the four linkable-reasoning subtypes are §3.2's own sentences, quoted

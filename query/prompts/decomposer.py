@@ -1,7 +1,7 @@
 """Prompts of the learned (knowledge-aware) decomposer: PIKE-RAG §6.4, Algorithm 3's ``prompt_x`` and ``prompt_y``
 (paper 000, "Prompt Template for prompt_x", "Prompt Template for prompt_y if a sub-question is provided / if no
 sub-question is provided"), used to write the SFT pairs (kbgraph.eval.decomposer_sft) and to ask a fine-tuned
-proposer at inference (kbgraph.query.decomposer_learned, §5.3.3), so the model sees at inference exactly the
+proposer at inference (kbgraph.query.methods.decomposer_learned, §5.3.3), so the model sees at inference exactly the
 prompt it was trained on.
 
 Sources, quoted verbatim except where noted:

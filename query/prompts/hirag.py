@@ -1,5 +1,5 @@
 """Prompts of HiRAG, method 'hirag' (paper 004, "Hierarchical Retrieval-Augmented Generation Model with Rethink
-for Multi-hop Question Answering"; kbgraph.query.hirag).
+for Multi-hop Question Answering"; kbgraph.query.methods.hirag).
 
 The paper prints one prompt, the Decomposer's, and only in outline (§4.2: "Background: - You are an expert at
 analyzing problems... Goal ... Constraint ... Workflow ... Example ... Initialization: Now, a first simple

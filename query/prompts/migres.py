@@ -1,5 +1,5 @@
 """Prompts of MIGRES, method 'migres' (paper 002, "LLMs Know What They Need: Leveraging a Missing Information
-Guided Framework to Empower Retrieval-Augmented Generation"; kbgraph.query.migres).
+Guided Framework to Empower Retrieval-Augmented Generation"; kbgraph.query.methods.migres).
 
 Sources, quoted verbatim except where noted:
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.query.methods import METHODS
+from kbgraph.query.methods.registry import METHODS
 from scripts.api_doc import DOC, PARTS, main, registry_entries, render, resolve
 
 

@@ -124,6 +124,6 @@ def test_the_scan_finds_what_it_must(source: str, edits: list[int], statements: 
 
 
 def test_private_imports_are_found() -> None:
-    assert private_imports("from kbgraph.query.propagation import _learned_order, learned_pool\n") == [
+    assert private_imports("from kbgraph.query.propagation.propagate import _learned_order, learned_pool\n") == [
         (1, "_learned_order")
     ]

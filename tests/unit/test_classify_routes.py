@@ -1,4 +1,4 @@
-"""Question classification and routing, method 'auto' (kbgraph.query.classify; PIKE-RAG §3.2, §4.2): the class
+"""Question classification and routing, method 'auto' (kbgraph.query.methods.classify; PIKE-RAG §3.2, §4.2): the class
 parsed from the classifier's JSON, the level of each class, and the routed method being the registry's. The
 classifier is a scripted stand-in (kbgraph.llm.fake), the routed methods are stubs: no store, no model."""
 
@@ -12,10 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from kbgraph.llm.fake import ScriptedLLM
-from kbgraph.query import classify
+from kbgraph.query.methods import classify
 from kbgraph.query.context import QueryContext
-from kbgraph.query.classify import ClassifyOutput, QuestionClass, answer_auto, enum_value, route
-from kbgraph.query.methods import METHODS, AnswerMethod
+from kbgraph.query.methods.classify import ClassifyOutput, QuestionClass, answer_auto, enum_value, route
+from kbgraph.query.methods.registry import METHODS, AnswerMethod
 from kbgraph.query.models import Answer
 
 

@@ -122,7 +122,7 @@ def test_where_syntax_and_its_description() -> None:
 
 
 def test_overfetch_and_the_seeding_rule() -> None:
-    from kbgraph.query.seeding import exact_seeds
+    from kbgraph.query.propagation.seeding import exact_seeds
     from kbgraph.settings import Settings
     from kbgraph.store.scope import overfetch
 

@@ -17,7 +17,7 @@ MAX_LINES = 80
 PACKAGES = ("kbgraph", "ingest", "query", "cypher")
 #: Today's offenders: "path::qualified name" -> its length. Shrink it; never add to it.
 ALLOWED: dict[str, int] = {
-    "query/propagation.py::score_terms": 145,
+    "query/propagation/propagate.py::score_terms": 145,
 }
 
 

@@ -1,4 +1,4 @@
-"""The method registry (kbgraph.query.methods) as the one seam of a query method: a toy method added as one row
+"""The method registry (kbgraph.query.methods.registry) as the one seam of a query method: a toy method added as one row
 is found and run by the normal path (ask), every row's settings group exists and every method group is named,
 and docs/methods.md is held to the registry (its method table) and to the settings (its departures table)."""
 
@@ -9,9 +9,10 @@ import re
 import pytest
 
 from kbgraph.errors import QueryError
-from kbgraph.query import ask, methods
+from kbgraph.query import ask
+from kbgraph.query.methods import registry as methods
 from kbgraph.query.context import QueryContext
-from kbgraph.query.methods import METHODS, AnswerRow, RetrievalRow, get_method
+from kbgraph.query.methods.registry import METHODS, AnswerRow, RetrievalRow, get_method
 from kbgraph.query.models import Answer, ScoredChunk
 from kbgraph.settings import GROUPS, METHOD_GROUPS, SETTING_GROUPS, Settings
 from tests.unit.conftest import REPO

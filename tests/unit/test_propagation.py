@@ -1,4 +1,4 @@
-"""Score propagation's formula (kbgraph.query.propagation, docs/scoring.md) on planted graph rows: a stand-in
+"""Score propagation's formula (kbgraph.query.propagation.propagate, docs/scoring.md) on planted graph rows: a stand-in
 store answers the traversal statements with fixed rows, so every term can be computed by hand."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from kbgraph.query.models import Seeds
-from kbgraph.query.propagation import Scored, _add, _layer_sum, propagate, score_terms
+from kbgraph.query.propagation.propagate import Scored, _add, _layer_sum, propagate, score_terms
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row
 

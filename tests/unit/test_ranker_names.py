@@ -1,5 +1,5 @@
 """No ranker is decided by its name outside the ranker registry (issue 59): kbgraph/, query/, ingest/ and
-benchmarks/ ask the row of the ranker in use (``kbgraph.query.rankers.get_ranker(settings.retrieval.ranker)``:
+benchmarks/ ask the row of the ranker in use (``kbgraph.query.propagation.rankers.get_ranker(settings.retrieval.ranker)``:
 ``order``, ``needs_pool``, ``reads_texts``, ``models``, ``identity``, ``describe``, ``train_model``) and never
 compare a ranker's name, so a new ranker is its order function and one row of ``RANKERS`` (and its name in the
 setting's ``Literal``, which tests/unit/test_rankers_registry.py holds to the registry).
@@ -23,7 +23,7 @@ from tests.unit.conftest import REPO
 
 SCANNED = ("kbgraph", "query", "ingest", "benchmarks")
 #: The registry itself.
-EXEMPT = (REPO / "query" / "rankers.py",)
+EXEMPT = (REPO / "query" / "propagation" / "rankers.py",)
 RANKER_NAMES = frozenset({"learned", "weights", "gbm", "blend"})
 LOOKUPS = {"get_ranker"}
 REGISTRY = {"RANKERS"}
@@ -91,15 +91,15 @@ def test_no_ranker_name_outside_the_registry() -> None:
         for path in sources()
         for line, what in findings(path.read_text(encoding="utf-8"))
     ]
-    assert not found, "ranker decided by name outside kbgraph/query/rankers.py (ask get_ranker(name)'s row):\n" + \
+    assert not found, "ranker decided by name outside kbgraph/query/propagation/rankers.py (ask get_ranker(name)'s row):\n" + \
         "\n".join(found)  # fmt: skip
 
 
 def test_the_scan_reads_the_registry_users() -> None:
     scanned = {p.relative_to(REPO).as_posix() for p in sources()}
-    assert {"query/propagation.py", "query/seeding.py", "kbgraph/kb.py", "kbgraph/cli/rank.py",
+    assert {"query/propagation/propagate.py", "query/propagation/seeding.py", "kbgraph/kb.py", "kbgraph/cli/rank.py",
             "kbgraph/eval/runfolder.py", "benchmarks/gbm_scoring.py"} <= scanned  # fmt: skip
-    assert "query/rankers.py" not in scanned
+    assert "query/propagation/rankers.py" not in scanned
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The ranker registry (kbgraph.query.rankers) as the one seam of a ranker: its names are the setting ``ranker``'s
+"""The ranker registry (kbgraph.query.propagation.rankers) as the one seam of a ranker: its names are the setting ``ranker``'s
 (the ``Literal`` of kbgraph.settings_groups, which cannot import the registry), a toy ranker added as one row
 orders propagation's pool and identifies a run, and every row's capabilities agree with its functions."""
 
@@ -11,17 +11,17 @@ import pytest
 
 from kbgraph.errors import QueryError
 from kbgraph.eval import runfolder
-from kbgraph.query import rankers
+from kbgraph.query.propagation import rankers
 from kbgraph.query.models import RankerTerm
-from kbgraph.query.ranking import Candidate, default_model_path
-from kbgraph.query.rankers import DEFAULT_RANKER, RANKERS, RankerRow, get_ranker, learned_order
+from kbgraph.query.propagation.ranking_learned import Candidate, default_model_path
+from kbgraph.query.propagation.rankers import DEFAULT_RANKER, RANKERS, RankerRow, get_ranker, learned_order
 from kbgraph.settings import Settings
 from kbgraph.settings_groups import RetrievalSettings
 
 
 def test_the_setting_names_the_registry_s_rankers() -> None:
     literal = get_args(RetrievalSettings.model_fields["ranker"].annotation)
-    assert set(literal) == set(RANKERS), "the setting ranker's Literal and kbgraph.query.rankers.RANKERS differ"
+    assert set(literal) == set(RANKERS), "the setting ranker's Literal and kbgraph.query.propagation.rankers.RANKERS differ"
     assert RetrievalSettings.model_fields["ranker"].default == DEFAULT_RANKER
     assert rankers.rankers_help() == " | ".join(RANKERS)
 

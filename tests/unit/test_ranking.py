@@ -1,4 +1,4 @@
-"""The learned ranker's features and linear scoring on a planted pool (kbgraph.query.ranking): no store."""
+"""The learned ranker's features and linear scoring on a planted pool (kbgraph.query.propagation.ranking_learned): no store."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kbgraph.errors import ConfigError
-from kbgraph.query.ranking import (
+from kbgraph.query.propagation.ranking_learned import (
     FEATURES,
     Candidate,
     RankerModel,

@@ -1,4 +1,4 @@
-"""kbgraph.query.ranking_blend's arithmetic: standardised scores and their weighted sum; on a planted pool, no
+"""kbgraph.query.propagation.ranking_blend's arithmetic: standardised scores and their weighted sum; on a planted pool, no
 store, its order over the learned ranker's head equals an independent recomputation (the head's own list
 features, the shipped blend model's trees walked node by node)."""
 
@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from kbgraph.errors import ConfigError
-from kbgraph.query.propagation import LearnedPool
-from kbgraph.query.ranking import feature_rows, load_model, score_rows
-from kbgraph.query.ranking_blend import blend_order, blend_scores, standardised
-from kbgraph.query.ranking_gbm import default_blend_path
-from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows
+from kbgraph.query.propagation.propagate import LearnedPool
+from kbgraph.query.propagation.ranking_learned import feature_rows, load_model, score_rows
+from kbgraph.query.propagation.ranking_blend import blend_order, blend_scores, standardised
+from kbgraph.query.propagation.ranking_gbm import default_blend_path
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES, list_rows
 from kbgraph.settings import Settings
 from tests.unit.test_ranking_gbm import QUESTION, _walk, pool
 

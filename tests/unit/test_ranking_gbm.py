@@ -1,4 +1,4 @@
-"""The gbm ranker (kbgraph.query.ranking_gbm, kbgraph.query.ranking_lists) on a planted pool, no store: its list
+"""The gbm ranker (kbgraph.query.propagation.ranking_gbm, kbgraph.query.propagation.ranking_lists) on a planted pool, no store: its list
 features equal values worked out by hand, and its scores equal an independent recomputation (each tree walked
 from the model's JSON, node by node, over the hand-worked features); the shipped model scores as its own JSON
 says; its explanation adds up to its score; a broken model is a clear error."""
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from kbgraph.errors import ConfigError
-from kbgraph.query.ranking import Candidate
-from kbgraph.query.ranking_gbm import GBMModel, default_gbm_path, load_gbm_model
-from kbgraph.query.ranking_lists import GBM_FEATURES, list_rows, names, question_stems
+from kbgraph.query.propagation.ranking_learned import Candidate
+from kbgraph.query.propagation.ranking_gbm import GBMModel, default_gbm_path, load_gbm_model
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES, list_rows, names, question_stems
 
 COL = {name: i for i, name in enumerate(GBM_FEATURES)}
 QUESTION = "Who directed the film Blade Runner (1982)?"
@@ -42,7 +42,7 @@ def pool() -> tuple[list[Candidate], list[str]]:
     return cands, texts
 
 
-#: The list features worked out by hand (module docstring of kbgraph.query.ranking_lists). Anchors: q = the two
+#: The list features worked out by hand (module docstring of kbgraph.query.propagation.ranking_lists). Anchors: q = the two
 #: Blade Runner chunks (0, 2); chunk and weighted = 0, 1, 2; bm25 = 0, 3. Names: 0 {Blade, Runner, Ridley,
 #: Scott}, 1 {Ridley, Scott, English, Alien}, 2 {}, 3 {Alien, Ridley, Scott, Fox}; Ridley and Scott are in 3
 #: chunks (1/log2(4) = 0.5), Alien in 2 (1/log2(3)). Stems of q: direct, film, blade, runner, 1982; covered by 0

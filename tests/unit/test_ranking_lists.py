@@ -1,4 +1,4 @@
-"""The gbm ranker's list features (kbgraph.query.ranking_lists ``facts_rows``) equal a straightforward per-pair
+"""The gbm ranker's list features (kbgraph.query.propagation.ranking_lists ``facts_rows``) equal a straightforward per-pair
 reference (each candidate against each anchor, each text searched for each title and stem at every position, as
 the module docstring says) on random pools built to hit the edge cases: titles inside other words, repeated
 titles, titles the question names, names shared by many candidates, empty texts, no BM25 hits. Any faster
@@ -13,8 +13,8 @@ import re
 import numpy as np
 import pytest
 
-from kbgraph.query.ranking import FEATURES, LAYERS, Candidate, feature_rows
-from kbgraph.query.ranking_lists import (ANCHORS, GBM_FEATURES, RELATIONS, TOP, _title, facts_rows, question_stems,
+from kbgraph.query.propagation.ranking_learned import FEATURES, LAYERS, Candidate, feature_rows
+from kbgraph.query.propagation.ranking_lists import (ANCHORS, GBM_FEATURES, RELATIONS, TOP, _title, facts_rows, question_stems,
                                          text_facts)  # fmt: skip
 
 WORDS = ["film", "films", "filming", "director", "directed", "born", "river", "the", "of", "and", "in", "1982",
@@ -36,7 +36,7 @@ def _contains(text: str, phrase: str, prefix: bool = False) -> bool:
 
 
 def reference(question: str, pool: list[Candidate], texts: list[str]) -> np.ndarray:
-    """The list features pair by pair (kbgraph.query.ranking_lists module docstring)."""
+    """The list features pair by pair (kbgraph.query.propagation.ranking_lists module docstring)."""
     n = len(pool)
     out = np.zeros((n, len(GBM_FEATURES)))
     base = feature_rows(question, pool)

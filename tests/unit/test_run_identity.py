@@ -15,7 +15,7 @@ from pydantic import SecretStr
 
 from kbgraph.errors import ConfigError
 from kbgraph.eval import runfolder as rf
-from kbgraph.query.ranking import default_model_path
+from kbgraph.query.propagation.ranking_learned import default_model_path
 from kbgraph.settings import GROUPS, TOP_LEVEL, Settings
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from kbgraph.eval.rank_train_blend import BLEND_PARAMS
 from kbgraph.eval.rank_train_gbm import PARAMS
 from kbgraph.eval.rank_train_shipped import SHIPPED, TRAIN_SETS, TRAINERS, TrainParams, get_trainer
 from kbgraph.errors import ConfigError
-from kbgraph.query.ranking import FEATURES
-from kbgraph.query.ranking_lists import GBM_FEATURES
+from kbgraph.query.propagation.ranking_learned import FEATURES
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES
 
 #: --model -> (pool the model records, its features, its number of trees; None: a linear model).
 EXPECTED = {
@@ -52,7 +52,7 @@ def test_an_unknown_model_names_the_choices() -> None:
 
 
 def test_every_model_the_ranker_registry_names_has_a_trainer() -> None:
-    from kbgraph.query.rankers import RANKERS
+    from kbgraph.query.propagation.rankers import RANKERS
 
     named = {row.train_model for row in RANKERS.values() if row.train_model}
     assert named and named <= set(TRAINERS), f"RankerRow.train_model without a trainer: {named - set(TRAINERS)}"

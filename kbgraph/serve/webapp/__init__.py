@@ -7,7 +7,7 @@ no Node.js at install or run time. docs/ui.md shows its pages.
 the user has typed an API key, so its files are served without one. It answers ``GET``/``HEAD`` of ``/`` (the page)
 and of ``/ui/...`` (its files, a fixed table read once at start: no path reaches the file system) and hands every
 other request to the application, the guard first. What it serves is public code and two public tables (the method
-registry, kbgraph.query.methods, the Browser style's colours, kbgraph.neo4j_local.browser_style, and the
+registry, kbgraph.query.methods.registry, the Browser style's colours, kbgraph.neo4j_local.browser_style, and the
 Explore page's views, the browse catalogue, in ``/ui/meta.json``), never data of a knowledge base: the page reads those through the ``/v1`` JSON API of its own
 origin, with the key the user gives it (kept in the tab's sessionStorage, sent as ``Authorization: Bearer``), under
 the guard and the rights table (kbgraph.serve.authz) like any other client.
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from kbgraph.browse import CATALOGUE
 from kbgraph.neo4j_local.browser_style import grass_path, parse_grass
-from kbgraph.query.methods import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, METHODS
+from kbgraph.query.methods.registry import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, METHODS
 from kbgraph.serve.explore_views import VIEWS
 from kbgraph.serve.guard import host_allowed
 

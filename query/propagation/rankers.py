@@ -1,6 +1,6 @@
 """The one list of the rankers of score propagation: ``RANKERS``, name -> row, read by propagation (which orders
-the candidates, kbgraph.query.propagation), the seeding (BM25's hits join the pool of a ranker that has one,
-kbgraph.query.seeding), the knowledge base (the BM25 index warmed after an ingestion, kbgraph.kb), ``kbgraph rank``
+the candidates, kbgraph.query.propagation.propagate), the seeding (BM25's hits join the pool of a ranker that has one,
+kbgraph.query.propagation.seeding), the knowledge base (the BM25 index warmed after an ingestion, kbgraph.kb), ``kbgraph rank``
 (kbgraph.cli.rank) and an evaluation's run identity (kbgraph.eval.runfolder). Adding a ranker = its order function
 (a module of this package) + one row here (+ its name in the setting ``ranker``'s ``Literal``, kbgraph.settings_groups
 ``RetrievalSettings``, which a test holds to this list: the settings sit below this package in the import layers of
@@ -12,16 +12,16 @@ tests/unit/test_ranker_names.py, fails on a ranker's name compared outside this 
 * ``order``: the function that orders the learned pool (:class:`RankerOrder`); None for ``weights``, which keeps the
   weighted sum's own order and so needs no pool (``needs_pool``);
 * ``reads_texts``: it reads the candidates' texts (the gbm's list features), so the pool carries the adjacency's
-  reader of them (kbgraph.query.propagation ``learned_pool``);
+  reader of them (kbgraph.query.propagation.propagate ``learned_pool``);
 * ``models``: the model files it reads under the settings given (the run identity hashes them);
   ``identity``: the other settings that define its order, as the run identity names them;
 * ``describe``: the lines ``kbgraph rank show`` prints of it; ``train_model``: the ``kbgraph rank train --model``
   that fits its model (None: none does).
 
 The rankers (docs/scoring.md): 'learned' (the default), the linear model over propagation's terms
-(kbgraph.query.ranking); 'weights', the weighted sum of the ``weight_*`` settings; 'gbm', gradient-boosted trees
-over the same terms and list features (kbgraph.query.ranking_gbm); 'blend', the learned ranker's order, its head
-re-ordered by the learned and gbm scores (kbgraph.query.ranking_blend).
+(kbgraph.query.propagation.ranking_learned); 'weights', the weighted sum of the ``weight_*`` settings; 'gbm', gradient-boosted trees
+over the same terms and list features (kbgraph.query.propagation.ranking_gbm); 'blend', the learned ranker's order, its head
+re-ordered by the learned and gbm scores (kbgraph.query.propagation.ranking_blend).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kbgraph.errors import QueryError
 from kbgraph.query.models import RankerTerm
-from kbgraph.query.ranking import default_model_path, learned_order, load_model
-from kbgraph.query.ranking_blend import blend_order
-from kbgraph.query.ranking_gbm import default_blend_path, default_gbm_path, gbm_order, load_gbm_model
+from kbgraph.query.propagation.ranking_learned import default_model_path, learned_order, load_model
+from kbgraph.query.propagation.ranking_blend import blend_order
+from kbgraph.query.propagation.ranking_gbm import default_blend_path, default_gbm_path, gbm_order, load_gbm_model
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 
 if TYPE_CHECKING:
-    from kbgraph.query.propagation import LearnedPool
+    from kbgraph.query.propagation.propagate import LearnedPool
 
 __all__ = ["DEFAULT_RANKER", "RANKERS", "RankerOrder", "RankerRow", "blend_order", "get_ranker", "gbm_order",
            "learned_order", "rankers_help"]  # fmt: skip
@@ -80,7 +80,7 @@ class RankerRow:
 
     @property
     def needs_pool(self) -> bool:
-        """Whether it re-orders the learned pool (kbgraph.query.propagation ``learned_pool``, BM25's hits in it)."""
+        """Whether it re-orders the learned pool (kbgraph.query.propagation.propagate ``learned_pool``, BM25's hits in it)."""
         return self.order is not None
 
 
@@ -125,13 +125,13 @@ def _describe_blend(settings: Settings) -> list[str]:
 
 
 _ROWS: list[RankerRow] = [
-    RankerRow("learned", "the linear model over propagation's score terms (ranker_model; kbgraph.query.ranking)",
+    RankerRow("learned", "the linear model over propagation's score terms (ranker_model; kbgraph.query.propagation.ranking_learned)",
               learned_order, _describe_linear, _linear_model, train_model="linear"),
     RankerRow("weights", "the weighted sum of the weight_* settings", None, _describe_linear),
-    RankerRow("gbm", "gradient-boosted trees over the score terms and list features (kbgraph.query.ranking_gbm)",
+    RankerRow("gbm", "gradient-boosted trees over the score terms and list features (kbgraph.query.propagation.ranking_gbm)",
               gbm_order, _describe_gbm, _gbm_model, reads_texts=True, train_model="gbm"),
     RankerRow("blend", "the learned order, its head re-ordered by the learned and gbm scores "
-              "(kbgraph.query.ranking_blend)", blend_order, _describe_blend, _blend_models, _blend_identity,
+              "(kbgraph.query.propagation.ranking_blend)", blend_order, _describe_blend, _blend_models, _blend_identity,
               reads_texts=True, train_model="blend"),
 ]  # fmt: skip
 RANKERS: dict[str, RankerRow] = {row.name: row for row in _ROWS}

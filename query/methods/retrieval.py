@@ -1,4 +1,4 @@
-"""The retrieval methods on the graph through the propagation formula of kbgraph.query.propagation with one
+"""The retrieval methods on the graph through the propagation formula of kbgraph.query.propagation.propagate with one
 question embedding (PIKE-RAG §5.2.3, Fig. 8):
 
 * ``propagation``: every layer's seeds (vector and full text) + multi-granularity score propagation with
@@ -8,15 +8,15 @@ question embedding (PIKE-RAG §5.2.3, Fig. 8):
 
 Each returns the top ``k`` chunks, best first, as :class:`ScoredChunk` (``explain``: with every score term).
 The question must already be clean (kbgraph.query.ask.clean_question). Method ``hierarchical`` (Fig. 11's
-union of paths (a) and (b), no propagation) is kbgraph.query.hierarchical.
+union of paths (a) and (b), no propagation) is kbgraph.query.methods.hierarchical.
 """
 
 from __future__ import annotations
 
 from kbgraph.query.context import QueryContext
 from kbgraph.query.models import ScoredChunk
-from kbgraph.query.propagation import propagate
-from kbgraph.query.seeding import seed_layers
+from kbgraph.query.propagation.propagate import propagate
+from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.query.tags import question_tags
 from kbgraph.settings import Settings
 

@@ -1,11 +1,11 @@
 """MIGRES, method 'migres': Missing Information Guided Retrieve-Extraction-Solving (paper 002 §3, Figure 1),
-on the same graph, embedder and LLM as 'pike' (kbgraph.query.decompose) and the baselines.
+on the same graph, embedder and LLM as 'pike' (kbgraph.query.methods.decompose) and the baselines.
 
     known = ∅; history = [q]; shown = ∅                         Memory Module (§3.2)
     for t = 1..T:                                               T = settings.migres.migres_iterations (5, Table 12)
         queries <- [q] if t = 1                                 §3.1: MIGRES "begins with knowledge retrieval"
                    else LLM(q, history, known, missing)         Query Generator, prompts.migres.QUERY (≤ 3 new)
-        kept    <- retrieve + re-rank filter (chunks, then      Retrieval Module, kbgraph.query.migres_retrieve
+        kept    <- retrieve + re-rank filter (chunks, then      Retrieval Module, kbgraph.query.methods.migres_retrieve
                    sentences) for each query, minus shown
         if kept = ∅: kept <- LLM(query) for each query          LLM knowledge prompting (§4.5), KNOWLEDGE
         known   <- known ∪ LLM(queries, kept)                   Leaf Module: statements citing passages, LEAF
@@ -17,7 +17,7 @@ on the same graph, embedder and LLM as 'pike' (kbgraph.query.decompose) and the 
 Departures from the paper, each for a reason:
 
 * The re-rank model is the knowledge base's embedder (cosine), not a cross-encoder (BGE-reranker-base): none
-  is installed (kbgraph.query.migres_retrieve says how θ is read).
+  is installed (kbgraph.query.methods.migres_retrieve says how θ is read).
 * The Leaf Module's statements are not checked by an NLI model (T5-xxl-nli, §3.2/§4.1, is not installed);
   instead a statement must cite at least one passage shown to the Leaf Module (``support_passages``), else
   it is dropped and listed in the trace (``dropped``).
@@ -47,7 +47,7 @@ from kbgraph.query import prompts
 from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations_for
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import text_of
-from kbgraph.query.migres_retrieve import Retriever, retrieve_filtered, shown_keys
+from kbgraph.query.methods.migres_retrieve import Retriever, retrieve_filtered, shown_keys
 from kbgraph.query.models import Answer, MigresRound, ScoredChunk
 from kbgraph.query.prompts import migres as mp
 from kbgraph.text import one_line

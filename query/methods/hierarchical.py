@@ -1,5 +1,5 @@
 """Hierarchical retrieval of PIKE-RAG Fig. 11 (paper 000 §5.3.1; hyper-parameters §6.1 and paper 003 A.3): method
-'hierarchical' (retrieval only) and the retrieval of the baseline 'naive_hr' (kbgraph.query.baselines).
+'hierarchical' (retrieval only) and the retrieval of the baseline 'naive_hr' (kbgraph.query.methods.baselines).
 
 The question's vector goes down two paths of the hierarchical knowledge base, and their chunks are united:
 
@@ -15,7 +15,7 @@ Aggregation, as the authors' ``ChunkAtomRetriever.retrieve_contents_by_query``: 
 then each chunk of path (b) not already there, in the order of its best atomic question. So the union holds at
 most ``hr_k + hr_question_k`` chunks; a chunk's score is its path (a) cosine, or for a chunk of path (b) alone
 the cosine of its best atomic question (scores are therefore not monotone across the two parts). No other layer
-and no score propagation (that is method 'propagation', kbgraph.query.propagation). The vector indexes are read
+and no score propagation (that is method 'propagation', kbgraph.query.propagation.propagate). The vector indexes are read
 through kbgraph.query.graph (``chunks_by_vector``, ``retrieve_atomic``; statements in ``cypher/retrieve/``).
 """
 

@@ -40,7 +40,7 @@ whose docstring reads: "It's designed to use the `atom_queries` to retrieve atom
    ``backup_selection=False`` gives the papers' loop without this step.
 
 Learned proposer (PIKE-RAG §5.3.3): with ``settings.decomposer.decomposer_model`` set, lines 3-5 of each round are one
-request to that fine-tuned model (kbgraph.query.decomposer_learned); its rounds are ``selection='learned'``.
+request to that fine-tuned model (kbgraph.query.methods.decomposer_learned); its rounds are ``selection='learned'``.
 
 A proposer answer with no sub-questions, or no valid JSON after the client's repair request, ends the loop
 as in the authors' code. The final context is at most N chunks (PIKE-RAG §6.1 "limits the context for the
@@ -69,7 +69,7 @@ from kbgraph.query.graph import (
 )
 from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
 from kbgraph.store import GraphStore
-from kbgraph.query.decomposer_learned import learned_round
+from kbgraph.query.methods.decomposer_learned import learned_round
 
 
 # --- JSON answers of the prompts ------------------------------------------------------------------------

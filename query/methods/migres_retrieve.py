@@ -1,4 +1,4 @@
-"""The Retrieval Module of MIGRES (paper 002 §3.2) without its Query Generator (kbgraph.query.migres): each
+"""The Retrieval Module of MIGRES (paper 002 §3.2) without its Query Generator (kbgraph.query.methods.migres): each
 query retrieves chunks, a re-rank score filters the chunks and then their sentences, and the Memory Module's
 record of what was already shown keeps hard negatives from coming back (§3.2 "Memory Module": it tracks "the
 external knowledge retrieved" to "filter out the hard negative knowledge"). With sentence filtering, what
@@ -11,7 +11,7 @@ Per iteration, for each query ``q`` (``retrieve_filtered``):
    ``'bm25'`` (default) = BM25 over the chunks (kbgraph.query.bm25), the paper's retriever (§4.1) with its
    parameters k1 = ``migres_bm25_k1`` (0.9) and b = ``migres_bm25_b`` (0.4), an index of its own beside the
    'bm25' method's (k1 1.5, b 0.75); ``'graph'`` = the graph's layer seeds + score propagation
-   (kbgraph.query.retrieval, PIKE-RAG §5.2.3), kbgraph's. Chunks shown to the Leaf Module in an earlier
+   (kbgraph.query.methods.retrieval, PIKE-RAG §5.2.3), kbgraph's. Chunks shown to the Leaf Module in an earlier
    iteration (whole) are left out; a chunk found by several queries counts once, for its best query.
 2. Passage filter: the re-rank score of a chunk is the cosine between the embedding of ``q`` and the chunk's
    stored embedding (``GraphStore.chunk_similarities``: the embedder that built the graph, on the chunk's
@@ -39,7 +39,7 @@ from kbgraph.query.evidence import evidence_units
 from kbgraph.query.models import MigresRound, ScoredChunk
 from kbgraph.text import chunk_body, index_text
 from kbgraph.query.bm25 import shared_index
-from kbgraph.query.retrieval import retrieve_propagation
+from kbgraph.query.methods.retrieval import retrieve_propagation
 
 if TYPE_CHECKING:
     from kbgraph.query.bm25 import BM25Index

@@ -8,17 +8,17 @@ function does not fit its kind; the ``TYPE_CHECKING`` block at the end proves it
 * :class:`AnswerRow` (``kind`` "answer"): ``run`` is an :class:`AnswerMethod`, ``run(question, ctx) -> Answer``;
   all need an LLM (``needs_llm``). 'auto' (the default with an LLM) classifies the question (PIKE-RAG §3.2) and
   runs the method of its level (§4.2: factual -> 'l1', the L1 system of §5.2: score-propagation retrieval + one
-  QA prompt; every other class -> 'pike'; L3/L4 are not built; kbgraph.query.classify, kbgraph.query.l1).
+  QA prompt; every other class -> 'pike'; L3/L4 are not built; kbgraph.query.methods.classify, kbgraph.query.methods.l1).
   'pike' is knowledge-aware task decomposition, PIKE-RAG §5.3.2 Algorithm 1 (paper 003 §3.4); 'naive',
   'naive_hr', 'cot', 'self_ask' and 'self_ask_hr' are the baselines of PIKE-RAG §6.1 / paper 003 §4
-  (kbgraph.query.baselines); 'migres' is MIGRES, missing-information guided retrieve-extract-solve (paper 002
-  §3; kbgraph.query.migres); 'hirag' is HiRAG, hierarchical retrieval with rethink (paper 004 §4;
-  kbgraph.query.hirag).
+  (kbgraph.query.methods.baselines); 'migres' is MIGRES, missing-information guided retrieve-extract-solve (paper 002
+  §3; kbgraph.query.methods.migres); 'hirag' is HiRAG, hierarchical retrieval with rethink (paper 004 §4;
+  kbgraph.query.methods.hirag).
 * :class:`RetrievalRow` (``kind`` "retrieval"): ``run`` is a :class:`RetrievalMethod`, ``run(question, ctx, *,
   k, explain=False) -> list[ScoredChunk]``, best first, no LLM: 'dense' (Chunk vector top-k), 'bm25' (the
   lexical baseline, kbgraph.query.bm25), 'hierarchical' (Fig. 11's union of paths (a) and (b) at the §6.1
-  thresholds, kbgraph.query.hierarchical) and 'propagation' (every layer's seeds + score propagation, §5.2.3;
-  the default without an LLM) (kbgraph.query.retrieval).
+  thresholds, kbgraph.query.methods.hierarchical) and 'propagation' (every layer's seeds + score propagation, §5.2.3;
+  the default without an LLM) (kbgraph.query.methods.retrieval).
 
 What a front end needs to know of a method beyond its kind is a capability on its row, never a test of its name:
 ``AnswerRow.retrieves`` (False: no context chunks, so no retrieval metrics: 'cot'), ``RetrievalRow.prepare``
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, overload
 
 from kbgraph.errors import QueryError
-from kbgraph.query.baselines import (
+from kbgraph.query.methods.baselines import (
     answer_cot,
     answer_naive,
     answer_naive_hr,
@@ -47,15 +47,15 @@ from kbgraph.query.baselines import (
     answer_self_ask_hr,
 )
 from kbgraph.query.bm25 import retrieve_bm25, shared_index
-from kbgraph.query.classify import answer_auto
+from kbgraph.query.methods.classify import answer_auto
 from kbgraph.query.context import QueryContext
-from kbgraph.query.decompose import answer_pike
-from kbgraph.query.hierarchical import retrieve_hierarchical
-from kbgraph.query.hirag import answer_hirag
-from kbgraph.query.l1 import answer_l1
-from kbgraph.query.migres import answer_migres
+from kbgraph.query.methods.decompose import answer_pike
+from kbgraph.query.methods.hierarchical import retrieve_hierarchical
+from kbgraph.query.methods.hirag import answer_hirag
+from kbgraph.query.methods.l1 import answer_l1
+from kbgraph.query.methods.migres import answer_migres
 from kbgraph.query.models import Answer, ScoredChunk
-from kbgraph.query.retrieval import retrieve_dense, retrieve_propagation
+from kbgraph.query.methods.retrieval import retrieve_dense, retrieve_propagation
 
 #: The method used when none is named: with an LLM, and without one (also the fallback of an answer method
 #: when no LLM is configured).

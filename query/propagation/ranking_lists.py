@@ -1,11 +1,11 @@
-"""List features of the gbm ranker (kbgraph.query.ranking_gbm): what a candidate chunk is to the rest of the pool.
+"""List features of the gbm ranker (kbgraph.query.propagation.ranking_gbm): what a candidate chunk is to the rest of the pool.
 
-The linear ranker's features (kbgraph.query.ranking) describe one chunk at a time. These describe a chunk
+The linear ranker's features (kbgraph.query.propagation.ranking_learned) describe one chunk at a time. These describe a chunk
 against the pool's *anchors*, the candidates a ranker trusts before ordering, which is how the second passage of
 a multi-hop question is recognised: it names, or is named by, a passage the question names, or it shares a rare
 name with one. Features of a chunk c in pool P for question q (:data:`GBM_FEATURES`, in row order):
 
-* the linear ranker's :data:`kbgraph.query.ranking.FEATURES`;
+* the linear ranker's :data:`kbgraph.query.propagation.ranking_learned.FEATURES`;
 * ``rank_<Layer>``: 1 / (1 + rank of c in P by that layer's term), 0 without the term, for every layer but
   Chunk (whose rank is ``rank_chunk``);
 * for each anchor set A (``q``: the candidates whose title q names, ``title_in_q``; ``chunk``, ``weighted``,
@@ -38,7 +38,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kbgraph.query.ranking import FEATURES, LAYERS, Candidate, feature_rows
+from kbgraph.query.propagation.ranking_learned import FEATURES, LAYERS, Candidate, feature_rows
 from kbgraph.text import contains_phrase, strip_disambiguator
 
 #: Anchor sets of the list features, and the relations computed to each.
@@ -102,7 +102,7 @@ def text_facts(title: str, text: str) -> Facts:
 
 def list_rows(question: str, pool: Sequence[Candidate], texts: Sequence[str]) -> np.ndarray:
     """float64 (len(pool), len(GBM_FEATURES)): the gbm ranker's feature rows of the pool's candidates, in pool
-    order (sorted best first by the weighted sum, as :func:`kbgraph.query.ranking.feature_rows` wants), from
+    order (sorted best first by the weighted sum, as :func:`kbgraph.query.propagation.ranking_learned.feature_rows` wants), from
     their terms, titles and ``texts`` (one per candidate, "" when unknown)."""
     return facts_rows(question, pool, [text_facts(c.title, t) for c, t in zip(pool, texts, strict=True)])
 
@@ -110,7 +110,7 @@ def list_rows(question: str, pool: Sequence[Candidate], texts: Sequence[str]) ->
 def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts],
                base: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """:func:`list_rows` from each candidate's :data:`Facts` (:func:`text_facts`) instead of its text; ``base``:
-    the pool's :func:`kbgraph.query.ranking.feature_rows` when already computed (the blend ranker's)."""
+    the pool's :func:`kbgraph.query.propagation.ranking_learned.feature_rows` when already computed (the blend ranker's)."""
     n = len(pool)
     out = np.zeros((n, len(GBM_FEATURES)))
     if n == 0:

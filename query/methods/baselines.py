@@ -1,5 +1,5 @@
 """Baselines of PIKE-RAG §6.1 (paper 000) and KAR³ §4 / Appendix A.2-A.3 (paper 003), on the same graph
-and with the same embedder as method 'pike' (kbgraph.query.decompose):
+and with the same embedder as method 'pike' (kbgraph.query.methods.decompose):
 
 * 'cot'      Zero-Shot CoT: the question alone, no retrieval (prompts.COT).
 * 'naive'    Naive RAG w/ R: the Chunk vector index only, up to ``naive_k`` (16) chunks with cosine >=
@@ -9,7 +9,7 @@ and with the same embedder as method 'pike' (kbgraph.query.decompose):
              chunks from the Chunk index at cosine >= ``hr_threshold`` (0.5) plus the chunks of up to
              ``hr_question_k`` (4) atomic questions at cosine >= ``hr_question_threshold`` (0.5), path (a)
              chunks first, then the new path (b) chunks (authors' ``ChunkAtomRetriever.
-             retrieve_contents_by_query``; kbgraph.query.hierarchical, also method 'hierarchical').
+             retrieve_contents_by_query``; kbgraph.query.methods.hierarchical, also method 'hierarchical').
 * 'self_ask' Self-Ask w/ R (Press et al. 2023; prompts.SELF_ASK): the LLM continues "Are follow up questions
              needed here:"; each "Follow up:" retrieves SELF_ASK_CHUNKS (4) chunks from the Chunk index at
              cosine >= ``naive_threshold`` (003 A.3: "retrieves 4 relevant chunks per request, maintaining
@@ -22,7 +22,7 @@ and with the same embedder as method 'pike' (kbgraph.query.decompose):
              retrieval system, specifically paths (a) and (b) in Figure 11"): as 'self_ask', but each follow-up
              retrieves as 'naive_hr' does with the question (``hr_k`` chunks at ``hr_threshold`` by path (a),
              the chunks of ``hr_question_k`` atomic questions at ``hr_question_threshold`` by path (b);
-             kbgraph.query.hierarchical); a chunk of path (b) alone is cited for its best atomic question.
+             kbgraph.query.methods.hierarchical); a chunk of path (b) alone is cited for its best atomic question.
 
 In a streamed ask (``ctx.events``) the final answers of 'cot', 'naive' and 'naive_hr' are streamed as the LLM
 writes them; Self-Ask's (both) comes whole at the end (kbgraph.query.streaming). Every method returns an
@@ -41,7 +41,7 @@ from kbgraph.query import prompts
 from kbgraph.query.answering import QAOutput, UsageMeter, answer_json, citations_for, final_answer
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import chunks_by_vector
-from kbgraph.query.hierarchical import hierarchical_chunks
+from kbgraph.query.methods.hierarchical import hierarchical_chunks
 from kbgraph.query.models import Answer, Candidate, ScoredChunk, TraceRound
 
 #: Chunks retrieved per Self-Ask follow-up question (003 Appendix A.3).
@@ -99,7 +99,7 @@ def answer_naive(question: str, ctx: QueryContext) -> Answer:
 def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
     """Naive RAG with hierarchical retrieval: Fig. 11's union of path (a) ``hr_k`` chunks at cosine >=
     ``hr_threshold`` and path (b) the chunks of ``hr_question_k`` atomic questions at cosine >=
-    ``hr_question_threshold`` (kbgraph.query.hierarchical, the retrieval of method 'hierarchical'; PIKE-RAG §6.1).
+    ``hr_question_threshold`` (kbgraph.query.methods.hierarchical, the retrieval of method 'hierarchical'; PIKE-RAG §6.1).
     An unusable answer JSON, or a failing LLM server, gives an empty answer whose rationale says why
     (kbgraph.query.answering.answer_json).
     Args:
@@ -160,7 +160,7 @@ def _flat_followup(follow: str, qvec: Any, ctx: QueryContext) -> _Found:
 
 
 def _hierarchical_followup(follow: str, qvec: Any, ctx: QueryContext) -> _Found:
-    """Self-Ask w/ H-R: Fig. 11's paths (a) and (b) with the follow-up (kbgraph.query.hierarchical, as
+    """Self-Ask w/ H-R: Fig. 11's paths (a) and (b) with the follow-up (kbgraph.query.methods.hierarchical, as
     'naive_hr' with the question): path (a)'s chunks as candidates, then path (b)'s atomic questions; a chunk
     reached by path (b) alone is cited for its best atomic question."""
     found, atoms, from_a = hierarchical_chunks(ctx.store, ctx.settings, follow, qvec)

@@ -1,10 +1,10 @@
 """Gradient-boosted ranking over propagation's terms and list features (setting ``ranker=gbm``).
 
-The ``gbm`` ranker re-orders the learned ranker's pool (kbgraph.query.propagation ``learned_pool``: the best
+The ``gbm`` ranker re-orders the learned ranker's pool (kbgraph.query.propagation.propagate ``learned_pool``: the best
 ``ranker_pool`` chunks of the weighted sum plus BM25's top ``ranker_bm25_k``) by a sum of regression trees
 (LightGBM lambdarank, fitted by ``kbgraph rank train --model gbm``, kbgraph.eval.rank_train_gbm) over
-:data:`kbgraph.query.ranking_lists.GBM_FEATURES`: the linear ranker's features, each layer's rank, and list
-features (what a candidate is to the pool's best candidates). Unlike the linear ranker (kbgraph.query.ranking)
+:data:`kbgraph.query.propagation.ranking_lists.GBM_FEATURES`: the linear ranker's features, each layer's rank, and list
+features (what a candidate is to the pool's best candidates). Unlike the linear ranker (kbgraph.query.propagation.ranking_learned)
 it combines features: a hop term counts when the chunk also covers the rest of the question. The pool's texts
 are one light statement (``retrieve/pool_texts``) for the candidates this process has not seen yet.
 
@@ -27,14 +27,14 @@ import numpy as np
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from kbgraph.query.models import RankerTerm
-from kbgraph.query.ranking import read_model
-from kbgraph.query.ranking_lists import GBM_FEATURES, Facts, facts_rows, text_facts
+from kbgraph.query.propagation.ranking_learned import read_model
+from kbgraph.query.propagation.ranking_lists import GBM_FEATURES, Facts, facts_rows, text_facts
 from kbgraph.resources import resource
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 
 if TYPE_CHECKING:
-    from kbgraph.query.propagation import LearnedPool
+    from kbgraph.query.propagation.propagate import LearnedPool
 
 #: Leaves per tree at most (a tree's leaves are bits of one int64 mask).
 MAX_LEAVES = 63
@@ -207,7 +207,7 @@ def default_gbm_path() -> Path:
 
 def default_blend_path() -> Path:
     """The blend ranker's shipped gbm model, ``kbgraph/resources/ranker/blend.json`` (package data): fitted on the
-    heads of the shipped learned ranker (kbgraph.query.ranking_blend)."""
+    heads of the shipped learned ranker (kbgraph.query.propagation.ranking_blend)."""
     return Path(str(resource("ranker", "blend.json")))
 
 
@@ -228,7 +228,7 @@ def pool_texts(store: GraphStore, ids: Sequence[str]) -> list[str]:
 
 
 def pool_facts(store: GraphStore, pool: LearnedPool) -> list[Facts]:
-    """The :data:`~kbgraph.query.ranking_lists.Facts` of each candidate of ``pool``, in order: kept in this
+    """The :data:`~kbgraph.query.propagation.ranking_lists.Facts` of each candidate of ``pool``, in order: kept in this
     process for the last :data:`CACHED_CHUNKS` chunks (a chunk id names its text: ``stable_id('chunk',
     document, order, sha256(text))``), the others' texts read by ``pool.read_texts`` (the adjacency's) or
     with :func:`pool_texts` (one statement, none when every candidate is kept)."""
@@ -236,7 +236,7 @@ def pool_facts(store: GraphStore, pool: LearnedPool) -> list[Facts]:
     with _LOCK:
         missing = [key for key in keys if key not in _FACTS]
     if missing:
-        if pool.read_texts is not None:  # the adjacency's (kbgraph.query.adjacency): no statement
+        if pool.read_texts is not None:  # the adjacency's (kbgraph.query.propagation.adjacency): no statement
             texts = pool.read_texts([cid for cid, _ in missing])
         else:
             texts = pool_texts(store, [cid for cid, _ in missing])
@@ -254,14 +254,14 @@ def pool_facts(store: GraphStore, pool: LearnedPool) -> list[Facts]:
 
 def gbm_rows(store: GraphStore, question: str, pool: LearnedPool, base: np.ndarray | None = None) -> np.ndarray:
     """float64 (len(pool.ids), len(GBM_FEATURES)): the gbm ranker's feature rows of the learned pool
-    (kbgraph.query.ranking_lists ``list_rows``), its candidates' texts from :func:`pool_facts`; ``base``: the
-    pool's linear feature rows when already computed (kbgraph.query.ranking ``feature_rows``)."""
+    (kbgraph.query.propagation.ranking_lists ``list_rows``), its candidates' texts from :func:`pool_facts`; ``base``: the
+    pool's linear feature rows when already computed (kbgraph.query.propagation.ranking_learned ``feature_rows``)."""
     return facts_rows(question, pool.candidates, pool_facts(store, pool), base)
 
 
 def gbm_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
               explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
-    """The gbm ranker over ``pool`` (kbgraph.query.propagation ``learned_pool``): (its top ``k`` chunk ids, {chunk
+    """The gbm ranker over ``pool`` (kbgraph.query.propagation.propagate ``learned_pool``): (its top ``k`` chunk ids, {chunk
     id: gbm score}, {chunk id: the score's split, an ``intercept`` term first, when ``explain``}). At most one
     statement (the texts of candidates not seen before, :func:`pool_facts`); the model is ``ranker_model``, else
     the shipped one."""

@@ -1,12 +1,12 @@
 """HiRAG, method 'hirag': Hierarchical Retrieval-Augmented Generation with Rethink (paper 004 §4, Algorithm 1 of
-its appendix A.2), on the same graph, embedder and LLM as 'pike' (kbgraph.query.decompose) and the baselines.
+its appendix A.2), on the same graph, embedder and LLM as 'pike' (kbgraph.query.methods.decompose) and the baselines.
 
     A = []; Q = []                                                    sub-answers, sub-questions
     for w = 1..W:                                                     W = settings.hirag.hirag_rounds (5, 004 A.1)
         q <- Decomposer(x, A)                                         §4.2 eq. 1, prompts.hirag.DECOMPOSER
         if Definer(q) ("That's enough") or q in Q: stop               eq. 1; Algorithm 1 line 39
         e <- LLM(q)                                                   §4.3 eq. 3, ENTITY
-        D <- documents whose title / mentioned entity matches e       document level (kbgraph.query.hirag_retrieve)
+        D <- documents whose title / mentioned entity matches e       document level (kbgraph.query.methods.hirag_retrieve)
         if more than th1 titles match e exactly:                      tie, Algorithm 1 lines 20-22
             q* <- LLM(q, a_i) for an a_i naming e, else LLM(q, x)     rewrite, eq. 4 (DESCRIBE / REWRITE)
             a <- fallback(q*)
@@ -21,7 +21,7 @@ its appendix A.2), on the same graph, embedder and LLM as 'pike' (kbgraph.query.
 The fallback. The paper searches the web when the sub-question was rewritten (Google, Algorithm 1 line 13), and
 the authors' code falls back to dense retrieval over the whole corpus when the rethinks give up. A closed
 knowledge base has no web: both become the graph's own retrieval over the whole knowledge base, score
-propagation (kbgraph.query.retrieval ``retrieve_propagation``, PIKE-RAG §5.2.3), whose best chunks not tried
+propagation (kbgraph.query.methods.retrieval ``retrieve_propagation``, PIKE-RAG §5.2.3), whose best chunks not tried
 yet are offered one at a time with the same Filter, at most th2 of them (a chunk-level rethink over that
 ranking). It also runs when no document matches the entity (the authors' "correlation is too low").
 
@@ -54,10 +54,10 @@ from kbgraph.query import prompts
 from kbgraph.query.answering import UsageMeter, answer_json, citations_for
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import chunk_details, scored_chunk
-from kbgraph.query.hirag_retrieve import DocumentMatch, document_candidates, document_chunks, tied
+from kbgraph.query.methods.hirag_retrieve import DocumentMatch, document_candidates, document_chunks, tied
 from kbgraph.query.models import Answer, HiragRound, ScoredChunk
 from kbgraph.query.prompts import hirag as hp
-from kbgraph.query.retrieval import retrieve_propagation
+from kbgraph.query.methods.retrieval import retrieve_propagation
 from kbgraph.store.base import Row
 from kbgraph.text import chunk_body
 

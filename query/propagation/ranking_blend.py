@@ -1,10 +1,10 @@
 """The blend ranker (setting ``ranker=blend``): the learned ranker's order, its head re-ordered by the learned and
 the gbm rankers' scores, summed after each is standardised over the head.
 
-The learned (linear) ranker orders the learned pool (kbgraph.query.propagation ``learned_pool``) as it does alone;
+The learned (linear) ranker orders the learned pool (kbgraph.query.propagation.propagate ``learned_pool``) as it does alone;
 its best ``ranker_blend_k`` candidates (the *head*; 0 = the whole pool) are then re-ordered by
 ``z(learned) + ranker_blend_weight * z(gbm)``, ``z`` the score minus the head's mean over the head's standard
-deviation, so neither model's scale decides. The gbm (kbgraph.query.ranking_gbm: trees over the score terms and
+deviation, so neither model's scale decides. The gbm (kbgraph.query.propagation.ranking_gbm: trees over the score terms and
 the list features, which recognise the second passage of a chain) scores the head alone, its list features
 computed over the head: the shipped model ``blend.json`` was fitted that way, on the heads of the shipped learned
 ranker. The rest of the pool follows the head in the learned order. A two-stage ranker: the linear model is
@@ -23,13 +23,13 @@ import numpy as np
 
 from kbgraph.errors import ConfigError
 from kbgraph.query.models import RankerTerm
-from kbgraph.query.ranking import feature_rows, load_model, score_rows
-from kbgraph.query.ranking_gbm import default_blend_path, gbm_rows, load_gbm_model
+from kbgraph.query.propagation.ranking_learned import feature_rows, load_model, score_rows
+from kbgraph.query.propagation.ranking_gbm import default_blend_path, gbm_rows, load_gbm_model
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 
 if TYPE_CHECKING:
-    from kbgraph.query.propagation import LearnedPool
+    from kbgraph.query.propagation.propagate import LearnedPool
 
 __all__ = ["blend_order", "blend_scores", "head_of", "head_rows", "standardised"]
 
@@ -76,7 +76,7 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
     the standardised score; contribution: its share of the score); a candidate after the head scores its
     standardised learned score (term ``learned``, over the head's mean and deviation) moved below the head's last
     (term ``after_head``), so scores fall in the order given. At most one statement (the texts of head candidates
-    not seen before, kbgraph.query.ranking_gbm ``pool_facts``). Raises ConfigError as ``load_model`` and
+    not seen before, kbgraph.query.propagation.ranking_gbm ``pool_facts``). Raises ConfigError as ``load_model`` and
     ``load_gbm_model`` when a shipped model file is missing, and when ``ranker_model`` is set: it names one model,
     which the blend (two models, the shipped ones) would leave unread."""
     if settings.retrieval.ranker_model is not None:

@@ -3,7 +3,7 @@ queries q^t during inference, which means lines 3 to 5 in Algorithm 1 can be rep
 learned proposer" (paper 000).
 
 With ``settings.decomposer.decomposer_model`` set (a model fine-tuned on ``kbgraph decomposer sft`` data, served by the same
-OpenAI-compatible endpoint as ``llm_model``), each round of Algorithm 1 (kbgraph.query.decompose) is:
+OpenAI-compatible endpoint as ``llm_model``), each round of Algorithm 1 (kbgraph.query.methods.decompose) is:
 
 1. one request to that model with Algorithm 3's ``prompt_x`` (kbgraph.query.prompts.decomposer): the question and
    the (sub-question, chunk) pairs of the earlier rounds, exactly as the SFT pairs were written;

@@ -16,9 +16,9 @@
 2. **Route** (:func:`route`; §3.3 Table 1, §4.2): the lowest level whose system answers the class.
 
    ==================  =====  ==========================================================================
-   class               level  method run (its function in the registry, kbgraph.query.methods)
+   class               level  method run (its function in the registry, kbgraph.query.methods.registry)
    ==================  =====  ==========================================================================
-   factual             L1     'l1': score-propagation retrieval (§5.2.3) + the QA prompt (kbgraph.query.l1)
+   factual             L1     'l1': score-propagation retrieval (§5.2.3) + the QA prompt (kbgraph.query.methods.l1)
    linkable_reasoning  L2     'pike': knowledge-aware task decomposition, Algorithm 1 (§5.3.2)
    predictive          L2     'pike'; the answer's rationale states the class and that L3 is not built
    creative            L2     'pike'; the answer's rationale states the class and that L4 is not built
@@ -45,9 +45,9 @@ from kbgraph.llm.base import LLM, usable_json
 from kbgraph.llm.bounds import MaxChars, answer_schema
 from kbgraph.query.answering import UsageMeter
 from kbgraph.query.context import QueryContext
-from kbgraph.query.decompose import answer_pike
+from kbgraph.query.methods.decompose import answer_pike
 from kbgraph.query.graph import text_of
-from kbgraph.query.l1 import answer_l1
+from kbgraph.query.methods.l1 import answer_l1
 from kbgraph.query.models import Answer
 from kbgraph.query.prompts.classify import classify_messages
 
@@ -60,9 +60,9 @@ SUBTYPES: tuple[str, ...] = get_args(Subtype)
 #: Level of the system that answers each class (§3.3 Table 1, §4.2); L3/L4 are not built: L2 answers.
 LEVELS: dict[str, str] = {"factual": "L1", "linkable_reasoning": "L2", "predictive": "L2", "creative": "L2",
                           "unknown": "L2"}  # fmt: skip
-#: The answer method (kbgraph.query.methods) of each level built.
+#: The answer method (kbgraph.query.methods.registry) of each level built.
 LEVEL_METHODS: dict[str, str] = {"L1": "l1", "L2": "pike"}
-#: Those methods' functions, the registry's own (kbgraph.query.methods lists this module's ``answer_auto``, so
+#: Those methods' functions, the registry's own (kbgraph.query.methods.registry lists this module's ``answer_auto``, so
 #: this module imports the two functions rather than the registry; tests/unit/test_classify_routes.py checks
 #: that they are the registry's).
 LEVEL_RUN: dict[str, Callable[[str, QueryContext], Answer]] = {"l1": answer_l1, "pike": answer_pike}

@@ -4,7 +4,7 @@ seeds + score propagation, the retrieval method 'propagation', with the Tag laye
 is on) of the top ``settings.routing.l1_k`` chunks, then the question-answering prompt over them (the generation step
 of kbgraph.query.answering, the same prompt as Algorithm 1 line 14).
 
-It is the route of factual questions in method 'auto' (kbgraph.query.classify, §4.2). Unlike 'naive' (Chunk
+It is the route of factual questions in method 'auto' (kbgraph.query.methods.classify, §4.2). Unlike 'naive' (Chunk
 vector index only) and 'naive_hr' (Fig. 11 paths a+b), its context is what ``kbgraph ask`` retrieves without an
 LLM, so an L1 answer cites the chunks an offline ask would show.
 """
@@ -15,7 +15,7 @@ from kbgraph.query.answering import UsageMeter, citations_for, final_answer
 from kbgraph.query.context import QueryContext
 from kbgraph.query.graph import with_pages
 from kbgraph.query.models import Answer
-from kbgraph.query.retrieval import retrieve_propagation
+from kbgraph.query.methods.retrieval import retrieve_propagation
 
 
 def answer_l1(question: str, ctx: QueryContext) -> Answer:

@@ -9,7 +9,7 @@ those statements follow (HAS_QUESTION, EXTRACTED_FROM, MENTIONS, TAGGED, HAS_CHU
 RELATED), read in pages by ``retrieve/adjacency_chunks``, ``retrieve/adjacency_entities`` and
 ``retrieve/adjacency_documents``. :meth:`Adjacency.layer_rows` and :meth:`Adjacency.hop_rows` return the rows
 the two statements return for the same parameters (the exact similarity as ``similarity``, a cosine, instead of
-the store's ``score``), so kbgraph.query.propagation computes the same terms (tests/test_adjacency.py compares
+the store's ``score``), so kbgraph.query.propagation.propagate computes the same terms (tests/test_adjacency.py compares
 them on both stores).
 
 :func:`shared_adjacency` keeps one per store object (a knowledge base open in this process), keyed by
@@ -237,7 +237,7 @@ class Adjacency:
 
     def texts(self, ids: Sequence[str]) -> list[str]:
         """The text of each chunk of ``ids`` ("" for a chunk not held), in order: what ``retrieve/pool_texts`` gives
-        (kbgraph.query.ranking_gbm ``pool_texts``)."""
+        (kbgraph.query.propagation.ranking_gbm ``pool_texts``)."""
         return [str(self.facts[i][0] or "") if (i := self.index.get(cid)) is not None else "" for cid in ids]
 
     def layer_rows(self, params: Row) -> list[Row]:

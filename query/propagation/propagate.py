@@ -6,7 +6,7 @@ cosine similarity g(q, n) in [-1, 1] (negative similarities are clipped to 0); f
 and on Entity.name give keyword seeds, each normalised to [0, 1] by the best full-text score of the query.
 
 Propagation. Each traversal is a Cypher statement in ``cypher/retrieve/`` (or its rows from the graph a long-lived
-process holds in memory, kbgraph.query.adjacency); the aggregation is this formula,
+process holds in memory, kbgraph.query.propagation.adjacency); the aggregation is this formula,
 with every weight a setting (``weight_*``):
 
     S1(c) = w_C · g(q, c)                                   the chunk itself (path a)
@@ -33,7 +33,7 @@ another document's title to the chunks of that document that mention it (the sec
 question), shared among the n(c', e) chunks it reaches, so a long document's many chunks do not flood the
 top; deg(e) is the number of chunks mentioning e; sp(e) is 1 when c' and c are in one document, else the
 entity's IDF over the N documents over that of ``hop_document_share``, min(1, log(N / df(e)) / log(1 / share))
-(kbgraph.query.adjacency ``specificity``: a generic entity does not carry score into other documents). The
+(kbgraph.query.propagation.adjacency ``specificity``: a generic entity does not carry score into other documents). The
 triple hop (w_R, 0 = off by default: docs/scoring.md) starts
 from the question's entities instead (Entity and EntityText seeds), along their triples to the chunks naming the
 object. Maxima (not sums) inside a layer keep a chunk with many similar atomic questions from outscoring a chunk
@@ -42,7 +42,7 @@ with one exact match.
 m(q, t) is the score of a corpus tag that the question's tags map to (kbgraph.query.tags: the MAPS_TO score of
 the tag pair collection, or the cosine of a question tag and the corpus tag on the Tag vector index); it is 0
 for every tag, and the term is absent, without an LLM or with ``auto_tagging`` off. The Tag layer's seeds are
-``Seeds.layers['Tag']``, set by the caller (kbgraph.query.retrieval); with ``tag_rewrite`` the full-text
+``Seeds.layers['Tag']``, set by the caller (kbgraph.query.methods.retrieval); with ``tag_rewrite`` the full-text
 seeds ft(q, .) are those of the question followed by the mapped tags' names.
 
 Default weights: the ``weight_*``, ``hop_from`` and ``rescore_k`` settings (docs/settings.md), chosen on MuSiQue
@@ -60,12 +60,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
-from kbgraph.query.adjacency import Adjacency, shared_adjacency
+from kbgraph.query.propagation.adjacency import Adjacency, shared_adjacency
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.query.graph import chunk_details, distinct_top, scored_chunk
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
-from kbgraph.query.ranking import Candidate as RankCandidate
-from kbgraph.query.rankers import get_ranker
+from kbgraph.query.propagation.ranking_learned import Candidate as RankCandidate
+from kbgraph.query.propagation.rankers import get_ranker
 from kbgraph.settings import Settings
 from kbgraph.settings_groups import RetrievalSettings
 from kbgraph.store import GraphStore
@@ -80,7 +80,7 @@ HOP_PARAMS = ("entity_hop_sources", "title_hop_ids", "next_ids", "triple_hop_see
 
 def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
     """Aggregate layer seeds into chunk scores by the module's formula (:func:`score_terms`), order them by
-    the settings' ranker (kbgraph.query.rankers: the weighted sum's own order, or the ranker's ``order`` of
+    the settings' ranker (kbgraph.query.propagation.rankers: the weighted sum's own order, or the ranker's ``order`` of
     :func:`learned_pool`) and return the top ``k`` chunks, best first, with provenance (and the full breakdown when ``explain``);
     with ``collapse_repeated_chunks``, a chunk whose text a better one has is left out (query.graph.distinct_top)."""
     view = shared_adjacency(store, settings, seeds.generation)  # the graph in memory, once built: one look a question
@@ -149,7 +149,7 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
     and document priors' facts, and each candidate's exact similarity and document title) and
     ``retrieve/hop_neighbours`` (the hops, with the same facts of the chunks they reach); the rescoring of the
     best ``rescore_k`` candidates of each pass reads the similarities these rows carry. ``view``: the graph this
-    process holds in memory (kbgraph.query.adjacency ``shared_adjacency``, looked up once per question by the
+    process holds in memory (kbgraph.query.propagation.adjacency ``shared_adjacency``, looked up once per question by the
     caller), which gives the same rows instead."""
     r = settings.retrieval
     scope = current_scope()  # a filter's documents (kbgraph.store.scope): only their chunks are candidates
@@ -331,13 +331,13 @@ def _hop_terms(rows: list[Row], add: Callable[..., None], s1: dict[str, float], 
 
 
 class LearnedPool(NamedTuple):
-    """The learned ranker's candidates: chunk ids and their :class:`~kbgraph.query.ranking.Candidate` views, in
+    """The learned ranker's candidates: chunk ids and their :class:`~kbgraph.query.propagation.ranking_learned.Candidate` views, in
     the same order (best first by the weighted sum; BM25 additions after, by weighted sum too)."""
 
     ids: list[str]
     candidates: list[RankCandidate]
     #: reads the texts of chunk ids, when the adjacency holds them: the gbm and blend rankers read only the texts of
-    #: candidates they have not seen before (kbgraph.query.ranking_gbm ``pool_facts``); None: a statement reads them
+    #: candidates they have not seen before (kbgraph.query.propagation.ranking_gbm ``pool_facts``); None: a statement reads them
     read_texts: Callable[[Sequence[str]], list[str]] | None = None
 
 
@@ -351,7 +351,7 @@ def learned_pool(
     Chunks of incomplete documents leave the pool. ``reached`` (:attr:`Scored.reached`): the titles and exact
     similarities :func:`score_terms` read, so no statement is sent; without it, ``retrieve/chunk_details`` gives
     the titles and ``store.chunk_similarities`` the similarities. ``view`` (the adjacency): where the gbm and blend
-    rankers read the candidates' texts (kbgraph.query.ranking_gbm ``pool_facts``), which then send no statement."""
+    rankers read the candidates' texts (kbgraph.query.propagation.ranking_gbm ``pool_facts``), which then send no statement."""
     head = ranked[: max(settings.retrieval.ranker_pool, k)]
     extra = [cid for cid, _ in seeds.bm25 if cid not in set(head)]
     missing = [cid for cid in extra if "Chunk" not in terms.get(cid, {})]

@@ -1,5 +1,5 @@
 """HiRAG's hierarchical Retriever (paper 004 §4.3) on the graph: sparse retrieval at the document level, dense
-retrieval at the chunk level inside the chosen document (kbgraph.query.hirag runs it, one candidate at a time).
+retrieval at the chunk level inside the chosen document (kbgraph.query.methods.hirag runs it, one candidate at a time).
 
 Document level, eq. 3 (t_c = SparseRetrieval(e, {t_1..t_n})): the entity ``e`` the LLM extracted from the
 sub-question is looked up in two full-text indexes,

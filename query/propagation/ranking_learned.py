@@ -1,6 +1,6 @@
 """Learned ranking over the score terms of propagation (setting ``ranker=learned``, the default).
 
-Score propagation (kbgraph.query.propagation, PIKE-RAG §5.2.3) gives every candidate chunk one term per layer
+Score propagation (kbgraph.query.propagation.propagate, PIKE-RAG §5.2.3) gives every candidate chunk one term per layer
 (Chunk, AtomicQuestion, Triple, Entity, EntityText, FullText, Section, Document, Tag, Hop, TitleHop, Next,
 TripleHop). The
 ``weights`` ranker adds them with the hand-set ``weight_*`` settings. The ``learned`` ranker re-orders the best
@@ -57,11 +57,11 @@ from kbgraph.text import contains_phrase, strip_disambiguator
 from kbgraph.resources import resource
 
 if TYPE_CHECKING:
-    from kbgraph.query.propagation import LearnedPool
+    from kbgraph.query.propagation.propagate import LearnedPool
     from kbgraph.settings import Settings
     from kbgraph.store import GraphStore
 
-#: Score terms of propagation, in feature order (kbgraph.query.propagation's layer names).
+#: Score terms of propagation, in feature order (kbgraph.query.propagation.propagate's layer names).
 LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
           "Hop", "TitleHop", "Next", "TripleHop")  # fmt: skip
 #: Every feature, in the order of a feature row.
@@ -179,9 +179,9 @@ def score_rows(model: RankerModel, rows: np.ndarray) -> np.ndarray:
 
 def learned_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
                   explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
-    """The learned ranker over ``pool`` (kbgraph.query.propagation ``learned_pool``): (its top ``k`` chunk ids,
+    """The learned ranker over ``pool`` (kbgraph.query.propagation.propagate ``learned_pool``): (its top ``k`` chunk ids,
     {chunk id: learned score}, {chunk id: feature contributions} when ``explain``). No statement (``store`` is not
-    read: the signature of every ranker's order, kbgraph.query.rankers); the model is ``ranker_model``, else the
+    read: the signature of every ranker's order, kbgraph.query.propagation.rankers); the model is ``ranker_model``, else the
     shipped one."""
     model = load_model(settings.retrieval.ranker_model)
     pool_ids = pool.ids

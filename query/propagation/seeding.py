@@ -1,6 +1,6 @@
 """The seeds of score propagation (PIKE-RAG §5.2.3, Fig. 8): each layer's vector top ``seed_k`` for the question,
 and the full-text seeds on Chunk.text (BM25's top, or the store's full-text index) and Entity.name, read at once
-(kbgraph.store.parallel.gather). kbgraph.query.propagation turns them into chunk scores."""
+(kbgraph.store.parallel.gather). kbgraph.query.propagation.propagate turns them into chunk scores."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.models import VECTOR_LABELS, FulltextHit, VectorHit
-from kbgraph.query.adjacency import shared_adjacency
+from kbgraph.query.propagation.adjacency import shared_adjacency
 from kbgraph.query.bm25 import corpus_generation, shared_index
 from kbgraph.query.models import Seeds
-from kbgraph.query.rankers import get_ranker
+from kbgraph.query.propagation.rankers import get_ranker
 from kbgraph.settings import Settings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
@@ -123,7 +123,7 @@ def exact_seeds(settings: Settings, fraction: float, chunks: int) -> bool:
 def scoped_chunk_seeds(store: GraphStore, settings: Settings, qvec: Sequence[float], scope: DocumentScope,
                        k: int, *, store_too: bool = True) -> list[VectorHit | FulltextHit] | None:  # fmt: skip
     """The exact top-``k`` chunks of a document scope's chunks by cosine with ``qvec``: from the
-    adjacency held in memory when this process has it for the current generation (kbgraph.query.adjacency
+    adjacency held in memory when this process has it for the current generation (kbgraph.query.propagation.adjacency
     ``top_chunks``: a filtered dense question on 2Wiki 3.0 ms p50 against 2.6 unfiltered, docs/benchmarks.md#filters),
     else with ``store_too`` from ``retrieve/seed_vectors_within`` in the store, else None."""
     view = None
@@ -144,7 +144,7 @@ def fulltext_from_bm25(settings: Settings) -> bool:
 def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> tuple[list[Any] | None, Hits]:
     """(the corpus generation, BM25's top ``k`` (chunk id, score) for ``question``, best first): the generation
     (kbgraph.query.bm25 ``corpus_generation``, one light statement) keys BM25's shared index and the adjacency
-    (kbgraph.query.adjacency); None when neither is wanted (``k`` 0 and setting ``adjacency_cache`` off)."""
+    (kbgraph.query.propagation.adjacency); None when neither is wanted (``k`` 0 and setting ``adjacency_cache`` off)."""
     if k <= 0 and not settings.retrieval.adjacency_cache:
         return None, []
     scope = current_scope()  # a filter's scope keeps the generation it was resolved at: no statement to read it again

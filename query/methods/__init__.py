@@ -1,0 +1,1 @@
+"""The query methods, one module each (their registry: kbgraph.query.methods.registry)."""
