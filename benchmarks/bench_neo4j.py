@@ -15,12 +15,19 @@ from kbgraph.settings import Settings
 LIB_DIR = Path.home() / ".kbgraph" / "neo4j-local" / "lib"
 
 
-def start_local_neo4j(settings: Settings, folder: Path, *, bolt_port: int, http_port: int,
-                      timeout: float) -> tuple[Settings, Neo4jLocal]:  # fmt: skip
+def start_local_neo4j(
+    settings: Settings, folder: Path, *, bolt_port: int, http_port: int, timeout: float
+) -> tuple[Settings, Neo4jLocal]:
     """Start (or reuse) the server in ``folder`` on ``bolt_port``/``http_port`` with the password
     'kbgraph-bench'; returns (``settings`` pointed at it, the server, for ``stop()``). Raises as
     ``Neo4jLocal.start`` when it does not answer within ``timeout`` seconds."""
-    settings = settings.updated({"neo4j_local_home": folder, "neo4j_bolt_port": bolt_port,
-                                 "neo4j_http_port": http_port, "neo4j_password": SecretStr("kbgraph-bench")})  # fmt: skip
+    settings = settings.updated(
+        {
+            "neo4j_local_home": folder,
+            "neo4j_bolt_port": bolt_port,
+            "neo4j_http_port": http_port,
+            "neo4j_password": SecretStr("kbgraph-bench"),
+        }
+    )
     local = Neo4jLocal(settings, lib_dir=LIB_DIR)
     return settings.updated({"uri": local.start(timeout=timeout).bolt_uri}), local

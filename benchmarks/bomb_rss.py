@@ -32,28 +32,48 @@ from pathlib import Path
 from benchmarks.common import REPO, rerun
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-TYPES = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
-         '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-         '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-         '<Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" '
-         'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')  # fmt: skip
-RELS = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
-        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" '
-        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
-        'Target="word/document.xml"/></Relationships>')  # fmt: skip
+TYPES = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+    '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+    '<Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" '
+    'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'
+)
+RELS = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" '
+    'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+    'Target="word/document.xml"/></Relationships>'
+)
 #: The bounds, by setting; "off" sets each to 0.
-BOUNDS = ("max_expanded_bytes", "max_member_bytes", "max_compression_ratio", "max_zip_members", "max_xml_elements",
-          "max_pdf_pages", "max_parse_seconds")  # fmt: skip
+BOUNDS = (
+    "max_expanded_bytes",
+    "max_member_bytes",
+    "max_compression_ratio",
+    "max_zip_members",
+    "max_xml_elements",
+    "max_pdf_pages",
+    "max_parse_seconds",
+)
 
 
 def bomb(text: str, empty: int) -> bytes:
     """A .docx of one paragraph ``text`` and ``empty`` empty paragraphs (the review's file: 2,000,000)."""
-    body = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="{W}"><w:body>'
-            f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>").encode() + b"<w:p/>" * empty + b"</w:body></w:document>"  # fmt: skip
+    body = (
+        (
+            f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="{W}"><w:body>'
+            f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>"
+        ).encode()
+        + b"<w:p/>" * empty
+        + b"</w:body></w:document>"
+    )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for name, data in (("[Content_Types].xml", TYPES.encode()), ("_rels/.rels", RELS.encode()),
-                           ("word/document.xml", body)):  # fmt: skip
+        for name, data in (
+            ("[Content_Types].xml", TYPES.encode()),
+            ("_rels/.rels", RELS.encode()),
+            ("word/document.xml", body),
+        ):
             z.writestr(zipfile.ZipInfo(name, (2024, 1, 1, 0, 0, 0)), data, compress_type=zipfile.ZIP_DEFLATED)
     return buf.getvalue()
 
@@ -83,8 +103,18 @@ def child(path: Path, warm: Path) -> None:
         outcome = f"refused: {exc}"
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = _status("VmHWM")
-    print(json.dumps({"seconds": round(took, 2), "cpu_seconds": round(cpu, 2), "rss_before_mb": round(before), "peak_mb": round(peak),
-                      "peak_increase_mb": round(peak - before), "outcome": outcome}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "seconds": round(took, 2),
+                "cpu_seconds": round(cpu, 2),
+                "rss_before_mb": round(before),
+                "peak_mb": round(peak),
+                "peak_increase_mb": round(peak - before),
+                "outcome": outcome,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -104,8 +134,15 @@ def main() -> None:
         warm.write_bytes(bomb("A small document without heading styles.", 10))
         with zipfile.ZipFile(path) as z:
             xml_bytes = z.getinfo("word/document.xml").file_size
-        print(json.dumps({"file_bytes": path.stat().st_size, "document_xml_bytes": xml_bytes,
-                          "empty_paragraphs": args.paragraphs}))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "file_bytes": path.stat().st_size,
+                    "document_xml_bytes": xml_bytes,
+                    "empty_paragraphs": args.paragraphs,
+                }
+            )
+        )
         for mode in args.modes.split(","):
             env = {k: v for k, v in os.environ.items() if not k.startswith("KBGRAPH_")}
             env["KBGRAPH_CONFIG"] = str(Path(tmp) / "none.toml")
@@ -114,13 +151,24 @@ def main() -> None:
                 env.update({f"KBGRAPH_{name.upper()}": "0" for name in BOUNDS})
             elif mode != "on":
                 raise SystemExit(f"unknown mode {mode!r}: on or off")
-            proc = subprocess.run([*rerun(__file__), "--child", str(path), str(warm)], env=env, cwd=REPO,
-                                  capture_output=True, text=True, timeout=args.timeout, check=False)  # fmt: skip
+            proc = subprocess.run(
+                [*rerun(__file__), "--child", str(path), str(warm)],
+                env=env,
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=args.timeout,
+                check=False,
+            )
             if proc.returncode:
                 raise SystemExit(f"mode {mode} failed ({proc.returncode}): {proc.stderr[-2000:]}")
             row = json.loads(proc.stdout.strip().splitlines()[-1])
-            print(json.dumps({"bounds": mode, "set": args.set, **row}) if args.set else json.dumps({"bounds": mode, **row}),
-                  flush=True)  # fmt: skip
+            print(
+                json.dumps({"bounds": mode, "set": args.set, **row})
+                if args.set
+                else json.dumps({"bounds": mode, **row}),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

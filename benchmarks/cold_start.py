@@ -76,8 +76,10 @@ def server_start(folder: Path) -> float:
 
 
 #: ``kbgraph ask`` as the console script runs it, with the store opened before the models load (no overlap).
-SEQUENTIAL = ("import sys; import kbgraph.kb as kb; kb.KnowledgeBase._open_beside = lambda self, question: None; "
-              "from kbgraph.cli import main; sys.argv[0] = 'kbgraph'; sys.exit(main())")
+SEQUENTIAL = (
+    "import sys; import kbgraph.kb as kb; kb.KnowledgeBase._open_beside = lambda self, question: None; "
+    "from kbgraph.cli import main; sys.argv[0] = 'kbgraph'; sys.exit(main())"
+)
 
 
 def cli_ask(home: Path, folder: Path, question: str, *, cold: bool, sequential: bool = False) -> float:
@@ -110,17 +112,21 @@ def main() -> None:
         cli_ask(home, folder, args.question, cold=False)  # the question's embedding cached for both
         EmbeddedFalkorDB(folder).stop()
     measures = {
-        "logged": (("server start", lambda: server_start(fresh_logged(home))),
-                   ("cold ask", lambda: cli_ask(home, fresh_logged(home), args.question, cold=True)),
-                   ("warm ask", lambda: cli_ask(home, home / "logged", args.question, cold=False))),
-        "compacted": (("server start", lambda: server_start(home / "compacted")),
-                      ("cold ask", lambda: cli_ask(home, home / "compacted", args.question, cold=True)),
-                      ("warm ask", lambda: cli_ask(home, home / "compacted", args.question, cold=False))),
-        "compacted, sequential": (("cold ask", lambda: cli_ask(home, home / "compacted", args.question, cold=True,
-                                                               sequential=True)),
-                                  ("warm ask", lambda: cli_ask(home, home / "compacted", args.question, cold=False,
-                                                               sequential=True))),
-    }  # fmt: skip
+        "logged": (
+            ("server start", lambda: server_start(fresh_logged(home))),
+            ("cold ask", lambda: cli_ask(home, fresh_logged(home), args.question, cold=True)),
+            ("warm ask", lambda: cli_ask(home, home / "logged", args.question, cold=False)),
+        ),
+        "compacted": (
+            ("server start", lambda: server_start(home / "compacted")),
+            ("cold ask", lambda: cli_ask(home, home / "compacted", args.question, cold=True)),
+            ("warm ask", lambda: cli_ask(home, home / "compacted", args.question, cold=False)),
+        ),
+        "compacted, sequential": (
+            ("cold ask", lambda: cli_ask(home, home / "compacted", args.question, cold=True, sequential=True)),
+            ("warm ask", lambda: cli_ask(home, home / "compacted", args.question, cold=False, sequential=True)),
+        ),
+    }
     times: dict[tuple[str, str], list[float]] = {}
     for _ in range(args.repeats):
         for state, steps in measures.items():
@@ -131,15 +137,20 @@ def main() -> None:
         for folder in states.values():
             EmbeddedFalkorDB(folder).stop()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
-    print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit.strip()}, {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}; medians of {args.repeats}")
+    print(
+        f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit.strip()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f}; medians of {args.repeats}"
+    )
     print("| append-only file | snapshot / log MB | server start s | cold `kbgraph ask` s | warm `kbgraph ask` s |")
     print("|---|---:|---:|---:|---:|")
     for state in measures:
         size = aof_bytes(home / ("logged.pristine" if state == "logged" else "compacted"))
-        med = [f"{statistics.median(times[(state, w)]):.2f}" if (state, w) in times else "-"
-               for w in ("server start", "cold ask", "warm ask")]  # fmt: skip
+        med = [
+            f"{statistics.median(times[(state, w)]):.2f}" if (state, w) in times else "-"
+            for w in ("server start", "cold ask", "warm ask")
+        ]
         print(f"| {state} | {size['.rdb'] / 1e6:.1f} / {size['.aof'] / 1e6:.1f} | {' | '.join(med)} |")
+
 
 if __name__ == "__main__":
     main()

@@ -84,8 +84,11 @@ def groups_of(passages: list[dict[str, Any]], questions: list[dict[str, Any]], n
 def write_corpus(path: Path, passages: list[dict[str, Any]], group: dict[str, int], only: int | None = None) -> Path:
     """A jsonl corpus of ``passages`` (of group ``only``, or all) with ``metadata.group`` set."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{**p, "metadata": {"group": f"g{group[p['id']]:02d}"}} for p in passages
-            if only is None or group[p["id"]] == only]  # fmt: skip
+    rows = [
+        {**p, "metadata": {"group": f"g{group[p['id']]:02d}"}}
+        for p in passages
+        if only is None or group[p["id"]] == only
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -98,8 +101,9 @@ def where(g: int) -> dict[str, Any]:
     return {"op": "eq", "key": "group", "value": f"g{g:02d}"}
 
 
-def measure_whole(kb: KnowledgeBase, questions: list[dict[str, Any]], group: dict[str, int],
-                  modes: list[str]) -> dict[str, Any]:  # fmt: skip
+def measure_whole(
+    kb: KnowledgeBase, questions: list[dict[str, Any]], group: dict[str, int], modes: list[str]
+) -> dict[str, Any]:
     """R@5 unfiltered, filtered and post-filtered, and the latencies (module docstring), per method and seeding
     mode (setting filter_seeding: 'auto', 'exact', 'overfetch')."""
     out: dict[str, Any] = {}
@@ -143,8 +147,9 @@ def _measure_methods(kb: KnowledgeBase, questions: list[dict[str, Any]], group: 
     return out
 
 
-def measure_alone(kb: KnowledgeBase, questions: list[dict[str, Any]], group: dict[str, int], g: int
-                  ) -> dict[str, list[float]]:  # fmt: skip
+def measure_alone(
+    kb: KnowledgeBase, questions: list[dict[str, Any]], group: dict[str, int], g: int
+) -> dict[str, list[float]]:
     """R@5 per method of the questions of group ``g`` on ``kb``, built from the group alone."""
     out: dict[str, list[float]] = defaultdict(list)
     for q in questions:
@@ -158,14 +163,20 @@ def measure_alone(kb: KnowledgeBase, questions: list[dict[str, Any]], group: dic
 
 
 def open_kb(args: argparse.Namespace, home: Path) -> tuple[KnowledgeBase, Any]:
-    settings = Settings(home=home, name=f"filters_{args.store}", falkor_idle_timeout=0, llm_model=None,
-                        embedding_cache_dir=home / "embed-cache")  # fmt: skip
+    settings = Settings(
+        home=home,
+        name=f"filters_{args.store}",
+        falkor_idle_timeout=0,
+        llm_model=None,
+        embedding_cache_dir=home / "embed-cache",
+    )
     local = None
     if args.store == "neo4j":
         from benchmarks.bench_neo4j import start_local_neo4j
 
-        settings, local = start_local_neo4j(settings, home / "neo4j", bolt_port=args.neo4j_bolt_port,
-                                            http_port=args.neo4j_http_port, timeout=300)  # fmt: skip
+        settings, local = start_local_neo4j(
+            settings, home / "neo4j", bolt_port=args.neo4j_bolt_port, http_port=args.neo4j_http_port, timeout=300
+        )
     return KnowledgeBase(settings=settings), local
 
 
@@ -176,8 +187,11 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=500, help="questions (the first N of dev500)")
     ap.add_argument("--home", type=Path, default=Path("/tmp/kbgraph-bench-filters"))
     ap.add_argument("--skip-alone", action="store_true", help="only the whole knowledge base (no per-group ones)")
-    ap.add_argument("--modes", default="auto", help="seeding modes of the filtered runs (setting filter_seeding): "
-                    "auto, exact, overfetch, comma-separated")
+    ap.add_argument(
+        "--modes",
+        default="auto",
+        help="seeding modes of the filtered runs (setting filter_seeding): auto, exact, overfetch, comma-separated",
+    )
     ap.add_argument("--neo4j-bolt-port", type=int, default=17793)
     ap.add_argument("--neo4j-http-port", type=int, default=17576)
     args = ap.parse_args()
@@ -185,8 +199,14 @@ def main() -> None:
     group = groups_of(passages, questions, args.groups)
     home = args.home.resolve()
     kb, local = open_kb(args, home)
-    result: dict[str, Any] = {"store": args.store, "groups": args.groups, "questions": len(questions),
-                              "passages": len(passages), "commit": _commit(), "date": time.strftime("%Y-%m-%d")}  # fmt: skip
+    result: dict[str, Any] = {
+        "store": args.store,
+        "groups": args.groups,
+        "questions": len(questions),
+        "passages": len(passages),
+        "commit": _commit(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
     try:
         whole = write_corpus(home / "corpus" / "whole.jsonl", passages, group)
         if kb.stats().nodes.get("Document", 0) != len(passages):  # else the whole corpus is there: an incremental run
@@ -214,20 +234,26 @@ def main() -> None:
 
 
 def _table(r: dict[str, Any]) -> str:
-    lines = ["| method | unfiltered R@5 | filtered R@5 | post-filter R@5 | group alone R@5 | p50 ms unfiltered / "
-             "filtered | p95 ms unfiltered / filtered |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| method | unfiltered R@5 | filtered R@5 | post-filter R@5 | group alone R@5 | p50 ms unfiltered / "
+        "filtered | p95 ms unfiltered / filtered |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for m, w in r["whole"].items():
         alone = r.get("alone", {}).get(m, "-")
-        lines.append(f"| {m} | {w['recall']['unfiltered']} | {w['recall']['filtered']} | {w['recall']['post-filter']} "
-                     f"| {alone} | {w['p50_ms']['unfiltered']} / {w['p50_ms']['filtered']} | "
-                     f"{w['p95_ms']['unfiltered']} / {w['p95_ms']['filtered']} |")  # fmt: skip
+        lines.append(
+            f"| {m} | {w['recall']['unfiltered']} | {w['recall']['filtered']} | {w['recall']['post-filter']} "
+            f"| {alone} | {w['p50_ms']['unfiltered']} / {w['p50_ms']['filtered']} | "
+            f"{w['p95_ms']['unfiltered']} / {w['p95_ms']['filtered']} |"
+        )
     return "\n".join(lines)
 
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO,
-                              check=True).stdout.strip()  # fmt: skip
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
 

@@ -43,7 +43,6 @@ from kbgraph.settings import Settings
 from benchmarks.common import corpus_path
 
 
-
 class TextStore:
     """Answers ``retrieve/pool_texts`` (and any statement with ``ids``) from {chunk id: text}."""
 
@@ -95,14 +94,19 @@ def time_question(question: str, pool: LearnedPool, store: Any, texts: dict[str,
     ranking_gbm.gbm_order(store, gbm_settings, question, pool, 10, False)  # warm: every candidate's facts kept
     facts = ranking_gbm.pool_facts(store, pool)
     rows = facts_rows(question, pool.candidates, facts)
-    ms = best_ms({
-        "linear": lambda: learned_order(store, settings, question, pool, 10, False),
-        "gbm": lambda: ranking_gbm.gbm_order(store, gbm_settings, question, pool, 10, False),
-        "rows": lambda: facts_rows(question, pool.candidates, facts),
-        "base": lambda: feature_rows(question, pool.candidates),
-        "trees": lambda: model.score(rows),
-        "cold": lambda: [text_facts(c.title, texts.get(cid, "")) for cid, c in zip(pool.ids, pool.candidates, strict=True)],
-    }, repeat)  # fmt: skip
+    ms = best_ms(
+        {
+            "linear": lambda: learned_order(store, settings, question, pool, 10, False),
+            "gbm": lambda: ranking_gbm.gbm_order(store, gbm_settings, question, pool, 10, False),
+            "rows": lambda: facts_rows(question, pool.candidates, facts),
+            "base": lambda: feature_rows(question, pool.candidates),
+            "trees": lambda: model.score(rows),
+            "cold": lambda: [
+                text_facts(c.title, texts.get(cid, "")) for cid, c in zip(pool.ids, pool.candidates, strict=True)
+            ],
+        },
+        repeat,
+    )
     ms["added"] = ms["gbm"] - ms["linear"]
     ms["list"] = ms["rows"] - ms["base"]
     return ms
@@ -120,8 +124,11 @@ def run(name: str, pools: Path, questions: int, repeat: int) -> dict[str, float]
         for k in got:
             got[k].append(ms[k])
     pool_size = statistics.mean(len(p.ids) for _, p in items)
-    print(f"{name:9} {len(items):4} q  pool {pool_size:5.1f}  " + "  ".join(
-        f"{k} {statistics.median(v):5.2f}" for k, v in got.items()), flush=True)  # fmt: skip
+    print(
+        f"{name:9} {len(items):4} q  pool {pool_size:5.1f}  "
+        + "  ".join(f"{k} {statistics.median(v):5.2f}" for k, v in got.items()),
+        flush=True,
+    )
     return {k: statistics.median(v) for k, v in got.items()}
 
 

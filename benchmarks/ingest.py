@@ -62,9 +62,12 @@ def main() -> None:
     ap.add_argument("--before", default="", help="KEY=VALUE[,KEY=VALUE...]: also run with these settings (before)")
     ap.add_argument("--engine", default="local", help="local,ray: one run per engine (setting ingest_engine)")
     ap.add_argument("--workers", type=int, default=2, help="ingest_workers of the ray engine (a local Ray)")
-    ap.add_argument("--fresh-models", action="store_true",
-                    help="each run in a home of its own with no models made: it makes the ONNX export and the static "
-                         "model as a fresh home's first ingest does (otherwise ~/.kbgraph/models, made once)")
+    ap.add_argument(
+        "--fresh-models",
+        action="store_true",
+        help="each run in a home of its own with no models made: it makes the ONNX export and the static "
+        "model as a fresh home's first ingest does (otherwise ~/.kbgraph/models, made once)",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)  # internal: one run, settings as JSON; prints RESULT {...}
     ap.add_argument("--rss-probe", action="store_true", help=argparse.SUPPRESS)  # internal: RSS breakdown
     args = ap.parse_args()
@@ -93,8 +96,10 @@ def main() -> None:
             rows += _store_runs(store, corpus, texts, Path(tmp), len(lines), args)
         breakdown = _run_probe()
     unit = "files" if src.is_dir() else "passages"
-    print(f"\ncorpus {args.corpus}: {len(lines):,} {unit}, embedding cache {'on' if args.cache else 'off'}, "
-          f"{os.cpu_count()} cores")  # fmt: skip
+    print(
+        f"\ncorpus {args.corpus}: {len(lines):,} {unit}, embedding cache {'on' if args.cache else 'off'}, "
+        f"{os.cpu_count()} cores"
+    )
     print(HEADER)
     for row in rows:
         print(_line(row, len(lines)) + f"  {row['variant']}")
@@ -110,14 +115,21 @@ def _settings(store: str, tmp: Path, cache: bool, n: int, fresh: bool = False) -
     """The run's settings as JSON-able overrides (the child builds ``Settings(**overrides)``); everything else,
     overlapped writes included, is the default unless a variant (``--compare-overlap``, ``--before``) sets it."""
     over: dict[str, Any] = {
-        "home": str(tmp / f"fresh_{n}" if fresh else tmp), "name": f"bench_{store}", "falkor_idle_timeout": 0,
+        "home": str(tmp / f"fresh_{n}" if fresh else tmp),
+        "name": f"bench_{store}",
+        "falkor_idle_timeout": 0,
         "embedding_cache": cache,
         "embedding_cache_dir": str(tmp / f"cache_{store}_{n}"),
-    }  # fmt: skip
+    }
     if store == "neo4j":
-        over.update({"neo4j_local_home": str(DEFAULT_HOME / "neo4j-ingest"),
-                     "neo4j_bolt_port": 17690, "neo4j_http_port": 17477,
-                     "neo4j_password": "kbgraph-bench"})  # fmt: skip
+        over.update(
+            {
+                "neo4j_local_home": str(DEFAULT_HOME / "neo4j-ingest"),
+                "neo4j_bolt_port": 17690,
+                "neo4j_http_port": 17477,
+                "neo4j_password": "kbgraph-bench",
+            }
+        )
     return over
 
 
@@ -139,8 +151,12 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
         if engine == DEFAULT_ENGINE:
             variants.append(("default", {}))
         else:  # another engine of kbgraph.ingest.engines (ray: a local Ray of --workers CPUs)
-            variants.append((f"ingest_engine={engine},ingest_workers={args.workers}",
-                             {"ingest_engine": engine, "ingest_workers": args.workers}))  # fmt: skip
+            variants.append(
+                (
+                    f"ingest_engine={engine},ingest_workers={args.workers}",
+                    {"ingest_engine": engine, "ingest_workers": args.workers},
+                )
+            )
     base = Settings(**_settings(store, tmp, args.cache, 0))
     local = None
     if store == "neo4j":
@@ -150,18 +166,33 @@ def _store_runs(store: str, corpus: Path, texts: Path, tmp: Path, n_items: int, 
         base = base.updated({"uri": local.start(timeout=180).bolt_uri})
     try:
         for i, (variant, extra) in enumerate(variants):
-            over = {**_settings(store, tmp, args.cache, i, args.fresh_models), **extra, **({"uri": base.store.uri} if base.store.uri else {})}
+            over = {
+                **_settings(store, tmp, args.cache, i, args.fresh_models),
+                **extra,
+                **({"uri": base.store.uri} if base.store.uri else {}),
+            }
             settings = Settings(**over)
             with KnowledgeBase(settings=settings) as kb:
                 kb.reset()  # starts the embedded server if needed; an empty graph
-            out = subprocess.run([*rerun(__file__), "--child", json.dumps({
-                "settings": over, "corpus": str(corpus), "texts": str(texts)})],
-                capture_output=True, text=True, cwd=REPO)  # fmt: skip
+            out = subprocess.run(
+                [
+                    *rerun(__file__),
+                    "--child",
+                    json.dumps({"settings": over, "corpus": str(corpus), "texts": str(texts)}),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+            )
             result = next((json.loads(x[7:]) for x in out.stdout.splitlines() if x.startswith("RESULT ")), None)
             if out.returncode != 0 or result is None:
                 sys.exit(f"the {store} run failed (exit {out.returncode}):\n{out.stderr[-4000:]}")
-            result.update(store=store, overlap=settings.ingest.ingest_overlap_writes, variant=variant,
-                          server_gb=_server_peak_gb(store, settings, local))
+            result.update(
+                store=store,
+                overlap=settings.ingest.ingest_overlap_writes,
+                variant=variant,
+                server_gb=_server_peak_gb(store, settings, local),
+            )
             rows.append(result)
             if i == 0:
                 print(HEADER)
@@ -219,30 +250,38 @@ def _chunk_texts(corpus: Path, tmp: Path) -> list[str]:
     texts: list[str] = []
     for path in discover([corpus], [], []):
         try:
-            docs = (list(parse_passages_jsonl(path)) if is_corpus(path)
-                    else [parse_file(path, max_bytes=s.ingest.max_file_bytes)])  # fmt: skip
+            docs = (
+                list(parse_passages_jsonl(path))
+                if is_corpus(path)
+                else [parse_file(path, max_bytes=s.ingest.max_file_bytes)]
+            )
         except Exception:  # a file the ingest fails too
             continue
         for doc in docs:
-            document, _, chunks = build_structure(doc, chunk_tokens=s.ingest.chunk_tokens,
-                                                  overlap_sentences=s.ingest.chunk_overlap_sentences, llm=None)  # fmt: skip
+            document, _, chunks = build_structure(
+                doc, chunk_tokens=s.ingest.chunk_tokens, overlap_sentences=s.ingest.chunk_overlap_sentences, llm=None
+            )
             texts += [index_text(document.title, c.section_path, c.kind, c.text, c.summary) for c in chunks]
     return texts
 
 
-HEADER = (f"{'store':9} {'overlap':7} {'seconds':>7} {'items/s':>7} {'parse':>6} {'chunk':>6} {'distill':>7} "
-          f"{'embed':>6} {'write':>6} {'wait':>6} {'write%':>6} {'chunks':>6} {'ratio':>6} {'rss':>5} {'fork':>5} "
-          f"{'server':>6} {'groups':>6} {'failed':>6}  variant")  # fmt: skip
+HEADER = (
+    f"{'store':9} {'overlap':7} {'seconds':>7} {'items/s':>7} {'parse':>6} {'chunk':>6} {'distill':>7} "
+    f"{'embed':>6} {'write':>6} {'wait':>6} {'write%':>6} {'chunks':>6} {'ratio':>6} {'rss':>5} {'fork':>5} "
+    f"{'server':>6} {'groups':>6} {'failed':>6}  variant"
+)
 
 
 def _line(r: dict, n: int) -> str:
     s, wall = r["seconds"], r["wall"]
     gb = lambda v: f"{v:5.2f}" if v is not None else "    -"  # noqa: E731
-    return (f"{r['store']:9} {'on' if r['overlap'] else 'off':7} {wall:7.1f} {n / wall:7.1f} {s['parse']:6.1f} "
-            f"{s['chunk']:6.1f} {s['distill']:7.1f} {s['embed']:6.1f} {s['write']:6.1f} {s['write_wait']:6.1f} "
-            f"{100 * s['write_wait'] / wall:5.1f}% {r['chunk_only']:6.1f} {wall / r['chunk_only']:5.2f}x "
-            f"{gb(r['rss_gb'])} {gb(r['fork_gb'])}  {gb(r['server_gb'])} {r['groups']:6d} "
-            f"{r['failed']:6d}")  # fmt: skip
+    return (
+        f"{r['store']:9} {'on' if r['overlap'] else 'off':7} {wall:7.1f} {n / wall:7.1f} {s['parse']:6.1f} "
+        f"{s['chunk']:6.1f} {s['distill']:7.1f} {s['embed']:6.1f} {s['write']:6.1f} {s['write_wait']:6.1f} "
+        f"{100 * s['write_wait'] / wall:5.1f}% {r['chunk_only']:6.1f} {wall / r['chunk_only']:5.2f}x "
+        f"{gb(r['rss_gb'])} {gb(r['fork_gb'])}  {gb(r['server_gb'])} {r['groups']:6d} "
+        f"{r['failed']:6d}"
+    )
 
 
 # --- the child: one run ------------------------------------------------------------------------------
@@ -268,10 +307,23 @@ def _child(job: dict) -> None:
     t0 = time.perf_counter()
     embedder.embed(texts)
     chunk_only = time.perf_counter() - t0
-    print("RESULT " + json.dumps({
-        "wall": wall, "groups": groups, "seconds": {"write_wait": 0.0, **report.seconds}, "failed": report.failed,
-        "nodes": nodes, "rss_gb": rss, "fork_gb": fork or None, "chunk_only": chunk_only,
-        "chunk_texts": len(texts)}), flush=True)  # fmt: skip
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "wall": wall,
+                "groups": groups,
+                "seconds": {"write_wait": 0.0, **report.seconds},
+                "failed": report.failed,
+                "nodes": nodes,
+                "rss_gb": rss,
+                "fork_gb": fork or None,
+                "chunk_only": chunk_only,
+                "chunk_texts": len(texts),
+            }
+        ),
+        flush=True,
+    )
 
 
 _WORKERS = "KBGRAPH_BENCH_WORKER_RSS"  # env: the file each forked distill worker appends its ru_maxrss (KiB) to

@@ -79,9 +79,15 @@ def sample_texts(corpus: Path, sample: int, settings: Settings) -> list[tuple[st
     ingestion does them (titles linked across the sample)."""
     docs = list(parse_passages_jsonl(corpus))[:sample]
     titles = {stable_id("doc", d.uri): d.title for d in docs}
-    graphs = [DocumentGraph(document=doc, sections=secs, chunks=chunks) for doc, secs, chunks in
-              (build_structure(d, chunk_tokens=settings.ingest.chunk_tokens,
-                               overlap_sentences=settings.ingest.chunk_overlap_sentences) for d in docs)]  # fmt: skip
+    graphs = [
+        DocumentGraph(document=doc, sections=secs, chunks=chunks)
+        for doc, secs, chunks in (
+            build_structure(
+                d, chunk_tokens=settings.ingest.chunk_tokens, overlap_sentences=settings.ingest.chunk_overlap_sentences
+            )
+            for d in docs
+        )
+    ]
     q, e, t, _ = distill([c for g in graphs for c in g.chunks], titles=titles)
     graphs[0].questions, graphs[0].entities, graphs[0].triples = q, e, t  # texts only: owners do not matter
     return layer_texts(graphs)
@@ -98,8 +104,12 @@ def layer_seconds(texts, counts: dict[str, int], settings: Settings) -> dict[str
         t0 = time.perf_counter()
         embedder.embed(batch)
         per_text = (time.perf_counter() - t0) / max(1, len(batch))
-        out[label] = {"sample": len(batch), "ms_per_text": 1000 * per_text, "texts": counts.get(label, 0),
-                      "seconds": per_text * counts.get(label, 0)}  # fmt: skip
+        out[label] = {
+            "sample": len(batch),
+            "ms_per_text": 1000 * per_text,
+            "texts": counts.get(label, 0),
+            "seconds": per_text * counts.get(label, 0),
+        }
     return out
 
 
@@ -115,18 +125,34 @@ def build_check(home: Path, name: str, corpus: Path, layers: list[str], question
         got = retrieve_all(kb, questions, vecs, layers)
     want = retrieve_all(full, questions, vecs, layers)
     differ = sum([c.id for c in a] != [c.id for c in b] for a, b in zip(got, want, strict=True))
-    return (f"{name}: KB built with vector_layers={layers or '[] (Chunk only)'} in {built:.0f} s: "
-            f"{differ} of {len(questions)} questions' top-{K_CHUNKS} differ from the query-time ablation")
+    return (
+        f"{name}: KB built with vector_layers={layers or '[] (Chunk only)'} in {built:.0f} s: "
+        f"{differ} of {len(questions)} questions' top-{K_CHUNKS} differ from the query-time ablation"
+    )
 
 
-def int8_check(home: Path, name: str, corpus: Path, layers: list[str], questions, full: KnowledgeBase,
-               texts, fp32_cost: dict[str, dict]) -> dict:
+def int8_check(
+    home: Path,
+    name: str,
+    corpus: Path,
+    layers: list[str],
+    questions,
+    full: KnowledgeBase,
+    texts,
+    fp32_cost: dict[str, dict],
+) -> dict:
     """Build ``<home>/<name>_int8_<layers>`` with ``embedding_precision='int8'`` and only ``layers``
     embedded; its 'propagation' recall (int8 question vectors) against the fp32 KB's with the same layers
     (query-time), and the embedding seconds of those layers (sample-timed, as ``layer_seconds``) at both."""
     tag = "-".join(layers) or "chunk"
-    s = Settings(home=home, name=f"{name}_int8_{tag}", falkor_idle_timeout=600, llm_model=None, vector_layers=layers,
-                 embedding_precision="int8")  # fmt: skip
+    s = Settings(
+        home=home,
+        name=f"{name}_int8_{tag}",
+        falkor_idle_timeout=600,
+        llm_model=None,
+        vector_layers=layers,
+        embedding_precision="int8",
+    )
     fp32_vecs = full.embedder.embed([q["question"] for q in questions])
     fp32 = recall(questions, retrieve_all(full, questions, fp32_vecs, layers))
     int8_cost = layer_seconds(texts, full.stats().nodes, s)
@@ -134,12 +160,19 @@ def int8_check(home: Path, name: str, corpus: Path, layers: list[str], questions
         t0 = time.perf_counter()
         kb.ingest([corpus], progress=False)
         built = time.perf_counter() - t0
-        int8 = recall(questions, retrieve_all(kb, questions, kb.embedder.embed([q["question"] for q in questions]),
-                                              layers))  # fmt: skip
+        int8 = recall(
+            questions, retrieve_all(kb, questions, kb.embedder.embed([q["question"] for q in questions]), layers)
+        )
     on = ["Chunk", *layers]
-    return {"fp32": fp32, "int8": int8, "built": built, "layers": layers,
-            "fp32_s": sum(fp32_cost[x]["seconds"] for x in on), "int8_s": sum(int8_cost[x]["seconds"] for x in on),
-            "per_layer": {x: fp32_cost[x]["ms_per_text"] / int8_cost[x]["ms_per_text"] for x in on}}  # fmt: skip
+    return {
+        "fp32": fp32,
+        "int8": int8,
+        "built": built,
+        "layers": layers,
+        "fp32_s": sum(fp32_cost[x]["seconds"] for x in on),
+        "int8_s": sum(int8_cost[x]["seconds"] for x in on),
+        "per_layer": {x: fp32_cost[x]["ms_per_text"] / int8_cost[x]["ms_per_text"] for x in on},
+    }
 
 
 def main() -> None:
@@ -161,8 +194,13 @@ def main() -> None:
         questions = [json.loads(x) for x in Path(f"{base}.questions.jsonl").read_text().splitlines()]
         questions = questions[: args.questions] if args.questions else questions
         corpus = Path(f"{base}.corpus.jsonl")
-        settings = Settings(home=home, name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None,
-                            vector_layers=list(VECTOR_LAYER_CHOICES))  # fmt: skip
+        settings = Settings(
+            home=home,
+            name=f"{name}_falkordb",
+            falkor_idle_timeout=600,
+            llm_model=None,
+            vector_layers=list(VECTOR_LAYER_CHOICES),
+        )
         with KnowledgeBase(settings=settings) as kb:
             kb.ingest([corpus], progress=False)  # built on first use, unchanged afterwards
             vecs = kb.embedder.embed([q["question"] for q in questions])
@@ -188,19 +226,28 @@ def main() -> None:
     if int8:
         layers = next(iter(int8.values()))["layers"]
         print("\nint8 (dynamic quantisation) vs fp32, 'propagation', vector layers", layers)
-        print(f"{'set':9} {'fp32 R@2':>9} {'fp32 R@5':>9} {'int8 R@2':>9} {'int8 R@5':>9} {'embed s fp32':>13} "
-              f"{'embed s int8':>13} {'speed-up':>9}")  # fmt: skip
+        print(
+            f"{'set':9} {'fp32 R@2':>9} {'fp32 R@5':>9} {'int8 R@2':>9} {'int8 R@5':>9} {'embed s fp32':>13} "
+            f"{'embed s int8':>13} {'speed-up':>9}"
+        )
         for name, r in int8.items():
-            print(f"{name:9} {r['fp32'][0]:9.1f} {r['fp32'][1]:9.1f} {r['int8'][0]:9.1f} {r['int8'][1]:9.1f} "
-                  f"{r['fp32_s']:13.1f} {r['int8_s']:13.1f} {r['fp32_s'] / r['int8_s']:8.2f}x")  # fmt: skip
-            print("          per-layer speed-up: " + ", ".join(f"{k} {v:.2f}x" for k, v in r["per_layer"].items())
-                  + f"; int8 KB built in {r['built']:.0f} s")
+            print(
+                f"{name:9} {r['fp32'][0]:9.1f} {r['fp32'][1]:9.1f} {r['int8'][0]:9.1f} {r['int8'][1]:9.1f} "
+                f"{r['fp32_s']:13.1f} {r['int8_s']:13.1f} {r['fp32_s'] / r['int8_s']:8.2f}x"
+            )
+            print(
+                "          per-layer speed-up: "
+                + ", ".join(f"{k} {v:.2f}x" for k, v in r["per_layer"].items())
+                + f"; int8 KB built in {r['built']:.0f} s"
+            )
     print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
 
 
 def report(table, costs, checks, sets: list[str], combos: str = "") -> None:
-    print(f"\nPassage recall (%) of 'propagation', top-{K_CHUNKS} chunks; delta = all on minus the row (what the "
-          "layer's vectors add)")
+    print(
+        f"\nPassage recall (%) of 'propagation', top-{K_CHUNKS} chunks; delta = all on minus the row (what the "
+        "layer's vectors add)"
+    )
     print(f"{'vector seeds':18} " + " ".join(f"{s + ' R@2':>11} {s + ' R@5':>11} {'ΔR@5':>6}" for s in sets))
     for label, _ in ablations(combos):
         cells = []
@@ -211,16 +258,23 @@ def report(table, costs, checks, sets: list[str], combos: str = "") -> None:
     print("\nEmbedding cost per layer (whole corpus = node count x seconds per text on a sample, no cache)")
     print(f"{'layer':15} " + " ".join(f"{s + ' texts':>13} {'ms/text':>8} {'seconds':>8}" for s in sets))
     for label in ("Chunk", *VECTOR_LAYER_CHOICES):
-        print(f"{label:15} " + " ".join(
-            f"{costs[s][label]['texts']:13,} {costs[s][label]['ms_per_text']:8.2f} {costs[s][label]['seconds']:8.1f}"
-            for s in sets))  # fmt: skip
+        print(
+            f"{label:15} "
+            + " ".join(
+                f"{costs[s][label]['texts']:13,} {costs[s][label]['ms_per_text']:8.2f} {costs[s][label]['seconds']:8.1f}"
+                for s in sets
+            )
+        )
     print("\nDecision (a layer whose vectors add < 0.5 R@5 on both sets is not embedded by default):")
     for label in VECTOR_LAYER_CHOICES:
         gains = {s: table[(s, "all on")][1] - table[(s, f"- {label}")][1] for s in sets}
         keep = any(g >= RULE for g in gains.values())
         saved = sum(costs[s][label]["seconds"] for s in sets)
-        print(f"  {label:15} adds " + ", ".join(f"{s} {g:+.1f}" for s, g in gains.items())
-              + f" R@5 -> {'keep' if keep else 'off'} ({saved:.0f} s of embedding over these corpora)")
+        print(
+            f"  {label:15} adds "
+            + ", ".join(f"{s} {g:+.1f}" for s, g in gains.items())
+            + f" R@5 -> {'keep' if keep else 'off'} ({saved:.0f} s of embedding over these corpora)"
+        )
     for line in checks:
         print(line)
 

@@ -43,8 +43,11 @@ DEFAULT_CONFIGS = (
 
 def reduced_statement(store: FalkorDBStore, on: set[str]) -> str:
     """``retrieve/seed_vectors`` with only the UNION ALL branches of Chunk and the layers of ``on``."""
-    text = "\n".join(line for line in cypher.load("retrieve/seed_vectors", store.dialect).splitlines()
-                     if not line.lstrip().startswith("//"))  # fmt: skip
+    text = "\n".join(
+        line
+        for line in cypher.load("retrieve/seed_vectors", store.dialect).splitlines()
+        if not line.lstrip().startswith("//")
+    )
     branches = [b.strip() for b in text.split("UNION ALL")]
     keep = [b for b in branches if any(f"'{label}'" in b.split("\n", 1)[0] for label in on | {"Chunk"})]
     return "\nUNION ALL\n".join(keep)
@@ -56,8 +59,14 @@ def lean_seed_vectors(store: FalkorDBStore, statement: str):
     def seed_vectors(embedding, k, layer_embeddings=None):
         out = {label: [] for label in VECTOR_LABELS}
         for r in store._execute(statement, store.seed_params(embedding, k, layer_embeddings)):
-            out[r["layer"]].append(VectorHit(id=r["id"], label=r["layer"], score=store._vector_similarity(r["score"]),
-                                             properties={"text": r["text"]}))  # fmt: skip
+            out[r["layer"]].append(
+                VectorHit(
+                    id=r["id"],
+                    label=r["layer"],
+                    score=store._vector_similarity(r["score"]),
+                    properties={"text": r["text"]},
+                )
+            )
         for hits in out.values():
             hits.sort(key=lambda h: h.score, reverse=True)
         return out
@@ -110,13 +119,17 @@ def main() -> None:
                         times[(c, mode)].append(ms)
                 store.seed_vectors = full
                 differ[c] += got["as is"] != got["lean"]
-    print(f"\n{args.corpus}: {args.questions} questions after {args.warmup} warm-up; ms of seeding + propagation "
-          "(learned ranker), question embedding excluded")  # fmt: skip
+    print(
+        f"\n{args.corpus}: {args.questions} questions after {args.warmup} warm-up; ms of seeding + propagation "
+        "(learned ranker), question embedding excluded"
+    )
     print(f"{'vector_layers':45} {'as is p50':>9} {'p95':>7} {'lean p50':>9} {'p95':>7}  top-10 differ")
     for c in configs:
         a, b = times[(c, "as is")], times[(c, "lean")]
-        print(f"{c or '(none: Chunk only)':45} {statistics.median(a):9.1f} {pct(a, 0.95):7.1f} "
-              f"{statistics.median(b):9.1f} {pct(b, 0.95):7.1f}  {differ[c]}")  # fmt: skip
+        print(
+            f"{c or '(none: Chunk only)':45} {statistics.median(a):9.1f} {pct(a, 0.95):7.1f} "
+            f"{statistics.median(b):9.1f} {pct(b, 0.95):7.1f}  {differ[c]}"
+        )
 
 
 if __name__ == "__main__":

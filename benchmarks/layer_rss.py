@@ -67,10 +67,17 @@ def main() -> None:
             load_s = time.perf_counter() - t0
             snap = srv.snapshot(idle=30)
             vectors = int(srv.run("bench/count_vectors")[0][0])
-            rec = {"without": removed[:], "passages": passages, "vectors": vectors, "VmRSS_KB": snap["VmRSS"],
-                   "VmHWM_KB": snap["VmHWM"], "used_memory": snap["used_memory"], "load_s": round(load_s, 1),
-                   "RSS_KB_per_passage": round(snap["VmRSS"] / passages, 1),
-                   "used_KB_per_passage": round(snap["used_memory"] / KB / passages, 1)}  # fmt: skip
+            rec = {
+                "without": removed[:],
+                "passages": passages,
+                "vectors": vectors,
+                "VmRSS_KB": snap["VmRSS"],
+                "VmHWM_KB": snap["VmHWM"],
+                "used_memory": snap["used_memory"],
+                "load_s": round(load_s, 1),
+                "RSS_KB_per_passage": round(snap["VmRSS"] / passages, 1),
+                "used_KB_per_passage": round(snap["used_memory"] / KB / passages, 1),
+            }
             print(json.dumps(rec), flush=True)
             out.append(rec)
     finally:

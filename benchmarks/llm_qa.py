@@ -59,15 +59,20 @@ def main() -> None:
     ap.add_argument("--dataset", default=str(DEFAULT_DATASET))
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--methods", default=",".join(("pike", "naive", "naive_hr", "self_ask", "cot", "migres", "hirag")))
-    ap.add_argument("--max-tokens", type=int, default=None, help="completion tokens per request (KBGRAPH_LLM_MAX_TOKENS)")
+    ap.add_argument(
+        "--max-tokens", type=int, default=None, help="completion tokens per request (KBGRAPH_LLM_MAX_TOKENS)"
+    )
     ap.add_argument("--judge-model", default=None)
     ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--llm-ingest", action="store_true", help="ingest with the LLM (atomic questions, §5.3.1)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting of the methods")
     ap.add_argument("--out", default=None, help="run folder (default <home>/llm-qa/<dataset>)")
-    ap.add_argument("--cache-dir", default=None, help="LLM response cache (default <home>/llm-qa/llm-cache); a "
-                    "fresh one measures every request")
+    ap.add_argument(
+        "--cache-dir",
+        default=None,
+        help="LLM response cache (default <home>/llm-qa/llm-cache); a fresh one measures every request",
+    )
     ap.add_argument("--table-only", action="store_true", help="print the table of the run folder's records")
     args = ap.parse_args()
     methods = [m for m in args.methods.split(",") if m]
@@ -82,14 +87,19 @@ def main() -> None:
     if args.table_only:
         _print(_records(out, methods, args.limit), methods, args, _load_report(out), overrides)
         return
-    llm_settings = dict(llm_base_url=args.base_url, llm_model=args.model, llm_api_key=args.api_key,
-                        llm_timeout=args.timeout, llm_cache_dir=Path(args.cache_dir).expanduser() if args.cache_dir
-                        else home / "llm-qa" / "llm-cache")  # fmt: skip
+    llm_settings = dict(
+        llm_base_url=args.base_url,
+        llm_model=args.model,
+        llm_api_key=args.api_key,
+        llm_timeout=args.timeout,
+        llm_cache_dir=Path(args.cache_dir).expanduser() if args.cache_dir else home / "llm-qa" / "llm-cache",
+    )
     if args.max_tokens:
         llm_settings["llm_max_tokens"] = args.max_tokens
     kb_name = f"{ds.name}{'_llm' if args.llm_ingest else ''}_falkordb"
-    settings = Settings(home=home, name=kb_name, falkor_idle_timeout=0,
-                        **(llm_settings if args.llm_ingest else {}), **overrides)  # fmt: skip
+    settings = Settings(
+        home=home, name=kb_name, falkor_idle_timeout=0, **(llm_settings if args.llm_ingest else {}), **overrides
+    )
     llm = OpenAIClient(Settings(home=home, **llm_settings))
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -97,12 +107,24 @@ def main() -> None:
     saver = _ReportSaver(out, llm, earlier)
     with KnowledgeBase(settings=settings) as kb, saver:
         report = kb.ingest([ds.corpus_path], progress=False)
-        print(f"knowledge base {kb_name}: {report.added} added, {report.unchanged} unchanged "
-              f"({time.perf_counter() - started:.0f} s)", flush=True)  # fmt: skip
+        print(
+            f"knowledge base {kb_name}: {report.added} added, {report.unchanged} unchanged "
+            f"({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
         evaluate(
-            kb, ds, methods=methods, limit=args.limit, judge=True, judge_model=args.judge_model, llm=llm,
-            ingest=False, out=out, plots=False, log=lambda m: print(m, flush=True),
-        )  # fmt: skip
+            kb,
+            ds,
+            methods=methods,
+            limit=args.limit,
+            judge=True,
+            judge_model=args.judge_model,
+            llm=llm,
+            ingest=False,
+            out=out,
+            plots=False,
+            log=lambda m: print(m, flush=True),
+        )
     _print(_records(out, methods, args.limit), methods, args, saver.merged(), overrides)
 
 
@@ -174,18 +196,27 @@ def _rounds(records: list[QuestionRecord], method: str) -> str:
     text = f"{sum(rounds) / len(rounds):.2f} rounds/q, {100 * sum(n > 1 for n in rounds) / len(rounds):.0f} % > 1"
     if kind == "pike":
         added = [sum(1 for t in r.trace if t.get("type") == kind and t.get("chunk_id")) for r in recs]
-        text += f", {sum(added) / len(added):.2f} chunks added/q, {100 * sum(a > 0 for a in added) / len(added):.0f} % >= 1"
+        text += (
+            f", {sum(added) / len(added):.2f} chunks added/q, {100 * sum(a > 0 for a in added) / len(added):.0f} % >= 1"
+        )
     return text
 
 
-def _print(records: list[QuestionRecord], methods: list[str], args: Any, report: dict[str, dict[str, float]],
-           overrides: dict[str, str]) -> None:  # fmt: skip
+def _print(
+    records: list[QuestionRecord],
+    methods: list[str],
+    args: Any,
+    report: dict[str, dict[str, float]],
+    overrides: dict[str, str],
+) -> None:
     commit = _git("rev-parse", "--short", "HEAD")
     questions = len({r.question_id for r in records})
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"\n{date.today()} commit {commit} on {os.cpu_count()} cores ({platform.machine()}), load {load}; model "
-          f"{args.model} at {args.base_url}; {questions} questions every method finished"
-          + (f"; settings {overrides}" if overrides else ""))  # fmt: skip
+    print(
+        f"\n{date.today()} commit {commit} on {os.cpu_count()} cores ({platform.machine()}), load {load}; model "
+        f"{args.model} at {args.base_url}; {questions} questions every method finished"
+        + (f"; settings {overrides}" if overrides else "")
+    )
     summary = summarize(records, methods=methods, ks=DEFAULT_KS)
     head = f"{'method':9} {'EM':>6} {'F1':>6} {'Acc':>6} {'judged':>6} {'prompt tok/q':>13} {'compl tok/q':>12} {'calls/q':>8} {'s/q':>7}"
     print(head)
@@ -198,32 +229,51 @@ def _print(records: list[QuestionRecord], methods: list[str], args: Any, report:
         pct = {k: (100 * v if v is not None else float("nan")) for k, v in m.metrics.items()}
         tok = m.tokens_per_question
         rows[name] = {
-            "EM": pct.get("em"), "F1": pct.get("f1"), "Acc": pct.get("accuracy"),
-            "prompt": tok.get("prompt", 0.0), "completion": tok.get("completion", 0.0),
-            "calls": tok.get("calls", 0.0), "s": m.latency_ms.get("mean", 0.0) / 1000,
-        }  # fmt: skip
+            "EM": pct.get("em"),
+            "F1": pct.get("f1"),
+            "Acc": pct.get("accuracy"),
+            "prompt": tok.get("prompt", 0.0),
+            "completion": tok.get("completion", 0.0),
+            "calls": tok.get("calls", 0.0),
+            "s": m.latency_ms.get("mean", 0.0) / 1000,
+        }
         r = rows[name]
-        print(f"{name:9} {r['EM']:6.1f} {r['F1']:6.1f} {r['Acc']:6.1f} {m.judged:6d} {r['prompt']:13.0f} {r['completion']:12.0f} "
-              f"{r['calls']:8.1f} {r['s']:7.1f}  {_rounds(records, name)}")  # fmt: skip
+        print(
+            f"{name:9} {r['EM']:6.1f} {r['F1']:6.1f} {r['Acc']:6.1f} {m.judged:6d} {r['prompt']:13.0f} {r['completion']:12.0f} "
+            f"{r['calls']:8.1f} {r['s']:7.1f}  {_rounds(records, name)}"
+        )
     if "pike" in rows and "naive" in rows:
         p, n = rows["pike"], rows["naive"]
-        ratios = {k: (p[k] / n[k] if n[k] else float("nan")) for k in ("EM", "F1", "Acc", "prompt", "completion", "calls", "s")}
+        ratios = {
+            k: (p[k] / n[k] if n[k] else float("nan"))
+            for k in ("EM", "F1", "Acc", "prompt", "completion", "calls", "s")
+        }
         print("pike/naive " + " ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
-        print(f"pike - naive F1: {p['F1'] - n['F1']:+.1f} points (paper goal with a capable model: >= +5 at <= 8.8k tokens/q)")
-    print("\nJSON answers per schema (valid at once / repaired / failed / requests cut by the token limit (of them "
-          "answered by their whole items); valid share):")
+        print(
+            f"pike - naive F1: {p['F1'] - n['F1']:+.1f} points (paper goal with a capable model: >= +5 at <= 8.8k tokens/q)"
+        )
+    print(
+        "\nJSON answers per schema (valid at once / repaired / failed / requests cut by the token limit (of them "
+        "answered by their whole items); valid share):"
+    )
     for name, s in sorted(report.items()):
-        answers, repaired, failed, cut, salvaged = (int(s.get(k, 0)) for k in ("answers", "repaired", "failed", "cut",
-                                                                                "salvaged"))  # fmt: skip
+        answers, repaired, failed, cut, salvaged = (
+            int(s.get(k, 0)) for k in ("answers", "repaired", "failed", "cut", "salvaged")
+        )
         total = answers + failed
         share = 100 * answers / total if total else float("nan")
-        print(f"  {name:18} {answers - repaired:5d} / {repaired:4d} / {failed:4d} / {cut:4d} ({salvaged:3d})   "
-              f"{share:5.1f} % valid")
-    print(f"\ncommand: .venv/bin/python -m benchmarks.llm_qa --base-url {args.base_url} --model {args.model} "
-          f"--dataset {args.dataset} --limit {args.limit} --methods {','.join(methods)}"
-          + (f" --max-tokens {args.max_tokens}" if args.max_tokens else "")
-          + "".join(f" --set {k}={v}" for k, v in overrides.items())
-          + (f" --out {args.out}" if args.out else "") + (f" --cache-dir {args.cache_dir}" if args.cache_dir else ""))  # fmt: skip
+        print(
+            f"  {name:18} {answers - repaired:5d} / {repaired:4d} / {failed:4d} / {cut:4d} ({salvaged:3d})   "
+            f"{share:5.1f} % valid"
+        )
+    print(
+        f"\ncommand: .venv/bin/python -m benchmarks.llm_qa --base-url {args.base_url} --model {args.model} "
+        f"--dataset {args.dataset} --limit {args.limit} --methods {','.join(methods)}"
+        + (f" --max-tokens {args.max_tokens}" if args.max_tokens else "")
+        + "".join(f" --set {k}={v}" for k, v in overrides.items())
+        + (f" --out {args.out}" if args.out else "")
+        + (f" --cache-dir {args.cache_dir}" if args.cache_dir else "")
+    )
 
 
 def _git(*argv: str) -> str:

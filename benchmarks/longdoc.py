@@ -57,7 +57,7 @@ def parse_variant(text: str) -> tuple[str, str, dict[str, Any]]:
 
 def file_of(uri: str) -> str:
     """The path of a chunk's document URI (``file://...`` or a path)."""
-    return uri[len("file://"):] if uri.startswith("file://") else uri
+    return uri[len("file://") :] if uri.startswith("file://") else uri
 
 
 def main() -> None:
@@ -87,29 +87,48 @@ def main() -> None:
                     chunks = kb.retrieve(q.question, k=10, method=method)
                     if timed:
                         lat[name].append((time.perf_counter() - t0) * 1000)
-                        ranked[name][q.id] = [page_key(relative_document(file_of(c.document_uri), docs_root), c.page)
-                                              for c in chunks] if paged else passage_ids(c.document_uri
-                                                                                          for c in chunks)  # fmt: skip
+                        ranked[name][q.id] = (
+                            [page_key(relative_document(file_of(c.document_uri), docs_root), c.page) for c in chunks]
+                            if paged
+                            else passage_ids(c.document_uri for c in chunks)
+                        )
         kb.settings = base
     report: dict[str, Any] = {}
     for name in runs:
-        per_q = {q.id: page_metrics(ranked[name][q.id], q.gold_page_keys, KS) if paged else
-                 {f"R@{k}": recall_at_k(ranked[name][q.id], q.gold_passage_ids, k) for k in KS}
-                 for q in questions}  # fmt: skip
-        overall = {m: 100 * statistics.fmean(v[m] for v in per_q.values() if v.get(m) is not None)
-                   for m in next(iter(per_q.values()))}  # fmt: skip
+        per_q = {
+            q.id: page_metrics(ranked[name][q.id], q.gold_page_keys, KS)
+            if paged
+            else {f"R@{k}": recall_at_k(ranked[name][q.id], q.gold_passage_ids, k) for k in KS}
+            for q in questions
+        }
+        overall = {
+            m: 100 * statistics.fmean(v[m] for v in per_q.values() if v.get(m) is not None)
+            for m in next(iter(per_q.values()))
+        }
         domains: dict[str, list[dict[str, float | None]]] = defaultdict(list)
         for q in questions:
             domains[str(q.meta.get("domain", ""))].append(per_q[q.id])
-        by_domain = {d: {m: 100 * statistics.fmean(v[m] for v in rows if v.get(m) is not None)
-                         for m in (("page@5", "doc@5") if paged else ("R@2", "R@5"))}
-                     for d, rows in sorted(domains.items())}  # fmt: skip
+        by_domain = {
+            d: {
+                m: 100 * statistics.fmean(v[m] for v in rows if v.get(m) is not None)
+                for m in (("page@5", "doc@5") if paged else ("R@2", "R@5"))
+            }
+            for d, rows in sorted(domains.items())
+        }
         xs = sorted(lat[name])
-        report[name] = {"method": runs[name][0], "overall": overall, "by_domain": by_domain,
-                        "p50_ms": statistics.median(xs), "p95_ms": xs[int(0.95 * (len(xs) - 1))],
-                        "ranked": ranked[name]}  # fmt: skip
-    cols = ["page@1", "page@2", "page@5", "page@10", "doc@1", "doc@5", "doc@10", "page_recall@5"] if paged else \
-        [f"R@{k}" for k in KS]
+        report[name] = {
+            "method": runs[name][0],
+            "overall": overall,
+            "by_domain": by_domain,
+            "p50_ms": statistics.median(xs),
+            "p95_ms": xs[int(0.95 * (len(xs) - 1))],
+            "ranked": ranked[name],
+        }
+    cols = (
+        ["page@1", "page@2", "page@5", "page@10", "doc@1", "doc@5", "doc@10", "page_recall@5"]
+        if paged
+        else [f"R@{k}" for k in KS]
+    )
     print(f"{len(questions)} questions, {args.set}\n")
     print("| variant | " + " | ".join(cols) + " | p50 / p95 ms |")
     print("|---" * (len(cols) + 2) + "|")
@@ -122,8 +141,11 @@ def main() -> None:
         print(f"\n| variant ({pair[0]} / {pair[1]}) | " + " | ".join(domains) + " |")
         print("|---" * (len(domains) + 1) + "|")
         for name, r in report.items():
-            print(f"| {name} | " + " | ".join(f"{r['by_domain'][d][pair[0]]:.1f} / {r['by_domain'][d][pair[1]]:.1f}"
-                                             for d in domains) + " |")  # fmt: skip
+            print(
+                f"| {name} | "
+                + " | ".join(f"{r['by_domain'][d][pair[0]]:.1f} / {r['by_domain'][d][pair[1]]:.1f}" for d in domains)
+                + " |"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
 

@@ -87,7 +87,9 @@ def main() -> None:
     from kbgraph.ingest.parse import parse_file
 
     if tesseract_binary() is None:
-        raise SystemExit("Tesseract is not installed: apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd")
+        raise SystemExit(
+            "Tesseract is not installed: apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd"
+        )
     version = subprocess.run(["tesseract", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     runs = {  # name -> (files, OCR options)
         "text.pdf, ocr=off": ("text", OcrOptions(mode="off", dpi=args.ocr_dpi)),
@@ -113,8 +115,10 @@ def main() -> None:
                 texts[name] = "\n".join(e.text for d in docs for e in d.elements)
                 ocr_pages[name] = sum(len(d.ocr_pages) for d in docs)
     truth = Counter(_words(texts["text.pdf, ocr=off"]))
-    print(f"{pages} A4 pages of prose ({truth.total():,} words), scanned at {args.scan_dpi} dpi, OCR at "
-          f"{args.ocr_dpi} dpi, {version}, {os.cpu_count()} cores, median of {args.repeat}")  # fmt: skip
+    print(
+        f"{pages} A4 pages of prose ({truth.total():,} words), scanned at {args.scan_dpi} dpi, OCR at "
+        f"{args.ocr_dpi} dpi, {version}, {os.cpu_count()} cores, median of {args.repeat}"
+    )
     print(f"{'run':22} {'s/file':>8} {'s/page':>8} {'OCR pages':>9} {'words found':>11}")
     for name in runs:
         median = statistics.median(seconds[name])
@@ -122,9 +126,13 @@ def main() -> None:
         per_file = median / len(files[runs[name][0]])
         print(f"{name:22} {per_file:8.3f} {median / pages:8.3f} {ocr_pages[name]:9d} {100 * recall:10.1f}%")
     off, auto = (statistics.median(seconds[n]) for n in ("text.pdf, ocr=off", "text.pdf, ocr=auto"))
-    print(f"text.pdf, ocr=auto / ocr=off: {auto / off:.2f}x (every round: "
-          + ", ".join(f"{a / o:.2f}" for a, o in zip(seconds["text.pdf, ocr=auto"], seconds["text.pdf, ocr=off"],
-                                                      strict=True)) + ")")  # fmt: skip
+    print(
+        f"text.pdf, ocr=auto / ocr=off: {auto / off:.2f}x (every round: "
+        + ", ".join(
+            f"{a / o:.2f}" for a, o in zip(seconds["text.pdf, ocr=auto"], seconds["text.pdf, ocr=off"], strict=True)
+        )
+        + ")"
+    )
 
 
 if __name__ == "__main__":

@@ -132,19 +132,29 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=200)
     ap.add_argument("--store", default="falkordb", choices=("falkordb", "neo4j"))
     ap.add_argument("--home", default=str(DEFAULT_HOME))
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="a setting for this run (e.g. adjacency_cache=false)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for this run (e.g. adjacency_cache=false)",
+    )
     ap.add_argument("--cprofile", default="", help="also write the cProfile stats of the propagation questions")
     args = ap.parse_args()
     base = set_path(args.corpus)
     questions = [json.loads(x)["question"] for x in Path(f"{base}.questions.jsonl").read_text().splitlines()]
     questions = questions[: args.questions]
-    settings = Settings(home=Path(args.home), name=f"{args.corpus}_{args.store}", falkor_idle_timeout=600,
-                        **dict(kv.split("=", 1) for kv in args.set))  # fmt: skip
+    settings = Settings(
+        home=Path(args.home),
+        name=f"{args.corpus}_{args.store}",
+        falkor_idle_timeout=600,
+        **dict(kv.split("=", 1) for kv in args.set),
+    )
     local = None
     if args.store == "neo4j":
-        settings, local = start_local_neo4j(settings, Path(args.home) / f"neo4j-{args.corpus}", bolt_port=17688,
-                                            http_port=17475, timeout=180)  # fmt: skip
+        settings, local = start_local_neo4j(
+            settings, Path(args.home) / f"neo4j-{args.corpus}", bolt_port=17688, http_port=17475, timeout=180
+        )
     report: dict[str, dict] = {}
     try:
         with KnowledgeBase(settings=settings) as kb:
@@ -169,8 +179,13 @@ def main() -> None:
                     cpu.append((time.thread_time() - c0) * 1000)
                     if args.cprofile and method == "propagation":
                         profiler.disable()
-                report[method] = {"lat": lat, "cpu": cpu, "statements": dict(clock.statements),
-                                  "parts": dict(clock.parts), "statement_cpu": clock.statement_cpu}  # fmt: skip
+                report[method] = {
+                    "lat": lat,
+                    "cpu": cpu,
+                    "statements": dict(clock.statements),
+                    "parts": dict(clock.parts),
+                    "statement_cpu": clock.statement_cpu,
+                }
             load = os.getloadavg()[0]
     finally:
         if local is not None:
@@ -178,11 +193,15 @@ def main() -> None:
     if args.cprofile:
         profiler.dump_stats(args.cprofile)
     n = len(questions)
-    print(f"{args.corpus}, {args.store}, {n} questions, top-10, latency with the question embedding, "
-          f"load average {load:.1f}")  # fmt: skip
+    print(
+        f"{args.corpus}, {args.store}, {n} questions, top-10, latency with the question embedding, "
+        f"load average {load:.1f}"
+    )
     for method, r in report.items():
-        print(f"{method:12} p50 {statistics.median(r['lat']):6.1f} ms  p95 {pct(r['lat'], 0.95):6.1f} ms  "
-              f"main-thread CPU p50 {statistics.median(r['cpu']):5.1f} ms")  # fmt: skip
+        print(
+            f"{method:12} p50 {statistics.median(r['lat']):6.1f} ms  p95 {pct(r['lat'], 0.95):6.1f} ms  "
+            f"main-thread CPU p50 {statistics.median(r['cpu']):5.1f} ms"
+        )
     d, p = (statistics.median(report[m]["lat"]) for m in ("dense", "propagation"))
     print(f"ratio p50 propagation / dense: {p / d:.2f}")
     for method, r in report.items():
@@ -202,8 +221,10 @@ def main() -> None:
         for label, values in parts.items():
             print(f"  {label:38} {len(values) / n:7.2f} {sum(values) / n:6.2f}")
         rest = statistics.mean(r["cpu"]) - r["statement_cpu"] / n - named
-        print(f"  {'rest of the main thread':38} {'':7} {rest:6.2f}   (statements' client CPU "
-              f"{r['statement_cpu'] / n:.2f})")  # fmt: skip
+        print(
+            f"  {'rest of the main thread':38} {'':7} {rest:6.2f}   (statements' client CPU "
+            f"{r['statement_cpu'] / n:.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ from benchmarks.bench_neo4j import start_local_neo4j
 from benchmarks.common import DEFAULT_HOME, SETS, set_path
 
 
-
 WARMUP = 20
 
 
@@ -50,8 +49,11 @@ def run(kb: KnowledgeBase, questions: list[dict], k_chunks: int = 10) -> dict:
     settings, store, emb = kb.settings, kb.store, kb.embedder
     vecs = emb.embed([q["question"] for q in questions])
     out = {}
-    variants = {"dense": dense_settings(settings), "weights": settings.updated({"ranker": "weights"}),
-                "propagation": settings}  # 'weights': propagation's weighted sum, the ranker before the learned one
+    variants = {
+        "dense": dense_settings(settings),
+        "weights": settings.updated({"ranker": "weights"}),
+        "propagation": settings,
+    }  # 'weights': propagation's weighted sum, the ranker before the learned one
     for method, s in variants.items():
         lat, r2, r5 = [], [], []
         layers = ["Chunk"] if method == "dense" else None
@@ -69,9 +71,11 @@ def run(kb: KnowledgeBase, questions: list[dict], k_chunks: int = 10) -> dict:
             r5.append(len(gold & set(got[:5])) / len(gold))
         lat.sort()
         out[method] = {
-            "p50": statistics.median(lat), "p95": lat[int(0.95 * (len(lat) - 1))],
-            "R@2": 100 * statistics.mean(r2), "R@5": 100 * statistics.mean(r5),
-        }  # fmt: skip
+            "p50": statistics.median(lat),
+            "p95": lat[int(0.95 * (len(lat) - 1))],
+            "R@2": 100 * statistics.mean(r2),
+            "R@5": 100 * statistics.mean(r5),
+        }
     return out
 
 
@@ -89,14 +93,18 @@ def main() -> None:
         settings = Settings(home=Path(args.home), name=f"{args.corpus}_{store}", falkor_idle_timeout=600)
         local = None
         if store == "neo4j":
-            settings, local = start_local_neo4j(settings, Path(args.home) / f"neo4j-{args.corpus}", bolt_port=17688,
-                                                http_port=17475, timeout=180)  # fmt: skip
+            settings, local = start_local_neo4j(
+                settings, Path(args.home) / f"neo4j-{args.corpus}", bolt_port=17688, http_port=17475, timeout=180
+            )
         try:
             with KnowledgeBase(settings=settings) as kb:
                 t0 = time.perf_counter()
                 report = kb.ingest([Path(f"{base}.corpus.jsonl")], progress=False)
-                print(f"{store}: ingest {report.added} added, {report.unchanged} unchanged in "
-                      f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+                print(
+                    f"{store}: ingest {report.added} added, {report.unchanged} unchanged in "
+                    f"{time.perf_counter() - t0:.0f} s",
+                    flush=True,
+                )
                 results[store] = run(kb, questions)
         finally:
             if local is not None:
@@ -107,8 +115,10 @@ def main() -> None:
         for method, r in res.items():
             print(f"{store:9} {method:13} {r['p50']:7.1f} {r['p95']:7.1f} {r['R@2']:6.1f} {r['R@5']:6.1f}")
         d, h = res["dense"], res["propagation"]
-        print(f"{store:9} {'ratio p/d':13} {h['p50'] / d['p50']:7.2f} {h['p95'] / d['p95']:7.2f} "
-              f"{h['R@2'] / d['R@2']:6.2f} {h['R@5'] / d['R@5']:6.2f}")  # fmt: skip
+        print(
+            f"{store:9} {'ratio p/d':13} {h['p50'] / d['p50']:7.2f} {h['p95'] / d['p95']:7.2f} "
+            f"{h['R@2'] / d['R@2']:6.2f} {h['R@5'] / d['R@5']:6.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from kbgraph.settings import Settings
 from benchmarks.common import DEFAULT_HOME, set_path
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="2wiki,musique,hotpotqa")
@@ -39,8 +38,9 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name in args.sets.split(","):
-        settings = Settings(home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None,
-                            **overrides)  # fmt: skip
+        settings = Settings(
+            home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None, **overrides
+        )
         ds = load_dataset(set_path(name))
         with KnowledgeBase(settings=settings) as kb:
             if ds.corpus_path is not None:
@@ -57,13 +57,26 @@ def main() -> None:
                 for c in chunks:
                     terms = {t.term: (t.similarity, t.factor, t.score) for t in c.breakdown}
                     weighted = sum(t.score for t in c.breakdown)  # the weighted sum, whichever ranker ordered them
-                    cands.append({"chunk_id": c.id, "passage_id": M.passage_ids([c.document_uri])[0] if c.document_uri
-                                  else "", "title": c.document_title, "score": weighted, "terms": terms,
-                                  "text": c.text[:300]})  # fmt: skip
+                    cands.append(
+                        {
+                            "chunk_id": c.id,
+                            "passage_id": M.passage_ids([c.document_uri])[0] if c.document_uri else "",
+                            "title": c.document_title,
+                            "score": weighted,
+                            "terms": terms,
+                            "text": c.text[:300],
+                        }
+                    )
                 cands.sort(key=lambda c: (-c["score"], c["chunk_id"]))
                 dense_ids = [cid for cid, _ in dense]
-                rows.append({"question": q.question, "gold": list(q.gold_passage_ids), "candidates": cands,
-                             "dense_chunks": dense_ids})  # fmt: skip
+                rows.append(
+                    {
+                        "question": q.question,
+                        "gold": list(q.gold_passage_ids),
+                        "candidates": cands,
+                        "dense_chunks": dense_ids,
+                    }
+                )
             print(f"{name}: {len(rows)} questions in {time.perf_counter() - t0:.0f} s", flush=True)
             del ctx
         with open(out / f"{name}.pkl", "wb") as f:

@@ -48,8 +48,9 @@ def dump(args: argparse.Namespace) -> None:
     else:
         lines = QUESTIONS[args.corpus].read_text().splitlines()[: args.questions]
         questions, name = [json.loads(x)["question"] for x in lines], f"{args.corpus}_{args.store}"
-    settings = Settings(home=Path(args.home), name=name, falkor_idle_timeout=600,
-                        **dict(kv.split("=", 1) for kv in args.set))  # fmt: skip
+    settings = Settings(
+        home=Path(args.home), name=name, falkor_idle_timeout=600, **dict(kv.split("=", 1) for kv in args.set)
+    )
     local = None
     if args.store == "neo4j":
         folder = Path(args.home) / (f"neo4j-{args.corpus}" if args.corpus != "docs" else "neo4j-serve-docs")
@@ -60,21 +61,40 @@ def dump(args: argparse.Namespace) -> None:
             # the graph in memory (kbgraph.query.propagation.adjacency) as a long-lived process has it from its third question
             # on, built before the first (nothing with --set adjacency_cache=false: the statements answer)
             shared_adjacency(kb.store, kb.settings, corpus_generation(kb.store), wait=True)
-            variants = {"propagation": ("propagation", kb.query_context(llm=False)),
-                        "weights": ("propagation", kb.query_context(llm=False).with_settings(
-                            kb.settings.updated({"ranker": "weights"}))),
-                        "dense": ("dense", kb.query_context(llm=False))}  # fmt: skip
+            variants = {
+                "propagation": ("propagation", kb.query_context(llm=False)),
+                "weights": (
+                    "propagation",
+                    kb.query_context(llm=False).with_settings(kb.settings.updated({"ranker": "weights"})),
+                ),
+                "dense": ("dense", kb.query_context(llm=False)),
+            }
             for label, (method, ctx) in variants.items():
                 for explain in (False, True):
                     rows = []
                     for q in questions:
                         chunks = retrieve(q, ctx, k=args.k, method=method, explain=explain)
-                        rows.append([{"id": c.id, "score": c.score, "title": c.document_title,
-                                      "details": [c.text, c.summary, c.kind, c.page, c.section_path, c.document_id,
-                                                  c.document_uri],
-                                      "terms": sorted([t.term, t.node_id, t.score] for t in c.breakdown),
-                                      "ranking": [[r.feature, r.value, r.contribution] for r in c.ranking]}
-                                     for c in chunks])  # fmt: skip
+                        rows.append(
+                            [
+                                {
+                                    "id": c.id,
+                                    "score": c.score,
+                                    "title": c.document_title,
+                                    "details": [
+                                        c.text,
+                                        c.summary,
+                                        c.kind,
+                                        c.page,
+                                        c.section_path,
+                                        c.document_id,
+                                        c.document_uri,
+                                    ],
+                                    "terms": sorted([t.term, t.node_id, t.score] for t in c.breakdown),
+                                    "ranking": [[r.feature, r.value, r.contribution] for r in c.ranking],
+                                }
+                                for c in chunks
+                            ]
+                        )
                     out[f"{label}{' explain' if explain else ''}"] = rows
     finally:
         if local is not None:
@@ -104,11 +124,13 @@ def compare(args: argparse.Namespace) -> None:
                 if not _close(a["score"], b["score"], tol) or a["title"] != b["title"] or a["details"] != b["details"]:
                     bad.append(f"{where} {a['id'][:16]}: score {a['score']} != {b['score']}, or title or details")
                 if [t[:2] for t in a["terms"]] != [t[:2] for t in b["terms"]] or not all(
-                        _close(s[2], t[2], tol) for s, t in zip(a["terms"], b["terms"], strict=True)):
+                    _close(s[2], t[2], tol) for s, t in zip(a["terms"], b["terms"], strict=True)
+                ):
                     bad.append(f"{where} {a['id'][:16]}: terms {a['terms']} != {b['terms']}")
                 if [r[0] for r in a["ranking"]] != [r[0] for r in b["ranking"]] or not all(
-                        _close(r[1], s[1], tol) and _close(r[2], s[2], tol)
-                        for r, s in zip(a["ranking"], b["ranking"], strict=True)):
+                    _close(r[1], s[1], tol) and _close(r[2], s[2], tol)
+                    for r, s in zip(a["ranking"], b["ranking"], strict=True)
+                ):
                     bad.append(f"{where} {a['id'][:16]}: ranker features differ")
     print(f"{checked} ranked lists compared, {len(bad)} differences (tolerance {tol:g})")
     for line in bad[:20]:
@@ -126,8 +148,13 @@ def main() -> None:
     d.add_argument("--store", default="falkordb", choices=("falkordb", "neo4j"))
     d.add_argument("--home", default=str(DEFAULT_HOME))
     d.add_argument("--k", type=int, default=10)
-    d.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="a setting for this dump (e.g. adjacency_cache=false)")
+    d.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for this dump (e.g. adjacency_cache=false)",
+    )
     c = sub.add_parser("compare")
     c.add_argument("before")
     c.add_argument("after")

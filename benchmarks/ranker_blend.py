@@ -24,8 +24,16 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.ranker_features import (EVERY, GraphData, QuestionPool, Ranker, fit_model, labels_of,
-                             make_ranker, recall_model)  # fmt: skip
+from benchmarks.ranker_features import (
+    EVERY,
+    GraphData,
+    QuestionPool,
+    Ranker,
+    fit_model,
+    labels_of,
+    make_ranker,
+    recall_model,
+)
 
 from kbgraph.query.propagation.ranking_learned import FEATURES, Candidate
 from kbgraph.query.propagation.ranking_blend import blend_scores, head_of
@@ -44,9 +52,16 @@ def head_rows(p: QuestionPool, head: list[int], key: tuple[object, ...]) -> np.n
     return p._cache[key]
 
 
-def fold(data: dict[str, tuple[GraphData, list[QuestionPool]]], held: str, lin: Ranker, k: int, keep: list[int],
-         weights: list[float], scored: tuple[GraphData, list[QuestionPool]], kind: str = KIND,
-         ) -> dict[float, dict[int, float]]:  # fmt: skip
+def fold(
+    data: dict[str, tuple[GraphData, list[QuestionPool]]],
+    held: str,
+    lin: Ranker,
+    k: int,
+    keep: list[int],
+    weights: list[float],
+    scored: tuple[GraphData, list[QuestionPool]],
+    kind: str = KIND,
+) -> dict[float, dict[int, float]]:
     """{w: the recall of ``scored`` (the held-out set's pools)} for head ``k``: the gbm fitted on the heads (by
     ``lin``) of the other sets, a model of ``kind`` (ranker_features.fit_model)."""
 
@@ -89,14 +104,27 @@ def main() -> None:
     ap.add_argument("--heads", default="0,10,15,20,30")
     ap.add_argument("--weights", default="0,0.25,0.5,1,2,4,100")
     ap.add_argument("--choose", default="r2+r5", choices=["r2+r5", "r5"])
-    ap.add_argument("--gbm-features", default="text", help='the gbm\'s features: "text" (the shipped ranker\'s) '
-                    'or "text-<relation>..." without some (ranker_features.make_ranker; --heads 0 only)')
-    ap.add_argument("--held-store", default="", choices=["", "neo4j"], help="score each held-out set on its pools "
-                    "from this store's knowledge base (<set>_neo4j.pkl of ranker_compare.py --store neo4j); the fits "
-                    "stay on --pools' own")
-    ap.add_argument("--gbm-kind", default=KIND, help="the gbm's model (ranker_features.fit_model): the shipped "
-                    "blend.json's by default (kbgraph.eval.rank_train_blend.BLEND_PARAMS); 'lgbm' = the gbm ranker's 300 trees; "
-                    "'lgbm:n_estimators=100+num_leaves=7' changes LightGBM's parameters")
+    ap.add_argument(
+        "--gbm-features",
+        default="text",
+        help="the gbm's features: \"text\" (the shipped ranker's) "
+        'or "text-<relation>..." without some (ranker_features.make_ranker; --heads 0 only)',
+    )
+    ap.add_argument(
+        "--held-store",
+        default="",
+        choices=["", "neo4j"],
+        help="score each held-out set on its pools "
+        "from this store's knowledge base (<set>_neo4j.pkl of ranker_compare.py --store neo4j); the fits "
+        "stay on --pools' own",
+    )
+    ap.add_argument(
+        "--gbm-kind",
+        default=KIND,
+        help="the gbm's model (ranker_features.fit_model): the shipped "
+        "blend.json's by default (kbgraph.eval.rank_train_blend.BLEND_PARAMS); 'lgbm' = the gbm ranker's 300 trees; "
+        "'lgbm:n_estimators=100+num_leaves=7' changes LightGBM's parameters",
+    )
     args = ap.parse_args()
     data: dict[str, tuple[GraphData, list[QuestionPool]]] = {}
     for name in args.sets.split(","):
@@ -109,27 +137,39 @@ def main() -> None:
                 scored[name] = pickle.load(f)
     heads = [int(k) for k in args.heads.split(",")]
     weights = [float(w) for w in args.weights.split(",")]
-    keep = [GBM_FEATURES.index(f) for f in GBM_FEATURES
-            if not any(f == d or f.startswith(d + "_") for d in args.gbm_features.split("-")[1:])]  # fmt: skip
+    keep = [
+        GBM_FEATURES.index(f)
+        for f in GBM_FEATURES
+        if not any(f == d or f.startswith(d + "_") for d in args.gbm_features.split("-")[1:])
+    ]
     table: dict[tuple[str, int, float], dict[int, float]] = {}
     for held in data:
         lin = make_ranker("linear", "base", data, [o for o in data if o != held])
         for k in heads:
             for v, got in fold(data, held, lin, k, keep, weights, scored[held], args.gbm_kind).items():
                 table[(held, k, v)] = got
-    print("Leave-one-set-out passage recall (%) R@1 / R@2 / R@5 / R@10; k = the head the blend re-orders (0: the "
-          "whole pool), w = the gbm's weight (0: the linear ranker)")  # fmt: skip
+    print(
+        "Leave-one-set-out passage recall (%) R@1 / R@2 / R@5 / R@10; k = the head the blend re-orders (0: the "
+        "whole pool), w = the gbm's weight (0: the linear ranker)"
+    )
     for k in heads:
         for v in weights:
-            print(f"k {k:<3} w {v:<5g} " + " | ".join(f"{h} " + " / ".join(f"{table[(h, k, v)][r]:.1f}" for r in KS)
-                                                 for h in data))  # fmt: skip
+            print(
+                f"k {k:<3} w {v:<5g} "
+                + " | ".join(f"{h} " + " / ".join(f"{table[(h, k, v)][r]:.1f}" for r in KS) for h in data)
+            )
     chosen = []
     for held in data:
         others = [o for o in data if o != held]
 
-        k, v = max(((k, v) for k in heads for v in weights),
-                   key=lambda kv, others=others: (sum(table[(o, *kv)][5] + (table[(o, *kv)][2] if args.choose == "r2+r5"
-                                                                           else 0.0) for o in others), -kv[0], -kv[1]))  # fmt: skip
+        k, v = max(
+            ((k, v) for k in heads for v in weights),
+            key=lambda kv, others=others: (
+                sum(table[(o, *kv)][5] + (table[(o, *kv)][2] if args.choose == "r2+r5" else 0.0) for o in others),
+                -kv[0],
+                -kv[1],
+            ),
+        )
         chosen.append(f"{held} (k {k}, w {v:g}) " + " / ".join(f"{table[(held, k, v)][r]:.1f}" for r in KS))
     print(f"(k, w) chosen on the other two sets' {args.choose}: " + " | ".join(chosen))
 

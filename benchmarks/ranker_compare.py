@@ -35,8 +35,13 @@ from benchmarks.common import DEFAULT_HOME, set_path
 
 
 #: The graph the list features read: key -> its statement (cypher/bench/).
-_GRAPH = {"documents": "bench/documents", "chunks": "bench/chunks", "entities": "bench/entities",
-          "mentions": "bench/mentions", "triples": "bench/triples"}  # fmt: skip
+_GRAPH = {
+    "documents": "bench/documents",
+    "chunks": "bench/chunks",
+    "entities": "bench/entities",
+    "mentions": "bench/mentions",
+    "triples": "bench/triples",
+}
 
 
 def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tuple[GraphData, list[QuestionPool]]:
@@ -57,8 +62,9 @@ def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tupl
     if store_name == "neo4j":
         from benchmarks.bench_neo4j import start_local_neo4j
 
-        settings, local = start_local_neo4j(settings, home / f"neo4j-{name}", bolt_port=17688, http_port=17475,
-                                            timeout=180)  # fmt: skip
+        settings, local = start_local_neo4j(
+            settings, home / f"neo4j-{name}", bolt_port=17688, http_port=17475, timeout=180
+        )
     with KnowledgeBase(settings=settings) as kb:
         if ds.corpus_path is not None:
             kb.ingest([ds.corpus_path], progress=False)
@@ -73,7 +79,7 @@ def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tupl
             mentions={},
             triples={},
             max_degree=st.retrieval.max_entity_degree,
-        )  # fmt: skip
+        )
         for r in raw["mentions"]:
             graph.mentions.setdefault(r["chunk_id"], []).append(r["entity_id"])
         for r in raw["triples"]:
@@ -87,13 +93,22 @@ def dump(name: str, home: Path, out: Path, store_name: str = "falkordb") -> tupl
             seeds = seed_layers(store, st, q.question, qvec)
             dense = [c for c, _ in sorted(seeds.layers.get("Chunk", {}).items(), key=lambda kv: (-kv[1][0], kv[0]))]
             terms, scores, ranked, similarity = score_terms(store, st, seeds, k=st.retrieval.ranker_pool)
-            found = learned_pool(store, st, seeds, ranked, terms, scores, st.retrieval.ranker_pool, similarity) \
-                if ranked else None  # fmt: skip
-            pools.append(QuestionPool(
-                question=q.question, gold=list(q.gold_passage_ids), dense=dense, bm25=list(seeds.bm25),
-                ids=found.ids if found else [], candidates=[c.model_dump() for c in found.candidates] if found else [],
-                texts=pool_texts(store, found.ids) if found else [],
-            ))  # fmt: skip
+            found = (
+                learned_pool(store, st, seeds, ranked, terms, scores, st.retrieval.ranker_pool, similarity)
+                if ranked
+                else None
+            )
+            pools.append(
+                QuestionPool(
+                    question=q.question,
+                    gold=list(q.gold_passage_ids),
+                    dense=dense,
+                    bm25=list(seeds.bm25),
+                    ids=found.ids if found else [],
+                    candidates=[c.model_dump() for c in found.candidates] if found else [],
+                    texts=pool_texts(store, found.ids) if found else [],
+                )
+            )
         print(f"{name}: {len(pools)} pools in {time.perf_counter() - t0:.0f} s", flush=True)
     if local is not None:
         local.stop()
@@ -142,8 +157,11 @@ def latency(name: str, home: Path, questions: int, rankers: list[str]) -> None:
                     got[r][k].append(recall_at_k(ranked, q.gold_passage_ids, k) or 0.0)
         for r in rankers:
             p50, p95 = np.percentile(ms[r], [50, 95])
-            print(f"{name:10} {r:8} p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  client CPU p50 {np.median(cpu[r]):5.1f} ms  "
-                  + " ".join(f"R@{k} {100 * np.mean(v):5.1f}" for k, v in got[r].items()), flush=True)
+            print(
+                f"{name:10} {r:8} p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  client CPU p50 {np.median(cpu[r]):5.1f} ms  "
+                + " ".join(f"R@{k} {100 * np.mean(v):5.1f}" for k, v in got[r].items()),
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -152,13 +170,24 @@ def main() -> None:
     ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--pools", default="/tmp/ranker-pools", help="folder of the cached pools (step 1)")
     ap.add_argument("--redump", action="store_true", help="rebuild the cached pools")
-    ap.add_argument("--store", default="falkordb", choices=("falkordb", "neo4j"), help="the knowledge bases the pools "
-                    "are dumped from (neo4j: benchmarks/query.py's, pools cached as <set>_neo4j.pkl)")
+    ap.add_argument(
+        "--store",
+        default="falkordb",
+        choices=("falkordb", "neo4j"),
+        help="the knowledge bases the pools "
+        "are dumped from (neo4j: benchmarks/query.py's, pools cached as <set>_neo4j.pkl)",
+    )
     ap.add_argument("--dump-only", action="store_true")
     ap.add_argument("--models", default="linear,lgbm,hgb")
     ap.add_argument("--features", default="base,list")
-    ap.add_argument("--latency", type=int, default=0, metavar="N", help="instead: propagation's latency and recall "
-                    "with each ranker of --rankers through the query path, first N questions of each set")
+    ap.add_argument(
+        "--latency",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: propagation's latency and recall "
+        "with each ranker of --rankers through the query path, first N questions of each set",
+    )
     ap.add_argument("--rankers", default="learned,gbm")
     args = ap.parse_args()
     if args.latency:

@@ -140,7 +140,11 @@ def rows_of(p: QuestionPool, graph: GraphData, stage1: np.ndarray | None = None)
             r = np.empty(n)
             r[np.argsort(-v, kind="stable")] = np.arange(n)
             rank[:, j] = np.where(v > 0, 1.0 / (1.0 + r), 0.0)
-        p._cache["rows"] = np.hstack([base, rank, list_features(p, base, graph)]) if n else np.zeros((0, len(EVERY) - len(STAGE_FEATURES)))
+        p._cache["rows"] = (
+            np.hstack([base, rank, list_features(p, base, graph)])
+            if n
+            else np.zeros((0, len(EVERY) - len(STAGE_FEATURES)))
+        )
     rows = p._cache["rows"]
     block = np.zeros((len(rows), len(STAGE_FEATURES)))
     if stage1 is not None and len(rows):
@@ -178,8 +182,16 @@ def _prep(p: QuestionPool, graph: GraphData) -> dict[str, Any]:
                 count[e] = count.get(e, 0) + 1
         ents = [{e: count[e] for e in set(graph.mentions.get(cid, [])) if e in graph.entity} for cid in p.ids]
     in_q = {e for es in ents for e in es if len(graph.entity[e][0]) >= 3 and _word_in(graph.entity[e][0].lower(), q)}
-    prep = {"docs": docs, "titles": titles, "ents": ents, "named": named, "objects": objects, "words": words,
-            "qwords": _words(p.question), "in_q": in_q}  # fmt: skip
+    prep = {
+        "docs": docs,
+        "titles": titles,
+        "ents": ents,
+        "named": named,
+        "objects": objects,
+        "words": words,
+        "qwords": _words(p.question),
+        "in_q": in_q,
+    }
     p._cache["prep"] = prep
     return prep
 
@@ -220,7 +232,9 @@ def list_features(p: QuestionPool, base: np.ndarray, graph: GraphData) -> np.nda
         "q": [i for i in range(n) if base[i, col["title_in_q"]] > 0],
         "chunk": list(np.argsort(-base[:, col["Chunk"]], kind="stable")[:top]),
         "weighted": list(range(min(top, n))),
-        "bm25": [i for i in np.argsort(-base[:, col["rank_bm25"]], kind="stable")[:top] if base[i, col["rank_bm25"]] > 0],
+        "bm25": [
+            i for i in np.argsort(-base[:, col["rank_bm25"]], kind="stable")[:top] if base[i, col["rank_bm25"]] > 0
+        ],
     }
     blocks = [_relations(p, graph, anchors[a]) for a in ANCHORS]
     pr = _prep(p, graph)
@@ -246,8 +260,11 @@ def labels_of(p: QuestionPool, graph: GraphData) -> np.ndarray:
     return np.array([1 if x in gold else 0 for x in passages_of(p.ids, graph)])
 
 
-def _stack(data: dict[str, tuple[GraphData, list[QuestionPool]]], names: Sequence[str],
-           rows: Callable[[QuestionPool, GraphData], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:  # fmt: skip
+def _stack(
+    data: dict[str, tuple[GraphData, list[QuestionPool]]],
+    names: Sequence[str],
+    rows: Callable[[QuestionPool, GraphData], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
     xs, ys, ws, groups = [], [], [], []
     for name in names:
         graph, pools = data[name]
@@ -264,15 +281,21 @@ def _stack(data: dict[str, tuple[GraphData, list[QuestionPool]]], names: Sequenc
 Ranker = Callable[[QuestionPool, GraphData], np.ndarray]
 
 
-def make_ranker(kind: str, fs: str, data: dict[str, tuple[GraphData, list[QuestionPool]]],
-                names: Sequence[str]) -> Ranker:  # fmt: skip
+def make_ranker(
+    kind: str, fs: str, data: dict[str, tuple[GraphData, list[QuestionPool]]], names: Sequence[str]
+) -> Ranker:
     """A ranker (pool, graph) -> scores (n,) of model ``kind`` on feature set ``fs``, fitted on the sets
     ``names`` of ``data``; with ``fs`` "stage", the stage-1 anchors are the top 3 of a linear model on the base
     features fitted on the same sets; a spec ending in "+z" (not "text") adds each similarity term's z-score over
     its pool (query-level normalisation: the layers' terms, ``weighted`` and ``bm25``)."""
-    if fs.startswith("text"):  # the shipped gbm ranker's features (kbgraph.query.propagation.ranking_gbm), from texts only
-        keep = [GBM_FEATURES.index(f) for f in GBM_FEATURES if not any(f == d or f.startswith(d + "_")
-                                                                      for d in fs.split("-")[1:])]  # fmt: skip
+    if fs.startswith(
+        "text"
+    ):  # the shipped gbm ranker's features (kbgraph.query.propagation.ranking_gbm), from texts only
+        keep = [
+            GBM_FEATURES.index(f)
+            for f in GBM_FEATURES
+            if not any(f == d or f.startswith(d + "_") for d in fs.split("-")[1:])
+        ]
         text_scorer = fit_model(kind, *_stack(data, names, lambda p, g: text_rows(p)[:, keep]))
         return lambda p, g: text_scorer(text_rows(p)[:, keep])
     pool_z = fs.endswith("+z")
@@ -309,9 +332,21 @@ def fit_model(kind: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, groups: li
     if kind.startswith("lgbm"):
         import lightgbm as lgb
 
-        params = dict(objective="lambdarank", n_estimators=300, learning_rate=0.05, num_leaves=15,
-                      min_child_samples=50, subsample=0.8, subsample_freq=1, colsample_bytree=0.8, reg_lambda=1.0,
-                      n_jobs=1, verbose=-1, random_state=0, lambdarank_truncation_level=20)  # fmt: skip
+        params = dict(
+            objective="lambdarank",
+            n_estimators=300,
+            learning_rate=0.05,
+            num_leaves=15,
+            min_child_samples=50,
+            subsample=0.8,
+            subsample_freq=1,
+            colsample_bytree=0.8,
+            reg_lambda=1.0,
+            n_jobs=1,
+            verbose=-1,
+            random_state=0,
+            lambdarank_truncation_level=20,
+        )
         if ":" in kind:  # lgbm:n_estimators=150+num_leaves=7
             for kv in kind.split(":", 1)[1].split("+"):
                 key, value = kv.split("=")
@@ -327,14 +362,21 @@ def fit_model(kind: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, groups: li
     if kind == "hgb":
         from sklearn.ensemble import HistGradientBoostingClassifier
 
-        m = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=50,
-                                           l2_regularization=1.0, random_state=0).fit(x, y, sample_weight=w)  # fmt: skip
+        m = HistGradientBoostingClassifier(
+            max_iter=300,
+            learning_rate=0.05,
+            max_leaf_nodes=15,
+            min_samples_leaf=50,
+            l2_regularization=1.0,
+            random_state=0,
+        ).fit(x, y, sample_weight=w)
         return lambda z: m.predict_proba(z)[:, 1]
     raise ValueError(kind)
 
 
-def recall_model(pools: Sequence[QuestionPool], graph: GraphData, ranker: Ranker,
-                 ks: Sequence[int]) -> dict[int, float]:  # fmt: skip
+def recall_model(
+    pools: Sequence[QuestionPool], graph: GraphData, ranker: Ranker, ks: Sequence[int]
+) -> dict[int, float]:
     """Mean passage recall (%) at each k of the pools ordered by ``ranker`` (ties: pool order)."""
     out: dict[int, list[float]] = {k: [] for k in ks}
     for p in pools:
@@ -351,8 +393,12 @@ def recall_model(pools: Sequence[QuestionPool], graph: GraphData, ranker: Ranker
     return {k: 100.0 * float(np.mean(v)) for k, v in out.items()}
 
 
-def run_models(data: dict[str, tuple[GraphData, list[QuestionPool]]], models: Sequence[str],
-               feature_sets: Sequence[str], ks: Sequence[int]) -> dict[tuple[str, str], tuple[dict[int, float], dict[int, float]]]:  # fmt: skip
+def run_models(
+    data: dict[str, tuple[GraphData, list[QuestionPool]]],
+    models: Sequence[str],
+    feature_sets: Sequence[str],
+    ks: Sequence[int],
+) -> dict[tuple[str, str], tuple[dict[int, float], dict[int, float]]]:
     """{(set, "model/features"): (in-set recall, leave-one-set-out recall)} for every model and feature set."""
     out = {}
     for fs in feature_sets:
@@ -360,6 +406,8 @@ def run_models(data: dict[str, tuple[GraphData, list[QuestionPool]]], models: Se
             every = make_ranker(kind, fs, data, list(data))
             for name, (graph, pools) in data.items():
                 held = make_ranker(kind, fs, data, [o for o in data if o != name])
-                out[(name, f"{kind}/{fs}")] = (recall_model(pools, graph, every, ks),
-                                               recall_model(pools, graph, held, ks))  # fmt: skip
+                out[(name, f"{kind}/{fs}")] = (
+                    recall_model(pools, graph, every, ks),
+                    recall_model(pools, graph, held, ks),
+                )
     return out

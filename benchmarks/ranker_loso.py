@@ -31,7 +31,6 @@ from kbgraph.store.falkordb import FalkorDBStore
 from benchmarks.common import DEFAULT_HOME, set_path
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="2wiki,musique,hotpotqa")
@@ -40,9 +39,13 @@ def main() -> None:
     ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--no-ingest", action="store_true", help="only read the knowledge bases (they must exist)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for the pools")
-    ap.add_argument("--drop-features", default="", metavar="NAME,...",
-                    help="features the fitted models leave out (e.g. TripleHop: a term in the pools' weighted sum "
-                         "that the ranker does not weigh on its own)")
+    ap.add_argument(
+        "--drop-features",
+        default="",
+        metavar="NAME,...",
+        help="features the fitted models leave out (e.g. TripleHop: a term in the pools' weighted sum "
+        "that the ranker does not weigh on its own)",
+    )
     args = ap.parse_args()
     overrides = dict(kv.split("=", 1) for kv in args.set)
     dropped = [f for f in args.drop_features.split(",") if f]
@@ -53,8 +56,9 @@ def main() -> None:
     by_set = {}
     for name in args.sets.split(","):
         ds = load_dataset(set_path(name))
-        settings = Settings(home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None,
-                            **overrides)  # fmt: skip
+        settings = Settings(
+            home=Path(args.home), name=f"{name}_falkordb", falkor_idle_timeout=600, llm_model=None, **overrides
+        )
         if args.no_ingest and not FalkorDBStore.exists(settings):
             raise SystemExit(f"--no-ingest: no knowledge base at {settings.kb_dir}")
         t0 = time.perf_counter()
@@ -64,9 +68,11 @@ def main() -> None:
             by_set[ds.name] = collect_pools(kb, ds, pool=args.pool)
         print(f"{ds.name}: {len(by_set[ds.name])} pools in {time.perf_counter() - t0:.0f} s", flush=True)
     table = leave_one_out(by_set, pool=args.pool, c=args.c, features=features)
-    print(f"\nPassage recall (%), pool {args.pool}, C {args.c} {' '.join(args.set)} without {dropped or 'none'}: "
-          "weights | learned in-set | "
-          "learned leave-one-set-out")
+    print(
+        f"\nPassage recall (%), pool {args.pool}, C {args.c} {' '.join(args.set)} without {dropped or 'none'}: "
+        "weights | learned in-set | "
+        "learned leave-one-set-out"
+    )
     print(f"{'set':34} {'ranker':14} {'R@1':>6} {'R@2':>6} {'R@5':>6} {'R@10':>6}")
     for name, row in table.items():
         for variant, r in row.items():

@@ -52,9 +52,16 @@ def measure(home: Path, corpus: str) -> dict[str, object]:
             aof = store.server.status().aof_bytes
     finally:
         EmbeddedFalkorDB(settings.kb_dir).stop()
-    return {"corpus": corpus, "documents": report.added, "nodes": nodes, "aof_mb": round(aof / 1e6, 1),
-            "ingest_s": round(t1 - t0, 2), "rewrite_s": round(t2 - t1, 2), "reload_s": round(t3 - t2, 2),
-            "reloaded": reloaded}  # fmt: skip
+    return {
+        "corpus": corpus,
+        "documents": report.added,
+        "nodes": nodes,
+        "aof_mb": round(aof / 1e6, 1),
+        "ingest_s": round(t1 - t0, 2),
+        "rewrite_s": round(t2 - t1, 2),
+        "reload_s": round(t3 - t2, 2),
+        "reloaded": reloaded,
+    }
 
 
 def main() -> None:
@@ -67,13 +74,16 @@ def main() -> None:
         row = measure(args.home.expanduser(), corpus.strip())
         print(json.dumps(row), flush=True)
         rows.append(row)
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()  # fmt: skip
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {commit}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     print("| corpus | nodes | append-only file MB | ingest s | rewrite s | reload s |\n|---|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['corpus']} | {r['nodes']:,} | {r['aof_mb']} | {r['ingest_s']} | {r['rewrite_s']} | "
-              f"**{r['reload_s']}**{'' if r['reloaded'] else ' (not reloaded)'} |")
+        print(
+            f"| {r['corpus']} | {r['nodes']:,} | {r['aof_mb']} | {r['ingest_s']} | {r['rewrite_s']} | "
+            f"**{r['reload_s']}**{'' if r['reloaded'] else ' (not reloaded)'} |"
+        )
 
 
 if __name__ == "__main__":

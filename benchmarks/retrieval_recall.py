@@ -47,23 +47,34 @@ def main() -> None:
         t0 = time.perf_counter()
         with KnowledgeBase(settings=settings) as kb:
             summary = evaluate(
-                kb, set_path(name), methods=list(METHODS), limit=args.questions,
-                out=home / "eval" / name, fresh=not args.resume, judge=False, llm=None, progress=False,
+                kb,
+                set_path(name),
+                methods=list(METHODS),
+                limit=args.questions,
+                out=home / "eval" / name,
+                fresh=not args.resume,
+                judge=False,
+                llm=None,
+                progress=False,
                 log=lambda msg: print(f"  {msg}", flush=True),
-            )  # fmt: skip
+            )
         print(f"{name}: {summary.questions} questions in {time.perf_counter() - t0:.0f} s; report {summary.report}")
         rows.append((name, summary))
 
     print("\nPassage Recall@k (%), top-10 chunks, all-MiniLM-L6-v2, no LLM")
-    print(f"{'set':9} {'method':28} {'n':>4} {'R@2':>6} {'R@5':>6} {'R@5 ÷ dense':>12} {'R@5 ÷ BM25':>11} {'p50 ms':>7}")
+    print(
+        f"{'set':9} {'method':28} {'n':>4} {'R@2':>6} {'R@5':>6} {'R@5 ÷ dense':>12} {'R@5 ÷ BM25':>11} {'p50 ms':>7}"
+    )
     for name, s in rows:
         for method, label in METHODS.items():
             m = s.methods[method]
             rd = m.ratios.get("dense", {}).get("R@5")
             rb = m.ratios.get("bm25", {}).get("R@5")
-            print(f"{name:9} {label:28} {m.questions:4d} {100 * m.metrics['R@2']:6.1f} {100 * m.metrics['R@5']:6.1f} "
-                  f"{'' if rd is None else f'{rd:.2f}x':>12} {'' if rb is None else f'{rb:.2f}x':>11} "
-                  f"{m.latency_ms.get('p50', 0):7.1f}")  # fmt: skip
+            print(
+                f"{name:9} {label:28} {m.questions:4d} {100 * m.metrics['R@2']:6.1f} {100 * m.metrics['R@5']:6.1f} "
+                f"{'' if rd is None else f'{rd:.2f}x':>12} {'' if rb is None else f'{rb:.2f}x':>11} "
+                f"{m.latency_ms.get('p50', 0):7.1f}"
+            )
     print()
     for name, s in rows:
         ratio = s.methods["propagation"].ratios["dense"]["R@5"]

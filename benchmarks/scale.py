@@ -80,18 +80,37 @@ def main() -> None:
     home = args.home.resolve()
     home.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    passages, questions = scale_corpus.build(max(sizes), seed=args.seed, questions=args.questions,
-                                             min_size=min(sizes), cache=home / "corpus" / "entities.json")  # fmt: skip
-    print(f"corpus: {len(passages):,} passages ({sum(p['id'].startswith('gen:') for p in passages):,} generated, "
-          f"seed {args.seed}), {len(questions)} recall questions, made in {time.perf_counter() - t0:.0f} s",
-          flush=True)  # fmt: skip
+    passages, questions = scale_corpus.build(
+        max(sizes),
+        seed=args.seed,
+        questions=args.questions,
+        min_size=min(sizes),
+        cache=home / "corpus" / "entities.json",
+    )
+    print(
+        f"corpus: {len(passages):,} passages ({sum(p['id'].startswith('gen:') for p in passages):,} generated, "
+        f"seed {args.seed}), {len(questions)} recall questions, made in {time.perf_counter() - t0:.0f} s",
+        flush=True,
+    )
     qfile = home / "questions.json"
     qfile.write_text(json.dumps(questions), encoding="utf-8")
-    meta = {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "commit": _commit(), "cores": os.cpu_count(),
-            "store": args.store, "seed": args.seed, "questions": len(questions),
-            "command": " ".join(["python -m benchmarks.scale", *sys.argv[1:]])}  # fmt: skip
-    _run_size(args, home, scale_corpus.write_jsonl(passages[:20], home / "corpus" / "warmup.jsonl"), "warmup",
-              qfile, warm_only=True)  # fmt: skip
+    meta = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "commit": _commit(),
+        "cores": os.cpu_count(),
+        "store": args.store,
+        "seed": args.seed,
+        "questions": len(questions),
+        "command": " ".join(["python -m benchmarks.scale", *sys.argv[1:]]),
+    }
+    _run_size(
+        args,
+        home,
+        scale_corpus.write_jsonl(passages[:20], home / "corpus" / "warmup.jsonl"),
+        "warmup",
+        qfile,
+        warm_only=True,
+    )
     rows = []
     for n in sizes:
         corpus = scale_corpus.write_jsonl(passages[:n], home / "corpus" / f"scale-{n}.jsonl")
@@ -112,19 +131,35 @@ def main() -> None:
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()  # fmt: skip
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).parent,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
 
 
 # --- the parent: one size ------------------------------------------------------------------------------
 def _settings(args, home: Path, tag: str) -> dict[str, Any]:
-    over: dict[str, Any] = {"home": str(home), "name": f"scale_{args.store}_{tag}", "falkor_idle_timeout": 0,
-                            "embedding_cache_dir": str(home / f"cache_{args.store}_{tag}"), "llm_model": None}  # fmt: skip
+    over: dict[str, Any] = {
+        "home": str(home),
+        "name": f"scale_{args.store}_{tag}",
+        "falkor_idle_timeout": 0,
+        "embedding_cache_dir": str(home / f"cache_{args.store}_{tag}"),
+        "llm_model": None,
+    }
     if args.store == "neo4j":
-        over.update({"neo4j_local_home": str(home / f"neo4j-{tag}"), "neo4j_bolt_port": args.neo4j_bolt_port,
-                     "neo4j_http_port": args.neo4j_http_port, "neo4j_password": "kbgraph-bench"})  # fmt: skip
+        over.update(
+            {
+                "neo4j_local_home": str(home / f"neo4j-{tag}"),
+                "neo4j_bolt_port": args.neo4j_bolt_port,
+                "neo4j_http_port": args.neo4j_http_port,
+                "neo4j_password": "kbgraph-bench",
+            }
+        )
     return over
 
 
@@ -147,11 +182,15 @@ def _run_size(args, home: Path, corpus: Path, tag: str, qfile: Path, warm_only: 
         local = Neo4jLocal(settings, lib_dir=LIB_DIR if LIB_DIR.is_dir() else None)
         over["uri"] = local.start(timeout=300).bolt_uri
     try:
-        job = {"settings": over, "corpus": str(corpus), "questions": str(qfile), "warmup": args.warmup,
-               "measure": not warm_only}  # fmt: skip
+        job = {
+            "settings": over,
+            "corpus": str(corpus),
+            "questions": str(qfile),
+            "warmup": args.warmup,
+            "measure": not warm_only,
+        }
         t0 = time.perf_counter()
-        proc = subprocess.run([*rerun(__file__), "--child", json.dumps(job)], capture_output=True, text=True,
-                              cwd=REPO)
+        proc = subprocess.run([*rerun(__file__), "--child", json.dumps(job)], capture_output=True, text=True, cwd=REPO)
         result = next((json.loads(x[7:]) for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
         if proc.returncode != 0 or result is None:
             sys.exit(f"size {tag} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -220,17 +259,26 @@ def _child(job: dict) -> None:
                 rows = kb.store.run("bench/count_label_vectors", {"label": label})
                 vectors[label] = int(rows[0]["count"])
         result: dict[str, Any] = {
-            "passages": n, "ingest_s": wall, "passages_per_s": n / wall, "added": report.added,
-            "failed": report.failed, "stages_s": dict(report.seconds), "nodes": dict(stats.nodes),
-            "relationships": dict(stats.relationships), "vectors": vectors,
-            "nodes_per_passage": sum(stats.nodes.values()) / n, "vectors_per_passage": sum(vectors.values()) / n,
-            "driver_rss_mb": rss, "workers_rss_mb": fork or None,
-        }  # fmt: skip
+            "passages": n,
+            "ingest_s": wall,
+            "passages_per_s": n / wall,
+            "added": report.added,
+            "failed": report.failed,
+            "stages_s": dict(report.seconds),
+            "nodes": dict(stats.nodes),
+            "relationships": dict(stats.relationships),
+            "vectors": vectors,
+            "nodes_per_passage": sum(stats.nodes.values()) / n,
+            "vectors_per_passage": sum(vectors.values()) / n,
+            "driver_rss_mb": rss,
+            "workers_rss_mb": fork or None,
+        }
         if stats.backend == "falkordb":
             time.sleep(2)  # the append-only file is fsynced every second
             pid = EmbeddedFalkorDB(settings.kb_dir).status().pid
-            result.update(server_rss_mb=_vm(pid, "VmRSS"), server_hwm_mb=_vm(pid, "VmHWM"),
-                          disk_mb=_du(settings.kb_dir))  # fmt: skip
+            result.update(
+                server_rss_mb=_vm(pid, "VmRSS"), server_hwm_mb=_vm(pid, "VmHWM"), disk_mb=_du(settings.kb_dir)
+            )
         questions = json.loads(Path(job["questions"]).read_text(encoding="utf-8"))
         kb.embedder.embed([q["question"] for q in questions])  # into the embedding cache: not timed below
         for method in ("dense", "propagation"):
@@ -245,8 +293,12 @@ def _child(job: dict) -> None:
                 r2.append(recall_at_k(ranked, q["gold_passage_ids"], 2))
                 r5.append(recall_at_k(ranked, q["gold_passage_ids"], 5))
             lat.sort()
-            result[method] = {"p50_ms": statistics.median(lat), "p95_ms": lat[int(0.95 * (len(lat) - 1))],
-                              "R@2": 100 * statistics.mean(r2), "R@5": 100 * statistics.mean(r5)}  # fmt: skip
+            result[method] = {
+                "p50_ms": statistics.median(lat),
+                "p95_ms": lat[int(0.95 * (len(lat) - 1))],
+                "R@2": 100 * statistics.mean(r2),
+                "R@5": 100 * statistics.mean(r5),
+            }
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -272,9 +324,11 @@ def markdown(rows: list[dict]) -> str:
     def f(v, fmt="{:,.0f}"):
         return "–" if v is None else fmt.format(v)
 
-    head = ("| passages | store | ingest s | passages/s | nodes / passage | vectors / passage | server RSS MB "
-            "(KB / passage) | disk MB (KB / passage) | embedding cache MB | driver peak RSS MB | dense p50 / p95 ms "
-            "| propagation p50 / p95 ms | dense R@2 / R@5 | propagation R@2 / R@5 |")  # fmt: skip
+    head = (
+        "| passages | store | ingest s | passages/s | nodes / passage | vectors / passage | server RSS MB "
+        "(KB / passage) | disk MB (KB / passage) | embedding cache MB | driver peak RSS MB | dense p50 / p95 ms "
+        "| propagation p50 / p95 ms | dense R@2 / R@5 | propagation R@2 / R@5 |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         n = r["passages"]
@@ -285,7 +339,8 @@ def markdown(rows: list[dict]) -> str:
             f"| {f(r.get('nodes_per_passage'), '{:.1f}')} | {f(r.get('vectors_per_passage'), '{:.1f}')} "
             f"| {_per(r, 'server_rss_mb')} | {_per(r, 'disk_mb')} | {f(r.get('cache_mb'))} | {f(r.get('driver_rss_mb'))} "
             f"| {_pair(d, 'p50_ms', 'p95_ms', '{:.1f}')} | {_pair(p, 'p50_ms', 'p95_ms', '{:.1f}')} "
-            f"| {_pair(d, 'R@2', 'R@5', '{:.1f}')} | {_pair(p, 'R@2', 'R@5', '{:.1f}')} |")  # fmt: skip
+            f"| {_pair(d, 'R@2', 'R@5', '{:.1f}')} | {_pair(p, 'R@2', 'R@5', '{:.1f}')} |"
+        )
     return "\n".join(lines)
 
 

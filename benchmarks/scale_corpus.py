@@ -64,8 +64,38 @@ P_REUSE_NAME = 0.25
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _PAREN = re.compile(r"^(.*?)\s*(\([^()]*\))\s*$")
 
-ONSETS = ["b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
-          "br", "ch", "cl", "dr", "gr", "kr", "pr", "sh", "st", "th", "tr", "vr"]  # fmt: skip
+ONSETS = [
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "w",
+    "z",
+    "br",
+    "ch",
+    "cl",
+    "dr",
+    "gr",
+    "kr",
+    "pr",
+    "sh",
+    "st",
+    "th",
+    "tr",
+    "vr",
+]
 VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ia", "io", "ou", "ei", "au"]
 CODAS = ["", "", "", "n", "r", "l", "s", "th", "nd", "rt", "m", "x"]
 PLACE_SUFFIXES = ["", "ton", "burg", "ville", "ford", "port", "ia", " Falls", " Valley"]
@@ -126,8 +156,14 @@ def sources(passages: list[dict], cache: Path | None = None) -> list[Source]:
     if cache is not None and cache.is_file():
         saved = json.loads(cache.read_text(encoding="utf-8"))
         if saved.get("key") == key:
-            return [Source(id=x["id"], title=x["title"], sentences=[(t, [tuple(e) for e in ents]) for t, ents in
-                                                                    x["sentences"]]) for x in saved["sources"]]  # fmt: skip
+            return [
+                Source(
+                    id=x["id"],
+                    title=x["title"],
+                    sentences=[(t, [tuple(e) for e in ents]) for t, ents in x["sentences"]],
+                )
+                for x in saved["sources"]
+            ]
     keep = {"ner", "tok2vec"}
     disable = [name for name in nlp.pipe_names if name not in keep]
     out = []
@@ -170,8 +206,9 @@ class Generator:
     def next(self) -> dict:
         rng = self.rng
         tpl = rng.choice(self.srcs)
-        kept = [tpl.sentences[0]] + [s if rng.random() < P_KEEP_SENTENCE else rng.choice(self.sentences)
-                                     for s in tpl.sentences[1:]]  # fmt: skip
+        kept = [tpl.sentences[0]] + [
+            s if rng.random() < P_KEEP_SENTENCE else rng.choice(self.sentences) for s in tpl.sentences[1:]
+        ]
         m = _PAREN.match(tpl.title)
         base, paren = (m.group(1), " " + m.group(2)) if m else (tpl.title, "")
         mapping: dict[str, str] = {}
@@ -214,8 +251,15 @@ class Generator:
         return None
 
 
-def build(size: int, *, seed: int = SEED, questions: int = 200, min_size: int | None = None,
-          cache: Path | None = None, log=print) -> tuple[list[dict], list[dict]]:  # fmt: skip
+def build(
+    size: int,
+    *,
+    seed: int = SEED,
+    questions: int = 200,
+    min_size: int | None = None,
+    cache: Path | None = None,
+    log=print,
+) -> tuple[list[dict], list[dict]]:
     """(the first ``size`` passages of the corpus, the recall questions); ``min_size`` (default ``size``): the
     smallest corpus the questions' gold passages must fit in; ``cache``: the entity file of ``sources``."""
     real, chosen = real_passages(questions, min(size, min_size or size))
@@ -245,8 +289,10 @@ def main() -> None:
     args = ap.parse_args()
     passages, chosen = build(args.size, seed=args.seed, questions=args.questions, cache=args.cache)
     write_jsonl(passages, args.out)
-    print(f"{len(passages):,} passages ({sum(p['id'].startswith('gen:') for p in passages):,} generated), "
-          f"{len(chosen)} recall questions -> {args.out}")  # fmt: skip
+    print(
+        f"{len(passages):,} passages ({sum(p['id'].startswith('gen:') for p in passages):,} generated), "
+        f"{len(chosen)} recall questions -> {args.out}"
+    )
     for p in [p for p in passages if p["id"].startswith("gen:")][: args.show]:
         print(json.dumps(p, ensure_ascii=False))
 

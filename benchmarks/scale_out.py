@@ -68,11 +68,19 @@ def _home(root: Path, name: str) -> Path:
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_NAME": "bench", "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-            "KBGRAPH_EMBEDDING_CACHE_DIR": str(home / "embed-cache"), **extra}  # fmt: skip
+    return {
+        **os.environ,
+        "KBGRAPH_HOME": str(home),
+        "KBGRAPH_NAME": "bench",
+        "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(home / "embed-cache"),
+        **extra,
+    }
 
 
-def _start(env: dict[str, str], sources: list[Path], out: Path, cpu: int | str | None = None) -> subprocess.Popen[bytes]:
+def _start(
+    env: dict[str, str], sources: list[Path], out: Path, cpu: int | str | None = None
+) -> subprocess.Popen[bytes]:
     """``kbgraph ingest --json sources`` in the background (pinned to the cores ``cpu`` when given, taskset's list
     form: its children, the embedded store's server and the Ray it starts, inherit it); stdout -> ``out``, stderr
     -> ``out``.log."""
@@ -90,7 +98,9 @@ def _finish(proc: subprocess.Popen[bytes], out: Path) -> dict[str, Any]:
     return report
 
 
-def _ingest(env: dict[str, str], sources: list[Path], out: Path, cpu: int | str | None = None) -> tuple[float, dict[str, Any]]:
+def _ingest(
+    env: dict[str, str], sources: list[Path], out: Path, cpu: int | str | None = None
+) -> tuple[float, dict[str, Any]]:
     t0 = time.monotonic()
     report = _finish(_start(env, sources, out, cpu), out)
     return time.monotonic() - t0, report
@@ -103,8 +113,11 @@ def _graph(settings: Any, questions: list[str] | None) -> dict[str, Any]:
     with KnowledgeBase(settings=settings) as kb:
         stats = kb.stats()
         top = [[c.id for c in kb.retrieve(q, k=10)] for q in questions or []]
-    return {"nodes": {k: v for k, v in sorted(stats.nodes.items()) if k not in RUN_LABELS},
-            "relationships": dict(sorted(stats.relationships.items())), "top": top}  # fmt: skip
+    return {
+        "nodes": {k: v for k, v in sorted(stats.nodes.items()) if k not in RUN_LABELS},
+        "relationships": dict(sorted(stats.relationships.items())),
+        "top": top,
+    }
 
 
 def _stop_falkordb(home: Path) -> None:
@@ -123,8 +136,14 @@ def _settings(home: Path) -> Any:
 def _compare(base: dict[str, Any], other: dict[str, Any]) -> str:
     same_counts = base["nodes"] == other["nodes"] and base["relationships"] == other["relationships"]
     same_top = sum(a == b for a, b in zip(base["top"], other["top"], strict=True))
-    diff = "" if same_counts else f" nodes {_diff(base['nodes'], other['nodes'])} rels {_diff(base['relationships'], other['relationships'])}"
-    return f"counts {'equal' if same_counts else 'DIFFER'}{diff}; top-10 equal for {same_top}/{len(base['top'])} questions"
+    diff = (
+        ""
+        if same_counts
+        else f" nodes {_diff(base['nodes'], other['nodes'])} rels {_diff(base['relationships'], other['relationships'])}"
+    )
+    return (
+        f"counts {'equal' if same_counts else 'DIFFER'}{diff}; top-10 equal for {same_top}/{len(base['top'])} questions"
+    )
 
 
 def _diff(a: dict[str, int], b: dict[str, int]) -> dict[str, tuple[int, int]]:
@@ -172,12 +191,19 @@ def engines(args: argparse.Namespace, tmp: Path) -> None:
         questions = _questions(name, _settings(home), args.questions)
         base = _graph(_settings(home), questions)
         _stop_falkordb(home)
-        print(f"{name:8} {'local':8} {'-':>7} {wall:8.1f} {n / wall:8.2f}  {sum(base['nodes'].values())} nodes, "
-              f"{sum(base['relationships'].values())} relationships, {len(questions)} questions", flush=True)  # fmt: skip
+        print(
+            f"{name:8} {'local':8} {'-':>7} {wall:8.1f} {n / wall:8.2f}  {sum(base['nodes'].values())} nodes, "
+            f"{sum(base['relationships'].values())} relationships, {len(questions)} questions",
+            flush=True,
+        )
         for workers in [int(w) for w in args.workers.split(",")]:
             home = _home(tmp, f"{name}-ray{workers}")
-            wall, _ = _ingest(_env(home, KBGRAPH_INGEST_ENGINE="ray", KBGRAPH_INGEST_WORKERS=str(workers)), [src],
-                              tmp / f"{name}-ray{workers}.json", cpu=f"0-{workers - 1}" if args.pin else None)  # fmt: skip
+            wall, _ = _ingest(
+                _env(home, KBGRAPH_INGEST_ENGINE="ray", KBGRAPH_INGEST_WORKERS=str(workers)),
+                [src],
+                tmp / f"{name}-ray{workers}.json",
+                cpu=f"0-{workers - 1}" if args.pin else None,
+            )
             got = _graph(_settings(home), questions)
             _stop_falkordb(home)
             print(f"{name:8} {'ray':8} {workers:7d} {wall:8.1f} {n / wall:8.2f}  {_compare(base, got)}", flush=True)
@@ -213,8 +239,22 @@ def cluster(args: argparse.Namespace, tmp: Path) -> None:
     # the other node, the ingest and this script read it there once RAY_AUTH_MODE says so
     os.environ["RAY_AUTH_MODE"] = "token"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    head = [str(ray_bin), "start", "--head", "--num-cpus", "1", "--port", str(port), "--temp-dir", str(tmp / "ray"),
-            "--include-dashboard", "true", "--dashboard-port", str(dashboard), "--disable-usage-stats"]  # fmt: skip
+    head = [
+        str(ray_bin),
+        "start",
+        "--head",
+        "--num-cpus",
+        "1",
+        "--port",
+        str(port),
+        "--temp-dir",
+        str(tmp / "ray"),
+        "--include-dashboard",
+        "true",
+        "--dashboard-port",
+        str(dashboard),
+        "--disable-usage-stats",
+    ]
     worker = [str(ray_bin), "start", "--address", f"127.0.0.1:{port}", "--num-cpus", "1", "--disable-usage-stats"]
     subprocess.run(head, env=env, check=True, capture_output=True)
     try:
@@ -226,16 +266,23 @@ def cluster(args: argparse.Namespace, tmp: Path) -> None:
         while len(nodes := list_nodes(address=address)) < 2 and time.monotonic() < deadline:
             time.sleep(1)
         names = {nd.node_id: ("head" if nd.is_head_node else "worker") for nd in nodes}
-        print(f"cluster: {len(nodes)} nodes ({', '.join(f'{v} {k[:8]}' for k, v in names.items())}), 1 CPU each",
-              flush=True)  # fmt: skip
+        print(
+            f"cluster: {len(nodes)} nodes ({', '.join(f'{v} {k[:8]}' for k, v in names.items())}), 1 CPU each",
+            flush=True,
+        )
         home = _home(tmp, f"{args.corpus}-cluster")
-        wall, _ = _ingest(_env(home, KBGRAPH_INGEST_ENGINE="ray", KBGRAPH_RAY_ADDRESS=f"127.0.0.1:{port}"), [src],
-                          tmp / f"{args.corpus}-cluster.json")  # fmt: skip
+        wall, _ = _ingest(
+            _env(home, KBGRAPH_INGEST_ENGINE="ray", KBGRAPH_RAY_ADDRESS=f"127.0.0.1:{port}"),
+            [src],
+            tmp / f"{args.corpus}-cluster.json",
+        )
         per_node: dict[tuple[str, str], int] = {}
         for task in list_tasks(address=address, limit=10000, raise_on_missing_output=False):
             key = (names.get(task.node_id or "", str(task.node_id)), f"{task.type} {task.name}"[:90])
             per_node[key] = per_node.get(key, 0) + 1
-        print(f"ingest on the cluster: {wall:.1f} s ({n / wall:.2f} items/s); tasks per node (ray.util.state.list_tasks):")
+        print(
+            f"ingest on the cluster: {wall:.1f} s ({n / wall:.2f} items/s); tasks per node (ray.util.state.list_tasks):"
+        )
         for (node, task_name), count in sorted(per_node.items()):
             print(f"  {node:6} {count:5d}  {task_name}")
         got = _graph(_settings(home), questions)
@@ -256,11 +303,20 @@ def writers(args: argparse.Namespace, tmp: Path) -> None:
     per = -(-len(lines) // args.files)
     for i in range(args.files):
         (folder / f"part{i:03d}.jsonl").write_text("\n".join(lines[i * per : (i + 1) * per]) + "\n", encoding="utf-8")
-    base = Settings(home=_home(tmp, "driver"), neo4j_local_home=NEO4J_HOME, neo4j_bolt_port=NEO4J_BOLT,
-                    neo4j_http_port=NEO4J_HTTP, neo4j_password=NEO4J_PASSWORD)  # fmt: skip
+    base = Settings(
+        home=_home(tmp, "driver"),
+        neo4j_local_home=NEO4J_HOME,
+        neo4j_bolt_port=NEO4J_BOLT,
+        neo4j_http_port=NEO4J_HTTP,
+        neo4j_password=NEO4J_PASSWORD,
+    )
     local = Neo4jLocal(base, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
     settings = base.updated({"uri": local.start(timeout=180).bolt_uri})
-    extra = {"KBGRAPH_URI": str(settings.store.uri), "NEO4J_PASSWORD": NEO4J_PASSWORD, "KBGRAPH_INGEST_WRITERS": "claims"}
+    extra = {
+        "KBGRAPH_URI": str(settings.store.uri),
+        "NEO4J_PASSWORD": NEO4J_PASSWORD,
+        "KBGRAPH_INGEST_WRITERS": "claims",
+    }
     try:
         from kbgraph.kb import KnowledgeBase
 
@@ -285,25 +341,35 @@ def writers(args: argparse.Namespace, tmp: Path) -> None:
         reset()
         wall1, r1 = _ingest(_env(home("one"), **extra), [folder], tmp / "one.json", cpu=0)
         one = check()
-        print(f"one writer (core 0): {wall1:.1f} s, {len(lines) / wall1:.2f} passages/s, added {r1['added']}; "
-              f"{sum(one['nodes'].values())} nodes, duplicates {one['duplicate_entities']}", flush=True)  # fmt: skip
+        print(
+            f"one writer (core 0): {wall1:.1f} s, {len(lines) / wall1:.2f} passages/s, added {r1['added']}; "
+            f"{sum(one['nodes'].values())} nodes, duplicates {one['duplicate_entities']}",
+            flush=True,
+        )
 
         reset()
         t0 = time.monotonic()
-        procs = [(_start(_env(home(f"two{i}"), **extra), [folder], tmp / f"two{i}.json", cpu=i), tmp / f"two{i}.json")
-                 for i in range(2)]  # fmt: skip
+        procs = [
+            (_start(_env(home(f"two{i}"), **extra), [folder], tmp / f"two{i}.json", cpu=i), tmp / f"two{i}.json")
+            for i in range(2)
+        ]
         reports = [_finish(p, out) for p, out in procs]
         wall2 = time.monotonic() - t0
         two = check()
-        print(f"two writers (core 0, core 1): {wall2:.1f} s = {wall2 / wall1:.2f}x one writer's wall, "
-              f"{len(lines) / wall2:.2f} passages/s, added {[r['added'] for r in reports]}; against one writer: "
-              f"{_compare(one, {**two, 'top': []})}; duplicates {two['duplicate_entities']}, not complete "
-              f"{two['not_complete']}, claims left {two['claims_left']}", flush=True)  # fmt: skip
+        print(
+            f"two writers (core 0, core 1): {wall2:.1f} s = {wall2 / wall1:.2f}x one writer's wall, "
+            f"{len(lines) / wall2:.2f} passages/s, added {[r['added'] for r in reports]}; against one writer: "
+            f"{_compare(one, {**two, 'top': []})}; duplicates {two['duplicate_entities']}, not complete "
+            f"{two['not_complete']}, claims left {two['claims_left']}",
+            flush=True,
+        )
 
         reset()
         ttl = "30"
         a_out, b_out = tmp / "kill-a.json", tmp / "kill-b.json"
-        small = {"KBGRAPH_INGEST_GROUP_SIZE": str(2 * per)}  # groups of 2 files: a writer holds claims it has not written
+        small = {
+            "KBGRAPH_INGEST_GROUP_SIZE": str(2 * per)
+        }  # groups of 2 files: a writer holds claims it has not written
         env_a = _env(home("kill-a"), **extra, **small, KBGRAPH_LEASE_TTL=ttl)
         env_b = _env(home("kill-b"), **extra, **small, KBGRAPH_LEASE_TTL=ttl)
         a = _start(env_a, [folder], a_out, cpu=0)
@@ -324,15 +390,20 @@ def writers(args: argparse.Namespace, tmp: Path) -> None:
         t_kill = time.monotonic()
         rb = _finish(b, b_out)
         skipped = sum(1 for f in rb["files"] if f["outcome"] == "skipped")
-        print(f"writer a killed holding {len(held)} claims ({sum(r['complete'] == 0 for r in held)} of files none of "
-              f"whose passages was complete); writer b finished {time.monotonic() - t_kill:.1f} s later, "
-              f"added {rb['added']}, skipped {skipped} (claimed)", flush=True)  # fmt: skip
+        print(
+            f"writer a killed holding {len(held)} claims ({sum(r['complete'] == 0 for r in held)} of files none of "
+            f"whose passages was complete); writer b finished {time.monotonic() - t_kill:.1f} s later, "
+            f"added {rb['added']}, skipped {skipped} (claimed)",
+            flush=True,
+        )
         time.sleep(max(0.0, int(ttl) + 2 - (time.monotonic() - t_kill)))
         wall3, rerun = _ingest(env_b, [folder], b_out.with_name("kill-b2.json"), cpu=1)
         after = check()
-        print(f"re-run of b after the TTL: {wall3:.1f} s, added {rerun['added']}, outcomes "
-              f"{_outcomes(rerun)}; against one writer: {_compare(one, {**after, 'top': []})}; duplicates "
-              f"{after['duplicate_entities']}, not complete {after['not_complete']}, claims left {after['claims_left']}")  # fmt: skip
+        print(
+            f"re-run of b after the TTL: {wall3:.1f} s, added {rerun['added']}, outcomes "
+            f"{_outcomes(rerun)}; against one writer: {_compare(one, {**after, 'top': []})}; duplicates "
+            f"{after['duplicate_entities']}, not complete {after['not_complete']}, claims left {after['claims_left']}"
+        )
         reset()
     finally:
         local.stop()
@@ -351,8 +422,12 @@ def main() -> None:
     ap.add_argument("--corpus", default=None, help="engines: docs,2wiki; cluster: docs")
     ap.add_argument("--workers", default="2,1", help="engines: ingest_workers of the ray builds")
     ap.add_argument("--questions", type=int, default=50)
-    ap.add_argument("--pin", action="store_true", help="engines: a ray build of N workers runs on cores 0..N-1 only "
-                    "(taskset: a host of N cores), the local build on all")
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="engines: a ray build of N workers runs on cores 0..N-1 only "
+        "(taskset: a host of N cores), the local build on all",
+    )
     ap.add_argument("--passages", type=int, default=1000, help="writers: passages of the 2Wiki corpus")
     ap.add_argument("--files", type=int, default=20, help="writers: .jsonl files they are split into")
     ap.add_argument("--limit", type=int, default=0, help="engines, cluster: the first N 2Wiki passages only")
@@ -363,7 +438,9 @@ def main() -> None:
     global LIMIT
     LIMIT = args.limit
     args.corpus = args.corpus or ("docs,2wiki" if args.part == "engines" else "docs")
-    print(f"{time.strftime('%Y-%m-%d %H:%M')} {os.cpu_count()} cores, scale_out.py {' '.join(sys.argv[1:])}", flush=True)
+    print(
+        f"{time.strftime('%Y-%m-%d %H:%M')} {os.cpu_count()} cores, scale_out.py {' '.join(sys.argv[1:])}", flush=True
+    )
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(args.keep) if args.keep else Path(t)
         tmp.mkdir(parents=True, exist_ok=True)

@@ -47,6 +47,7 @@ from kbgraph.store import backend_name
 from kbgraph.settings import Settings
 
 from benchmarks.common import DEFAULT_HOME, EXAMPLES, corpus_path, set_path
+
 DOCS_QUESTIONS = [
     "How many handgun checks were there in Kentucky in November 2015?",
     "What are the duties of a standing trustee?",
@@ -71,6 +72,7 @@ def questions(corpus: str, n: int) -> list[str]:
 
 def measure(call, qs: list[str], concurrency: int) -> dict:
     """Run ``call(q)`` for every question with ``concurrency`` threads: asks/s, p50/p95 (ms)."""
+
     def timed(q: str) -> float:
         t = time.perf_counter()
         call(q)
@@ -85,10 +87,19 @@ def measure(call, qs: list[str], concurrency: int) -> dict:
 
 
 def start_server(settings: Settings, port: int, env_extra: dict[str, str] | None = None) -> subprocess.Popen:
-    env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name, "KBGRAPH_LLM_MODEL": "",
-           "KBGRAPH_LLM_BASE_URL": "", "KBGRAPH_SERVE_PORT": str(port), **(env_extra or {})}  # fmt: skip
+    env = {
+        **os.environ,
+        "KBGRAPH_HOME": str(settings.home),
+        "KBGRAPH_NAME": settings.name,
+        "KBGRAPH_LLM_MODEL": "",
+        "KBGRAPH_LLM_BASE_URL": "",
+        "KBGRAPH_SERVE_PORT": str(port),
+        **(env_extra or {}),
+    }
     if settings.store.uri:
-        env.update({"KBGRAPH_URI": settings.store.uri, "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value()})
+        env.update(
+            {"KBGRAPH_URI": settings.store.uri, "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value()}
+        )
     exe = Path(sys.executable).with_name("kbgraph")
     proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 180
@@ -129,29 +140,49 @@ def main() -> None:
     ap.add_argument("--home", default=str(DEFAULT_HOME))
     ap.add_argument("--uri", default=None, help="A Neo4j bolt:// URI instead of the embedded store.")
     ap.add_argument("--port", type=int, default=18080)
-    ap.add_argument("--llm-latency", type=float, default=None, metavar="SECONDS",
-                    help="Instead: method l1 with a scripted LLM answering after SECONDS, in-process through the "
-                    "server's KBPool; wall time of 4 and of 16 concurrent asks on one knowledge base.")
+    ap.add_argument(
+        "--llm-latency",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Instead: method l1 with a scripted LLM answering after SECONDS, in-process through the "
+        "server's KBPool; wall time of 4 and of 16 concurrent asks on one knowledge base.",
+    )
     ap.add_argument("--llm-base-url", default=None, help="Instead: the same with this OpenAI-compatible server.")
     ap.add_argument("--llm-model", default=None)
-    ap.add_argument("--during-ingest", type=int, default=None, metavar="N",
-                    help="Instead: 8 clients asking over HTTP before and during an ingest job of N passages.")
+    ap.add_argument(
+        "--during-ingest",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Instead: 8 clients asking over HTTP before and during an ingest job of N passages.",
+    )
     args = ap.parse_args()
 
-    settings = Settings(home=Path(args.home), name=f"serve-{args.corpus}", uri=args.uri, llm_model=None,
-                        llm_base_url=None, falkor_idle_timeout=600)  # fmt: skip
+    settings = Settings(
+        home=Path(args.home),
+        name=f"serve-{args.corpus}",
+        uri=args.uri,
+        llm_model=None,
+        llm_base_url=None,
+        falkor_idle_timeout=600,
+    )
     local = None
     if args.store == "neo4j" and not args.uri:
         from benchmarks.bench_neo4j import start_local_neo4j
 
-        settings, local = start_local_neo4j(settings, Path(args.home) / f"neo4j-serve-{args.corpus}", bolt_port=17788,
-                                            http_port=17575, timeout=300)  # fmt: skip
+        settings, local = start_local_neo4j(
+            settings, Path(args.home) / f"neo4j-serve-{args.corpus}", bolt_port=17788, http_port=17575, timeout=300
+        )
     try:
         source = EXAMPLES / "docs" if args.corpus == "docs" else corpus_path("2wiki")
         with KnowledgeBase(settings=settings) as kb:
             report = kb.ingest([source], progress=False)
-            print(f"knowledge base {settings.name} on {backend_name(settings)}: {report.added} added, "
-                  f"{report.unchanged} unchanged", file=sys.stderr)  # fmt: skip
+            print(
+                f"knowledge base {settings.name} on {backend_name(settings)}: {report.added} added, "
+                f"{report.unchanged} unchanged",
+                file=sys.stderr,
+            )
         if args.llm_latency is not None or args.llm_base_url:
             llm_concurrency(settings, args.corpus, args.llm_latency, args.llm_base_url, args.llm_model)
         elif args.during_ingest:
@@ -200,21 +231,26 @@ def no_llm(settings: Settings, args: argparse.Namespace) -> None:
     print(f"\n{settings.name} on {backend_name(settings)}, {args.requests} asks per level, no LLM\n")
     # The most asks/s the machine's cores allow at the measured CPU per ask, and that bound over concurrency 1's
     # rate: the most any concurrency can gain over one client on this machine.
-    print("| concurrency | in-process asks/s | p50 ms | p95 ms | HTTP asks/s | p50 ms | p95 ms "
-          "| p50 HTTP ÷ in-process | HTTP asks/s ÷ concurrency 1 | CPU ms per HTTP ask: machine / server "
-          "| cores' bound asks/s (÷ concurrency 1) | machine after the level |")
+    print(
+        "| concurrency | in-process asks/s | p50 ms | p95 ms | HTTP asks/s | p50 ms | p95 ms "
+        "| p50 HTTP ÷ in-process | HTTP asks/s ÷ concurrency 1 | CPU ms per HTTP ask: machine / server "
+        "| cores' bound asks/s (÷ concurrency 1) | machine after the level |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     base = rows[0][2]["asks_s"] if rows else 1.0
     cores = os.cpu_count() or 1
     for level, a, b, load in rows:
         bound = 1000 * cores / b["cpu_ms"] if b["cpu_ms"] else float("inf")
-        print(f"| {level} | {a['asks_s']:.1f} | {a['p50']:.0f} | {a['p95']:.0f} | {b['asks_s']:.1f} | {b['p50']:.0f} "
-              f"| {b['p95']:.0f} | {b['p50'] / a['p50']:.2f} | {b['asks_s'] / base:.2f} "
-              f"| {b['cpu_ms']:.1f} / {b['server_cpu_ms']:.1f} | {bound:.1f} ({bound / base:.2f}) | {load} |")
+        print(
+            f"| {level} | {a['asks_s']:.1f} | {a['p50']:.0f} | {a['p95']:.0f} | {b['asks_s']:.1f} | {b['p50']:.0f} "
+            f"| {b['p95']:.0f} | {b['p50'] / a['p50']:.2f} | {b['asks_s'] / base:.2f} "
+            f"| {b['cpu_ms']:.1f} / {b['server_cpu_ms']:.1f} | {bound:.1f} ({bound / base:.2f}) | {load} |"
+        )
 
 
-def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base_url: str | None = None,
-                    model: str | None = None) -> None:  # fmt: skip
+def llm_concurrency(
+    settings: Settings, corpus: str, latency: float | None, base_url: str | None = None, model: str | None = None
+) -> None:
     """Issue 29: N asks with an LLM on one knowledge base at once, through ``KBPool`` as the server runs them: their
     wall time for N = 4 and N = 16, with serve_store_connections 1 and the default. No store connection is held
     across the LLM call, so with a scripted LLM of fixed latency 16 take about the time of 4 with either; with a
@@ -242,6 +278,7 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
         forget()  # each configuration sizes its endpoint's bound afresh
         pool = KBPool(settings.updated({"serve_store_connections": connections, "llm_max_concurrency": llm_bound}))
         try:
+
             def ask(q: str, pool: KBPool = pool) -> None:
                 with pool.use(settings.name) as kb:
                     if not base_url:
@@ -258,8 +295,10 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
                     list(ex.map(ask, questions(corpus, n or 16)))
                 walls[n] = time.perf_counter() - t0
                 llm = f"{model} at {base_url}" if base_url else f"{seconds} s"
-                print(f"connections {connections}, {n or 16} concurrent asks, LLM {llm}: {walls[n]:.2f} s",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"connections {connections}, {n or 16} concurrent asks, LLM {llm}: {walls[n]:.2f} s",
+                    file=sys.stderr,
+                )
             delay[0] = latency or 0.0
             bound = ""
             if base_url:
@@ -270,13 +309,17 @@ def llm_concurrency(settings: Settings, corpus: str, latency: float | None, base
             pool.close()
     what = f"LLM {model} at {base_url}" if base_url else f"scripted LLM latency {latency} s"
     print(f"\n{settings.name} on {backend_name(settings)}, method l1, {what}\n")
-    print("| serve_store_connections | 4 asks wall s | 16 asks wall s | 16 ÷ 4 | 16 asks, LLM instant, wall s "
-          "| 16 asks: LLM's share s | llm_max_concurrency | machine |")
+    print(
+        "| serve_store_connections | 4 asks wall s | 16 asks wall s | 16 ÷ 4 | 16 asks, LLM instant, wall s "
+        "| 16 asks: LLM's share s | llm_max_concurrency | machine |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---|---|")
     for connections, walls, load, bound in rows:
         floor = f"{walls[0]:.2f} | {walls[16] - walls[0]:.2f}" if 0 in walls else "- | -"
-        print(f"| {connections} | {walls[4]:.2f} | {walls[16]:.2f} | {walls[16] / walls[4]:.2f} | {floor} "
-              f"| {bound or '-'} | {load} |")
+        print(
+            f"| {connections} | {walls[4]:.2f} | {walls[16]:.2f} | {walls[16] / walls[4]:.2f} | {floor} "
+            f"| {bound or '-'} | {load} |"
+        )
 
 
 def during_ingest(settings: Settings, corpus: str, port: int, passages: int) -> None:
@@ -294,9 +337,13 @@ def during_ingest(settings: Settings, corpus: str, port: int, passages: int) -> 
     corpus_file = folder / f"{run}.jsonl"
     lines = corpus_path("2wiki").read_text(encoding="utf-8").splitlines()
     rows = [_json.loads(x) for x in lines[:passages]]
-    corpus_file.write_text("".join(
-        _json.dumps({"id": f"{run}:{r['id']}", "title": r["title"], "text": f"{r['text']} ({run})"}) + "\n"
-        for r in rows), encoding="utf-8")  # fmt: skip
+    corpus_file.write_text(
+        "".join(
+            _json.dumps({"id": f"{run}:{r['id']}", "title": r["title"], "text": f"{r['text']} ({run})"}) + "\n"
+            for r in rows
+        ),
+        encoding="utf-8",
+    )
     proc = start_server(settings, port, {"KBGRAPH_SERVE_INGEST_ROOTS": str(folder)})
     base = f"http://127.0.0.1:{port}/v1/kb/{settings.name}"
     client = httpx.Client(timeout=300, limits=httpx.Limits(max_connections=32))
@@ -364,15 +411,23 @@ def during_ingest(settings: Settings, corpus: str, port: int, passages: int) -> 
             if run in (doc.get("uri") or "") or run in (doc.get("id") or ""):
                 gone += kb.delete(doc["id"]).get("documents", 0)
     report = (status or {}).get("report") or {}
-    print(f"\n{settings.name} on {backend_name(settings)}: 8 clients asking (k 3, no LLM) before and during an ingest "
-          f"job of {passages} passages ({report.get('added')} added, job {status and status['status']}, "
-          f"{job_s:.0f} s; {gone} deleted afterwards)\n")
-    print("| phase | asks | p50 ms | p95 ms | citations checked | of new passages | not of a complete document | machine |")
+    print(
+        f"\n{settings.name} on {backend_name(settings)}: 8 clients asking (k 3, no LLM) before and during an ingest "
+        f"job of {passages} passages ({report.get('added')} added, job {status and status['status']}, "
+        f"{job_s:.0f} s; {gone} deleted afterwards)\n"
+    )
+    print(
+        "| phase | asks | p50 ms | p95 ms | citations checked | of new passages | not of a complete document | machine |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---|")
-    print(f"| before the job (30 s) | {len(before)} | {pct(before, 0.5):.0f} | {pct(before, 0.95):.0f} | - | - | - "
-          f"| {before_load} |")
-    print(f"| during the job | {len(during)} | {pct(during, 0.5):.0f} | {pct(during, 0.95):.0f} | "
-          f"{checked['citations']} | {checked['new']} | {checked['missing']} | {during_load} |")
+    print(
+        f"| before the job (30 s) | {len(before)} | {pct(before, 0.5):.0f} | {pct(before, 0.95):.0f} | - | - | - "
+        f"| {before_load} |"
+    )
+    print(
+        f"| during the job | {len(during)} | {pct(during, 0.5):.0f} | {pct(during, 0.95):.0f} | "
+        f"{checked['citations']} | {checked['new']} | {checked['missing']} | {during_load} |"
+    )
 
 
 if __name__ == "__main__":

@@ -54,8 +54,9 @@ def main() -> None:
             continue
         m = best(lambda: model.embed(texts), args.repeat)  # noqa: B023 - called at once
         s = best(lambda: static.embed(texts), args.repeat)  # noqa: B023
-        print(f"{label:15} {len(texts):7,} {m:8.2f} {s:9.3f} {len(texts) / m:8,.0f} {len(texts) / s:9,.0f} "
-              f"{m / s:6.0f}x")
+        print(
+            f"{label:15} {len(texts):7,} {m:8.2f} {s:9.3f} {len(texts) / m:8,.0f} {len(texts) / s:9,.0f} {m / s:6.0f}x"
+        )
 
 
 if __name__ == "__main__":

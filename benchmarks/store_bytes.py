@@ -82,8 +82,13 @@ COLUMNS = ("vector property", "HNSW index", "other indexes", "text properties")
 
 def settings_over(home: Path, passages: int) -> dict[str, Any]:
     """The knowledge base's settings: defaults but for its home, name, cache folder, no LLM and no idle stop."""
-    return {"home": str(home), "name": f"bytes_{passages}", "falkor_idle_timeout": 0,
-            "embedding_cache_dir": str(home / "cache"), "llm_model": None}  # fmt: skip
+    return {
+        "home": str(home),
+        "name": f"bytes_{passages}",
+        "falkor_idle_timeout": 0,
+        "embedding_cache_dir": str(home / "cache"),
+        "llm_model": None,
+    }
 
 
 # --- the server -----------------------------------------------------------------------------------------
@@ -97,8 +102,9 @@ class Server:
 
         self.embedded = EmbeddedFalkorDB(folder, idle_timeout=0, start_timeout=600)
         self.graph = graph
-        self.redis = redis.Redis(unix_socket_path=str(self.embedded.ensure_running()), decode_responses=True,
-                                 socket_timeout=600)  # fmt: skip
+        self.redis = redis.Redis(
+            unix_socket_path=str(self.embedded.ensure_running()), decode_responses=True, socket_timeout=600
+        )
 
     def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """The rows of the Cypher text ``cypher`` (from :meth:`run`) with ``params`` (FalkorDB's ``CYPHER k=v``
@@ -154,13 +160,23 @@ class Server:
         self.redis.execute_command("MEMORY", "PURGE")
         time.sleep(1)
         info = self.redis.info("memory")
-        keys = ("used_memory", "used_memory_rss", "used_memory_peak", "allocator_allocated", "allocator_active",
-                "allocator_resident", "mem_fragmentation_ratio", "allocator_frag_ratio", "allocator_rss_ratio",
-                "rss_overhead_ratio")  # fmt: skip
+        keys = (
+            "used_memory",
+            "used_memory_rss",
+            "used_memory_peak",
+            "allocator_allocated",
+            "allocator_active",
+            "allocator_resident",
+            "mem_fragmentation_ratio",
+            "allocator_frag_ratio",
+            "allocator_rss_ratio",
+            "rss_overhead_ratio",
+        )
         snap: dict[str, Any] = {**found, "VmRSS_purged": self.vm()["VmRSS"], **{k: info.get(k) for k in keys}}
         try:
-            snap["graph_memory_usage_mb"] = self.redis.execute_command("GRAPH.MEMORY", "USAGE", self.graph,
-                                                                       "SAMPLES", 10000)  # fmt: skip
+            snap["graph_memory_usage_mb"] = self.redis.execute_command(
+                "GRAPH.MEMORY", "USAGE", self.graph, "SAMPLES", 10000
+            )
         except Exception as exc:  # an empty graph has no key
             snap["graph_memory_usage_mb"] = str(exc)
         return snap
@@ -184,14 +200,17 @@ def inventory(srv: Server, dimension: int) -> dict[str, Any]:
                 values = srv.run("bench/label_strings", {"label": label, "key": key})
                 entry["utf8_bytes"] += sum(len(v[0].encode("utf-8")) for v in values)
         dim = dimension if "embedding" in props else 0
-        labels[label] = {"nodes": int(count), "vectors": props.get("embedding", {}).get("count", 0),
-                         "dimension": dim, "properties": props}  # fmt: skip
+        labels[label] = {
+            "nodes": int(count),
+            "vectors": props.get("embedding", {}).get("count", 0),
+            "dimension": dim,
+            "properties": props,
+        }
     types = {}
     for rtype, count in srv.run("bench/relationship_counts"):
         keys = srv.run("bench/relationship_properties", {"type": rtype})
         types[rtype] = {"count": int(count), "properties": sorted(k[0] for k in keys)}
-    indexes = [dict(zip(("label", "properties", "types"), row, strict=True))
-               for row in srv.run("bench/indexes")]
+    indexes = [dict(zip(("label", "properties", "types"), row, strict=True)) for row in srv.run("bench/indexes")]
     return {"labels": labels, "relationships": types, "indexes": indexes}
 
 
@@ -211,8 +230,13 @@ def decompose(srv: Server, inv: dict[str, Any], log=print) -> list[dict[str, Any
     steps: list[dict[str, Any]] = []
     used = srv.settled()
 
-    def step(label: str, column: str, item: str, *statements: tuple[str, dict[str, Any], dict[str, str]],
-             command: tuple | None = None) -> None:  # fmt: skip
+    def step(
+        label: str,
+        column: str,
+        item: str,
+        *statements: tuple[str, dict[str, Any], dict[str, str]],
+        command: tuple | None = None,
+    ) -> None:
         """Run ``statements`` ((name, parameters, identifiers) each) or the redis ``command``; record the bytes."""
         nonlocal used
         t0 = time.perf_counter()
@@ -221,8 +245,15 @@ def decompose(srv: Server, inv: dict[str, Any], log=print) -> list[dict[str, Any
         for name, params, identifiers in statements:
             srv.run(name, params, **identifiers)
         after = srv.settled()
-        steps.append({"label": label, "column": column, "item": item, "bytes": used - after,
-                      "seconds": round(time.perf_counter() - t0, 2)})  # fmt: skip
+        steps.append(
+            {
+                "label": label,
+                "column": column,
+                "item": item,
+                "bytes": used - after,
+                "seconds": round(time.perf_counter() - t0, 2),
+            }
+        )
         log(f"  {label:15} {column:16} {item:28} {(used - after) / KB:10,.0f} KB")
         used = after
 
@@ -246,8 +277,12 @@ def decompose(srv: Server, inv: dict[str, Any], log=print) -> list[dict[str, Any
                     srv.settled()
                 except Exception:
                     pass  # no constraint on this property
-                step(label, "other indexes", f"range {prop}",
-                     ("bench/drop_range_index", {}, {"label": label, "property": prop}))
+                step(
+                    label,
+                    "other indexes",
+                    f"range {prop}",
+                    ("bench/drop_range_index", {}, {"label": label, "property": prop}),
+                )
     for label in present:  # 4. properties
         for prop in inv["labels"].get(label, {}).get("properties", {}):
             if prop != "embedding":
@@ -266,8 +301,10 @@ def hnsw_m(srv: Server, inv: dict[str, Any], m: int, dimension: int, log=print) 
         if info["vectors"]:
             srv.run(f"schema/drop_vector_{snake(label)}")
             srv.settled()
-            srv.run(f"schema/vector_{snake(label)}", {"dimension": dimension, "m": m, "ef_construction": 100,
-                                                      "ef_runtime": 100})  # fmt: skip
+            srv.run(
+                f"schema/vector_{snake(label)}",
+                {"dimension": dimension, "m": m, "ef_construction": 100, "ef_runtime": 100},
+            )
             srv.settled(timeout=1800)
     after = srv.settled()
     log(f"  vector indexes at M {m}: {(before - after) / KB:,.0f} KB less than at M 16")
@@ -329,9 +366,12 @@ def table(result: dict[str, Any]) -> str:
     per: dict[str, dict[str, int]] = {}
     for s in result["steps"]:
         per.setdefault(s["label"], dict.fromkeys(COLUMNS, 0))[s["column"]] = (
-            per.get(s["label"], {}).get(s["column"], 0) + s["bytes"])
-    head = ("| label | nodes / passage | vectors / passage | raw vectors KB | vector property KB | HNSW index KB "
-            "| other indexes KB | raw text KB | text properties KB | total KB | share of RSS |")  # fmt: skip
+            per.get(s["label"], {}).get(s["column"], 0) + s["bytes"]
+        )
+    head = (
+        "| label | nodes / passage | vectors / passage | raw vectors KB | vector property KB | HNSW index KB "
+        "| other indexes KB | raw text KB | text properties KB | total KB | share of RSS |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
 
     def kb(v: float) -> str:
@@ -350,15 +390,19 @@ def table(result: dict[str, Any]) -> str:
         raw_text = sum(p["utf8_bytes"] for p in info["properties"].values())
         total = sum(per[label].get(c, 0) for c in COLUMNS)
         graph += total
-        lines.append(f"| {label} | {info['nodes'] / n:.2f} | {info['vectors'] / n:.2f} | {kb(raw_vec)} | "
-                     f"{kb(per[label]['vector property'])} | {kb(per[label]['HNSW index'])} | "
-                     f"{kb(per[label]['other indexes'])} | {kb(raw_text)} | {kb(per[label]['text properties'])} | "
-                     f"{kb(total)} | {share(total)} |")  # fmt: skip
+        lines.append(
+            f"| {label} | {info['nodes'] / n:.2f} | {info['vectors'] / n:.2f} | {kb(raw_vec)} | "
+            f"{kb(per[label]['vector property'])} | {kb(per[label]['HNSW index'])} | "
+            f"{kb(per[label]['other indexes'])} | {kb(raw_text)} | {kb(per[label]['text properties'])} | "
+            f"{kb(total)} | {share(total)} |"
+        )
     if empty_labels:
         fixed = sum(sum(per[x].values()) for x in empty_labels)
         graph += fixed
-        lines.append(f"| indexes of labels with no nodes here ({', '.join(empty_labels)}) | 0 | 0 | | | | "
-                     f"{kb(fixed)} | | | {kb(fixed)} | {share(fixed)} |")  # fmt: skip
+        lines.append(
+            f"| indexes of labels with no nodes here ({', '.join(empty_labels)}) | 0 | 0 | | | | "
+            f"{kb(fixed)} | | | {kb(fixed)} | {share(fixed)} |"
+        )
     nodes = sum(v["nodes"] for v in inv["labels"].values())
     edges = sum(v["count"] for v in inv["relationships"].values())
     records = per.get("all labels", {}).get("node and edge records", 0)
@@ -370,7 +414,7 @@ def table(result: dict[str, Any]) -> str:
         f"| the server itself (VmRSS of an empty one: fixed) | | | | | | | | | {kb(empty)} | {share(empty)} |",
         f"| the rest (allocator: fragmentation, pages kept) | | | | | | | | | {kb(rest)} | {share(rest)} |",
         f"| **server VmRSS after restart** | | | | | | | | | **{kb(rss)}** | 100 % |",
-    ]  # fmt: skip
+    ]
     return "\n".join(lines)
 
 
@@ -388,11 +432,16 @@ def main() -> None:
     from kbgraph.settings import Settings
 
     settings = Settings(**settings_over(home, args.passages))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()  # fmt: skip
-    result: dict[str, Any] = {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "commit": commit,
-                              "cores": os.cpu_count(), "passages": args.passages,
-                              "command": " ".join(["python -m benchmarks.store_bytes", *sys.argv[1:]])}  # fmt: skip
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+    ).stdout.strip()
+    result: dict[str, Any] = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "commit": commit,
+        "cores": os.cpu_count(),
+        "passages": args.passages,
+        "command": " ".join(["python -m benchmarks.store_bytes", *sys.argv[1:]]),
+    }
     if args.build:
         result["build"] = build(home, args.passages)
         print(json.dumps(result["build"]), flush=True)

@@ -29,12 +29,19 @@ def rows(n: int, dim: int, seed: int = 0) -> tuple[list[dict], np.ndarray]:
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     out = [
         {
-            "id": f"bench:{i}", "document_id": f"doc:{i // 100}", "parent_id": f"doc:{i // 100}",
-            "text": f"benchmark chunk {i}", "kind": "text", "summary": None, "page": None, "order": i,
-            "section_path": "", "embedding": vecs[i].tolist(),
+            "id": f"bench:{i}",
+            "document_id": f"doc:{i // 100}",
+            "parent_id": f"doc:{i // 100}",
+            "text": f"benchmark chunk {i}",
+            "kind": "text",
+            "summary": None,
+            "page": None,
+            "order": i,
+            "section_path": "",
+            "embedding": vecs[i].tolist(),
         }
         for i in range(n)
-    ]  # fmt: skip
+    ]
     return out, vecs
 
 
@@ -53,8 +60,12 @@ def measure(settings: Settings, data: list[dict], vecs: np.ndarray) -> dict:
             store.vector_search("Chunk", q.tolist(), k=10)
             lat.append((time.perf_counter() - t) * 1000)
         hits = sum(store.vector_search("Chunk", vecs[i].tolist(), k=1)[0].id == f"bench:{i}" for i in range(0, 100))
-        return {"seconds": seconds, "nodes_per_s": len(data) / seconds, "top10_ms_p50": statistics.median(lat),
-                "self_recall@1": hits / 100}  # fmt: skip
+        return {
+            "seconds": seconds,
+            "nodes_per_s": len(data) / seconds,
+            "top10_ms_p50": statistics.median(lat),
+            "self_recall@1": hits / 100,
+        }
     finally:
         store.close()
 
@@ -80,9 +91,13 @@ def main() -> None:
         server.stop()
 
         neo = Settings(
-            home=Path(tmp), neo4j_local_home=DEFAULT_HOME / "neo4j-store", neo4j_bolt_port=17689,
-            neo4j_http_port=17476, neo4j_password="kbgraph-bench", batch_size=args.batch,
-        )  # fmt: skip
+            home=Path(tmp),
+            neo4j_local_home=DEFAULT_HOME / "neo4j-store",
+            neo4j_bolt_port=17689,
+            neo4j_http_port=17476,
+            neo4j_password="kbgraph-bench",
+            batch_size=args.batch,
+        )
         local = Neo4jLocal(neo, lib_dir=Path.home() / ".kbgraph" / "neo4j-local" / "lib")
         status = local.start(timeout=180)
         try:

@@ -38,7 +38,6 @@ from kbgraph.settings import Settings
 from benchmarks.common import DEFAULT_HOME, SETS, set_path
 
 
-
 def write_slice(name: str, folder: Path, learn: int, questions: int, distractors: int, seed: int):
     """The slice's questions file (evaluated questions) + corpus file; returns (prefix, learning questions)."""
     ds = load_dataset(set_path(name))
@@ -51,9 +50,11 @@ def write_slice(name: str, folder: Path, learn: int, questions: int, distractors
     folder.mkdir(parents=True, exist_ok=True)
     prefix = folder / f"{name}_slice"
     (folder / f"{name}_slice.corpus.jsonl").write_text(
-        "".join(json.dumps(p) + "\n" for p in passages if p["id"] in keep), encoding="utf-8")
+        "".join(json.dumps(p) + "\n" for p in passages if p["id"] in keep), encoding="utf-8"
+    )
     (folder / f"{name}_slice.questions.jsonl").write_text(
-        "".join(q.model_dump_json() + "\n" for q in test), encoding="utf-8")
+        "".join(q.model_dump_json() + "\n" for q in test), encoding="utf-8"
+    )
     return prefix, teach, len(keep)
 
 
@@ -64,13 +65,17 @@ def main() -> None:
     ap.add_argument("--learn", type=int, default=10, help="questions the tag pairs are learned from")
     ap.add_argument("--distractors", type=int, default=30, help="non-gold passages in the slice's corpus")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--classes", default="", help="comma-separated tag classes to use instead of the LLM's "
-                    "proposal (a small model may propose none)")
+    ap.add_argument(
+        "--classes",
+        default="",
+        help="comma-separated tag classes to use instead of the LLM's proposal (a small model may propose none)",
+    )
     ap.add_argument("--home", default=str(DEFAULT_HOME))
     args = ap.parse_args()
     home = Path(args.home)
-    prefix, teach, n_passages = write_slice(args.set, home / "tagrecall", args.learn, args.questions,
-                                            args.distractors, args.seed)  # fmt: skip
+    prefix, teach, n_passages = write_slice(
+        args.set, home / "tagrecall", args.learn, args.questions, args.distractors, args.seed
+    )
     base = Settings(home=home, name=f"tagrecall_{args.set}", falkor_idle_timeout=600, auto_tagging=False)
     if not base.llm.llm_model:
         raise SystemExit("set KBGRAPH_LLM_BASE_URL and KBGRAPH_LLM_MODEL (e.g. from `kbgraph llm start`)")
@@ -85,20 +90,37 @@ def main() -> None:
         if args.classes:
             write_tag_classes(kb.store, [TagClass(name=c.strip()) for c in args.classes.split(",") if c.strip()])
         tagging = tag_chunks(kb.store, base, llm, kb.embedder, pending_chunks(kb.store))
-        print(f"tagged {tagging.tagged}/{tagging.chunks} chunks: {tagging.tags} TAGGED edges, {tagging.new_tags} "
-              f"tags, classes {tagging.classes}, {tagging.failed} failed, {tagging.seconds:.0f} s", flush=True)
+        print(
+            f"tagged {tagging.tagged}/{tagging.chunks} chunks: {tagging.tags} TAGGED edges, {tagging.new_tags} "
+            f"tags, classes {tagging.classes}, {tagging.failed} failed, {tagging.seconds:.0f} s",
+            flush=True,
+        )
         on = base.updated({"auto_tagging": True})
         kb.llm = llm
-        report = learn_tag_pairs(kb.query_context().with_settings(on),
-                                 [QASample(question=q.question, gold_passage_ids=q.gold_passage_ids) for q in teach])
-        print(f"learned {len(report.pairs)} tag pairs from {report.learned}/{report.samples} questions "
-              f"(skipped {report.skipped}); LLM {report.usage.calls} calls, {report.usage.seconds:.0f} s", flush=True)
+        report = learn_tag_pairs(
+            kb.query_context().with_settings(on),
+            [QASample(question=q.question, gold_passage_ids=q.gold_passage_ids) for q in teach],
+        )
+        print(
+            f"learned {len(report.pairs)} tag pairs from {report.learned}/{report.samples} questions "
+            f"(skipped {report.skipped}); LLM {report.usage.calls} calls, {report.usage.seconds:.0f} s",
+            flush=True,
+        )
     results = {}
     for label, settings in (("off", base), ("on", on)):
         with KnowledgeBase(settings=settings) as kb:
             t0 = time.perf_counter()
-            results[label] = evaluate(kb, prefix, methods=["propagation"], ingest=False, judge=False, fresh=True,
-                                      out=home / "eval" / "tagrecall" / label, progress=False, plots=False)
+            results[label] = evaluate(
+                kb,
+                prefix,
+                methods=["propagation"],
+                ingest=False,
+                judge=False,
+                fresh=True,
+                out=home / "eval" / "tagrecall" / label,
+                progress=False,
+                plots=False,
+            )
             print(f"auto_tagging {label}: {time.perf_counter() - t0:.0f} s", flush=True)
     print(f"\n{args.set} slice: {args.questions} questions, {n_passages} passages; method 'propagation', top-10 chunks")
     print(f"{'auto_tagging':13} {'R@2':>6} {'R@5':>6} {'R@10':>6}")

@@ -36,8 +36,16 @@ from kbgraph.settings import Settings
 NAME = "webapp-docs"
 QUESTION = "How many handgun checks were there in Kentucky in November 2015?"
 CHROMIUM = os.environ.get("KBGRAPH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def settings_for(home: Path) -> Settings:
@@ -105,8 +113,9 @@ def in_browser(url: str, question: str, repeats: int) -> dict[str, list[float]]:
             page.evaluate("window.kbgraph.app.timing = null")
             t0 = time.perf_counter()
             page.get_by_role("button", name="Ask", exact=True).click()
-            page.wait_for_function("() => window.kbgraph.app.timing !== null"
-                                   " && document.querySelector('#citations .card')", timeout=60_000)  # fmt: skip
+            page.wait_for_function(
+                "() => window.kbgraph.app.timing !== null && document.querySelector('#citations .card')", timeout=60_000
+            )
             shown = (time.perf_counter() - t0) * 1000
             timing = page.evaluate("window.kbgraph.app.timing")
             if i == 0:
@@ -150,13 +159,30 @@ def main() -> None:
         http = over_http(url, args.question, args.repeats)  # the baseline first: the server is warm for both
         page = in_browser(url, args.question, args.repeats)
         http_after = over_http(url, args.question, args.repeats)
-    rows = {"browser: click -> answer (page)": page["answer_ms"], "browser: click -> first event (page)": page["first_ms"],
-            "browser: click -> shown (Playwright)": page["shown_ms"], "httpx: the same request": http + http_after}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    print(json.dumps({"date": datetime.now(UTC).date().isoformat(), "commit": commit, "nproc": os.cpu_count(),
-                      **{k: quantiles(v) for k, v in rows.items()}}), flush=True)
-    print(f"\n{datetime.now(UTC).date()} commit {commit}, {os.cpu_count()} cores, {args.repeats} asks warm, "
-          f"FalkorDB embedded, no LLM\n\n| measured | p50 ms | p95 ms |\n|---|---:|---:|")
+    rows = {
+        "browser: click -> answer (page)": page["answer_ms"],
+        "browser: click -> first event (page)": page["first_ms"],
+        "browser: click -> shown (Playwright)": page["shown_ms"],
+        "httpx: the same request": http + http_after,
+    }
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    print(
+        json.dumps(
+            {
+                "date": datetime.now(UTC).date().isoformat(),
+                "commit": commit,
+                "nproc": os.cpu_count(),
+                **{k: quantiles(v) for k, v in rows.items()},
+            }
+        ),
+        flush=True,
+    )
+    print(
+        f"\n{datetime.now(UTC).date()} commit {commit}, {os.cpu_count()} cores, {args.repeats} asks warm, "
+        f"FalkorDB embedded, no LLM\n\n| measured | p50 ms | p95 ms |\n|---|---:|---:|"
+    )
     for name, values in rows.items():
         q = quantiles(values)
         print(f"| {name} | {q['p50']:.0f} | {q['p95']:.0f} |")

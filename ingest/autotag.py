@@ -99,8 +99,9 @@ def propose_tag_classes(store: GraphStore, settings: Settings, llm: LLM) -> list
             cid = tag_class_id(name)
             proposed.setdefault(cid, {"id": cid, "name": " ".join(name.split()), "description": description})
     if not proposed:
-        raise LLMError("the LLM proposed no tag class (the answer held no named class); try a stronger model "
-                       "(KBGRAPH_LLM_MODEL)")  # fmt: skip
+        raise LLMError(
+            "the LLM proposed no tag class (the answer held no named class); try a stronger model (KBGRAPH_LLM_MODEL)"
+        )
     return write_tag_classes(store, [TagClass(name=r["name"], description=r["description"]) for r in proposed.values()])
 
 
@@ -132,9 +133,15 @@ def pending_chunks(store: GraphStore) -> list[str]:
 
 
 def tag_chunks(
-    store: GraphStore, settings: Settings, llm: LLM, embedder: Embedder, chunk_ids: Sequence[str], *,
-    before_write: Callable[[], None] | None = None, on_batch: Callable[[int, int], None] | None = None,
-) -> TaggingReport:  # fmt: skip
+    store: GraphStore,
+    settings: Settings,
+    llm: LLM,
+    embedder: Embedder,
+    chunk_ids: Sequence[str],
+    *,
+    before_write: Callable[[], None] | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> TaggingReport:
     """Tag the chunks ``chunk_ids`` (PIKE-RAG §5.2.2 corpus tag collection): classes from
     ``ensure_tag_classes`` (proposed first when the knowledge base has none), one LLM request per chunk,
     ``settings.tagging.tag_workers`` in flight. Per batch of ``4 * tag_workers`` chunks, in one unit of work: the
@@ -176,8 +183,10 @@ def tag_chunks(
         if on_batch is not None:
             on_batch(min(start + size, len(ids)), len(ids))
         if asked.give_up and start + size < len(ids):
-            report.stopped = (f"{failures} tagging requests failed in a row; {len(ids) - start - size} chunks were "
-                              "not asked and stay untagged until the next ingest")  # fmt: skip
+            report.stopped = (
+                f"{failures} tagging requests failed in a row; {len(ids) - start - size} chunks were "
+                "not asked and stay untagged until the next ingest"
+            )
             break
     report.seconds = round(time.perf_counter() - t0, 3)
     return report
@@ -188,8 +197,13 @@ def _contents(store: GraphStore, ids: list[str]) -> list[tuple[str, str]]:
     return [(i, chunk_content(rows[i])) for i in ids if i in rows]
 
 
-def _write(store: GraphStore, embedder: Embedder, answers: dict[str, list[tuple[str, str]]], by_norm: dict[str, str],
-           report: TaggingReport) -> None:  # fmt: skip
+def _write(
+    store: GraphStore,
+    embedder: Embedder,
+    answers: dict[str, list[tuple[str, str]]],
+    by_norm: dict[str, str],
+    report: TaggingReport,
+) -> None:
     """One batch's answers into the graph (see ``tag_chunks``)."""
     tags: dict[str, dict[str, Any]] = {}  # id -> row, first spelling wins
     links: list[dict[str, str]] = []
@@ -223,6 +237,11 @@ def _write(store: GraphStore, embedder: Embedder, answers: dict[str, list[tuple[
 
 
 __all__ = [
-    "ChunkTagError", "TaggingReport", "ensure_tag_classes", "pending_chunks", "propose_tag_classes",
-    "sample_chunk_ids", "tag_chunks",
+    "ChunkTagError",
+    "TaggingReport",
+    "ensure_tag_classes",
+    "pending_chunks",
+    "propose_tag_classes",
+    "sample_chunk_ids",
+    "tag_chunks",
 ]

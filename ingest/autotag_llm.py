@@ -91,9 +91,13 @@ class Asked(BaseModel):
 
 
 def ask_chunks(
-    llm: LLM, contents: Sequence[tuple[str, str]], classes: Sequence[tuple[str, str]], *, workers: int,
+    llm: LLM,
+    contents: Sequence[tuple[str, str]],
+    classes: Sequence[tuple[str, str]],
+    *,
+    workers: int,
     failures_in_a_row: int = 0,
-) -> Asked:  # fmt: skip
+) -> Asked:
     """``extract_tags`` for each (chunk id, content) of ``contents`` (one batch), ``workers`` at a time. A
     request that fails (LLMError: the server failed or the answer was not valid JSON even after the repair) is
     recorded in ``errors`` and the others go on. ``failures_in_a_row``: consecutive failures carried over from
@@ -120,5 +124,11 @@ def ask_chunks(
 
 
 __all__ = [
-    "CHUNK_CHARS", "MAX_FAILURES_IN_A_ROW", "Asked", "ask_chunks", "chunk_content", "extract_tags", "propose_classes",
+    "CHUNK_CHARS",
+    "MAX_FAILURES_IN_A_ROW",
+    "Asked",
+    "ask_chunks",
+    "chunk_content",
+    "extract_tags",
+    "propose_classes",
 ]

@@ -226,28 +226,50 @@ def check_zip(data: bytes, name: str) -> None:
         raise IngestError(f"corrupt or unreadable zip package {name}: {type(exc).__name__}: {exc}") from exc
     expanded = budget.expanded - before
     if (ratio := _ratio_over(b, expanded, len(data))) is not None:
-        raise _refuse("compression ratio too high", name, f"expands {ratio:,.0f}-fold, to {expanded:,} bytes from "
-                      f"{len(data):,}, over the limit of {b.max_compression_ratio:g}", "max_compression_ratio")
+        raise _refuse(
+            "compression ratio too high",
+            name,
+            f"expands {ratio:,.0f}-fold, to {expanded:,} bytes from "
+            f"{len(data):,}, over the limit of {b.max_compression_ratio:g}",
+            "max_compression_ratio",
+        )
 
 
 def _check_declared(infos: list[zipfile.ZipInfo], name: str, budget: Budget) -> None:
     b = budget.bounds
     if b.max_zip_members and len(infos) > b.max_zip_members:
-        raise _refuse("too many members", name, f"holds {len(infos):,} files, over the limit of {b.max_zip_members:,}",
-                      "max_zip_members")
+        raise _refuse(
+            "too many members",
+            name,
+            f"holds {len(infos):,} files, over the limit of {b.max_zip_members:,}",
+            "max_zip_members",
+        )
     total = budget.expanded
     for info in infos:
         total += info.file_size
         if b.max_member_bytes and info.file_size > b.max_member_bytes:
-            raise _refuse("too large when unpacked", name, f"member {info.filename} declares {info.file_size:,} "
-                          f"bytes, over the limit of {b.max_member_bytes:,}", "max_member_bytes")
+            raise _refuse(
+                "too large when unpacked",
+                name,
+                f"member {info.filename} declares {info.file_size:,} bytes, over the limit of {b.max_member_bytes:,}",
+                "max_member_bytes",
+            )
         if (ratio := _ratio_over(b, info.file_size, info.compress_size)) is not None:
-            raise _refuse("compression ratio too high", name, f"member {info.filename} declares {info.file_size:,} "
-                          f"bytes from {info.compress_size:,}, {ratio:,.0f}-fold, over the limit of "
-                          f"{b.max_compression_ratio:g}", "max_compression_ratio")
+            raise _refuse(
+                "compression ratio too high",
+                name,
+                f"member {info.filename} declares {info.file_size:,} "
+                f"bytes from {info.compress_size:,}, {ratio:,.0f}-fold, over the limit of "
+                f"{b.max_compression_ratio:g}",
+                "max_compression_ratio",
+            )
     if b.max_expanded_bytes and total > b.max_expanded_bytes:
-        raise _refuse("too large when unpacked", name, f"declares {total:,} bytes in {len(infos):,} members, over "
-                      f"the limit of {b.max_expanded_bytes:,}", "max_expanded_bytes")
+        raise _refuse(
+            "too large when unpacked",
+            name,
+            f"declares {total:,} bytes in {len(infos):,} members, over the limit of {b.max_expanded_bytes:,}",
+            "max_expanded_bytes",
+        )
 
 
 class _XmlCounter:
@@ -265,8 +287,12 @@ class _XmlCounter:
         budget, limit = self.budget, self.budget.bounds.max_xml_elements
         budget.elements += n
         if limit and budget.elements > limit:
-            raise _refuse("too many XML elements", self.name, f"holds more than {limit:,} (counted up to "
-                          f"{self.member})", "max_xml_elements")
+            raise _refuse(
+                "too many XML elements",
+                self.name,
+                f"holds more than {limit:,} (counted up to {self.member})",
+                "max_xml_elements",
+            )
 
     def feed(self, chunk: bytes, final: bool = False) -> None:
         if self.parser is not None:
@@ -296,31 +322,46 @@ def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, name:
         size += len(chunk)
         if size > cap:
             if size > info.file_size:
-                raise IngestError(f"forged size: {name}'s member {info.filename} declares {info.file_size:,} bytes "
-                                  "but expands to more (a decompression bomb or a corrupt file)")  # fmt: skip
-            limit, setting = ((b.max_member_bytes, "max_member_bytes") if b.max_member_bytes and size > b.max_member_bytes
-                              else (b.max_expanded_bytes, "max_expanded_bytes"))  # fmt: skip
-            raise _refuse("too large when unpacked", name, f"expands past {limit:,} bytes at member {info.filename}",
-                          setting)
+                raise IngestError(
+                    f"forged size: {name}'s member {info.filename} declares {info.file_size:,} bytes "
+                    "but expands to more (a decompression bomb or a corrupt file)"
+                )
+            limit, setting = (
+                (b.max_member_bytes, "max_member_bytes")
+                if b.max_member_bytes and size > b.max_member_bytes
+                else (b.max_expanded_bytes, "max_expanded_bytes")
+            )
+            raise _refuse(
+                "too large when unpacked", name, f"expands past {limit:,} bytes at member {info.filename}", setting
+            )
         if counter is not None:
             counter.feed(chunk)
     if counter is not None:
         counter.feed(b"", final=True)
     budget.expanded += size
     if (ratio := _ratio_over(b, size, consumed[0])) is not None:
-        raise _refuse("compression ratio too high", name, f"member {info.filename} expands {ratio:,.0f}-fold, to "
-                      f"{size:,} bytes from {consumed[0]:,}, over the limit of {b.max_compression_ratio:g}",
-                      "max_compression_ratio")
+        raise _refuse(
+            "compression ratio too high",
+            name,
+            f"member {info.filename} expands {ratio:,.0f}-fold, to "
+            f"{size:,} bytes from {consumed[0]:,}, over the limit of {b.max_compression_ratio:g}",
+            "max_compression_ratio",
+        )
 
 
-def _inflate(zf: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, limit: int, name: str,
-             consumed: list[int]) -> Iterator[bytes]:  # fmt: skip
+def _inflate(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, limit: int, name: str, consumed: list[int]
+) -> Iterator[bytes]:
     """The bytes of member ``info`` in slices, at most ``limit`` of them. A deflated member is inflated from its
     local header's end to its stream's end (no declared size trusted; ``consumed[0]`` becomes the compressed bytes
     it took); a stored one is its declared bytes; bzip2 and LZMA through ``zipfile`` (which stops at the declared
     size); an encrypted member or another method is not read (no reader here reads it either)."""
-    if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED,
-                                                          zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):  # fmt: skip
+    if info.flag_bits & 0x1 or info.compress_type not in (
+        zipfile.ZIP_STORED,
+        zipfile.ZIP_DEFLATED,
+        zipfile.ZIP_BZIP2,
+        zipfile.ZIP_LZMA,
+    ):
         return
     if info.compress_type in (zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
         with zf.open(info) as fh:

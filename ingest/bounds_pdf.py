@@ -42,8 +42,10 @@ def check_pdf(doc: Document, name: str) -> None:
     if b == ParseBounds.off():
         return
     if b.max_pdf_pages and doc.page_count > b.max_pdf_pages:
-        raise IngestError(f"too many pages: {name} has {doc.page_count:,} pages, over the limit of {b.max_pdf_pages:,} "
-                          "(raise max_pdf_pages to ingest it)")  # fmt: skip
+        raise IngestError(
+            f"too many pages: {name} has {doc.page_count:,} pages, over the limit of {b.max_pdf_pages:,} "
+            "(raise max_pdf_pages to ingest it)"
+        )
     if not (b.max_member_bytes or b.max_expanded_bytes):
         return
     for xref in range(1, doc.xref_length()):
@@ -58,10 +60,15 @@ def check_pdf(doc: Document, name: str) -> None:
         for chunk in decode(doc.xref_stream_raw(xref), filters, cap + 1):
             size += len(chunk)
         if size > cap:
-            limit, setting = ((b.max_member_bytes, "max_member_bytes") if b.max_member_bytes and size > b.max_member_bytes
-                              else (b.max_expanded_bytes, "max_expanded_bytes"))  # fmt: skip
-            raise IngestError(f"too large when decoded: {name} expands past {limit:,} bytes at PDF object {xref} "
-                              f"({' '.join(filters) or 'unfiltered'}) (a decompression bomb? raise {setting} to ingest it)")
+            limit, setting = (
+                (b.max_member_bytes, "max_member_bytes")
+                if b.max_member_bytes and size > b.max_member_bytes
+                else (b.max_expanded_bytes, "max_expanded_bytes")
+            )
+            raise IngestError(
+                f"too large when decoded: {name} expands past {limit:,} bytes at PDF object {xref} "
+                f"({' '.join(filters) or 'unfiltered'}) (a decompression bomb? raise {setting} to ingest it)"
+            )
         budget.expanded += size
 
 
@@ -200,8 +207,17 @@ def _ascii_hex(chunks: Iterator[bytes], limit: int) -> Iterator[bytes]:
             return
 
 
-_FILTERS = {"FlateDecode": _flate, "Fl": _flate, "LZWDecode": _lzw, "LZW": _lzw, "RunLengthDecode": _run_length,
-            "RL": _run_length, "ASCII85Decode": _ascii85, "A85": _ascii85, "ASCIIHexDecode": _ascii_hex,
-            "AHx": _ascii_hex}  # fmt: skip
+_FILTERS = {
+    "FlateDecode": _flate,
+    "Fl": _flate,
+    "LZWDecode": _lzw,
+    "LZW": _lzw,
+    "RunLengthDecode": _run_length,
+    "RL": _run_length,
+    "ASCII85Decode": _ascii85,
+    "A85": _ascii85,
+    "ASCIIHexDecode": _ascii_hex,
+    "AHx": _ascii_hex,
+}
 
 __all__ = ["check_pdf", "decode"]

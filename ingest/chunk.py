@@ -128,7 +128,12 @@ def build_structure(
         )
         tables = {id(b): (b.table[0], b.path) for b in blocks if b.table is not None and b.table[0].strip()}
         llm_chunks, table_summaries = llm_chunk_stage(
-            llm, splits, tables, title=doc.title, chunk_tokens=chunk_tokens, window_tokens=llm_window_tokens,
+            llm,
+            splits,
+            tables,
+            title=doc.title,
+            chunk_tokens=chunk_tokens,
+            window_tokens=llm_window_tokens,
             workers=llm_workers,
         )
     # 3. Chunks in reading order.
@@ -157,10 +162,18 @@ def build_structure(
 def _document_record(doc: ParsedDocument) -> DocumentRecord:
     """The Document of ``doc`` (id ``stable_id('doc', uri)``; OCR pages, titles and metadata as parsed)."""
     ocr_pages = list(getattr(doc, "ocr_pages", []) or [])
-    return DocumentRecord(id=stable_id("doc", doc.uri), uri=doc.uri, title=doc.title, mime=doc.mime, sha256=doc.sha256,
-                          ocr=bool(ocr_pages), ocr_pages=ocr_pages,
-                          title_alternatives=list(doc.title_alternatives), metadata=dict(doc.metadata),
-                          file_metadata=doc.file_metadata)  # fmt: skip
+    return DocumentRecord(
+        id=stable_id("doc", doc.uri),
+        uri=doc.uri,
+        title=doc.title,
+        mime=doc.mime,
+        sha256=doc.sha256,
+        ocr=bool(ocr_pages),
+        ocr_pages=ocr_pages,
+        title_alternatives=list(doc.title_alternatives),
+        metadata=dict(doc.metadata),
+        file_metadata=doc.file_metadata,
+    )
 
 
 def _sections_and_blocks(doc: ParsedDocument, document_id: str) -> tuple[list[SectionRecord], list[_Block]]:
@@ -230,8 +243,9 @@ class _Chunks:
     ocr_confidence: dict[int, float]
     records: list[ChunkRecord] = field(default_factory=list)
 
-    def add(self, parent_id: str, path: str, text: str, page: int | None, kind: str = "text",
-            summary: str | None = None) -> None:  # fmt: skip
+    def add(
+        self, parent_id: str, path: str, text: str, page: int | None, kind: str = "text", summary: str | None = None
+    ) -> None:
         if not text.strip():
             return
         order = len(self.records)

@@ -203,9 +203,14 @@ def recurrent_split(
         n = _window_size(rest, window_tokens)
         window, final = rest[:n], n == len(rest)
         messages = prompts.recurrent_split_messages(
-            number_window(window), last=n - 1, final=final, forward_summary=forward, title=title, section=section,
+            number_window(window),
+            last=n - 1,
+            final=final,
+            forward_summary=forward,
+            title=title,
+            section=section,
             chunk_tokens=chunk_tokens,
-        )  # fmt: skip
+        )
         answer, why = _ask(llm, messages)
         if answer is not None:
             why = _check(answer, n) or ""
@@ -213,8 +218,11 @@ def recurrent_split(
             start = 0
             for cut in answer.chunks:
                 group = window[start : cut.end + 1]
-                out.append(SplitChunk(text=render(group), page=group[0].page, summary=cut.summary or None,
-                                      source="llm", window=step))  # fmt: skip
+                out.append(
+                    SplitChunk(
+                        text=render(group), page=group[0].page, summary=cut.summary or None, source="llm", window=step
+                    )
+                )
                 start = cut.end + 1
             consumed = start
             forward = answer.forward_summary or forward
@@ -248,10 +256,12 @@ def llm_chunk_stage(
     summary of every table in ``tables`` ({key: (markdown, section path)}) with up to ``workers`` requests
     in flight (the steps of one block are sequential: each needs the previous forward summary).
     Returns ({key: chunks}, {key: table summary}). Raises LLMError when the LLM server fails."""
+
     def split(key: K) -> list[SplitChunk]:
         units, path = splits[key]
-        return recurrent_split(units, llm, chunk_tokens=chunk_tokens, window_tokens=window_tokens, title=title,
-                               section=path)  # fmt: skip
+        return recurrent_split(
+            units, llm, chunk_tokens=chunk_tokens, window_tokens=window_tokens, title=title, section=path
+        )
 
     def table(key: K) -> str:
         markdown, path = tables[key]

@@ -91,8 +91,9 @@ class ClaimLock(RenewedLock):
                 self.store.run_apart("admin/claim_release", {"kb": self.key, "owner": self.owner, "keys": keys})
             self.store.run_apart("admin/claim_lease_drop", {"kb": self.key})  # the free lease node claim_lease made
         except Exception as err:  # they expire by themselves after ttl
-            log.warning("could not release %d ingest claims (%s); they expire in %.0f s",
-                        len(keys), one_line(err), self.ttl)  # fmt: skip
+            log.warning(
+                "could not release %d ingest claims (%s); they expire in %.0f s", len(keys), one_line(err), self.ttl
+            )
 
     def attach_run(self, run_id: str) -> None:
         """The run is recorded as ``(:IngestionRun {id: run_id})``, its ``expires_at`` set by ``ingest/start_run``:
@@ -106,8 +107,9 @@ class ClaimLock(RenewedLock):
         with self._mutex:
             row = self._take(key, dead_owner="")
             if not row["taken"] and holder_gone(row):
-                log.warning("the claim of %s is held by pid %s of this machine, which is gone: taking it over",
-                            key, row["pid"])  # fmt: skip
+                log.warning(
+                    "the claim of %s is held by pid %s of this machine, which is gone: taking it over", key, row["pid"]
+                )
                 row = self._take(key, dead_owner=row["owner"])
             if row["taken"]:
                 self._held.add(key)
@@ -123,11 +125,22 @@ class ClaimLock(RenewedLock):
                     f"an exclusive `kbgraph ingest` (--prune, or ingest_writers=lease) took knowledge base "
                     f"{self.name!r} ({describe(lease)}); this run stopped before its next file: run it again later"
                 )
-            return tx.run("admin/claim_take", {
-                "kb": self.key, "key": key, "owner": self.owner, "dead_owner": dead_owner, "run_id": self.run_id,
-                "host": socket.gethostname(), "pid": pid, "machine": machine(), "process_start": process_start(pid),
-                "claimed_at": utc_now(), "ttl_ms": int(self.ttl * 1000),
-            })[0]  # fmt: skip
+            return tx.run(
+                "admin/claim_take",
+                {
+                    "kb": self.key,
+                    "key": key,
+                    "owner": self.owner,
+                    "dead_owner": dead_owner,
+                    "run_id": self.run_id,
+                    "host": socket.gethostname(),
+                    "pid": pid,
+                    "machine": machine(),
+                    "process_start": process_start(pid),
+                    "claimed_at": utc_now(),
+                    "ttl_ms": int(self.ttl * 1000),
+                },
+            )[0]
 
     def release(self, keys: list[str]) -> None:
         """Give back the claims of ``keys`` (written, or found unchanged) that this run holds."""
@@ -156,8 +169,10 @@ class ClaimLock(RenewedLock):
                 log.warning("could not renew the ingest claims (%s); retrying in %.0f s", one_line(err), self.ttl / 3)
                 continue
             if missing:
-                self._lost = (f"the claims of {len(missing)} files were taken over after they expired, or "
-                              "`kbgraph reset` removed them")  # fmt: skip
+                self._lost = (
+                    f"the claims of {len(missing)} files were taken over after they expired, or "
+                    "`kbgraph reset` removed them"
+                )
                 log.error("lost ingest claims on knowledge base %r: %s", self.name, self._lost)
                 return
             self._valid_until = sent + self.ttl

@@ -49,22 +49,34 @@ def parse_source(path: Path, settings: Settings, origin: Origin | None = None) -
     if is_corpus(path):
         docs = list(parse_passages_jsonl(path))
     else:
-        docs = [parse_file(path, max_bytes=settings.ingest.max_file_bytes, ocr=OcrOptions.from_settings(settings),
-                           bounds=ParseBounds.from_settings(settings))]  # fmt: skip
+        docs = [
+            parse_file(
+                path,
+                max_bytes=settings.ingest.max_file_bytes,
+                ocr=OcrOptions.from_settings(settings),
+                bounds=ParseBounds.from_settings(settings),
+            )
+        ]
     apply_metadata(docs, path, origin or Origin(path=path.name))
     return docs
 
 
-def chunk_documents(docs: Sequence[ParsedDocument], settings: Settings, *, llm: LLM | None = None) -> list[DocumentGraph]:
+def chunk_documents(
+    docs: Sequence[ParsedDocument], settings: Settings, *, llm: LLM | None = None
+) -> list[DocumentGraph]:
     """Stage 2: each parsed document's Document, Section tree and Chunks (with an LLM: the recurrent split of
     PIKE-RAG §5.2.1 and table summaries), one ``DocumentGraph`` per document, in order."""
     s = settings.ingest
     graphs: list[DocumentGraph] = []
     for doc in docs:
         document, sections, chunks = build_structure(
-            doc, chunk_tokens=s.chunk_tokens, overlap_sentences=s.chunk_overlap_sentences, llm=llm,
-            llm_split=s.llm_chunking, llm_window_tokens=s.llm_chunk_window_tokens,
-        )  # fmt: skip
+            doc,
+            chunk_tokens=s.chunk_tokens,
+            overlap_sentences=s.chunk_overlap_sentences,
+            llm=llm,
+            llm_split=s.llm_chunking,
+            llm_window_tokens=s.llm_chunk_window_tokens,
+        )
         document.ingested_at = utc_now()
         graphs.append(DocumentGraph(document=document, sections=sections, chunks=chunks))
     return graphs
@@ -77,13 +89,20 @@ def titles_for(docs: Sequence[ParsedDocument], titles: Mapping[str, str] | None)
     return titles if titles and any("#" in d.uri for d in docs) else None
 
 
-def distill_graphs(graphs: list[DocumentGraph], settings: Settings, *, llm: LLM | None = None,
-                   titles: Mapping[str, str] | None = None, n_process: int | None = None) -> Distilled:  # fmt: skip
+def distill_graphs(
+    graphs: list[DocumentGraph],
+    settings: Settings,
+    *,
+    llm: LLM | None = None,
+    titles: Mapping[str, str] | None = None,
+    n_process: int | None = None,
+) -> Distilled:
     """Stage 3: distill every chunk of ``graphs`` (``kbgraph.ingest.distill``; ``n_process``: its spaCy worker
     processes, None = automatic) and put each record on its document's graph; returns what was distilled."""
     chunks = [c for g in graphs for c in g.chunks]
-    distilled = distill(chunks, llm=llm, titles=titles, n_process=n_process,
-                        atomizing_temperature=settings.llm.atomizing_temperature)  # fmt: skip
+    distilled = distill(
+        chunks, llm=llm, titles=titles, n_process=n_process, atomizing_temperature=settings.llm.atomizing_temperature
+    )
     split_distilled(graphs, distilled)
     return distilled
 
@@ -94,9 +113,15 @@ def embed_graphs(graphs: list[DocumentGraph], settings: Settings, embedder: Embe
     texts embedded."""
     e = settings.embedding
     static = e.static_vector_layers
-    return embed_layers(graphs, embedder, e.vector_layers, late_chunking=e.late_chunking, static_layers=static,
-                        static=get_static_embedder(settings) if static else None,
-                        entity_types_without_vectors=frozenset(e.entity_types_without_vectors))  # fmt: skip
+    return embed_layers(
+        graphs,
+        embedder,
+        e.vector_layers,
+        late_chunking=e.late_chunking,
+        static_layers=static,
+        static=get_static_embedder(settings) if static else None,
+        entity_types_without_vectors=frozenset(e.entity_types_without_vectors),
+    )
 
 
 def split_distilled(graphs: list[DocumentGraph], distilled: Distilled) -> None:

@@ -39,8 +39,9 @@ def find_span(text: str, sentence: str, start: int = 0) -> tuple[int, int] | Non
     return found.span() if found else None
 
 
-def embed_spans_distinct(embedder: SpanEmbedder, texts: list[str], spans: list[list[tuple[int, int]]]
-                         ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+def embed_spans_distinct(
+    embedder: SpanEmbedder, texts: list[str], spans: list[list[tuple[int, int]]]
+) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
     """``embedder.embed_spans(texts, spans)`` with each distinct (text, spans) pair sent once; the same shapes
     and rows, a repeated pair's rows being the first's (its span vectors shared, not copied)."""
     keys = [(t, tuple(sp)) for t, sp in zip(texts, spans, strict=True)]
@@ -52,8 +53,12 @@ def embed_spans_distinct(embedder: SpanEmbedder, texts: list[str], spans: list[l
     return vectors[[row[k] for k in keys]], [pooled[row[k]] for k in keys]
 
 
-def embed_chunks_late(chunks: Sequence[ChunkRecord], texts: Sequence[str],
-                      questions: Sequence[AtomicQuestionRecord], embedder: SpanEmbedder) -> set[str]:
+def embed_chunks_late(
+    chunks: Sequence[ChunkRecord],
+    texts: Sequence[str],
+    questions: Sequence[AtomicQuestionRecord],
+    embedder: SpanEmbedder,
+) -> set[str]:
     """Embed ``chunks`` (their embedded ``texts``, one per chunk) with ``embedder.embed_spans`` and set
     ``embedding`` (a list of floats) on every chunk and on every question of kind 'sentence' of those chunks
     that is found in its chunk's text and gets a pooled vector. Returns the ids of the questions given a

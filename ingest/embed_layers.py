@@ -54,12 +54,15 @@ def layer_texts(graphs: list[DocumentGraph]) -> list[tuple[str, Sequence[LayerRe
     return [
         ("Document", docs, [d.label for d in docs]),
         ("Section", secs, [f"{g.document.title} > {s.path}" for g in graphs for s in g.sections]),
-        ("Chunk", chunks, [index_text(g.document.title, c.section_path, c.kind, c.text, c.summary)
-                           for g in graphs for c in g.chunks]),
+        (
+            "Chunk",
+            chunks,
+            [index_text(g.document.title, c.section_path, c.kind, c.text, c.summary) for g in graphs for c in g.chunks],
+        ),
         ("AtomicQuestion", qs, [q.text for q in qs]),
         ("Triple", ts, [t.text for t in ts]),
         ("Entity", list(ents.values()), [e.name for e in ents.values()]),
-    ]  # fmt: skip
+    ]
 
 
 def embed_distinct(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
@@ -74,9 +77,16 @@ def embed_distinct(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return vectors[[row[t] for t in texts]]
 
 
-def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collection[str] | None = None, *,
-                 late_chunking: bool = False, static: Embedder | None = None, static_layers: Collection[str] = (),
-                 entity_types_without_vectors: Collection[str] = ()) -> int:  # fmt: skip
+def embed_layers(
+    graphs: list[DocumentGraph],
+    embedder: Embedder,
+    layers: Collection[str] | None = None,
+    *,
+    late_chunking: bool = False,
+    static: Embedder | None = None,
+    static_layers: Collection[str] = (),
+    entity_types_without_vectors: Collection[str] = (),
+) -> int:
     """Set ``embedding`` (a list of floats, the embedder's dimension) on every record of ``graphs`` whose
     layer is in ``layers`` (labels: Document, Section, AtomicQuestion, Triple, Entity; None = all; Chunk is
     always embedded); the other records keep ``embedding=None``. ``embedder``: anything with ``embed(texts)``
@@ -94,14 +104,18 @@ def embed_layers(graphs: list[DocumentGraph], embedder: Embedder, layers: Collec
         if not records or (layers is not None and label != "Chunk" and label not in layers):
             continue
         if label == "Entity" and entity_types_without_vectors:
-            keep = [i for i, r in enumerate(records)
-                    if cast(EntityRecord, r).type.upper() not in entity_types_without_vectors]  # fmt: skip
+            keep = [
+                i
+                for i, r in enumerate(records)
+                if cast(EntityRecord, r).type.upper() not in entity_types_without_vectors
+            ]
             records, texts = [records[i] for i in keep], [texts[i] for i in keep]
         done += len(texts)
         if late and label == "Chunk":
             chunks = cast("list[ChunkRecord]", records)  # the Chunk layer's records (layer_texts)
-            pooled = embed_chunks_late(chunks, texts, [q for g in graphs for q in g.questions],
-                                       cast(SpanEmbedder, embedder))  # late: can_embed_spans(embedder)
+            pooled = embed_chunks_late(
+                chunks, texts, [q for g in graphs for q in g.questions], cast(SpanEmbedder, embedder)
+            )  # late: can_embed_spans(embedder)
             continue
         if pooled and label == "AtomicQuestion":
             keep = [i for i, r in enumerate(records) if r.id not in pooled]  # the rest: embedded as before

@@ -124,8 +124,17 @@ class GroupRunner:
     ``release(keys)`` once a file's document is written. ``embedder``: a callable returning the embedder, loaded
     on first use."""
 
-    def __init__(self, store: GraphStore, settings: Settings, state: RunState, bar: Progress, *, llm: LLM | None,
-                 embedder: Callable[[], Embedder], lock: IngestLock):  # fmt: skip
+    def __init__(
+        self,
+        store: GraphStore,
+        settings: Settings,
+        state: RunState,
+        bar: Progress,
+        *,
+        llm: LLM | None,
+        embedder: Callable[[], Embedder],
+        lock: IngestLock,
+    ):
         self.store, self.settings, self.state, self.bar, self.llm = store, settings, state, bar, llm
         self.report = report = state.report
         self.embedder, self.lock = embedder, lock
@@ -210,8 +219,11 @@ class GroupRunner:
         n_chunks = sum(len(g.chunks) for g in graphs)
         with self.bar.stage("distill", f"{n_chunks:,} chunks", group=group) as st:
             distilled = distill_graphs(graphs, self.settings, llm=self.llm, titles=titles_for(docs, self.state.titles))
-            st.done(n_chunks, "chunks", distilled_line(len(distilled.questions), len(distilled.triples),
-                                                         len(distilled.entities)))
+            st.done(
+                n_chunks,
+                "chunks",
+                distilled_line(len(distilled.questions), len(distilled.triples), len(distilled.entities)),
+            )
         self.report.seconds["distill"] += time.perf_counter() - t0
         return graphs
 
@@ -313,4 +325,13 @@ def distilled_line(questions: int, triples: int, entities: int) -> str:
     return f"{questions:,} atomic questions, {triples:,} triples, {entities:,} entities"
 
 
-__all__ = ["FATAL", "WRITE_THREAD", "BackgroundWrite", "Built", "GroupCut", "GroupRunner", "distilled_line", "document_chars"]
+__all__ = [
+    "FATAL",
+    "WRITE_THREAD",
+    "BackgroundWrite",
+    "Built",
+    "GroupCut",
+    "GroupRunner",
+    "distilled_line",
+    "document_chars",
+]

@@ -96,8 +96,10 @@ def describe(row: dict[str, Any]) -> str:
     """The holder as a message names it: "pid 123 on host since <UTC time>; its lease runs 41 s more unless
     renewed"."""
     remaining = max(0.0, (row.get("remaining_ms") or 0) / 1000)
-    return (f"pid {row.get('pid')} on {row.get('host')} since {row.get('acquired_at')}; "
-            f"its lease runs {remaining:.0f} s more unless renewed")  # fmt: skip
+    return (
+        f"pid {row.get('pid')} on {row.get('host')} since {row.get('acquired_at')}; "
+        f"its lease runs {remaining:.0f} s more unless renewed"
+    )
 
 
 class RenewedLock:
@@ -126,8 +128,13 @@ class RenewedLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _wait_while(self, row: dict[str, Any], held: Callable[[dict[str, Any]], bool],
-                    again: Callable[[], dict[str, Any]], busy: str) -> dict[str, Any]:  # fmt: skip
+    def _wait_while(
+        self,
+        row: dict[str, Any],
+        held: Callable[[dict[str, Any]], bool],
+        again: Callable[[], dict[str, Any]],
+        busy: str,
+    ) -> dict[str, Any]:
         """``row`` once ``held(row)`` is False, asking ``again()`` every POLL_SECONDS up to ``timeout`` s. Raises
         LockTimeout at once without ``wait`` ("another `kbgraph ingest` is <busy> ..."), else after ``timeout``."""
         if not held(row):
@@ -137,8 +144,12 @@ class RenewedLock:
                 f"another `kbgraph ingest` is {busy} knowledge base {self.name!r} ({describe(row)}); retry later or "
                 "pass --wait"
             )
-        log.warning("waiting up to %.0f s for the lock held by %s (ingest lease in %s)",
-                    self.timeout, describe(row), self.store.location)  # fmt: skip
+        log.warning(
+            "waiting up to %.0f s for the lock held by %s (ingest lease in %s)",
+            self.timeout,
+            describe(row),
+            self.store.location,
+        )
         deadline = time.monotonic() + self.timeout
         while held(row):
             left = deadline - time.monotonic()
@@ -218,11 +229,20 @@ class LeaseLock(RenewedLock):
     def _acquire(self, dead_owner: str) -> dict[str, Any]:
         sent = time.monotonic()
         pid = os.getpid()
-        row = self.store.run_apart("admin/lease_acquire", {
-            "kb": self.key, "owner": self.owner, "dead_owner": dead_owner, "host": socket.gethostname(),
-            "pid": pid, "machine": machine(), "process_start": process_start(pid), "acquired_at": utc_now(),
-            "ttl_ms": int(self.ttl * 1000),
-        })[0]  # fmt: skip
+        row = self.store.run_apart(
+            "admin/lease_acquire",
+            {
+                "kb": self.key,
+                "owner": self.owner,
+                "dead_owner": dead_owner,
+                "host": socket.gethostname(),
+                "pid": pid,
+                "machine": machine(),
+                "process_start": process_start(pid),
+                "acquired_at": utc_now(),
+                "ttl_ms": int(self.ttl * 1000),
+            },
+        )[0]
         if row["taken"]:
             self._valid_until = sent + self.ttl
         return row
@@ -257,8 +277,9 @@ def wait_for_claims(store: GraphStore, name: str, owner: str, timeout: float) ->
         if not rows:
             return
         if not warned:
-            log.warning("waiting up to %.0f s for other runs to finish the files they claimed (%s)",
-                        timeout, describe(rows[0]))  # fmt: skip
+            log.warning(
+                "waiting up to %.0f s for other runs to finish the files they claimed (%s)", timeout, describe(rows[0])
+            )
             warned = True
         left = deadline - time.monotonic()
         if left <= 0:

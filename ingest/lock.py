@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kbgraph.ingest")
 
 
-def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool,
-                  prune: bool = False) -> IngestLock:  # fmt: skip
+def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool, prune: bool = False) -> IngestLock:
     """The ingestion lock of ``store`` (not yet held: use it as ``with``): when the store has a lease key (Neo4j),
     a ``ClaimLock`` (per-file claims, several runs at once) with ``settings.ingest.ingest_writers`` "claims" and no
     ``prune``, else a ``LeaseLock`` (the whole knowledge base, one run at a time); both with TTL
@@ -45,10 +44,13 @@ def open_run_lock(store: GraphStore, settings: Settings, *, wait: bool,
     if store.lease_key() is None:
         return RunLock(settings.kb_dir, settings.name, wait=wait, timeout=settings.ingest.lock_timeout)
     if settings.ingest.ingest_writers == "claims" and not prune:
-        return ClaimLock(store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout,
-                         ttl=settings.ingest.lease_ttl)  # fmt: skip
+        return ClaimLock(
+            store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout, ttl=settings.ingest.lease_ttl
+        )
 
-    return LeaseLock(store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout, ttl=settings.ingest.lease_ttl)
+    return LeaseLock(
+        store, settings.name, wait=wait, timeout=settings.ingest.lock_timeout, ttl=settings.ingest.lease_ttl
+    )
 
 
 def lock_holder(lock_path: Path) -> str:

@@ -67,8 +67,10 @@ def check_key(key: object, source: str, *, title: bool = False) -> str:
     """``key`` if it may name a user's metadata key (``KEY``, not reserved; ``title`` only when ``title``), else
     IngestError naming it and ``source`` (e.g. "report.pdf.meta.json")."""
     if not isinstance(key, str) or not KEY.match(key):
-        raise IngestError(f"{source}: bad metadata key {one_line(repr(key), 80)}: a key is letters, digits and _, "
-                          "not starting with a digit")  # fmt: skip
+        raise IngestError(
+            f"{source}: bad metadata key {one_line(repr(key), 80)}: a key is letters, digits and _, "
+            "not starting with a digit"
+        )
     if key in RESERVED_DOCUMENT_PROPERTIES and not (title and key == "title"):
         where = "a front matter block or a sidecar" if key == "title" else "nobody"
         raise IngestError(f"{source}: metadata key {key!r} is reserved (kbgraph writes it; set by {where})")
@@ -93,19 +95,24 @@ def to_value(value: object, key: str, source: str) -> MetadataValue | None:
     if isinstance(value, str):
         text = value.strip()
         if len(text) > MAX_VALUE_CHARS:
-            raise IngestError(f"{source}: metadata key {key!r}: text of {len(text):,} characters, over "
-                              f"{MAX_VALUE_CHARS:,}")  # fmt: skip
+            raise IngestError(
+                f"{source}: metadata key {key!r}: text of {len(text):,} characters, over {MAX_VALUE_CHARS:,}"
+            )
         return text or None
     if isinstance(value, list | tuple):
         items = [to_value(v, key, source) if isinstance(v, str | date) else v for v in value]
         if not all(isinstance(v, str) for v in items if v is not None):
-            raise IngestError(f"{source}: metadata key {key!r}: a list must hold only texts (found "
-                              f"{one_line(repr(list(value)), 100)})")  # fmt: skip
+            raise IngestError(
+                f"{source}: metadata key {key!r}: a list must hold only texts (found "
+                f"{one_line(repr(list(value)), 100)})"
+            )
         texts = [cast(str, v) for v in items if v is not None]
         return texts or None
     kind = "a nested object" if isinstance(value, Mapping) else f"a {type(value).__name__}"
-    raise IngestError(f"{source}: metadata key {key!r}: {kind} is not a metadata value (text, a number, true/false, "
-                      "a date or a list of texts)")  # fmt: skip
+    raise IngestError(
+        f"{source}: metadata key {key!r}: {kind} is not a metadata value (text, a number, true/false, "
+        "a date or a list of texts)"
+    )
 
 
 def user_metadata(mapping: object, source: str, *, title: bool = True) -> dict[str, MetadataValue]:
@@ -202,7 +209,9 @@ def read_sidecar(path: Path, *, title: bool = True) -> dict[str, MetadataValue]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise IngestError(f"{side.name}: the metadata sidecar is not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+        raise IngestError(
+            f"{side.name}: the metadata sidecar is not valid JSON ({exc.msg}, line {exc.lineno})"
+        ) from exc
     return user_metadata(data, side.name, title=title)
 
 
@@ -225,8 +234,11 @@ def file_metadata(doc: ParsedDocument, title: str | None) -> str:
     """The JSON of what ``doc``'s own bytes gave (its properties and front matter) and the ``title`` the user gave
     it: the Document's ``file_metadata``, from which a re-ingest of the unchanged file merges its metadata anew
     without parsing it (``kbgraph.ingest.refresh``)."""
-    return json.dumps({"properties": doc.properties, "front_matter": doc.front_matter, "title": title},
-                      sort_keys=True, ensure_ascii=False)  # fmt: skip
+    return json.dumps(
+        {"properties": doc.properties, "front_matter": doc.front_matter, "title": title},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
 
 
 def base_layer(path: Path, origin: Origin) -> dict[str, MetadataValue]:
@@ -255,7 +267,7 @@ def split_front_matter(text: str) -> tuple[dict[str, object] | None, str]:
         data = {}
     if not isinstance(data, dict):
         return None, text
-    return data, text[m.end():]
+    return data, text[m.end() :]
 
 
 def apply_metadata(docs: Sequence[ParsedDocument], path: Path, origin: Origin) -> None:
@@ -282,8 +294,9 @@ def same_values(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
 
 
-def update_row(doc_id: str, old: Mapping[str, object], new: Mapping[str, MetadataValue],
-               file_meta: str | None) -> dict[str, object]:  # fmt: skip
+def update_row(
+    doc_id: str, old: Mapping[str, object], new: Mapping[str, MetadataValue], file_meta: str | None
+) -> dict[str, object]:
     """A row of ``ingest/update_metadata``: the document's ``metadata`` with None for every ``old`` key gone (a
     null removes the property), ``metadata_keys`` (the new keys, sorted) and ``file_metadata``."""
     values: dict[str, object] = {k: None for k in old if k not in new}
@@ -291,6 +304,27 @@ def update_row(doc_id: str, old: Mapping[str, object], new: Mapping[str, Metadat
     return {"id": doc_id, "metadata": values, "metadata_keys": sorted(new), "file_metadata": file_meta}
 
 
-__all__ = ["KEY", "SIDECAR_SUFFIX", "Origin", "apply_metadata", "base_layer", "check_key", "check_meta", "file_metadata",
-           "given_title", "is_sidecar", "iso_utc", "merge", "parse_meta_options", "path_metadata", "read_sidecar",
-           "same_values", "sidecar_of", "split_front_matter", "to_value", "typed", "update_row", "user_metadata"]
+__all__ = [
+    "KEY",
+    "SIDECAR_SUFFIX",
+    "Origin",
+    "apply_metadata",
+    "base_layer",
+    "check_key",
+    "check_meta",
+    "file_metadata",
+    "given_title",
+    "is_sidecar",
+    "iso_utc",
+    "merge",
+    "parse_meta_options",
+    "path_metadata",
+    "read_sidecar",
+    "same_values",
+    "sidecar_of",
+    "split_front_matter",
+    "to_value",
+    "typed",
+    "update_row",
+    "user_metadata",
+]

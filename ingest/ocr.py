@@ -48,9 +48,14 @@ log = logging.getLogger(__name__)
 
 #: Image files read by OCR: extension -> MIME type.
 OCR_IMAGES: dict[str, str] = {
-    ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".tif": "image/tiff", ".tiff": "image/tiff",
-    ".bmp": "image/bmp", ".webp": "image/webp",
-}  # fmt: skip
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+    ".bmp": "image/bmp",
+    ".webp": "image/webp",
+}
 #: The Debian packages of Tesseract with English (a user adds tesseract-ocr-<lang> for other languages).
 APT_PACKAGES = "tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd"
 INSTALL_HINT = f"install Tesseract (apt-get install {APT_PACKAGES}; pip install pytesseract)"
@@ -149,8 +154,10 @@ def check_languages(options: OcrOptions) -> None:
     missing = [lang for lang in options.languages.split("+") if lang and have and lang not in have]
     if missing:
         pkgs = " ".join(f"tesseract-ocr-{m.lower().replace('_', '-')}" for m in missing)
-        raise IngestError(f"Tesseract has no language data for {'+'.join(missing)} (setting ocr_languages="
-                          f"{options.languages}): apt-get install {pkgs}")  # fmt: skip
+        raise IngestError(
+            f"Tesseract has no language data for {'+'.join(missing)} (setting ocr_languages="
+            f"{options.languages}): apt-get install {pkgs}"
+        )
 
 
 def _pytesseract() -> ModuleType:
@@ -167,8 +174,9 @@ def detect_rotation(image: Image) -> int:
     Tesseract's OSD; 0 when OSD cannot tell (too little text, no osd data)."""
     pytesseract = _pytesseract()
     try:
-        osd = pytesseract.image_to_osd(image, config="--psm 0", output_type=pytesseract.Output.DICT,
-                                       timeout=OCR_TIMEOUT)  # fmt: skip
+        osd = pytesseract.image_to_osd(
+            image, config="--psm 0", output_type=pytesseract.Output.DICT, timeout=OCR_TIMEOUT
+        )
     except Exception as exc:  # TesseractError "Too few characters", missing osd.traineddata
         log.debug("OSD failed: %s", one_line(exc, 200, empty="unknown error"))
         return 0
@@ -191,8 +199,13 @@ def upright(image: Image) -> Image:
 
 def needs_ocr(page: Page, blocks: list[TextBlock]) -> bool:
     """A PDF page is OCR'd when it has no text at all (``blocks``: its text dict's blocks) but shows an image."""
-    has_text = any(span.get("text", "").strip() for b in blocks if b.get("type") == 0
-                   for line in b.get("lines", []) for span in line.get("spans", []))  # fmt: skip
+    has_text = any(
+        span.get("text", "").strip()
+        for b in blocks
+        if b.get("type") == 0
+        for line in b.get("lines", [])
+        for span in line.get("spans", [])
+    )
     return not has_text and bool(page.get_image_info())
 
 
@@ -229,8 +242,7 @@ def _full_page_ocr(page: Page, options: OcrOptions) -> TextPage:
 
     pix = page.get_pixmap(dpi=options.dpi)  # (rendered as rotated)
     tessdata = pymupdf.get_tessdata()
-    ocr_pdf = pymupdf.Document(stream=pix.pdfocr_tobytes(compress=False, language=options.languages,
-                                                          tessdata=tessdata))  # fmt: skip
+    ocr_pdf = pymupdf.Document(stream=pix.pdfocr_tobytes(compress=False, language=options.languages, tessdata=tessdata))
     try:
         ocr_page = ocr_pdf.load_page(0)
         unzoom = page.rect.width / ocr_page.rect.width
@@ -267,8 +279,13 @@ def parse_image(data: bytes, ext: str, name: str) -> tuple[str | None, list[RawE
         frame = frame.convert("RGB") if frame.mode not in ("RGB", "L") else frame.copy()
         frame = upright(frame)
         try:
-            data_ = pytesseract.image_to_data(frame, lang=options.languages, config="--psm 3",
-                                              output_type=pytesseract.Output.DICT, timeout=OCR_TIMEOUT)  # fmt: skip
+            data_ = pytesseract.image_to_data(
+                frame,
+                lang=options.languages,
+                config="--psm 3",
+                output_type=pytesseract.Output.DICT,
+                timeout=OCR_TIMEOUT,
+            )
         except Exception as exc:
             raise IngestError(f"OCR of {name} failed: {one_line(exc, 200, empty='unknown error')}") from exc
         paragraphs, confidence = _paragraphs(data_)
@@ -305,5 +322,15 @@ def _paragraphs(d: dict[str, list[Any]]) -> tuple[list[str], float | None]:  # (
     return out, (sum(confs) / len(confs) if confs else None)
 
 
-__all__ = ["OCR_IMAGES", "OcrOptions", "OcrRecord", "current", "needs_ocr", "note", "parse_image",
-           "pdf_page_textpage", "tesseract_binary", "using"]  # fmt: skip
+__all__ = [
+    "OCR_IMAGES",
+    "OcrOptions",
+    "OcrRecord",
+    "current",
+    "needs_ocr",
+    "note",
+    "parse_image",
+    "pdf_page_textpage",
+    "tesseract_binary",
+    "using",
+]

@@ -129,8 +129,6 @@ def clean_text(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
-
-
 def normalize_elements(raw: list[RawElement]) -> list[Element]:
     """Clean parser output: strip control characters (``clean_text``), collapse whitespace (tables keep their
     lines), drop empty elements, demote over-long headings to text, clamp heading levels to 1..6."""
@@ -206,8 +204,9 @@ def _ocr_images() -> dict[str, str]:
     return OCR_IMAGES
 
 
-def parse_file(path: Path, *, max_bytes: int, ocr: OcrOptions | None = None,
-               bounds: ParseBounds | None = None) -> ParsedDocument:  # fmt: skip
+def parse_file(
+    path: Path, *, max_bytes: int, ocr: OcrOptions | None = None, bounds: ParseBounds | None = None
+) -> ParsedDocument:
     """Parse one file into a ParsedDocument (its ``warnings`` list the elements skipped on the way). ``ocr``:
     ``kbgraph.ingest.ocr.OcrOptions`` (default: ``auto``, English, 300 dpi); the pages it read are in
     ``ocr_pages``. ``bounds``: what the file may expand to and how long its parse may take
@@ -220,8 +219,10 @@ def parse_file(path: Path, *, max_bytes: int, ocr: OcrOptions | None = None,
     if record.pages:
         options = ocr_mod.current() if ocr is None else ocr
         pages = ", ".join(map(str, sorted(record.pages)))
-        doc.warnings.append(f"read by OCR: page{'s' if len(record.pages) > 1 else ''} {pages} (no text layer; "
-                            f"Tesseract, {options.languages})")  # fmt: skip
+        doc.warnings.append(
+            f"read by OCR: page{'s' if len(record.pages) > 1 else ''} {pages} (no text layer; "
+            f"Tesseract, {options.languages})"
+        )
         doc.ocr_pages, doc.ocr_confidence = sorted(record.pages), dict(record.confidence)
     return doc
 
@@ -254,20 +255,27 @@ def _parse_file(path: Path, max_bytes: int) -> ParsedDocument:
         options = ocr_mod.current()
         hint = ""
         if ext == ".pdf":
-            hint = (" (OCR found none either)" if options.enabled
-                    else f" (a scanned PDF needs OCR first: {options.why_not()})")  # fmt: skip
+            hint = (
+                " (OCR found none either)"
+                if options.enabled
+                else f" (a scanned PDF needs OCR first: {options.why_not()})"
+            )
         elif ext in _ocr_images():
             hint = " (OCR found none)"
         raise IngestError(f"no extractable text in {name}{hint}")
     heading, names_document = _first_heading(elements)
     choice = choose_title(clean_text(title) if title else None, heading, path, heading_names_document=names_document)
     return ParsedDocument(
-        uri=path.resolve().as_uri(), title=one_line(clean_text(choice.title), 300),
+        uri=path.resolve().as_uri(),
+        title=one_line(clean_text(choice.title), 300),
         title_alternatives=[one_line(clean_text(t), 300) for t in choice.alternatives],
-        mime=MIME_TYPES.get(ext) or _ocr_images()[ext], sha256=sha,
-        elements=elements, warnings=warnings, front_matter=front_matter,
+        mime=MIME_TYPES.get(ext) or _ocr_images()[ext],
+        sha256=sha,
+        elements=elements,
+        warnings=warnings,
+        front_matter=front_matter,
         properties=_with_language(properties, elements),
-    )  # fmt: skip
+    )
 
 
 def _with_language(properties: dict[str, object], elements: Sequence[Element]) -> dict[str, MetadataValue]:
@@ -357,8 +365,15 @@ def parse_passages_jsonl(path: Path) -> Iterator[ParsedDocument]:
             own = obj.get("metadata")
             front = {} if own is None else user_metadata(own, f"{path.name} line {lineno}: metadata", title=False)
             language = detect_language(text)
-            yield ParsedDocument(uri=uri, title=title, mime=JSONL_MIME, sha256=sha, elements=elements,
-                                 front_matter=front, properties={"language": language} if language else {})
+            yield ParsedDocument(
+                uri=uri,
+                title=title,
+                mime=JSONL_MIME,
+                sha256=sha,
+                elements=elements,
+                front_matter=front,
+                properties={"language": language} if language else {},
+            )
     if n == 0:
         raise IngestError(f"empty passage corpus (no JSON lines): {path}")
 

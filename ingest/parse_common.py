@@ -57,13 +57,17 @@ WARNINGS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("kbg
 #: or an Office document's, kbgraph.ingest.properties) and its front matter (a Markdown file's, checked by
 #: kbgraph.ingest.metadata.user_metadata); None outside ``parse_file`` and inside the parse of a file within a file
 #: (an e-mail's attachment: its author is not the e-mail's).
-FILE_PROPERTIES: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar("kbgraph_parse_properties",
-                                                                                            default=None)
-FRONT_MATTER: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar("kbgraph_parse_front_matter",
-                                                                                         default=None)
+FILE_PROPERTIES: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar(
+    "kbgraph_parse_properties", default=None
+)
+FRONT_MATTER: contextvars.ContextVar[dict[str, object] | None] = contextvars.ContextVar(
+    "kbgraph_parse_front_matter", default=None
+)
 
 
-def describe(*, properties: Mapping[str, object] | None = None, front_matter: Mapping[str, object] | None = None) -> None:
+def describe(
+    *, properties: Mapping[str, object] | None = None, front_matter: Mapping[str, object] | None = None
+) -> None:
     """Record what the file being parsed says about itself (``FILE_PROPERTIES``, ``FRONT_MATTER``): the parser that
     has it open calls it; nothing is recorded outside ``parse_file`` or for a file within a file."""
     for sink, values in ((FILE_PROPERTIES.get(), properties), (FRONT_MATTER.get(), front_matter)):

@@ -63,8 +63,10 @@ def _body(html: str | None, text: str | None, where: str) -> list[RawElement]:
         try:
             return from_unstructured(list(partition_html(text=html)), headings=False)
         except Exception as exc:
-            warn(f"HTML body of {where} unreadable ({type(exc).__name__}: {one_line(exc, 120, empty=UNKNOWN_ERROR)}); "
-                 f"{'its plain-text version used' if text else 'body skipped'}")  # fmt: skip
+            warn(
+                f"HTML body of {where} unreadable ({type(exc).__name__}: {one_line(exc, 120, empty=UNKNOWN_ERROR)}); "
+                f"{'its plain-text version used' if text else 'body skipped'}"
+            )
     if text and text.strip():
         from unstructured.partition.text import partition_text
 
@@ -227,8 +229,13 @@ def parse_msg(data: bytes, name: str, *, depth: int = 0) -> tuple[str | None, li
         raise IngestError(f"corrupt or unreadable .msg {name}: {type(exc).__name__}: {why}") from exc
     if "encrypted" in str(headers.get("Content-Type", "")):
         raise IngestError(f"cannot read {name}: the message is encrypted (S/MIME); decrypt it in Outlook first")
-    fields = [("From", sender), ("To", to), ("Cc", headers.get("Cc")), ("Date", sent.isoformat() if sent else None),
-              ("Subject", subject)]  # fmt: skip
+    fields = [
+        ("From", sender),
+        ("To", to),
+        ("Cc", headers.get("Cc")),
+        ("Date", sent.isoformat() if sent else None),
+        ("Subject", subject),
+    ]
     raw = _header_element(fields) + _body(html, text, name)
     for i, att in enumerate(attachments, start=1):
         try:

@@ -41,18 +41,94 @@ SOFFICE_TIMEOUT = 180
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _WS = re.compile(r"\s+")
 
-IMAGES = {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".heic", ".heif", ".svg", ".ico",
-          ".jp2", ".psd", ".raw", ".cr2", ".nef"}  # fmt: skip
-AUDIO_VIDEO = {".wav", ".mp3", ".m4a", ".flac", ".ogg", ".oga", ".opus", ".aac", ".wma", ".aiff", ".mid",
-               ".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".wmv", ".mpg", ".mpeg", ".3gp"}  # fmt: skip
-ARCHIVES = {".zip", ".tar", ".gz", ".tgz", ".bz2", ".tbz2", ".xz", ".txz", ".7z", ".rar", ".zst", ".lz",
-            ".lzma", ".cab", ".iso", ".dmg", ".jar", ".whl"}  # fmt: skip
+IMAGES = {
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".bmp",
+    ".tif",
+    ".tiff",
+    ".webp",
+    ".heic",
+    ".heif",
+    ".svg",
+    ".ico",
+    ".jp2",
+    ".psd",
+    ".raw",
+    ".cr2",
+    ".nef",
+}
+AUDIO_VIDEO = {
+    ".wav",
+    ".mp3",
+    ".m4a",
+    ".flac",
+    ".ogg",
+    ".oga",
+    ".opus",
+    ".aac",
+    ".wma",
+    ".aiff",
+    ".mid",
+    ".mp4",
+    ".m4v",
+    ".mov",
+    ".avi",
+    ".mkv",
+    ".webm",
+    ".wmv",
+    ".mpg",
+    ".mpeg",
+    ".3gp",
+}
+ARCHIVES = {
+    ".zip",
+    ".tar",
+    ".gz",
+    ".tgz",
+    ".bz2",
+    ".tbz2",
+    ".xz",
+    ".txz",
+    ".7z",
+    ".rar",
+    ".zst",
+    ".lz",
+    ".lzma",
+    ".cab",
+    ".iso",
+    ".dmg",
+    ".jar",
+    ".whl",
+}
 #: Office variants read by no parser here, and the format to save them as.
-OFFICE_VARIANTS = {".docm": ".docx", ".dotx": ".docx", ".dotm": ".docx", ".pptm": ".pptx", ".potx": ".pptx",
-                   ".ppsx": ".pptx", ".pps": ".pptx", ".xltx": ".xlsx", ".xltm": ".xlsx", ".xlsb": ".xlsx",
-                   ".odp": ".pptx", ".odg": ".pdf", ".pages": ".docx", ".numbers": ".xlsx", ".key": ".pptx",
-                   ".wpd": ".docx", ".wps": ".docx", ".one": ".docx", ".mht": ".html", ".mhtml": ".html",
-                   ".xps": ".pdf", ".oxps": ".pdf", ".djvu": ".pdf"}  # fmt: skip
+OFFICE_VARIANTS = {
+    ".docm": ".docx",
+    ".dotx": ".docx",
+    ".dotm": ".docx",
+    ".pptm": ".pptx",
+    ".potx": ".pptx",
+    ".ppsx": ".pptx",
+    ".pps": ".pptx",
+    ".xltx": ".xlsx",
+    ".xltm": ".xlsx",
+    ".xlsb": ".xlsx",
+    ".odp": ".pptx",
+    ".odg": ".pdf",
+    ".pages": ".docx",
+    ".numbers": ".xlsx",
+    ".key": ".pptx",
+    ".wpd": ".docx",
+    ".wps": ".docx",
+    ".one": ".docx",
+    ".mht": ".html",
+    ".mhtml": ".html",
+    ".xps": ".pdf",
+    ".oxps": ".pdf",
+    ".djvu": ".pdf",
+}
 LEGACY = {
     ".doc": ("Word", "docx", "libreoffice-writer"),
     ".ppt": ("PowerPoint", "pptx", "libreoffice-impress"),
@@ -72,11 +148,15 @@ def unread_reason(name: str, supported: list[str], ocr: OcrOptions | None = None
     run (why an image is not read)."""
     ext = Path(name).suffix.lower()
     if name.startswith("~$"):
-        return "Office lock file (its document is open in Office): nothing to ingest; it goes when the document is closed"
+        return (
+            "Office lock file (its document is open in Office): nothing to ingest; it goes when the document is closed"
+        )
     if ext in LEGACY and not office_binary():
         app, new, pkg = LEGACY[ext]
-        return (f"legacy {app} {ext} needs LibreOffice to convert it: install LibreOffice (soffice on PATH, e.g. "
-                f"apt-get install {pkg}) or save the file as .{new}")  # fmt: skip
+        return (
+            f"legacy {app} {ext} needs LibreOffice to convert it: install LibreOffice (soffice on PATH, e.g. "
+            f"apt-get install {pkg}) or save the file as .{new}"
+        )
     if ext in supported:
         return None
     if not ext:
@@ -92,12 +172,16 @@ def unread_reason(name: str, supported: list[str], ocr: OcrOptions | None = None
     if ext in ARCHIVES:
         return "archive: kbgraph does not unpack archives: extract it and ingest the extracted folder"
     if ext == ".json":
-        return ('JSON data, not a document: write passages as JSON Lines (.jsonl, one {"id", "title", "text"} '
-                "a line), or save text as .txt")  # fmt: skip
+        return (
+            'JSON data, not a document: write passages as JSON Lines (.jsonl, one {"id", "title", "text"} '
+            "a line), or save text as .txt"
+        )
     if ext in OFFICE_VARIANTS:
         return f"{ext} files are not read: save it as {OFFICE_VARIANTS[ext]} (or PDF)"
-    return (f"unsupported file type '{ext}'; supported: {', '.join(supported)}; to ingest it as plain text, "
-            "save a copy as .txt")  # fmt: skip
+    return (
+        f"unsupported file type '{ext}'; supported: {', '.join(supported)}; to ingest it as plain text, "
+        "save a copy as .txt"
+    )
 
 
 # --- parsing -------------------------------------------------------------------------------------------
@@ -132,7 +216,9 @@ def _partition(kind: str, name: str, call: Callable[[], Iterable[Element]]) -> l
     try:
         return list(call())
     except ImportError as exc:
-        raise IngestError(f"cannot read {name}: {kind} needs {exc.name or exc} (pip install 'kbgraph[ingest]')") from exc
+        raise IngestError(
+            f"cannot read {name}: {kind} needs {exc.name or exc} (pip install 'kbgraph[ingest]')"
+        ) from exc
     except OSError as exc:
         if "pandoc" in str(exc).lower():
             raise IngestError(f"cannot read {name}: {kind} needs pandoc (pip install pypandoc-binary)") from exc
@@ -152,7 +238,9 @@ def _pandoc_to_docx(data: bytes, source: str, name: str) -> bytes:
     try:
         import pypandoc
     except ImportError as exc:
-        raise IngestError(f"cannot read {name}: .{source} needs pypandoc-binary (pip install 'kbgraph[ingest]')") from exc
+        raise IngestError(
+            f"cannot read {name}: .{source} needs pypandoc-binary (pip install 'kbgraph[ingest]')"
+        ) from exc
     with tempfile.TemporaryDirectory(prefix="kbgraph-pandoc-") as tmp:
         src, out = Path(tmp) / f"in.{source}", Path(tmp) / "out.docx"
         src.write_bytes(data)
@@ -183,7 +271,9 @@ def _parse_legacy(data: bytes, ext: str, name: str) -> tuple[str | None, list[Ra
     except Exception:
         is_legacy = False
     if not is_legacy:
-        raise IngestError(f"corrupt or unreadable {ext} {name}: not a legacy {app} file (no {LEGACY_STREAM[ext]} stream)")
+        raise IngestError(
+            f"corrupt or unreadable {ext} {name}: not a legacy {app} file (no {LEGACY_STREAM[ext]} stream)"
+        )
     binary = office_binary()
     if not binary:
         raise IngestError(f"cannot ingest {name}: {unread_reason(name, [])}")
@@ -197,8 +287,17 @@ def _soffice_convert(binary: str, data: bytes, ext: str, target: str, name: str)
         src = Path(tmp) / f"in{ext}"
         src.write_bytes(data)
         profile = (Path(tmp) / "profile").as_uri()
-        cmd = [binary, f"-env:UserInstallation={profile}", "--headless", "--norestore", "--convert-to", target,
-               "--outdir", tmp, str(src)]  # fmt: skip
+        cmd = [
+            binary,
+            f"-env:UserInstallation={profile}",
+            "--headless",
+            "--norestore",
+            "--convert-to",
+            target,
+            "--outdir",
+            tmp,
+            str(src),
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, timeout=SOFFICE_TIMEOUT, check=False)
         except subprocess.TimeoutExpired as exc:

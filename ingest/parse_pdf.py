@@ -177,8 +177,11 @@ def _heading_style(pages: list[tuple[int, Rect, list[Item]]]) -> Callable[[Line]
     return heading_style
 
 
-def _page_elements(pages: list[tuple[int, Rect, list[Item]]], repeated: set[str],
-                   heading_style: Callable[[Line], tuple[float, bool] | None]) -> list[_PageElement]:  # fmt: skip
+def _page_elements(
+    pages: list[tuple[int, Rect, list[Item]]],
+    repeated: set[str],
+    heading_style: Callable[[Line], tuple[float, bool] | None],
+) -> list[_PageElement]:
     """The elements of every page in reading order: tables (with their notes as text) and text blocks, a block
     that starts with heading lines split into its heading and the rest; running headers/footers (``repeated``)
     and number-only blocks left out."""

@@ -40,8 +40,12 @@ BLOCK_ROWS = 40
 #: About this many characters of Markdown per table element (a block holds at least one row).
 BLOCK_CHARS = 4000
 #: pandas engine for each workbook type, and the package that provides it.
-_ENGINES = {".xlsx": ("openpyxl", "openpyxl"), ".xlsm": ("openpyxl", "openpyxl"), ".xls": ("xlrd", "xlrd"),
-            ".ods": ("odf", "odfpy")}  # fmt: skip
+_ENGINES = {
+    ".xlsx": ("openpyxl", "openpyxl"),
+    ".xlsm": ("openpyxl", "openpyxl"),
+    ".xls": ("xlrd", "xlrd"),
+    ".ods": ("odf", "odfpy"),
+}
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _WS = re.compile(r"\s+")
 
@@ -102,8 +106,7 @@ def read_workbook(data: bytes, ext: str, name: str) -> list[tuple[str, list[list
         __import__(engine if engine != "odf" else "odf.opendocument")
     except ImportError as exc:
         raise IngestError(
-            f"cannot read {name}: reading {ext} needs the Python package {package!r} "
-            "(pip install 'kbgraph[ingest]')"
+            f"cannot read {name}: reading {ext} needs the Python package {package!r} (pip install 'kbgraph[ingest]')"
         ) from exc
     try:
         frames = pd.read_excel(io.BytesIO(data), sheet_name=None, header=None, dtype=object, engine=engine)
@@ -112,8 +115,10 @@ def read_workbook(data: bytes, ext: str, name: str) -> list[tuple[str, list[list
         if "encrypt" in text.lower() or "password" in text.lower():
             raise IngestError(f"cannot read {name}: the workbook is password-protected (remove the password)") from exc
         raise IngestError(f"corrupt or unreadable {ext} {name}: {type(exc).__name__}: {text}") from exc
-    return [(str(sheet), [[_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)])
-            for sheet, frame in frames.items()]  # fmt: skip
+    return [
+        (str(sheet), [[_cell(v) for v in row] for row in frame.itertuples(index=False, name=None)])
+        for sheet, frame in frames.items()
+    ]
 
 
 def _cell(value: object) -> str:
@@ -188,5 +193,6 @@ def row_blocks(header: list[str], body: list[list[str]], *, caption: str | None,
     if len(spans) == 1:
         return [rows_to_markdown(header, body, caption=caption)]
     n = len(body)
-    return [rows_to_markdown(header, body[a:b], caption=f"{caption or label} (rows {a + 1}-{b} of {n})")
-            for a, b in spans]  # fmt: skip
+    return [
+        rows_to_markdown(header, body[a:b], caption=f"{caption or label} (rows {a + 1}-{b} of {n})") for a, b in spans
+    ]

@@ -115,8 +115,9 @@ def _original_table(el: Element, originals: list[tuple[str, str]]) -> str | None
     return None
 
 
-def from_unstructured(els: list[Element], *, headings: bool = True,
-                      originals: list[tuple[str, str]] | None = None) -> list[RawElement]:  # fmt: skip
+def from_unstructured(
+    els: list[Element], *, headings: bool = True, originals: list[tuple[str, str]] | None = None
+) -> list[RawElement]:
     """Our element dicts; ``originals``: (key, markdown) of the source's own tables (HTML), preferred to
     ``text_as_html`` for the Table elements they match."""
     out: list[RawElement] = []
@@ -365,8 +366,7 @@ class _DocxBody:
                 warn(f"{where} skipped: {type(exc2).__name__}: {one_line(exc2, 200, empty=UNKNOWN_ERROR)}")
                 return
             why = one_line(exc, 200, empty=UNKNOWN_ERROR)
-            warn(f"{where}: irregular merged-cell grid ({type(exc).__name__}: {why}); "
-                 "cells read one by one")  # fmt: skip
+            warn(f"{where}: irregular merged-cell grid ({type(exc).__name__}: {why}); cells read one by one")
         this_page = self._page(child)
         if len(rows) >= 2 and width >= 2:
             md = rows_to_markdown(rows[0], rows[1:])
@@ -393,8 +393,9 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
 
     title = (d.core_properties.title or "").strip() or None
     describe(properties=office_properties(d.core_properties))  # author, created, modified (kbgraph.ingest.metadata)
-    body = _DocxBody(d, paged=d.element.body.find(f".//{_W}lastRenderedPageBreak") is not None, table=Table,
-                     paragraph=Paragraph)  # fmt: skip
+    body = _DocxBody(
+        d, paged=d.element.body.find(f".//{_W}lastRenderedPageBreak") is not None, table=Table, paragraph=Paragraph
+    )
     body.walk(d.element.body)
     raw, doc_title = body.raw, body.doc_title
     if any(r.get("styled") for r in raw):
@@ -412,7 +413,9 @@ def parse_docx(data: bytes, name: str) -> tuple[str | None, list[RawElement]]:
     try:
         els = partition_docx(file=io.BytesIO(data))
     except Exception as exc:  # python-docx read it: keep that reading, without headings
-        warn(f"unstructured.partition_docx failed ({type(exc).__name__}: {one_line(exc, 200, empty=UNKNOWN_ERROR)}); "
-             "read with python-docx, without headings")  # fmt: skip
+        warn(
+            f"unstructured.partition_docx failed ({type(exc).__name__}: {one_line(exc, 200, empty=UNKNOWN_ERROR)}); "
+            "read with python-docx, without headings"
+        )
         return title or doc_title, raw
     return title or doc_title, from_unstructured(list(els))

@@ -106,7 +106,11 @@ def upright_rotation(blocks: list[TextBlock], current: int = 0) -> int | None:
     degrees of left to right (diagonal text counts for none); a tie keeps ``current`` (the page's own rotation).
     None when no line counts (no text, or diagonal text only)."""
     turns: dict[int, Callable[[float, float], tuple[float, float]]] = {
-        0: lambda x, y: (x, y), 90: lambda x, y: (-y, x), 180: lambda x, y: (-x, -y), 270: lambda x, y: (y, -x)}  # fmt: skip
+        0: lambda x, y: (x, y),
+        90: lambda x, y: (-y, x),
+        180: lambda x, y: (-x, -y),
+        270: lambda x, y: (y, -x),
+    }
     chars: Counter[int] = Counter()
     for b in blocks:
         if b.get("type") != 0:
@@ -219,6 +223,20 @@ def norm_key(text: str) -> str:
 
 
 __all__ = [
-    "MARGIN", "Item", "Line", "PdfTable", "TextBlock", "TextDict", "TextLine", "TextSpan", "in_margin", "inside",
-    "is_bold", "join_lines", "line_from", "norm_key", "reading_order", "upright_rotation",
+    "MARGIN",
+    "Item",
+    "Line",
+    "PdfTable",
+    "TextBlock",
+    "TextDict",
+    "TextLine",
+    "TextSpan",
+    "in_margin",
+    "inside",
+    "is_bold",
+    "join_lines",
+    "line_from",
+    "norm_key",
+    "reading_order",
+    "upright_rotation",
 ]

@@ -53,6 +53,7 @@ class _GridRow(TypedDict):
     full: bool
     spans: list[tuple[int, int]]
 
+
 _NUMERIC_CELL = re.compile(r"^[\s$€£¥(+\-–]*\d[\d\s.,:/\-–]*[%)]?\s*$")
 
 

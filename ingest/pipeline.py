@@ -81,9 +81,16 @@ class Ingestor:
     ``kbgraph.ingest.engines``) decides where the documents are computed; the run holds the lock, finds the files,
     records itself and tags, whatever the engine."""
 
-    def __init__(self, store: GraphStore, settings: Settings, *, llm: LLM | None = None, progress: bool | None = None,
-                 embedder: Embedder | Callable[[], Embedder] | None = None,
-                 progress_interval: float = 30.0):  # fmt: skip
+    def __init__(
+        self,
+        store: GraphStore,
+        settings: Settings,
+        *,
+        llm: LLM | None = None,
+        progress: bool | None = None,
+        embedder: Embedder | Callable[[], Embedder] | None = None,
+        progress_interval: float = 30.0,
+    ):
         """``embedder``: an embedder, or a callable returning one (loaded only when something changed).
         ``progress``: True = bars (rich, on stderr), False = log lines on ``kbgraph.ingest``; default: bars
         when stdout and stderr are both terminals. ``progress_interval``: at most this many seconds between two
@@ -113,9 +120,16 @@ class Ingestor:
             raise RuntimeError("the ingestion lock is held only while run() runs")
         return self._lock
 
-    def run(self, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False,
-            exclude: Sequence[str] = (), within: Sequence[Path] | None = None,
-            meta: Mapping[str, MetadataValue] | None = None) -> IngestReport:  # fmt: skip
+    def run(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        prune: bool = False,
+        wait: bool = False,
+        exclude: Sequence[str] = (),
+        within: Sequence[Path] | None = None,
+        meta: Mapping[str, MetadataValue] | None = None,
+    ) -> IngestReport:
         """Ingest ``paths`` (files, directories, .jsonl passage corpora). ``meta``: metadata keys given every
         document of the run (``--meta``; over its sidecar's and its own; kbgraph.ingest.metadata; a bad key or value
         raises ValueError before the run starts). ``exclude``: gitignore-style patterns
@@ -134,12 +148,20 @@ class Ingestor:
         with open_run_lock(self.store, self.settings, wait=wait, prune=prune) as self._lock:
             return self._run(paths, prune, exclude, within)
 
-    def _run(self, paths: Sequence[str | Path], prune: bool, exclude: Sequence[str] = (),
-             within: Sequence[Path] | None = None) -> IngestReport:  # fmt: skip
+    def _run(
+        self,
+        paths: Sequence[str | Path],
+        prune: bool,
+        exclude: Sequence[str] = (),
+        within: Sequence[Path] | None = None,
+    ) -> IngestReport:
         t_start = time.perf_counter()
         report = IngestReport(run_id=f"run:{uuid.uuid4().hex[:16]}", started_at=utc_now())
-        state = RunState(report, GroupCut(self.settings.ingest.ingest_group_size, self.settings.ingest.ingest_group_chars),
-                         meta=self._meta)  # fmt: skip
+        state = RunState(
+            report,
+            GroupCut(self.settings.ingest.ingest_group_size, self.settings.ingest.ingest_group_chars),
+            meta=self._meta,
+        )
         lock = self._run_lock
         ttl_ms = int(lock.ttl * 1000) if isinstance(lock, ClaimLock) else None  # known alive from its first statement
         self.store.run(
@@ -149,11 +171,20 @@ class Ingestor:
         if isinstance(lock, ClaimLock):
             lock.attach_run(report.run_id)
         self._repair(report)
-        files = discover(paths, report.errors, state.skipped, exclude=exclude, ocr=OcrOptions.from_settings(self.settings),
-                         within=within, relative=state.relative)  # fmt: skip
+        files = discover(
+            paths,
+            report.errors,
+            state.skipped,
+            exclude=exclude,
+            ocr=OcrOptions.from_settings(self.settings),
+            within=within,
+            relative=state.relative,
+        )
         try:
-            with prepare_models(self.settings, bool(files) and (self._embedder is None or _is_factory(self._embedder))), \
-                    open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar:
+            with (
+                prepare_models(self.settings, bool(files) and (self._embedder is None or _is_factory(self._embedder))),
+                open_progress(len(files), bars=self.progress, interval=self.progress_interval) as bar,
+            ):
                 reader = self._compute(files, state, bar)
                 reader.record_corpora()
                 if self.settings.tagging.auto_tagging and self.llm is not None:
@@ -176,8 +207,9 @@ class Ingestor:
         """``files`` read, computed and written by the run's engine; the reader it read them with."""
         lock = self._run_lock
         reader = SourceReader(self.store, self.settings, state, bar, lock)
-        runner = GroupRunner(self.store, self.settings, state, bar, llm=self.llm, embedder=lambda: self.embedder,
-                             lock=lock)  # fmt: skip
+        runner = GroupRunner(
+            self.store, self.settings, state, bar, llm=self.llm, embedder=lambda: self.embedder, lock=lock
+        )
         self.engine.run(files, EngineRun(self.settings, self.llm, state, reader, runner, bar))
         return reader
 
@@ -190,20 +222,30 @@ class Ingestor:
             self.store.run(
                 "ingest/finish_run",
                 {
-                    "id": report.run_id, "finished_at": report.finished_at, "status": report.status,
-                    "added": report.added, "updated": report.updated, "unchanged": report.unchanged,
-                    "deleted": report.deleted, "failed": report.failed, "chunks": report.chunks,
+                    "id": report.run_id,
+                    "finished_at": report.finished_at,
+                    "status": report.status,
+                    "added": report.added,
+                    "updated": report.updated,
+                    "unchanged": report.unchanged,
+                    "deleted": report.deleted,
+                    "failed": report.failed,
+                    "chunks": report.chunks,
                     "errors": [f"{e.path}: {e.error}" for e in report.errors][:1000],
                     "seconds": report.seconds["total"],
                 },
-            )  # fmt: skip
+            )
 
     def _repair(self, report: IngestReport) -> None:
         """Runs a killed run left 'running' become 'interrupted', their end unknown (this run holds the lock,
         so no other run is alive; with per-file claims, the runs alive keep their ``expires_at`` renewed and are
         left alone). Its documents left 'writing' are not served and are rewritten when read."""
-        for row in self.store.run("ingest/interrupt_stale_runs", {"id": report.run_id, "noticed_at": report.started_at}):
-            log.warning("ingestion run %s (started %s) never finished: marked interrupted", row["id"], row["started_at"])
+        for row in self.store.run(
+            "ingest/interrupt_stale_runs", {"id": report.run_id, "noticed_at": report.started_at}
+        ):
+            log.warning(
+                "ingestion run %s (started %s) never finished: marked interrupted", row["id"], row["started_at"]
+            )
 
     # --- tag (auto-tagging, PIKE-RAG §5.2.2) --------------------------------------------------------
     def _tag(self, report: IngestReport, bar: Progress) -> None:
@@ -216,10 +258,19 @@ class Ingestor:
         if ids:
             with bar.stage("tag", f"{len(ids):,} chunks") as st:
                 report.tagging = tag_chunks(
-                    self.store, self.settings, self.llm, self.embedder, ids, before_write=self._run_lock.check,
+                    self.store,
+                    self.settings,
+                    self.llm,
+                    self.embedder,
+                    ids,
+                    before_write=self._run_lock.check,
                     on_batch=lambda done, total: bar.line(f"tag: {done:,}/{total:,} chunks asked"),
-                )  # fmt: skip
+                )
                 t = report.tagging
-                st.done(t.tagged, "chunks", f"{t.tags:,} tags ({t.new_tags:,} new), {t.failed} failed"
-                        + (f"; {t.stopped}" if t.stopped else ""))  # fmt: skip
+                st.done(
+                    t.tagged,
+                    "chunks",
+                    f"{t.tags:,} tags ({t.new_tags:,} new), {t.failed} failed"
+                    + (f"; {t.stopped}" if t.stopped else ""),
+                )
         report.seconds["tag"] += time.perf_counter() - t0

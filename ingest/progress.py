@@ -125,7 +125,9 @@ class Progress:
 
     def finish(self) -> None:
         """The last line: what the run did."""
-        self.line(f"done: {self.documents:,} documents written, {self.unchanged:,} unchanged, {self.failed} files failed")
+        self.line(
+            f"done: {self.documents:,} documents written, {self.unchanged:,} unchanged, {self.failed} files failed"
+        )
 
     # --- display hooks ----------------------------------------------------------------------------
     def line(self, text: str) -> None:
@@ -172,8 +174,14 @@ class LogProgress(Progress):
     passed without a line (:meth:`beat`, checked every ``min(1, interval / 4)`` s). ``clock``: seconds, monotonic
     (tests pass their own); ``heartbeats=False``: no thread (a test calls :meth:`beat` itself)."""
 
-    def __init__(self, files_total: int, *, interval: float = HEARTBEAT_SECONDS,
-                 clock: Callable[[], float] = time.monotonic, heartbeats: bool = True):  # fmt: skip
+    def __init__(
+        self,
+        files_total: int,
+        *,
+        interval: float = HEARTBEAT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        heartbeats: bool = True,
+    ):
         super().__init__(files_total)
         self.interval = interval
         self._clock = clock
@@ -232,7 +240,9 @@ class RichProgress(Progress):
 
     @contextlib.contextmanager
     def stage(self, name: str, what: str, *, group: int | None = None, quiet: bool = False) -> Iterator[Stage]:
-        label = f"reading {what}" if name == "parse" else f"group {self.group if group is None else group} {name}: {what}"
+        label = (
+            f"reading {what}" if name == "parse" else f"group {self.group if group is None else group} {name}: {what}"
+        )
         self.progress.update(self._stage, description=label)
         with super().stage(name, what, group=group, quiet=quiet) as st:
             yield st
@@ -268,7 +278,11 @@ def open_progress(files_total: int, *, bars: bool, interval: float = HEARTBEAT_S
     from rich.progress import Progress as RichBars
 
     with RichBars(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=Console(stderr=True), transient=False,
-    ) as progress:  # fmt: skip
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    ) as progress:
         yield RichProgress(files_total, progress)

@@ -20,9 +20,7 @@ the offline spaCy extractor uses, so that LLM-distilled and spaCy-distilled enti
 from __future__ import annotations
 
 #: System prompt of the authors' code for atomic question tagging.
-ATOMIC_QUESTION_SYSTEM_PROMPT = (
-    "You are a helpful AI assistant good at content understanding and asking question."
-)
+ATOMIC_QUESTION_SYSTEM_PROMPT = "You are a helpful AI assistant good at content understanding and asking question."
 
 #: Paper 003, Appendix A.7, "Atomic Question Tagging Prompt" (verbatim; placeholder ``{content}``).
 ATOMIC_QUESTION_TAGGING_PROMPT = """# Task
@@ -197,12 +195,16 @@ def recurrent_split_messages(
         {
             "role": "user",
             "content": RECURRENT_SPLIT_PROMPT.format(
-                title=title or "(untitled)", section=section or "(document body)",
-                forward_summary=forward_summary or NO_FORWARD_SUMMARY, window=window, last=last,
-                chunk_tokens=chunk_tokens, continuation=continuation,
+                title=title or "(untitled)",
+                section=section or "(document body)",
+                forward_summary=forward_summary or NO_FORWARD_SUMMARY,
+                window=window,
+                last=last,
+                chunk_tokens=chunk_tokens,
+                continuation=continuation,
             ),
         },
-    ]  # fmt: skip
+    ]
 
 
 TABLE_SUMMARY_SYSTEM_PROMPT = "You describe tables for a search index, briefly and only from what the table shows."
@@ -228,8 +230,9 @@ Output a JSON object {{"summary": "..."}}.
 """
 
 
-def table_summary_messages(table: str, *, caption: str | None, n_rows: int, shown: int,
-                           context: str | None = None) -> list[dict[str, str]]:  # fmt: skip
+def table_summary_messages(
+    table: str, *, caption: str | None, n_rows: int, shown: int, context: str | None = None
+) -> list[dict[str, str]]:
     """Chat messages asking for a 1-3 sentence summary of a table (JSON output). ``table``: Markdown of the
     header and the first ``shown`` rows; ``n_rows``: the table's data rows; ``context``: document > section."""
     return [
@@ -237,7 +240,10 @@ def table_summary_messages(table: str, *, caption: str | None, n_rows: int, show
         {
             "role": "user",
             "content": TABLE_SUMMARY_PROMPT.format(
-                caption=caption or "(none)", context=context or "(unknown)", n_rows=n_rows, shown=shown,
+                caption=caption or "(none)",
+                context=context or "(unknown)",
+                n_rows=n_rows,
+                shown=shown,
                 table=table,
             ),
         },

@@ -25,9 +25,11 @@ from kbgraph.models import MetadataValue
 #: ``D:YYYYMMDDHHmmSS`` and its time zone (``Z``, ``+01'00'``), any tail of it left out (PDF 1.7 §7.9.4).
 _PDF_DATE = re.compile(r"^(?:D:)?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?\s*(?:([Zz+-])(\d{2})?'?(\d{2})?'?)?")
 #: The Dublin Core and core-properties names of docProps/core.xml.
-_CORE = {"creator": "{http://purl.org/dc/elements/1.1/}creator",
-         "created": "{http://purl.org/dc/terms/}created",
-         "modified": "{http://purl.org/dc/terms/}modified"}  # fmt: skip
+_CORE = {
+    "creator": "{http://purl.org/dc/elements/1.1/}creator",
+    "created": "{http://purl.org/dc/terms/}created",
+    "modified": "{http://purl.org/dc/terms/}modified",
+}
 #: Bytes of docProps/core.xml read at most.
 _MAX_CORE_BYTES = 1_000_000
 #: Letters a text needs before its language is told, and the least probability taken.
@@ -60,8 +62,9 @@ def pdf_date(text: object) -> str | None:
         if sign in ("+", "-"):
             offset = timedelta(hours=int(tz_h or 0), minutes=int(tz_m or 0))
             zone = timezone(offset if sign == "+" else -offset)
-        moment = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
-                          int(second or 0), tzinfo=zone)  # fmt: skip
+        moment = datetime(
+            int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0), int(second or 0), tzinfo=zone
+        )
     except ValueError:
         return None
     return iso_utc(moment)
@@ -91,8 +94,9 @@ def _when(value: object) -> str | None:
 def office_properties(core: object) -> dict[str, MetadataValue]:
     """``author``, ``created``, ``modified`` from the ``core_properties`` of a python-docx or python-pptx
     document (``author`` is dc:creator; a missing or unreadable property is absent)."""
-    return _props(getattr(core, "author", None), _when(getattr(core, "created", None)),
-                  _when(getattr(core, "modified", None)))  # fmt: skip
+    return _props(
+        getattr(core, "author", None), _when(getattr(core, "created", None)), _when(getattr(core, "modified", None))
+    )
 
 
 def _w3c_date(text: str | None) -> str | None:
@@ -158,5 +162,12 @@ def detect_language(text: str) -> str | None:
     return str(best.lang).split("-", 1)[0].lower()[:2] or None
 
 
-__all__ = ["detect_language", "file_system_metadata", "iso_utc", "office_properties", "ooxml_core_properties", "pdf_date",
-           "pdf_properties"]
+__all__ = [
+    "detect_language",
+    "file_system_metadata",
+    "iso_utc",
+    "office_properties",
+    "ooxml_core_properties",
+    "pdf_date",
+    "pdf_properties",
+]

@@ -210,8 +210,9 @@ class Distiller:
         if not works:
             return True
         try:
-            d = distill_graphs([w.graph for w in works if w.graph is not None], self.settings, llm=self.llm,
-                               titles=titles, n_process=1)  # fmt: skip
+            d = distill_graphs(
+                [w.graph for w in works if w.graph is not None], self.settings, llm=self.llm, titles=titles, n_process=1
+            )
         except FATAL as exc:
             for w in works:
                 w.fatal = _fatal(exc)
@@ -285,8 +286,9 @@ class RayCompute:
         self.workers = settings.ingest.ingest_workers
         self.gpus = 0
 
-    def batches(self, files: Sequence[Path], passages: Sequence[ParsedDocument],
-                origins: Mapping[Path, Origin] | None = None) -> Generator[Batch, None, None]:  # fmt: skip
+    def batches(
+        self, files: Sequence[Path], passages: Sequence[ParsedDocument], origins: Mapping[Path, Origin] | None = None
+    ) -> Generator[Batch, None, None]:
         """Parse ``files`` and chunk, distill and embed their documents and the parsed ``passages`` (documents
         read by the run) on Ray; yields one ``Batch`` per group, in the order of the sources. ``origins``: where
         each file comes from in the run (its metadata's path and ``--meta``; default its name). Starts a local Ray
@@ -304,8 +306,12 @@ class RayCompute:
         if ray.is_initialized():
             self.workers = self.workers or int(ray.cluster_resources().get("CPU", 1))
             return False
-        quiet = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False,
-                 "configure_logging": False}  # fmt: skip
+        quiet = {
+            "include_dashboard": False,
+            "logging_level": logging.ERROR,
+            "log_to_driver": False,
+            "configure_logging": False,
+        }
         try:
             if self.address:
                 ray.init(address=self.address, **quiet)
@@ -317,17 +323,25 @@ class RayCompute:
         self.workers = self.workers or int(ray.cluster_resources().get("CPU", 1))
         return True
 
-    def _pipeline(self, ray: ModuleType, files: Sequence[Path], passages: Sequence[ParsedDocument],
-                  origins: Mapping[Path, Origin]) -> Iterator[Batch]:  # fmt: skip
+    def _pipeline(
+        self, ray: ModuleType, files: Sequence[Path], passages: Sequence[ParsedDocument], origins: Mapping[Path, Origin]
+    ) -> Iterator[Batch]:
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # groups come back, and are written, in the sources' order
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
-        rows = [{"path": str(p), "docs": b"", "origin": pickle.dumps(origins[p]) if p in origins else b""} for p in files]
+        rows = [
+            {"path": str(p), "docs": b"", "origin": pickle.dumps(origins[p]) if p in origins else b""} for p in files
+        ]
         for i in range(0, len(passages), PASSAGES_PER_ROW):
             part = list(passages[i : i + PASSAGES_PER_ROW])
-            rows.append({"path": _file_path(part[0].uri), "docs": pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL),
-                         "origin": b""})  # fmt: skip
+            rows.append(
+                {
+                    "path": _file_path(part[0].uri),
+                    "docs": pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL),
+                    "origin": b"",
+                }
+            )
         if not rows:
             return
         n_docs = len(files) + len(passages)
@@ -340,21 +354,44 @@ class RayCompute:
         # logical CPUs per process, so that every stage fits the cluster at once (a stage never waits for another)
         cpu = min(1.0, float(ray.cluster_resources().get("CPU", workers)) / (2 * workers + embedders))
         ds = ray.data.from_items(rows, override_num_blocks=len(rows))
-        ds = ds.map_batches(parse_chunk, batch_size=1, fn_kwargs={"settings": self.settings, "llm": self.llm},
-                            num_cpus=cpu, compute=ray.data.TaskPoolStrategy(size=workers))  # fmt: skip
+        ds = ds.map_batches(
+            parse_chunk,
+            batch_size=1,
+            fn_kwargs={"settings": self.settings, "llm": self.llm},
+            num_cpus=cpu,
+            compute=ray.data.TaskPoolStrategy(size=workers),
+        )
         # max_restarts=0: a worker that dies fails the run (interrupted; the next run redoes what is not complete),
         # as a crash of the local engine does, rather than restarting with arguments the object store may have lost
         # (map_batches has no named max_restarts yet: passing it as a remote argument warns of a deprecation)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
-            ds = ds.map_batches(Distiller, batch_size=size, num_cpus=cpu, compute=ray.data.ActorPoolStrategy(size=workers),
-                                fn_constructor_kwargs={"settings": self.settings, "llm": self.llm, "titles": self.titles},
-                                max_restarts=0)  # fmt: skip
-            ds = ds.map_batches(EmbedActor, batch_size=1, num_cpus=cpu, compute=ray.data.ActorPoolStrategy(size=embedders),
-                                fn_constructor_kwargs={"settings": self.settings}, max_restarts=0,
-                                num_gpus=1 if self.gpus else None)  # fmt: skip
-        log.info("ray: %d files and %d passages, %d workers, %d embedders%s, groups of %d documents", len(files),
-                 len(passages), workers, embedders, " (1 GPU each)" if self.gpus else "", size)  # fmt: skip
+            ds = ds.map_batches(
+                Distiller,
+                batch_size=size,
+                num_cpus=cpu,
+                compute=ray.data.ActorPoolStrategy(size=workers),
+                fn_constructor_kwargs={"settings": self.settings, "llm": self.llm, "titles": self.titles},
+                max_restarts=0,
+            )
+            ds = ds.map_batches(
+                EmbedActor,
+                batch_size=1,
+                num_cpus=cpu,
+                compute=ray.data.ActorPoolStrategy(size=embedders),
+                fn_constructor_kwargs={"settings": self.settings},
+                max_restarts=0,
+                num_gpus=1 if self.gpus else None,
+            )
+        log.info(
+            "ray: %d files and %d passages, %d workers, %d embedders%s, groups of %d documents",
+            len(files),
+            len(passages),
+            workers,
+            embedders,
+            " (1 GPU each)" if self.gpus else "",
+            size,
+        )
         for row in ds.iter_rows():
             batch: Batch = pickle.loads(row["batch"])
             yield batch
@@ -364,5 +401,16 @@ def _file_path(uri: str) -> str:
     return uri_to_path(uri.split("#", 1)[0])
 
 
-__all__ = ["OBJECT_STORE_BYTES", "RAY_HINT", "Batch", "Distiller", "EmbedActor", "RayCompute", "Work", "check_address",
-           "import_ray", "make_embedder", "parse_chunk"]
+__all__ = [
+    "OBJECT_STORE_BYTES",
+    "RAY_HINT",
+    "Batch",
+    "Distiller",
+    "EmbedActor",
+    "RayCompute",
+    "Work",
+    "check_address",
+    "import_ray",
+    "make_embedder",
+    "parse_chunk",
+]

@@ -65,8 +65,9 @@ class _RayGroups:
         self.run = run
         self.pending: list[tuple[ParsedDocument, DocumentGraph]] = []
 
-    def write(self, compute: RayCompute, remote: list[Path], passages: list[ParsedDocument],
-              origins: dict[Path, Origin]) -> None:  # fmt: skip
+    def write(
+        self, compute: RayCompute, remote: list[Path], passages: list[ParsedDocument], origins: dict[Path, Origin]
+    ) -> None:
         """Compute ``remote`` files and ``passages`` on Ray and write every batch in turn."""
         run = self.run
         batches = compute.batches(remote, passages, origins)
@@ -133,8 +134,11 @@ class _RayGroups:
         """The progress lines of the workers' stages of ``batch`` (``docs`` documents, ``chunks`` chunks added)."""
         run = self.run
         group, counts = run.state.group + 1, distilled_line(batch.questions, batch.triples, batch.entities)
-        for name, n, unit, detail in (("chunk", docs, "documents", f"{chunks:,} chunks"),
-                                      ("distill", chunks, "chunks", counts), ("embed", batch.texts, "texts", "")):  # fmt: skip
+        for name, n, unit, detail in (
+            ("chunk", docs, "documents", f"{chunks:,} chunks"),
+            ("distill", chunks, "chunks", counts),
+            ("embed", batch.texts, "texts", ""),
+        ):
             st = Stage(name, group, "")
             st.started = time.monotonic() - batch.seconds.get(name, 0.0)  # the line gives the workers' time
             st.done(n, unit, detail)

@@ -100,7 +100,12 @@ def classify(store: GraphStore, docs: Sequence[ParsedDocument]) -> Changed:
     out = Changed()
     for doc_id, doc in ids.items():
         old = state.get(doc_id)
-        if old and old.get("sha256") == doc.sha256 and old.get("status") == "complete" and old.get("title") == doc.title:
+        if (
+            old
+            and old.get("sha256") == doc.sha256
+            and old.get("status") == "complete"
+            and old.get("title") == doc.title
+        ):
             out.unchanged += 1
             before = stored_metadata(old)
             if not same_values(before, doc.metadata) or old.get("file_metadata") != doc.file_metadata:
@@ -123,4 +128,3 @@ def write_updates(store: GraphStore, rows: Sequence[Row]) -> int:
 
 
 __all__ = ["Changed", "classify", "file_update", "outside_sha256", "stored_metadata", "write_updates"]
-

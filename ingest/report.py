@@ -139,5 +139,13 @@ def error_line(exc: BaseException) -> str:
     return msg if isinstance(exc, IngestError) else f"{type(exc).__name__}: {msg}"
 
 
-__all__ = ["ERROR_CHARS", "STAGES", "FileError", "FileOutcome", "IngestReport", "WrittenCounts", "error_line",
-           "file_outcomes"]
+__all__ = [
+    "ERROR_CHARS",
+    "STAGES",
+    "FileError",
+    "FileOutcome",
+    "IngestReport",
+    "WrittenCounts",
+    "error_line",
+    "file_outcomes",
+]

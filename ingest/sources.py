@@ -112,13 +112,22 @@ def _spec(lines: list[str]) -> GitIgnoreSpec:
 
 
 def _rules(base: Path, lines: list[tuple[str, str]]) -> _Rules:
-    return _Rules(spec=_spec([t for t, _ in lines]), base=base, lines=tuple(t for t, _ in lines),
-                  origins=tuple(o for _, o in lines))  # fmt: skip
+    return _Rules(
+        spec=_spec([t for t, _ in lines]),
+        base=base,
+        lines=tuple(t for t, _ in lines),
+        origins=tuple(o for _, o in lines),
+    )
 
 
 def discover(
-    paths: Iterable[str | Path], errors: list[FileError], skipped: list[FileOutcome] | None = None,
-    *, exclude: Iterable[str] = (), ocr: OcrOptions | None = None, within: Iterable[Path] | None = None,
+    paths: Iterable[str | Path],
+    errors: list[FileError],
+    skipped: list[FileOutcome] | None = None,
+    *,
+    exclude: Iterable[str] = (),
+    ocr: OcrOptions | None = None,
+    within: Iterable[Path] | None = None,
     relative: dict[Path, str] | None = None,
 ) -> list[Path]:
     """Every file under ``paths`` (directories walked, symlinks followed once, loops reported in ``errors``),
@@ -136,7 +145,9 @@ def discover(
     given that found it (the file name for a file given by itself)}: the metadata's ``folder`` and ``path``
     (kbgraph.ingest.metadata). A metadata sidecar (``<file>.meta.json``) found in a folder is not a document: it
     is reported skipped, and read with its file."""
-    finder = _Discovery(errors, skipped, Exclusions(exclude), ocr, [Path(w) for w in within] if within is not None else None)
+    finder = _Discovery(
+        errors, skipped, Exclusions(exclude), ocr, [Path(w) for w in within] if within is not None else None
+    )
     for raw in paths:
         finder.given(Path(raw).expanduser())
     unique: dict[Path, str] = {}
@@ -152,8 +163,14 @@ class _Discovery:
     skips goes to ``skipped`` (when given), what fails to ``errors``; ``fence``: the resolved folders of
     ``within`` (None: no fence)."""
 
-    def __init__(self, errors: list[FileError], skipped: list[FileOutcome] | None, exclusions: Exclusions,
-                 ocr: OcrOptions | None, fence: list[Path] | None):  # fmt: skip
+    def __init__(
+        self,
+        errors: list[FileError],
+        skipped: list[FileOutcome] | None,
+        exclusions: Exclusions,
+        ocr: OcrOptions | None,
+        fence: list[Path] | None,
+    ):
         self.errors, self.skipped, self.exclusions, self.ocr, self.fence = errors, skipped, exclusions, ocr, fence
         self.found: list[tuple[Path, str]] = []
         self.seen_dirs: set[tuple[int, int]] = set()
@@ -186,8 +203,13 @@ class _Discovery:
         if any(target == root or target.is_relative_to(root) for root in self.fence):
             return False
         if self.skipped is not None:
-            self.skipped.append(FileOutcome(path=str(entry), outcome="skipped", reason=(
-                f"outside the allowed folders (serve_ingest_roots): it leads to {target}, not read")))
+            self.skipped.append(
+                FileOutcome(
+                    path=str(entry),
+                    outcome="skipped",
+                    reason=(f"outside the allowed folders (serve_ingest_roots): it leads to {target}, not read"),
+                )
+            )
         return True
 
     def walk(self, directory: Path, rules: list[_Rules], root: Path) -> None:
@@ -229,11 +251,18 @@ class _Discovery:
             self.walk(entry, rules, root)
         elif not entry.is_file():
             broken = entry.is_symlink() and not entry.exists()
-            self.skip(entry, "broken symbolic link: its target is gone" if broken else
-                      "not a regular file (a device, socket or pipe)")  # fmt: skip
+            self.skip(
+                entry,
+                "broken symbolic link: its target is gone"
+                if broken
+                else "not a regular file (a device, socket or pipe)",
+            )
         elif is_sidecar(entry):
-            self.skip(entry, f"the metadata sidecar of {entry.name[: -len(SIDECAR_SUFFIX)]}: read with it, not "
-                      "ingested as a document")  # fmt: skip
+            self.skip(
+                entry,
+                f"the metadata sidecar of {entry.name[: -len(SIDECAR_SUFFIX)]}: read with it, not "
+                "ingested as a document",
+            )
         elif reason := skip_reason(entry, self.ocr):
             self.skip(entry, reason)
         else:

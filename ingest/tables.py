@@ -155,8 +155,12 @@ def _tidy_columns(header: list[list[str]], body: list[list[str]]) -> tuple[list[
     return rows[:nh], rows[nh:]
 
 
-def grid_to_markdown(grid: list[list[str]], marked: list[bool] | None = None, caption: str | None = None,
-                     spanned: list[list[bool]] | None = None) -> str:  # fmt: skip
+def grid_to_markdown(
+    grid: list[list[str]],
+    marked: list[bool] | None = None,
+    caption: str | None = None,
+    spanned: list[list[bool]] | None = None,
+) -> str:
     """Markdown for a table grid (spans already expanded; ``marked[i]``: row i is marked as a header row;
     ``spanned[i][j]``: cell (i, j) repeats its left neighbour by ``colspan``). Without a ``caption``, a first
     row holding one text that starts in the first column and fills the row is the caption. Header rows (see
@@ -169,8 +173,13 @@ def grid_to_markdown(grid: list[list[str]], marked: list[bool] | None = None, ca
     for i, r in enumerate(grid):
         if any(c.strip() for c in r):
             span = list(spanned[i]) if spanned and i < len(spanned) else []
-            rows.append((list(r) + [""] * (width - len(r)), bool(marked and i < len(marked) and marked[i]),
-                         span + [False] * (width - len(span))))  # fmt: skip
+            rows.append(
+                (
+                    list(r) + [""] * (width - len(r)),
+                    bool(marked and i < len(marked) and marked[i]),
+                    span + [False] * (width - len(span)),
+                )
+            )
     if not rows:
         return ""
 
@@ -183,8 +192,10 @@ def grid_to_markdown(grid: list[list[str]], marked: list[bool] | None = None, ca
         return rows_to_markdown(rows[0][0], [], caption)
     n = _header_rows([r for r, _, _ in rows], [m for _, m, _ in rows])
     # a spanned cell is written once in the body, and in a header row that is one full-width title
-    once = [[("" if sp[j] and (i >= n or full_width(r)) else c) for j, c in enumerate(r)]
-            for i, (r, _, sp) in enumerate(rows)]  # fmt: skip
+    once = [
+        [("" if sp[j] and (i >= n or full_width(r)) else c) for j, c in enumerate(r)]
+        for i, (r, _, sp) in enumerate(rows)
+    ]
     head_rows, body = _tidy_columns(once[:n], once[n:])
     header = [" ".join(dict.fromkeys(x for x in col if x)) for col in zip(*head_rows, strict=True)]
     return rows_to_markdown(header, body, caption)

@@ -87,8 +87,9 @@ def informativeness(text: str) -> int:
     return len({w.casefold() for w in _WORD.findall(text)}) + len(set(_YEAR.findall(text)))
 
 
-def choose_title(metadata: str | None, heading: str | None, path: str | Path, *,
-                 heading_names_document: bool = False) -> TitleChoice:  # fmt: skip
+def choose_title(
+    metadata: str | None, heading: str | None, path: str | Path, *, heading_names_document: bool = False
+) -> TitleChoice:
     """The title of the document at ``path`` from its metadata title and first-page heading (either None).
 
     A usable metadata title is the title. Else a heading that names the document (``heading_names_document``:

@@ -158,8 +158,11 @@ class SourceCheck:
             uri = path.resolve().as_uri()
             try:
                 same = self._same_corpus(uri, file_sha256(path), self.store.run("ingest/source_file", {"id": uri}))
-                titles.update(same.titles if same is not None else
-                              {stable_id("doc", d.uri): d.title for d in parse_passages_jsonl(path)})  # fmt: skip
+                titles.update(
+                    same.titles
+                    if same is not None
+                    else {stable_id("doc", d.uri): d.title for d in parse_passages_jsonl(path)}
+                )
             except (OSError, IngestError):
                 continue
         return titles
@@ -172,6 +175,13 @@ class SourceCheck:
         """Record corpus ``uri`` as fully ingested with the sha256 taken before it was parsed."""
         sha = self.corpus_sha.get(uri)
         if sha:
-            self.store.run("ingest/record_source_file",
-                           {"id": uri, "sha256": sha, "passages": passages, "recorded_at": recorded_at,
-                            "metadata_sha256": self.corpus_outside.get(uri)})  # fmt: skip
+            self.store.run(
+                "ingest/record_source_file",
+                {
+                    "id": uri,
+                    "sha256": sha,
+                    "passages": passages,
+                    "recorded_at": recorded_at,
+                    "metadata_sha256": self.corpus_outside.get(uri),
+                },
+            )

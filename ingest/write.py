@@ -55,10 +55,13 @@ def write_documents(
         "ingest/link_next": next_rows,
         "ingest/upsert_questions": [q.model_dump() for g in graphs for q in g.questions],
         "ingest/upsert_entities": [e.model_dump() for e in entities.values()],
-        "ingest/upsert_triples": sorted((t.model_dump() for g in graphs for t in g.triples),
-                                        key=lambda r: (r["subject_id"], r["object_id"], r["id"])),
-        "ingest/link_mentions": sorted((m.model_dump() for g in graphs for m in g.mentions),
-                                       key=lambda r: (r["entity_id"], r["chunk_id"])),
+        "ingest/upsert_triples": sorted(
+            (t.model_dump() for g in graphs for t in g.triples),
+            key=lambda r: (r["subject_id"], r["object_id"], r["id"]),
+        ),
+        "ingest/link_mentions": sorted(
+            (m.model_dump() for g in graphs for m in g.mentions), key=lambda r: (r["entity_id"], r["chunk_id"])
+        ),
     }
     for name, batch in rows.items():  # validate every vector before the first write (float32 arrays from here on)
         for row in batch:
@@ -84,8 +87,14 @@ def write_documents(
             if attempt == TRANSIENT_ATTEMPTS:
                 raise
             pause = random.uniform(0.05, 0.2) * 2**attempt
-            log.warning("writing %d documents: %s; running the unit again in %.1f s (attempt %d of %d)",
-                        len(doc_ids), exc, pause, attempt + 1, TRANSIENT_ATTEMPTS)  # fmt: skip
+            log.warning(
+                "writing %d documents: %s; running the unit again in %.1f s (attempt %d of %d)",
+                len(doc_ids),
+                exc,
+                pause,
+                attempt + 1,
+                TRANSIENT_ATTEMPTS,
+            )
             time.sleep(pause)
     counts = {name.split("/")[1]: len(batch) for name, batch in rows.items()}
     counts["statements"] = tx.statements

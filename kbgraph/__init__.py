@@ -1,8 +1,8 @@
 """kbgraph: a graph-database-centric knowledge base implementing PIKE-RAG.
 
-    from kbgraph import KnowledgeBase
-    with KnowledgeBase() as kb:
-        print(kb.stats())
+from kbgraph import KnowledgeBase
+with KnowledgeBase() as kb:
+    print(kb.stats())
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str):  # lazy: keep `import kbgraph` cheap for the CLI
     if name == "KnowledgeBase":
-        from kbgraph.kb import KnowledgeBase  # lazy: `import kbgraph` stays cheap (no cycle: every module imports the root)
+        from kbgraph.kb import (
+            KnowledgeBase,
+        )  # lazy: `import kbgraph` stays cheap (no cycle: every module imports the root)
 
         return KnowledgeBase
     if name == "Settings":

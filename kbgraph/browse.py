@@ -106,16 +106,22 @@ CATALOGUE: dict[str, BrowseQuery] = {
     q.name: q
     for q in [
         BrowseQuery(
-            name="document", statement="browse/document",
+            name="document",
+            statement="browse/document",
             title="a document's three layers: Document -> Sections -> Chunks -> atomic questions / triples / entities",
             params=[
-                BrowseParam(name="document", default="", help="document id, source URI or part of its title ('' = last ingested)"),
+                BrowseParam(
+                    name="document",
+                    default="",
+                    help="document id, source URI or part of its title ('' = last ingested)",
+                ),
                 BrowseParam(name="limit", default=25, help="chunks, in reading order"),
                 BrowseParam(name="per_chunk", default=3, help="atomic questions, triples and entities per chunk"),
             ],
         ),
         BrowseQuery(
-            name="entity", statement="browse/entity",
+            name="entity",
+            statement="browse/entity",
             title="an entity's neighbourhood with the chunks that mention it",
             params=[
                 BrowseParam(name="entity", default="", help="entity id or (part of) its name ('' = most mentioned)"),
@@ -123,32 +129,37 @@ CATALOGUE: dict[str, BrowseQuery] = {
             ],
         ),
         BrowseQuery(
-            name="question", statement="browse/question",
+            name="question",
+            statement="browse/question",
             title="the path that answered a saved question (kbgraph ask --save)",
             params=[BrowseParam(name="question", default="", help="Question id or part of its text ('' = last saved)")],
         ),
         BrowseQuery(
-            name="questions", statement="browse/questions",
+            name="questions",
+            statement="browse/questions",
             title="the saved questions, newest first, with the number of chunks each used",
             params=[_LIMIT],
         ),
         BrowseQuery(
-            name="top_entities", statement="browse/top_entities",
+            name="top_entities",
+            statement="browse/top_entities",
             title="the entities with the highest degree (mentions + RELATED)",
             params=[_LIMIT],
         ),
         BrowseQuery(
-            name="changed", statement="browse/changed",
+            name="changed",
+            statement="browse/changed",
             title="documents added or updated by the last ingestion run",
             params=[BrowseParam(name="run", default="", help="IngestionRun id ('' = the last run)")],
         ),
         BrowseQuery(
-            name="orphans", statement="browse/orphans",
+            name="orphans",
+            statement="browse/orphans",
             title="nodes detached from the three layers (should be none)",
             params=[BrowseParam(name="limit", default=100, help="at most this many")],
         ),
     ]
-}  # fmt: skip
+}
 
 
 def get(name: str) -> BrowseQuery:
@@ -274,9 +285,19 @@ def render(name: str, params: Mapping[str, Any] | None = None, settings: Any = N
     inline = inline_params(text, values, title=query.title)
     graph_url = connect + _edit_args(inline) if not any(ch in inline for ch in "&#") else ""
     return BrowseScript(
-        name=query.name, title=query.title, params=values, param_lines=lines, cypher=text, script=script,
-        inline=inline, url=url, graph_url=graph_url, browser_url=connect, editor_prefilled=prefilled, note=note,
-    )  # fmt: skip
+        name=query.name,
+        title=query.title,
+        params=values,
+        param_lines=lines,
+        cypher=text,
+        script=script,
+        inline=inline,
+        url=url,
+        graph_url=graph_url,
+        browser_url=connect,
+        editor_prefilled=prefilled,
+        note=note,
+    )
 
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")

@@ -22,14 +22,16 @@ NEO4J_LOCAL = "neo4j-local"  # the local Neo4j (kbgraph neo4j)
 BM25 = "bm25"  # the BM25 indexes of every knowledge base (kbgraph.query.bm25)
 
 #: Every folder of the home that is not a knowledge base -> what it holds.
-HOME_FOLDERS: Mapping[str, str] = MappingProxyType({
-    MODELS: "the embedding models",
-    EMBED_CACHE: "the embedding cache",
-    LLM_CACHE: "the LLM response cache",
-    LLM_SERVER: "the local LLM server",
-    NEO4J_LOCAL: "the local Neo4j",
-    BM25: "the BM25 indexes",
-})  # fmt: skip
+HOME_FOLDERS: Mapping[str, str] = MappingProxyType(
+    {
+        MODELS: "the embedding models",
+        EMBED_CACHE: "the embedding cache",
+        LLM_CACHE: "the LLM response cache",
+        LLM_SERVER: "the local LLM server",
+        NEO4J_LOCAL: "the local Neo4j",
+        BM25: "the BM25 indexes",
+    }
+)
 
 
 def check_not_reserved(name: str) -> str:

@@ -98,10 +98,17 @@ class KnowledgeBase:
             self._store = store
         return self._store
 
-    def ingest(self, paths: Sequence[str | Path] | str | Path, *, prune: bool = False, wait: bool = False,
-               progress: bool | None = None, exclude: Sequence[str] = (),
-               within: Sequence[str | Path] | None = None,
-               meta: Mapping[str, MetadataValue] | None = None) -> IngestReport:  # fmt: skip
+    def ingest(
+        self,
+        paths: Sequence[str | Path] | str | Path,
+        *,
+        prune: bool = False,
+        wait: bool = False,
+        progress: bool | None = None,
+        exclude: Sequence[str] = (),
+        within: Sequence[str | Path] | None = None,
+        meta: Mapping[str, MetadataValue] | None = None,
+    ) -> IngestReport:
         """Ingest files, directories and .jsonl passage corpora (L0, PIKE-RAG §5.1: parse, chunk, distill, embed,
         write). Incremental: unchanged documents are skipped, changed ones replaced; an unchanged file is hashed, not
         parsed. Per-file failures are in the report, not raised. A re-ingest that changes only metadata updates it
@@ -145,17 +152,45 @@ class KnowledgeBase:
         try:
             shared_index(self.store, self.settings)
         except Exception as exc:  # noqa: BLE001 - an index for later questions must not fail the ingestion
-            logging.getLogger("kbgraph.ingest").warning("BM25 index not built after ingestion (%s); the first "
-                                                        "question builds it", exc)  # fmt: skip
+            logging.getLogger("kbgraph.ingest").warning(
+                "BM25 index not built after ingestion (%s); the first question builds it", exc
+            )
 
     @overload
-    def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,
-            stream: Literal[False] = ..., filters: FilterInput = ...) -> Answer: ...  # fmt: skip
+    def ask(
+        self,
+        question: str,
+        *,
+        method: str | None = ...,
+        k: int = ...,
+        explain: bool = ...,
+        save: bool = ...,
+        stream: Literal[False] = ...,
+        filters: FilterInput = ...,
+    ) -> Answer: ...
     @overload
-    def ask(self, question: str, *, method: str | None = ..., k: int = ..., explain: bool = ..., save: bool = ...,
-            stream: Literal[True], filters: FilterInput = ...) -> AnswerStream: ...  # fmt: skip
-    def ask(self, question: str, *, method: str | None = None, k: int = 5, explain: bool = False,
-            save: bool = False, stream: bool = False, filters: FilterInput = None) -> Answer | AnswerStream:  # fmt: skip
+    def ask(
+        self,
+        question: str,
+        *,
+        method: str | None = ...,
+        k: int = ...,
+        explain: bool = ...,
+        save: bool = ...,
+        stream: Literal[True],
+        filters: FilterInput = ...,
+    ) -> AnswerStream: ...
+    def ask(
+        self,
+        question: str,
+        *,
+        method: str | None = None,
+        k: int = 5,
+        explain: bool = False,
+        save: bool = False,
+        stream: bool = False,
+        filters: FilterInput = None,
+    ) -> Answer | AnswerStream:
         """Answer ``question`` from the graph with citations and rationale (PIKE-RAG §5.3, Algorithm 1). Only
         complete documents are retrieved and cited (not one still or left 'writing' by a killed run).
         Args:
@@ -192,8 +227,9 @@ class KnowledgeBase:
         filt = None if filters is None else parse_filter(filters)
         if stream:
             with within(self.scope(filt)):  # the stream's worker thread keeps this context's scope
-                return stream_answer(question, self.query_context, method=method, k=k, explain=explain,
-                                     then=self._save if save else None)  # fmt: skip
+                return stream_answer(
+                    question, self.query_context, method=method, k=k, explain=explain, then=self._save if save else None
+                )
         self._open_beside(question)
         with within(self.scope(filt)):
             answer = answer_question(question, self.query_context(), method=method, k=k, explain=explain)
@@ -239,8 +275,15 @@ class KnowledgeBase:
             rows = self.store.run(query.statement, values)
         return [_without_embeddings(row) for row in rows]
 
-    def retrieve(self, question: str, *, k: int = 10, method: str = "propagation",
-                 explain: bool = False, filters: FilterInput = None) -> list[ScoredChunk]:  # fmt: skip
+    def retrieve(
+        self,
+        question: str,
+        *,
+        k: int = 10,
+        method: str = "propagation",
+        explain: bool = False,
+        filters: FilterInput = None,
+    ) -> list[ScoredChunk]:
         """The top-``k`` chunks for ``question`` without answering (no LLM).
         Args:
             question: the question, as :meth:`ask`'s.
@@ -438,8 +481,9 @@ def _without_embeddings(value: Any) -> Any:
     return value
 
 
-def evaluate_dataset(dataset: str | Path, *, settings: Settings | None = None, kb_name: str | None = None,
-                     **options: Any) -> EvalSummary:  # fmt: skip
+def evaluate_dataset(
+    dataset: str | Path, *, settings: Settings | None = None, kb_name: str | None = None, **options: Any
+) -> EvalSummary:
     """:func:`kbgraph.eval.evaluate` on the knowledge base named after the data set (``kb_name`` overrides), with
     ``settings`` (default: the environment's). Builds the KB from the data set's corpus on first use and
     reuses it afterwards (incremental ingestion). ``options``: those of :func:`kbgraph.eval.evaluate`."""

@@ -40,23 +40,48 @@ RELATIONSHIP_TYPES: tuple[str, ...] = (
 )
 #: The Document properties kbgraph writes for itself (ingest/upsert_document, mark_documents_complete): never a
 #: user's metadata key (one is refused at ingest), and not filterable (kbgraph.query.filters) but for ``title``.
-RESERVED_DOCUMENT_PROPERTIES: frozenset[str] = frozenset({
-    "id", "uri", "title", "title_alternatives", "mime", "sha256", "ingested_at", "summary", "ocr", "ocr_pages",
-    "embedding", "pending_embedding", "status", "metadata_keys", "file_metadata",
-})  # fmt: skip
+RESERVED_DOCUMENT_PROPERTIES: frozenset[str] = frozenset(
+    {
+        "id",
+        "uri",
+        "title",
+        "title_alternatives",
+        "mime",
+        "sha256",
+        "ingested_at",
+        "summary",
+        "ocr",
+        "ocr_pages",
+        "embedding",
+        "pending_embedding",
+        "status",
+        "metadata_keys",
+        "file_metadata",
+    }
+)
 #: The metadata every Document carries when it can be known (issue 58), filterable like the user's own keys:
 #: ``folder`` the source file's folder relative to the ingested root, posix, ending in '/' ('' at the root: so
 #: ``folder^=hr/`` holds hr/ and its subfolders); ``path`` the relative posix path; ``file_type`` the lower-case
 #: extension without its dot ('pdf'); ``title``; ``author``; ``created`` and ``modified``, ISO 8601 UTC text
 #: ('2021-03-04T05:06:07Z', so that ``created>=2021`` compares as text); ``language``, ISO 639-1 ('en').
 STANDARD_METADATA_KEYS: tuple[str, ...] = (
-    "folder", "path", "file_type", "title", "author", "created", "modified", "language",
-)  # fmt: skip
+    "folder",
+    "path",
+    "file_type",
+    "title",
+    "author",
+    "created",
+    "modified",
+    "language",
+)
 #: A metadata value as a Document property holds it (a date is ISO 8601 text).
 MetadataValue = str | int | float | bool | list[str]
 #: Full-text indexes: (label, property).
 FULLTEXT_INDEXES: tuple[tuple[str, str], ...] = (
-    ("Chunk", "text"), ("Entity", "name"), ("Document", "title"), ("Tag", "norm"),
+    ("Chunk", "text"),
+    ("Entity", "name"),
+    ("Document", "title"),
+    ("Tag", "norm"),
 )
 
 

@@ -218,14 +218,19 @@ class Settings(BaseSettings):
         routed = route({**(changes or {}), **more})
         if all(key in GROUPS and isinstance(value, dict) for key, value in routed.items()):
             try:
-                groups = {key: cls.model_validate({**dict(getattr(self, key)), **routed[key]}) if key in routed
-                          else getattr(self, key).model_copy() for key, cls in GROUPS.items()}  # fmt: skip
+                groups = {
+                    key: cls.model_validate({**dict(getattr(self, key)), **routed[key]})
+                    if key in routed
+                    else getattr(self, key).model_copy()
+                    for key, cls in GROUPS.items()
+                }
             except ValidationError:
                 pass  # the constructor's validation below raises it, its location naming the group
             else:
                 return super().model_copy(update=groups)
-        data: dict[str, Any] = {k: dict(getattr(self, k)) if k in GROUPS else getattr(self, k)
-                                for k in type(self).model_fields}  # fmt: skip
+        data: dict[str, Any] = {
+            k: dict(getattr(self, k)) if k in GROUPS else getattr(self, k) for k in type(self).model_fields
+        }
         for key, value in routed.items():
             if key in GROUPS and isinstance(value, dict):
                 data[key] = {**data[key], **value}
@@ -323,8 +328,7 @@ def _flat_settings() -> type[BaseSettings]:
     environment and kbgraph.toml sources read as they read the flat Settings class of old; never validated."""
     global _FLAT
     if _FLAT is None:
-        fields: dict[str, Any] = {k: (Settings.model_fields[k].annotation, Settings.model_fields[k])
-                                  for k in TOP_LEVEL}  # fmt: skip
+        fields: dict[str, Any] = {k: (Settings.model_fields[k].annotation, Settings.model_fields[k]) for k in TOP_LEVEL}
         for model in GROUPS.values():
             fields.update({k: (info.annotation, info) for k, info in model.model_fields.items()})
         _FLAT = create_model("FlatSettings", __base__=_FlatBase, **fields)

@@ -66,8 +66,10 @@ def _table(fields: dict[str, FieldInfo], prefix: str) -> list[str]:
     rows = ["| setting | environment | type | default | description |", "|---|---|---|---|---|"]
     for name, info in fields.items():
         env = ", ".join(f"`{e}`" for e in env_names(name))
-        rows.append(f"| `{prefix}{name}` | {env} | {type_name(info.annotation)} | {default_text(info)} | "
-                    f"{_cell(info.description or '')} |")
+        rows.append(
+            f"| `{prefix}{name}` | {env} | {type_name(info.annotation)} | {default_text(info)} | "
+            f"{_cell(info.description or '')} |"
+        )
     return rows
 
 
@@ -85,7 +87,7 @@ def splice(text: str, block: str) -> str:
     start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
         raise ValueError(f"docs/settings.md has no generated block: put {BEGIN!r} and {END!r} where it goes")
-    return text[:start] + block + text[end + len(END):]
+    return text[:start] + block + text[end + len(END) :]
 
 
 def main(argv: list[str] | None = None) -> int:

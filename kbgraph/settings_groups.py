@@ -54,11 +54,11 @@ class StoreSettings(SettingsGroup):
     uri: str | None = Field(
         None,
         validation_alias=AliasChoices("KBGRAPH_URI", "NEO4J_URI"),
-        description="Graph store URI: bolt://, neo4j://, neo4j+s://, falkor://host:port; "
-        "empty = embedded FalkorDB.",
+        description="Graph store URI: bolt://, neo4j://, neo4j+s://, falkor://host:port; empty = embedded FalkorDB.",
     )
     neo4j_username: str = Field(
-        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_USERNAME", "NEO4J_USERNAME"),
+        "neo4j",
+        validation_alias=AliasChoices("KBGRAPH_NEO4J_USERNAME", "NEO4J_USERNAME"),
         description="Neo4j user name.",
     )
     neo4j_password: SecretStr = Field(
@@ -67,14 +67,17 @@ class StoreSettings(SettingsGroup):
         description="Neo4j password (the local Neo4j of `kbgraph neo4j start` is set up with the default).",
     )
     neo4j_database: str = Field(
-        "neo4j", validation_alias=AliasChoices("KBGRAPH_NEO4J_DATABASE", "NEO4J_DATABASE"),
+        "neo4j",
+        validation_alias=AliasChoices("KBGRAPH_NEO4J_DATABASE", "NEO4J_DATABASE"),
         description="Neo4j database of the knowledge base (Community hosts one database).",
     )
     connect_timeout: float = Field(10.0, description="Seconds to wait for a store connection.")
     # --- writing ------------------------------------------------------------------------
     batch_size: int = Field(1000, ge=1, description="Rows per UNWIND batch.")
     vector_ef_construction: int = Field(
-        50, ge=4, le=4096,
+        50,
+        ge=4,
+        le=4096,
         description="efConstruction of the embedded FalkorDB's HNSW vector indexes, given when an index is "
         "created: lower writes and loads faster (the server rebuilds its vector indexes at every start), higher "
         "finds closer neighbours (docs/benchmarks.md#hnsw-efconstruction-vector_ef_construction). A knowledge base "
@@ -90,25 +93,29 @@ class StoreSettings(SettingsGroup):
     )
     falkor_start_timeout: float = Field(120.0, description="Seconds to wait for the embedded server.")
     falkor_reload_after_compaction: bool = Field(
-        True, description="After an ingestion or deletion that rewrote the embedded server's append-only file, start "
+        True,
+        description="After an ingestion or deletion that rewrote the embedded server's append-only file, start "
         "the server again, so that the answers right after it are those of every later start (its vector indexes "
         "rebuilt from the snapshot; tests/test_restart_determinism.py); skipped while another client uses the "
         "server (its next start does it). Costs one load of the graph: 2.0 s for examples/docs (22,931 nodes), 7.2 s "
         "for 2Wiki (3,301 passages, 81,478 nodes), 3 % of its ingest "
         "(docs/benchmarks.md#the-reload-after-a-compaction). Off: the answers right after an ingest may "
-        "differ at the margins from those after a restart; ties of the full-text seeds are broken by id either way.")
+        "differ at the margins from those after a restart; ties of the full-text seeds are broken by id either way.",
+    )
 
     # --- local Neo4j (kbgraph.neo4j_local) ------------------------------------------------------
     neo4j_local_home: UserPath | None = Field(None, description="Local Neo4j folder; default <home>/neo4j-local.")
     neo4j_bolt_port: int = Field(7687, ge=1, le=65535, description="Bolt port of the local Neo4j on 127.0.0.1.")
     neo4j_http_port: int = Field(7474, ge=1, le=65535, description="HTTP (Browser) port of the local Neo4j.")
     neo4j_heap: str = Field("1g", description="Java heap of the local Neo4j (-Xmx), e.g. 1g, 512m.")
-    neo4j_pagecache: str = Field("256m", description="Page cache of the local Neo4j "
-                                 "(server.memory.pagecache.size).")  # fmt: skip
-    neo4j_jvm_options: str = Field("", description="More JVM options of the local Neo4j, split as a shell splits "
-                                   "words, e.g. '-XX:+UseSerialGC'. The test suite runs it with "
-                                   "'-XX:TieredStopAtLevel=1 -XX:+UseSerialGC' (about 30 % less CPU over short "
-                                   "runs; a long-lived server answers faster with the JVM's defaults).")  # fmt: skip
+    neo4j_pagecache: str = Field("256m", description="Page cache of the local Neo4j (server.memory.pagecache.size).")
+    neo4j_jvm_options: str = Field(
+        "",
+        description="More JVM options of the local Neo4j, split as a shell splits "
+        "words, e.g. '-XX:+UseSerialGC'. The test suite runs it with "
+        "'-XX:TieredStopAtLevel=1 -XX:+UseSerialGC' (about 30 % less CPU over short "
+        "runs; a long-lived server answers faster with the JVM's defaults).",
+    )
 
     @field_validator("uri", mode="before")
     @classmethod
@@ -122,45 +129,66 @@ class IngestSettings(SettingsGroup):
     max_file_bytes: int = Field(200 * 1024 * 1024, ge=1, description="Files larger than this are refused.")
     # --- what a file may expand to (kbgraph.ingest.bounds: decompression bombs; 0 = no bound) ---------
     max_expanded_bytes: int = Field(
-        512 * 1024 * 1024, ge=0, description="A zip-based file (.docx .pptx .xlsx .xlsm .ods .odt .epub) whose "
+        512 * 1024 * 1024,
+        ge=0,
+        description="A zip-based file (.docx .pptx .xlsx .xlsm .ods .odt .epub) whose "
         "members, declared or as they actually inflate (read with a cap, headers not trusted), hold more bytes than "
         "this is refused before it is parsed; so is a PDF whose streams but images decode to more (0 = no bound; "
         "e-mail attachments count towards their message's).",
     )
     max_member_bytes: int = Field(
-        256 * 1024 * 1024, ge=0, description="The same bound for one zip member or one PDF stream (0 = no bound).",
+        256 * 1024 * 1024,
+        ge=0,
+        description="The same bound for one zip member or one PDF stream (0 = no bound).",
     )
     max_compression_ratio: float = Field(
-        200.0, ge=0, description="A zip member (or the whole package) over 1 MiB that inflates more than this many "
+        200.0,
+        ge=0,
+        description="A zip member (or the whole package) over 1 MiB that inflates more than this many "
         "times its compressed size is refused (a 12 MB XML part in an 18 KB .docx: 650-fold; real Office parts "
         "3-30-fold; 0 = no bound).",
     )
-    max_zip_members: int = Field(10_000, ge=0, description="A zip-based file of more members than this is refused "
-                                 "(counted from its bytes before its directory is read; 0 = no bound).")  # fmt: skip
+    max_zip_members: int = Field(
+        10_000,
+        ge=0,
+        description="A zip-based file of more members than this is refused "
+        "(counted from its bytes before its directory is read; 0 = no bound).",
+    )
     max_xml_elements: int = Field(
-        1_000_000, ge=0, description="A zip-based file whose XML members hold more elements than this in all (counted "
+        1_000_000,
+        ge=0,
+        description="A zip-based file whose XML members hold more elements than this in all (counted "
         "by a streaming parser as they inflate) is refused before it is parsed (0 = no bound). A parse costs about "
         "15-70 µs of CPU and 0.3-0.7 KB of memory an element: the 480 KB sample .docx, 106,000 elements, 1.6 s and "
         "+70 MB; a .docx of 990,000 empty paragraphs 66 s and +330 MB (benchmarks/bomb_rss.py). A server taking "
         "files from untrusted callers may lower it: time and memory scale with it.",
     )
-    max_pdf_pages: int = Field(10_000, ge=0, description="A PDF of more pages than this is refused (0 = no "
-                               "bound).")  # fmt: skip
+    max_pdf_pages: int = Field(10_000, ge=0, description="A PDF of more pages than this is refused (0 = no bound).")
     max_parse_seconds: float = Field(
-        600.0, ge=0, description="A file still being parsed after this many seconds is refused (OCR included; a "
+        600.0,
+        ge=0,
+        description="A file still being parsed after this many seconds is refused (OCR included; a "
         "call inside a C library, one PDF page, finishes first; 0 = no bound).",
     )
     ocr: Literal["auto", "off"] = Field(
-        "auto", description="OCR of scanned PDF pages (no text layer; pages with text never) and images (.png .jpg "
+        "auto",
+        description="OCR of scanned PDF pages (no text layer; pages with text never) and images (.png .jpg "
         ".tif .bmp .webp) through Tesseract (kbgraph.ingest.ocr): auto = on when the `tesseract` binary is found "
         "(apt-get install tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd); off = images skipped, scanned PDFs "
-        "fail with \"needs OCR first\".",
+        'fail with "needs OCR first".',
     )
-    ocr_languages: str = Field("eng", description="Tesseract languages joined by +, e.g. eng+kor+chi_sim; each needs "
-                               "its tesseract-ocr-<lang> package, a missing one fails the document naming "
-                               "it.")  # fmt: skip
-    ocr_dpi: int = Field(300, ge=72, le=1200, description="Resolution scanned PDF pages are rendered "
-                         "at for OCR (cost grows with its square).")  # fmt: skip
+    ocr_languages: str = Field(
+        "eng",
+        description="Tesseract languages joined by +, e.g. eng+kor+chi_sim; each needs "
+        "its tesseract-ocr-<lang> package, a missing one fails the document naming "
+        "it.",
+    )
+    ocr_dpi: int = Field(
+        300,
+        ge=72,
+        le=1200,
+        description="Resolution scanned PDF pages are rendered at for OCR (cost grows with its square).",
+    )
     chunk_tokens: int = Field(256, ge=16, description="Target chunk size in words.")
     chunk_overlap_sentences: int = Field(1, ge=0, description="Sentences repeated between chunks.")
     llm_chunking: bool = Field(
@@ -172,28 +200,36 @@ class IngestSettings(SettingsGroup):
         768, ge=32, description="Words of section text the LLM splitter sees per call (at least chunk_tokens)."
     )
     ingest_group_size: int = Field(
-        512, ge=1, description="At most this many documents are processed (chunk, distill, embed, write) "
+        512,
+        ge=1,
+        description="At most this many documents are processed (chunk, distill, embed, write) "
         "together, in one unit of work. Large groups let spaCy use 2 processes and the embedder sort texts "
         "by length (2Wiki 600 passages: groups of 64 embed in 65 s, of 256 in 43 s, of 600 in 41 s).",
     )
     ingest_group_chars: int = Field(
-        1_000_000, ge=1, description="A group also closes once its documents hold this many characters "
+        1_000_000,
+        ge=1,
+        description="A group also closes once its documents hold this many characters "
         "(bounds memory and the unit of work for large documents; ~1 min of embedding on 2 cores).",
     )
     # --- overlapped graph writes (ingest/groups.py) ---------------------------
     ingest_overlap_writes: bool = Field(
-        True, description="Write group k to the store in a background thread (the database does the work) while "
+        True,
+        description="Write group k to the store in a background thread (the database does the work) while "
         "group k+1 is embedded; documents are still written in order and a failed write is retried one document "
         "at a time. False = each group's write runs in turn.",
     )
     lock_timeout: float = Field(3600.0, description="Seconds `ingest --wait` waits for another run's lock.")
     lease_ttl: float = Field(
-        60.0, ge=1.0, description="Neo4j: seconds the ingest lease in the database lasts unless renewed; a run "
+        60.0,
+        ge=1.0,
+        description="Neo4j: seconds the ingest lease in the database lasts unless renewed; a run "
         "renews it every third of that while it lives, and a run on another machine takes it over only once it "
         "expired (the embedded FalkorDB store keeps the file lock in the knowledge base's folder).",
     )
     ingest_writers: Literal["lease", "claims"] = Field(
-        "lease", description="Neo4j: how runs on several machines share the database. lease = one run at a time "
+        "lease",
+        description="Neo4j: how runs on several machines share the database. lease = one run at a time "
         "(the ingest lease; the others exit 75 or --wait); claims = runs write at once, each taking the files no "
         "live run has claimed (a claim per file in the database, renewed like the lease, taken over lease_ttl s "
         "after its run died) and reporting the others skipped; a run with --prune still takes the lease and "
@@ -201,17 +237,21 @@ class IngestSettings(SettingsGroup):
     )
     # --- the engine (kbgraph.ingest.ray_engine) --------------------------------
     ingest_engine: Literal["local", "ray"] = Field(
-        "local", description="Where parse, chunk, distill and embed run: local = this process (spaCy's worker "
+        "local",
+        description="Where parse, chunk, distill and embed run: local = this process (spaCy's worker "
         "processes on large groups); ray = a Ray cluster (tasks parse and chunk, actors holding spaCy distill, "
         "actors holding the embedder embed, one GPU each when the cluster has GPUs), while this process checks, "
         "writes and records the run as with local. Needs `pip install 'kbgraph[ray]'`.",
     )
     ray_address: str | None = Field(
-        None, description="ingest_engine=ray: the Ray cluster to join (e.g. ray://head:10001 or auto); none = start "
+        None,
+        description="ingest_engine=ray: the Ray cluster to join (e.g. ray://head:10001 or auto); none = start "
         "a local Ray on this machine for the run (ingest_workers CPUs, no dashboard).",
     )
     ingest_workers: int | None = Field(
-        None, ge=1, description="ingest_engine=ray: parse tasks, distill actors and embed actors running at once "
+        None,
+        ge=1,
+        description="ingest_engine=ray: parse tasks, distill actors and embed actors running at once "
         "(embed actors: one per GPU when the cluster has GPUs, each on one CPU thread otherwise); none = the machine's cores (a local Ray) or the cluster's CPUs.",
     )
 
@@ -224,13 +264,15 @@ class EmbeddingSettings(SettingsGroup):
         description="sentence-transformers model name or path, or openai:<model> for an "
         "OpenAI-compatible embeddings endpoint.",
     )
-    embedding_dimension: int = Field(384, ge=1, description="Components of the embedding model's vectors (the "
-                                     "vector indexes' dimension).")  # fmt: skip
+    embedding_dimension: int = Field(
+        384, ge=1, description="Components of the embedding model's vectors (the vector indexes' dimension)."
+    )
     embedding_batch_size: int = Field(64, ge=1, description="Texts per embedding batch, at most.")
     embedding_batch_tokens: int = Field(
-        2048, ge=1,
+        2048,
+        ge=1,
         description="Padded tokens per embedding batch, at most (ONNX backend): long texts go in smaller batches, "
-        "which keeps the embedder's memory flat (benchmarks/HISTORY.md, \"Ingestion\").",
+        'which keeps the embedder\'s memory flat (benchmarks/HISTORY.md, "Ingestion").',
     )
     embedding_backend: str = Field(
         "auto",
@@ -246,8 +288,9 @@ class EmbeddingSettings(SettingsGroup):
         "Keep one precision per knowledge base: vectors of both in one index are comparable but not identical.",
     )
     embedding_cache: bool = Field(True, description="Keep computed embeddings on disk and reuse them.")
-    embedding_cache_dir: UserPath | None = Field(None, description="Embedding cache folder; default "
-                                                 "<home>/embed-cache.")  # fmt: skip
+    embedding_cache_dir: UserPath | None = Field(
+        None, description="Embedding cache folder; default <home>/embed-cache."
+    )
 
     # --- which layers get vectors (ingest/embed_layers.py, query/propagation/propagate.py) ------
     vector_layers: Annotated[list[str], NoDecode] = Field(
@@ -289,12 +332,14 @@ class EmbeddingSettings(SettingsGroup):
         description="Layers embedded by a static model distilled from embedding_model (model2vec: one vector per "
         "token, a text = their mean; microseconds a text) instead of the model itself, at ingest and for the "
         "question's vector on those layers' indexes: a list or comma-separated labels of "
-        + ", ".join(VECTOR_LAYER_CHOICES) + " (meant for short texts). Applies to sentence-transformers models "
+        + ", ".join(VECTOR_LAYER_CHOICES)
+        + " (meant for short texts). Applies to sentence-transformers models "
         "(not openai:). Changing it for an existing knowledge base: rebuild it (reset, then ingest; the embedding "
         "cache keeps that cheap), or its layers are searched with the other model's question vector.",
     )
     static_dimension: int | None = Field(
-        None, ge=8,
+        None,
+        ge=8,
         description="Dimensions of the static model's vectors: model2vec's PCA at distillation keeps this many "
         "principal components; none = the model's own (embedding_dimension). The vector indexes of static_layers "
         "get this dimension, the others keep embedding_dimension. Fewer dimensions cost less store memory: on 2Wiki "
@@ -304,7 +349,8 @@ class EmbeddingSettings(SettingsGroup):
         "SchemaMismatch naming the dimension it was built with.",
     )
     static_models_dir: UserPath | None = Field(
-        None, description="Where distilled static models are kept (one per embedding model's weights, shared by "
+        None,
+        description="Where distilled static models are kept (one per embedding model's weights, shared by "
         "every knowledge base that points here); default <home>/models.",
     )
 
@@ -352,10 +398,15 @@ class RetrievalSettings(SettingsGroup):
     """Score propagation (PIKE-RAG §5.2.3, Fig. 8; kbgraph.query.propagation.propagate, docs/scoring.md) and the ranker."""
 
     seed_k: int = Field(20, ge=1, description="Vector top-k per layer (Chunk, AtomicQuestion, Triple, ...).")
-    fulltext_k: int = Field(20, ge=0, description="Full-text top-k on Chunk.text and Entity.name (0 = off); the "
-                            "Chunk seeds are BM25's top k while ranker_bm25_k > 0 (docs/scoring.md).")  # fmt: skip
+    fulltext_k: int = Field(
+        20,
+        ge=0,
+        description="Full-text top-k on Chunk.text and Entity.name (0 = off); the "
+        "Chunk seeds are BM25's top k while ranker_bm25_k > 0 (docs/scoring.md).",
+    )
     rescore_k: int = Field(
-        20, ge=0,
+        20,
+        ge=0,
         description="Candidate chunks (not among the Chunk seeds) whose exact question similarity is computed, "
         "per pass (0 = off: such chunks get no Chunk term).",
     )
@@ -368,81 +419,130 @@ class RetrievalSettings(SettingsGroup):
     weight_entity: float = Field(0.05, description="w_E: best similarity of the entities the chunk mentions.")
     weight_section: float = Field(0.05, description="w_S: similarity of the chunk's section.")
     weight_document: float = Field(0.05, description="w_D: similarity of the chunk's document.")
-    weight_fulltext: float = Field(0.05, description="w_F: full-text score of the chunk and of its entities' "
-                                   "names (0 = no full-text seeds).")  # fmt: skip
-    weight_hop: float = Field(0.3, description="w_H: entity hop, from the hop_from best chunks to chunks sharing "
-                              "an entity, damped by log2(1 + the entity's degree).")  # fmt: skip
-    weight_title_hop: float = Field(0.5, description="w_TH: title hop, from the hop_from best chunks to the chunks "
-                                    "of a document whose title they name, shared among those chunks.")  # fmt: skip
+    weight_fulltext: float = Field(
+        0.05, description="w_F: full-text score of the chunk and of its entities' names (0 = no full-text seeds)."
+    )
+    weight_hop: float = Field(
+        0.3,
+        description="w_H: entity hop, from the hop_from best chunks to chunks sharing "
+        "an entity, damped by log2(1 + the entity's degree).",
+    )
+    weight_title_hop: float = Field(
+        0.5,
+        description="w_TH: title hop, from the hop_from best chunks to the chunks "
+        "of a document whose title they name, shared among those chunks.",
+    )
     weight_next: float = Field(0.05, description="w_N: NEXT neighbours of the hop_from best chunks.")
-    weight_triple_hop: float = Field(0.0, ge=0, description="w_R: triple hop, from the question's entities along "
-                                     "their triples to the chunks mentioning the object, damped by log2(1 + the "
-                                     "object's degree); 0 = off (docs/scoring.md).")  # fmt: skip
-    weight_tag: float = Field(0.1, description="w_G: the Tag layer of score propagation (chunks TAGGED with a "
-                              "mapped corpus tag; auto_tagging).")  # fmt: skip
+    weight_triple_hop: float = Field(
+        0.0,
+        ge=0,
+        description="w_R: triple hop, from the question's entities along "
+        "their triples to the chunks mentioning the object, damped by log2(1 + the "
+        "object's degree); 0 = off (docs/scoring.md).",
+    )
+    weight_tag: float = Field(
+        0.1,
+        description="w_G: the Tag layer of score propagation (chunks TAGGED with a mapped corpus tag; auto_tagging).",
+    )
     hop_from: int = Field(3, ge=0, description="Top chunks whose entities and title links spread score.")
-    hop_document_share: float = Field(0.1, gt=0, le=1, description="An entity hop into another document counts in "
-        "full via an entity of <= this share of the documents, less above (IDF), 0 via one of all; 1 = off.")
+    hop_document_share: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="An entity hop into another document counts in "
+        "full via an entity of <= this share of the documents, less above (IDF), 0 via one of all; 1 = off.",
+    )
     adjacency_cache: bool = Field(
-        True, description="Hold the graph score propagation walks (chunks, their texts, relationships and "
+        True,
+        description="Hold the graph score propagation walks (chunks, their texts, relationships and "
         "embeddings) in memory per corpus generation, built in the background at a process's second question, "
         "instead of three statements per question (kbgraph.query.propagation.adjacency; ~9 KB per chunk; false = the "
-        "statements).")
+        "statements).",
+    )
     collapse_repeated_chunks: bool = Field(
-        True, description="Score propagation returns a chunk whose text equals a better-ranked one's (a passage "
+        True,
+        description="Score propagation returns a chunk whose text equals a better-ranked one's (a passage "
         "repeated in a document or across documents) once: the repeat is left out and the next chunk taken "
-        "(false = every copy, as ranked).")
+        "(false = every copy, as ranked).",
+    )
     max_chunks_per_page: int = Field(
-        1, ge=0, description="Score propagation returns at most this many results per page of a document: the "
+        1,
+        ge=0,
+        description="Score propagation returns at most this many results per page of a document: the "
         "page's best chunk stands for it and carries the page's other ranked chunks as evidence (same_page, which "
-        "an answer reads), and the next page takes the slot; 0 = every chunk a result. Pageless chunks unlimited.")
+        "an answer reads), and the next page takes the slot; 0 = every chunk a result. Pageless chunks unlimited.",
+    )
     max_entity_degree: int = Field(50, ge=1, description="Entities in more chunks than this do not propagate.")
     filter_seeding: Literal["auto", "exact", "overfetch"] = Field(
-        "auto", description="Seeds of a filtered question (--where, the API's filters, a key's document scope): "
+        "auto",
+        description="Seeds of a filtered question (--where, the API's filters, a key's document scope): "
         "'exact' = each layer's exact top seed_k among the allowed documents' nodes, computed over them; "
         "'overfetch' = each vector index's top seed_k / share x 1.5 (at most 30 x seed_k), the allowed ones kept; "
         "'auto' = over-fetch while that bound covers the scope (it holds >= 5 % of the chunks), else exact for a "
-        "scope of at most filter_exact_chunks chunks (docs/filters.md, docs/benchmarks.md#filters).")
+        "scope of at most filter_exact_chunks chunks (docs/filters.md, docs/benchmarks.md#filters).",
+    )
     filter_exact_chunks: int = Field(
-        20000, ge=0, description="With filter_seeding 'auto': the largest scope (chunks) whose seeds are computed "
-        "exactly when over-fetching cannot cover it; a larger one is over-fetched at the bound.")
+        20000,
+        ge=0,
+        description="With filter_seeding 'auto': the largest scope (chunks) whose seeds are computed "
+        "exactly when over-fetching cannot cover it; a larger one is over-fetched at the bound.",
+    )
     # the learned ranker over the propagation terms (kbgraph.query.propagation.ranking_learned; docs/scoring.md)
     ranker: Literal["learned", "weights", "gbm", "blend"] = Field(
-        "blend", description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
+        "blend",
+        description="How propagation's candidate chunks are ordered: 'learned' = the fitted linear "
         "model over their score terms (ranker_model), 'weights' = the weighted sum of the weight_* settings, "
         "'gbm' = gradient-boosted trees over the same terms and list features (ranker_model; docs/scoring.md), "
         "'blend' = the learned ranker's order, its best ranker_blend_k re-ordered by the learned and gbm scores, "
         "each standardised over them, the gbm's weighted by ranker_blend_weight (kbgraph.query.propagation.ranking_blend; the "
-        "default: above 'learned' held out on every passage set, level on long documents).")
+        "default: above 'learned' held out on every passage set, level on long documents).",
+    )
     ranker_blend_weight: float = Field(
-        4.0, ge=0, description="ranker 'blend': the weight of the gbm's standardised score beside the learned "
+        4.0,
+        ge=0,
+        description="ranker 'blend': the weight of the gbm's standardised score beside the learned "
         "ranker's (0 = the learned ranker's order). 4: chosen leave-one-set-out by R@2 + R@5 on the repo's sets "
-        "(docs/benchmarks.md#the-blend-ranker-over-the-learned-head).")
+        "(docs/benchmarks.md#the-blend-ranker-over-the-learned-head).",
+    )
     ranker_blend_k: int = Field(
-        15, ge=0, description="ranker 'blend': how many of the learned ranker's best candidates the blend "
-        "re-orders (the head; 0 = the whole pool, by the same model). The rest follow in the learned order.")
+        15,
+        ge=0,
+        description="ranker 'blend': how many of the learned ranker's best candidates the blend "
+        "re-orders (the head; 0 = the whole pool, by the same model). The rest follow in the learned order.",
+    )
     ranker_model: UserPath | None = Field(
-        None, description="A ranker model written by `kbgraph rank train` (--model gbm for ranker 'gbm'; default: "
-        "the shipped one of the ranker, fitted on the repo's 2Wiki, MuSiQue and HotpotQA sets).")
-    ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker "
-                             "re-orders.")  # fmt: skip
-    ranker_bm25_k: int = Field(50, ge=0, description="BM25's top chunks that the learned ranker scores (its bm25 "
-                               "features) and adds to its pool; 0 = no BM25 (kbgraph.query.bm25), and the Chunk "
-                               "full-text seeds come from the store's full-text index.")  # fmt: skip
+        None,
+        description="A ranker model written by `kbgraph rank train` (--model gbm for ranker 'gbm'; default: "
+        "the shipped one of the ranker, fitted on the repo's 2Wiki, MuSiQue and HotpotQA sets).",
+    )
+    ranker_pool: int = Field(50, ge=1, description="Best chunks by the weighted sum that the learned ranker re-orders.")
+    ranker_bm25_k: int = Field(
+        50,
+        ge=0,
+        description="BM25's top chunks that the learned ranker scores (its bm25 "
+        "features) and adds to its pool; 0 = no BM25 (kbgraph.query.bm25), and the Chunk "
+        "full-text seeds come from the store's full-text index.",
+    )
 
 
 class TaggingSettings(SettingsGroup):
     """Auto-tagging (PIKE-RAG §5.2.2): Tag nodes on chunks at ingest (kbgraph.ingest.autotag) and the question's
     tags mapped to them at query time (kbgraph.query.tags, kbgraph.eval.tag_pairs)."""
 
-    auto_tagging: bool = Field(False, description="Tag chunks at ingest and questions at query time (needs an LLM). "
-                               "Off by default: it costs an LLM call per chunk at ingest and one per question.")
+    auto_tagging: bool = Field(
+        False,
+        description="Tag chunks at ingest and questions at query time (needs an LLM). "
+        "Off by default: it costs an LLM call per chunk at ingest and one per question.",
+    )
     tag_threshold: float = Field(0.75, description="Min cosine of a question tag and a corpus Tag (vector index).")
     tag_vector_k: int = Field(3, ge=0, description="Nearest corpus Tags per question tag (0 = MAPS_TO only).")
     tag_max_chunks: int = Field(50, ge=1, description="Corpus Tags on more chunks than this do not seed retrieval.")
     tag_rewrite: bool = Field(True, description="Add the mapped tag names to the full-text query.")
     # corpus side (PIKE-RAG §5.2.2; kbgraph.ingest.autotag): tag classes and the corpus tag collection
     tag_class_sample: int = Field(
-        8, ge=1, description="Chunks (spread over the corpus) the LLM reads to propose the tag classes, once per "
-        "knowledge base, at the first ingest with auto_tagging on.")
+        8,
+        ge=1,
+        description="Chunks (spread over the corpus) the LLM reads to propose the tag classes, once per "
+        "knowledge base, at the first ingest with auto_tagging on.",
+    )
     tag_workers: int = Field(4, ge=1, description="Chunk tagging LLM requests in flight at once at ingest.")

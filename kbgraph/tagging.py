@@ -63,10 +63,12 @@ class TagClass(BaseModel):
 def tag_classes(store: GraphStore) -> list[TagClass]:
     """The knowledge base's tag classes, by name (empty before the first ingest with ``auto_tagging``)."""
     return [
-        TagClass(name=r["name"], description=r["description"] or "", tags=int(r["tags"] or 0),
-                 created_at=r["created_at"])
-        for r in store.run("tags/classes") if r["name"]
-    ]  # fmt: skip
+        TagClass(
+            name=r["name"], description=r["description"] or "", tags=int(r["tags"] or 0), created_at=r["created_at"]
+        )
+        for r in store.run("tags/classes")
+        if r["name"]
+    ]
 
 
 # --- the LLM's tagging answers ---------------------------------------------------------------------------
@@ -77,6 +79,7 @@ MAX_TAGS_PER_CHUNK = 12
 #: Longest tag or class name, and description, kept (characters).
 MAX_NAME_CHARS = 80
 MAX_DESCRIPTION_CHARS = 300
+
 
 def clean_text(v: Any) -> str:
     """An answer's value as stripped text ('' for None; a number as its digits)."""
@@ -241,9 +244,11 @@ def question_tags_messages(question: str, classes: list[tuple[str, str]]) -> lis
     return [{"role": "system", "content": SYSTEM_TAGGING}, {"role": "user", "content": user}]
 
 
-def tag_pairs_messages(question: str, question_tags: list[tuple[str, str]],
-                       corpus_tags: list[tuple[str, str]]) -> list[dict[str, str]]:  # fmt: skip
+def tag_pairs_messages(
+    question: str, question_tags: list[tuple[str, str]], corpus_tags: list[tuple[str, str]]
+) -> list[dict[str, str]]:
     """Messages of the tag-pair prompt: the question, its tags and the gold chunks' tags as (name, class)."""
-    user = TAG_PAIRS.format(question=question, question_tags=_tag_lines(question_tags),
-                            corpus_tags=_tag_lines(corpus_tags))  # fmt: skip
+    user = TAG_PAIRS.format(
+        question=question, question_tags=_tag_lines(question_tags), corpus_tags=_tag_lines(corpus_tags)
+    )
     return [{"role": "system", "content": SYSTEM_TAGGING}, {"role": "user", "content": user}]

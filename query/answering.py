@@ -67,10 +67,12 @@ class UsageMeter:
         now = self._snapshot()
         d = {k: now[k] - self.start[k] for k in now}
         return UsageReport(
-            calls=int(d["calls"]), prompt_tokens=int(d["prompt_tokens"]),
-            completion_tokens=int(d["completion_tokens"]), seconds=round(d["seconds"], 4),
+            calls=int(d["calls"]),
+            prompt_tokens=int(d["prompt_tokens"]),
+            completion_tokens=int(d["completion_tokens"]),
+            seconds=round(d["seconds"], 4),
             cached_calls=int(d["cached_calls"]),
-        )  # fmt: skip
+        )
 
 
 def context_of(chunks: Sequence[ScoredChunk]) -> str:
@@ -101,22 +103,25 @@ def citations_for(chunks: Sequence[ScoredChunk], focus: Sequence[str], embedder:
         quote = " ".join(quote.split())
         out.append(
             Citation(
-                chunk_id=c.id, document_title=c.document_title or c.document_id, document_uri=c.document_uri,
-                section=c.section_path, page=c.page,
+                chunk_id=c.id,
+                document_title=c.document_title or c.document_id,
+                document_uri=c.document_uri,
+                section=c.section_path,
+                page=c.page,
                 quote=quote if len(quote) <= QUOTE_CHARS else quote[: QUOTE_CHARS - 3] + "...",
             )
-        )  # fmt: skip
+        )
     return out
 
 
-def final_answer(llm: LLM, question: str, chunks: Sequence[ScoredChunk],
-                 events: Callable[[AskEvent], None] | None = None) -> QAOutput:  # fmt: skip
+def final_answer(
+    llm: LLM, question: str, chunks: Sequence[ScoredChunk], events: Callable[[AskEvent], None] | None = None
+) -> QAOutput:
     """Algorithm 1 line 14 (and the RAG baselines): the QA prompt over the chunks (:func:`answer_json`)."""
     return answer_json(llm, prompts.answer_messages(question, context_of(chunks)), events)
 
 
-def answer_json(llm: LLM, messages: list[dict[str, str]],
-                events: Callable[[AskEvent], None] | None = None) -> QAOutput:  # fmt: skip
+def answer_json(llm: LLM, messages: list[dict[str, str]], events: Callable[[AskEvent], None] | None = None) -> QAOutput:
     """The :class:`QAOutput` of a question-answering prompt. ``events`` (a streamed ask): the text of the
     ``answer`` field goes to it as ``AskEvent(type="delta")`` pieces while the LLM writes it, and
     ``AskEvent(type="reset")`` before the client's repair request. If the LLM fails or gives no valid JSON even
@@ -125,9 +130,10 @@ def answer_json(llm: LLM, messages: list[dict[str, str]],
     sink = None
     if events is not None:
         sink = JSONFieldStream(
-            "answer", lambda text: events(AskEvent(type="delta", text=text)),
+            "answer",
+            lambda text: events(AskEvent(type="delta", text=text)),
             lambda: events(AskEvent(type="reset")),
-        )  # fmt: skip
+        )
     try:
         if sink is None:
             return llm.complete_json(messages, QAOutput)

@@ -45,7 +45,7 @@ def clean_question(question: str) -> str:
         raise QueryError("the question must be text")
     text = "".join(ch for ch in question if ch.isprintable() or ch in "\n\t").strip()
     if not text:
-        raise QueryError("the question is empty: ask something, e.g. kbgraph ask \"Who founded X?\"")
+        raise QueryError('the question is empty: ask something, e.g. kbgraph ask "Who founded X?"')
     if len(text) > MAX_QUESTION_CHARS:
         raise QueryError(f"the question has {len(text):,} characters; the limit is {MAX_QUESTION_CHARS:,}")
     return text
@@ -73,8 +73,9 @@ def preload(question: str, settings: Settings, embedder: Embedder) -> None:
             embedding.result()
 
 
-def retrieve(question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_RETRIEVAL_METHOD,
-             explain: bool = False) -> list[ScoredChunk]:  # fmt: skip
+def retrieve(
+    question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_RETRIEVAL_METHOD, explain: bool = False
+) -> list[ScoredChunk]:
     """Top-``k`` chunks for the (clean) ``question`` by a retrieval method (kbgraph.query.methods.registry).
     Args:
         question: the clean question (:func:`clean_question`).
@@ -90,8 +91,9 @@ def retrieve(question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_
     return get_method(method, "retrieval").run(question, ctx, k=k, explain=explain)
 
 
-def answer_question(question: str, ctx: QueryContext, *, method: str | None = None, k: int = 5,
-                    explain: bool = False) -> Answer:  # fmt: skip
+def answer_question(
+    question: str, ctx: QueryContext, *, method: str | None = None, k: int = 5, explain: bool = False
+) -> Answer:
     """Answer ``question`` with ``method`` (see module doc); with no LLM, from retrieval alone.
     Args:
         question: the question (cleaned here: :func:`clean_question`).
@@ -120,9 +122,13 @@ def answer_question(question: str, ctx: QueryContext, *, method: str | None = No
     chunks = with_pages(retrieve(question, ctx, k=k, method=retrieval, explain=explain))  # a page's chunks too
     best, citations = evidence_answer(question, chunks, ctx.embedder)
     answer = Answer(
-        question=question, method=retrieval, retrieval_only=True, chunks=chunks, citations=citations,
+        question=question,
+        method=retrieval,
+        retrieval_only=True,
+        chunks=chunks,
+        citations=citations,
         answer=best or "No evidence found in the knowledge base.",
-    )  # fmt: skip
+    )
     answer.usage = meter.report()
     answer.usage.seconds = round(time.perf_counter() - started, 4)
     return answer

@@ -115,8 +115,9 @@ def corpus_fingerprint(store: GraphStore, salt: str = "") -> tuple[str, int]:
 def row_text(row: dict[str, Any]) -> str:
     """The text of a ``chunk_texts`` row as indexed: ``kbgraph.text.index_text``, the dense baseline's
     embedding text (kbgraph.ingest.pipeline)."""
-    return index_text(row.get("document_title"), row.get("section_path"), row.get("kind"), row.get("text"),
-                      row.get("summary"))  # fmt: skip
+    return index_text(
+        row.get("document_title"), row.get("section_path"), row.get("kind"), row.get("text"), row.get("summary")
+    )
 
 
 def _fingerprint_of(folder: Path) -> str | None:
@@ -140,8 +141,9 @@ class BM25Index:
     """A bm25s index over the chunks of one knowledge base. Open it with :meth:`open`; ``ids[i]`` is the
     chunk id of document i of the index."""
 
-    def __init__(self, retriever: Any, ids: list[str], *, fingerprint: str, folder: Path | None,
-                 stemmer: str, built: bool) -> None:  # fmt: skip
+    def __init__(
+        self, retriever: Any, ids: list[str], *, fingerprint: str, folder: Path | None, stemmer: str, built: bool
+    ) -> None:
         self.retriever = retriever
         self.ids = ids
         self.fingerprint = fingerprint
@@ -156,8 +158,17 @@ class BM25Index:
         return len(self.ids)
 
     @classmethod
-    def open(cls, store: GraphStore, settings: Settings, *, root: Path | None = None, rebuild: bool = False,
-             generation: list[Any] | None = None, k1: float = K1, b: float = B) -> BM25Index:  # fmt: skip
+    def open(
+        cls,
+        store: GraphStore,
+        settings: Settings,
+        *,
+        root: Path | None = None,
+        rebuild: bool = False,
+        generation: list[Any] | None = None,
+        k1: float = K1,
+        b: float = B,
+    ) -> BM25Index:
         """The index of the KB's current chunks: loaded from disk when the corpus fingerprint matches, else
         built from the store and saved. ``root`` overrides :func:`index_root`. ``generation``
         (:func:`corpus_generation`): an index saved under the same generation is loaded without computing the
@@ -186,8 +197,14 @@ class BM25Index:
                         meta["generation"] = generation
                         meta["salt"] = salt
                         _write_meta(folder, meta)
-                    return cls(_load_retriever(folder, meta), meta["ids"], fingerprint=fingerprint, folder=folder,
-                               stemmer=stem_name, built=False)  # fmt: skip
+                    return cls(
+                        _load_retriever(folder, meta),
+                        meta["ids"],
+                        fingerprint=fingerprint,
+                        folder=folder,
+                        stemmer=stem_name,
+                        built=False,
+                    )
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("BM25 index at %s unreadable (%s); rebuilding", folder, exc)
         t0 = time.perf_counter()
@@ -202,8 +219,12 @@ class BM25Index:
             retriever.index(tokens, show_progress=False)
         log.info("BM25 index of %d chunks built in %.1f s", len(ids), time.perf_counter() - t0)
         index = cls(retriever, ids, fingerprint=fingerprint, folder=folder, stemmer=stem_name, built=True)
-        index._save(root, folder, n, {"k1": k1, "b": b, **({"generation": generation, "salt": salt}
-                                                             if generation is not None else {})})  # fmt: skip
+        index._save(
+            root,
+            folder,
+            n,
+            {"k1": k1, "b": b, **({"generation": generation, "salt": salt} if generation is not None else {})},
+        )
         return index
 
     def _save(self, root: Path, folder: Path, n: int, extra: dict[str, Any]) -> None:
@@ -212,8 +233,15 @@ class BM25Index:
         try:
             if self.retriever is not None:
                 self.retriever.save(str(tmp), show_progress=False)
-            meta = {"fingerprint": self.fingerprint, "chunks": n, "ids": self.ids, "stemmer": self.stemmer,
-                    "method": METHOD, "built_at": time.time(), **extra}  # fmt: skip
+            meta = {
+                "fingerprint": self.fingerprint,
+                "chunks": n,
+                "ids": self.ids,
+                "stemmer": self.stemmer,
+                "method": METHOD,
+                "built_at": time.time(),
+                **extra,
+            }
             (tmp / "kbgraph.json").write_text(json.dumps(meta))
             if folder.exists() and _fingerprint_of(folder) != self.fingerprint:
                 shutil.rmtree(folder, ignore_errors=True)  # unreadable or half-deleted
@@ -302,8 +330,9 @@ _SHARED: dict[str, tuple[list[Any], BM25Index]] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_index(store: GraphStore, settings: Settings, *, k1: float = K1, b: float = B,
-                 generation: list[Any] | None = None) -> BM25Index:  # fmt: skip
+def shared_index(
+    store: GraphStore, settings: Settings, *, k1: float = K1, b: float = B, generation: list[Any] | None = None
+) -> BM25Index:
     """This process's BM25 index (parameters ``k1``, ``b``) of the knowledge base ``settings`` name, for the
     learned ranker's BM25 features (kbgraph.query.propagation.propagate), method 'bm25' and MIGRES: kept in memory and
     re-checked only when :func:`corpus_generation` changes (one light statement per call, ~1 ms); then loaded
@@ -320,8 +349,9 @@ def shared_index(store: GraphStore, settings: Settings, *, k1: float = K1, b: fl
         return index
 
 
-def retrieve_bm25(question: str, ctx: QueryContext, *, k: int, explain: bool = False,
-                  index: BM25Index | None = None) -> list[ScoredChunk]:  # fmt: skip
+def retrieve_bm25(
+    question: str, ctx: QueryContext, *, k: int, explain: bool = False, index: BM25Index | None = None
+) -> list[ScoredChunk]:
     """Method 'bm25' of the registry: the top-``k`` chunks by BM25, best first, score = BM25 (``explain`` has
     no terms to add). ``index``: an open index of this knowledge base (else this process's, :func:`shared_index`)."""
     index = index if index is not None else shared_index(ctx.store, ctx.settings)

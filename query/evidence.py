@@ -49,9 +49,28 @@ _CAPTION = re.compile(
     re.I,
 )
 _WORD = re.compile(r"[^\W\d_][\w'’\-]*")
-_SMALL_WORDS = {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to",
-                "with", "vs", "via", "per"}  # fmt: skip
-_TERMINAL = tuple(".!?;:\"”’)")
+_SMALL_WORDS = {
+    "a",
+    "an",
+    "and",
+    "as",
+    "at",
+    "by",
+    "for",
+    "from",
+    "in",
+    "into",
+    "of",
+    "on",
+    "or",
+    "the",
+    "to",
+    "with",
+    "vs",
+    "via",
+    "per",
+}
+_TERMINAL = tuple('.!?;:"”’)')
 _PLACEHOLDER_HEADER = re.compile(r"^Column \d+$")  # tables written before headers were kept
 #: A list enumerator or numbered heading prefix ('C.', '2.', 'CHAPTER 1 –'), dropped by _norm.
 _HEADING_PREFIX = re.compile(r"^(?:chapter|part|section|article)?\s*(?:\d+|[A-Z]|[ivxIVX]+)\s*[.)–—:-]\s*", re.I)
@@ -83,8 +102,9 @@ class _Unit:
 
     __slots__ = ("chunk", "pos", "text", "quote", "row", "label", "bonus", "score")
 
-    def __init__(self, chunk: int, pos: int, text: str, quote: str, row: bool = False, label: str = "",
-                 bonus: float = 0.0) -> None:  # fmt: skip
+    def __init__(
+        self, chunk: int, pos: int, text: str, quote: str, row: bool = False, label: str = "", bonus: float = 0.0
+    ) -> None:
         self.chunk, self.pos, self.text, self.quote = chunk, pos, text, quote
         self.row, self.label, self.bonus, self.score = row, label, bonus, 0.0
 
@@ -262,16 +282,22 @@ def evidence_answer(question: str, chunks: list[ScoredChunk], embedder: Embedder
         pool = [u for u in group if id(u) in good_ids] or group
         best = chosen.get(i) or (max(pool, key=lambda u: (u.score, -u.pos)) if pool else None)
         quote = best.quote[:QUOTE_CHARS] if best else " ".join(chunk.text.split())[:QUOTE_CHARS]
-        same = next((n for n, c in enumerate(citations) if c.quote == quote and c.document_title == chunk.document_title), None)
+        same = next(
+            (n for n, c in enumerate(citations) if c.quote == quote and c.document_title == chunk.document_title), None
+        )
         if same is not None:  # overlapping chunks: one citation per quote
             marker[i] = same + 1
             continue
         citations.append(
             Citation(
-                chunk_id=chunk.id, document_title=chunk.document_title, document_uri=chunk.document_uri,
-                section=chunk.section_path, page=chunk.page, quote=quote,
+                chunk_id=chunk.id,
+                document_title=chunk.document_title,
+                document_uri=chunk.document_uri,
+                section=chunk.section_path,
+                page=chunk.page,
+                quote=quote,
             )
-        )  # fmt: skip
+        )
         marker[i] = len(citations)
     lines = []
     for u in picked:

@@ -43,10 +43,15 @@ def chunk_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
     return {row["id"]: row for row in store.run("retrieve/chunk_details", {"ids": ids})}
 
 
-def distinct_top(store: GraphStore, ranked: Sequence[str], k: int,
-                 read: Callable[[Sequence[str]], dict[str, Row]] | None = None, *,
-                 per_page: int = 0, same_page: dict[str, list[str]] | None = None,
-                 ) -> tuple[list[str], dict[str, Row]]:  # fmt: skip
+def distinct_top(
+    store: GraphStore,
+    ranked: Sequence[str],
+    k: int,
+    read: Callable[[Sequence[str]], dict[str, Row]] | None = None,
+    *,
+    per_page: int = 0,
+    same_page: dict[str, list[str]] | None = None,
+) -> tuple[list[str], dict[str, Row]]:
     """The first ``k`` chunk ids of ``ranked`` (best first) whose texts differ, and their :func:`chunk_details`
     rows: a chunk whose text equals a better-ranked one's (a passage repeated in a document, or in two documents)
     is left out and the next one taken, so ``k`` distinct passages come back while ``ranked`` has them. A chunk
@@ -111,11 +116,18 @@ def scored_chunk(row: Row, score: float, breakdown: Sequence[Contribution] = ())
     """A provenance row of :func:`chunk_details` as a :class:`ScoredChunk` with ``score`` (and ``breakdown``);
     missing fields get their defaults."""
     return ScoredChunk(
-        id=row["id"], score=float(score), text=row.get("text") or "", summary=row.get("summary"),
-        kind=row.get("kind") or "text", page=row.get("page"), section_path=row.get("section_path") or "",
-        document_id=row.get("document_id") or "", document_title=row.get("document_title") or "",
-        document_uri=row.get("document_uri") or "", breakdown=list(breakdown),
-    )  # fmt: skip
+        id=row["id"],
+        score=float(score),
+        text=row.get("text") or "",
+        summary=row.get("summary"),
+        kind=row.get("kind") or "text",
+        page=row.get("page"),
+        section_path=row.get("section_path") or "",
+        document_id=row.get("document_id") or "",
+        document_title=row.get("document_title") or "",
+        document_uri=row.get("document_uri") or "",
+        breakdown=list(breakdown),
+    )
 
 
 def chunks_by_vector(store: GraphStore, qvec: Any, *, k: int, threshold: float) -> list[ScoredChunk]:
@@ -127,9 +139,14 @@ def chunks_by_vector(store: GraphStore, qvec: Any, *, k: int, threshold: float) 
 
 
 def retrieve_atomic(
-    store: GraphStore, queries: Sequence[str], vectors: Any, *, k: int, threshold: float,
+    store: GraphStore,
+    queries: Sequence[str],
+    vectors: Any,
+    *,
+    k: int,
+    threshold: float,
     exclude: AbstractSet[str] = frozenset(),
-) -> list[Candidate]:  # fmt: skip
+) -> list[Candidate]:
     """Fig. 11 path (b), Algorithm 1 line 4: for each query (in order, with its vector), its top-``k``
     atomic questions by cosine similarity with similarity >= ``threshold``, best first, each with its chunk
     (``chunks_of_questions``); those whose chunk is in ``exclude`` are dropped after the top-k cut."""
@@ -146,21 +163,34 @@ def retrieve_atomic(
             if cid is None or cid in exclude:
                 continue
             out.append(
-                Candidate(question_id=h.id, text=text_of(h.properties.get("text")), chunk_id=cid,
-                          score=float(h.score), query=query)
-            )  # fmt: skip
+                Candidate(
+                    question_id=h.id,
+                    text=text_of(h.properties.get("text")),
+                    chunk_id=cid,
+                    score=float(h.score),
+                    query=query,
+                )
+            )
     return out
 
 
 def retrieve_chunks_as_candidates(
-    store: GraphStore, embedder: Embedder, question: str, qvec: Any, *, k: int, threshold: float,
+    store: GraphStore,
+    embedder: Embedder,
+    question: str,
+    qvec: Any,
+    *,
+    k: int,
+    threshold: float,
     exclude: AbstractSet[str] = frozenset(),
-) -> list[Candidate]:  # fmt: skip
+) -> list[Candidate]:
     """Backup retrieval 2 of Algorithm 1 (authors' ``retrieve_atom_info_through_chunk``): top-``k`` chunks
     of the Chunk vector index with similarity >= ``threshold``, not in ``exclude``, each represented by its
     atomic question most similar to ``question`` (score = that similarity; a chunk without atomic questions
     keeps its own similarity and its opening words)."""
-    hits = [h for h in store.vector_search("Chunk", as_vector(qvec), k=k) if h.score >= threshold and h.id not in exclude]
+    hits = [
+        h for h in store.vector_search("Chunk", as_vector(qvec), k=k) if h.score >= threshold and h.id not in exclude
+    ]
     if not hits:
         return []
     rows = store.run("retrieve/questions_of_chunks", {"ids": [h.id for h in hits]})
@@ -178,8 +208,15 @@ def retrieve_chunks_as_candidates(
         atoms = by_chunk.get(h.id, [])
         if atoms:
             best = max(atoms, key=lambda r: (sims[text_of(r["text"])], r["question_id"]))
-            out.append(Candidate(question_id=best["question_id"], text=text_of(best["text"]), chunk_id=h.id,
-                                 score=sims[text_of(best["text"])], query=question))  # fmt: skip
+            out.append(
+                Candidate(
+                    question_id=best["question_id"],
+                    text=text_of(best["text"]),
+                    chunk_id=h.id,
+                    score=sims[text_of(best["text"])],
+                    query=question,
+                )
+            )
         else:
             text = " ".join(text_of(h.properties.get("text")).split())[:200]
             out.append(Candidate(question_id="", text=text, chunk_id=h.id, score=float(h.score), query=question))

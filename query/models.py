@@ -269,8 +269,10 @@ class HiragRound(BaseModel):
         if self.tie:
             lines.append(f"tie: {len(self.tie)} documents titled like the entity ({'; '.join(self.tie[:5])})")
         if self.rewrite:
-            lines.append(f"rewrite (with the {'earlier answer' if self.rewrite_from == 'answer' else 'question'}): "
-                         f"“{self.rewrite}”")  # fmt: skip
+            lines.append(
+                f"rewrite (with the {'earlier answer' if self.rewrite_from == 'answer' else 'question'}): "
+                f"“{self.rewrite}”"
+            )
         fallback = ""
         if self.fallback:
             why = {"tie": "tie", "no_document": "no matching document", "gave_up": "gave up"}.get(self.fallback, "")
@@ -280,8 +282,9 @@ class HiragRound(BaseModel):
                 lines.append(fallback)
                 fallback = ""
             where = f"{a.document_title or a.document_id} [{a.chunk_id}]"
-            lines.append(f"try {a.t} ({a.level}) {a.score:.3f} {where}: {'yes' if a.verified else 'no'}"
-                         f" — “{a.response[:120]}”")  # fmt: skip
+            lines.append(
+                f"try {a.t} ({a.level}) {a.score:.3f} {where}: {'yes' if a.verified else 'no'} — “{a.response[:120]}”"
+            )
         if fallback:  # no chunk to try
             lines.append(fallback)
         if self.rethink:

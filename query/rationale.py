@@ -116,9 +116,12 @@ def _round_rows(qid: str, question: str, rnd: TraceStep) -> tuple[list[dict[str,
         if text not in subs:
             order = len(subs)
             subs[text] = {
-                "id": stable_id("subq", qid, str(rnd.round), str(order), text), "text": text,
-                "round": rnd.round, "order": order, "fallback": fallback,
-            }  # fmt: skip
+                "id": stable_id("subq", qid, str(rnd.round), str(order), text),
+                "text": text,
+                "round": rnd.round,
+                "order": order,
+                "fallback": fallback,
+            }
         return subs[text]
 
     if not isinstance(rnd, TraceRound):  # MIGRES / HiRAG: their queries or sub-questions, no MATCHED edges
@@ -136,12 +139,19 @@ def _round_rows(qid: str, question: str, rnd: TraceStep) -> tuple[list[dict[str,
         query = cand.query or (rnd.proposals[0] if len(rnd.proposals) == 1 else question)
         owner = subs.get(query) or sub(query, rnd.fallback or "question")
         selected = bool(
-            rnd.selected is not None and rnd.selected.question_id == cand.question_id
-            and rnd.selected.chunk_id == cand.chunk_id and (rnd.selected.query or query) == query
-        )  # fmt: skip
+            rnd.selected is not None
+            and rnd.selected.question_id == cand.question_id
+            and rnd.selected.chunk_id == cand.chunk_id
+            and (rnd.selected.query or query) == query
+        )
         key = (owner["id"], cand.question_id)
-        row = {"sub_question_id": owner["id"], "atomic_question_id": cand.question_id,
-               "score": round(float(cand.score), 6), "rank": rank, "selected": selected}  # fmt: skip
+        row = {
+            "sub_question_id": owner["id"],
+            "atomic_question_id": cand.question_id,
+            "score": round(float(cand.score), 6),
+            "rank": rank,
+            "selected": selected,
+        }
         old = matched.get(key)
         if old is None or row["score"] > old["score"] or selected:
             row["selected"] = selected or bool(old and old["selected"])
@@ -153,10 +163,18 @@ def rationale_rows(answer: Answer, asked_at: str) -> RationaleRows:
     """The node and edge rows that save ``answer`` asked at ``asked_at`` (no store needed)."""
     qid = question_id(answer.question, answer.method, asked_at)
     question = {
-        "id": qid, "text": answer.question, "asked_at": asked_at, "answer": answer.answer, "method": answer.method,
-        "rationale": answer.rationale, "retrieval_only": answer.retrieval_only, "rounds": len(answer.trace),
-        "question_class": answer.question_class, "question_subtype": answer.question_subtype, "route": answer.route,
-    }  # fmt: skip
+        "id": qid,
+        "text": answer.question,
+        "asked_at": asked_at,
+        "answer": answer.answer,
+        "method": answer.method,
+        "rationale": answer.rationale,
+        "retrieval_only": answer.retrieval_only,
+        "rounds": len(answer.trace),
+        "question_class": answer.question_class,
+        "question_subtype": answer.question_subtype,
+        "route": answer.route,
+    }
     subs: list[dict[str, Any]] = []
     matched: list[dict[str, Any]] = []
     for rnd in answer.trace:
@@ -182,7 +200,9 @@ def save_answer(store: GraphStore, answer: Answer, *, asked_at: str | None = Non
     with store.transaction(on_rollback=undo) as tx:
         tx.run("rationale/upsert_question", rows.question)
         for batch in _batched(rows.used, store.batch_size):
-            saved.used += sum(int(r["linked"]) for r in tx.run("rationale/link_used", {"rows": batch, "question_id": qid}))
+            saved.used += sum(
+                int(r["linked"]) for r in tx.run("rationale/link_used", {"rows": batch, "question_id": qid})
+            )
         for batch in _batched(rows.sub_questions, store.batch_size):
             out = tx.run("rationale/upsert_sub_questions", {"rows": batch, "question_id": qid})
             saved.sub_questions += sum(int(r["written"]) for r in out)

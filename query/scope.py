@@ -80,8 +80,9 @@ def resolve_scope(store: GraphStore, filt: Filter | None) -> DocumentScope | Non
             return hit
     documents = [r["id"] for r in store.run("filters/documents", compiled.params, predicate=compiled.predicate)]
     chunks = [r["id"] for r in store.run("filters/scope_chunks", {"ids": documents})] if documents else []
-    scope = DocumentScope(frozenset(documents), frozenset(chunks), max(entry.total, len(chunks)), describe(filt),
-                          tuple(generation))
+    scope = DocumentScope(
+        frozenset(documents), frozenset(chunks), max(entry.total, len(chunks)), describe(filt), tuple(generation)
+    )
     with entry.lock:
         entry.scopes[key] = scope
         while len(entry.scopes) > KEPT:

@@ -27,7 +27,6 @@ from kbgraph.query.models import Answer, AskEvent
 __all__ = ["AnswerStream", "StreamClosed", "stream_answer"]
 
 
-
 class StreamClosed(Exception):
     """Raised in the worker when the reader closed the stream: the ask stops at its next event."""
 
@@ -77,8 +76,9 @@ class AnswerStream(Iterator[AskEvent]):
             raise StopIteration
         if self._thread is None:
             # the worker runs in the context the stream was made in: its document scope (kbgraph.store.scope)
-            self._thread = threading.Thread(target=self._context.run, args=(self._work,), name="kbgraph-ask-stream",
-                                            daemon=True)  # fmt: skip
+            self._thread = threading.Thread(
+                target=self._context.run, args=(self._work,), name="kbgraph-ask-stream", daemon=True
+            )
             self._thread.start()
         item = self._queue.get()
         if isinstance(item, AskEvent):
@@ -131,8 +131,13 @@ class AnswerStream(Iterator[AskEvent]):
 
 
 def stream_answer(
-    question: str, ctx: QueryContext | Callable[[], QueryContext], *, method: str | None = None, k: int = 5,
-    explain: bool = False, then: Callable[[Answer], object] | None = None,
+    question: str,
+    ctx: QueryContext | Callable[[], QueryContext],
+    *,
+    method: str | None = None,
+    k: int = 5,
+    explain: bool = False,
+    then: Callable[[Answer], object] | None = None,
 ) -> AnswerStream:
     """``answer_question(question, ctx, method=, k=, explain=)`` as an :class:`AnswerStream`. ``ctx``: the
     QueryContext, or a function making it, called in the worker (connecting the store, loading the embedder);

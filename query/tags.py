@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 #: Most tags kept from one extraction (a runaway answer is cut).
 MAX_TAGS = 12
 
+
 @answer_schema
 class TagExtraction(ChunkTags):
     """Answer of the question-tag prompt: the shape of the chunk tag prompt's answer
@@ -119,7 +120,9 @@ def extract_question_tags(llm: LLM, question: str, classes: list[tuple[str, str]
 
 def tags_wanted(settings: Settings, llm: LLM | None) -> bool:
     """Whether a question is tagged: an LLM, ``auto_tagging`` on and a weight that would use the tags."""
-    used = settings.retrieval.weight_tag or (settings.tagging.tag_rewrite and settings.retrieval.weight_fulltext and settings.retrieval.fulltext_k)
+    used = settings.retrieval.weight_tag or (
+        settings.tagging.tag_rewrite and settings.retrieval.weight_fulltext and settings.retrieval.fulltext_k
+    )
     return bool(llm is not None and settings.tagging.auto_tagging and used)
 
 
@@ -136,19 +139,31 @@ def map_tags(ctx: QueryContext, tags: list[QuestionTag]) -> list[MappedTag]:
     by_id = {t.id: t for t in tags}
     for row in ctx.store.run("tags/maps_to_lookup", {"query_ids": list(by_id)}):
         score = min(1.0, max(0.0, float(row["score"] or 0.0)))
-        keep(MappedTag(id=row["id"], name=text_of(row["name"]), score=score, via=by_id[row["query_id"]].name,
-                       how="maps_to"))  # fmt: skip
+        keep(
+            MappedTag(
+                id=row["id"], name=text_of(row["name"]), score=score, via=by_id[row["query_id"]].name, how="maps_to"
+            )
+        )
     settings = ctx.settings
     if settings.tagging.tag_vector_k:
         vectors = ctx.embedder.embed([t.name for t in tags])
-        params = {"tags": [{"norm": t.norm, "embedding": as_vector(v)} for t, v in zip(tags, vectors, strict=True)],
-                  "k": settings.tagging.tag_vector_k}  # fmt: skip
+        params = {
+            "tags": [{"norm": t.norm, "embedding": as_vector(v)} for t, v in zip(tags, vectors, strict=True)],
+            "k": settings.tagging.tag_vector_k,
+        }
         by_norm = {t.norm: t for t in tags}
         for row in ctx.store.run("retrieve/seed_tags", params):
             sim = float(row["similarity"])
             if sim >= settings.tagging.tag_threshold:
-                keep(MappedTag(id=row["id"], name=text_of(row["name"]), score=min(1.0, sim),
-                               via=by_norm[row["query_norm"]].name, how="vector"))  # fmt: skip
+                keep(
+                    MappedTag(
+                        id=row["id"],
+                        name=text_of(row["name"]),
+                        score=min(1.0, sim),
+                        via=by_norm[row["query_norm"]].name,
+                        how="vector",
+                    )
+                )
     return sorted(best.values(), key=lambda m: (-m.score, m.id))
 
 

@@ -55,24 +55,52 @@ class Part:
 
 
 PARTS: tuple[Part, ...] = (
-    Part("KnowledgeBase", "One knowledge base on one graph store: `from kbgraph import KnowledgeBase`.",
-         ("kbgraph.kb:KnowledgeBase",)),
-    Part("Settings", "The configuration: `from kbgraph import Settings`; every setting is in [settings](settings.md).",
-         ("kbgraph.settings:Settings", "kbgraph.settings:env_names")),
-    Part("GraphStore", "The one way Python talks to the graph database (`KnowledgeBase.store`): "
-         "`kbgraph.store.GraphStore`, opened by `kbgraph.store.open_store(settings)`.",
-         ("kbgraph.store.base:GraphStore",), bases=("kbgraph.store.search:Searches",)),
-    Part("LLM", "The chat-model protocol every caller of an LLM uses (`kbgraph.llm`), and how the configured one "
-         "is made.", ("kbgraph.llm.base:LLM", "kbgraph.llm.client:get_llm", "kbgraph.llm.base:usable_json")),
-    Part("Embedder", "The text-embedding protocol (`kbgraph.embed`); `kbgraph.embed.get_embedder(settings)` gives "
-         "the configured one.", ("kbgraph.embed.base:Embedder", "kbgraph.embed.base:normalise")),
-    Part("Asking", "What `KnowledgeBase.ask` and `retrieve` run (`kbgraph.query.ask`) and the method registry "
-         "(`kbgraph.query.methods.registry`; [methods](methods.md) describes each method).",
-         ("kbgraph.query.ask:clean_question", "kbgraph.query.ask:answer_question", "kbgraph.query.ask:retrieve",
-          "kbgraph.query.ask:preload", "kbgraph.query.methods.registry:get_method", "kbgraph.query.methods.registry:methods_help",
-          "kbgraph.query.methods.retrieval:dense_settings", "kbgraph.query.methods.hierarchical:hierarchical_chunks",
-          "kbgraph.query.methods.decompose:propose", "kbgraph.query.methods.baselines:parse_self_ask")),
-)  # fmt: skip
+    Part(
+        "KnowledgeBase",
+        "One knowledge base on one graph store: `from kbgraph import KnowledgeBase`.",
+        ("kbgraph.kb:KnowledgeBase",),
+    ),
+    Part(
+        "Settings",
+        "The configuration: `from kbgraph import Settings`; every setting is in [settings](settings.md).",
+        ("kbgraph.settings:Settings", "kbgraph.settings:env_names"),
+    ),
+    Part(
+        "GraphStore",
+        "The one way Python talks to the graph database (`KnowledgeBase.store`): "
+        "`kbgraph.store.GraphStore`, opened by `kbgraph.store.open_store(settings)`.",
+        ("kbgraph.store.base:GraphStore",),
+        bases=("kbgraph.store.search:Searches",),
+    ),
+    Part(
+        "LLM",
+        "The chat-model protocol every caller of an LLM uses (`kbgraph.llm`), and how the configured one is made.",
+        ("kbgraph.llm.base:LLM", "kbgraph.llm.client:get_llm", "kbgraph.llm.base:usable_json"),
+    ),
+    Part(
+        "Embedder",
+        "The text-embedding protocol (`kbgraph.embed`); `kbgraph.embed.get_embedder(settings)` gives "
+        "the configured one.",
+        ("kbgraph.embed.base:Embedder", "kbgraph.embed.base:normalise"),
+    ),
+    Part(
+        "Asking",
+        "What `KnowledgeBase.ask` and `retrieve` run (`kbgraph.query.ask`) and the method registry "
+        "(`kbgraph.query.methods.registry`; [methods](methods.md) describes each method).",
+        (
+            "kbgraph.query.ask:clean_question",
+            "kbgraph.query.ask:answer_question",
+            "kbgraph.query.ask:retrieve",
+            "kbgraph.query.ask:preload",
+            "kbgraph.query.methods.registry:get_method",
+            "kbgraph.query.methods.registry:methods_help",
+            "kbgraph.query.methods.retrieval:dense_settings",
+            "kbgraph.query.methods.hierarchical:hierarchical_chunks",
+            "kbgraph.query.methods.decompose:propose",
+            "kbgraph.query.methods.baselines:parse_self_ask",
+        ),
+    ),
+)
 
 #: Members of a class that the page leaves out: hooks of a library, not kbgraph's API.
 HIDDEN_MEMBERS = frozenset({"settings_customise_sources"})
@@ -202,8 +230,11 @@ def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool) -> 
 def parameter_names(func: Callable[..., Any], *, bound: bool) -> list[str]:
     """The names of ``func``'s parameters (``*args`` and ``**options`` without their stars), ``self``/``cls``
     left out when ``bound``."""
-    return [p.split(":")[0].split("=")[0].lstrip("*").strip() for p in parameters(function_node(func), bound=bound)
-            if p not in ("/", "*")]  # fmt: skip
+    return [
+        p.split(":")[0].split("=")[0].lstrip("*").strip()
+        for p in parameters(function_node(func), bound=bound)
+        if p not in ("/", "*")
+    ]
 
 
 def returns(func: Callable[..., Any]) -> str | None:
@@ -348,8 +379,10 @@ def problems(entry: Entry) -> list[str]:
     out += [f"{entry.name}: parameter {p!r} not in Args" for p in params if p not in documented]
     out += [f"{entry.name}: Args names {d!r}, which is no parameter" for d in documented if d not in params]
     ret = returns(func)
-    if entry.kind not in ("class", "property") and ret not in (None, "None") and not (
-        parsed.sections.get("Returns") or parsed.sections.get("Yields")
+    if (
+        entry.kind not in ("class", "property")
+        and ret not in (None, "None")
+        and not (parsed.sections.get("Returns") or parsed.sections.get("Yields"))
     ):
         out.append(f"{entry.name}: returns {ret} but has no Returns section")
     named = [name for name, _ in parsed.entries("Raises")]
@@ -391,8 +424,14 @@ def prose(lines: list[str]) -> str:
         while i < len(lines) and (not lines[i].strip() or lines[i].startswith(" ")):
             block.append(lines[i])
             i += 1
-        out += [inline("\n".join(text)), "", "```python",
-                *textwrap.dedent("\n".join(block)).strip("\n").splitlines(), "```", ""]  # fmt: skip
+        out += [
+            inline("\n".join(text)),
+            "",
+            "```python",
+            *textwrap.dedent("\n".join(block)).strip("\n").splitlines(),
+            "```",
+            "",
+        ]
         text = []
     out.append(inline("\n".join(text)))
     return "\n".join(out).strip("\n")
@@ -401,8 +440,12 @@ def prose(lines: list[str]) -> str:
 def _section(header: str, doc: Docstring) -> list[str]:
     if header in ("Args", "Raises"):
         rows = doc.entries(header)
-        return [f"**{header}**", "", *(f"- `{name}`: {inline(text)}" if text else f"- `{name}`" for name, text in rows),
-                ""]  # fmt: skip
+        return [
+            f"**{header}**",
+            "",
+            *(f"- `{name}`: {inline(text)}" if text else f"- `{name}`" for name, text in rows),
+            "",
+        ]
     text = " ".join(line.strip() for line in doc.sections[header])
     return [f"**{header}**: {inline(text)}", ""]
 
@@ -431,9 +474,15 @@ def render_errors() -> list[str]:
     """The exceptions of kbgraph.errors: name, base, the CLI's exit code and what each means."""
     from kbgraph import errors
 
-    out = ["## Errors", "", "Every error a user can cause or fix is a `kbgraph.errors.KBGraphError`, its message one "
-           "line that names the fix; `kbgraph` exits with its `exit_code`.", "",
-           "| Exception | Base | Exit code | Meaning |", "|---|---|---|---|"]  # fmt: skip
+    out = [
+        "## Errors",
+        "",
+        "Every error a user can cause or fix is a `kbgraph.errors.KBGraphError`, its message one "
+        "line that names the fix; `kbgraph` exits with its `exit_code`.",
+        "",
+        "| Exception | Base | Exit code | Meaning |",
+        "|---|---|---|---|",
+    ]
     for name, cls in vars(errors).items():
         if isinstance(cls, type) and issubclass(cls, errors.KBGraphError):
             base = cls.__bases__[0].__name__
@@ -467,9 +516,15 @@ def render() -> str:
         if part is None:
             continue
         out += render_entry(entry, "###" if entry.kind in ("class", "function") else "####")
-    out += ["## Query methods", "", "The entry points of the method registry (`kbgraph.query.methods.registry.METHODS`): "
-            "`KnowledgeBase.ask(question, method=...)` runs an answer method, `retrieve` a retrieval method.", "",
-            "| Method | Kind | Entry point | What it does |", "|---|---|---|---|"]  # fmt: skip
+    out += [
+        "## Query methods",
+        "",
+        "The entry points of the method registry (`kbgraph.query.methods.registry.METHODS`): "
+        "`KnowledgeBase.ask(question, method=...)` runs an answer method, `retrieve` a retrieval method.",
+        "",
+        "| Method | Kind | Entry point | What it does |",
+        "|---|---|---|---|",
+    ]
     for row in METHODS.values():
         run = f"{row.run.__module__}.{row.run.__qualname__}"
         summary = row.summary.replace("|", "\\|")

@@ -129,43 +129,74 @@ def pptx_bomb(empty_paragraphs: int = 1_500_000) -> bytes:
 def odt_bomb(empty_paragraphs: int = 2_000_000, padding: int = 0) -> bytes:
     """An OpenDocument text of one paragraph and ``empty_paragraphs`` empty ``<text:p/>`` (then ``padding``
     bytes of whitespace)."""
-    ns = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-          'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"')  # fmt: skip
-    content = (f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ns} office:version="1.2">'
-               "<office:body><office:text><text:p>The Rhine at Basel.</text:p>").encode()  # fmt: skip
+    ns = (
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"'
+    )
+    content = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ns} office:version="1.2">'
+        "<office:body><office:text><text:p>The Rhine at Basel.</text:p>"
+    ).encode()
     content += b"<text:p/>" * empty_paragraphs + b" " * padding
     content += b"</office:text></office:body></office:document-content>"
-    manifest = ('<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
-                'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
-                '<manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/>'
-                '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
-                '<manifest:file-entry manifest:full-path="styles.xml" manifest:media-type="text/xml"/>'
-                "</manifest:manifest>")  # fmt: skip
-    styles = (f'<?xml version="1.0" encoding="UTF-8"?><office:document-styles {ns} office:version="1.2">'
-              "<office:styles/></office:document-styles>")  # fmt: skip
-    return zip_bytes({"mimetype": "application/vnd.oasis.opendocument.text", "META-INF/manifest.xml": manifest,
-                      "styles.xml": styles, "content.xml": content}, stored=("mimetype",))  # fmt: skip
+    manifest = (
+        '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
+        'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
+        '<manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/>'
+        '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
+        '<manifest:file-entry manifest:full-path="styles.xml" manifest:media-type="text/xml"/>'
+        "</manifest:manifest>"
+    )
+    styles = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-styles {ns} office:version="1.2">'
+        "<office:styles/></office:document-styles>"
+    )
+    return zip_bytes(
+        {
+            "mimetype": "application/vnd.oasis.opendocument.text",
+            "META-INF/manifest.xml": manifest,
+            "styles.xml": styles,
+            "content.xml": content,
+        },
+        stored=("mimetype",),
+    )
 
 
 def epub_bomb(empty_paragraphs: int = 2_000_000) -> bytes:
     """An EPUB whose one chapter holds ``empty_paragraphs`` empty ``<p/>``."""
-    container = ('<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
-                 '<rootfiles><rootfile full-path="content.opf" media-type="application/oebps-package+xml"/></rootfiles>'
-                 "</container>")  # fmt: skip
-    opf = ('<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="2.0" unique-identifier="id">'
-           '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Bomb</dc:title><dc:identifier id="id">x'
-           '</dc:identifier></metadata><manifest><item id="c1" href="c1.xhtml" media-type="application/xhtml+xml"/>'
-           '</manifest><spine><itemref idref="c1"/></spine></package>')  # fmt: skip
-    chapter = (b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>c1</title></head><body>'
-               b"<p>The Rhine at Basel.</p>" + b"<p/>" * empty_paragraphs + b"</body></html>")  # fmt: skip
-    return zip_bytes({"mimetype": "application/epub+zip", "META-INF/container.xml": container, "content.opf": opf,
-                      "c1.xhtml": chapter}, stored=("mimetype",))  # fmt: skip
+    container = (
+        '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+        '<rootfiles><rootfile full-path="content.opf" media-type="application/oebps-package+xml"/></rootfiles>'
+        "</container>"
+    )
+    opf = (
+        '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="2.0" unique-identifier="id">'
+        '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Bomb</dc:title><dc:identifier id="id">x'
+        '</dc:identifier></metadata><manifest><item id="c1" href="c1.xhtml" media-type="application/xhtml+xml"/>'
+        '</manifest><spine><itemref idref="c1"/></spine></package>'
+    )
+    chapter = (
+        b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>c1</title></head><body>'
+        b"<p>The Rhine at Basel.</p>" + b"<p/>" * empty_paragraphs + b"</body></html>"
+    )
+    return zip_bytes(
+        {
+            "mimetype": "application/epub+zip",
+            "META-INF/container.xml": container,
+            "content.opf": opf,
+            "c1.xhtml": chapter,
+        },
+        stored=("mimetype",),
+    )
 
 
 def many_members(n: int = 10_001) -> bytes:
     """A .docx package (the bomb's three parts, one paragraph) with ``n`` more tiny members."""
-    members: dict[str, bytes | str] = {"[Content_Types].xml": _DOCX_TYPES, "_rels/.rels": _DOCX_RELS,
-                                       "word/document.xml": docx_document_xml("A package of many parts.", 0)}  # fmt: skip
+    members: dict[str, bytes | str] = {
+        "[Content_Types].xml": _DOCX_TYPES,
+        "_rels/.rels": _DOCX_RELS,
+        "word/document.xml": docx_document_xml("A package of many parts.", 0),
+    }
     members.update({f"word/media/m{i}.bin": b"x" for i in range(n)})
     return zip_bytes(members, level=1)
 
@@ -191,9 +222,12 @@ def pdf_bytes(stream: bytes, pages: int, filters: bytes = b"") -> bytes:
     """A PDF of ``pages`` pages, each drawing the content ``stream`` (objects: catalog, page tree, font, stream,
     then the pages), with its cross-reference table."""
     kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-               b"<< /Length %d%s >>\nstream\n" % (len(stream), filters) + stream + b"\nendstream"]  # fmt: skip
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d%s >>\nstream\n" % (len(stream), filters) + stream + b"\nendstream",
+    ]
     page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 3 0 R >> >> >>"
     objects += [page] * pages
     out = bytearray(b"%PDF-1.4\n")

@@ -124,6 +124,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         print(f"\nFAILED: the suite read {len(real)} file(s) outside the repository, e.g. {real[0]}")
         session.exitstatus = 1
 
+
 #: Fixtures that start a server outside Python: a test using one (directly or through another fixture) belongs to
 #: the slow tier, excluded by `pytest -m "not slow"` (the fast tier, README.md). Backend-parametrized tests get the
 #: marks from tests/backends.py instead (their Neo4j parameter), since they reach the server via getfixturevalue.
@@ -189,7 +190,11 @@ def embed_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def falkor_settings(falkor_home: Path, embed_cache_dir: Path) -> Iterator[Settings]:
     """Settings of the session's embedded FalkorDB server (stopped at the end of the session)."""
     settings = Settings(
-        home=falkor_home, name="session", data_dir=falkor_home / "falkordb", falkor_idle_timeout=0, batch_size=500,
+        home=falkor_home,
+        name="session",
+        data_dir=falkor_home / "falkordb",
+        falkor_idle_timeout=0,
+        batch_size=500,
         embedding_cache_dir=embed_cache_dir,
     )
     yield settings
@@ -198,7 +203,9 @@ def falkor_settings(falkor_home: Path, embed_cache_dir: Path) -> Iterator[Settin
     EmbeddedFalkorDB(settings.kb_dir).stop()
 
 
-def aof_when(server: EmbeddedFalkorDB, until: Callable[[dict[str, Any]], bool], timeout: float = 30.0) -> dict[str, Any]:
+def aof_when(
+    server: EmbeddedFalkorDB, until: Callable[[dict[str, Any]], bool], timeout: float = 30.0
+) -> dict[str, Any]:
     """The embedded server's ``INFO persistence`` once no rewrite of its append-only file runs or waits and
     ``until`` holds of it; the last reading after ``timeout`` seconds otherwise (the caller asserts on it)."""
     deadline = time.monotonic() + timeout

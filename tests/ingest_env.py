@@ -22,7 +22,13 @@ def ingest_env(settings: Settings, tmp_path: Path, host: str, **extra: str) -> d
         (home / "models").symlink_to(shared, target_is_directory=True)
     uri = settings.store.uri
     assert uri is not None, "a store named by its URI (the session's Neo4j)"
-    return {**os.environ, "KBGRAPH_HOME": str(home), "KBGRAPH_URI": uri,
-            "NEO4J_USERNAME": settings.store.neo4j_username, "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value(),
-            "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir), "KBGRAPH_INGEST_GROUP_SIZE": "16",
-            **extra}  # fmt: skip
+    return {
+        **os.environ,
+        "KBGRAPH_HOME": str(home),
+        "KBGRAPH_URI": uri,
+        "NEO4J_USERNAME": settings.store.neo4j_username,
+        "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value(),
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir),
+        "KBGRAPH_INGEST_GROUP_SIZE": "16",
+        **extra,
+    }

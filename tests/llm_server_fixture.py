@@ -78,7 +78,9 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServerIn
     require_llm_server()
     port = TEST_PORT if port_free(TEST_PORT) else free_port()
     settings = Settings(
-        home=tmp_path_factory.mktemp("llm-home"), llm_server_port=port, llm_server_ctx=TEST_CTX,
+        home=tmp_path_factory.mktemp("llm-home"),
+        llm_server_port=port,
+        llm_server_ctx=TEST_CTX,
         llm_server_threads=TEST_THREADS,
     )
     server = LocalLLMServer(settings)
@@ -88,7 +90,13 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServerIn
         pytest.fail(f"the local LLM server could not start: {exc}")
     assert status.running and status.alias and status.pid and status.ctx
     try:
-        yield LLMServerInfo(base_url=status.base_url, model=status.alias, ctx=status.ctx, port=status.port,
-                            pid=status.pid, log_file=status.log_file)  # fmt: skip
+        yield LLMServerInfo(
+            base_url=status.base_url,
+            model=status.alias,
+            ctx=status.ctx,
+            port=status.port,
+            pid=status.pid,
+            log_file=status.log_file,
+        )
     finally:
         server.stop()

@@ -20,6 +20,9 @@ def planted_pools(rng: np.random.Generator, n: int, features: Sequence[str], gol
         gold = rng.choice(20, size=2, replace=False)
         labels[gold] = 1
         rows[gold, list(features).index(gold_feature)] += 1.0  # the gold chunks stand out on one feature
-        out.append(LabelledPool(rows=rows, labels=labels, passages=[f"{q}:{i}" for i in range(20)],
-                                gold=[f"{q}:{i}" for i in gold]))  # fmt: skip
+        out.append(
+            LabelledPool(
+                rows=rows, labels=labels, passages=[f"{q}:{i}" for i in range(20)], gold=[f"{q}:{i}" for i in gold]
+            )
+        )
     return out

@@ -32,26 +32,55 @@ def _plant(store: GraphStore) -> None:
     and Bravo and states triple td1 (Shared RELATED Rare, which a2 mentions), and a corpus tag on a1, b2 and d1.
     Triple tc1 relates Shared to Big (in 6 chunks)."""
     graphs, _ = _graph()
-    shared, bravo, rare = (EntityRecord(id=i, name=n, type=t, embedding=_vec(s).tolist())
-                           for i, n, t, s in (("eShared", "Shared", "ORG", 1), ("eBravo", "Bravo", "TITLE", 2),
-                                              ("eRare", "Rare", "ORG", 3)))  # fmt: skip
+    shared, bravo, rare = (
+        EntityRecord(id=i, name=n, type=t, embedding=_vec(s).tolist())
+        for i, n, t, s in (
+            ("eShared", "Shared", "ORG", 1),
+            ("eBravo", "Bravo", "TITLE", 2),
+            ("eRare", "Rare", "ORG", 3),
+        )
+    )
     d = DocumentGraph(
-        document=DocumentRecord(id="doc:D", uri="file:///Delta.txt", title="Delta", mime="text/plain", sha256="D",
-                                embedding=_vec(15).tolist()),
-        chunks=[ChunkRecord(id="d1", document_id="doc:D", parent_id="doc:D", text="text d1", order=0,
-                            embedding=_vec(40).tolist())],
+        document=DocumentRecord(
+            id="doc:D",
+            uri="file:///Delta.txt",
+            title="Delta",
+            mime="text/plain",
+            sha256="D",
+            embedding=_vec(15).tolist(),
+        ),
+        chunks=[
+            ChunkRecord(
+                id="d1", document_id="doc:D", parent_id="doc:D", text="text d1", order=0, embedding=_vec(40).tolist()
+            )
+        ],
         entities=[shared, bravo, rare],
-        triples=[TripleRecord(id="td1", chunk_id="d1", subject="Shared", predicate="knows", object="Rare",
-                              subject_id="eShared", object_id="eRare", text="Shared knows Rare",
-                              embedding=_vec(31).tolist())],
+        triples=[
+            TripleRecord(
+                id="td1",
+                chunk_id="d1",
+                subject="Shared",
+                predicate="knows",
+                object="Rare",
+                subject_id="eShared",
+                object_id="eRare",
+                text="Shared knows Rare",
+                embedding=_vec(31).tolist(),
+            )
+        ],
         mentions=[MentionRecord(chunk_id="d1", entity_id="eShared"), MentionRecord(chunk_id="d1", entity_id="eBravo")],
-    )  # fmt: skip
+    )
     write_documents(store, [*graphs, d])
     row = d.document.model_dump()
     row["embedding"] = store.check_vector(row["embedding"], VECTOR_WRITES["ingest/upsert_document"])
     store.run("ingest/upsert_document", {"rows": [row]})  # D back to 'writing', as a killed run leaves it
-    tag = {"id": "tag1", "name": "founding", "norm": "founding", "class": "EVENT",
-           "embedding": store.check_vector(_vec(50), "Tag")}  # fmt: skip
+    tag = {
+        "id": "tag1",
+        "name": "founding",
+        "norm": "founding",
+        "class": "EVENT",
+        "embedding": store.check_vector(_vec(50), "Tag"),
+    }
     store.run("tags/upsert_tags", {"rows": [tag], "now": 0})
     store.run("tags/link_tagged", {"rows": [{"chunk_id": c, "tag_id": "tag1"} for c in ("a1", "b2", "d1")]})
 
@@ -75,20 +104,39 @@ def _canonical(store: GraphStore, rows: list[Row]) -> list[tuple[Any, ...]]:
 
 
 LAYER_CASES: list[Row] = [
-    {"chunk_ids": ["a1", "b3", "c1", "d1", "missing"], "question_ids": ["qa2", "qb2"], "triple_ids": ["tc1", "td1"],
-     "entity_seeds": [{"id": "eRare", "sim": 0.6}, {"id": "eShared", "sim": 0.4}, {"id": "eBig", "sim": 0.9}],
-     "entity_text_seeds": [{"id": "eShared", "sim": 1.0}, {"id": "eBravo", "sim": 1.0}],
-     "tag_seeds": [{"id": "tag1", "sim": 0.8}], "section_ids": ["sA1", "sA2"]},
-    {"chunk_ids": [], "question_ids": [], "triple_ids": [], "entity_seeds": [{"id": "eShared", "sim": 0.5}],
-     "entity_text_seeds": [], "tag_seeds": [{"id": "tag1", "sim": 0.3}], "section_ids": []},
-]  # fmt: skip
+    {
+        "chunk_ids": ["a1", "b3", "c1", "d1", "missing"],
+        "question_ids": ["qa2", "qb2"],
+        "triple_ids": ["tc1", "td1"],
+        "entity_seeds": [{"id": "eRare", "sim": 0.6}, {"id": "eShared", "sim": 0.4}, {"id": "eBig", "sim": 0.9}],
+        "entity_text_seeds": [{"id": "eShared", "sim": 1.0}, {"id": "eBravo", "sim": 1.0}],
+        "tag_seeds": [{"id": "tag1", "sim": 0.8}],
+        "section_ids": ["sA1", "sA2"],
+    },
+    {
+        "chunk_ids": [],
+        "question_ids": [],
+        "triple_ids": [],
+        "entity_seeds": [{"id": "eShared", "sim": 0.5}],
+        "entity_text_seeds": [],
+        "tag_seeds": [{"id": "tag1", "sim": 0.3}],
+        "section_ids": [],
+    },
+]
 HOP_CASES: list[Row] = [
-    {"entity_hop_sources": [{"id": "a1", "score": 0.9}, {"id": "c1", "score": 0.5}, {"id": "d1", "score": 0.4}],
-     "title_hop_ids": ["a1", "d1", "b1"], "next_ids": ["a2", "b1", "d1"],
-     "triple_hop_seeds": [{"id": "eShared", "sim": 0.7}, {"id": "eRare", "sim": 0.2}]},
-    {"entity_hop_sources": [{"id": "a2", "score": 0.3}], "title_hop_ids": [], "next_ids": ["a3"],
-     "triple_hop_seeds": []},
-]  # fmt: skip
+    {
+        "entity_hop_sources": [{"id": "a1", "score": 0.9}, {"id": "c1", "score": 0.5}, {"id": "d1", "score": 0.4}],
+        "title_hop_ids": ["a1", "d1", "b1"],
+        "next_ids": ["a2", "b1", "d1"],
+        "triple_hop_seeds": [{"id": "eShared", "sim": 0.7}, {"id": "eRare", "sim": 0.2}],
+    },
+    {
+        "entity_hop_sources": [{"id": "a2", "score": 0.3}],
+        "title_hop_ids": [],
+        "next_ids": ["a3"],
+        "triple_hop_seeds": [],
+    },
+]
 
 
 #: an entity hop's specificity across documents (retrieve/hop_neighbours): 4 documents, full weight at IDF log 10
@@ -100,8 +148,11 @@ SPECIFIC: Row = {"document_count": 4, "specific_idf": math.log(10)}
 def test_rows_equal_the_statements(store: GraphStore, with_titles: bool, with_similarity: bool) -> None:
     _plant(store)
     view = Adjacency(store)
-    flags: Row = {"with_titles": with_titles, "with_similarity": with_similarity,
-                  "embedding": store.check_vector(QUESTION_VECTOR) if with_similarity else None}  # fmt: skip
+    flags: Row = {
+        "with_titles": with_titles,
+        "with_similarity": with_similarity,
+        "embedding": store.check_vector(QUESTION_VECTOR) if with_similarity else None,
+    }
     for bound in (5, 3):
         for case in LAYER_CASES:
             params = {**case, **flags, "max_degree": bound, "tag_max_degree": 2 if bound == 3 else 5}
@@ -114,13 +165,25 @@ def test_rows_equal_the_statements(store: GraphStore, with_titles: bool, with_si
             assert _canonical(store, view.hop_rows(params)) == expected
             assert expected
     # the planted graph exercises every row kind, and a 'writing' document's chunk is never a row
-    every = [*view.layer_rows({**LAYER_CASES[0], **flags, "max_degree": 5, "tag_max_degree": 5}),
-             *view.hop_rows({**HOP_CASES[0], **flags, "max_degree": 5, **SPECIFIC})]  # fmt: skip
+    every = [
+        *view.layer_rows({**LAYER_CASES[0], **flags, "max_degree": 5, "tag_max_degree": 5}),
+        *view.hop_rows({**HOP_CASES[0], **flags, "max_degree": 5, **SPECIFIC}),
+    ]
     # an entity hop into another document is weighted by the entity's specificity (IDF over the documents)
     assert {r["specificity"] for r in every if r.get("kind") == "Hop"} - {1.0}
     assert {r.get("layer") or r.get("kind") for r in every} == {
-        "Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "Tag", "Section", "Hop", "TitleHop", "Next",
-        "TripleHop"}  # fmt: skip
+        "Chunk",
+        "AtomicQuestion",
+        "Triple",
+        "Entity",
+        "EntityText",
+        "Tag",
+        "Section",
+        "Hop",
+        "TitleHop",
+        "Next",
+        "TripleHop",
+    }
     assert "d1" not in {r["chunk_id"] for r in every}
     ids = [*view.ids, "missing"]  # the top's details (retrieve/chunk_details), d1's left out as the statement does
     assert view.details(ids) == chunk_details(store, ids) and "d1" not in view.details(ids)
@@ -154,8 +217,9 @@ def test_propagation_with_the_adjacency_sends_no_traversal_and_equals_the_recomp
 
 
 @pytest.mark.parametrize("ranker", ["gbm", "blend"])
-def test_the_gbm_rankers_take_the_pool_texts_from_the_adjacency(store: GraphStore, backend_settings: Settings,
-                                                                ranker: str) -> None:  # fmt: skip
+def test_the_gbm_rankers_take_the_pool_texts_from_the_adjacency(
+    store: GraphStore, backend_settings: Settings, ranker: str
+) -> None:
     """The gbm and blend rankers' list features read the pool's texts: from the adjacency, with no
     ``retrieve/pool_texts``, and the same order and scores as with the statement."""
     graphs, _ = _graph()
@@ -213,12 +277,27 @@ def test_a_run_started_in_the_same_second_is_a_new_generation(store: GraphStore)
     """Runs' start times have whole seconds: an update run that starts in the second of the run before it, with
     the same document count and the older run's id sorting after its own, still changes the generation (its
     run count), so no cached index or adjacency of the older state is served."""
+
     def run(run_id: str) -> None:
-        store.run("ingest/start_run", {"id": run_id, "started_at": "2026-11-29T10:00:00+00:00", "paths": [],
-                                       "ttl_ms": None})  # fmt: skip
-        store.run("ingest/finish_run", {"id": run_id, "finished_at": "2026-11-29T10:00:00+00:00",
-                                        "status": "completed", "added": 0, "updated": 1, "unchanged": 0,
-                                        "deleted": 0, "failed": 0, "errors": [], "chunks": 0, "seconds": 0.0})  # fmt: skip
+        store.run(
+            "ingest/start_run", {"id": run_id, "started_at": "2026-11-29T10:00:00+00:00", "paths": [], "ttl_ms": None}
+        )
+        store.run(
+            "ingest/finish_run",
+            {
+                "id": run_id,
+                "finished_at": "2026-11-29T10:00:00+00:00",
+                "status": "completed",
+                "added": 0,
+                "updated": 1,
+                "unchanged": 0,
+                "deleted": 0,
+                "failed": 0,
+                "errors": [],
+                "chunks": 0,
+                "seconds": 0.0,
+            },
+        )
 
     run("run:b")
     before = corpus_generation(store)
@@ -226,8 +305,9 @@ def test_a_run_started_in_the_same_second_is_a_new_generation(store: GraphStore)
     assert corpus_generation(store) != before
 
 
-def test_a_failed_build_is_not_repeated_within_its_generation(store: GraphStore, backend_settings: Settings,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_build_is_not_repeated_within_its_generation(
+    store: GraphStore, backend_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A build that fails (the store went away mid-read) is logged; the statements answer, and no question of
     that generation starts another build; the next generation tries again."""
     write_documents(store, _graph()[0][:1])
@@ -266,8 +346,9 @@ def test_pages_read_every_row_once(store: GraphStore) -> None:
         adjacency.PAGE = page
 
 
-def test_closing_the_store_stops_a_build_in_the_background(backend_settings: Settings,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_closing_the_store_stops_a_build_in_the_background(
+    backend_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A knowledge base closed while its adjacency is being built (``kbgraph serve`` closing an idle one, a test's
     teardown): ``close`` waits for the build, which stops at its next row, instead of cutting its connection
     mid-reply (the Neo4j driver's close raised BufferError from under it). Nothing is kept of the stopped build."""
@@ -324,8 +405,12 @@ def test_rows_equal_the_statements_in_a_document_scope(store: GraphStore, docume
     _plant(store)
     view = Adjacency(store)
     documents_of = {cid: view.document[i] for cid, i in view.index.items()}
-    flags: Row = {"with_titles": True, "with_similarity": True, "embedding": store.check_vector(QUESTION_VECTOR),
-                  "documents": documents}  # fmt: skip
+    flags: Row = {
+        "with_titles": True,
+        "with_similarity": True,
+        "embedding": store.check_vector(QUESTION_VECTOR),
+        "documents": documents,
+    }
     for bound in (5, 3, 2):
         for case in LAYER_CASES:
             params = {**case, **flags, "max_degree": bound, "tag_max_degree": bound}

@@ -143,9 +143,15 @@ def tag_settings(backend_settings: Settings) -> Settings:
 
 
 # --- ingest -----------------------------------------------------------------------------------------------
-def test_ingest_tags_chunks_incrementally(store: GraphStore, tag_settings: Settings, passages: list[dict[str, Any]],
-                                          embedder: Embedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_ingest_tags_chunks_incrementally(
+    store: GraphStore,
+    tag_settings: Settings,
+    passages: list[dict[str, Any]],
+    embedder: Embedder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     path = write_corpus(tmp_path / f"p{uuid.uuid4().hex[:6]}.jsonl", passages)
     llm = TaggingLLM()
     report = ingest(store, tag_settings, path, llm, embedder)
@@ -214,17 +220,38 @@ def test_ingest_tags_chunks_incrementally(store: GraphStore, tag_settings: Setti
     now = "2025-01-01T00:00:00Z"
     q_tags = [{"id": tag_id(n, "query"), "name": n, "norm": n, "class": "Person"} for n in ("only gone", "both")]
     store.run("tags/query_upsert_tags", {"tags": q_tags})
-    pairs = [{"query_id": tag_id("only gone", "query"), "corpus_id": tag_id(normalize_tag(gone["title"])),
-              "score": 0.9, "samples": 1},
-             {"query_id": tag_id("both", "query"), "corpus_id": tag_id(normalize_tag(gone["title"])),
-              "score": 0.9, "samples": 1},
-             {"query_id": tag_id("both", "query"), "corpus_id": tag_id("shared topic"), "score": 0.5, "samples": 1}]
+    pairs = [
+        {
+            "query_id": tag_id("only gone", "query"),
+            "corpus_id": tag_id(normalize_tag(gone["title"])),
+            "score": 0.9,
+            "samples": 1,
+        },
+        {
+            "query_id": tag_id("both", "query"),
+            "corpus_id": tag_id(normalize_tag(gone["title"])),
+            "score": 0.9,
+            "samples": 1,
+        },
+        {"query_id": tag_id("both", "query"), "corpus_id": tag_id("shared topic"), "score": 0.5, "samples": 1},
+    ]
     store.run("tags/maps_to_upsert", {"pairs": pairs, "now": now})
     deleted = store.delete_document(docs[gone["id"]])
     assert deleted["tags"] == 3  # its title and key tags, and the query tag mapped only to its title
-    remaining = {r["id"] for r in store.run("tags/existing_tags", {"ids": [
-        tag_id(normalize_tag(gone["title"])), tag_id("shared topic"), tag_id("only gone", "query"),
-        tag_id("both", "query")]})}  # fmt: skip
+    remaining = {
+        r["id"]
+        for r in store.run(
+            "tags/existing_tags",
+            {
+                "ids": [
+                    tag_id(normalize_tag(gone["title"])),
+                    tag_id("shared topic"),
+                    tag_id("only gone", "query"),
+                    tag_id("both", "query"),
+                ]
+            },
+        )
+    }
     assert remaining == {tag_id("shared topic"), tag_id("both", "query")}
     assert counts(store)[0] == 2 * (PASSAGES - 1) + 1 + 1  # + the query tag 'both'
     assert not [o for o in store.orphans() if o["label"] == "Tag"]
@@ -233,8 +260,9 @@ def test_ingest_tags_chunks_incrementally(store: GraphStore, tag_settings: Setti
     assert counts(store) == (0, 3, 0)  # no Tag left (the classes stay: they belong to the knowledge base)
 
 
-def test_failed_chunk_is_reported_and_retried(store: GraphStore, tag_settings: Settings, passages: list[dict[str, Any]],
-                                              embedder: Embedder, tmp_path: Path) -> None:
+def test_failed_chunk_is_reported_and_retried(
+    store: GraphStore, tag_settings: Settings, passages: list[dict[str, Any]], embedder: Embedder, tmp_path: Path
+) -> None:
     path = write_corpus(tmp_path / f"f{uuid.uuid4().hex[:6]}.jsonl", passages)
     bad = passages[2]["title"]
     report = ingest(store, tag_settings, path, TaggingLLM(failing={bad}), embedder)
@@ -254,8 +282,9 @@ def test_failed_chunk_is_reported_and_retried(store: GraphStore, tag_settings: S
     assert set(tagged(store)) == {p["title"] for p in passages} and not pending_chunks(store)
 
 
-def test_tag_chunks_again_is_idempotent(store: GraphStore, tag_settings: Settings, passages: list[dict[str, Any]],
-                                        embedder: Embedder, tmp_path: Path) -> None:
+def test_tag_chunks_again_is_idempotent(
+    store: GraphStore, tag_settings: Settings, passages: list[dict[str, Any]], embedder: Embedder, tmp_path: Path
+) -> None:
     path = write_corpus(tmp_path / f"i{uuid.uuid4().hex[:6]}.jsonl", passages)
     ingest(store, tag_settings.updated({"auto_tagging": False}), path, TaggingLLM(), embedder)
     assert counts(store) == (0, 0, 0) and len(pending_chunks(store)) == PASSAGES
@@ -271,8 +300,13 @@ def test_tag_chunks_again_is_idempotent(store: GraphStore, tag_settings: Setting
 
 
 # --- the real local LLM server --------------------------------------------------------------------------
-def test_tag_chunks_with_the_local_llm(falkor_settings: Settings, llm_server: LLMServerInfo, passages: list[dict[str,
-                                       Any]], embedder: Embedder, tmp_path: Path) -> None:
+def test_tag_chunks_with_the_local_llm(
+    falkor_settings: Settings,
+    llm_server: LLMServerInfo,
+    passages: list[dict[str, Any]],
+    embedder: Embedder,
+    tmp_path: Path,
+) -> None:
     """tag_chunks over 2 chunks against llama.cpp's server (SmolLM2-135M): one request per chunk is made and the
     report and the graph agree, whatever tags (maybe none) the tiny model gives. The tag classes are written
     first: the tiny model gives no usable class proposal (the same complete_json path as the chunk requests,
@@ -283,18 +317,37 @@ def test_tag_chunks_with_the_local_llm(falkor_settings: Settings, llm_server: LL
     from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, stable_id
     from kbgraph.store import open_store
 
-    s = falkor_settings.updated({
-        "name": f"tagllm{uuid.uuid4().hex[:6]}", "auto_tagging": True, "tag_workers": 2,
-        "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
-        "llm_cache_dir": tmp_path / "llm-cache", "llm_timeout": 300.0, "llm_max_tokens": 96,
-    })  # fmt: skip
+    s = falkor_settings.updated(
+        {
+            "name": f"tagllm{uuid.uuid4().hex[:6]}",
+            "auto_tagging": True,
+            "tag_workers": 2,
+            "llm_base_url": llm_server.base_url,
+            "llm_model": llm_server.model,
+            "llm_api_key": SecretStr("none"),
+            "llm_cache_dir": tmp_path / "llm-cache",
+            "llm_timeout": 300.0,
+            "llm_max_tokens": 96,
+        }
+    )
     graphs = []
     for p in passages[:2]:
         doc_id = stable_id("doc", p["id"])
-        doc = DocumentRecord(id=doc_id, uri=f"file:///t.jsonl#{p['id']}", title=p["title"],
-                             mime="application/x-passages+jsonl", sha256=stable_id("sha", p["text"]))  # fmt: skip
-        chunk = ChunkRecord(id=stable_id("chunk", doc_id, "0"), document_id=doc_id, parent_id=doc_id, text=p["text"],
-                            order=0, section_path=p["title"])  # fmt: skip
+        doc = DocumentRecord(
+            id=doc_id,
+            uri=f"file:///t.jsonl#{p['id']}",
+            title=p["title"],
+            mime="application/x-passages+jsonl",
+            sha256=stable_id("sha", p["text"]),
+        )
+        chunk = ChunkRecord(
+            id=stable_id("chunk", doc_id, "0"),
+            document_id=doc_id,
+            parent_id=doc_id,
+            text=p["text"],
+            order=0,
+            section_path=p["title"],
+        )
         doc.embedding, chunk.embedding = (v.tolist() for v in embedder.embed([p["title"], p["text"]]))
         graphs.append(DocumentGraph(document=doc, chunks=[chunk]))
     store = open_store(s)
@@ -322,8 +375,12 @@ def test_answer_schemas_bound_what_a_constrained_decoder_writes() -> None:
     """The JSON schemas sent as response_format carry maxItems / maxLength, so a small model cannot list tags
     until its token limit cuts the JSON; a longer answer (an unconstrained server) is cut, not refused."""
     from kbgraph.tagging import (
-        MAX_NAME_CHARS, MAX_TAG_CLASSES, MAX_TAGS_PER_CHUNK, ChunkTags, TagClassProposal,
-    )  # fmt: skip
+        MAX_NAME_CHARS,
+        MAX_TAG_CLASSES,
+        MAX_TAGS_PER_CHUNK,
+        ChunkTags,
+        TagClassProposal,
+    )
 
     tags = ChunkTags.model_json_schema()
     assert tags["properties"]["tags"]["maxItems"] == MAX_TAGS_PER_CHUNK

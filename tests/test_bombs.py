@@ -20,30 +20,45 @@ from tests import bomb_files as bf
 
 MAX = 200 * 1024 * 1024
 SECONDS = 5.0  # the bound on the refusal of a bomb (issue 58: "refused in <= 5 s")
-RHINE = ["The Rhine flows from the Swiss Alps through Basel and Cologne to the North Sea.",
-         "Barges on the Rhine carry coal, grain and containers between Rotterdam and Basel."]  # fmt: skip
+RHINE = [
+    "The Rhine flows from the Swiss Alps through Basel and Cologne to the North Sea.",
+    "Barges on the Rhine carry coal, grain and containers between Rotterdam and Basel.",
+]
 
 #: file name -> (builder, bounds, words the refusal must hold)
 BOMBS: dict[str, tuple[Callable[[], bytes], ParseBounds, tuple[str, ...]]] = {
     # the file of the security review: 18 KB on disk, word/document.xml 12 MB of 2,000,000 empty paragraphs
     "bomb.docx": (bf.docx_bomb, ParseBounds(), ("compression ratio", "word/document.xml", "max_compression_ratio")),
     # the same without the ratio bound: its 2,000,001 elements, counted as it inflates
-    "bomb-elements.docx": (bf.docx_bomb, ParseBounds(max_compression_ratio=0),
-                           ("too many xml elements", "1,000,000", "max_xml_elements")),
+    "bomb-elements.docx": (
+        bf.docx_bomb,
+        ParseBounds(max_compression_ratio=0),
+        ("too many xml elements", "1,000,000", "max_xml_elements"),
+    ),
     # content.xml's local header and central directory say 500 bytes; it inflates to 50 MB (which pandoc, reading
     # .odt and .epub, would read whole: Python's zipfile stops at the declared size, then fails its CRC)
-    "forged.odt": (lambda: bf.forged_size(bf.odt_bomb(0, padding=50_000_000), "content.xml", 500), ParseBounds(),
-                   ("forged size", "content.xml", "declares 500 bytes")),
+    "forged.odt": (
+        lambda: bf.forged_size(bf.odt_bomb(0, padding=50_000_000), "content.xml", 500),
+        ParseBounds(),
+        ("forged size", "content.xml", "declares 500 bytes"),
+    ),
     "bomb.xlsx": (bf.xlsx_bomb, ParseBounds(), ("compression ratio", "xl/worksheets/sheet1.xml")),
-    "bomb.pptx": (bf.pptx_bomb, ParseBounds(max_compression_ratio=0), ("too many xml elements", "ppt/slides/slide1.xml")),
+    "bomb.pptx": (
+        bf.pptx_bomb,
+        ParseBounds(max_compression_ratio=0),
+        ("too many xml elements", "ppt/slides/slide1.xml"),
+    ),
     "bomb.odt": (bf.odt_bomb, ParseBounds(max_compression_ratio=0), ("too many xml elements", "content.xml")),
     "bomb.epub": (bf.epub_bomb, ParseBounds(max_compression_ratio=0), ("too many xml elements", "c1.xhtml")),
     "many.docx": (bf.many_members, ParseBounds(), ("too many members", "10,000", "max_zip_members")),
     "pages.pdf": (lambda: bf.pdf_pages(10_001), ParseBounds(), ("too many pages", "10,001", "max_pdf_pages")),
     # a 20 MB content stream under a bound of 8 MiB (the default bound, 256 MiB, the same way)
-    "stream.pdf": (lambda: bf.pdf_stream_bomb(20 << 20), ParseBounds(max_member_bytes=8 << 20),
-                   ("too large when decoded", "pdf object 4", "max_member_bytes")),
-}  # fmt: skip
+    "stream.pdf": (
+        lambda: bf.pdf_stream_bomb(20 << 20),
+        ParseBounds(max_member_bytes=8 << 20),
+        ("too large when decoded", "pdf object 4", "max_member_bytes"),
+    ),
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -117,8 +132,15 @@ def test_bombs_fail_and_the_run_goes_on(falkor_settings: Settings, tmp_path: Pat
     settings = falkor_settings.updated({"name": "bombs", "max_compression_ratio": 0})
     inbox = tmp_path / "inbox"
     inbox.mkdir()
-    for filename in ("bomb-elements.docx", "forged.odt", "bomb.pptx", "bomb.odt", "bomb.epub", "many.docx",
-                     "pages.pdf"):  # fmt: skip
+    for filename in (
+        "bomb-elements.docx",
+        "forged.odt",
+        "bomb.pptx",
+        "bomb.odt",
+        "bomb.epub",
+        "many.docx",
+        "pages.pdf",
+    ):
         inbox.joinpath(filename).write_bytes(BOMBS[filename][0]())
     inbox.joinpath("rhine.docx").write_bytes(bf.normal_docx(RHINE))
     inbox.joinpath("notes.txt").write_text("The Moselle joins the Rhine at Koblenz.", encoding="utf-8")
@@ -128,15 +150,24 @@ def test_bombs_fail_and_the_run_goes_on(falkor_settings: Settings, tmp_path: Pat
         t0 = time.perf_counter()
         report = kb.ingest([inbox], progress=False)
         failed = {Path(e.path).name: e.error for e in report.errors}
-        assert set(failed) == {"bomb-elements.docx", "forged.odt", "bomb.pptx", "bomb.odt", "bomb.epub", "many.docx",
-                               "pages.pdf"}, failed  # fmt: skip
+        assert set(failed) == {
+            "bomb-elements.docx",
+            "forged.odt",
+            "bomb.pptx",
+            "bomb.odt",
+            "bomb.epub",
+            "many.docx",
+            "pages.pdf",
+        }, failed
         assert "max_xml_elements" in failed["bomb-elements.docx"] and "forged size" in failed["forged.odt"]
         assert "max_zip_members" in failed["many.docx"] and "max_pdf_pages" in failed["pages.pdf"]
         assert report.seconds["parse"] <= SECONDS * len(failed), report.seconds
         assert report.added == 2 and report.exit_code == 1
         uris = {r["uri"].rsplit("/", 1)[-1] for r in kb.store.run("ingest/list_documents")}
         assert uris == {"rhine.docx", "notes.txt"}
-        assert "Basel" in " ".join(c.text for c in kb.retrieve("barges between Rotterdam and Basel", k=2, method="dense"))
+        assert "Basel" in " ".join(
+            c.text for c in kb.retrieve("barges between Rotterdam and Basel", k=2, method="dense")
+        )
         print(f"run with {len(failed)} bombs: {time.perf_counter() - t0:.1f} s, parse {report.seconds['parse']:.1f} s")
     finally:
         kb.close()

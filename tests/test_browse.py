@@ -173,8 +173,12 @@ def test_browser_text_with_values_written_in_matches_parameters(corpus: BrowseKB
     """The statement a person runs in Browser with the values as literals gives the rows kbgraph gets with
     parameters, on both stores (quotes and backslashes included)."""
     dialect = store_class(corpus.settings).dialect
-    for name, params in [("document", {"document": FR_TITLE, "limit": 4}), ("entity", {"entity": "faa"}),
-                         ("top_entities", {"limit": 5}), ("document", {"document": "it's a \\ 'trap'"})]:  # fmt: skip
+    for name, params in [
+        ("document", {"document": FR_TITLE, "limit": 4}),
+        ("entity", {"entity": "faa"}),
+        ("top_entities", {"limit": 5}),
+        ("document", {"document": "it's a \\ 'trap'"}),
+    ]:
         query = browse.get(name)
         values = browse.resolve_params(query, params)  # type: ignore[arg-type]
         text = browse.inline_params(cypher.load(query.statement, dialect), values)
@@ -221,8 +225,9 @@ def test_ask_save_writes_retrieval_only_rationale(corpus: BrowseKB) -> None:
     # provenance: the path from each used chunk's document through its sections
     assert len(row["provenance"]) == len(cited)
     assert {p[0]["title"] for p in row["provenance"]} == {c.document_title for c in answer.citations}
-    assert all(p[0]["id"].startswith("doc:") and all(n["id"].startswith("sec:") for n in p[1:])
-               for p in row["provenance"])  # fmt: skip
+    assert all(
+        p[0]["id"].startswith("doc:") and all(n["id"].startswith("sec:") for n in p[1:]) for p in row["provenance"]
+    )
     # '' finds the last question saved; part of its text finds it too
     assert corpus.browse("question")[0]["question"]["id"] == saved.question_id
     assert corpus.browse("question", question="FAA's proposed")[0]["question"]["id"] == saved.question_id
@@ -239,11 +244,13 @@ def _scripted_pike_llm() -> ScriptedLLM:
     candidate, round 3 proposes nothing."""
     from kbgraph.llm.fake import ScriptedLLM
 
-    proposals = iter([
-        ["Which airplanes are affected by the proposed AD?", "What does the proposed AD require?"],
-        ["What is the estimated cost of compliance?"],
-        [],
-    ])  # fmt: skip
+    proposals = iter(
+        [
+            ["Which airplanes are affected by the proposed AD?", "What does the proposed AD require?"],
+            ["What is the estimated cost of compliance?"],
+            [],
+        ]
+    )
     picks = iter([1, 2, 1, 1])
 
     def respond(messages: Messages) -> str:
@@ -287,8 +294,9 @@ def test_save_pike_rationale_rounds_subquestions_matches(corpus: BrowseKB) -> No
     assert sum(m["selected"] for m in row["matched"]) == len(joined)
     cand_scores = {(c.query, c.question_id): c.score for r in trace for c in r.candidates if c.question_id}
     for m in row["matched"]:
-        assert m["score"] == pytest.approx(cand_scores[(sub_text[m["sub_question_id"]], m["atomic_question_id"])],
-                                           abs=1e-6)  # fmt: skip
+        assert m["score"] == pytest.approx(
+            cand_scores[(sub_text[m["sub_question_id"]], m["atomic_question_id"])], abs=1e-6
+        )
     assert {r.selected.question_id for r in joined if r.selected is not None} <= set(_ids(row["atomic_questions"]))
     # USED: the chunk each round added to the context, with that round
     assert [(u["chunk_id"], u["round"]) for u in row["used"]] == [(r.chunk_id, r.round) for r in joined]
@@ -340,7 +348,9 @@ def answer_pike_cached(corpus: KnowledgeBase) -> Answer:
     return _PIKE[key]
 
 
-def test_cli_ask_save_and_browse(corpus: BrowseKB, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_ask_save_and_browse(
+    corpus: BrowseKB, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kbgraph import cli
     from kbgraph.cli import common
 
@@ -405,7 +415,15 @@ def test_deleting_a_document_removes_rationale_edges(corpus: BrowseKB) -> None:
 
 # --- the catalogue, the CLI, the style ------------------------------------------------------------------
 def test_every_browse_query_renders_for_browser() -> None:
-    assert set(browse.CATALOGUE) == {"document", "entity", "question", "questions", "top_entities", "changed", "orphans"}
+    assert set(browse.CATALOGUE) == {
+        "document",
+        "entity",
+        "question",
+        "questions",
+        "top_entities",
+        "changed",
+        "orphans",
+    }
     from kbgraph.settings import Settings
 
     local = Settings(uri="bolt://127.0.0.1:7687", neo4j_http_port=7474)
@@ -451,13 +469,26 @@ def test_cypher_literals() -> None:
     assert browse.resolve_params(browse.get("entity"), {"limit": " 5"})["limit"] == 5
 
 
-def test_cli_browse_prints_params_query_and_url(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_browse_prints_params_query_and_url(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kbgraph import cli
 
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    rc = cli.main(["--uri", "bolt://127.0.0.1:7687", "browse", "document", "--param", "document=O'Brien",
-                   "-p", "limit=5", "--open"])  # fmt: skip
+    rc = cli.main(
+        [
+            "--uri",
+            "bolt://127.0.0.1:7687",
+            "browse",
+            "document",
+            "--param",
+            "document=O'Brien",
+            "-p",
+            "limit=5",
+            "--open",
+        ]
+    )
     out, err = capsys.readouterr()
     assert rc == 0
     lines = out.splitlines()
@@ -483,9 +514,19 @@ def _grass() -> dict[str, dict[str, str]]:
 
 def test_grass_styles_every_label_and_relationship() -> None:
     style = _grass()
-    captions = {"Document": "{title}", "Section": "{title}", "Chunk": "{text}", "AtomicQuestion": "{text}",
-                "Triple": "{text}", "Entity": "{name}", "IngestionRun": "{status}", "Question": "{text}",
-                "SubQuestion": "{text}", "Tag": "{name}", "TagClass": "{name}"}  # fmt: skip
+    captions = {
+        "Document": "{title}",
+        "Section": "{title}",
+        "Chunk": "{text}",
+        "AtomicQuestion": "{text}",
+        "Triple": "{text}",
+        "Entity": "{name}",
+        "IngestionRun": "{status}",
+        "Question": "{text}",
+        "SubQuestion": "{text}",
+        "Tag": "{name}",
+        "TagClass": "{name}",
+    }
     assert set(captions) == set(NODE_LABELS)
     colours = []
     for label in NODE_LABELS:
@@ -495,7 +536,9 @@ def test_grass_styles_every_label_and_relationship() -> None:
         colours.append(rule["color"])
     assert len(set(colours)) == len(colours), "two labels share a colour"
     assert style["relationship"]["caption"] == "<type>" and style["relationship.RELATED"]["caption"] == "{predicate}"
-    assert all(style.get(f"relationship.{t}", style["relationship"]).get("caption", "<type>") for t in RELATIONSHIP_TYPES)
+    assert all(
+        style.get(f"relationship.{t}", style["relationship"]).get("caption", "<type>") for t in RELATIONSHIP_TYPES
+    )
     assert {"USED", "PROPOSED", "MATCHED"} <= {k.split(".", 1)[1] for k in style if k.startswith("relationship.")}
 
 
@@ -516,7 +559,7 @@ def test_post_connect_cmd_in_compose_and_local_neo4j(tmp_path: Path) -> None:
 
     cmd = browser_style.post_connect_cmd()
     assert cmd.startswith("style {") and ";" not in cmd and "\n" not in cmd
-    assert json.loads(cmd[len("style "):]) == _grass()
+    assert json.loads(cmd[len("style ") :]) == _grass()
     compose = yaml.safe_load((REPO / "docker" / "docker-compose.yml").read_text(encoding="utf-8"))
     assert compose["services"]["neo4j"]["environment"]["NEO4J_browser_post__connect__cmd"] == cmd
     local = Neo4jLocal(Settings(home=tmp_path, neo4j_local_home=tmp_path / "neo4j"))

@@ -36,9 +36,15 @@ except ImportError:  # the playwright_api fixture skips (or fails under CI)
 
 CHROMIUM = os.environ.get("KBGRAPH_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 PDF = "docs/pdf/us_federal_register_2020-17221.pdf"
 TITLE = "Proposed Rules"
 PARAMS = {"document": TITLE, "limit": 6, "per_chunk": 2}
@@ -81,9 +87,11 @@ def _connect(page: Page, settings: Settings) -> Locator:
     """Log in through the connect form if Browser shows it (on the first visit; after a reload Browser
     usually reconnects with the credentials it kept), then wait until it is connected: it then runs the
     server's post-connect command, which draws the `:style` frame. Returns that frame."""
-    style = page.locator("[data-testid='frame']").filter(
-        has=page.locator("[data-testid='frameCommand']", has_text=":style {")
-    ).first
+    style = (
+        page.locator("[data-testid='frame']")
+        .filter(has=page.locator("[data-testid='frameCommand']", has_text=":style {"))
+        .first
+    )
     form = page.locator("input[data-testid='password']")
     style.or_(form).first.wait_for()
     if not style.is_visible():
@@ -146,16 +154,22 @@ def test_document_query_in_neo4j_browser(playwright_api: Playwright, neo4j_kb: K
     out = browse.render("document", PARAMS, settings)
     rows = neo4j_kb.browse("document", **PARAMS)
     assert len(rows) == PARAMS["limit"]
-    expected_ids = {n["id"] for r in rows for n in [r["document"], r["chunk"], *r["sections"], *r["questions"],
-                                                     *r["triples"], *r["entities"]]}  # fmt: skip
+    expected_ids = {
+        n["id"]
+        for r in rows
+        for n in [r["document"], r["chunk"], *r["sections"], *r["questions"], *r["triples"], *r["entities"]]
+    }
     section_titles = {s["title"] for r in rows for s in r["sections"]}
     assert len(section_titles) >= 3
     style = browser_style.parse_grass(browser_style.grass_path().read_text(encoding="utf-8"))
 
     context = playwright_api.chromium.launch_persistent_context(
-        str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+        str(tmp_path / "chromium-profile"),
+        executable_path=CHROMIUM,
+        args=CHROMIUM_ARGS,
+        headless=True,
         viewport={"width": 1500, "height": 1000},
-    )  # fmt: skip
+    )
     context.set_default_timeout(TIMEOUT_MS)
     try:
         page = context.new_page()
@@ -192,9 +206,12 @@ def test_document_query_in_neo4j_browser(playwright_api: Playwright, neo4j_kb: K
         _wait_until(lambda: frame.locator("g.relationship").count() >= len(expected_ids) - 1, "relationships drawn")
         page.wait_for_timeout(2000)  # let the layout settle for the screenshot
         # the captions come from the style: the Document's title, in the Document colour
-        captions = [" ".join(t.split()) for t in nodes.evaluate_all(
-            "els => els.map(g => Array.from(g.querySelectorAll('text.caption')).map(t => t.textContent).join(' '))"
-        )]  # fmt: skip
+        captions = [
+            " ".join(t.split())
+            for t in nodes.evaluate_all(
+                "els => els.map(g => Array.from(g.querySelectorAll('text.caption')).map(t => t.textContent).join(' '))"
+            )
+        ]
         fills = nodes.evaluate_all("els => els.map(g => g.querySelector('circle.b-outline').getAttribute('fill'))")
         documents = [c for c, f in zip(captions, fills, strict=True) if f.upper() == style["node.Document"]["color"]]
         assert documents == [TITLE], (captions, fills)

@@ -86,8 +86,9 @@ def _forward(prompt: str) -> str:
 
 
 def _answer(ends: list[int], fs: str, tag: str = "") -> str:
-    return json.dumps({"chunks": [{"end": e, "summary": f"{tag}chunk ending at [{e}]"} for e in ends],
-                       "forward_summary": fs})  # fmt: skip
+    return json.dumps(
+        {"chunks": [{"end": e, "summary": f"{tag}chunk ending at [{e}]"} for e in ends], "forward_summary": fs}
+    )
 
 
 # --- the recurrent split --------------------------------------------------------------------------------
@@ -219,8 +220,9 @@ def test_invalid_json_gets_one_repair_then_falls_back(taxonomy: list[str]) -> No
 def test_server_errors_propagate_and_sentence_numbers_are_lenient(taxonomy: list[str]) -> None:
     units = _units(taxonomy, 60)
     with pytest.raises(LLMError, match="unreachable"):
-        recurrent_split(units, ScriptedLLM([LLMError("the LLM server is unreachable")]), chunk_tokens=60,
-                        window_tokens=1000)  # fmt: skip
+        recurrent_split(
+            units, ScriptedLLM([LLMError("the LLM server is unreachable")]), chunk_tokens=60, window_tokens=1000
+        )
     assert ChunkCut.model_validate({"end": "[7]", "summary": None}) == ChunkCut(end=7, summary="")
     assert ChunkCut.model_validate({"end": "S3"}).end == 3
 
@@ -298,7 +300,8 @@ def test_offline_path_is_unchanged_and_the_llm_only_touches_long_blocks_and_tabl
     assert [(c.id, c.text) for c in no_split] == [(c.id, c.text) for c in offline]
     assert [c.summary for c in no_split if c.kind == "text"] == [None] * sum(c.kind == "text" for c in offline)
     assert [c.summary for c in no_split if c.kind == "table"] == [
-        "LLM table summary of Duck.", "LLM table summary of Authority control databases."
+        "LLM table summary of Duck.",
+        "LLM table summary of Authority control databases.",
     ]
     assert len(llm.calls) == 2  # the two tables, nothing else
 
@@ -317,7 +320,7 @@ def test_offline_path_is_unchanged_and_the_llm_only_touches_long_blocks_and_tabl
     ]
     long = [c for c in chunks if c.kind == "text" and c.section_path not in short]
     assert long and all(c.summary and c.summary.startswith("About: ") for c in long)
-    assert all(" ".join(c.text.split()).startswith(c.summary[len("About: "):]) for c in long)  # type: ignore[index]  # its own summary
+    assert all(" ".join(c.text.split()).startswith(c.summary[len("About: ") :]) for c in long)  # type: ignore[index]  # its own summary
     assert [c.order for c in chunks] == list(range(len(chunks)))
     # every paragraph of the page is in the text chunks once, in reading order
     paragraphs = [e.text for e in duck.elements if e.kind not in ("heading", "table") and e.text.strip()]
@@ -327,18 +330,22 @@ def test_offline_path_is_unchanged_and_the_llm_only_touches_long_blocks_and_tabl
 # --- a real ingestion ------------------------------------------------------------------------------------
 
 
-def test_ingested_chunks_and_summaries_land_in_the_graph(store: GraphStore, backend_settings: Settings,
-                                                         duck: ParsedDocument, examples_dir: Path) -> None:
+def test_ingested_chunks_and_summaries_land_in_the_graph(
+    store: GraphStore, backend_settings: Settings, duck: ParsedDocument, examples_dir: Path
+) -> None:
     from kbgraph.ingest.pipeline import Ingestor
     from kbgraph.kb import KnowledgeBase
     from kbgraph.models import stable_id
 
     assert backend_settings.ingest.llm_chunking  # the default
     settings = backend_settings.updated({"llm_chunk_window_tokens": 300})
-    expected = build_structure(duck, llm=ScriptedLLM(_model), llm_window_tokens=settings.ingest.llm_chunk_window_tokens)[2]
+    expected = build_structure(
+        duck, llm=ScriptedLLM(_model), llm_window_tokens=settings.ingest.llm_chunk_window_tokens
+    )[2]
     llm = ScriptedLLM(_model)
-    ingestor = Ingestor(store, settings, llm=llm, progress=False,
-                        embedder=lambda: KnowledgeBase(settings=settings).embedder)  # fmt: skip
+    ingestor = Ingestor(
+        store, settings, llm=llm, progress=False, embedder=lambda: KnowledgeBase(settings=settings).embedder
+    )
     report = ingestor.run([examples_dir / "docs/html/wikipedia_duck.html"])
     assert report.errors == [] and report.added == 1
     assert report.chunks == len(expected)
@@ -363,7 +370,8 @@ def test_ingested_chunks_and_summaries_land_in_the_graph(store: GraphStore, back
     ]
     tables = [c for c in got if c["kind"] == "table"]
     assert [c["summary"] for c in tables] == [
-        "LLM table summary of Duck.", "LLM table summary of Authority control databases."
+        "LLM table summary of Duck.",
+        "LLM table summary of Authority control databases.",
     ]
     taxonomy = [c for c in got if c["section_path"] == "Duck > Taxonomy"]
     assert len(taxonomy) >= 2 and all(c["summary"].startswith("About: ") for c in taxonomy)

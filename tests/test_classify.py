@@ -72,13 +72,26 @@ def _graphs(passages: list[dict[str, Any]], embedder: Embedder) -> list[Document
     out = []
     for p in passages:
         doc_id = stable_id("doc", p["id"])
-        doc = DocumentRecord(id=doc_id, uri=f"file:///four.corpus.jsonl#{p['id']}", title=p["title"],
-                             mime="application/x-passages+jsonl", sha256=stable_id("sha", p["text"]))  # fmt: skip
-        chunk = ChunkRecord(id=stable_id("chunk", doc_id, "0"), document_id=doc_id, parent_id=doc_id, text=p["text"],
-                            order=0, section_path="")  # fmt: skip
+        doc = DocumentRecord(
+            id=doc_id,
+            uri=f"file:///four.corpus.jsonl#{p['id']}",
+            title=p["title"],
+            mime="application/x-passages+jsonl",
+            sha256=stable_id("sha", p["text"]),
+        )
+        chunk = ChunkRecord(
+            id=stable_id("chunk", doc_id, "0"),
+            document_id=doc_id,
+            parent_id=doc_id,
+            text=p["text"],
+            order=0,
+            section_path="",
+        )
         sentences = [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", p["text"]) if len(s.split()) >= 3]
-        atoms = [AtomicQuestionRecord(id=stable_id("aq", chunk.id, s), chunk_id=chunk.id, text=s, kind="sentence")
-                 for s in dict.fromkeys(sentences)]  # fmt: skip
+        atoms = [
+            AtomicQuestionRecord(id=stable_id("aq", chunk.id, s), chunk_id=chunk.id, text=s, kind="sentence")
+            for s in dict.fromkeys(sentences)
+        ]
         out.append(DocumentGraph(document=doc, chunks=[chunk], questions=atoms))
     texts = [index_text(g.document.title, "", "text", g.chunks[0].text, None) for g in out]
     for g, vec in zip(out, embedder.embed(texts), strict=True):
@@ -180,7 +193,11 @@ def test_factual_goes_to_l1_propagation_top_k_and_one_qa_prompt(kb: KB, data: di
     assert script.kinds == ["classify", "answer"]  # no proposer: Algorithm 1 did not run
     assert question in script.prompts[0] and "Figure" not in script.prompts[0]
     assert (answer.method, answer.question_class, answer.question_subtype, answer.route) == (
-        "auto", "factual", None, "L1:l1")  # a subtype of a factual question is dropped
+        "auto",
+        "factual",
+        None,
+        "L1:l1",
+    )  # a subtype of a factual question is dropped
     assert answer.answer == "G. Stanley Hall" and trace_of(answer, TraceRound) == []
     # the context is the propagation top l1_k, recomputed through the registry's retrieval method
     top = get_method("propagation", "retrieval").run(question, QueryContext(kb[0], kb[1], kb[2], None), k=4)
@@ -198,8 +215,14 @@ def test_linkable_reasoning_goes_to_l2_pike_with_its_subtype(kb: KB, data: dict[
     answer = answer_auto(data["questions"][0]["question"], _ctx(kb, script))
     assert script.kinds == ["classify", "propose", "select", "propose", "answer"]  # Algorithm 1
     assert (answer.method, answer.question_class, answer.question_subtype, answer.route) == (
-        "auto", "linkable_reasoning", subtype, "L2:pike")
-    assert [r.type for r in trace_of(answer, TraceRound)] == ["pike", "pike"] and trace_of(answer, TraceRound)[0].proposals == [HOP1]
+        "auto",
+        "linkable_reasoning",
+        subtype,
+        "L2:pike",
+    )
+    assert [r.type for r in trace_of(answer, TraceRound)] == ["pike", "pike"] and trace_of(answer, TraceRound)[
+        0
+    ].proposals == [HOP1]
     assert answer.citations[0].document_title == "Journal of Psychotherapy Integration"
     assert f"Question class: linkable_reasoning ({subtype})" in answer.rationale
     assert "L3" not in answer.rationale and answer.usage.calls == 5
@@ -230,8 +253,11 @@ def test_unusable_classification_is_unknown_and_goes_to_l2(kb: KB, data: dict[st
 
 
 # --- the class is the schema's enum (§3.2), not a substring ------------------------------------------------------
-@pytest.mark.parametrize("spell", [str, str.upper, str.title, lambda k: k.replace("_", "-"),
-                                   lambda k: f" {k.replace('_', ' ')} "], ids=["as is", "upper", "title", "-", " "])
+@pytest.mark.parametrize(
+    "spell",
+    [str, str.upper, str.title, lambda k: k.replace("_", "-"), lambda k: f" {k.replace('_', ' ')} "],
+    ids=["as is", "upper", "title", "-", " "],
+)
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_class_name_parses_to_its_class(kind: str, spell: Callable[[str], str]) -> None:
     """Each of the four classes, as the schema spells it or with another letter case or word separator, is that
@@ -252,8 +278,19 @@ def test_every_subtype_name_parses_to_its_subtype(subtype: str) -> None:
     assert (qc.kind, qc.subtype) == ("linkable_reasoning", None)  # a name containing a subtype is none
 
 
-@pytest.mark.parametrize("name", ["Linkable & Reasoning (multiple facts)", "non-factual", "predictive (not factual)",
-                                  "not factual", "factual or creative", "Factual question", "facts", "creativity"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Linkable & Reasoning (multiple facts)",
+        "non-factual",
+        "predictive (not factual)",
+        "not factual",
+        "factual or creative",
+        "Factual question",
+        "facts",
+        "creativity",
+    ],
+)
 def test_a_name_containing_a_class_is_no_class(name: str) -> None:
     """Issue 28 defect 1: a substring parse made each of these 'factual' (or another class) and sent it to L1.
     Parsed as the enum, each is invalid: the repair request names the four classes, and a repeated invalid
@@ -271,19 +308,39 @@ def test_a_name_containing_a_class_is_no_class(name: str) -> None:
 FIGURE_1 = [
     ("Is Abrilada an interchangeable biosimilar product?", "factual", None),
     ("How many biosimilar products have been approved by the FDA?", "factual", None),  # Q1
-    ("What are the BLA IDs of the biosimilar product applications for HUMIRA that have been successfully approved?",
-     "linkable_reasoning", "bridging"),
-    ("How many interchangeable biosimilar products have been approved by the FDA?", "linkable_reasoning",
-     "quantitative"),  # Q2
-    ("Please provide the product name of the latest biosimilar product for HUMIRA that was successfully approved.",
-     "linkable_reasoning", "comparative"),
-    ("Please analyze the labels and see if you can find major differences in the clinical study approaches between "
-     "Idacio, Cyltezo, and Amjevita.", "linkable_reasoning", "summarizing"),
-    ("Please provide an approximate prediction: How many biosimilar products are expected to be approved in 2024?",
-     "predictive", None),  # Q3
-    ("Assuming a biosimilar candidate with Humira as the reference, how can one prepare for the BLA to minimize the "
-     "application time?", "creative", None),
-]  # fmt: skip
+    (
+        "What are the BLA IDs of the biosimilar product applications for HUMIRA that have been successfully approved?",
+        "linkable_reasoning",
+        "bridging",
+    ),
+    (
+        "How many interchangeable biosimilar products have been approved by the FDA?",
+        "linkable_reasoning",
+        "quantitative",
+    ),  # Q2
+    (
+        "Please provide the product name of the latest biosimilar product for HUMIRA that was successfully approved.",
+        "linkable_reasoning",
+        "comparative",
+    ),
+    (
+        "Please analyze the labels and see if you can find major differences in the clinical study approaches between "
+        "Idacio, Cyltezo, and Amjevita.",
+        "linkable_reasoning",
+        "summarizing",
+    ),
+    (
+        "Please provide an approximate prediction: How many biosimilar products are expected to be approved in 2024?",
+        "predictive",
+        None,
+    ),  # Q3
+    (
+        "Assuming a biosimilar candidate with Humira as the reference, how can one prepare for the BLA to minimize the "
+        "application time?",
+        "creative",
+        None,
+    ),
+]
 
 
 def _definition(kind: str) -> str:
@@ -339,7 +396,10 @@ def test_trace_render_json_and_stream_carry_class_and_route(kb: KB, data: dict[s
     assert "class: linkable_reasoning (bridging) → route L2:pike" in console.export_text()
     dumped = json.loads(answer.model_dump_json())
     assert (dumped["question_class"], dumped["question_subtype"], dumped["route"]) == (
-        "linkable_reasoning", "bridging", "L2:pike")
+        "linkable_reasoning",
+        "bridging",
+        "L2:pike",
+    )
 
     events = list(stream_answer(question, _ctx(kb, Script(cls("factual")), l1_k=3)))
     final = events[-1].answer
@@ -349,8 +409,9 @@ def test_trace_render_json_and_stream_carry_class_and_route(kb: KB, data: dict[s
 
 
 # --- the saved rationale, both stores -------------------------------------------------------------------------
-def test_saved_question_has_class_and_route(store: GraphStore, backend_settings: Settings,
-                                            graphs: tuple[list[DocumentGraph], Embedder], data: dict[str, Any]) -> None:
+def test_saved_question_has_class_and_route(
+    store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder], data: dict[str, Any]
+) -> None:
     from kbgraph.ingest.write import write_documents
     from kbgraph.query.rationale import save_answer
 
@@ -363,7 +424,11 @@ def test_saved_question_has_class_and_route(store: GraphStore, backend_settings:
     (row,) = store.run("browse/question", {"question": saved.question_id})
     q = row["question"]
     assert (q["method"], q["question_class"], q["question_subtype"], q["route"]) == (
-        "auto", "linkable_reasoning", "comparative", "L2:pike")
+        "auto",
+        "linkable_reasoning",
+        "comparative",
+        "L2:pike",
+    )
     assert q["rationale"].startswith("Question class: linkable_reasoning (comparative)")
     # USED keeps Algorithm 1's round (the routed method is 'pike'), PROPOSED its proposal
     assert [u["round"] for u in row["used"]] == [1] and saved.sub_questions == 1
@@ -383,8 +448,12 @@ def test_eval_records_class_and_reports_metrics_per_class(kb: KB, data: dict[str
     from kbgraph.eval import metrics as M
 
     questions = data["questions"]
-    kinds = {questions[0]["question"]: cls("linkable_reasoning", "bridging"), questions[1]["question"]: cls("factual"),
-             questions[2]["question"]: cls("factual"), questions[3]["question"]: cls("predictive")}  # fmt: skip
+    kinds = {
+        questions[0]["question"]: cls("linkable_reasoning", "bridging"),
+        questions[1]["question"]: cls("factual"),
+        questions[2]["question"]: cls("factual"),
+        questions[3]["question"]: cls("predictive"),
+    }
     gold = {q["question"]: q["answers"][0] for q in questions}
 
     def respond(messages: Messages) -> str:
@@ -402,14 +471,25 @@ def test_eval_records_class_and_reports_metrics_per_class(kb: KB, data: dict[str
 
     out = tmp_path / "run"
     with KnowledgeBase(settings=kb[1]) as k:
-        summary = evaluate(k, data["prefix"], methods=["auto", "l1", "dense"], out=out, llm=ScriptedLLM(respond),
-                           ingest=False, plots=False, progress=False)  # fmt: skip
+        summary = evaluate(
+            k,
+            data["prefix"],
+            methods=["auto", "l1", "dense"],
+            out=out,
+            llm=ScriptedLLM(respond),
+            ingest=False,
+            plots=False,
+            progress=False,
+        )
     records = [json.loads(x) for x in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(records) == 12 and all(r["error"] is None for r in records)
     auto = {r["question"]: r for r in records if r["method"] == "auto"}
-    want = {questions[0]["question"]: ("linkable_reasoning", "bridging", "L2:pike"),
-            questions[1]["question"]: ("factual", None, "L1:l1"), questions[2]["question"]: ("factual", None, "L1:l1"),
-            questions[3]["question"]: ("predictive", None, "L2:pike")}  # fmt: skip
+    want = {
+        questions[0]["question"]: ("linkable_reasoning", "bridging", "L2:pike"),
+        questions[1]["question"]: ("factual", None, "L1:l1"),
+        questions[2]["question"]: ("factual", None, "L1:l1"),
+        questions[3]["question"]: ("predictive", None, "L2:pike"),
+    }
     assert {q: (r["question_class"], r["question_subtype"], r["route"]) for q, r in auto.items()} == want
     assert all(r["question_class"] is None for r in records if r["method"] != "auto")
 
@@ -435,8 +515,17 @@ def test_eval_records_class_and_reports_metrics_per_class(kb: KB, data: dict[str
     assert "| predictive | 1 | L2:pike 1 | dense | 1 |" in report
 
     with KnowledgeBase(settings=kb[1]) as k:  # without 'auto' there are no classes
-        plain = evaluate(k, data["prefix"], methods=["dense"], limit=2, out=tmp_path / "plain", llm=None,
-                         ingest=False, plots=False, progress=False)  # fmt: skip
+        plain = evaluate(
+            k,
+            data["prefix"],
+            methods=["dense"],
+            limit=2,
+            out=tmp_path / "plain",
+            llm=None,
+            ingest=False,
+            plots=False,
+            progress=False,
+        )
     assert plain.by_class == {} and "By question class" not in (tmp_path / "plain" / "report.md").read_text()
 
 
@@ -450,10 +539,18 @@ def test_auto_with_the_real_llm(kb: KB, data: dict[str, Any], llm_server: LLMSer
     from kbgraph.query.rationale import save_answer
 
     store, settings, embedder = kb
-    s = settings.updated({
-        "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
-        "llm_cache_dir": tmp_path, "llm_timeout": 300.0, "llm_max_tokens": 120, "decompose_rounds": 1, "l1_k": 2,
-    })  # fmt: skip
+    s = settings.updated(
+        {
+            "llm_base_url": llm_server.base_url,
+            "llm_model": llm_server.model,
+            "llm_api_key": SecretStr("none"),
+            "llm_cache_dir": tmp_path,
+            "llm_timeout": 300.0,
+            "llm_max_tokens": 120,
+            "decompose_rounds": 1,
+            "l1_k": 2,
+        }
+    )
     llm = get_llm(s)
     answer = answer_auto(data["questions"][0]["question"], QueryContext(store, s, embedder, llm))
     assert answer.method == "auto" and answer.question_class in (*KINDS, "unknown")
@@ -466,6 +563,7 @@ def test_auto_with_the_real_llm(kb: KB, data: dict[str, Any], llm_server: LLMSer
     saved = save_answer(store, answer)
     (row,) = store.run("browse/question", {"question": saved.question_id})
     assert (row["question"]["question_class"], row["question"]["route"]) == (answer.question_class, answer.route)
-    print(f"real LLM: class {answer.question_class} ({answer.question_subtype}), route {answer.route}, "
-          f"{answer.usage.calls} calls, {answer.usage.seconds:.1f} s; classifier: {answer.rationale[:300]!r}")
-
+    print(
+        f"real LLM: class {answer.question_class} ({answer.question_subtype}), route {answer.route}, "
+        f"{answer.usage.calls} calls, {answer.usage.seconds:.1f} s; classifier: {answer.rationale[:300]!r}"
+    )

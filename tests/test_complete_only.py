@@ -87,8 +87,9 @@ def _every_vector(settings: Settings) -> Settings:
     return settings.updated({"vector_layers": list(VECTOR_LAYER_CHOICES)})
 
 
-def test_writing_document_is_never_served_and_next_run_repairs(backend_settings: Settings, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_writing_document_is_never_served_and_next_run_repairs(
+    backend_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "hopper.txt").write_text(HOPPER, encoding="utf-8")
     (tmp_path / "lovelace.txt").write_text(LOVELACE, encoding="utf-8")
     kb = KnowledgeBase(settings=_every_vector(backend_settings))
@@ -142,7 +143,9 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
     for method in ("propagation", "dense"):
         answer = kb.ask(QUESTION, k=5, method=method)
         assert answer.citations and clean(answer.chunks), method
-        assert all(c.chunk_id not in chunk_ids and not c.document_uri.endswith("lovelace.txt") for c in answer.citations)
+        assert all(
+            c.chunk_id not in chunk_ids and not c.document_uri.endswith("lovelace.txt") for c in answer.citations
+        )
         assert "Analytical Engine" not in answer.answer
     # the Python API: vector, full-text and exact-similarity search
     qvec = kb.embedder.embed([QUESTION])[0].tolist()
@@ -151,14 +154,18 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
         assert all(h.id not in chunk_ids and h.id != doc_id for h in hits), label
         assert all(h.properties.get("document_id") != doc_id for h in hits), label
     assert store.vector_search("Chunk", qvec, k=50)  # the complete document's chunks are still found
-    assert all(h.id not in chunk_ids for h in store.fulltext_search("Chunk", "Lovelace Analytical Engine Babbage", k=20))
+    assert all(
+        h.id not in chunk_ids for h in store.fulltext_search("Chunk", "Lovelace Analytical Engine Babbage", k=20)
+    )
     assert all(h.id != doc_id for h in store.fulltext_search("Document", "lovelace", k=20))
     assert store.chunk_similarities(sorted(chunk_ids), qvec) == {}
     seeds = {**store.seed_vectors(qvec, 50), **store.seed_fulltext("Lovelace Analytical Engine Babbage", 50)}
     assert not {h.id for key in ("Chunk", "Chunk.text") for h in seeds[key]} & chunk_ids
     # one label at a time, as the seeding reads them at once: the same hits as both together
-    alone = {**store.seed_fulltext("Lovelace Analytical Engine Babbage", 50, ("Chunk",)),
-             **store.seed_fulltext("Lovelace Analytical Engine Babbage", 50, ("Entity",))}  # fmt: skip
+    alone = {
+        **store.seed_fulltext("Lovelace Analytical Engine Babbage", 50, ("Chunk",)),
+        **store.seed_fulltext("Lovelace Analytical Engine Babbage", 50, ("Entity",)),
+    }
     assert alone == {key: seeds[key] for key in ("Chunk.text", "Entity.name")} and alone["Entity.name"]
     with pytest.raises(ValueError, match="no full-text seeds on 'Tag'"):
         store.seed_fulltext("Lovelace", 5, ("Tag",))
@@ -188,8 +195,9 @@ def _assert_not_served(kb: KnowledgeBase, doc_id: str, chunk_ids: set[str], tmp_
     assert any(r["label"] == "Document" and r["id"] == doc_id for r in kb.browse("orphans"))  # the repair view
 
 
-def test_every_complete_document_is_in_the_document_vector_index(backend_settings: Settings, examples_dir: Path,
-                                                                 tmp_path: Path) -> None:
+def test_every_complete_document_is_in_the_document_vector_index(
+    backend_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     """All documents are found through the Document vector index once complete. (FalkorDB 4.16 loses
     vector-index entries of nodes updated after they were indexed: marking documents complete by updating
     indexed Documents left about half of them unfindable; a Document now enters the index when complete.)"""

@@ -65,18 +65,32 @@ def graphs(corpus: dict[str, Any], falkor_settings: Settings) -> tuple[list[Docu
     whose entity and triple embeddings would take most of this file's time budget on a small machine."""
     from kbgraph.embed import get_embedder
     from kbgraph.models import (
-        AtomicQuestionRecord, ChunkRecord, DocumentRecord, stable_id,
-    )  # fmt: skip
+        AtomicQuestionRecord,
+        ChunkRecord,
+        DocumentRecord,
+        stable_id,
+    )
 
     embedder = get_embedder(falkor_settings)
     out: list[DocumentGraph] = []
     for line in corpus["path"].read_text(encoding="utf-8").splitlines():
         p = json.loads(line)
         doc_id = stable_id("doc", p["id"])
-        doc = DocumentRecord(id=doc_id, uri=f"{corpus['path'].as_uri()}#{p['id']}", title=p["title"],
-                             mime="application/x-passages+jsonl", sha256=stable_id("sha", p["text"]))  # fmt: skip
-        chunk = ChunkRecord(id=stable_id("chunk", doc_id, "0"), document_id=doc_id, parent_id=doc_id, text=p["text"],
-                            order=0, section_path=p["title"])  # fmt: skip
+        doc = DocumentRecord(
+            id=doc_id,
+            uri=f"{corpus['path'].as_uri()}#{p['id']}",
+            title=p["title"],
+            mime="application/x-passages+jsonl",
+            sha256=stable_id("sha", p["text"]),
+        )
+        chunk = ChunkRecord(
+            id=stable_id("chunk", doc_id, "0"),
+            document_id=doc_id,
+            parent_id=doc_id,
+            text=p["text"],
+            order=0,
+            section_path=p["title"],
+        )
         sentences = [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", p["text"]) if len(s.split()) >= 3]
         questions = [
             AtomicQuestionRecord(id=stable_id("aq", chunk.id, s), chunk_id=chunk.id, text=s, kind="sentence")
@@ -124,9 +138,19 @@ class Script:
     """Responder for ScriptedLLM: proposals per round (list of lists; missing rounds propose nothing),
     a selector index per round (None = no selection), chunk-selector indexes, a final answer."""
 
-    def __init__(self, proposals: Iterable[list[str]], select: Iterable[int | None] = (1,),
-                 select_chunk: Iterable[int | str | None] = (None,), answer: str = "G. Stanley Hall") -> None:
-        self.proposals, self.select, self.select_chunk, self.answer = list(proposals), list(select), list(select_chunk), answer
+    def __init__(
+        self,
+        proposals: Iterable[list[str]],
+        select: Iterable[int | None] = (1,),
+        select_chunk: Iterable[int | str | None] = (None,),
+        answer: str = "G. Stanley Hall",
+    ) -> None:
+        self.proposals, self.select, self.select_chunk, self.answer = (
+            list(proposals),
+            list(select),
+            list(select_chunk),
+            answer,
+        )
         self.kinds: list[str] = []
         self.prompts: list[str] = []
         self._n = {"propose": 0, "select": 0, "select_chunk": 0}
@@ -152,8 +176,9 @@ class Script:
         raise AssertionError(kind)
 
 
-def expected_candidates(store: GraphStore, embedder: Embedder, query: str, *, k: int, threshold: float,
-                        exclude: Iterable[str | None] = ()) -> list[tuple[str, str, float]]:
+def expected_candidates(
+    store: GraphStore, embedder: Embedder, query: str, *, k: int, threshold: float, exclude: Iterable[str | None] = ()
+) -> list[tuple[str, str, float]]:
     """Independent recomputation of line 4 for one query: vector search + chunks_of_questions."""
     vec = embedder.embed([query])[0].tolist()
     hits = [h for h in store.vector_search("AtomicQuestion", vec, k=k) if h.score >= threshold]
@@ -162,13 +187,19 @@ def expected_candidates(store: GraphStore, embedder: Embedder, query: str, *, k:
     return [(h.id, chunk_of[h.id], h.score) for h in hits if chunk_of[h.id] not in set(exclude)]
 
 
-def assert_candidates(rnd: TraceRound, store: GraphStore, embedder: Embedder, settings: Settings,
-                      exclude: Iterable[str | None] = ()) -> None:
+def assert_candidates(
+    rnd: TraceRound, store: GraphStore, embedder: Embedder, settings: Settings, exclude: Iterable[str | None] = ()
+) -> None:
     got = [(c.question_id, c.chunk_id, c.score) for c in rnd.candidates]
     want: list[tuple[str, str, float]] = []
     for p in rnd.proposals:
         want += expected_candidates(
-            store, embedder, p, k=settings.decompose.decompose_candidates, threshold=settings.decompose.decompose_threshold, exclude=exclude
+            store,
+            embedder,
+            p,
+            k=settings.decompose.decompose_candidates,
+            threshold=settings.decompose.decompose_threshold,
+            exclude=exclude,
         )
     assert [(q, c) for q, c, _ in got] == [(q, c) for q, c, _ in want]
     assert np.allclose([s for *_, s in got], [s for *_, s in want], atol=1e-4)
@@ -219,8 +250,7 @@ def test_chosen_chunks_are_excluded(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     settings = settings.updated({"decompose_threshold": 0.3})  # room for other chunks in the top K
     script = Script([[HOP1], [HOP1], [HOP1]])
-    answer = answer_pike(corpus["question"]["question"],
-                         QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
+    answer = answer_pike(corpus["question"]["question"], QueryContext(store, settings, embedder, ScriptedLLM(script)))
     assert [r.proposals for r in trace_of(answer, TraceRound)] == [[HOP1]] * 3 + [[]]
     chosen: list[str] = []
     for rnd in trace_of(answer, TraceRound)[:3]:
@@ -240,7 +270,11 @@ def test_rounds_are_capped_at_n(kb: KB, corpus: dict[str, Any]) -> None:
     settings = settings.updated({"decompose_rounds": 2, "decompose_threshold": 0.0})
     script = Script([[HOP1]] * 5)
     answer = answer_pike("anything", QueryContext(store, settings, embedder, ScriptedLLM(script)))
-    assert len(trace_of(answer, TraceRound)) == 2 and all(r.chunk_id for r in trace_of(answer, TraceRound)) and len(answer.citations) == 2
+    assert (
+        len(trace_of(answer, TraceRound)) == 2
+        and all(r.chunk_id for r in trace_of(answer, TraceRound))
+        and len(answer.citations) == 2
+    )
     assert script.kinds == ["propose", "select", "propose", "select", "answer"]
 
 
@@ -250,16 +284,17 @@ def test_threshold_falls_back_to_the_original_question(kb: KB) -> None:
     # the original question is, word for word, an atomic tag of the graph: only it passes δ = 0.99
     tag = store.vector_search("AtomicQuestion", embedder.embed([HOP1])[0].tolist(), k=1)[0]
     script = Script([["Which rivers flow through the Gobi desert in winter?"]])
-    answer = answer_pike(tag.properties["text"],
-                         QueryContext(store, strict, embedder, ScriptedLLM(script)))  # fmt: skip
+    answer = answer_pike(tag.properties["text"], QueryContext(store, strict, embedder, ScriptedLLM(script)))
     r1 = trace_of(answer, TraceRound)[0]
     assert r1.fallback == "question_atoms"
     assert r1.candidates and all(c.query == tag.properties["text"] and c.score >= 0.99 for c in r1.candidates)
     assert tag.id in {c.question_id for c in r1.candidates} and r1.chunk_id == r1.candidates[0].chunk_id
     # nothing at all reaches δ: both backups are tried, the trace says so, the answer comes from C = ∅
     script = Script([["Which rivers flow through the Gobi desert in winter?"]])
-    answer = answer_pike("Which rivers flow through the Gobi desert in winter?",
-                         QueryContext(store, strict, embedder, ScriptedLLM(script)))  # fmt: skip
+    answer = answer_pike(
+        "Which rivers flow through the Gobi desert in winter?",
+        QueryContext(store, strict, embedder, ScriptedLLM(script)),
+    )
     r1 = trace_of(answer, TraceRound)[0]
     assert r1.fallback == "question_chunks" and r1.candidates == [] and "0.99" in r1.note
     assert script.kinds == ["propose", "answer"] and answer.citations == []
@@ -293,7 +328,11 @@ def test_selector_declines_then_backup_chunk_selection(kb: KB, corpus: dict[str,
     script = Script([[HOP1, HOP2]], select=[None], select_chunk=[None])
     answer = answer_pike(question, QueryContext(store, settings, embedder, ScriptedLLM(script)))
     assert script.kinds == ["propose", "select", "select_chunk", "answer"]
-    assert len(trace_of(answer, TraceRound)) == 1 and trace_of(answer, TraceRound)[0].chunk_id is None and trace_of(answer, TraceRound)[0].candidates
+    assert (
+        len(trace_of(answer, TraceRound)) == 1
+        and trace_of(answer, TraceRound)[0].chunk_id is None
+        and trace_of(answer, TraceRound)[0].candidates
+    )
     assert "nothing selected" in trace_of(answer, TraceRound)[0].note and answer.citations == []
     # the paragraph list shows each candidate chunk once
     n_chunks = len({c.chunk_id for c in trace_of(answer, TraceRound)[0].candidates})
@@ -306,8 +345,7 @@ def test_selector_declines_then_backup_chunk_selection(kb: KB, corpus: dict[str,
     assert r1.selection == "chunk" and r1.chunk_id == distinct[1] and answer.citations[0].chunk_id == distinct[1]
     # without backup selection (the papers' loop) a declined selection ends the loop at once
     script = Script([[HOP1]], select=[None])
-    answer_pike(question, QueryContext(store, settings, embedder, ScriptedLLM(script)),
-                backup_selection=False)  # fmt: skip
+    answer_pike(question, QueryContext(store, settings, embedder, ScriptedLLM(script)), backup_selection=False)
     assert script.kinds == ["propose", "select", "answer"]
 
 
@@ -323,8 +361,7 @@ def test_empty_proposal_stops_at_once(kb: KB, corpus: dict[str, Any]) -> None:
 def test_invalid_selector_index_is_no_selection(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     script = Script([[HOP1]], select=[99], select_chunk=["none"])
-    answer = answer_pike(corpus["question"]["question"],
-                         QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
+    answer = answer_pike(corpus["question"]["question"], QueryContext(store, settings, embedder, ScriptedLLM(script)))
     assert trace_of(answer, TraceRound)[0].chunk_id is None and script.kinds[-1] == "answer"
 
 
@@ -332,8 +369,9 @@ def test_invalid_selector_index_is_no_selection(kb: KB, corpus: dict[str, Any]) 
 def test_cot_has_no_retrieval(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     script = Script([])
-    answer = baselines.answer_cot(corpus["question"]["question"],
-                                  QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
+    answer = baselines.answer_cot(
+        corpus["question"]["question"], QueryContext(store, settings, embedder, ScriptedLLM(script))
+    )
     assert answer.method == "cot" and answer.citations == [] and script.kinds == ["cot"]
     assert answer.answer == "G. Stanley Hall" and answer.usage.calls == 1
 
@@ -361,11 +399,18 @@ def test_naive_hr_uses_both_paths(kb: KB, corpus: dict[str, Any]) -> None:
     s = settings.updated({"hr_threshold": 0.3, "hr_question_threshold": 0.3})
     answer = baselines.answer_naive_hr(question, QueryContext(store, s, embedder, ScriptedLLM(Script([]))))
     qvec = embedder.embed([question])[0].tolist()
-    path_a = [h.id for h in store.vector_search("Chunk", qvec, k=s.baselines.hr_k) if h.score >= s.baselines.hr_threshold]
-    path_b = [c for _, c, _ in expected_candidates(store, embedder, question, k=s.baselines.hr_question_k, threshold=0.3)]
+    path_a = [
+        h.id for h in store.vector_search("Chunk", qvec, k=s.baselines.hr_k) if h.score >= s.baselines.hr_threshold
+    ]
+    path_b = [
+        c for _, c, _ in expected_candidates(store, embedder, question, k=s.baselines.hr_question_k, threshold=0.3)
+    ]
     ids = [c.chunk_id for c in answer.citations]
     assert answer.method == "naive_hr" and ids[: len(path_a)] == path_a
-    assert set(ids) == set(path_a) | set(path_b) and len(ids) == len(set(ids)) <= s.baselines.hr_k + s.baselines.hr_question_k
+    assert (
+        set(ids) == set(path_a) | set(path_b)
+        and len(ids) == len(set(ids)) <= s.baselines.hr_k + s.baselines.hr_question_k
+    )
     assert [(c.question_id, c.chunk_id) for c in trace_of(answer, TraceRound)[0].candidates] == [
         (q, c) for q, c, _ in expected_candidates(store, embedder, question, k=s.baselines.hr_question_k, threshold=0.3)
     ]
@@ -375,11 +420,13 @@ def test_naive_hr_uses_both_paths(kb: KB, corpus: dict[str, Any]) -> None:
 def test_self_ask_with_retrieval(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]["question"]
-    replies = iter([
-        f"Yes.\nFollow up: {HOP1}\nIntermediate answer: (the model must stop here)",
-        f"Yes.\nFollow up: {HOP2}",
-        "No.\nSo the final answer is: G. Stanley Hall\n\nQuestion: something else",
-    ])  # fmt: skip
+    replies = iter(
+        [
+            f"Yes.\nFollow up: {HOP1}\nIntermediate answer: (the model must stop here)",
+            f"Yes.\nFollow up: {HOP2}",
+            "No.\nSo the final answer is: G. Stanley Hall\n\nQuestion: something else",
+        ]
+    )
     seen = []
 
     def respond(messages: Messages) -> str:
@@ -389,15 +436,17 @@ def test_self_ask_with_retrieval(kb: KB, corpus: dict[str, Any]) -> None:
             return next(replies)
         return json.dumps({"answer": "American Psychological Association", "rationale": "from the context"})
 
-    answer = baselines.answer_self_ask(question,
-                                       QueryContext(store, settings, embedder, ScriptedLLM(respond)))  # fmt: skip
+    answer = baselines.answer_self_ask(question, QueryContext(store, settings, embedder, ScriptedLLM(respond)))
     assert answer.method == "self_ask" and answer.answer == "G. Stanley Hall"
     assert [k for k, _ in seen] == ["self_ask", "answer", "self_ask", "answer", "self_ask"]
     assert [r.proposals for r in trace_of(answer, TraceRound)] == [[HOP1], [HOP2]]
     assert f"Follow up: {HOP1}\nIntermediate answer: American Psychological Association" in seen[2][1]
     for rnd in trace_of(answer, TraceRound):
-        want = [h.id for h in store.vector_search("Chunk", embedder.embed(rnd.proposals)[0].tolist(), k=4)
-                if h.score >= settings.baselines.naive_threshold]  # fmt: skip
+        want = [
+            h.id
+            for h in store.vector_search("Chunk", embedder.embed(rnd.proposals)[0].tolist(), k=4)
+            if h.score >= settings.baselines.naive_threshold
+        ]
         assert [c.chunk_id for c in rnd.candidates] == want
     all_ids = list(dict.fromkeys(c.chunk_id for r in trace_of(answer, TraceRound) for c in r.candidates))
     assert [c.chunk_id for c in answer.citations] == all_ids
@@ -417,7 +466,9 @@ def test_self_ask_hr_follow_ups_use_hierarchical_retrieval(kb: KB, corpus: dict[
 
     store, settings, embedder = kb
     s = settings.updated({"hr_threshold": 0.3, "hr_question_threshold": 0.3, "hr_k": 2})
-    replies = iter([f"Yes.\nFollow up: {HOP1}", f"Yes.\nFollow up: {HOP2}", "No.\nSo the final answer is: G. Stanley Hall"])
+    replies = iter(
+        [f"Yes.\nFollow up: {HOP1}", f"Yes.\nFollow up: {HOP2}", "No.\nSo the final answer is: G. Stanley Hall"]
+    )
     contexts = []
 
     def respond(messages: Messages) -> str:
@@ -485,21 +536,22 @@ def test_decompose_parsers() -> None:
 @pytest.mark.neo4j
 @pytest.mark.slow  # starting the local Neo4j server takes ~40 s here: `-m "not slow"` keeps this file under 60 s
 @pytest.mark.parametrize("backend_settings", ["neo4j"], indirect=True)
-def test_pike_and_naive_on_neo4j(store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph],
-                                 Embedder], corpus: dict[str, Any]) -> None:
+def test_pike_and_naive_on_neo4j(
+    store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder], corpus: dict[str, Any]
+) -> None:
     """The same statements on Neo4j 5: Algorithm 1's candidates match the independent recomputation, the
     exclusion holds, and citations resolve."""
     write_documents(store, graphs[0])
     settings, embedder = backend_settings, graphs[1]
     script = Script([[HOP1], [HOP1, HOP2]])
-    answer = answer_pike(corpus["question"]["question"],
-                         QueryContext(store, settings, embedder, ScriptedLLM(script)))  # fmt: skip
+    answer = answer_pike(corpus["question"]["question"], QueryContext(store, settings, embedder, ScriptedLLM(script)))
     r1, r2 = trace_of(answer, TraceRound)[:2]
     assert_candidates(r1, store, embedder, settings)
     assert_candidates(r2, store, embedder, settings, exclude=[r1.chunk_id])
     assert answer.citations[0].document_title == "Journal of Psychotherapy Integration"
     assert_citations_in_graph(answer, store)
-    naive = baselines.answer_naive(corpus["question"]["question"],
-                                   QueryContext(store, settings, embedder, ScriptedLLM(Script([]))))  # fmt: skip
+    naive = baselines.answer_naive(
+        corpus["question"]["question"], QueryContext(store, settings, embedder, ScriptedLLM(Script([])))
+    )
     assert naive.citations and all(c.score >= settings.baselines.naive_threshold for c in naive.chunks)
     assert_citations_in_graph(naive, store)

@@ -40,9 +40,11 @@ from tests.traces import trace_of
 
 FIXTURES = (corpus, graphs, kb)  # test_decompose.py's graph, built again for this module
 ANSWER = "G. Stanley Hall"
-ROUNDS = [[HOP1, "Who founded the Journal of Psychotherapy Integration?"],
-          [HOP2, "Where is the American Psychological Association based?"],
-          ["When was G. Stanley Hall born?"]]  # fmt: skip
+ROUNDS = [
+    [HOP1, "Who founded the Journal of Psychotherapy Integration?"],
+    [HOP2, "Where is the American Psychological Association based?"],
+    ["When was G. Stanley Hall born?"],
+]
 K, K_PRIME, DELTA, DELTA_PRIME, ALPHA = 2, 6, 0.5, 0.2, 0.7
 
 
@@ -57,11 +59,19 @@ class Responder:
 
     def __call__(self, messages: Messages) -> str:
         text = next(m["content"] for m in reversed(messages) if m["role"] == "user")
-        kind = ("propose" if "raise atomic sub-questions" in text else
-                "select" if "# Sub-Questions You Can Choose From" in text else
-                "answer" if "answer a question referring to a given context" in text else
-                "judge" if "Is the answer correct or not?" in text else
-                "learned" if "determine whether a follow-up question is necessary" in text else "?")  # fmt: skip
+        kind = (
+            "propose"
+            if "raise atomic sub-questions" in text
+            else "select"
+            if "# Sub-Questions You Can Choose From" in text
+            else "answer"
+            if "answer a question referring to a given context" in text
+            else "judge"
+            if "Is the answer correct or not?" in text
+            else "learned"
+            if "determine whether a follow-up question is necessary" in text
+            else "?"
+        )
         self.seen.append((kind, text))
         if kind == "propose":
             subs = self.rounds[self.proposed % len(self.rounds)]
@@ -88,8 +98,9 @@ def _question(corpus: dict[str, Any]) -> EvalQuestion:
 
 
 # --- an independent Algorithm 2 bookkeeper ----------------------------------------------------------------------
-def expected_round(store: GraphStore, embedder: Embedder, proposals: list[str], *, known: Iterable[str] = ()
-                   ) -> tuple[list[tuple[str, str, float]], list[str], dict[str, float]]:
+def expected_round(
+    store: GraphStore, embedder: Embedder, proposals: list[str], *, known: Iterable[str] = ()
+) -> tuple[list[tuple[str, str, float]], list[str], dict[str, float]]:
     """(AC_t as (question id, chunk id, score) per hit, RAP_t question ids, S increments per chunk)."""
     pvecs = np.asarray(embedder.embed(proposals))
     hits: list[list[tuple[str, str, float]]] = []
@@ -166,8 +177,19 @@ def test_algorithm2_bookkeeping(kb: KB, corpus: dict[str, Any]) -> None:
     responder = Responder()
     llm = ScriptedLLM(responder)
     ctx = QueryContext(store, _settings(settings), embedder, llm)
-    trajs = list(collect_trajectories(ctx, [_question(corpus)], alpha=ALPHA, k_prime=K_PRIME, delta_prime=DELTA_PRIME,
-                                      rounds=3, samples=2, until_correct=False, judge=True))  # fmt: skip
+    trajs = list(
+        collect_trajectories(
+            ctx,
+            [_question(corpus)],
+            alpha=ALPHA,
+            k_prime=K_PRIME,
+            delta_prime=DELTA_PRIME,
+            rounds=3,
+            samples=2,
+            until_correct=False,
+            judge=True,
+        )
+    )
     assert [t.sample for t in trajs] == [1, 2] and all(len(t.steps) == 3 for t in trajs)
     check_trajectories(trajs, store, embedder, responder)
     # trajectory 2 starts from the pool trajectory 1 left: at t = 1, ln t = 0 and the best S is sampled
@@ -175,15 +197,22 @@ def test_algorithm2_bookkeeping(kb: KB, corpus: dict[str, Any]) -> None:
     assert first is not None and first.score == max(trajs[0].pool_scores.values())
     for t in trajs:  # line 27 and the score: F1 against the gold labels, and the judge
         assert t.answer == ANSWER and t.scores.f1 == 1.0 and t.accuracy == 1.0 and t.score == 1.0 and t.correct
-        assert t.params == {"alpha": ALPHA, "k": K, "k_prime": K_PRIME, "delta": DELTA, "delta_prime": DELTA_PRIME,
-                            "rounds": 3}  # fmt: skip
+        assert t.params == {
+            "alpha": ALPHA,
+            "k": K,
+            "k_prime": K_PRIME,
+            "delta": DELTA,
+            "delta_prime": DELTA_PRIME,
+            "rounds": 3,
+        }
     assert [k for k, _ in responder.seen].count("judge") == 2
     assert Trajectory.model_validate_json(trajs[0].model_dump_json()) == trajs[0]
 
 
 @pytest.mark.slow  # ingests 30 passages with the real pipeline
-def test_line_13_reads_line_10s_vectors_on_a_late_chunked_kb(falkor_settings: Settings, examples_dir: Path,
-                                                             tmp_path: Path) -> None:
+def test_line_13_reads_line_10s_vectors_on_a_late_chunked_kb(
+    falkor_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     """Late chunking (the default) stores each sentence tag's in-context vector: line 13's S increment must be the
     cosine with that stored vector (what line 10 compares through the index), not with a fresh embedding of the
     tag's text alone, which differs on such a knowledge base."""
@@ -243,8 +272,11 @@ def test_until_correct_and_the_parameter_checks(kb: KB, corpus: dict[str, Any]) 
 def test_sft_pairs_match_the_trajectories(kb: KB, corpus: dict[str, Any], tmp_path: Path) -> None:
     store, settings, embedder = kb
     ctx = QueryContext(store, _settings(settings), embedder, ScriptedLLM(Responder()))
-    trajs = list(collect_trajectories(ctx, [_question(corpus)], k_prime=K_PRIME, delta_prime=DELTA_PRIME, rounds=3,
-                                      samples=2, until_correct=False))  # fmt: skip
+    trajs = list(
+        collect_trajectories(
+            ctx, [_question(corpus)], k_prime=K_PRIME, delta_prime=DELTA_PRIME, rounds=3, samples=2, until_correct=False
+        )
+    )
     trajs[1].score = 0.4  # below the default min score: left out
     path = tmp_path / "trajectories.jsonl"
     path.write_text("".join(t.model_dump_json() + "\n" for t in trajs) + '{"cut short', encoding="utf-8")
@@ -275,8 +307,20 @@ def test_sft_pairs_match_the_trajectories(kb: KB, corpus: dict[str, Any], tmp_pa
     # the CLI verb over the same folder
     from kbgraph.cli import app
 
-    out = CliRunner().invoke(app, ["decomposer", "sft", "--in", str(tmp_path), "--out", str(tmp_path / "c.jsonl"),
-                                   "--min-score", "0.5", "--json"])  # fmt: skip
+    out = CliRunner().invoke(
+        app,
+        [
+            "decomposer",
+            "sft",
+            "--in",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "c.jsonl"),
+            "--min-score",
+            "0.5",
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["pairs"] == len(subs) + 1
     assert (tmp_path / "c.jsonl").read_text() == (tmp_path / "sft.jsonl").read_text()
@@ -285,8 +329,11 @@ def test_sft_pairs_match_the_trajectories(kb: KB, corpus: dict[str, Any], tmp_pa
 def test_learned_proposer_is_one_call_per_round(kb: KB, corpus: dict[str, Any]) -> None:
     store, settings, embedder = kb
     question = corpus["question"]["question"]
-    replies = [f"<decompose>True</decompose>\n<sub-question>{HOP1}</sub-question>",
-               f"<decompose>True</decompose>\n<sub-question>{HOP2}</sub-question>", "<decompose>False</decompose>"]
+    replies = [
+        f"<decompose>True</decompose>\n<sub-question>{HOP1}</sub-question>",
+        f"<decompose>True</decompose>\n<sub-question>{HOP2}</sub-question>",
+        "<decompose>False</decompose>",
+    ]
     responder = Responder(learned=replies)
     llm = ScriptedLLM(responder)
     s = _settings(settings, decomposer_model="kb-decomposer-ft")
@@ -294,11 +341,17 @@ def test_learned_proposer_is_one_call_per_round(kb: KB, corpus: dict[str, Any]) 
     assert [k for k, _ in responder.seen] == ["learned", "learned", "learned", "answer"]
     assert [r["model"] for r in llm.requests] == ["kb-decomposer-ft"] * 3 + ["scripted"]
     assert [r.selection for r in trace_of(answer, TraceRound)] == ["learned"] * 3
-    assert "kb-decomposer-ft" in trace_of(answer, TraceRound)[0].note and "needs no further" in trace_of(answer, TraceRound)[2].note
+    assert (
+        "kb-decomposer-ft" in trace_of(answer, TraceRound)[0].note
+        and "needs no further" in trace_of(answer, TraceRound)[2].note
+    )
     context = []
-    for rnd, sub in zip(trace_of(answer, TraceRound)[:2], (HOP1, HOP2), strict=True):  # c^t: the nearest atomic question's chunk
-        want = [h for h in store.vector_search("AtomicQuestion", embedder.embed([sub])[0].tolist(), k=K)
-                if h.score >= DELTA]  # fmt: skip
+    for rnd, sub in zip(
+        trace_of(answer, TraceRound)[:2], (HOP1, HOP2), strict=True
+    ):  # c^t: the nearest atomic question's chunk
+        want = [
+            h for h in store.vector_search("AtomicQuestion", embedder.embed([sub])[0].tolist(), k=K) if h.score >= DELTA
+        ]
         found = store.run("retrieve/chunks_of_questions", {"ids": [h.id for h in want]})
         rows = {r["via"]: r["chunk_id"] for r in found}
         want = [h for h in want if rows[h.id] not in context]
@@ -315,8 +368,9 @@ def test_learned_proposer_is_one_call_per_round(kb: KB, corpus: dict[str, Any]) 
     assert [x for k, x in responder.seen if k == "learned"] == [p.x for p in sft_pairs(traj)]
 
 
-def test_collect_verb_resumes_and_refuses_another_run(kb: KB, corpus: dict[str, Any], tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_collect_verb_resumes_and_refuses_another_run(
+    kb: KB, corpus: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``kbgraph decomposer collect`` with the scripted LLM (the real server's run is below): written, resumed,
     refused for another configuration or a foreign folder."""
     from kbgraph.kb import KnowledgeBase
@@ -347,40 +401,76 @@ def test_collect_verb_resumes_and_refuses_another_run(kb: KB, corpus: dict[str, 
 @pytest.mark.neo4j
 @pytest.mark.slow
 @pytest.mark.parametrize("backend_settings", ["neo4j"], indirect=True)
-def test_algorithm2_on_neo4j(store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph],
-                             Embedder], corpus: dict[str, Any]) -> None:
+def test_algorithm2_on_neo4j(
+    store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder], corpus: dict[str, Any]
+) -> None:
     from kbgraph.ingest.write import write_documents
 
     write_documents(store, graphs[0])
     embedder = graphs[1]
     responder = Responder()
     ctx = QueryContext(store, _settings(backend_settings), embedder, ScriptedLLM(responder))
-    trajs = list(collect_trajectories(ctx, [_question(corpus)], alpha=ALPHA, k_prime=K_PRIME, delta_prime=DELTA_PRIME,
-                                      rounds=3, samples=2, until_correct=False))  # fmt: skip
+    trajs = list(
+        collect_trajectories(
+            ctx,
+            [_question(corpus)],
+            alpha=ALPHA,
+            k_prime=K_PRIME,
+            delta_prime=DELTA_PRIME,
+            rounds=3,
+            samples=2,
+            until_correct=False,
+        )
+    )
     check_trajectories(trajs, store, embedder, responder)
 
 
 # --- the real local LLM --------------------------------------------------------------------------------------------
-def test_collect_with_the_real_llm(kb: KB, corpus: dict[str, Any], llm_server: LLMServerInfo, tmp_path: Path,
-                                   examples_dir: Path) -> None:
+def test_collect_with_the_real_llm(
+    kb: KB, corpus: dict[str, Any], llm_server: LLMServerInfo, tmp_path: Path, examples_dir: Path
+) -> None:
     """``kbgraph decomposer collect`` on 2 questions against llama.cpp's server (SmolLM2-135M): the run completes
     and every trajectory is written with its steps and score (a 135M model's answers are not under test)."""
     from kbgraph.cli import app
 
     store, settings, _ = kb
-    questions = {q["id"]: q for q in map(json.loads, (examples_dir / "multihop" / "musique" /
-                                                     "hipporag_train100.questions.jsonl").open())}  # fmt: skip
+    questions = {
+        q["id"]: q
+        for q in map(json.loads, (examples_dir / "multihop" / "musique" / "hipporag_train100.questions.jsonl").open())
+    }
     data = tmp_path / "two.questions.jsonl"
     data.write_text("".join(json.dumps(questions[i]) + "\n" for i in (Q_ID, EXTRA_QUESTIONS[0])))
     env = {
-        "KBGRAPH_DATA_DIR": str(settings.store.data_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir), "KBGRAPH_LLM_BASE_URL": llm_server.base_url,
-        "KBGRAPH_LLM_MODEL": llm_server.model, "KBGRAPH_LLM_API_KEY": SecretStr("none").get_secret_value(),
-        "KBGRAPH_LLM_TIMEOUT": "300", "KBGRAPH_LLM_MAX_TOKENS": "200", "KBGRAPH_LLM_CACHE_DIR": str(tmp_path / "cache"),
-        "KBGRAPH_DECOMPOSER_ROUNDS": "2", "KBGRAPH_DECOMPOSE_THRESHOLD": "0.4",
-    }  # fmt: skip
-    args = ["--home", str(settings.home), "--kb", settings.name, "decomposer", "collect", "--dataset", str(data),
-            "--out", str(tmp_path / "run"), "--limit", "2", "--samples", "1", "--no-ingest", "--json"]  # fmt: skip
+        "KBGRAPH_DATA_DIR": str(settings.store.data_dir),
+        "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir),
+        "KBGRAPH_LLM_BASE_URL": llm_server.base_url,
+        "KBGRAPH_LLM_MODEL": llm_server.model,
+        "KBGRAPH_LLM_API_KEY": SecretStr("none").get_secret_value(),
+        "KBGRAPH_LLM_TIMEOUT": "300",
+        "KBGRAPH_LLM_MAX_TOKENS": "200",
+        "KBGRAPH_LLM_CACHE_DIR": str(tmp_path / "cache"),
+        "KBGRAPH_DECOMPOSER_ROUNDS": "2",
+        "KBGRAPH_DECOMPOSE_THRESHOLD": "0.4",
+    }
+    args = [
+        "--home",
+        str(settings.home),
+        "--kb",
+        settings.name,
+        "decomposer",
+        "collect",
+        "--dataset",
+        str(data),
+        "--out",
+        str(tmp_path / "run"),
+        "--limit",
+        "2",
+        "--samples",
+        "1",
+        "--no-ingest",
+        "--json",
+    ]
     result = CliRunner().invoke(app, args, env=env)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)

@@ -72,8 +72,11 @@ def _chunks(rows: list[Row]) -> tuple[list[ChunkRecord], dict[str, str]]:
     for row in rows:
         doc_id = stable_id("doc", row["id"])
         titles[doc_id] = row["title"]
-        chunks.append(ChunkRecord(id=stable_id("chunk", row["id"]), document_id=doc_id, parent_id=doc_id,
-                                  text=row["text"], order=0))
+        chunks.append(
+            ChunkRecord(
+                id=stable_id("chunk", row["id"]), document_id=doc_id, parent_id=doc_id, text=row["text"], order=0
+            )
+        )
     return chunks, titles
 
 
@@ -156,7 +159,9 @@ def test_entity_merged_across_chunks(wiki_distilled: WikiDistilled, wiki: Corpus
     chunks, _titles, (_q, entities, _t, mentions) = wiki_distilled
     grant = [e for e in entities if e.name == "Cary Grant"]
     assert len(grant) == 1 and grant[0].type == "PERSON"
-    merrier = _by_text(chunks, wiki, "2wiki500:11")  # "This film was remade in 1966 as Walk, Don't Run, with Cary Grant"
+    merrier = _by_text(
+        chunks, wiki, "2wiki500:11"
+    )  # "This film was remade in 1966 as Walk, Don't Run, with Cary Grant"
     walk = _by_text(chunks, wiki, "2wiki500:16")  # "... starring Cary Grant in his final film role"
     assert {m.chunk_id for m in mentions if m.entity_id == grant[0].id} == {merrier.id, walk.id}
     assert grant[0].id == entity_id("cary  grant", "PERSON")
@@ -226,8 +231,7 @@ def test_triples_map_to_entities(wiki_distilled: WikiDistilled, wiki: Corpus) ->
     assert "Charles James Goode born 3 August 1995" in texts
     # a pronoun subject resolves to the passage's title entity: "He is named after his place of burial."
     daigo = _by_text(chunks, wiki, "2wiki500:3")
-    assert any(t.subject == "Emperor Daigo" and t.predicate == "named after" for t in triples
-               if t.chunk_id == daigo.id)
+    assert any(t.subject == "Emperor Daigo" and t.predicate == "named after" for t in triples if t.chunk_id == daigo.id)
     pairs = {(m.chunk_id, m.entity_id) for m in mentions}
     for t in triples:  # both ends are entities the chunk mentions
         assert (t.chunk_id, t.subject_id) in pairs and (t.chunk_id, t.object_id) in pairs
@@ -274,10 +278,19 @@ def test_two_processes_give_the_same_records(wiki: Corpus, nlp: Language) -> Non
 
 
 def test_table_chunk_tags(nlp: Language) -> None:
-    table = "| Film | Director | Year |\n|---|---|---|\n| Sleep, My Love | Douglas Sirk | 1948 |\n" \
-            "| The More the Merrier | George Stevens | 1943 |"
-    chunk = ChunkRecord(id="chunk:t", document_id="doc:t", parent_id="doc:t", text=table, kind="table",
-                        summary="Films of the 1940s and their directors.", order=0)
+    table = (
+        "| Film | Director | Year |\n|---|---|---|\n| Sleep, My Love | Douglas Sirk | 1948 |\n"
+        "| The More the Merrier | George Stevens | 1943 |"
+    )
+    chunk = ChunkRecord(
+        id="chunk:t",
+        document_id="doc:t",
+        parent_id="doc:t",
+        text=table,
+        kind="table",
+        summary="Films of the 1940s and their directors.",
+        order=0,
+    )
     questions, entities, _t, mentions = distill([chunk], nlp=nlp)
     assert [q.text for q in questions] == [
         "Films of the 1940s and their directors.",
@@ -306,13 +319,26 @@ class ScriptedLLM:
         self.calls: list[tuple[Messages, type[BaseModel]]] = []
         self.usage = Usage()
 
-    def complete(self, messages: Messages, *, model: str | None = None, temperature: float | None = None,
-                 max_tokens: int | None = None) -> str:
+    def complete(
+        self,
+        messages: Messages,
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
         raise AssertionError("distillation asks for JSON answers only")
 
-    def complete_json(self, messages: Messages, schema: type[M], *, model: str | None = None,
-                      temperature: float | None = None, max_tokens: int | None = None,
-                      sink: TextSink | None = None) -> M:
+    def complete_json(
+        self,
+        messages: Messages,
+        schema: type[M],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        sink: TextSink | None = None,
+    ) -> M:
         self.calls.append((messages, schema))
         answer = self.answers[schema]
         if isinstance(answer, Exception):
@@ -323,31 +349,34 @@ class ScriptedLLM:
         return answer
 
 
-
 def test_llm_path_maps_output_to_records(wiki: Corpus, nlp: Language) -> None:
     chunks, titles = _chunks([wiki["2wiki500:10"]])
-    llm = ScriptedLLM({
-        AtomicQuestions: {"questions": [
-            "1. Who directed Sleep, My Love?",
-            "Which actors starred in Sleep, My Love?",
-            "who directed sleep, my love?",  # a duplicate
-            "",
-        ]},
-        ExtractedKnowledge: {
-            "entities": [
-                {"name": "Sleep, My Love", "type": "work of art"},
-                {"name": "Douglas Sirk", "type": "PERSON"},
-                {"name": "Claudette Colbert", "type": "person"},
-                {"name": "1948", "type": "DATE"},
-                {"name": "film noir", "type": "genre"},  # unknown type -> CONCEPT
-            ],
-            "triples": [
-                {"subject": "Sleep, My Love", "predicate": "Directed by", "object": "Douglas Sirk"},
-                {"subject": "Sleep, My Love", "predicate": "stars", "object": "Claudette Colbert"},
-                {"subject": "Sleep, My Love", "predicate": "is a", "object": "American film"},  # new concept
-            ],
-        },
-    })
+    llm = ScriptedLLM(
+        {
+            AtomicQuestions: {
+                "questions": [
+                    "1. Who directed Sleep, My Love?",
+                    "Which actors starred in Sleep, My Love?",
+                    "who directed sleep, my love?",  # a duplicate
+                    "",
+                ]
+            },
+            ExtractedKnowledge: {
+                "entities": [
+                    {"name": "Sleep, My Love", "type": "work of art"},
+                    {"name": "Douglas Sirk", "type": "PERSON"},
+                    {"name": "Claudette Colbert", "type": "person"},
+                    {"name": "1948", "type": "DATE"},
+                    {"name": "film noir", "type": "genre"},  # unknown type -> CONCEPT
+                ],
+                "triples": [
+                    {"subject": "Sleep, My Love", "predicate": "Directed by", "object": "Douglas Sirk"},
+                    {"subject": "Sleep, My Love", "predicate": "stars", "object": "Claudette Colbert"},
+                    {"subject": "Sleep, My Love", "predicate": "is a", "object": "American film"},  # new concept
+                ],
+            },
+        }
+    )
     questions, entities, triples, mentions = distill(chunks, llm=llm, nlp=nlp, titles=titles)
     # the paper's prompt (Task section verbatim), the chunk with its title, a JSON schema per call
     sent = {schema: msgs for msgs, schema in llm.calls}
@@ -381,7 +410,9 @@ def test_llm_failure_falls_back_to_offline(wiki: Corpus, nlp: Language) -> None:
     assert title_entity("Emperor Daigo").id in {e.id for e in entities}
 
 
-def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor_settings: Settings, tmp_path: Path) -> None:
+def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(
+    falkor_settings: Settings, tmp_path: Path
+) -> None:
     """Issue 28 defect 4: knowledge atomizing at temperature 0.7 (PIKE-RAG §6.1, paper 003 A.3), the setting
     ``atomizing_temperature``; the extraction request and every JSON decision at ``llm_temperature`` (0). Read
     from the requests the scripted LLM client received in a real ingestion (embedded FalkorDB)."""
@@ -391,8 +422,9 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
     from kbgraph.llm.fake import ScriptedLLM as Client
     from kbgraph.query.methods.classify import classify_question
 
-    (tmp_path / "hopper.txt").write_text("Grace Hopper developed the first compiler at Remington Rand in 1952.",
-                                         encoding="utf-8")  # fmt: skip
+    (tmp_path / "hopper.txt").write_text(
+        "Grace Hopper developed the first compiler at Remington Rand in 1952.", encoding="utf-8"
+    )
 
     def model(messages: Messages) -> str:
         prompt = next(m["content"] for m in reversed(messages) if m["role"] == "user")
@@ -427,8 +459,10 @@ def test_atomizing_runs_at_its_own_temperature_and_json_decisions_at_zero(falkor
 
 def test_atomic_question_prompt_is_the_papers() -> None:
     p = prompts.ATOMIC_QUESTION_TAGGING_PROMPT
-    assert p.startswith("# Task\nYour task is to extract as many questions as possible that are relevant and can "
-                        "be answered by the given content.")
+    assert p.startswith(
+        "# Task\nYour task is to extract as many questions as possible that are relevant and can "
+        "be answered by the given content."
+    )
     assert "avoid to use pronouns like it, he, she, they, the company, the person etc." in p
     assert "Output your answers line by line, with each question on a new line, without itemized" in p
     assert p.format(content="X").rstrip().endswith("# Content\nX\n\n# Output")
@@ -456,11 +490,13 @@ def test_embedder_shape_dtype_norm(embedder: Embedder) -> None:
 
 
 def test_embedder_semantics(embedder: Embedder) -> None:
-    a, b, c = embedder.embed([
-        "Who directed the film Sleep, My Love?",
-        "Which director made the movie Sleep, My Love?",
-        "The Journal of Mathematical Physics is published monthly.",
-    ])
+    a, b, c = embedder.embed(
+        [
+            "Who directed the film Sleep, My Love?",
+            "Which director made the movie Sleep, My Love?",
+            "The Journal of Mathematical Physics is published monthly.",
+        ]
+    )
     assert float(a @ b) > 0.7 > float(a @ c)
     # batching does not change the vectors
     one = embedder.embed(["Who directed the film Sleep, My Love?"])[0]
@@ -482,8 +518,10 @@ def test_dimension_mismatch_is_a_config_error(embedder: Embedder) -> None:
 
 
 def test_import_does_not_load_torch() -> None:
-    code = ("import sys, kbgraph.embed, kbgraph.ingest.distill; "
-            "print(sorted(m for m in ('torch', 'sentence_transformers', 'spacy') if m in sys.modules))")
+    code = (
+        "import sys, kbgraph.embed, kbgraph.ingest.distill; "
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'spacy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

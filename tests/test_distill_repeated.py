@@ -33,8 +33,16 @@ def _passages(examples_dir: Path, n: int) -> list[dict[str, Any]]:
 
 
 def _copy(rows: list[dict[str, Any]], doc: str) -> list[ChunkRecord]:
-    return [ChunkRecord(id=stable_id("chunk", doc, r["id"]), document_id=f"doc:{doc}", parent_id=f"doc:{doc}",
-                        text=r["text"], order=i) for i, r in enumerate(rows)]  # fmt: skip
+    return [
+        ChunkRecord(
+            id=stable_id("chunk", doc, r["id"]),
+            document_id=f"doc:{doc}",
+            parent_id=f"doc:{doc}",
+            text=r["text"],
+            order=i,
+        )
+        for i, r in enumerate(rows)
+    ]
 
 
 def _per_chunk(d: Distilled, chunks: list[ChunkRecord]) -> list[tuple[Any, ...]]:
@@ -64,11 +72,17 @@ class _Counting:
 
 
 def test_a_repeated_text_is_parsed_once_and_every_copy_gets_its_records(
-        nlp: Language, examples_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    nlp: Language, examples_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = _passages(examples_dir, 12)
     a, b = _copy(rows, "a"), _copy(rows[:8], "b")  # b: the first 8 passages of a again, another document
-    unique = ChunkRecord(id="chunk:u", document_id="doc:b", parent_id="doc:b", text="Ada Lovelace wrote the first "
-                         "program for Charles Babbage's Analytical Engine in 1843.", order=8)  # fmt: skip
+    unique = ChunkRecord(
+        id="chunk:u",
+        document_id="doc:b",
+        parent_id="doc:b",
+        text="Ada Lovelace wrote the first program for Charles Babbage's Analytical Engine in 1843.",
+        order=8,
+    )
     chunks = a[:6] + b + a[6:] + [unique]
     counter = _Counting(nlp)
     monkeypatch.setattr(nlp, "pipe", counter.pipe)
@@ -79,7 +93,9 @@ def test_a_repeated_text_is_parsed_once_and_every_copy_gets_its_records(
     alone = distill(b + [unique], nlp=nlp, n_process=1)  # each of b's texts parsed for itself
     assert _per_chunk(both, b + [unique]) == _per_chunk(alone, b + [unique])
     assert all(qs for qs, _t, _m in _per_chunk(both, b))  # every copy has its tags
-    assert {q.id for q in both.questions if q.chunk_id in {c.id for c in b}} == {q.id for q in alone.questions if q.chunk_id != "chunk:u"}
+    assert {q.id for q in both.questions if q.chunk_id in {c.id for c in b}} == {
+        q.id for q in alone.questions if q.chunk_id != "chunk:u"
+    }
     # records in chunk order, as extracting one chunk after the other gives them
     rank = {c.id: i for i, c in enumerate(chunks)}
     for part in (both.questions, both.triples, both.mentions):
@@ -88,8 +104,10 @@ def test_a_repeated_text_is_parsed_once_and_every_copy_gets_its_records(
 
 
 def test_titled_passages_repeat_only_under_the_same_title() -> None:
-    same = [ChunkRecord(id=f"chunk:{i}", document_id=f"doc:{i}", parent_id=f"doc:{i}", text="Same words here.",
-                        order=0) for i in range(3)]  # fmt: skip
+    same = [
+        ChunkRecord(id=f"chunk:{i}", document_id=f"doc:{i}", parent_id=f"doc:{i}", text="Same words here.", order=0)
+        for i in range(3)
+    ]
     firsts, copies = unique_chunks(same, {"doc:0": "A", "doc:1": "B", "doc:2": "A"})
     assert [c.id for c in firsts] == ["chunk:0", "chunk:1"]
     assert [(c.id, f.id) for c, f in copies] == [("chunk:2", "chunk:0")]

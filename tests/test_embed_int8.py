@@ -17,9 +17,12 @@ from kbgraph.embed.onnx_runtime import OnnxEmbedder
 from kbgraph.settings import Settings
 
 
-def test_int8_embedder_quantises_once_and_stays_close_to_fp32(falkor_settings: Settings, examples_dir: Path, tmp_path: Path) -> None:
-    passages = [json.loads(x) for x in (examples_dir / "multihop" / "musique" / "hipporag_train100.corpus.jsonl")
-                .open()][:24]  # fmt: skip
+def test_int8_embedder_quantises_once_and_stays_close_to_fp32(
+    falkor_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
+    passages = [
+        json.loads(x) for x in (examples_dir / "multihop" / "musique" / "hipporag_train100.corpus.jsonl").open()
+    ][:24]
     texts = [p["title"] for p in passages] + [p["text"] for p in passages]
     fp32_settings = falkor_settings.updated({"embedding_backend": "onnx"})
     int8_settings = fp32_settings.updated({"embedding_precision": "int8"})
@@ -28,7 +31,9 @@ def test_int8_embedder_quantises_once_and_stays_close_to_fp32(falkor_settings: S
     assert int8.onnx_path == quantized_path(export) and int8.onnx_path.is_file() and export.is_file()  # type: ignore[arg-type, union-attr]
     assert int8.model_name == fp32.model_name + "@int8"
     mtime = int8.onnx_path.stat().st_mtime_ns
-    assert cast(OnnxEmbedder, make_embedder(int8_settings)).onnx_path.stat().st_mtime_ns == mtime  # reused, not rewritten
+    assert (
+        cast(OnnxEmbedder, make_embedder(int8_settings)).onnx_path.stat().st_mtime_ns == mtime
+    )  # reused, not rewritten
 
     a, b = fp32.embed(texts), int8.embed(texts)
     assert b.shape == a.shape and b.dtype == np.float32

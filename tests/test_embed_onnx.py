@@ -103,8 +103,13 @@ def test_onnx_shape_dtype_norm_empty(onnx_embedder: OnnxEmbedder) -> None:
     empty = onnx_embedder.embed([])
     assert empty.shape == (0, 384) and empty.dtype == np.float32
     assert onnx_embedder.dimension == 384 and onnx_embedder.model_name == "all-MiniLM-L6-v2"
-    a, b, c = onnx_embedder.embed([QUESTION, "Which director made the movie Sleep, My Love?",
-                                   "The Journal of Mathematical Physics is published monthly."])
+    a, b, c = onnx_embedder.embed(
+        [
+            QUESTION,
+            "Which director made the movie Sleep, My Love?",
+            "The Journal of Mathematical Physics is published monthly.",
+        ]
+    )
     assert float(a @ b) > 0.7 > float(a @ c)
 
 
@@ -129,8 +134,9 @@ def _packaged() -> Path:
     return path
 
 
-def test_auto_with_late_chunking_exports_first(torch_run: TorchRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_auto_with_late_chunking_exports_first(
+    torch_run: TorchRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     """Late chunking (the default) needs the ONNX embedder's token states: under 'auto' a fresh home exports
     before the first embedding instead of after a torch load; a failed export is remembered and stays on torch;
     late chunking off keeps torch-first. (The exporter itself is the session's real one in ``torch_run``; here it
@@ -149,8 +155,9 @@ def test_auto_with_late_chunking_exports_first(torch_run: TorchRun, tmp_path: Pa
 
     monkeypatch.setattr(onnx_export, "export_onnx", copy_export)
     off = tmp_path / "off"
-    assert isinstance(make_embedder(Settings(home=off, embedding_backend="auto", late_chunking=False)),
-                      SentenceTransformerEmbedder)
+    assert isinstance(
+        make_embedder(Settings(home=off, embedding_backend="auto", late_chunking=False)), SentenceTransformerEmbedder
+    )
     assert exported == [] and not onnx_model_path(Settings(home=off)).exists()  # type: ignore[union-attr]
 
     on = Settings(home=tmp_path / "on", embedding_backend="auto")
@@ -178,14 +185,14 @@ def test_auto_with_late_chunking_exports_first(torch_run: TorchRun, tmp_path: Pa
 def test_torch_backend_ignores_export(torch_run: TorchRun, onnx_home: Path) -> None:
     from kbgraph.embed import SentenceTransformerEmbedder, make_embedder
 
-    assert isinstance(make_embedder(Settings(home=onnx_home, embedding_backend="torch")),
-                      SentenceTransformerEmbedder)
+    assert isinstance(make_embedder(Settings(home=onnx_home, embedding_backend="torch")), SentenceTransformerEmbedder)
     with pytest.raises(ValueError):
         Settings(embedding_backend="tensorrt")
 
 
-def test_cold_process_uses_onnx_without_torch(torch_run: TorchRun, onnx_embedder: OnnxEmbedder, onnx_home: Path,
-                                              tmp_path: Path) -> None:
+def test_cold_process_uses_onnx_without_torch(
+    torch_run: TorchRun, onnx_embedder: OnnxEmbedder, onnx_home: Path, tmp_path: Path
+) -> None:
     code = textwrap.dedent("""
         import sys, time
         t = time.perf_counter()
@@ -197,10 +204,12 @@ def test_cold_process_uses_onnx_without_torch(torch_run: TorchRun, onnx_embedder
         print(' '.join(repr(float(x)) for x in v[0]))
     """)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KBGRAPH_")}
-    env.update(KBGRAPH_HOME=str(onnx_home), KBGRAPH_EMBEDDING_BACKEND="auto",
-               KBGRAPH_CONFIG=str(tmp_path / "none.toml"))
-    out = subprocess.run([sys.executable, "-c", code, QUESTION], capture_output=True, text=True, env=env,
-                         cwd=tmp_path, timeout=120)
+    env.update(
+        KBGRAPH_HOME=str(onnx_home), KBGRAPH_EMBEDDING_BACKEND="auto", KBGRAPH_CONFIG=str(tmp_path / "none.toml")
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, QUESTION], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     head, vec = out.stdout.strip().splitlines()
     kind, _secs, torch_loaded, st_loaded, tf_loaded = head.split()
@@ -227,11 +236,15 @@ def test_unsupported_model_stays_on_torch(tmp_path: Path) -> None:
 
     folder = tmp_path / "dense-model"
     folder.mkdir()
-    (folder / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
-    ]))
+    (folder / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            ]
+        )
+    )
     with pytest.raises(UnsupportedModelError, match="Dense"):
         read_model_spec(folder)
     e = make_embedder(Settings(home=tmp_path, embedding_model=str(folder), embedding_backend="auto"))
@@ -249,13 +262,16 @@ def test_pooling_modes() -> None:
     assert np.allclose(pool(hidden, mask, ["cls"]), [[0, 1], [6, 7]])
     assert np.allclose(pool(hidden, mask, ["max"]), [[2, 3], [10, 11]])
     assert np.allclose(pool(hidden, mask, ["lasttoken"]), [[2, 3], [10, 11]])
-    assert np.allclose(pool(hidden, mask, ["mean_sqrt_len_tokens"]),
-                       [[2 / 2**0.5, 4 / 2**0.5], [24 / 3**0.5, 27 / 3**0.5]])
+    assert np.allclose(
+        pool(hidden, mask, ["mean_sqrt_len_tokens"]), [[2 / 2**0.5, 4 / 2**0.5], [24 / 3**0.5, 27 / 3**0.5]]
+    )
     assert pool(hidden, mask, ["cls", "mean"]).shape == (2, 4)
 
 
 def test_import_stays_cheap() -> None:
-    code = ("import sys, kbgraph.embed; "
-            "print(sorted(m for m in ('torch', 'onnxruntime', 'tokenizers', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys, kbgraph.embed; "
+        "print(sorted(m for m in ('torch', 'onnxruntime', 'tokenizers', 'transformers') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

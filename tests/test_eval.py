@@ -70,8 +70,9 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
-def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_settings: Settings, dataset: Path,
-                                                                            tmp_path: Path) -> None:
+def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(
+    kb_settings: Settings, dataset: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "run"
     with KnowledgeBase(settings=kb_settings) as kb:
         first = evaluate(kb, dataset, methods=RETRIEVAL, limit=8, out=out, llm=None, progress=False)
@@ -100,14 +101,18 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
             # the passage ids are those of the chunks, as the store knows them
             rows = {row["id"]: row for row in kb.store.run("retrieve/chunk_details", {"ids": r["retrieved_chunk_ids"]})}
             assert set(rows) == set(r["retrieved_chunk_ids"])
-            assert r["retrieved_passage_ids"] == M.passage_ids(rows[c]["document_uri"] for c in r["retrieved_chunk_ids"])
+            assert r["retrieved_passage_ids"] == M.passage_ids(
+                rows[c]["document_uri"] for c in r["retrieved_chunk_ids"]
+            )
             assert set(r["retrieved_passage_ids"]) <= documents
             gold = questions[r["question_id"]].gold_passage_ids
             assert r["gold_passage_ids"] == gold
             for k in (1, 2, 5, 10):
                 hits = len(set(gold) & set(r["retrieved_passage_ids"][:k]))
                 assert r["metrics"][f"R@{k}"] == pytest.approx(hits / len(set(gold)))
-            assert r["metrics"]["sf_recall"] == pytest.approx(len(set(gold) & set(r["retrieved_passage_ids"])) / len(set(gold)))
+            assert r["metrics"]["sf_recall"] == pytest.approx(
+                len(set(gold) & set(r["retrieved_passage_ids"])) / len(set(gold))
+            )
 
         # the same rankings come back from the KB now (not a stored figure)
         from kbgraph.query.bm25 import BM25Index
@@ -118,7 +123,9 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
         for qid in list(questions)[:5]:
             q = questions[qid].question
             assert [c.id for c in kb.retrieve(q, k=10, method="dense")] == by_key[(qid, "dense")]["retrieved_chunk_ids"]
-            assert [c.id for c in kb.retrieve(q, k=10, method="propagation")] == by_key[(qid, "propagation")]["retrieved_chunk_ids"]
+            assert [c.id for c in kb.retrieve(q, k=10, method="propagation")] == by_key[(qid, "propagation")][
+                "retrieved_chunk_ids"
+            ]
             assert [cid for cid, _ in index.search(q, 10)] == by_key[(qid, "bm25")]["retrieved_chunk_ids"]
 
     summary = json.loads((out / "summary.json").read_text())
@@ -126,11 +133,14 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
         recs = [r for r in records if r["method"] == method]
         for k in (1, 2, 5, 10):
             assert summary["methods"][method]["metrics"][f"R@{k}"] == pytest.approx(
-                sum(r["metrics"][f"R@{k}"] for r in recs) / len(recs))  # fmt: skip
+                sum(r["metrics"][f"R@{k}"] for r in recs) / len(recs)
+            )
     dense, hier = summary["methods"]["dense"]["metrics"], summary["methods"]["propagation"]["metrics"]
     assert dense["R@10"] > 0.5 and hier["R@10"] > 0.5  # 150 passages: most gold passages are found
     assert summary["methods"]["propagation"]["ratios"]["dense"]["R@5"] == pytest.approx(hier["R@5"] / dense["R@5"])
-    assert summary["versions"]["bm25s"] and summary["models"]["embedding_model"] == kb_settings.embedding.embedding_model
+    assert (
+        summary["versions"]["bm25s"] and summary["models"]["embedding_model"] == kb_settings.embedding.embedding_model
+    )
     report = (out / "report.md").read_text()
     assert "| propagation |" in report and "Ratios to the baselines" in report
     for plot in ("metrics.png", "recall_at_k.png", "latency.png"):
@@ -141,10 +151,13 @@ def test_recall_comes_from_the_passages_the_kb_returned_and_the_run_resumes(kb_s
         evaluate(kb, dataset, methods=["dense"], limit=2, seed=1, sample=5, out=out, llm=None, progress=False)
 
 
-def test_llm_methods_without_an_llm_are_skipped_with_the_reason(kb_settings: Settings, dataset: Path, tmp_path: Path) -> None:
+def test_llm_methods_without_an_llm_are_skipped_with_the_reason(
+    kb_settings: Settings, dataset: Path, tmp_path: Path
+) -> None:
     with KnowledgeBase(settings=kb_settings) as kb:
-        summary = evaluate(kb, dataset, methods=["pike", "dense"], limit=2, out=tmp_path, llm=None,
-                           ingest=False, progress=False)  # fmt: skip
+        summary = evaluate(
+            kb, dataset, methods=["pike", "dense"], limit=2, out=tmp_path, llm=None, ingest=False, progress=False
+        )
     assert summary.skipped == {"pike": NO_LLM}
     assert json.loads((tmp_path / "summary.json").read_text())["skipped"] == {"pike": NO_LLM}
     assert {r["method"] for r in _records(tmp_path)} == {"dense"}
@@ -169,7 +182,9 @@ def _scripted(answers: dict[str, str], fail_at: int | None = None) -> ScriptedLL
     return ScriptedLLM(respond)
 
 
-def test_llm_plumbing_tokens_judge_and_resume_after_an_interruption(kb_settings: Settings, dataset: Path, tmp_path: Path) -> None:
+def test_llm_plumbing_tokens_judge_and_resume_after_an_interruption(
+    kb_settings: Settings, dataset: Path, tmp_path: Path
+) -> None:
     questions = load_dataset(dataset).questions[:4]
     answers = {q.question: q.answers[0] for q in questions}
     methods = ["naive", "cot"]  # one answer request and one judge request each
@@ -178,7 +193,10 @@ def test_llm_plumbing_tokens_judge_and_resume_after_an_interruption(kb_settings:
         with pytest.raises(KeyboardInterrupt):
             evaluate(kb, dataset, methods=methods, limit=4, out=tmp_path, llm=llm, ingest=False, progress=False)
         assert [(r["question_id"], r["method"]) for r in _records(tmp_path)] == [
-            (questions[0].id, "naive"), (questions[0].id, "cot"), (questions[1].id, "naive")]  # fmt: skip
+            (questions[0].id, "naive"),
+            (questions[0].id, "cot"),
+            (questions[1].id, "naive"),
+        ]
         llm = _scripted(answers)
         summary = evaluate(kb, dataset, methods=methods, limit=4, out=tmp_path, llm=llm, ingest=False, progress=False)
     assert summary.reused_records == 3 and summary.new_records == 5
@@ -200,17 +218,43 @@ def test_llm_plumbing_tokens_judge_and_resume_after_an_interruption(kb_settings:
     assert (tmp_path / "plots" / "tokens_per_question.png").is_file()
 
 
-def test_cli_eval_is_the_library_call(kb_settings: Settings, dataset: Path, tmp_path: Path,
-                                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_eval_is_the_library_call(
+    kb_settings: Settings,
+    dataset: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from kbgraph.cli import main
 
-    for var in ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_NAME", "KBGRAPH_URI", "NEO4J_URI"):
+    for var in (
+        "KBGRAPH_LLM_MODEL",
+        "KBGRAPH_LLM_BASE_URL",
+        "OPENAI_BASE_URL",
+        "KBGRAPH_NAME",
+        "KBGRAPH_URI",
+        "NEO4J_URI",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBGRAPH_DATA_DIR", str(kb_settings.kb_dir))
     monkeypatch.setenv("KBGRAPH_EMBEDDING_CACHE_DIR", str(kb_settings.embedding.embedding_cache_dir))
     monkeypatch.setenv("KBGRAPH_FALKOR_IDLE_TIMEOUT", "0")
-    argv = ["--home", str(kb_settings.home), "--kb", kb_settings.name, "eval", "-d", str(dataset),
-            "-m", "dense,bm25,naive", "--limit", "3", "--out", str(tmp_path), "--json"]  # fmt: skip
+    argv = [
+        "--home",
+        str(kb_settings.home),
+        "--kb",
+        kb_settings.name,
+        "eval",
+        "-d",
+        str(dataset),
+        "-m",
+        "dense,bm25,naive",
+        "--limit",
+        "3",
+        "--out",
+        str(tmp_path),
+        "--json",
+    ]
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["kb"]["name"] == kb_settings.name and summary["ingest"]["unchanged"] == 150
@@ -220,9 +264,13 @@ def test_cli_eval_is_the_library_call(kb_settings: Settings, dataset: Path, tmp_
     assert "unknown method" in capsys.readouterr().err
 
 
-def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings: Settings, dataset: Path, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_rank_train_writes_a_model_that_propagation_uses(
+    kb_settings: Settings,
+    dataset: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """`kbgraph rank train` on the data set's knowledge base: the table has the weighted sum and the fitted model
     on the same pools, the model file loads and names its data set, and propagation ranks with it."""
     from kbgraph.cli import main
@@ -230,14 +278,33 @@ def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings: Settin
     from kbgraph.query.propagation.ranking_learned import load_model
     from kbgraph.query.methods.retrieval import retrieve_propagation
 
-    for var in ("KBGRAPH_LLM_MODEL", "KBGRAPH_LLM_BASE_URL", "OPENAI_BASE_URL", "KBGRAPH_NAME", "KBGRAPH_URI", "NEO4J_URI"):
+    for var in (
+        "KBGRAPH_LLM_MODEL",
+        "KBGRAPH_LLM_BASE_URL",
+        "OPENAI_BASE_URL",
+        "KBGRAPH_NAME",
+        "KBGRAPH_URI",
+        "NEO4J_URI",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("KBGRAPH_DATA_DIR", str(kb_settings.kb_dir))
     monkeypatch.setenv("KBGRAPH_EMBEDDING_CACHE_DIR", str(kb_settings.embedding.embedding_cache_dir))
     monkeypatch.setenv("KBGRAPH_FALKOR_IDLE_TIMEOUT", "0")
     out = tmp_path / "ranker.json"
-    argv = ["--home", str(kb_settings.home), "--kb", kb_settings.name, "rank", "train", "-d", str(dataset),
-            "--out", str(out), "--no-ingest", "--json"]  # fmt: skip
+    argv = [
+        "--home",
+        str(kb_settings.home),
+        "--kb",
+        kb_settings.name,
+        "rank",
+        "train",
+        "-d",
+        str(dataset),
+        "--out",
+        str(out),
+        "--no-ingest",
+        "--json",
+    ]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     (name,) = report["recall"]
@@ -249,8 +316,14 @@ def test_cli_rank_train_writes_a_model_that_propagation_uses(kb_settings: Settin
     questions = load_dataset(dataset).questions
     with KnowledgeBase(settings=kb_settings.updated({"ranker": "weights"})) as kb:
         ctx = QueryContext(kb.store, kb.settings, kb.embedder, None)
-        r5 = [M.recall_at_k(M.passage_ids(c.document_uri for c in retrieve_propagation(q.question, ctx, k=10)),
-                            q.gold_passage_ids, 5) for q in questions]  # fmt: skip
+        r5 = [
+            M.recall_at_k(
+                M.passage_ids(c.document_uri for c in retrieve_propagation(q.question, ctx, k=10)),
+                q.gold_passage_ids,
+                5,
+            )
+            for q in questions
+        ]
     assert row["weights"]["R@5"] == pytest.approx(100 * sum(r5) / len(r5), abs=1e-6)  # type: ignore[arg-type]
     # propagation with that model: the scores are the model's (not the weighted sums)
     with KnowledgeBase(settings=kb_settings.updated({"ranker": "learned", "ranker_model": out})) as kb:
@@ -274,25 +347,42 @@ def _passage_graph(pid: str, title: str, texts: list[str]) -> DocumentGraph:
         return out
 
     doc_id = f"doc:{pid}"
-    doc = DocumentRecord(id=doc_id, uri=f"file:///corpus.jsonl#{pid}", title=title, mime="application/x-ndjson",
-                         sha256=f"sha-{title}-{'|'.join(texts)}", embedding=vec(doc_id))  # fmt: skip
-    chunks = [ChunkRecord(id=f"chunk:{pid}:{i}", document_id=doc_id, parent_id=doc_id, text=t, order=i,
-                          embedding=vec(f"{pid}{i}")) for i, t in enumerate(texts)]  # fmt: skip
+    doc = DocumentRecord(
+        id=doc_id,
+        uri=f"file:///corpus.jsonl#{pid}",
+        title=title,
+        mime="application/x-ndjson",
+        sha256=f"sha-{title}-{'|'.join(texts)}",
+        embedding=vec(doc_id),
+    )
+    chunks = [
+        ChunkRecord(
+            id=f"chunk:{pid}:{i}", document_id=doc_id, parent_id=doc_id, text=t, order=i, embedding=vec(f"{pid}{i}")
+        )
+        for i, t in enumerate(texts)
+    ]
     return DocumentGraph(document=doc, chunks=chunks)
 
 
-def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(store: GraphStore, backend_settings: Settings, tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(
+    store: GraphStore, backend_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kbgraph.ingest.write import write_documents
     from kbgraph.query import bm25
 
     monkeypatch.setattr(bm25, "PAGE", 2)  # several pages of chunk keys and texts
-    write_documents(store, [
-        _passage_graph("p1", "Adolescence", ["G. Stanley Hall wrote Adolescence in 1904.", "It has two volumes."]),
-        _passage_graph("p2", "American Psychological Association",
-                       ["The American Psychological Association publishes psychology journals."]),
-        _passage_graph("p3", "Cork", ["Cork is a city in Ireland on the River Lee."]),
-    ])  # fmt: skip
+    write_documents(
+        store,
+        [
+            _passage_graph("p1", "Adolescence", ["G. Stanley Hall wrote Adolescence in 1904.", "It has two volumes."]),
+            _passage_graph(
+                "p2",
+                "American Psychological Association",
+                ["The American Psychological Association publishes psychology journals."],
+            ),
+            _passage_graph("p3", "Cork", ["Cork is a city in Ireland on the River Lee."]),
+        ],
+    )
     root = tmp_path / "bm25"
     index = bm25.BM25Index.open(store, backend_settings, root=root)
     assert index.built and len(index) == 4 and index.stemmer == "snowball-english"
@@ -318,8 +408,9 @@ def test_bm25_index_reads_the_store_ranks_and_rebuilds_when_the_kb_changes(store
     assert bm25.BM25Index.open(store, backend_settings, root=root).fingerprint == index.fingerprint
 
 
-def test_shared_bm25_index_is_reused_until_the_corpus_changes(store: GraphStore, backend_settings: Settings,
-                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shared_bm25_index_is_reused_until_the_corpus_changes(
+    store: GraphStore, backend_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The learned ranker's BM25 index (kbgraph.query.bm25.shared_index): one object per knowledge base while
     the corpus generation holds; a new document or a deletion is searched at once; a new process loads the
     saved index by its generation without the fingerprint pass over every chunk."""
@@ -327,8 +418,13 @@ def test_shared_bm25_index_is_reused_until_the_corpus_changes(store: GraphStore,
     from kbgraph.query import bm25
 
     settings = backend_settings.updated({"home": tmp_path})
-    write_documents(store, [_passage_graph("p1", "Adolescence", ["G. Stanley Hall wrote Adolescence in 1904."]),
-                            _passage_graph("p2", "Cork", ["Cork is a city in Ireland on the River Lee."])])  # fmt: skip
+    write_documents(
+        store,
+        [
+            _passage_graph("p1", "Adolescence", ["G. Stanley Hall wrote Adolescence in 1904."]),
+            _passage_graph("p2", "Cork", ["Cork is a city in Ireland on the River Lee."]),
+        ],
+    )
     first = bm25.shared_index(store, settings)
     assert bm25.shared_index(store, settings) is first
     assert first.search("zanzibar spices", 5) == []
@@ -344,8 +440,9 @@ def test_shared_bm25_index_is_reused_until_the_corpus_changes(store: GraphStore,
     assert sorted(again.ids) == ["chunk:p1:0", "chunk:p2:0"] and not again.built
 
 
-def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(backend_settings: Settings, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(
+    backend_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After an ingestion that adds, updates or deletes documents the learned ranker's BM25 index is already
     built (the first question does not pay for it); a run that changes nothing builds nothing."""
     from kbgraph.kb import KnowledgeBase
@@ -358,7 +455,9 @@ def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(backend_sett
     (docs / "zanzibar.txt").write_text("Zanzibar exports cloves and other spices.\n", encoding="utf-8")
     opened = []
     real_open = bm25.BM25Index.open.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(bm25.BM25Index, "open", classmethod(lambda cls, *a, **k: opened.append(1) or real_open(cls, *a, **k)))  # type: ignore[func-returns-value]
+    monkeypatch.setattr(
+        bm25.BM25Index, "open", classmethod(lambda cls, *a, **k: opened.append(1) or real_open(cls, *a, **k))
+    )  # type: ignore[func-returns-value]
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
         assert kb.ingest([docs], progress=False).added == 2

@@ -47,28 +47,41 @@ def longdoc(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for text in pages:
             doc.new_page().insert_textbox(pymupdf.Rect(72, 72, 520, 300), text, fontsize=11)
         doc.save(path)
-    lines = [json.dumps({"id": qid, "question": q, "gold_pages": [{"document": d, "page": p}], "meta": {"domain": dom}})
-             for qid, q, d, p, dom in QUESTIONS]  # fmt: skip
+    lines = [
+        json.dumps({"id": qid, "question": q, "gold_pages": [{"document": d, "page": p}], "meta": {"domain": dom}})
+        for qid, q, d, p, dom in QUESTIONS
+    ]
     (root / "dev.questions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root / "dev"
 
 
-def test_page_metrics_come_from_the_pages_the_kb_returned(falkor_settings: Settings, longdoc: Path,
-                                                          tmp_path: Path) -> None:  # fmt: skip
+def test_page_metrics_come_from_the_pages_the_kb_returned(
+    falkor_settings: Settings, longdoc: Path, tmp_path: Path
+) -> None:
     # chunks of about one sentence: each page its own chunks (a 256-word chunk would hold all three pages)
-    settings = falkor_settings.updated({"name": f"pages{uuid.uuid4().hex[:8]}", "llm_model": None, "chunk_tokens": 20,
-                                        "chunk_overlap_sentences": 0})
+    settings = falkor_settings.updated(
+        {"name": f"pages{uuid.uuid4().hex[:8]}", "llm_model": None, "chunk_tokens": 20, "chunk_overlap_sentences": 0}
+    )
     with KnowledgeBase(settings=settings) as kb:
         try:
-            summary = evaluate(kb, longdoc, methods=["dense", "propagation"], out=tmp_path / "run", llm=None,
-                               progress=False, plots=False)  # fmt: skip
+            summary = evaluate(
+                kb,
+                longdoc,
+                methods=["dense", "propagation"],
+                out=tmp_path / "run",
+                llm=None,
+                progress=False,
+                plots=False,
+            )
             assert summary.ingest is not None and summary.ingest["added"] == 2 and summary.ingest["failed"] == 0
             records = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
             assert len(records) == 2 * len(QUESTIONS)
             for r in records:
                 assert r["error"] is None and r["gold_pages"]
                 # each retrieved chunk's key is its document (relative to documents/) and page, as the store has them
-                rows = {row["id"]: row for row in kb.store.run("retrieve/chunk_details", {"ids": r["retrieved_chunk_ids"]})}
+                rows = {
+                    row["id"]: row for row in kb.store.run("retrieve/chunk_details", {"ids": r["retrieved_chunk_ids"]})
+                }
                 expect = []
                 for cid in r["retrieved_chunk_ids"]:
                     uri, page = rows[cid]["document_uri"], rows[cid]["page"]

@@ -68,8 +68,12 @@ def test_a_stop_never_signals_the_process_that_took_a_stale_pid_files_number(tmp
         assert pid is not None
         mine = EmbeddedFalkorDB(tmp_path / "kb-a", idle_timeout=0, start_timeout=60)
         mine.data_dir.mkdir(parents=True)
-        stops: list[Callable[[], bool]] = [lambda: mine.stop(timeout=5), lambda: mine.stop_unless_used(),
-                                           lambda: mine.restart_unless_used(), lambda: mine.stop(timeout=5)]
+        stops: list[Callable[[], bool]] = [
+            lambda: mine.stop(timeout=5),
+            lambda: mine.stop_unless_used(),
+            lambda: mine.restart_unless_used(),
+            lambda: mine.stop(timeout=5),
+        ]
         for stop in stops:
             mine.pidfile.write_text(str(pid))  # stale: kb-a's server is gone, its number reused by kb-b's
             assert stop() is False

@@ -29,7 +29,7 @@ PASSAGES = [
     ("m3", "mountains", "The Appalachian Mountains cross eastern Kentucky and Tennessee."),
     ("c1", "cities", "Louisville is a city on the Ohio River with a famous horse race each May."),
     ("c2", "cities", "Vienna is the capital of Austria and lies on the Danube."),
-]  # fmt: skip
+]
 QUESTION = "Which river forms the border of Kentucky?"
 METHODS = ("propagation", "dense", "bm25", "hierarchical")
 
@@ -37,8 +37,10 @@ METHODS = ("propagation", "dense", "bm25", "hierarchical")
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("filtered")
-    rows = [{"id": pid, "title": f"Passage {pid}", "text": text, "metadata": {"group": group, "rank": i}}
-            for i, (pid, group, text) in enumerate(PASSAGES)]  # fmt: skip
+    rows = [
+        {"id": pid, "title": f"Passage {pid}", "text": text, "metadata": {"group": group, "rank": i}}
+        for i, (pid, group, text) in enumerate(PASSAGES)
+    ]
     path = root / "passages.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -46,8 +48,11 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def kb(backend_settings: Settings, corpus: Path) -> Iterator[KnowledgeBase]:
-    with KnowledgeBase(settings=backend_settings.updated({"seed_k": 2, "fulltext_k": 2, "hr_k": 2, "hr_threshold": 0.0,
-                                                                "hr_question_threshold": 0.0})) as kb:
+    with KnowledgeBase(
+        settings=backend_settings.updated(
+            {"seed_k": 2, "fulltext_k": 2, "hr_k": 2, "hr_threshold": 0.0, "hr_question_threshold": 0.0}
+        )
+    ) as kb:
         kb.reset()
         report = kb.ingest([corpus])
         assert report.failed == 0
@@ -65,8 +70,9 @@ def test_only_the_allowed_documents_and_chosen_before_the_top_k(kb: KnowledgeBas
     assert "cities" not in groups(unfiltered)  # the unfiltered top 2 hold no 'cities' passage ...
     filtered = kb.retrieve(QUESTION, k=2, method=method, filters=parse_where(["group=cities"]))
     assert filtered and groups(filtered) == {"cities"}  # ... the filtered top 2 is the group's own
-    either = kb.retrieve(QUESTION, k=8, method=method, filters={"op": "in", "key": "group",
-                                                                 "values": ["cities", "mountains"]})  # fmt: skip
+    either = kb.retrieve(
+        QUESTION, k=8, method=method, filters={"op": "in", "key": "group", "values": ["cities", "mountains"]}
+    )
     assert either and groups(either) <= {"cities", "mountains"}
     ranked = kb.retrieve(QUESTION, k=8, method=method, filters=parse_where(["rank>=5"]))  # numbers, from text
     assert ranked and {passage_id(c.document_uri) for c in ranked} <= {"m3", "c1", "c2"}
@@ -77,7 +83,9 @@ def test_explain_rows_stay_in_scope(kb: KnowledgeBase) -> None:
     chunks = kb.retrieve(QUESTION, k=5, explain=True, filters=where)
     assert chunks and groups(chunks) == {"mountains"}
     rows = [t for c in chunks for t in c.breakdown]
-    assert rows and not {"Ohio", "Green", "Danube", "Louisville", "Vienna"} & set(" ".join(t.text for t in rows).split())
+    assert rows and not {"Ohio", "Green", "Danube", "Louisville", "Vienna"} & set(
+        " ".join(t.text for t in rows).split()
+    )
     scope = kb.scope(where)
     assert scope is not None and len(scope.chunks) == 3
     assert {t.node_id for t in rows if t.term in ("Chunk", "Hop", "Next", "FullText", "TitleHop")} <= scope.chunks
@@ -85,7 +93,7 @@ def test_explain_rows_stay_in_scope(kb: KnowledgeBase) -> None:
 
 def test_no_match_hostile_values_and_errors(kb: KnowledgeBase) -> None:
     before = kb.stats().nodes
-    for hostile in ("x' OR 1=1 //", "cities\") RETURN d //", "}) MATCH (n) DETACH DELETE n //"):
+    for hostile in ("x' OR 1=1 //", 'cities") RETURN d //', "}) MATCH (n) DETACH DELETE n //"):
         assert kb.retrieve(QUESTION, filters={"op": "eq", "key": "group", "value": hostile}) == []
     assert kb.stats().nodes == before  # nothing was deleted
     assert kb.retrieve(QUESTION, filters=parse_where(["group^=zzz"])) == []

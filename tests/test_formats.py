@@ -148,13 +148,17 @@ def make_epub(path: Path) -> Path:
     return path
 
 
-RTF = (r"{\rtf1\ansi\deff0{\fonttbl{\f0 Times New Roman;}}\f0\fs24 {\b Lab Notes}\par "
-       r"The sample from the Rhine contained 12 mg of nitrate per litre, Z\'fcrich reported.\par}")  # fmt: skip
+RTF = (
+    r"{\rtf1\ansi\deff0{\fonttbl{\f0 Times New Roman;}}\f0\fs24 {\b Lab Notes}\par "
+    r"The sample from the Rhine contained 12 mg of nitrate per litre, Z\'fcrich reported.\par}"
+)
 RST = "Lab Notes\n=========\n\nThe sample contained nitrate.\n\nMethods\n-------\n\nWe used ion chromatography.\n"
 ORG = "* Lab Notes\nThe sample contained nitrate.\n** Methods\nWe used ion chromatography.\n"
-XML = ('<?xml version="1.0" encoding="UTF-8"?><catalog><book id="1"><title>River Tales</title>'
-       "<author>Ada Lovelace</author><summary>Stories of the Rhine ferries of Basel.</summary>"
-       "</book></catalog>")  # fmt: skip
+XML = (
+    '<?xml version="1.0" encoding="UTF-8"?><catalog><book id="1"><title>River Tales</title>'
+    "<author>Ada Lovelace</author><summary>Stories of the Rhine ferries of Basel.</summary>"
+    "</book></catalog>"
+)
 
 
 def wav_bytes() -> bytes:
@@ -173,10 +177,15 @@ def eml_with_audio() -> bytes:
     m.set_content("Please listen to the attached memo about the Basel office move.")
     m.add_attachment(wav_bytes(), maintype="audio", subtype="wav", filename="memo.wav")
     m.add_attachment(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64, maintype="image", subtype="png", filename="logo.png")
-    m.add_attachment(b"Agenda: budget, hiring, the harbour lease.", maintype="text", subtype="plain",
-                     filename="agenda.txt")  # fmt: skip
-    m.add_attachment(b"PK\x03\x04 not really a document", maintype="application",
-                     subtype="vnd.openxmlformats-officedocument.wordprocessingml.document", filename="broken.docx")
+    m.add_attachment(
+        b"Agenda: budget, hiring, the harbour lease.", maintype="text", subtype="plain", filename="agenda.txt"
+    )
+    m.add_attachment(
+        b"PK\x03\x04 not really a document",
+        maintype="application",
+        subtype="vnd.openxmlformats-officedocument.wordprocessingml.document",
+        filename="broken.docx",
+    )
     return m.as_bytes()
 
 
@@ -240,7 +249,7 @@ def test_spreadsheets_are_tables_with_their_header_rows(tmp_path: Path) -> None:
     assert _texts(ods) == ["Cities", "| City | Population |\n|---|---|\n| Basel | 177000 |\n| Bern | 134000 |"]
 
     csv_file = tmp_path / "people.csv"  # semicolons and Windows-1252, as Excel writes them in Europe
-    csv_file.write_bytes("Name;City;Note\nZoë;Zürich;\"says \"\"hi\"\"; twice\"\nAda;London;\n".encode("cp1252"))
+    csv_file.write_bytes('Name;City;Note\nZoë;Zürich;"says ""hi""; twice"\nAda;London;\n'.encode("cp1252"))
     assert _texts(parse_file(csv_file, max_bytes=MAX)) == [
         '| Name | City | Note |\n|---|---|---|\n| Zoë | Zürich | says "hi"; twice |\n| Ada | London |  |'
     ]
@@ -258,13 +267,18 @@ def test_spreadsheets_are_tables_with_their_header_rows(tmp_path: Path) -> None:
 
 def test_odt_rtf_epub_rst_org_xml(tmp_path: Path) -> None:
     odt = parse_file(make_odt(tmp_path / "harbour.odt"), max_bytes=MAX)
-    assert [(e.kind, e.level) for e in odt.elements] == [("heading", 1), ("text", None), ("heading", 2),
-                                                         ("table", None)]  # fmt: skip
+    assert [(e.kind, e.level) for e in odt.elements] == [
+        ("heading", 1),
+        ("text", None),
+        ("heading", 2),
+        ("table", None),
+    ]
     assert odt.title == "Harbour Report" and "| Grain | 1200 |" in odt.elements[3].text
 
     (tmp_path / "notes.rtf").write_text(RTF, encoding="ascii")
     assert _texts(parse_file(tmp_path / "notes.rtf", max_bytes=MAX)) == [
-        "Lab Notes", "The sample from the Rhine contained 12 mg of nitrate per litre, Zürich reported."
+        "Lab Notes",
+        "The sample from the Rhine contained 12 mg of nitrate per litre, Zürich reported.",
     ]
 
     epub = parse_file(make_epub(tmp_path / "tales.epub"), max_bytes=MAX)
@@ -276,13 +290,17 @@ def test_odt_rtf_epub_rst_org_xml(tmp_path: Path) -> None:
         (tmp_path / f"lab{ext}").write_bytes(text.encode("latin-1"))
         doc = parse_file(tmp_path / f"lab{ext}", max_bytes=MAX)
         assert [(e.kind, e.level, e.text) for e in doc.elements] == [
-            ("heading", 1, "Lab Notes"), ("text", None, "The sample contained nitrate."),
-            ("heading", 2, "Methods"), ("text", None, "We used ion chromatography."),
-        ], ext  # fmt: skip
+            ("heading", 1, "Lab Notes"),
+            ("text", None, "The sample contained nitrate."),
+            ("heading", 2, "Methods"),
+            ("text", None, "We used ion chromatography."),
+        ], ext
 
     (tmp_path / "catalog.xml").write_text(XML, encoding="utf-8")
     assert _texts(parse_file(tmp_path / "catalog.xml", max_bytes=MAX)) == [
-        "River Tales", "Ada Lovelace", "Stories of the Rhine ferries of Basel."
+        "River Tales",
+        "Ada Lovelace",
+        "Stories of the Rhine ferries of Basel.",
     ]
 
     (tmp_path / "bad.epub").write_bytes(b"PK\x03\x04" + os.urandom(300))
@@ -325,8 +343,10 @@ def test_email_attachments_digest_and_utf16(tmp_path: Path, monkeypatch: pytest.
     assert headings == ["E-mail: About the Rhine", "E-mail: About the Aare"]
     assert "The Aare flows through Switzerland; message 2 of the digest." in _texts(digest)
 
-    mail = ("From: Jürg <jurg@example.ch>\r\nTo: ada@example.com\r\nSubject: Grüße aus Zürich\r\n"
-            "Content-Type: text/plain; charset=utf-8\r\n\r\nDer Bericht über die Brücke ist fertig.\r\n")  # fmt: skip
+    mail = (
+        "From: Jürg <jurg@example.ch>\r\nTo: ada@example.com\r\nSubject: Grüße aus Zürich\r\n"
+        "Content-Type: text/plain; charset=utf-8\r\n\r\nDer Bericht über die Brücke ist fertig.\r\n"
+    )
     for enc, bom in (("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")):
         (tmp_path / f"{enc}.eml").write_bytes(bom + mail.encode(enc))
         doc = parse_file(tmp_path / f"{enc}.eml", max_bytes=MAX)
@@ -338,10 +358,13 @@ def test_email_attachments_digest_and_utf16(tmp_path: Path, monkeypatch: pytest.
 
 def test_utf16_utf32_text_is_decoded_and_binary_refused(tmp_path: Path) -> None:
     text = "Grüße aus München. Das Wetter ist schön.\n\nZweiter Absatz über Straßen."
-    cases = {"u16le": b"\xff\xfe" + text.encode("utf-16-le"), "u16be": b"\xfe\xff" + text.encode("utf-16-be"),
-             "u32le": b"\xff\xfe\x00\x00" + text.encode("utf-32-le"),
-             "u32be": b"\x00\x00\xfe\xff" + text.encode("utf-32-be"),
-             "u16le-nobom": text.encode("utf-16-le")}  # fmt: skip
+    cases = {
+        "u16le": b"\xff\xfe" + text.encode("utf-16-le"),
+        "u16be": b"\xfe\xff" + text.encode("utf-16-be"),
+        "u32le": b"\xff\xfe\x00\x00" + text.encode("utf-32-le"),
+        "u32be": b"\x00\x00\xfe\xff" + text.encode("utf-32-be"),
+        "u16le-nobom": text.encode("utf-16-le"),
+    }
     for stem, data in cases.items():
         for ext in (".txt", ".md"):
             path = tmp_path / f"{stem}{ext}"
@@ -360,9 +383,12 @@ def test_utf16_utf32_text_is_decoded_and_binary_refused(tmp_path: Path) -> None:
 def test_docx_table_with_broken_grid_keeps_the_document(tmp_path: Path) -> None:
     doc = parse_file(docx_with_broken_grid(tmp_path / "budget.docx"), max_bytes=MAX)
     assert [(e.kind, e.text if e.kind != "table" else None) for e in doc.elements] == [
-        ("heading", "Budget report"), ("text", "Spending rose in 2023."), ("table", None),
-        ("heading", "Outlook"), ("text", "We expect growth in Basel."),
-    ]  # fmt: skip
+        ("heading", "Budget report"),
+        ("text", "Spending rose in 2023."),
+        ("table", None),
+        ("heading", "Outlook"),
+        ("text", "We expect growth in Basel."),
+    ]
     table = doc.elements[2].text
     assert "| cell 0-0 | cell 0-1 | cell 0-2 |" in table and "| cell 2-0 | cell 2-1 | cell 2-2 |" in table
     assert len(doc.warnings) == 1 and doc.warnings[0].startswith("table 1 (after 'Spending rose in 2023.')")
@@ -380,13 +406,15 @@ def test_unread_kinds_say_why_and_the_fix(tmp_path: Path, monkeypatch: pytest.Mo
         assert "legacy Word .doc needs LibreOffice" in msg
         _raises(tmp_path / "old.ppt", r"legacy PowerPoint \.ppt needs LibreOffice.*save the file as \.pptx")
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # without Tesseract (tests/test_ocr.py reads images)
-    for name, pattern in (("photo.jpg", r"image: no OCR configured.*tesseract"),
-                          ("backup.zip", r"archive: kbgraph does not unpack archives: extract it"),
-                          ("data.json", r"JSON data, not a document.*\.jsonl"),
-                          ("talk.mp3", r"no speech-to-text model configured"),
-                          ("macro.docm", r"save it as \.docx"),
-                          ("script.py", r"unsupported file type '\.py'.*save a copy as \.txt"),
-                          ("Makefile", r"no file extension")):  # fmt: skip
+    for name, pattern in (
+        ("photo.jpg", r"image: no OCR configured.*tesseract"),
+        ("backup.zip", r"archive: kbgraph does not unpack archives: extract it"),
+        ("data.json", r"JSON data, not a document.*\.jsonl"),
+        ("talk.mp3", r"no speech-to-text model configured"),
+        ("macro.docm", r"save it as \.docx"),
+        ("script.py", r"unsupported file type '\.py'.*save a copy as \.txt"),
+        ("Makefile", r"no file extension"),
+    ):
         (tmp_path / name).write_bytes(b"x" * 10)
         msg = _raises(tmp_path / name, pattern)
         assert skip_reason(tmp_path / name) in msg  # type: ignore[operator]
@@ -419,7 +447,16 @@ def test_legacy_doc_and_ppt_are_converted_with_libreoffice(tmp_path: Path) -> No
     binary = shutil.which("soffice") or shutil.which("libreoffice")
     profile = f"-env:UserInstallation={(tmp_path / 'p').as_uri()}"
     for src, fmt in (("t.docx", "doc"), ("t.pptx", "ppt")):
-        cmd = [binary, profile, "--headless", "--convert-to", fmt, "--outdir", str(tmp_path / "out"), str(tmp_path / src)]
+        cmd = [
+            binary,
+            profile,
+            "--headless",
+            "--convert-to",
+            fmt,
+            "--outdir",
+            str(tmp_path / "out"),
+            str(tmp_path / src),
+        ]
         subprocess.run(cmd, check=True, timeout=180, capture_output=True)  # type: ignore[arg-type]
     doc = parse_file(tmp_path / "out" / "t.doc", max_bytes=MAX)
     assert doc.mime == "application/msword" and doc.title == "Ferry timetable"
@@ -463,13 +500,39 @@ def _office_dir(root: Path) -> dict[str, str]:
     (d / "old.doc").write_bytes(OLE + os.urandom(512))
     (d / "broken.xlsx").write_bytes(b"PK\x03\x04" + os.urandom(300))
     (d / "gone.txt").symlink_to(d / "missing-target.txt")
-    expected = {name: "ingested" for name in (
-        "revenue.xlsx", "ledger.xls", "memo.msg", "cities.ods", "harbour.odt", "tales.epub", "people.csv",
-        "people.tsv", "notes.rtf", "lab.rst", "lab.org", "catalog.xml", "memo.eml", "digest.eml", "utf16.txt",
-        "utf32.txt", "budget.docx")}  # fmt: skip
+    expected = {
+        name: "ingested"
+        for name in (
+            "revenue.xlsx",
+            "ledger.xls",
+            "memo.msg",
+            "cities.ods",
+            "harbour.odt",
+            "tales.epub",
+            "people.csv",
+            "people.tsv",
+            "notes.rtf",
+            "lab.rst",
+            "lab.org",
+            "catalog.xml",
+            "memo.eml",
+            "digest.eml",
+            "utf16.txt",
+            "utf32.txt",
+            "budget.docx",
+        )
+    }
     ocr = shutil.which("tesseract") is not None  # a broken image is then read, and fails
-    expected.update({"photo.png": "failed" if ocr else "skipped", "backup.zip": "skipped", "config.json": "skipped", "gone.txt": "skipped",
-                     ".DS_Store": "skipped", "broken.xlsx": "failed"})  # fmt: skip
+    expected.update(
+        {
+            "photo.png": "failed" if ocr else "skipped",
+            "backup.zip": "skipped",
+            "config.json": "skipped",
+            "gone.txt": "skipped",
+            ".DS_Store": "skipped",
+            "broken.xlsx": "failed",
+        }
+    )
     expected["old.doc"] = "failed" if (shutil.which("soffice") or shutil.which("libreoffice")) else "skipped"
     return expected
 
@@ -488,7 +551,8 @@ def test_directory_ingest_accounts_for_every_file(backend_settings: Settings, tm
         failed = sum(1 for o in expected.values() if o == "failed")
         assert (report.added, report.failed, report.exit_code) == (17, failed, 1)
         assert ("corrupt or unreadable image photo.png" if shutil.which("tesseract") else "no OCR configured") in (  # type: ignore[operator]
-            got["photo.png"].reason)
+            got["photo.png"].reason
+        )
         assert "extract it" in got["backup.zip"].reason  # type: ignore[operator]
         assert "broken symbolic link" in got["gone.txt"].reason  # type: ignore[operator]
         assert got[".DS_Store"].reason == "excluded by the default rules (macOS folder settings): .DS_Store"
@@ -520,19 +584,34 @@ def test_skipped_files_alone_exit_0_and_the_cli_lists_them(falkor_settings: Sett
     (d / "note.txt").write_text("The Basel ferry runs on the current of the Rhine.", encoding="utf-8")
     (d / "scan.jpg").write_bytes(b"\xff\xd8\xff" + os.urandom(100))
     (d / "archive.tar.gz").write_bytes(os.urandom(100))
-    env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name, "KBGRAPH_OCR": "off",
-           "KBGRAPH_DATA_DIR": str(settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-           "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir)}  # fmt: skip
+    env = {
+        **os.environ,
+        "KBGRAPH_HOME": str(settings.home),
+        "KBGRAPH_NAME": settings.name,
+        "KBGRAPH_OCR": "off",
+        "KBGRAPH_DATA_DIR": str(settings.kb_dir),
+        "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir),
+    }
     KnowledgeBase(settings=settings).reset()
-    run = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(d)], env=env,
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(d)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout)
     assert report["skipped"] == 2 and report["added"] == 1 and report["failed"] == 0
     assert {(Path(f["path"]).name, f["outcome"]) for f in report["files"]} == {
-        ("note.txt", "ingested"), ("scan.jpg", "skipped"), ("archive.tar.gz", "skipped")}
-    run = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", str(d)], env=env,
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+        ("note.txt", "ingested"),
+        ("scan.jpg", "skipped"),
+        ("archive.tar.gz", "skipped"),
+    }
+    run = subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "ingest", str(d)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "1 unchanged" in run.stdout and "2 skipped" in run.stdout
     lines = [line for line in run.stderr.splitlines() if line.startswith("skipped:")]
@@ -546,8 +625,10 @@ def test_utf16_without_bom_le_and_be_is_text(tmp_path: Path) -> None:
     """ASCII text saved as UTF-16 without a byte-order mark (LE and BE; a .txt and an e-mail) is read as text
     (NUL pattern of ASCII text), not refused as binary data."""
     text = "Fake text for testing.\n\nThe ferry leaves Basel at nine o'clock."
-    mail = ("From: ada@example.com\r\nTo: bob@example.com\r\nSubject: Ferry times\r\n"
-            "Content-Type: text/plain; charset=utf-8\r\n\r\nThe ferry leaves Basel at nine o'clock.\r\n")  # fmt: skip
+    mail = (
+        "From: ada@example.com\r\nTo: bob@example.com\r\nSubject: Ferry times\r\n"
+        "Content-Type: text/plain; charset=utf-8\r\n\r\nThe ferry leaves Basel at nine o'clock.\r\n"
+    )
     for enc in ("utf-16-le", "utf-16-be"):
         (tmp_path / f"{enc}.txt").write_bytes(text.encode(enc))
         assert _texts(parse_file(tmp_path / f"{enc}.txt", max_bytes=MAX)) == text.split("\n\n"), enc
@@ -567,8 +648,10 @@ def test_ndjson_is_json_lines(tmp_path: Path) -> None:
 
     d = tmp_path / "corpus"
     d.mkdir()
-    lines = [{"id": "p1", "title": "Rhine", "text": "The Rhine flows through Basel."},
-             {"id": "p2", "title": "Aare", "text": "The Aare flows through Bern."}]  # fmt: skip
+    lines = [
+        {"id": "p1", "title": "Rhine", "text": "The Rhine flows through Basel."},
+        {"id": "p2", "title": "Aare", "text": "The Aare flows through Bern."},
+    ]
     (d / "rivers.ndjson").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     errors: list[FileError] = []
     skipped: list[FileOutcome] = []
@@ -621,8 +704,18 @@ def _excluded_tree(root: Path) -> Path:
     d = root / "share"
     (d / "drafts").mkdir(parents=True)
     (d / "keep").mkdir()
-    for name in ("report.txt", "~$report.docx", "Thumbs.db", "notes.txt~", "scratch.md", "keep/a.md",
-                 "keep/b.log.md", "drafts/plan.txt", "keep/secret.txt", "keep/public.txt"):  # fmt: skip
+    for name in (
+        "report.txt",
+        "~$report.docx",
+        "Thumbs.db",
+        "notes.txt~",
+        "scratch.md",
+        "keep/a.md",
+        "keep/b.log.md",
+        "drafts/plan.txt",
+        "keep/secret.txt",
+        "keep/public.txt",
+    ):
         (d / name).write_text("The harbour opens at nine.", encoding="utf-8")
     (d / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
     (d / ".git").mkdir()
@@ -670,16 +763,31 @@ def test_cli_exclude_option_reports_the_rule(falkor_settings: Settings, tmp_path
     (d / "draft.txt").write_text("Not ready yet.", encoding="utf-8")
     (d / "old.md").write_text("# Old\n\nOutdated.", encoding="utf-8")
     (d / "~$note.docx").write_bytes(b"\x00" * 162)
-    env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name,
-           "KBGRAPH_DATA_DIR": str(settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-           "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir)}  # fmt: skip
+    env = {
+        **os.environ,
+        "KBGRAPH_HOME": str(settings.home),
+        "KBGRAPH_NAME": settings.name,
+        "KBGRAPH_DATA_DIR": str(settings.kb_dir),
+        "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir),
+    }
     KnowledgeBase(settings=settings).reset()
-    run = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", "--exclude", "draft*",
-                          "--exclude", "*.md", str(d)], env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "ingest", "--json", "--exclude", "draft*", "--exclude", "*.md", str(d)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout)
     outcomes = {Path(f["path"]).name: (f["outcome"], f["reason"]) for f in report["files"]}
-    assert outcomes == {"note.txt": ("ingested", None), "draft.txt": ("skipped", "excluded by --exclude: draft*"),
-                        "old.md": ("skipped", "excluded by --exclude: *.md"),
-                        "~$note.docx": ("skipped", "excluded by the default rules (Office owner file (its document "
-                                        "is open in Office)): ~$*")}, outcomes  # fmt: skip
+    assert outcomes == {
+        "note.txt": ("ingested", None),
+        "draft.txt": ("skipped", "excluded by --exclude: draft*"),
+        "old.md": ("skipped", "excluded by --exclude: *.md"),
+        "~$note.docx": (
+            "skipped",
+            "excluded by the default rules (Office owner file (its document is open in Office)): ~$*",
+        ),
+    }, outcomes

@@ -33,9 +33,13 @@ def _vec(seed: int) -> list[float]:
 
 
 def _graph() -> DocumentGraph:
-    doc = DocumentRecord(id="doc:R", uri="file:///r.txt", title="Rivers", mime="text/plain", sha256="r", embedding=_vec(1))
-    chunks = [ChunkRecord(id=f"r{i}", document_id=doc.id, parent_id=doc.id, text=t, order=i, embedding=_vec(10 + i))
-              for i, t in enumerate(TEXTS)]  # fmt: skip
+    doc = DocumentRecord(
+        id="doc:R", uri="file:///r.txt", title="Rivers", mime="text/plain", sha256="r", embedding=_vec(1)
+    )
+    chunks = [
+        ChunkRecord(id=f"r{i}", document_id=doc.id, parent_id=doc.id, text=t, order=i, embedding=_vec(10 + i))
+        for i, t in enumerate(TEXTS)
+    ]
     return DocumentGraph(document=doc, chunks=chunks)
 
 
@@ -64,5 +68,6 @@ def test_chunk_fulltext_seeds_come_from_bm25_while_it_is_on(store: GraphStore, b
     hits = store.seed_fulltext(QUESTION, 5, ("Chunk",))["Chunk.text"]
     best = max(h.score for h in hits)
     assert {cid: s for cid, (s, _) in plain.layers["FullText"].items()} == pytest.approx(
-        {h.id: h.score / best for h in hits})
+        {h.id: h.score / best for h in hits}
+    )
     assert "r6" not in plain.layers["FullText"] and "r6" not in seeds.layers["FullText"]  # no shared word

@@ -45,6 +45,7 @@ def test_without_parallel_reads_calls_run_one_after_the_other() -> None:
             with lock:
                 running[0] -= 1
             return threading.current_thread().name, i
+
         return run
 
     got = gather(_store(False), call(0), call(1))

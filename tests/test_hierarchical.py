@@ -62,12 +62,29 @@ class PlantedEmbedder:
 def _graphs() -> list[DocumentGraph]:
     out = []
     for i, (name, (chunk_cos, atom_cos)) in enumerate(PLANTED.items()):
-        doc = DocumentRecord(id=f"doc:{name}", uri=f"file:///planted.jsonl#{name}", title=f"Planted {name}",
-                             mime="text/plain", sha256=f"sha{name}")  # fmt: skip
-        chunk = ChunkRecord(id=f"chunk:{name}", document_id=doc.id, parent_id=doc.id, order=0, section_path="",
-                            text=f"Planted passage {name}.", embedding=_vector(chunk_cos, 1 + 2 * i))  # fmt: skip
-        atom = AtomicQuestionRecord(id=f"aq:{name}", chunk_id=chunk.id, text=f"What is planted passage {name}?",
-                                    kind="question", embedding=_vector(atom_cos, 2 + 2 * i))  # fmt: skip
+        doc = DocumentRecord(
+            id=f"doc:{name}",
+            uri=f"file:///planted.jsonl#{name}",
+            title=f"Planted {name}",
+            mime="text/plain",
+            sha256=f"sha{name}",
+        )
+        chunk = ChunkRecord(
+            id=f"chunk:{name}",
+            document_id=doc.id,
+            parent_id=doc.id,
+            order=0,
+            section_path="",
+            text=f"Planted passage {name}.",
+            embedding=_vector(chunk_cos, 1 + 2 * i),
+        )
+        atom = AtomicQuestionRecord(
+            id=f"aq:{name}",
+            chunk_id=chunk.id,
+            text=f"What is planted passage {name}?",
+            kind="question",
+            embedding=_vector(atom_cos, 2 + 2 * i),
+        )
         out.append(DocumentGraph(document=doc, chunks=[chunk], questions=[atom]))
     return out
 
@@ -78,10 +95,15 @@ Planted = tuple[GraphStore, Settings]
 
 @pytest.fixture(scope="module")
 def planted(falkor_settings: Settings) -> Iterator[Planted]:
-    settings = falkor_settings.updated({
-        "name": f"hier{uuid.uuid4().hex[:8]}", "llm_model": None, "vector_layers": ["AtomicQuestion"],
-        "static_layers": [], "fulltext_k": 0,
-    })  # fmt: skip
+    settings = falkor_settings.updated(
+        {
+            "name": f"hier{uuid.uuid4().hex[:8]}",
+            "llm_model": None,
+            "vector_layers": ["AtomicQuestion"],
+            "static_layers": [],
+            "fulltext_k": 0,
+        }
+    )
     with loaded_store(settings, _graphs()) as store:
         yield store, settings
 
@@ -101,8 +123,12 @@ def test_hierarchical_is_the_union_of_paths_a_and_b(planted: Planted) -> None:
     ctx = QueryContext(store, settings, PlantedEmbedder(), None)
     chunks = get_method("hierarchical", "retrieval").run(QUESTION, ctx, k=4, explain=True)
     assert [round(c.score, 4) for c in chunks] == [0.9, 0.55, 0.9, 0.6]
-    assert [[b.term for b in c.breakdown] for c in chunks] == [["Chunk"], ["Chunk"], ["AtomicQuestion"],
-                                                                 ["AtomicQuestion"]]  # fmt: skip
+    assert [[b.term for b in c.breakdown] for c in chunks] == [
+        ["Chunk"],
+        ["Chunk"],
+        ["AtomicQuestion"],
+        ["AtomicQuestion"],
+    ]
     assert chunks[2].breakdown[0].node_id == "aq:B" and chunks[2].document_title == "Planted B"
 
 
@@ -110,7 +136,12 @@ def test_its_settings_are_the_papers_k_and_thresholds(planted: Planted) -> None:
     from kbgraph.settings import Settings
 
     s = Settings()
-    assert (s.baselines.hr_k, s.baselines.hr_threshold, s.baselines.hr_question_k, s.baselines.hr_question_threshold) == (8, 0.5, 4, 0.5)
+    assert (
+        s.baselines.hr_k,
+        s.baselines.hr_threshold,
+        s.baselines.hr_question_k,
+        s.baselines.hr_question_threshold,
+    ) == (8, 0.5, 4, 0.5)
     assert _ids(planted, hr_k=1) == ["A", "B", "E"]  # path (a) cut to its best chunk
     assert _ids(planted, hr_threshold=0.4) == ["A", "D", "C", "B", "E"]
     assert _ids(planted, hr_threshold=0.95) == ["B", "E"]

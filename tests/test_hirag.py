@@ -42,8 +42,13 @@ Q_ID = "2hop__150763_14904"  # Journal of Psychotherapy Integration -> American 
 HOP1 = "What company published Journal of Psychotherapy Integration?"
 HOP2 = "Who was the first president of the American Psychological Association?"
 JPI, APA = "Journal of Psychotherapy Integration", "American Psychological Association"
-EXTRA = ("musique_train100:1419", "musique_train100:356", "musique_train100:371", "musique_train100:1267",
-         "musique_train100:1271")  # Adolescence (2nd passage), Madonna (book/entertainer), Iron Maiden (+ album)
+EXTRA = (
+    "musique_train100:1419",
+    "musique_train100:356",
+    "musique_train100:371",
+    "musique_train100:1267",
+    "musique_train100:1271",
+)  # Adolescence (2nd passage), Madonna (book/entertainer), Iron Maiden (+ album)
 ENTITIES = (APA, "G. Stanley Hall", JPI, "Madonna", "Iron Maiden", "Erik Erikson")
 ENOUGH = "That's enough."
 SENTENCE_END = re.compile(r"(?<=[a-z0-9)\"][.!?])\s+(?=[A-Z0-9\"])")  # not after an initial ("G. Stanley Hall")
@@ -78,19 +83,37 @@ def graphs(corpus: dict[str, Any], falkor_settings: Settings) -> tuple[list[Docu
     out: list[DocumentGraph] = []
     for title, texts in by_title.items():
         doc_id = stable_id("doc", title)
-        doc = DocumentRecord(id=doc_id, uri=f"musique:{title}", title=title, mime="application/x-passages+jsonl",
-                             sha256=stable_id("sha", *texts))  # fmt: skip
+        doc = DocumentRecord(
+            id=doc_id,
+            uri=f"musique:{title}",
+            title=title,
+            mime="application/x-passages+jsonl",
+            sha256=stable_id("sha", *texts),
+        )
         sents = [s for t in texts for s in SENTENCE_END.split(t) if len(s.split()) >= 3]
-        chunks = [ChunkRecord(id=stable_id("chunk", doc_id, str(i)), document_id=doc_id, parent_id=doc_id, text=s,
-                              order=i, section_path="") for i, s in enumerate(sents)]  # fmt: skip
+        chunks = [
+            ChunkRecord(
+                id=stable_id("chunk", doc_id, str(i)),
+                document_id=doc_id,
+                parent_id=doc_id,
+                text=s,
+                order=i,
+                section_path="",
+            )
+            for i, s in enumerate(sents)
+        ]
         vecs = embedder.embed([index_text(title, "", "text", c.text, None) for c in chunks])
         for c, vec in zip(chunks, vecs, strict=True):
             c.embedding = vec.tolist()
-        mentions = [MentionRecord(chunk_id=c.id, entity_id=entities[n].id) for c in chunks for n in ENTITIES
-                    if n in c.text]  # fmt: skip
+        mentions = [
+            MentionRecord(chunk_id=c.id, entity_id=entities[n].id) for c in chunks for n in ENTITIES if n in c.text
+        ]
         used = list(dict.fromkeys(m.entity_id for m in mentions))
-        out.append(DocumentGraph(document=doc, chunks=chunks, mentions=mentions,
-                                 entities=[e for e in entities.values() if e.id in used]))  # fmt: skip
+        out.append(
+            DocumentGraph(
+                document=doc, chunks=chunks, mentions=mentions, entities=[e for e in entities.values() if e.id in used]
+            )
+        )
     return out, embedder
 
 
@@ -111,11 +134,14 @@ def _kind(messages: Messages) -> str:
     system, user = messages[0]["content"], messages[-1]["content"]
     if "Question Decomposition Specialist" in system:
         return "decompose"
-    for marker, kind in (("extract the subject from the question", "entity"), ('##output:{"rationale"', "summarize"),
-                         ("finally give the answer.Let's think step by step!", "sub_answer"),
-                         ("Your answer must be yes or no", "verify"),
-                         ("describe an entity in a information", "describe"),
-                         ("the subquestion names an entity that several documents", "rewrite")):  # fmt: skip
+    for marker, kind in (
+        ("extract the subject from the question", "entity"),
+        ('##output:{"rationale"', "summarize"),
+        ("finally give the answer.Let's think step by step!", "sub_answer"),
+        ("Your answer must be yes or no", "verify"),
+        ("describe an entity in a information", "describe"),
+        ("the subquestion names an entity that several documents", "rewrite"),
+    ):
         if marker in user:
             return kind
     raise AssertionError(f"unexpected prompt: {user[:200]}")
@@ -150,8 +176,11 @@ class Script:
         self.calls.append((kind, messages))
         i = self._n.get(kind, 0)
         self._n[kind] = i + 1
-        defaults: dict[str, list[Reply]] = {"sub_answer": [from_chunk], "verify": ["yes"], "summarize": [{"answer": "G. Stanley Hall",
-                                                                                   "rationale": "summed"}]}  # fmt: skip
+        defaults: dict[str, list[Reply]] = {
+            "sub_answer": [from_chunk],
+            "verify": ["yes"],
+            "summarize": [{"answer": "G. Stanley Hall", "rationale": "summed"}],
+        }
         options = self.answers.get(kind) or defaults.get(kind)
         assert options, f"no scripted answer for {kind}"
         item = options[min(i, len(options) - 1)]
@@ -170,8 +199,9 @@ def entity_for(mapping: dict[str, str]) -> Callable[[str], str]:
     return lambda prompt: next(e for q, e in mapping.items() if prompt.rstrip().endswith(q + "\n##output:"))
 
 
-def ctx_of(kb: KB, script: Callable[[Messages], str], events: Callable[[AskEvent], None] | None = None,
-           **update: Any) -> QueryContext:
+def ctx_of(
+    kb: KB, script: Callable[[Messages], str], events: Callable[[AskEvent], None] | None = None, **update: Any
+) -> QueryContext:
     store, settings, embedder = kb
     return QueryContext(store, settings.updated(update), embedder, ScriptedLLM(script), events)
 
@@ -228,7 +258,9 @@ def test_document_and_chunk_levels(kb: KB, graphs: tuple[list[DocumentGraph], Em
 
 
 # --- the loop -----------------------------------------------------------------------------------------------
-def test_answerable_at_once_streamed(kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph], Embedder]) -> None:
+def test_answerable_at_once_streamed(
+    kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph], Embedder]
+) -> None:
     store = kb[0]
     events: list[AskEvent] = []
     script = Script(decompose=[HOP1, HOP2, ENOUGH], entity=[entity_for({HOP1: JPI, HOP2: APA})])
@@ -260,8 +292,9 @@ def test_answerable_at_once_streamed(kb: KB, corpus: dict[str, Any], graphs: tup
     assert "".join(e.text for e in events if e.type == "delta") == "G. Stanley Hall"
 
 
-def test_rethink_at_chunk_then_document_level(kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph],
-                                              Embedder]) -> None:
+def test_rethink_at_chunk_then_document_level(
+    kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph], Embedder]
+) -> None:
     """th2 = 3: three chunks of the first document, then the first chunk of the second one."""
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "no", "no", "yes"])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script))
@@ -278,7 +311,9 @@ def test_rethink_at_chunk_then_document_level(kb: KB, corpus: dict[str, Any], gr
     assert sum(line.startswith("try ") for line in lines) == 4
 
 
-def test_chunk_level_only_with_a_larger_th2(kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph], Embedder]) -> None:
+def test_chunk_level_only_with_a_larger_th2(
+    kb: KB, corpus: dict[str, Any], graphs: tuple[list[DocumentGraph], Embedder]
+) -> None:
     script = Script(decompose=[HOP2, ENOUGH], entity=[APA], verify=["no", "yes"])
     rnd = trace_of(answer_hirag(corpus["question"], ctx_of(kb, script, hirag_th2=5)), HiragRound)[0]
     assert [a.level for a in rnd.attempts] == ["first", "chunk"] and rnd.rethink == "chunk"
@@ -325,7 +360,9 @@ def test_enough_at_once(kb: KB, corpus: dict[str, Any]) -> None:
 def test_rounds_are_capped(kb: KB, corpus: dict[str, Any]) -> None:
     script = Script(decompose=[HOP1, HOP2, "Who founded it?"], entity=[entity_for({HOP1: JPI, HOP2: APA})])
     answer = answer_hirag(corpus["question"], ctx_of(kb, script, hirag_rounds=2))
-    assert [r.sub_question for r in trace_of(answer, HiragRound)] == [HOP1, HOP2] and "2 rounds: stop" in trace_of(answer, HiragRound)[-1].note
+    assert [r.sub_question for r in trace_of(answer, HiragRound)] == [HOP1, HOP2] and "2 rounds: stop" in trace_of(
+        answer, HiragRound
+    )[-1].note
     assert script.kinds().count("decompose") == 2
 
 
@@ -378,7 +415,10 @@ def test_ask_render_and_rationale(kb: KB, corpus: dict[str, Any]) -> None:
     assert f"round 1: sub-question “{HOP1}”" in text and f"entity “{JPI}”: {JPI} (2.00 title, tried)" in text
     assert "try 1 (first)" in text and "the Definer: answerable, stop" in text
     again = Answer.model_validate_json(answer.model_dump_json())  # the trace survives JSON (--json, the API)
-    assert isinstance(trace_of(again, HiragRound)[0], HiragRound) and trace_of(again, HiragRound)[0].attempts == trace_of(answer, HiragRound)[0].attempts
+    assert (
+        isinstance(trace_of(again, HiragRound)[0], HiragRound)
+        and trace_of(again, HiragRound)[0].attempts == trace_of(answer, HiragRound)[0].attempts
+    )
     rows = rationale_rows(answer, "2025-01-01T00:00:00Z")
     assert [s["text"] for s in rows.sub_questions] == [HOP1]
     assert [u["chunk_id"] for u in rows.used] == [trace_of(answer, HiragRound)[0].chunk_id]
@@ -388,8 +428,9 @@ def test_ask_render_and_rationale(kb: KB, corpus: dict[str, Any]) -> None:
 @pytest.mark.neo4j
 @pytest.mark.slow  # starting the local Neo4j server takes ~40 s here: `-m "not slow"` keeps this file fast
 @pytest.mark.parametrize("backend_settings", ["neo4j"], indirect=True)
-def test_rethink_on_neo4j(store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder],
-                          corpus: dict[str, Any]) -> None:
+def test_rethink_on_neo4j(
+    store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder], corpus: dict[str, Any]
+) -> None:
     """Chunk- then document-level rethink on Neo4j 5: the same documents, the same recomputed chunk ranking
     (Neo4j's similarity mapped back to a cosine), citations that resolve."""
     write_documents(store, graphs[0])
@@ -411,11 +452,19 @@ def test_hirag_with_the_real_llm(kb: KB, corpus: dict[str, Any], llm_server: LLM
     from kbgraph.llm import get_llm
 
     store, settings, embedder = kb
-    s = settings.updated({
-        "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
-        "llm_cache_dir": tmp_path, "llm_timeout": 300.0, "llm_max_tokens": 60, "hirag_rounds": 1, "hirag_th2": 1,
-        "hirag_th3": 1,
-    })  # fmt: skip
+    s = settings.updated(
+        {
+            "llm_base_url": llm_server.base_url,
+            "llm_model": llm_server.model,
+            "llm_api_key": SecretStr("none"),
+            "llm_cache_dir": tmp_path,
+            "llm_timeout": 300.0,
+            "llm_max_tokens": 60,
+            "hirag_rounds": 1,
+            "hirag_th2": 1,
+            "hirag_th3": 1,
+        }
+    )
     answer = answer_hirag(corpus["question"], QueryContext(store, s, embedder, get_llm(s)))
     assert answer.method == "hirag" and isinstance(answer.answer, str) and len(trace_of(answer, HiragRound)) == 1
     rnd = trace_of(answer, HiragRound)[0]

@@ -32,7 +32,9 @@ def _assert_compacted(settings: Settings) -> None:
     the sample documents write."""
 
     def within(p: dict[str, Any]) -> bool:
-        return bool(p["aof_current_size"] - p["aof_base_size"] <= max(COMPACT_MIN_BYTES, COMPACT_SHARE * p["aof_base_size"]))
+        return bool(
+            p["aof_current_size"] - p["aof_base_size"] <= max(COMPACT_MIN_BYTES, COMPACT_SHARE * p["aof_base_size"])
+        )
 
     persistence = aof_when(EmbeddedFalkorDB(settings.kb_dir), within)
     assert within(persistence), persistence
@@ -66,8 +68,9 @@ def _writes(store: GraphStore) -> int:
 
 
 @pytest.mark.slow  # every file of examples/docs (8 documents, ~800 chunks)
-def test_shared_documents_build_three_layers_then_reset_and_ingest_again(backend_settings: Settings,
-                                                                          examples_dir: Path, tmp_path: Path) -> None:
+def test_shared_documents_build_three_layers_then_reset_and_ingest_again(
+    backend_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     """Every file in examples/docs ingests (on the embedded store; on a store server, the local Neo4j, the two
     files the checks read: how a file parses does not depend on the store, and the suite's time is bounded); each
     layer is present and linked to its document. Then `kbgraph reset`
@@ -79,14 +82,16 @@ def test_shared_documents_build_three_layers_then_reset_and_ingest_again(backend
     kb = _kb(backend_settings)
     try:
         every = backend_settings.store.uri is None
-        report = kb.ingest([examples_dir / "docs"] if every else [examples_dir / NICS, examples_dir / DUCK],
-                           progress=False)
+        report = kb.ingest(
+            [examples_dir / "docs"] if every else [examples_dir / NICS, examples_dir / DUCK], progress=False
+        )
         assert report.errors == [], report.errors
         if every:
             docs = sorted(p for p in (examples_dir / "docs").rglob("*") if p.is_file() and not p.name.startswith("."))
             assert report.added == len(docs) - 1 == 8  # 6 PDFs, the DOCX handbook, the HTML page (not SOURCES.md)
             assert [(Path(f.path).name, f.reason) for f in report.files if f.outcome == "skipped"] == [
-                ("SOURCES.md", f"excluded by {examples_dir / 'docs' / '.kbgraphignore'} line 2: SOURCES.md")]
+                ("SOURCES.md", f"excluded by {examples_dir / 'docs' / '.kbgraphignore'} line 2: SOURCES.md")
+            ]
             _assert_compacted(backend_settings)
         stats = kb.stats()
         for label in ("Document", "Section", "Chunk", "AtomicQuestion", "Triple", "Entity", "IngestionRun"):
@@ -114,8 +119,11 @@ def test_shared_documents_build_three_layers_then_reset_and_ingest_again(backend
         kb.close()
     notes = tmp_path / "after-reset"
     notes.mkdir()
-    (notes / "fraud.txt").write_text("The standing trustee must report suspected fraud to the United States Trustee.\n\n"
-                                     "A chapter 13 plan pays creditors from the debtor's future income.", encoding="utf-8")
+    (notes / "fraud.txt").write_text(
+        "The standing trustee must report suspected fraud to the United States Trustee.\n\n"
+        "A chapter 13 plan pays creditors from the debtor's future income.",
+        encoding="utf-8",
+    )
     with KnowledgeBase(settings=backend_settings) as kb:  # a new connection, as the next `kbgraph ingest`
         again = kb.ingest([notes], progress=False)
         assert (again.added, again.unchanged, again.failed) == (1, 0, 0)
@@ -130,12 +138,15 @@ def test_shared_documents_build_three_layers_then_reset_and_ingest_again(backend
         kb.reset()
 
 
-def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settings: Settings, examples_dir: Path,
-                                                                  tmp_path: Path) -> None:
+def test_reingest_is_a_noop_and_changes_touch_only_their_document(
+    backend_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     corpus = tmp_path / "notes"
     corpus.mkdir()
-    (corpus / "a.txt").write_text("Ada Lovelace wrote the first program for the Analytical Engine.\n\n"
-                                  "She worked with Charles Babbage in London.", encoding="utf-8")
+    (corpus / "a.txt").write_text(
+        "Ada Lovelace wrote the first program for the Analytical Engine.\n\nShe worked with Charles Babbage in London.",
+        encoding="utf-8",
+    )
     (corpus / "b.txt").write_text("Grace Hopper developed the first compiler at Remington Rand.", encoding="utf-8")
     passages = _passages(examples_dir, tmp_path, 20)
     kb = _kb(backend_settings)
@@ -175,8 +186,9 @@ def test_reingest_is_a_noop_and_changes_touch_only_their_document(backend_settin
         kb.close()
 
 
-def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_settings: Settings, examples_dir: Path,
-                                                                         tmp_path: Path) -> None:
+def test_groups_close_by_documents_or_characters_and_give_the_same_graph(
+    falkor_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     """A group (one unit of work, one `mark_documents_complete` statement) holds at most ingest_group_size
     documents and closes once it holds ingest_group_chars characters; how a corpus is grouped does not change
     the graph (entities shared between groups are merged, not duplicated)."""
@@ -200,7 +212,9 @@ def test_groups_close_by_documents_or_characters_and_give_the_same_graph(falkor_
     assert graphs["by documents"] == graphs["by characters"] == graphs["one group"]
 
 
-def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings: Settings, examples_dir: Path, tmp_path: Path) -> None:
+def test_bad_input_is_reported_and_the_rest_ingested(
+    falkor_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     import pymupdf
 
     settings = falkor_settings.updated({"name": "bad", "max_file_bytes": 200_000})
@@ -228,8 +242,16 @@ def test_bad_input_is_reported_and_the_rest_ingested(falkor_settings: Settings, 
     try:
         report = kb.ingest([d, unsupported], progress=False)
         failed = {Path(e.path.split("#")[0]).name: e.error for e in report.errors}
-        assert set(failed) >= {"corrupt.pdf", "empty.txt", "zero.md", "garbage.pdf", "garbage.docx", "huge.txt",
-                               "locked.pdf", "data.xyz"}, failed  # fmt: skip
+        assert set(failed) >= {
+            "corrupt.pdf",
+            "empty.txt",
+            "zero.md",
+            "garbage.pdf",
+            "garbage.docx",
+            "huge.txt",
+            "locked.pdf",
+            "data.xyz",
+        }, failed
         assert "password" in failed["locked.pdf"].lower() or "encrypt" in failed["locked.pdf"].lower()
         assert "large" in failed["huge.txt"].lower()
         assert any("loop" in e.error for e in report.errors)
@@ -257,10 +279,20 @@ def test_second_run_waits_or_exits_75(falkor_settings: Settings, tmp_path: Path)
                 kb.ingest([tmp_path / "a.txt"], progress=False)
             with pytest.raises(LockTimeout):
                 kb.ingest([tmp_path / "a.txt"], wait=True, progress=False)  # waits lock_timeout, then gives up
-            env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_DATA_DIR": str(settings.kb_dir),
-                   "KBGRAPH_NAME": "locked", "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0"}  # fmt: skip
-            cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "a.txt")],
-                                 env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+            env = {
+                **os.environ,
+                "KBGRAPH_HOME": str(settings.home),
+                "KBGRAPH_DATA_DIR": str(settings.kb_dir),
+                "KBGRAPH_NAME": "locked",
+                "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+            }
+            cli = subprocess.run(
+                [sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "a.txt")],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert cli.returncode == 75, cli.stderr
             assert "--wait" in cli.stderr
         assert kb.ingest([tmp_path / "a.txt"], progress=False).added == 1
@@ -268,22 +300,37 @@ def test_second_run_waits_or_exits_75(falkor_settings: Settings, tmp_path: Path)
         kb.close()
 
 
-def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(backend_settings: Settings, examples_dir: Path,
-                                                            tmp_path: Path) -> None:
+def test_kill_9_during_ingest_then_rerun_equals_a_clean_run(
+    backend_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     """A `kbgraph ingest` process killed with SIGKILL in the middle of a run (Neo4j: mid-transaction; FalkorDB:
     documents left 'writing'), then re-run, gives exactly the graph of one clean run, with no orphans."""
     corpus = _passages(examples_dir, tmp_path, 120)
     settings = backend_settings.updated({"ingest_group_size": 16})
-    env = {**os.environ, "KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name,
-           "KBGRAPH_INGEST_GROUP_SIZE": "16", "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir)}  # fmt: skip
+    env = {
+        **os.environ,
+        "KBGRAPH_HOME": str(settings.home),
+        "KBGRAPH_NAME": settings.name,
+        "KBGRAPH_INGEST_GROUP_SIZE": "16",
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir),
+    }
     if settings.store.uri:  # Neo4j
-        env.update({"KBGRAPH_URI": settings.store.uri, "NEO4J_USERNAME": settings.store.neo4j_username,
-                    "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value()})  # fmt: skip
+        env.update(
+            {
+                "KBGRAPH_URI": settings.store.uri,
+                "NEO4J_USERNAME": settings.store.neo4j_username,
+                "NEO4J_PASSWORD": settings.store.neo4j_password.get_secret_value(),
+            }
+        )
     else:
         env.update({"KBGRAPH_DATA_DIR": str(settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0"})
     kb = _kb(settings)
-    proc = subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "ingest", str(corpus)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbgraph.cli", "ingest", str(corpus)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and kb.stats().nodes.get("Document", 0) < 20:

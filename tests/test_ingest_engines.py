@@ -72,12 +72,16 @@ def _with_engine(settings: Settings, name: str) -> Settings:
 
 def _graph(kb: KnowledgeBase) -> dict[str, Any]:
     chunks = kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text ORDER BY id", {})
-    return {"chunks": [dict(r) for r in chunks], "relationships": kb.stats().relationships,
-            "nodes": {k: v for k, v in kb.stats().nodes.items() if k != "IngestionRun"}}  # fmt: skip
+    return {
+        "chunks": [dict(r) for r in chunks],
+        "relationships": kb.stats().relationships,
+        "nodes": {k: v for k, v in kb.stats().nodes.items() if k != "IngestionRun"},
+    }
 
 
-def test_a_new_engine_is_one_row_and_builds_the_local_graph(falkor_settings: Settings, folder: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_new_engine_is_one_row_and_builds_the_local_graph(
+    falkor_settings: Settings, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     toy = OneByOne()
     monkeypatch.setitem(engines.ENGINES, "toy", toy)
     built: dict[str, dict[str, Any]] = {}
@@ -98,8 +102,9 @@ def test_a_new_engine_is_one_row_and_builds_the_local_graph(falkor_settings: Set
         assert built["toy"][key] == built["local"][key], key
 
 
-def test_an_engine_that_cannot_run_stops_the_run_before_it_starts(falkor_settings: Settings, folder: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_an_engine_that_cannot_run_stops_the_run_before_it_starts(
+    falkor_settings: Settings, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(engines.ENGINES, "refuses", Refuses())
     with KnowledgeBase(settings=_with_engine(falkor_settings, "refuses")) as kb:
         with pytest.raises(ConfigError, match="the toy cluster is down"):

@@ -48,8 +48,12 @@ def _corpus(examples_dir: Path, tmp_path: Path) -> tuple[Path, list[dict[str, An
 
 
 def _kb(settings: Settings, *, overlap: bool = True) -> KnowledgeBase:
-    update = {"ingest_group_size": GROUP, "ingest_group_chars": 10**9, "ingest_overlap_writes": overlap,
-              "vector_layers": list(VECTOR_LAYER_CHOICES)}  # every layer: group 2's titles are embedded
+    update = {
+        "ingest_group_size": GROUP,
+        "ingest_group_chars": 10**9,
+        "ingest_overlap_writes": overlap,
+        "vector_layers": list(VECTOR_LAYER_CHOICES),
+    }  # every layer: group 2's titles are embedded
     if backend_name(settings) == "falkordb":
         update["name"] = f"ov{uuid.uuid4().hex[:10]}"  # a graph of its own
     kb = KnowledgeBase(settings=settings.updated(update))
@@ -64,20 +68,27 @@ def _graph(kb: KnowledgeBase) -> tuple[dict[str, int], dict[str, int], dict[str,
     docs = kb.documents(limit=1000)
     assert {d["status"] for d in docs} == {"complete"}
     assert sum(d["chunks"] for d in docs) == stats.nodes["Chunk"]  # no chunk outside a listed document
-    chunks = {d["uri"]: sorted(r["chunk"]["id"] for r in kb.browse("document", document=d["id"], limit=1000))
-              for d in docs}  # fmt: skip
+    chunks = {
+        d["uri"]: sorted(r["chunk"]["id"] for r in kb.browse("document", document=d["id"], limit=1000)) for d in docs
+    }
     return {k: v for k, v in stats.nodes.items() if k != "IngestionRun"}, stats.relationships, chunks
 
 
-def test_overlap_gives_the_same_graph_as_writes_in_turn(backend_settings: Settings, examples_dir: Path, tmp_path: Path) -> None:
+def test_overlap_gives_the_same_graph_as_writes_in_turn(
+    backend_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     corpus, _ = _corpus(examples_dir, tmp_path)
     graphs = {}
     for overlap in (False, True):
         kb = _kb(backend_settings, overlap=overlap)
         try:
             report = kb.ingest([corpus], progress=False)
-            assert (report.added, report.failed, report.documents, report.status) == (PASSAGES, 0, PASSAGES,
-                                                                                      "completed")  # fmt: skip
+            assert (report.added, report.failed, report.documents, report.status) == (
+                PASSAGES,
+                0,
+                PASSAGES,
+                "completed",
+            )
             assert kb.store.sent["ingest/mark_documents_complete"] == PASSAGES // GROUP
             assert report.chunks == sum(f.chunks or 0 for f in report.files) > 0
             assert 0 < report.seconds["write_wait"] <= report.seconds["total"]
@@ -149,8 +160,9 @@ class _Handshake:
         return Embedder()
 
 
-def test_group_write_runs_in_a_thread_while_the_next_group_embeds(falkor_settings: Settings, examples_dir: Path, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_group_write_runs_in_a_thread_while_the_next_group_embeds(
+    falkor_settings: Settings, examples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     corpus, rows = _corpus(examples_dir, tmp_path)
     kb = _kb(falkor_settings)
     probe = _Handshake([r["title"] for r in rows[GROUP : 2 * GROUP]])
@@ -170,8 +182,9 @@ def test_group_write_runs_in_a_thread_while_the_next_group_embeds(falkor_setting
         kb.close()
 
 
-def test_a_write_fault_in_the_background_fails_one_document_only(backend_settings: Settings, examples_dir: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_write_fault_in_the_background_fails_one_document_only(
+    backend_settings: Settings, examples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     corpus, rows = _corpus(examples_dir, tmp_path)
     bad_uri = f"{corpus.resolve().as_uri()}#{rows[GROUP + 4]['id']}"  # in the middle group
     bad_id = stable_id("doc", bad_uri)
@@ -179,7 +192,11 @@ def test_a_write_fault_in_the_background_fails_one_document_only(backend_setting
     real_run = Transaction.run
 
     def run(self: Transaction, name: str, params: Row | None = None) -> list[Row]:
-        if name == "ingest/upsert_chunks" and params is not None and any(r["document_id"] == bad_id for r in params["rows"]):
+        if (
+            name == "ingest/upsert_chunks"
+            and params is not None
+            and any(r["document_id"] == bad_id for r in params["rows"])
+        ):
             faults.append(threading.current_thread().name)
             raise RuntimeError("injected write fault")
         return real_run(self, name, params)
@@ -209,8 +226,9 @@ class _Stop(BaseException):
     """Ctrl-C stand-in raised in the main thread."""
 
 
-def test_an_exception_in_the_main_thread_joins_the_write_first(falkor_settings: Settings, examples_dir: Path, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_an_exception_in_the_main_thread_joins_the_write_first(
+    falkor_settings: Settings, examples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     corpus, rows = _corpus(examples_dir, tmp_path)
     kb = _kb(falkor_settings)
     probe = _Handshake([r["title"] for r in rows[GROUP : 2 * GROUP]], stop=_Stop)

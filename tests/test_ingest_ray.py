@@ -41,8 +41,9 @@ def sources(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     folder = tmp_path_factory.mktemp("ray-inbox")
     for name in PDFS:
         (folder / name).write_bytes((examples_dir / "docs/pdf" / name).read_bytes())
-    (folder / "good.txt").write_text("The Rhine flows through Basel and Cologne. Basel lies in Switzerland.",
-                                     encoding="utf-8")  # fmt: skip
+    (folder / "good.txt").write_text(
+        "The Rhine flows through Basel and Cologne. Basel lies in Switzerland.", encoding="utf-8"
+    )
     (folder / "corrupt.pdf").write_bytes((examples_dir / "docs/pdf" / PDFS[0]).read_bytes()[:5000])
     src = examples_dir / "multihop/musique/hipporag_train100.corpus.jsonl"
     corpus = tmp_path_factory.mktemp("ray-corpus") / "corpus.jsonl"
@@ -73,9 +74,15 @@ def runs(falkor_settings: Settings, sources: tuple[Path, Path]) -> Iterator[Runs
     logger.setLevel(logging.INFO)
     try:
         for engine in ("local", "ray"):
-            settings = falkor_settings.updated({"name": f"ray{engine}{uuid.uuid4().hex[:8]}", "embedding_cache": False,
-                                                "ingest_engine": engine, "ingest_workers": 2,
-                                                "ingest_group_size": GROUP})  # fmt: skip
+            settings = falkor_settings.updated(
+                {
+                    "name": f"ray{engine}{uuid.uuid4().hex[:8]}",
+                    "embedding_cache": False,
+                    "ingest_engine": engine,
+                    "ingest_workers": 2,
+                    "ingest_group_size": GROUP,
+                }
+            )
             kb = KnowledgeBase(settings=settings)
             kb.reset()
             lines = _Lines()
@@ -94,19 +101,28 @@ def runs(falkor_settings: Settings, sources: tuple[Path, Path]) -> Iterator[Runs
 
 
 def _graph(kb: KnowledgeBase) -> dict[str, Any]:
-    rows = kb.store._execute("MATCH (d:Document) RETURN d.uri AS uri, d.title AS title, d.sha256 AS sha, "
-                             "d.status AS status ORDER BY uri", {})  # fmt: skip
-    chunks = kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id, c.document_id AS doc, c.text AS text ORDER BY id", {})
+    rows = kb.store._execute(
+        "MATCH (d:Document) RETURN d.uri AS uri, d.title AS title, d.sha256 AS sha, d.status AS status ORDER BY uri", {}
+    )
+    chunks = kb.store._execute(
+        "MATCH (c:Chunk) RETURN c.id AS id, c.document_id AS doc, c.text AS text ORDER BY id", {}
+    )
     nodes = {k: v for k, v in kb.stats().nodes.items() if k != "IngestionRun"}
     # the order the chunks were created in (and the Chunk indexes filled): that of the groups written
     created = [r["id"] for r in kb.store._execute("MATCH (c:Chunk) RETURN c.id AS id ORDER BY id(c)", {})]
-    return {"documents": [dict(r) for r in rows], "chunks": [dict(r) for r in chunks], "nodes": nodes,
-            "created": created, "groups": kb.store.sent["ingest/mark_documents_complete"]}  # fmt: skip
+    return {
+        "documents": [dict(r) for r in rows],
+        "chunks": [dict(r) for r in chunks],
+        "nodes": nodes,
+        "created": created,
+        "groups": kb.store.sent["ingest/mark_documents_complete"],
+    }
 
 
 def _vectors(kb: KnowledgeBase) -> dict[tuple[str, str], np.ndarray]:
-    rows = kb.store._execute("MATCH (n) WHERE n.embedding IS NOT NULL RETURN labels(n)[0] AS label, n.id AS id, "
-                             "n.embedding AS v", {})  # fmt: skip
+    rows = kb.store._execute(
+        "MATCH (n) WHERE n.embedding IS NOT NULL RETURN labels(n)[0] AS label, n.id AS id, n.embedding AS v", {}
+    )
     return {(r["label"], r["id"]): np.asarray(r["v"], dtype=np.float32) for r in rows}
 
 
@@ -130,7 +146,18 @@ def test_ray_builds_the_same_graph_as_local(runs: Runs) -> None:
     assert worst <= 1e-5, worst
     # the same report, but for the seconds and the run id
     for a, b in zip(runs["local"][1], runs["ray"][1], strict=True):
-        keep = ("added", "updated", "unchanged", "failed", "skipped", "documents", "chunks", "status", "errors", "files")
+        keep = (
+            "added",
+            "updated",
+            "unchanged",
+            "failed",
+            "skipped",
+            "documents",
+            "chunks",
+            "status",
+            "errors",
+            "files",
+        )
         assert b.model_dump(include=set(keep)) == a.model_dump(include=set(keep))
     # progress lines as the local engine prints them: each stage of each group, and the last line
     ray_lines = runs["ray"][2]
@@ -144,7 +171,11 @@ def test_a_corrupt_file_fails_alone(runs: Runs, sources: tuple[Path, Path]) -> N
     kb, (folder_report, corpus_report), _ = runs["ray"]
     assert [Path(e.path).name for e in folder_report.errors] == ["corrupt.pdf"]
     assert (folder_report.added, folder_report.failed, folder_report.status, folder_report.exit_code) == (
-        len(PDFS) + 1, 1, "failed", 1)  # fmt: skip
+        len(PDFS) + 1,
+        1,
+        "failed",
+        1,
+    )
     outcomes = {Path(f.path).name: f.outcome for f in folder_report.files}
     assert outcomes == {"corrupt.pdf": "failed", "good.txt": "ingested", **dict.fromkeys(PDFS, "ingested")}
     assert (corpus_report.added, corpus_report.failed, corpus_report.status) == (PASSAGES, 0, "completed")
@@ -154,8 +185,9 @@ def test_a_corrupt_file_fails_alone(runs: Runs, sources: tuple[Path, Path]) -> N
 
 
 @pytest.mark.slow
-def test_a_rerun_with_ray_is_a_noop_that_starts_no_ray(runs: Runs, sources: tuple[Path, Path],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rerun_with_ray_is_a_noop_that_starts_no_ray(
+    runs: Runs, sources: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Unchanged files are hashed, not parsed: with the corrupt file (which failed under Ray above) gone from the
     folder, nothing is left for Ray, which is not started, and nothing is written."""
     kb = runs["ray"][0]
@@ -175,8 +207,9 @@ def test_a_rerun_with_ray_is_a_noop_that_starts_no_ray(runs: Runs, sources: tupl
     assert _graph(kb) == before
 
 
-def test_without_ray_the_run_fails_before_it_starts(falkor_settings: Settings, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_ray_the_run_fails_before_it_starts(
+    falkor_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
     (tmp_path / "a.txt").write_text("Basel lies on the Rhine.", encoding="utf-8")
     settings = falkor_settings.updated({"name": f"noray{uuid.uuid4().hex[:8]}", "ingest_engine": "ray"})
@@ -194,8 +227,9 @@ def test_an_address_without_a_cluster_fails_before_the_run_starts(falkor_setting
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     (tmp_path / "a.txt").write_text("Basel lies on the Rhine.", encoding="utf-8")
-    settings = falkor_settings.updated({"name": f"noray{uuid.uuid4().hex[:8]}", "ingest_engine": "ray",
-                                        "ray_address": f"127.0.0.1:{port}"})  # fmt: skip
+    settings = falkor_settings.updated(
+        {"name": f"noray{uuid.uuid4().hex[:8]}", "ingest_engine": "ray", "ray_address": f"127.0.0.1:{port}"}
+    )
     with KnowledgeBase(settings=settings) as kb:
         with pytest.raises(ConfigError, match=f"no Ray cluster answers at '127.0.0.1:{port}'"):
             kb.ingest([tmp_path], progress=False)

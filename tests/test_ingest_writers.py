@@ -61,14 +61,16 @@ def _folder(tmp_path: Path, n: int = 12) -> Path:
 
 def _env(settings: Settings, tmp_path: Path, host: str, **extra: str) -> dict[str, str]:
     """tests.ingest_env's environment, writing with claims in groups of 2 files."""
-    return ingest_env(settings, tmp_path, host, **{"KBGRAPH_INGEST_GROUP_SIZE": "2", "KBGRAPH_INGEST_WRITERS": "claims",
-                                                   **extra})  # fmt: skip
+    return ingest_env(
+        settings, tmp_path, host, **{"KBGRAPH_INGEST_GROUP_SIZE": "2", "KBGRAPH_INGEST_WRITERS": "claims", **extra}
+    )
 
 
 def _start(env: dict[str, str], folder: Path, out: Path) -> subprocess.Popen[bytes]:
     with open(out, "w", encoding="utf-8") as fh, open(out.with_suffix(".log"), "w", encoding="utf-8") as err:
-        return subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(folder)], env=env,
-                                stdout=fh, stderr=err)  # fmt: skip
+        return subprocess.Popen(
+            [sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(folder)], env=env, stdout=fh, stderr=err
+        )
 
 
 def _report(out: Path) -> dict[str, Any]:
@@ -79,12 +81,19 @@ def _report(out: Path) -> dict[str, Any]:
 def _graph(kb: KnowledgeBase) -> dict[str, Any]:
     """What must equal between the writers' graph and one writer's: documents with their chunk counts, entity ids,
     node and relationship counts (runs aside)."""
-    docs = kb.store._execute("MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
-                             "RETURN d.id AS id, d.status AS status, count(c) AS chunks ORDER BY id", {})  # fmt: skip
+    docs = kb.store._execute(
+        "MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
+        "RETURN d.id AS id, d.status AS status, count(c) AS chunks ORDER BY id",
+        {},
+    )
     entities = [r["id"] for r in kb.store._execute("MATCH (e:Entity) RETURN e.id AS id ORDER BY id", {})]
     stats = kb.stats()
-    return {"documents": docs, "entities": entities, "relationships": stats.relationships,
-            "nodes": {k: v for k, v in stats.nodes.items() if k != "IngestionRun"}}  # fmt: skip
+    return {
+        "documents": docs,
+        "entities": entities,
+        "relationships": stats.relationships,
+        "nodes": {k: v for k, v in stats.nodes.items() if k != "IngestionRun"},
+    }
 
 
 def _single_writer(kb: KnowledgeBase, folder: Path) -> dict[str, Any]:
@@ -93,13 +102,16 @@ def _single_writer(kb: KnowledgeBase, folder: Path) -> dict[str, Any]:
     return _graph(kb)
 
 
-def test_writers_share_the_files_and_build_one_writers_graph(kb: KnowledgeBase, neo4j_settings: Settings,
-                                                            tmp_path: Path) -> None:
+def test_writers_share_the_files_and_build_one_writers_graph(
+    kb: KnowledgeBase, neo4j_settings: Settings, tmp_path: Path
+) -> None:
     folder = _folder(tmp_path)
     files = sorted(str(p) for p in folder.iterdir())
     t0 = time.monotonic()
-    procs = [(_start(_env(neo4j_settings, tmp_path, f"host-{i}"), folder, tmp_path / f"w{i}.json"), tmp_path / f"w{i}.json")
-             for i in range(3)]  # fmt: skip
+    procs = [
+        (_start(_env(neo4j_settings, tmp_path, f"host-{i}"), folder, tmp_path / f"w{i}.json"), tmp_path / f"w{i}.json")
+        for i in range(3)
+    ]
     for proc, out in procs:
         assert proc.wait(timeout=600) == 0, out.with_suffix(".log").read_text(encoding="utf-8")
     wall = time.monotonic() - t0
@@ -112,7 +124,9 @@ def test_writers_share_the_files_and_build_one_writers_graph(kb: KnowledgeBase, 
             if f["outcome"] == "ingested":
                 ingested[f["path"]] += 1
             else:
-                assert f["outcome"] == "unchanged" or (f["outcome"] == "skipped" and f["reason"].startswith("claimed by ")), f
+                assert f["outcome"] == "unchanged" or (
+                    f["outcome"] == "skipped" and f["reason"].startswith("claimed by ")
+                ), f
     assert ingested == dict.fromkeys(files, 1)  # the union: every file exactly once
     assert sum(r["added"] for r in reports) == len(files)
     assert sum(1 for r in reports if r["added"]) >= 2, [r["added"] for r in reports]  # they did write at once
@@ -123,24 +137,29 @@ def test_writers_share_the_files_and_build_one_writers_graph(kb: KnowledgeBase, 
     assert dup == []
     assert all(d["status"] == "complete" for d in got["documents"])
     assert kb.store._execute(CLAIMS, {}) == []  # every claim given back
-    runs = kb.store._execute("MATCH (r:IngestionRun) RETURN r.status AS status, "
-                             "r.interrupted_noticed_by AS noticed_by", {})  # fmt: skip
+    runs = kb.store._execute(
+        "MATCH (r:IngestionRun) RETURN r.status AS status, r.interrupted_noticed_by AS noticed_by", {}
+    )
     assert [(r["status"], r["noticed_by"]) for r in runs] == [("completed", None)] * 3  # no live run interrupted
 
     t0 = time.monotonic()
     expected = _single_writer(kb, folder)
-    print(f"3 writers: {wall:.1f} s wall (processes); one writer in-process: {time.monotonic() - t0:.1f} s; "
-          f"added per writer {[r['added'] for r in reports]}")
+    print(
+        f"3 writers: {wall:.1f} s wall (processes); one writer in-process: {time.monotonic() - t0:.1f} s; "
+        f"added per writer {[r['added'] for r in reports]}"
+    )
     assert got == expected
 
 
-def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb: KnowledgeBase, neo4j_settings: Settings,
-                                                                           tmp_path: Path) -> None:
+def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(
+    kb: KnowledgeBase, neo4j_settings: Settings, tmp_path: Path
+) -> None:
     folder = _folder(tmp_path)
     files = sorted(str(p) for p in folder.iterdir())
     out_a = tmp_path / "a.json"
-    a = _start(_env(neo4j_settings, tmp_path, "host-a", KBGRAPH_LEASE_TTL="20", KBGRAPH_INGEST_GROUP_SIZE="1"),
-               folder, out_a)  # fmt: skip
+    a = _start(
+        _env(neo4j_settings, tmp_path, "host-a", KBGRAPH_LEASE_TTL="20", KBGRAPH_INGEST_GROUP_SIZE="1"), folder, out_a
+    )
     try:
         deadline = time.monotonic() + 300
         while True:
@@ -167,8 +186,13 @@ def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb: K
     claimed = {uri_to_path(r["key"]) for r in left}
 
     env_b = _env(neo4j_settings, tmp_path, "host-b")
-    first = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(folder)], env=env_b,
-                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    first = subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(folder)],
+        env=env_b,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert first.returncode == 0, first.stderr
     skipped = {f["path"]: f["reason"] for f in json.loads(first.stdout)["files"] if f["outcome"] == "skipped"}
     assert set(skipped) == claimed  # the dead writer's files, while its claims live
@@ -178,8 +202,13 @@ def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb: K
         assert time.monotonic() < deadline
         time.sleep(0.5)
 
-    second = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(folder)], env=env_b,
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    second = subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "ingest", "--json", str(folder)],
+        env=env_b,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert second.returncode == 0, second.stderr
     report = json.loads(second.stdout)
     # the dead writer's files are taken over: each is ingested now, or unchanged when the writer had written it
@@ -195,8 +224,9 @@ def test_a_killed_writers_claims_expire_and_another_writer_takes_them_over(kb: K
     assert got == _single_writer(kb, folder)
 
 
-def test_a_run_is_known_alive_from_its_first_statement(kb: KnowledgeBase, neo4j_settings: Settings, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_is_known_alive_from_its_first_statement(
+    kb: KnowledgeBase, neo4j_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Another writer that starts between this run's ingest/start_run and its first renewal (its
     ingest/interrupt_stale_runs falls in that window, as it did once under load in CI) must not take the run for
     dead: with claims, start_run itself sets expires_at."""
@@ -213,6 +243,7 @@ def test_a_run_is_known_alive_from_its_first_statement(kb: KnowledgeBase, neo4j_
     with KnowledgeBase(settings=neo4j_settings.model_copy(update={"ingest_writers": "claims"})) as writer:
         report = writer.ingest([folder], progress=False)
     assert report.status == "completed" and report.added == 2
-    runs = kb.store._execute("MATCH (r:IngestionRun) RETURN r.status AS status, "
-                             "r.interrupted_noticed_by AS noticed_by", {})  # fmt: skip
+    runs = kb.store._execute(
+        "MATCH (r:IngestionRun) RETURN r.status AS status, r.interrupted_noticed_by AS noticed_by", {}
+    )
     assert [(r["status"], r["noticed_by"]) for r in runs] == [("completed", None)]

@@ -76,9 +76,11 @@ def test_span_vectors_are_the_mean_of_the_span_token_states(onnx: OnnxEmbedder, 
     tok = Tokenizer.from_file(str(onnx.spec.transformer_dir / "tokenizer.json"))
     enc = tok.encode(text)
     session = ort.InferenceSession(str(onnx.onnx_path), providers=["CPUExecutionProvider"])
-    feeds = {"input_ids": np.array([enc.ids], dtype=np.int64),
-             "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
-             "token_type_ids": np.array([enc.type_ids], dtype=np.int64)}
+    feeds = {
+        "input_ids": np.array([enc.ids], dtype=np.int64),
+        "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
+        "token_type_ids": np.array([enc.type_ids], dtype=np.int64),
+    }
     states = session.run(None, {i.name: feeds[i.name] for i in session.get_inputs()})[0][0]
     assert len(spans[3]) >= 2
     for (a, b), got in zip(spans[3], late[3], strict=True):
@@ -107,10 +109,14 @@ def test_truncated_and_empty_spans_have_no_vector(onnx: OnnxEmbedder) -> None:
 
 def _graph(texts: list[str], questions: list[tuple[int, str, str]]) -> DocumentGraph:
     doc = DocumentRecord(id="d", uri="file:///x#1", title="Doc", mime="text/plain", sha256="s")
-    chunks = [ChunkRecord(id=f"c{i}", document_id="d", parent_id="d", text=t, order=i, section_path="")
-              for i, t in enumerate(texts)]  # fmt: skip
-    qs = [AtomicQuestionRecord(id=f"q{n}", chunk_id=f"c{i}", text=t, kind=kind)
-          for n, (i, t, kind) in enumerate(questions)]  # fmt: skip
+    chunks = [
+        ChunkRecord(id=f"c{i}", document_id="d", parent_id="d", text=t, order=i, section_path="")
+        for i, t in enumerate(texts)
+    ]
+    qs = [
+        AtomicQuestionRecord(id=f"q{n}", chunk_id=f"c{i}", text=t, kind=kind)
+        for n, (i, t, kind) in enumerate(questions)
+    ]
     return DocumentGraph(document=doc, chunks=chunks, questions=qs)
 
 
@@ -157,12 +163,16 @@ def test_embedders_without_the_method_embed_tags_as_before(onnx: OnnxEmbedder, t
     assert not can_embed_spans(plain) and not can_embed_spans(CachedEmbedder(plain, tmp_path / "c.sqlite3"))
     g = _graph(["Alice met Bob in Paris."], [(0, "Alice met Bob in Paris.", "sentence")])
     assert embed_layers([g], plain, None, late_chunking=True) == 3
-    np.testing.assert_allclose(np.dot(g.questions[0].embedding, onnx.embed(["Alice met Bob in Paris."])[0]), 1.0,  # type: ignore[arg-type]
-                               atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        np.dot(g.questions[0].embedding, onnx.embed(["Alice met Bob in Paris."])[0]),
+        1.0,  # type: ignore[arg-type]
+        atol=1e-5,
+    )
 
 
-def test_cache_keeps_late_vectors_apart_and_skips_cached_chunks(onnx: OnnxEmbedder, passages: list[str], tmp_path: Path,
-                                                                calls: list[int]) -> None:
+def test_cache_keeps_late_vectors_apart_and_skips_cached_chunks(
+    onnx: OnnxEmbedder, passages: list[str], tmp_path: Path, calls: list[int]
+) -> None:
     cache = CachedEmbedder(onnx, tmp_path / "cache.sqlite3")
     spans = [_sentence_spans(t) for t in passages[:4]] + [[(0, 3)]]
     texts = passages[:4] + ["Hi." + " x" * 400]
@@ -174,8 +184,9 @@ def test_cache_keeps_late_vectors_apart_and_skips_cached_chunks(onnx: OnnxEmbedd
     np.testing.assert_array_equal(v, want_v)
     for a, b in zip(late, want_late, strict=True):
         assert [x is None for x in a] == [x is None for x in b]
-        np.testing.assert_array_equal(np.stack([x for x in a if x is not None]),
-                                      np.stack([x for x in b if x is not None]))  # fmt: skip
+        np.testing.assert_array_equal(
+            np.stack([x for x in a if x is not None]), np.stack([x for x in b if x is not None])
+        )
     v2, late2 = cache.embed_spans(texts, spans)  # everything cached: no forward pass
     assert calls == [5] and late2[4][1] is None
     np.testing.assert_array_equal(v2, v)
@@ -205,8 +216,9 @@ def _ingest(settings: Settings, corpus: Path, name: str) -> KnowledgeBase:
 
 
 def test_knowledge_base_ingested_with_late_chunking(backend_settings: Settings, musique: Path, tmp_path: Path) -> None:
-    settings = backend_settings.updated({
-        "late_chunking": True, "embedding_backend": "onnx", "embedding_cache_dir": tmp_path})  # fmt: skip
+    settings = backend_settings.updated(
+        {"late_chunking": True, "embedding_backend": "onnx", "embedding_cache_dir": tmp_path}
+    )
     kb = _ingest(settings, musique, backend_settings.name + "late")
     try:
         count = kb.stats().nodes["AtomicQuestion"]
@@ -216,8 +228,11 @@ def test_knowledge_base_ingested_with_late_chunking(backend_settings: Settings, 
         texts = [h.properties["text"] for h in hits[:12]]
         cos = []
         for text, vec in zip(texts, kb.embedder.embed(texts), strict=True):
-            own = [h for h in kb.store.vector_search("AtomicQuestion", vec.tolist(), k=count) if h.properties["text"]
-                   == text]  # fmt: skip
+            own = [
+                h
+                for h in kb.store.vector_search("AtomicQuestion", vec.tolist(), k=count)
+                if h.properties["text"] == text
+            ]
             cos.append(own[0].score)
         # pooled in context (a short sentence leans on its chunk most: 'The previous editor was ...' 0.44),
         # yet still about the sentence
@@ -226,10 +241,12 @@ def test_knowledge_base_ingested_with_late_chunking(backend_settings: Settings, 
         kb.close()
 
 
-def test_second_ingest_of_the_same_texts_runs_no_forward_pass(falkor_settings: Settings, musique: Path, tmp_path: Path,
-                                                              calls: list[int]) -> None:
-    settings = falkor_settings.updated({
-        "late_chunking": True, "embedding_backend": "onnx", "embedding_cache_dir": tmp_path})  # fmt: skip
+def test_second_ingest_of_the_same_texts_runs_no_forward_pass(
+    falkor_settings: Settings, musique: Path, tmp_path: Path, calls: list[int]
+) -> None:
+    settings = falkor_settings.updated(
+        {"late_chunking": True, "embedding_backend": "onnx", "embedding_cache_dir": tmp_path}
+    )
     first = _ingest(settings, musique, "late_a")
     first.close()
     assert calls and sum(calls) >= 12

@@ -98,8 +98,9 @@ def test_the_console_script_exits_with_the_code_after_the_atexit_handlers(stoppe
     import subprocess
 
     try:
-        proc = subprocess.run([sys.executable, "-c", CONSOLE, str(stopped_kb.home)], capture_output=True, text=True,
-                              timeout=120)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-c", CONSOLE, str(stopped_kb.home)], capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 2, proc.stderr
         assert proc.stdout.splitlines() == ["atexit ran"]
         assert "the question is empty" in proc.stderr

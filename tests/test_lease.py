@@ -35,8 +35,10 @@ from kbgraph.store.base import Row
 from tests.ingest_env import ingest_env
 
 CORPUS = "multihop/musique/hipporag_train100.corpus.jsonl"
-LEASE = "MATCH (l:IngestLease) RETURN l.owner AS owner, l.pid AS pid, l.host AS host, l.machine AS machine, " \
-        "l.expires_at - timestamp() AS remaining_ms"  # fmt: skip
+LEASE = (
+    "MATCH (l:IngestLease) RETURN l.owner AS owner, l.pid AS pid, l.host AS host, l.machine AS machine, "
+    "l.expires_at - timestamp() AS remaining_ms"
+)
 
 
 @pytest.fixture
@@ -61,8 +63,9 @@ T = TypeVar("T")
 
 def _ingest(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
     out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115 (closed by the process's end)
-    return subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "ingest", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=out)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "kbgraph.cli", "ingest", *args], env=env, stdout=subprocess.DEVNULL, stderr=out
+    )
 
 
 def _lease(kb: KnowledgeBase) -> Row | None:
@@ -93,8 +96,9 @@ def _finish(*procs: subprocess.Popen[bytes]) -> None:
             p.wait()
 
 
-def test_second_run_on_another_home_exits_75_naming_the_holder_or_waits(kb: KnowledgeBase, neo4j_settings: Settings,
-                                                                        examples_dir: Path, tmp_path: Path) -> None:
+def test_second_run_on_another_home_exits_75_naming_the_holder_or_waits(
+    kb: KnowledgeBase, neo4j_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     corpus = _passages(examples_dir, tmp_path, 120)
     (tmp_path / "b.txt").write_text("Leases keep runs of two hosts apart.", encoding="utf-8")
     holder = _ingest(_env(neo4j_settings, tmp_path, "host-a"), str(corpus))
@@ -103,8 +107,13 @@ def test_second_run_on_another_home_exits_75_naming_the_holder_or_waits(kb: Know
         _until(lambda: (_lease(kb) or {}).get("pid") == holder.pid, proc=holder)
         os.kill(holder.pid, signal.SIGSTOP)  # the holder is in the middle of its run (its TTL is 60 s)
         env_b = _env(neo4j_settings, tmp_path, "host-b")
-        second = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "b.txt")],
-                                env=env_b, capture_output=True, text=True, timeout=180)  # fmt: skip
+        second = subprocess.run(
+            [sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "b.txt")],
+            env=env_b,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert second.returncode == 75, second.stderr
         assert f"pid {holder.pid} on {socket.gethostname()} since " in second.stderr
         assert "--wait" in second.stderr
@@ -123,15 +132,19 @@ def test_second_run_on_another_home_exits_75_naming_the_holder_or_waits(kb: Know
         _finish(holder, *([waiter] if waiter else []))
     assert _documents(kb) == 121
     assert _lease(kb) is None  # released by its owner
-    runs = kb.store._execute("MATCH (r:IngestionRun) RETURN r.status AS status, r.started_at AS started_at, "
-                             "r.finished_at AS finished_at ORDER BY r.started_at", {})  # fmt: skip
+    runs = kb.store._execute(
+        "MATCH (r:IngestionRun) RETURN r.status AS status, r.started_at AS started_at, "
+        "r.finished_at AS finished_at ORDER BY r.started_at",
+        {},
+    )
     assert [r["status"] for r in runs] == ["completed", "completed"]
     assert runs[1]["started_at"] >= runs[0]["finished_at"]  # the waiter ran after the holder, not beside it
     assert all(r["status"] == "complete" for r in kb.store.run("ingest/list_documents"))
 
 
-def test_killed_holders_lease_expires_and_the_next_run_converges(kb: KnowledgeBase, neo4j_settings: Settings,
-                                                                 examples_dir: Path, tmp_path: Path) -> None:
+def test_killed_holders_lease_expires_and_the_next_run_converges(
+    kb: KnowledgeBase, neo4j_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     corpus = _passages(examples_dir, tmp_path, 120)
     holder = _ingest(_env(neo4j_settings, tmp_path, "host-a", KBGRAPH_LEASE_TTL="8"), str(corpus))
     try:
@@ -171,8 +184,9 @@ def test_killed_holders_lease_expires_and_the_next_run_converges(kb: KnowledgeBa
     assert got.relationships == expected.relationships
 
 
-def test_a_run_that_lost_its_lease_stops_before_its_next_write(kb: KnowledgeBase, neo4j_settings: Settings,
-                                                               examples_dir: Path, tmp_path: Path) -> None:
+def test_a_run_that_lost_its_lease_stops_before_its_next_write(
+    kb: KnowledgeBase, neo4j_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     corpus = _passages(examples_dir, tmp_path, 120)
     log = tmp_path / "holder.log"
     holder = _ingest(_env(neo4j_settings, tmp_path, "host-a", KBGRAPH_LEASE_TTL="3"), str(corpus), log=log)
@@ -181,8 +195,10 @@ def test_a_run_that_lost_its_lease_stops_before_its_next_write(kb: KnowledgeBase
         os.kill(holder.pid, signal.SIGSTOP)  # a stall longer than the TTL; meanwhile another run takes the lease
         written = _documents(kb)
         # in a thread: should the holder have stopped inside a renewal, the steal waits for the node's lock
-        steal = threading.Thread(target=kb.store._execute, args=(
-            "MATCH (l:IngestLease) SET l.owner = 'thief', l.expires_at = timestamp() + 600000", {}))  # fmt: skip
+        steal = threading.Thread(
+            target=kb.store._execute,
+            args=("MATCH (l:IngestLease) SET l.owner = 'thief', l.expires_at = timestamp() + 600000", {}),
+        )
         steal.start()
         time.sleep(3.5)
         os.kill(holder.pid, signal.SIGCONT)
@@ -200,9 +216,11 @@ def test_a_run_that_lost_its_lease_stops_before_its_next_write(kb: KnowledgeBase
 
 
 def test_two_takers_of_an_expired_lease_never_both_get_it(kb: KnowledgeBase, neo4j_settings: Settings) -> None:
-    kb.store._execute("CREATE (:IngestLease {kb: $kb, owner: 'dead', pid: -1, host: 'elsewhere', "
-                      "machine: 'another machine', expires_at: timestamp() - 1000})",
-                      {"kb": kb.store.lease_key()})  # fmt: skip
+    kb.store._execute(
+        "CREATE (:IngestLease {kb: $kb, owner: 'dead', pid: -1, host: 'elsewhere', "
+        "machine: 'another machine', expires_at: timestamp() - 1000})",
+        {"kb": kb.store.lease_key()},
+    )
     locks = [open_run_lock(kb.store, neo4j_settings, wait=False) for _ in range(8)]
     assert all(isinstance(lock, LeaseLock) for lock in locks)
     start = threading.Barrier(len(locks))

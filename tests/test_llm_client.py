@@ -97,9 +97,16 @@ class FakeOpenAI:
 
             def _stream(self, body: dict[str, Any], text: str, finish: str) -> None:
                 """Server-sent events: the text in 5-character deltas, then the finish reason, then [DONE]."""
-                chunk = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 0, "model": body.get("model")}
-                events = [{**chunk, "choices": [{"index": 0, "delta": {"content": text[i : i + 5]}, "finish_reason": None}]}
-                          for i in range(0, len(text), 5)]  # fmt: skip
+                chunk = {
+                    "id": "chatcmpl-s",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": body.get("model"),
+                }
+                events = [
+                    {**chunk, "choices": [{"index": 0, "delta": {"content": text[i : i + 5]}, "finish_reason": None}]}
+                    for i in range(0, len(text), 5)
+                ]
                 events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
                 data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
                 self.send_response(200)
@@ -281,8 +288,9 @@ def test_fixed_json_object_mode_sends_response_format(server: FakeOpenAI, make_c
     assert body["messages"][0]["content"].startswith("You are terse.")
 
 
-def test_auto_sends_the_schema_as_json_schema_and_remembers_it(server: FakeOpenAI, make_client: MakeClient,
-                                                               tmp_path: Path) -> None:
+def test_auto_sends_the_schema_as_json_schema_and_remembers_it(
+    server: FakeOpenAI, make_client: MakeClient, tmp_path: Path
+) -> None:
     server.queue(ok('{"answer": 42, "reason": "6*7"}'))
     llm = make_client(llm_response_format="auto", llm_cache_dir=tmp_path / "c")
     assert llm.complete_json(MESSAGES, Answer).answer == 42
@@ -293,8 +301,9 @@ def test_auto_sends_the_schema_as_json_schema_and_remembers_it(server: FakeOpenA
     assert memory == {f"{server.base_url}|test-model": "json_schema"}
 
 
-def test_auto_falls_back_per_endpoint_and_does_not_probe_again(server: FakeOpenAI, make_client: MakeClient,
-                                                               tmp_path: Path) -> None:
+def test_auto_falls_back_per_endpoint_and_does_not_probe_again(
+    server: FakeOpenAI, make_client: MakeClient, tmp_path: Path
+) -> None:
     """llama-cpp-python refuses json_schema with a 500; a second server refuses the schema field: the client
     steps down to json_object, and a new client on the same endpoint starts there."""
     server.queue(
@@ -325,8 +334,11 @@ def test_a_fixed_mode_the_server_refuses_is_a_clear_error(server: FakeOpenAI, ma
 
 def test_prompt_over_the_context_names_the_prompt_and_its_tokens(server: FakeOpenAI, make_client: MakeClient) -> None:
     """llama.cpp's server answers 400 exceed_context_size_error with n_prompt_tokens and n_ctx."""
-    server.queue(error(400, "the request exceeds the available context size, try increasing it",
-                       n_prompt_tokens=5210, n_ctx=4096))  # fmt: skip
+    server.queue(
+        error(
+            400, "the request exceeds the available context size, try increasing it", n_prompt_tokens=5210, n_ctx=4096
+        )
+    )
     llm = make_client(llm_response_format="auto")
     with pytest.raises(LLMContextError) as info:
         llm.complete_json(MESSAGES, Answer)
@@ -337,9 +349,14 @@ def test_prompt_over_the_context_names_the_prompt_and_its_tokens(server: FakeOpe
 
 
 def test_openai_context_length_message_is_parsed(server: FakeOpenAI, make_client: MakeClient) -> None:
-    server.queue(error(400, "This model's maximum context length is 8192 tokens. However, your messages "
-                       "resulted in 9001 tokens. Please reduce the length of the messages.",
-                       code="context_length_exceeded"))  # fmt: skip
+    server.queue(
+        error(
+            400,
+            "This model's maximum context length is 8192 tokens. However, your messages "
+            "resulted in 9001 tokens. Please reduce the length of the messages.",
+            code="context_length_exceeded",
+        )
+    )
     with pytest.raises(LLMContextError, match="9,001 tokens.*8,192"):
         make_client().complete(MESSAGES)
 
@@ -519,8 +536,10 @@ def test_cut_answer_names_the_token_limit(server: FakeOpenAI, make_client: MakeC
     model why; the cuts are counted for the schema."""
     from kbgraph.query.answering import QAOutput
 
-    server.queue(ok('{"answer": "Paris", "rationale": "The capital of France is Paris, which', finish="length"),
-                 ok('{"answer": "Paris", "rationale": "Paris is', finish="length"))  # fmt: skip
+    server.queue(
+        ok('{"answer": "Paris", "rationale": "The capital of France is Paris, which', finish="length"),
+        ok('{"answer": "Paris", "rationale": "Paris is', finish="length"),
+    )
     llm = make_client(llm_max_tokens=64)
     budget = llm.json_max_tokens(QAOutput)
     with pytest.raises(LLMError) as err:
@@ -555,8 +574,14 @@ def test_cut_answer_streamed(server: FakeOpenAI, make_client: MakeClient) -> Non
     assert out.answer == "Paris" and "".join(sink.pieces) == '{"answer": "Paris", "rationale": ""}'
     assert all(r.get("stream") for r in server.requests)
     assert "cut by the token limit" in server.requests[1]["messages"][-1]["content"]
-    assert llm.json_report()["QAOutput"] == {"answers": 1, "repaired": 1, "failed": 0, "cut": 1, "salvaged": 0,
-                                             "repair_share": 1.0}  # fmt: skip
+    assert llm.json_report()["QAOutput"] == {
+        "answers": 1,
+        "repaired": 1,
+        "failed": 0,
+        "cut": 1,
+        "salvaged": 0,
+        "repair_share": 1.0,
+    }
 
 
 def test_cut_list_answer_keeps_its_whole_items(server: FakeOpenAI, make_client: MakeClient, tmp_path: Path) -> None:
@@ -587,8 +612,10 @@ def test_a_cache_file_from_before_the_cut_column_is_upgraded(tmp_path: Path) -> 
     from kbgraph.llm.json_answers import CutAnswer, cut_answer
 
     with sqlite3.connect(tmp_path / ResponseCache.FILENAME) as conn:
-        conn.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, "
-                     "created REAL NOT NULL)")  # fmt: skip
+        conn.execute(
+            "CREATE TABLE responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, "
+            "created REAL NOT NULL)"
+        )
         conn.execute("INSERT INTO responses VALUES ('old', 'm', 'an old answer', 0)")
     cache = ResponseCache(tmp_path)
     assert cache.get("old") == "an old answer" and not isinstance(cache.get("old"), CutAnswer)

@@ -60,8 +60,13 @@ class SlowServer:
                     events = [{"choices": [{"index": 0, "delta": message}]}, {"choices": [], "usage": None}]
                     data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
                     return self._send(200, "text/event-stream", data.encode())
-                answer = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                          "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}  # fmt: skip
+                answer = {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                }
                 self._send(200, "application/json", json.dumps(answer).encode())
 
             def _send(self, status: int, kind: str, data: bytes) -> None:
@@ -108,8 +113,16 @@ def slow_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeServer]:
 
 
 def settings(tmp_path: Path, base_url: str, **overrides: Any) -> Settings:
-    return Settings(home=tmp_path, llm_base_url=base_url, llm_model="m", llm_api_key="k", llm_response_format="none",
-                    llm_timeout=30, llm_max_retries=0, **overrides)  # fmt: skip
+    return Settings(
+        home=tmp_path,
+        llm_base_url=base_url,
+        llm_model="m",
+        llm_api_key="k",
+        llm_response_format="none",
+        llm_timeout=30,
+        llm_max_retries=0,
+        **overrides,
+    )
 
 
 def test_a_bound_of_two_keeps_two_requests_in_flight(slow_server: MakeServer, tmp_path: Path) -> None:
@@ -130,8 +143,9 @@ def test_a_streamed_answer_holds_its_slot_until_read(slow_server: MakeServer, tm
     client = OpenAIClient(settings(tmp_path, server.base_url, llm_max_concurrency=1), cache=False)
 
     def streamed(_: int) -> str:
-        return "".join(client._stream(MESSAGES, model="m", temperature=0.0, max_tokens=None, response_format=None,
-                                      purpose="test"))  # fmt: skip
+        return "".join(
+            client._stream(MESSAGES, model="m", temperature=0.0, max_tokens=None, response_format=None, purpose="test")
+        )
 
     with ThreadPoolExecutor(3) as pool:
         assert list(pool.map(streamed, range(3))) == ["42"] * 3
@@ -177,8 +191,13 @@ def test_llm_start_parallel_sets_the_bound(tmp_path: Path) -> None:
     port = free_port()
     home = tmp_path / "home"
     cli = [sys.executable, "-m", "kbgraph.cli", "--home", str(home), "llm"]
-    out = subprocess.run([*cli, "start", "--port", str(port), "--ctx", "1024", "--parallel", "2", "--json"],
-                         capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    out = subprocess.run(
+        [*cli, "start", "--port", str(port), "--ctx", "1024", "--parallel", "2", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     try:
         assert out.returncode == 0, out.stderr
         status = json.loads(out.stdout)

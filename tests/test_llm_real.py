@@ -67,17 +67,27 @@ class LLMKnowledgeBase(KnowledgeBase):
     ingest_json: dict[str, dict[str, float]]
 
 
-def llm_kb_on(store: str, base: Settings, llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory,
-              examples_dir: Path) -> Iterator[LLMKnowledgeBase]:
+def llm_kb_on(
+    store: str, base: Settings, llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory, examples_dir: Path
+) -> Iterator[LLMKnowledgeBase]:
     """A knowledge base on ``base``'s store whose LLM is the real local server, with the documents ingested by it
     once (a fresh response cache: every answer is a real request); yields it, then resets it. tests/
     test_llm_real_neo4j.py runs this module's knowledge-base tests on Neo4j (a module of its own, so that
     pytest-xdist can run it on the other worker: the two LLM ingestions are the suite's longest steps)."""
-    settings = base.updated({
-        "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
-        "llm_cache_dir": tmp_path_factory.mktemp("llm-cache"), "llm_timeout": 300.0, "llm_max_tokens": 200,
-        "chunk_tokens": 256, "llm_chunk_window_tokens": 300, "decompose_rounds": ROUNDS, "self_ask_rounds": 2,
-    })  # fmt: skip
+    settings = base.updated(
+        {
+            "llm_base_url": llm_server.base_url,
+            "llm_model": llm_server.model,
+            "llm_api_key": SecretStr("none"),
+            "llm_cache_dir": tmp_path_factory.mktemp("llm-cache"),
+            "llm_timeout": 300.0,
+            "llm_max_tokens": 200,
+            "chunk_tokens": 256,
+            "llm_chunk_window_tokens": 300,
+            "decompose_rounds": ROUNDS,
+            "self_ask_rounds": 2,
+        }
+    )
     kb = LLMKnowledgeBase(settings=settings)
     kb.reset()
     # the prose on FalkorDB, the table on Neo4j: the LLM ingestions are the suite's longest steps (one LLM server
@@ -100,11 +110,17 @@ def llm_kb_on(store: str, base: Settings, llm_server: LLMServerInfo, tmp_path_fa
 
 
 @pytest.fixture(scope="module")
-def llm_kb(falkor_settings: Settings, llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory,
-           examples_dir: Path) -> Iterator[LLMKnowledgeBase]:
+def llm_kb(
+    falkor_settings: Settings, llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory, examples_dir: Path
+) -> Iterator[LLMKnowledgeBase]:
     """The LLM knowledge base on the embedded FalkorDB (tests/test_llm_real_neo4j.py: on Neo4j)."""
-    yield from llm_kb_on("falkordb", falkor_settings.updated({"name": f"llm{uuid.uuid4().hex[:8]}"}), llm_server,
-                         tmp_path_factory, examples_dir)  # fmt: skip
+    yield from llm_kb_on(
+        "falkordb",
+        falkor_settings.updated({"name": f"llm{uuid.uuid4().hex[:8]}"}),
+        llm_server,
+        tmp_path_factory,
+        examples_dir,
+    )
 
 
 def _prose(pdf: Path, out: Path) -> Path:
@@ -225,11 +241,18 @@ def test_a_prompt_over_the_context_is_a_clear_error_and_nothing_is_half_written(
     big.write_text(words, encoding="utf-8")
     small = tmp_path / "docs" / "small.txt"
     small.write_text("Elastic stop nuts use a fiber collar. They are reusable a few times.", encoding="utf-8")
-    settings = backend_settings.updated({
-        "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
-        "llm_cache_dir": tmp_path / "llm-cache", "llm_timeout": 300.0, "llm_max_tokens": 64,
-        "chunk_tokens": 20_000, "llm_chunking": False,
-    })  # fmt: skip
+    settings = backend_settings.updated(
+        {
+            "llm_base_url": llm_server.base_url,
+            "llm_model": llm_server.model,
+            "llm_api_key": SecretStr("none"),
+            "llm_cache_dir": tmp_path / "llm-cache",
+            "llm_timeout": 300.0,
+            "llm_max_tokens": 64,
+            "chunk_tokens": 20_000,
+            "llm_chunking": False,
+        }
+    )
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
         report = kb.ingest([big.parent], progress=False)

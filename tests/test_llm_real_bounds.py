@@ -43,10 +43,14 @@ def llm(llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory) -> 
     """The real server through OpenAIClient, with the 50-question benchmark's 256-token setting and a fresh
     response cache (every answer a real request)."""
     settings = Settings(
-        home=tmp_path_factory.mktemp("home"), llm_base_url=llm_server.base_url, llm_model=llm_server.model,
-        llm_api_key=SecretStr("none"), llm_timeout=600.0, llm_max_tokens=256,
+        home=tmp_path_factory.mktemp("home"),
+        llm_base_url=llm_server.base_url,
+        llm_model=llm_server.model,
+        llm_api_key=SecretStr("none"),
+        llm_timeout=600.0,
+        llm_max_tokens=256,
         llm_cache_dir=tmp_path_factory.mktemp("llm-cache"),
-    )  # fmt: skip
+    )
     client = OpenAIClient(settings)
     yield client
     client.close()
@@ -56,12 +60,20 @@ def llm(llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory) -> 
 Case = Callable[[], tuple[Messages, type[BaseModel], float | None]]
 CASES: list[tuple[str, Case]] = [
     ("Proposal", lambda: (prompts.proposer_messages(QUESTION, ""), Proposal, None)),
-    ("NewQueries", lambda: (migres_prompts.query_messages(QUESTION, [QUESTION], [], "The birth dates of the two "
-                                                          "directors."), NewQueries, None)),  # fmt: skip
+    (
+        "NewQueries",
+        lambda: (
+            migres_prompts.query_messages(QUESTION, [QUESTION], [], "The birth dates of the two directors."),
+            NewQueries,
+            None,
+        ),
+    ),
     ("LeafOutput", lambda: (migres_prompts.leaf_messages([QUESTION], [("Wild Ride", PASSAGE)]), LeafOutput, None)),
     ("QAOutput", lambda: (prompts.answer_messages(QUESTION, PASSAGE), QAOutput, None)),
-    ("AtomicQuestions", lambda: (ingest_prompts.atomic_question_messages(PASSAGE, "Wild Ride"), AtomicQuestions,
-                                 ATOMIZING_TEMPERATURE)),  # fmt: skip
+    (
+        "AtomicQuestions",
+        lambda: (ingest_prompts.atomic_question_messages(PASSAGE, "Wild Ride"), AtomicQuestions, ATOMIZING_TEMPERATURE),
+    ),
 ]
 
 

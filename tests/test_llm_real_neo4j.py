@@ -21,7 +21,8 @@ from tests.test_llm_real import (  # noqa: F401 (the module's autouse fixture an
 
 
 @pytest.fixture(scope="module")
-def llm_kb(neo4j_settings: Settings, llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory,
-           examples_dir: Path) -> Iterator[LLMKnowledgeBase]:
+def llm_kb(
+    neo4j_settings: Settings, llm_server: LLMServerInfo, tmp_path_factory: pytest.TempPathFactory, examples_dir: Path
+) -> Iterator[LLMKnowledgeBase]:
     """The LLM knowledge base on the session's local Neo4j."""
     yield from llm_kb_on("neo4j", neo4j_settings, llm_server, tmp_path_factory, examples_dir)

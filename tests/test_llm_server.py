@@ -45,8 +45,12 @@ def kbgraph(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env["KBGRAPH_LLM_SERVER_THREADS"] = "1"  # 2 threads on 2 busy cores are several times slower than 1
     return subprocess.run(
         [sys.executable, "-m", "kbgraph.cli", "--home", str(home), "llm", *args],
-        capture_output=True, text=True, timeout=300, env=env, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
 
 
 def truncated_gguf(path: Path) -> Path:
@@ -146,7 +150,9 @@ def test_not_gguf(server_settings: Settings, tmp_path: Path) -> None:
 def test_not_gguf_cli_exit_code(server_settings: Settings, tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
-    out = kbgraph(server_settings.home, "start", "--model", str(text), "--port", str(server_settings.llm_server.llm_server_port))
+    out = kbgraph(
+        server_settings.home, "start", "--model", str(text), "--port", str(server_settings.llm_server.llm_server_port)
+    )
     assert out.returncode == 1
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "not a GGUF model" in lines[0]

@@ -63,12 +63,17 @@ def test_stdio(kb_settings: Settings, tmp_path: Path) -> None:
     """`kbgraph --kb NAME mcp` over stdio: read-only (no ingest tool by default)."""
     s = kb_settings
     env = {
-        "KBGRAPH_HOME": str(s.home), "KBGRAPH_DATA_DIR": str(s.store.data_dir), "KBGRAPH_NAME": s.name,
-        "KBGRAPH_EMBEDDING_CACHE_DIR": str(s.embedding.embedding_cache_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_HOME": str(s.home),
+        "KBGRAPH_DATA_DIR": str(s.store.data_dir),
+        "KBGRAPH_NAME": s.name,
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(s.embedding.embedding_cache_dir),
+        "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
         # the session's static model (tests/conftest.py): distilling another would outlast the read timeout
         "KBGRAPH_STATIC_MODELS_DIR": os.environ["KBGRAPH_STATIC_MODELS_DIR"],
-        "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-    }  # fmt: skip
+        "DO_NOT_TRACK": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     exe = os.path.join(os.path.dirname(sys.executable), "kbgraph")
     params = mcp.StdioServerParameters(command=exe, args=["mcp"], env=env, cwd=str(tmp_path))
 

@@ -20,9 +20,11 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.models import stable_id
 from kbgraph.settings import Settings
 
-LEAVE = ("---\ntitle: Parental leave policy\nteam: hr\nowner: front\nlevel: 1\nyear: 2021\ntags: [leave, family]\n"
-         "effective: 2021-03-04\n---\n# Leave\n\nEmployees may take sixteen weeks of paid parental leave after the "
-         "birth or adoption of a child.\n")  # fmt: skip
+LEAVE = (
+    "---\ntitle: Parental leave policy\nteam: hr\nowner: front\nlevel: 1\nyear: 2021\ntags: [leave, family]\n"
+    "effective: 2021-03-04\n---\n# Leave\n\nEmployees may take sixteen weeks of paid parental leave after the "
+    "birth or adoption of a child.\n"
+)
 MTIME = 1_600_000_000  # 2020-09-13T12:26:40Z
 
 
@@ -65,8 +67,14 @@ def _pdf(path: Path) -> None:
     doc = pymupdf.open()
     page = doc.new_page()
     page.insert_text((72, 72), "Annual revenue grew by twelve percent in fiscal year 2021 thanks to European sales.")
-    doc.set_metadata({"author": "Jane Roe", "creationDate": "D:20210304050607Z", "modDate": "D:20220102040506+01'00'",
-                      "title": "Annual revenue report"})  # fmt: skip
+    doc.set_metadata(
+        {
+            "author": "Jane Roe",
+            "creationDate": "D:20210304050607Z",
+            "modDate": "D:20220102040506+01'00'",
+            "title": "Annual revenue report",
+        }
+    )
     doc.save(path)
 
 
@@ -107,12 +115,20 @@ def _tree(root: Path) -> None:
     _office(root / "eng")
     notes = root / "eng" / "ops" / "notes.txt"
     notes.write_text("The operations team rotates the on-call schedule every Monday morning.", encoding="utf-8")
-    (root / "eng" / "ops" / "notes.txt.meta.json").write_text(json.dumps(
-        {"title": "On-call rotation", "team": "ops", "reviewed": "2024-01-02", "confidential": True}), encoding="utf-8")
+    (root / "eng" / "ops" / "notes.txt.meta.json").write_text(
+        json.dumps({"title": "On-call rotation", "team": "ops", "reviewed": "2024-01-02", "confidential": True}),
+        encoding="utf-8",
+    )
     os.utime(notes, (MTIME, MTIME))
-    passages = [{"id": "p1", "title": "Ada Lovelace", "text": "Ada Lovelace wrote the first program for the "
-                 "Analytical Engine.", "metadata": {"year": 1843, "topic": ["computing", "history"]}},
-                {"id": "p2", "title": "Grace Hopper", "text": "Grace Hopper developed one of the first compilers."}]
+    passages = [
+        {
+            "id": "p1",
+            "title": "Ada Lovelace",
+            "text": "Ada Lovelace wrote the first program for the Analytical Engine.",
+            "metadata": {"year": 1843, "topic": ["computing", "history"]},
+        },
+        {"id": "p2", "title": "Grace Hopper", "text": "Grace Hopper developed one of the first compilers."},
+    ]
     (root / "passages.jsonl").write_text("\n".join(json.dumps(p) for p in passages) + "\n", encoding="utf-8")
 
 
@@ -128,7 +144,9 @@ def test_metadata_from_every_source(backend_settings: Settings, tmp_path: Path) 
         report = kb.ingest([root], progress=False, meta={"batch": 7, "owner": "meta"})
         assert (report.added, report.failed) == (8, 0), report.errors
         outcomes = {Path(f.path).name: (f.outcome, f.reason) for f in report.files}
-        assert outcomes["leave.md.meta.json"][0] == "skipped" and "sidecar of leave.md" in str(outcomes["leave.md.meta.json"][1])
+        assert outcomes["leave.md.meta.json"][0] == "skipped" and "sidecar of leave.md" in str(
+            outcomes["leave.md.meta.json"][1]
+        )
         docs = _by_path(kb)
         assert not [u for u in docs if u.endswith(".meta.json")]  # a sidecar is no document
 
@@ -143,28 +161,48 @@ def test_metadata_from_every_source(backend_settings: Settings, tmp_path: Path) 
         assert texts and not [t for t in texts if "team:" in t or "owner" in t or "---" in t]  # front matter is no text
 
         pdf = docs["revenue.pdf"]["metadata"]
-        assert (pdf["author"], pdf["created"], pdf["modified"]) == ("Jane Roe", "2021-03-04T05:06:07Z",
-                                                                   "2022-01-02T03:05:06Z")  # fmt: skip
+        assert (pdf["author"], pdf["created"], pdf["modified"]) == (
+            "Jane Roe",
+            "2021-03-04T05:06:07Z",
+            "2022-01-02T03:05:06Z",
+        )
         assert (pdf["folder"], pdf["file_type"]) == ("finance/", "pdf")
         guide = docs["guide.docx"]["metadata"]
-        assert (guide["author"], guide["created"], guide["modified"]) == ("Ann Author", "2019-05-06T07:08:09Z",
-                                                                         "2020-05-06T07:08:09Z")  # fmt: skip
+        assert (guide["author"], guide["created"], guide["modified"]) == (
+            "Ann Author",
+            "2019-05-06T07:08:09Z",
+            "2020-05-06T07:08:09Z",
+        )
         assert docs["roadmap.pptx"]["metadata"]["author"] == "Pat Presenter"
         assert docs["roadmap.pptx"]["metadata"]["created"] == "2018-01-02T03:04:05Z"
         sheet = docs["owners.xlsx"]["metadata"]
-        assert (sheet["author"], sheet["created"], sheet["file_type"]) == ("Xavier Sheet", "2017-01-02T03:04:05Z", "xlsx")
+        assert (sheet["author"], sheet["created"], sheet["file_type"]) == (
+            "Xavier Sheet",
+            "2017-01-02T03:04:05Z",
+            "xlsx",
+        )
 
         notes = docs["notes.txt"]
         assert notes["title"] == "On-call rotation"  # the sidecar's title
         n = notes["metadata"]
         assert (n["folder"], n["path"], n["team"], n["reviewed"], n["confidential"]) == (
-            "eng/ops/", "eng/ops/notes.txt", "ops", "2024-01-02", True)
+            "eng/ops/",
+            "eng/ops/notes.txt",
+            "ops",
+            "2024-01-02",
+            True,
+        )
         assert n["modified"] == "2020-09-13T12:26:40Z"  # the file system's mtime
         assert ("created" in n) == hasattr(os.stat(root / "eng/ops/notes.txt"), "st_birthtime")
 
         p1, p2 = docs["passages.jsonl#p1"]["metadata"], docs["passages.jsonl#p2"]["metadata"]
         assert (p1["year"], p1["topic"], p1["path"], p1["file_type"], p1["batch"]) == (
-            1843, ["computing", "history"], "passages.jsonl", "jsonl", 7)
+            1843,
+            ["computing", "history"],
+            "passages.jsonl",
+            "jsonl",
+            7,
+        )
         assert "year" not in p2 and p2["batch"] == 7
     finally:
         kb.close()

@@ -106,7 +106,9 @@ def test_supporting_fact_recall_and_mean() -> None:
 def test_passage_ids_round_trip_through_ingestion_uris(tmp_path: Path) -> None:
     corpus = tmp_path / "c.jsonl"
     ids = ["musique_train100:6", "a#b c/d?", "ünï"]
-    corpus.write_text("".join(json.dumps({"id": i, "title": f"T{n}", "text": "x y z"}) + "\n" for n, i in enumerate(ids)))
+    corpus.write_text(
+        "".join(json.dumps({"id": i, "title": f"T{n}", "text": "x y z"}) + "\n" for n, i in enumerate(ids))
+    )
     uris = [d.uri for d in parse_passages_jsonl(corpus)]
     assert M.passage_ids(uris + uris[:1] + [""]) == ids  # de-duplicated, in order, empties ignored
     assert M.passage_id("file:///docs/report.pdf") == "file:///docs/report.pdf"  # not a passage: the URI
@@ -115,8 +117,17 @@ def test_passage_ids_round_trip_through_ingestion_uris(tmp_path: Path) -> None:
 # --- judge, selection, data sets, summary ---------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("reply", "score"),
-    [("Yes", 1.0), ("yes.", 1.0), ("No", 0.0), ("No.", 0.0), ("**Yes**", 1.0), ("<think>hmm, no</think>\nYes", 1.0),
-     ("Not sure", None), ("", None), ("Nope", None)],
+    [
+        ("Yes", 1.0),
+        ("yes.", 1.0),
+        ("No", 0.0),
+        ("No.", 0.0),
+        ("**Yes**", 1.0),
+        ("<think>hmm, no</think>\nYes", 1.0),
+        ("Not sure", None),
+        ("", None),
+        ("Nope", None),
+    ],
 )
 def test_parse_judgement(reply: str, score: float | None) -> None:
     assert parse_judgement(reply) == score
@@ -161,8 +172,14 @@ def test_load_dataset_by_prefix_file_or_folder(tmp_path: Path) -> None:
 
 def test_summary_recomputes_recall_from_passage_ids_not_stored_figures() -> None:
     def rec(qid: str, method: str, got: list[str], gold: list[str], stored: float) -> QuestionRecord:
-        return QuestionRecord(question_id=qid, method=method, question="?", gold_passage_ids=gold,
-                              retrieved_passage_ids=got, metrics={"R@1": stored, "R@2": stored, "sf_recall": stored})
+        return QuestionRecord(
+            question_id=qid,
+            method=method,
+            question="?",
+            gold_passage_ids=gold,
+            retrieved_passage_ids=got,
+            metrics={"R@1": stored, "R@2": stored, "sf_recall": stored},
+        )
 
     records = [
         rec("q1", "dense", ["p1", "x"], ["p1", "p2"], 0.9),  # R@1 .5, R@2 .5

@@ -64,10 +64,21 @@ def graphs(corpus: dict[str, Any], falkor_settings: Settings) -> tuple[list[Docu
     out: list[DocumentGraph] = []
     for p in corpus["passages"]:
         doc_id = stable_id("doc", p["id"])
-        doc = DocumentRecord(id=doc_id, uri=f"musique:{p['id']}", title=p["title"], mime="application/x-passages+jsonl",
-                             sha256=stable_id("sha", p["text"]))  # fmt: skip
-        chunk = ChunkRecord(id=stable_id("chunk", doc_id, "0"), document_id=doc_id, parent_id=doc_id, text=p["text"],
-                            order=0, section_path="")  # fmt: skip
+        doc = DocumentRecord(
+            id=doc_id,
+            uri=f"musique:{p['id']}",
+            title=p["title"],
+            mime="application/x-passages+jsonl",
+            sha256=stable_id("sha", p["text"]),
+        )
+        chunk = ChunkRecord(
+            id=stable_id("chunk", doc_id, "0"),
+            document_id=doc_id,
+            parent_id=doc_id,
+            text=p["text"],
+            order=0,
+            section_path="",
+        )
         out.append(DocumentGraph(document=doc, chunks=[chunk]))
     vecs = embedder.embed([index_text(g.document.title, "", "text", g.chunks[0].text, None) for g in out])
     for g, vec in zip(out, vecs, strict=True):
@@ -90,10 +101,13 @@ def kb(falkor_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder]) 
 # --- a scripted LLM that reads the prompts -----------------------------------------------------------------
 def _kind(messages: Messages) -> str:
     text = user_message(messages)
-    for marker, kind in (("Answer the Question based solely on the provided Information", "main"),
-                         ("write no more than 3 queries", "query"), ("distillate useful information", "leaf"),
-                         ("Generation relevant information", "knowledge"),
-                         ("Your task is to answer a question referring to a given context", "solve")):  # fmt: skip
+    for marker, kind in (
+        ("Answer the Question based solely on the provided Information", "main"),
+        ("write no more than 3 queries", "query"),
+        ("distillate useful information", "leaf"),
+        ("Generation relevant information", "knowledge"),
+        ("Your task is to answer a question referring to a given context", "solve"),
+    ):
         if marker in text:
             return kind
     raise AssertionError(f"unexpected prompt: {text[:200]}")
@@ -135,13 +149,17 @@ class Script:
 
 def cite(title: str, info: str) -> Callable[[str], dict[str, Any]]:
     """A Leaf answer: ``info`` citing the passage titled ``title`` (wherever the prompt put it)."""
-    return lambda prompt: {"useful_information": [{"info": info,
-                                                    "support_passages": [passages_of(prompt).index(title)]}]}
+    return lambda prompt: {
+        "useful_information": [{"info": info, "support_passages": [passages_of(prompt).index(title)]}]
+    }
 
 
 def main(text: str, missing: str = "", confidence: int = 5) -> dict[str, Any]:
-    return {"answer": {"text": text, "confidence": confidence}, "explanation": f"because {text}",
-            "missing_information": missing}  # fmt: skip
+    return {
+        "answer": {"text": text, "confidence": confidence},
+        "explanation": f"because {text}",
+        "missing_information": missing,
+    }
 
 
 def ctx_of(kb: KB, script: Callable[[Messages], str], **update: Any) -> QueryContext:
@@ -252,8 +270,12 @@ def test_missing_information_then_answerable(kb: KB, corpus: dict[str, Any]) -> 
 
 
 def test_unsupported_statements_are_dropped(kb: KB, corpus: dict[str, Any]) -> None:
-    leaf = {"useful_information": [{"info": "Invented.", "support_passages": [99]},
-                                   {"info": FACT1, "support_passages": ["Passage 0"]}]}  # fmt: skip
+    leaf = {
+        "useful_information": [
+            {"info": "Invented.", "support_passages": [99]},
+            {"info": FACT1, "support_passages": ["Passage 0"]},
+        ]
+    }
     script = Script(leaf=[leaf], main=[main("G. Stanley Hall")])
     answer = answer_migres(corpus["question"], ctx_of(kb, script))
     (rnd,) = trace_of(answer, MigresRound)
@@ -265,8 +287,11 @@ def test_filter_rejects_everything_then_knowledge_prompting(kb: KB, corpus: dict
     store, _, _ = kb
     question = corpus["question"]
     knowledge = "The American Psychological Association publishes the journal; G. Stanley Hall was its first president."
-    script = Script(knowledge=[knowledge], leaf=[{"useful_information": [{"info": FACT2, "support_passages": [0]}]}],
-                    main=[main("G. Stanley Hall")])  # fmt: skip
+    script = Script(
+        knowledge=[knowledge],
+        leaf=[{"useful_information": [{"info": FACT2, "support_passages": [0]}]}],
+        main=[main("G. Stanley Hall")],
+    )
     answer = answer_migres(question, ctx_of(kb, script, migres_threshold=0.99))
     (rnd,) = trace_of(answer, MigresRound)
     assert script.kinds == ["knowledge", "leaf", "main"] and answer.usage.calls == 3
@@ -287,16 +312,24 @@ def test_iteration_cap_then_solve_streamed(kb: KB, corpus: dict[str, Any]) -> No
     store, _, _ = kb
     question = corpus["question"]
     queries = iter([["Who founded the journal?"], ["Who edits the journal?"], ["never asked"]])
-    script = Script(leaf=[cite("Journal of Psychotherapy Integration", FACT1), {"useful_information": []}],
-                    main=[main("unanswerable", MISSING, 1)], query=[lambda _p: {"queries": next(queries)}],
-                    solve=[{"answer": "G. Stanley Hall", "rationale": "from the known information"}])  # fmt: skip
+    script = Script(
+        leaf=[cite("Journal of Psychotherapy Integration", FACT1), {"useful_information": []}],
+        main=[main("unanswerable", MISSING, 1)],
+        query=[lambda _p: {"queries": next(queries)}],
+        solve=[{"answer": "G. Stanley Hall", "rationale": "from the known information"}],
+    )
     events: list[AskEvent] = []
     ctx = ctx_of(kb, script, migres_iterations=3).with_events(events.append)
     answer = answer_migres(question, ctx)
-    assert [r.round for r in trace_of(answer, MigresRound)] == [1, 2, 3] and not any(r.answerable for r in trace_of(answer, MigresRound))
+    assert [r.round for r in trace_of(answer, MigresRound)] == [1, 2, 3] and not any(
+        r.answerable for r in trace_of(answer, MigresRound)
+    )
     assert script.kinds == ["leaf", "main", "query", "leaf", "main", "query", "leaf", "main", "solve"]
     assert answer.usage.calls == 9
-    assert [r.queries for r in trace_of(answer, MigresRound)[1:]] == [["Who founded the journal?"], ["Who edits the journal?"]]
+    assert [r.queries for r in trace_of(answer, MigresRound)[1:]] == [
+        ["Who founded the journal?"],
+        ["Who edits the journal?"],
+    ]
     rounds_shown = [shown(r) for r in trace_of(answer, MigresRound)]
     assert sum(map(len, rounds_shown)) == len(set().union(*rounds_shown))  # the Memory Module: nothing twice
     assert answer.answer == "G. Stanley Hall" and "answered from the known information" in answer.rationale
@@ -316,7 +349,9 @@ def test_bm25_retriever(kb: KB, corpus: dict[str, Any]) -> None:
     answer = answer_migres(corpus["question"], ctx_of(kb, script, migres_retriever="bm25", migres_retrieve_k=5))
     (rnd,) = trace_of(answer, MigresRound)
     paper = {"k1": settings.migres.migres_bm25_k1, "b": settings.migres.migres_bm25_b}
-    hits = [cid for cid, _ in BM25Index.open(store, settings, k1=paper["k1"], b=paper["b"]).search(corpus["question"], 5)]
+    hits = [
+        cid for cid, _ in BM25Index.open(store, settings, k1=paper["k1"], b=paper["b"]).search(corpus["question"], 5)
+    ]
     assert rnd.retriever == "bm25" and rnd.retrieved == len(hits) and {p.chunk_id for p in rnd.passages} <= set(hits)
     assert_kept(rnd, store, embedder, THETA)
     assert_citations_in_graph(answer, store)
@@ -338,8 +373,9 @@ def test_bm25_retriever_has_the_papers_k1_and_b(kb: KB) -> None:
     got = {c.id: c.score for c in Retriever(ctx).chunks(query, 8)}
     rows = store.run("retrieve/chunk_texts", {"after": "", "limit": 1000})
     stem, _ = _stemmer()
-    tokens = bm25s.tokenize([row_text(r) for r in rows], stopwords="en", stemmer=stem, return_ids=False,
-                            show_progress=False)  # fmt: skip
+    tokens = bm25s.tokenize(
+        [row_text(r) for r in rows], stopwords="en", stemmer=stem, return_ids=False, show_progress=False
+    )
     q = bm25s.tokenize([query], stopwords="en", stemmer=stem, return_ids=False, show_progress=False)
 
     def scores(k1: float, b: float) -> dict[str, float]:
@@ -356,8 +392,9 @@ def test_bm25_retriever_has_the_papers_k1_and_b(kb: KB) -> None:
 
 def test_parsers_take_near_misses() -> None:
     assert migres.MainOutput.model_validate({"answer": "Unanswerable."}).answerable is False
-    out = migres.MainOutput.model_validate({"answer": {"text": "Paris", "confidence": "4"},
-                                            "missing_information": None})
+    out = migres.MainOutput.model_validate(
+        {"answer": {"text": "Paris", "confidence": "4"}, "missing_information": None}
+    )
     assert out.answerable and out.answer.confidence == 4 and out.missing_information == ""
     assert migres.NewQueries.model_validate({"queries": "1. A?\n2) B?\n"}).queries == ["A?", "B?"]
     s = migres.LeafOutput.model_validate({"useful_information": {"info": "x", "support_passages": ["Passage 2", 1.0]}})
@@ -381,23 +418,28 @@ def test_ask_and_render(kb: KB, corpus: dict[str, Any]) -> None:
     text = buf.getvalue()
     assert f"extracted: {FACT1}" in text and "answerable: G. Stanley Hall (confidence 5)" in text
     again = Answer.model_validate_json(answer.model_dump_json())  # the trace survives JSON (--json, the API)
-    assert isinstance(trace_of(again, MigresRound)[0], MigresRound) and trace_of(again, MigresRound)[0].passages == trace_of(answer, MigresRound)[0].passages
+    assert (
+        isinstance(trace_of(again, MigresRound)[0], MigresRound)
+        and trace_of(again, MigresRound)[0].passages == trace_of(answer, MigresRound)[0].passages
+    )
 
 
 # --- Neo4j --------------------------------------------------------------------------------------------------
 @pytest.mark.neo4j
 @pytest.mark.slow  # starting the local Neo4j server takes ~40 s here: `-m "not slow"` keeps this file fast
 @pytest.mark.parametrize("backend_settings", ["neo4j"], indirect=True)
-def test_migres_on_neo4j(store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder],
-                         corpus: dict[str, Any]) -> None:
+def test_migres_on_neo4j(
+    store: GraphStore, backend_settings: Settings, graphs: tuple[list[DocumentGraph], Embedder], corpus: dict[str, Any]
+) -> None:
     """The same two iterations on Neo4j 5: the kept chunks' cosines (Neo4j's similarity converted back to a
     cosine) match the recomputation, and the citations resolve."""
     write_documents(store, graphs[0])
     settings, embedder = backend_settings.updated({"migres_threshold": THETA}), graphs[1]
     script = Script(
         leaf=[cite("Journal of Psychotherapy Integration", FACT1), cite("Adolescence", FACT2)],
-        main=[main("unanswerable", MISSING, 1), main("G. Stanley Hall")], query=[{"queries": [HOP2]}],
-    )  # fmt: skip
+        main=[main("unanswerable", MISSING, 1), main("G. Stanley Hall")],
+        query=[{"queries": [HOP2]}],
+    )
     answer = answer_migres(corpus["question"], QueryContext(store, settings, embedder, ScriptedLLM(script)))
     r1, r2 = trace_of(answer, MigresRound)
     assert_kept(r1, store, embedder, THETA)
@@ -415,14 +457,23 @@ def test_migres_with_the_real_llm(kb: KB, corpus: dict[str, Any], llm_server: LL
     from kbgraph.llm import get_llm
 
     store, settings, embedder = kb
-    s = settings.updated({
-        "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
-        "llm_cache_dir": tmp_path, "llm_timeout": 300.0, "llm_max_tokens": 120, "migres_iterations": 2,
-        "migres_passages": 2,
-    })  # fmt: skip
+    s = settings.updated(
+        {
+            "llm_base_url": llm_server.base_url,
+            "llm_model": llm_server.model,
+            "llm_api_key": SecretStr("none"),
+            "llm_cache_dir": tmp_path,
+            "llm_timeout": 300.0,
+            "llm_max_tokens": 120,
+            "migres_iterations": 2,
+            "migres_passages": 2,
+        }
+    )
     answer = answer_migres(corpus["question"], QueryContext(store, s, embedder, get_llm(s)))
     assert answer.method == "migres" and isinstance(answer.answer, str)
-    assert 1 <= len(trace_of(answer, MigresRound)) <= 2 and trace_of(answer, MigresRound)[0].queries == [corpus["question"]]
+    assert 1 <= len(trace_of(answer, MigresRound)) <= 2 and trace_of(answer, MigresRound)[0].queries == [
+        corpus["question"]
+    ]
     assert answer.usage.calls >= 2 and answer.usage.prompt_tokens > 0 and answer.usage.completion_tokens > 0
     assert trace_of(answer, MigresRound)[0].passages or trace_of(answer, MigresRound)[0].knowledge_prompting
     assert_citations_in_graph(answer, store)

@@ -20,9 +20,13 @@ from kbgraph.settings import Settings
 
 def _cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("KBGRAPH_", "NEO4J_"))}
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", "models", *args],
-                          env={**base, "KBGRAPH_HOME": str(home), **env}, capture_output=True, text=True,
-                          timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "models", *args],
+        env={**base, "KBGRAPH_HOME": str(home), **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_check_lists_what_a_fresh_home_lacks_and_makes_nothing(tmp_path: Path) -> None:

@@ -196,8 +196,12 @@ def test_server_exits_during_startup(tmp_path: Path, shared_lib: Path) -> None:
 def test_jvm_options_reach_the_jvm(tmp_path: Path, shared_lib: Path) -> None:
     """Setting neo4j_jvm_options is passed to the server's JVM (an option it does not know stops it, with the
     JVM's reason); one that cannot be split is a clear error before anything starts."""
-    n = Neo4jLocal(make_settings(tmp_path, neo4j_password="options-pw", neo4j_jvm_options="-XX:+UseSerialGC "
-                                 "-XX:+KbgraphNoSuchOption"), lib_dir=shared_lib)  # fmt: skip
+    n = Neo4jLocal(
+        make_settings(
+            tmp_path, neo4j_password="options-pw", neo4j_jvm_options="-XX:+UseSerialGC -XX:+KbgraphNoSuchOption"
+        ),
+        lib_dir=shared_lib,
+    )
     try:
         with pytest.raises(Neo4jLocalError, match=r"Unrecognized VM option 'KbgraphNoSuchOption'"):
             n.start(timeout=60)
@@ -217,8 +221,13 @@ def test_jvm_options_reach_the_jvm(tmp_path: Path, shared_lib: Path) -> None:
 def test_start_status_stop_cycle(tmp_path: Path, shared_lib: Path) -> None:
     from neo4j import GraphDatabase
 
-    settings = make_settings(tmp_path, neo4j_password="cycle-test-pw", neo4j_heap="512m", neo4j_pagecache="64m",
-                             neo4j_jvm_options=TEST_JVM_OPTIONS)
+    settings = make_settings(
+        tmp_path,
+        neo4j_password="cycle-test-pw",
+        neo4j_heap="512m",
+        neo4j_pagecache="64m",
+        neo4j_jvm_options=TEST_JVM_OPTIONS,
+    )
     n = Neo4jLocal(settings, lib_dir=shared_lib)
     try:
         # Two concurrent callers, separate objects: one server, both see it.

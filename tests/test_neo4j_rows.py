@@ -13,14 +13,16 @@ from neo4j import Record
 from kbgraph.store.neo4j import _row
 
 
-
-@pytest.mark.parametrize("pairs", [
-    [("layer", "Chunk"), ("via", "c1"), ("chunk_id", "c1"), ("document_id", None), ("title", "T"), ("score", 0.5)],
-    [("n", 3), ("ok", True), ("none", None)],
-    [("ids", ["a", "b"]), ("x", 1)],  # a list: by data()
-    [("m", {"k": [1.0, 2.0]})],  # a map: by data()
-    [],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [("layer", "Chunk"), ("via", "c1"), ("chunk_id", "c1"), ("document_id", None), ("title", "T"), ("score", 0.5)],
+        [("n", 3), ("ok", True), ("none", None)],
+        [("ids", ["a", "b"]), ("x", 1)],  # a list: by data()
+        [("m", {"k": [1.0, 2.0]})],  # a map: by data()
+        [],
+    ],
+)
 def test_a_row_is_what_record_data_gives(pairs: list[tuple[str, Any]]) -> None:
     record = Record(pairs)  # type: ignore[no-untyped-call]
     row = _row(record.keys(), record)

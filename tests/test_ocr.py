@@ -31,15 +31,21 @@ TEXT = [
     "The ferry to Basel leaves the harbour every morning at nine o'clock.",
     "Passengers buy their tickets at the kiosk beside the old crane.",
 ]
-ROWS = [["City", "Population", "Country"], ["Basel", "173000", "Switzerland"], ["Lyon", "522000", "France"],
-        ["Porto", "232000", "Portugal"]]  # fmt: skip
+ROWS = [
+    ["City", "Population", "Country"],
+    ["Basel", "173000", "Switzerland"],
+    ["Lyon", "522000", "France"],
+    ["Porto", "232000", "Portugal"],
+]
 
 
 @pytest.fixture(autouse=True)
 def _tesseract() -> None:
     if not shutil.which("tesseract"):
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("Tesseract is not installed; .ci/run installs tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd")
+            pytest.fail(
+                "Tesseract is not installed; .ci/run installs tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd"
+            )
         pytest.skip("Tesseract not installed")
 
 
@@ -109,7 +115,9 @@ def test_rotated_scan_keeps_every_line(tmp_path: Path) -> None:
     """A full portrait page scanned sideways: its lines near the bottom are read too (PyMuPDF's own full-page
     OCR mapped the words back to the unrotated page and clipped them to the rotated one, losing every line
     below the landscape page's height: here lines 27 to 29)."""
-    lines = ["Tide table for the outer harbour", ""] + [f"Entry {i} says the tide turns at berth {i}." for i in range(2, 30)]
+    lines = ["Tide table for the outer harbour", ""] + [
+        f"Entry {i} says the tide turns at berth {i}." for i in range(2, 30)
+    ]
     path = scanned_pdf(tmp_path / "sideways.pdf", [page_image(lines, rotate=90, dpi=150)], dpi=150)
     text = _text(parse_file(path, max_bytes=MAX, ocr=OcrOptions(dpi=150)))
     for i in (2, 15, 29):
@@ -147,8 +155,11 @@ def test_ocr_off_or_missing_keeps_the_skip_message(tmp_path: Path, monkeypatch: 
         m.setenv("PATH", str(tmp_path / "no-bin"))
         reason = skip_reason(path, OcrOptions())
         assert reason.startswith("image: no OCR configured") and "apt-get install tesseract-ocr" in reason, reason  # type: ignore[operator, union-attr]
-        with pytest.raises(IngestError, match=r"scan\.pdf \(a scanned PDF needs OCR first: no OCR configured.*"
-                                              r"apt-get install tesseract-ocr"):  # fmt: skip
+        with pytest.raises(
+            IngestError,
+            match=r"scan\.pdf \(a scanned PDF needs OCR first: no OCR configured.*"
+            r"apt-get install tesseract-ocr",
+        ):
             parse_file(scan, max_bytes=MAX)
     with pytest.raises(IngestError, match=r"Tesseract has no language data for xyz.*apt-get install tesseract-ocr-xyz"):
         parse_file(path, max_bytes=MAX, ocr=OcrOptions(languages="eng+xyz"))
@@ -160,15 +171,27 @@ def test_ocr_off_or_missing_keeps_the_skip_message(tmp_path: Path, monkeypatch: 
 # --- end to end: a folder of scans, ingested and asked offline ----------------------------------------------
 #: file -> (its one sentence, a question only that sentence answers, the words the answer must quote)
 SCANS = {
-    "scanned.pdf": ("The lighthouse keeper on Skerry Island paints the lamp room blue every April.",
-                    "What colour does the lighthouse keeper on Skerry Island paint the lamp room?", "lamp room blue"),
-    "sideways.pdf": ("The bakery in Hammerfest sells cardamom buns to the fishermen before dawn.",
-                     "What does the bakery in Hammerfest sell to the fishermen?", "cardamom buns"),
-    "poster.png": ("The orchestra in Leipzig rehearses the cello concerto on Thursday evenings.",
-                   "When does the orchestra in Leipzig rehearse the cello concerto?", "Thursday evenings"),
-    "photo.jpg": ("The glacier above Zermatt retreated forty metres during the hot summer.",
-                  "How far did the glacier above Zermatt retreat during the hot summer?", "forty metres"),
-}  # fmt: skip
+    "scanned.pdf": (
+        "The lighthouse keeper on Skerry Island paints the lamp room blue every April.",
+        "What colour does the lighthouse keeper on Skerry Island paint the lamp room?",
+        "lamp room blue",
+    ),
+    "sideways.pdf": (
+        "The bakery in Hammerfest sells cardamom buns to the fishermen before dawn.",
+        "What does the bakery in Hammerfest sell to the fishermen?",
+        "cardamom buns",
+    ),
+    "poster.png": (
+        "The orchestra in Leipzig rehearses the cello concerto on Thursday evenings.",
+        "When does the orchestra in Leipzig rehearse the cello concerto?",
+        "Thursday evenings",
+    ),
+    "photo.jpg": (
+        "The glacier above Zermatt retreated forty metres during the hot summer.",
+        "How far did the glacier above Zermatt retreat during the hot summer?",
+        "forty metres",
+    ),
+}
 
 
 def scans_folder(folder: Path) -> Path:
@@ -189,8 +212,9 @@ def scans_folder(folder: Path) -> Path:
             scanned_pdf(folder / name, [img.rotate(90, expand=True) if name == "sideways.pdf" else img], dpi=150)
         else:
             img.save(folder / name, quality=90)
-    (folder / "harbour.txt").write_text("The harbour office opens at eight and closes at noon on Saturdays.\n",
-                                        encoding="utf-8")  # fmt: skip
+    (folder / "harbour.txt").write_text(
+        "The harbour office opens at eight and closes at noon on Saturdays.\n", encoding="utf-8"
+    )
     return folder
 
 

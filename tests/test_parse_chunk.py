@@ -142,7 +142,11 @@ def test_wikipedia_html_sections_and_chunks(duck: Parsed) -> None:
     parsed, (document, sections, chunks) = duck
     assert parsed.title == "Duck"
     paths = {s.path for s in sections}
-    assert {"Duck > Etymology", "Duck > Behaviour > Feeding", "Duck > Relationship with humans > Domestication"} <= paths
+    assert {
+        "Duck > Etymology",
+        "Duck > Behaviour > Feeding",
+        "Duck > Relationship with humans > Domestication",
+    } <= paths
     assert len(sections) >= 10 and len(chunks) >= 10
     feeding = next(c for c in chunks if c.section_path == "Duck > Behaviour > Feeding")
     assert "Dabbling ducks" in feeding.text
@@ -158,8 +162,14 @@ def test_chunks_respect_the_size_and_overlap(duck: Parsed) -> None:
     # known sentences: each chunk after the first starts with the previous chunk's last sentence
     sentences = [f"Sentence number {i} says that ducks number {i} quack loudly." for i in range(30)]
     doc = ParsedDocument(
-        uri="test:overlap", title="t", mime="text/plain", sha256="0" * 64,
-        elements=[Element(kind="text", text=" ".join(sentences[:15])), Element(kind="text", text=" ".join(sentences[15:]))],
+        uri="test:overlap",
+        title="t",
+        mime="text/plain",
+        sha256="0" * 64,
+        elements=[
+            Element(kind="text", text=" ".join(sentences[:15])),
+            Element(kind="text", text=" ".join(sentences[15:])),
+        ],
     )
     _, _, chunks = build_structure(doc, chunk_tokens=40, overlap_sentences=1)
     assert len(chunks) >= 7 and all(len(c.text.split()) <= 40 for c in chunks)
@@ -231,8 +241,10 @@ def test_non_utf8_text_is_decoded(tmp_path: Path) -> None:
     assert parse_file(tmp_path / "cp1252.txt", max_bytes=MAX).elements[0].text == cp1252
     parsed = parse_file(tmp_path / "latin1.txt", max_bytes=MAX)
     assert parsed.elements[0].text == latin1 and parsed.mime == "text/plain" and parsed.title == "latin1"
-    for text, encoding in (("Grüße aus München! Die Straße ist schön.", "latin-1"),
-                           ("Привет, как дела? Это тест кодировки.", "cp1251")):
+    for text, encoding in (
+        ("Grüße aus München! Die Straße ist schön.", "latin-1"),
+        ("Привет, как дела? Это тест кодировки.", "cp1251"),
+    ):
         assert decode_text(text.encode(encoding), "x") == text
 
 

@@ -26,23 +26,43 @@ MAX = 50_000_000
 
 #: file -> (its three lines, a question on the first, words of the answer)
 PAGES: dict[str, tuple[list[str], str, str]] = {
-    "sideways90.pdf": (["The ferry to Sark leaves the stone quay at seven every morning.",
-                        "Second line: the return crossing waits for the evening tide.",
-                        "Rotated page fixture, turned ninety degrees."],
-                       "When does the ferry to Sark leave the stone quay?", "seven every morning"),
-    "sideways270.pdf": (["The bakery in Tromso sells rye bread to the whalers on Fridays.",
-                         "Second line: the whalers pay for it with smoked salmon.",
-                         "Rotated page fixture, turned two hundred seventy degrees."],
-                        "What does the bakery in Tromso sell to the whalers?", "rye bread"),
-    "upright90.pdf": (["The observatory on Pic du Midi measures the ozone above the Pyrenees.",
-                       "Second line: its telescope dome opens only on clear nights.",
-                       "Landscape page fixture, printed at ninety degrees."],
-                      "What does the observatory on Pic du Midi measure?", "ozone above the Pyrenees"),
-    "upright270.pdf": (["The lock keeper at Pontcysyllte opens the sluice gates at dawn.",
-                        "Second line: narrowboats cross the aqueduct one at a time.",
-                        "Landscape page fixture, printed at two hundred seventy degrees."],
-                       "When does the lock keeper at Pontcysyllte open the sluice gates?", "at dawn"),
-}  # fmt: skip
+    "sideways90.pdf": (
+        [
+            "The ferry to Sark leaves the stone quay at seven every morning.",
+            "Second line: the return crossing waits for the evening tide.",
+            "Rotated page fixture, turned ninety degrees.",
+        ],
+        "When does the ferry to Sark leave the stone quay?",
+        "seven every morning",
+    ),
+    "sideways270.pdf": (
+        [
+            "The bakery in Tromso sells rye bread to the whalers on Fridays.",
+            "Second line: the whalers pay for it with smoked salmon.",
+            "Rotated page fixture, turned two hundred seventy degrees.",
+        ],
+        "What does the bakery in Tromso sell to the whalers?",
+        "rye bread",
+    ),
+    "upright90.pdf": (
+        [
+            "The observatory on Pic du Midi measures the ozone above the Pyrenees.",
+            "Second line: its telescope dome opens only on clear nights.",
+            "Landscape page fixture, printed at ninety degrees.",
+        ],
+        "What does the observatory on Pic du Midi measure?",
+        "ozone above the Pyrenees",
+    ),
+    "upright270.pdf": (
+        [
+            "The lock keeper at Pontcysyllte opens the sluice gates at dawn.",
+            "Second line: narrowboats cross the aqueduct one at a time.",
+            "Landscape page fixture, printed at two hundred seventy degrees.",
+        ],
+        "When does the lock keeper at Pontcysyllte open the sluice gates?",
+        "at dawn",
+    ),
+}
 
 
 def rotated_pdf(path: Path, lines: list[str], rotation: int, *, upright: bool) -> Path:
@@ -55,8 +75,9 @@ def rotated_pdf(path: Path, lines: list[str], rotation: int, *, upright: bool) -
     if upright:
         page.set_rotation(rotation)
         for i, line in enumerate(lines):  # the display position of each line, in the page's own coordinates
-            page.insert_text(pymupdf.Point(72, 100 + 24 * i) * page.derotation_matrix, line, fontsize=12,
-                             rotate=rotation)  # fmt: skip
+            page.insert_text(
+                pymupdf.Point(72, 100 + 24 * i) * page.derotation_matrix, line, fontsize=12, rotate=rotation
+            )
     else:
         for i, line in enumerate(lines):
             page.insert_text((56, 100 + 24 * i), line, fontsize=12)
@@ -98,10 +119,16 @@ def test_rotated_pdfs_are_ingested_and_asked_on_the_cli(falkor_settings: Setting
     settings = falkor_settings.updated({"name": "pdf_rotation"})
     folder = _make(tmp_path / "rotated")
     # (offline, and no kbgraph.toml of the working directory: the answer is the retrieval-only one)
-    env = {"KBGRAPH_HOME": str(settings.home), "KBGRAPH_NAME": settings.name, "KBGRAPH_OCR": "off",
-           "KBGRAPH_DATA_DIR": str(settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-           "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir),
-           "KBGRAPH_CONFIG": str(tmp_path / "no-kbgraph.toml"), "KBGRAPH_LLM_MODEL": ""}  # fmt: skip
+    env = {
+        "KBGRAPH_HOME": str(settings.home),
+        "KBGRAPH_NAME": settings.name,
+        "KBGRAPH_OCR": "off",
+        "KBGRAPH_DATA_DIR": str(settings.kb_dir),
+        "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(settings.embedding.embedding_cache_dir),
+        "KBGRAPH_CONFIG": str(tmp_path / "no-kbgraph.toml"),
+        "KBGRAPH_LLM_MODEL": "",
+    }
     runner = CliRunner()
     assert runner.invoke(app, ["reset", "--yes"], env=env).exit_code == 0
     run = runner.invoke(app, ["ingest", "--json", str(folder)], env=env)

@@ -67,8 +67,9 @@ def test_a_child_still_running_at_the_end_is_stopped_with_its_own_child(tmp_path
 
 
 @pytest.mark.slow
-def test_the_child_makes_the_export_and_the_run_uses_it(tmp_path: Path, caplog: pytest.LogCaptureFixture,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_child_makes_the_export_and_the_run_uses_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     s = _settings(tmp_path, static_layers="", name="prep", data_dir=tmp_path / "falkordb")
     export = onnx_model_path(s)
     assert export is not None and not export.exists()

@@ -69,7 +69,8 @@ def _corpus(examples_dir: Path, folder: Path) -> tuple[int, int]:
 
 
 def test_log_lines_per_stage_per_group_with_files_done_of_found_and_heartbeats(
-        falkor_settings: Settings, examples_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    falkor_settings: Settings, examples_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     files, documents = _corpus(examples_dir, tmp_path / "in")
     settings = falkor_settings.updated({"name": f"progress{uuid.uuid4().hex[:8]}", "ingest_group_size": 8})
     kb = KnowledgeBase(settings=settings)
@@ -93,7 +94,9 @@ def test_log_lines_per_stage_per_group_with_files_done_of_found_and_heartbeats(
         assert done == sorted(done) and done[-1] == files
         write = [line for line in lines if re.match(r"group \d+ write: ", line)]
         assert "8 documents in" in write[0] and "6 documents in" in write[1]
-        assert re.search(r"group 1 distill: [\d,]+ chunks in .*atomic questions, .*triples, .*entities", "\n".join(lines))
+        assert re.search(
+            r"group 1 distill: [\d,]+ chunks in .*atomic questions, .*triples, .*entities", "\n".join(lines)
+        )
         assert lines[-1].startswith(f"done: {documents} documents written") and f"files {files}/{files}" in lines[-1]
         # heartbeats: each group's embed stage lasts several pauses (one per non-empty layer: chunks, atomic
         # questions, entities with the default vector_layers), many intervals, and the heartbeat thread wrote during
@@ -133,14 +136,26 @@ def test_heartbeat_schedule(caplog: pytest.LogCaptureFixture) -> None:
     assert sum(line.startswith("working |") or line.startswith("still ") for line in lines) == 5
 
 
-def test_cli_with_stderr_captured_prints_progress_lines(falkor_settings: Settings, examples_dir: Path, tmp_path: Path) -> None:
+def test_cli_with_stderr_captured_prints_progress_lines(
+    falkor_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     files, documents = _corpus(examples_dir, tmp_path / "in")
     name = f"progresscli{uuid.uuid4().hex[:6]}"
-    env = {**os.environ, "KBGRAPH_HOME": str(falkor_settings.home), "KBGRAPH_NAME": name,
-           "KBGRAPH_DATA_DIR": str(falkor_settings.kb_dir), "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
-           "KBGRAPH_EMBEDDING_CACHE_DIR": str(falkor_settings.embedding.embedding_cache_dir)}  # fmt: skip
-    cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "in")], env=env,
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    env = {
+        **os.environ,
+        "KBGRAPH_HOME": str(falkor_settings.home),
+        "KBGRAPH_NAME": name,
+        "KBGRAPH_DATA_DIR": str(falkor_settings.kb_dir),
+        "KBGRAPH_FALKOR_IDLE_TIMEOUT": "0",
+        "KBGRAPH_EMBEDDING_CACHE_DIR": str(falkor_settings.embedding.embedding_cache_dir),
+    }
+    cli = subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "ingest", str(tmp_path / "in")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert cli.returncode == 0, cli.stderr
     assert f"{files} files to read" in cli.stderr
     for stage in ("parse", "chunk", "distill", "embed", "write"):

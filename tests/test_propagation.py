@@ -40,7 +40,9 @@ def _vec(seed: int) -> list[float]:
 def _hand_graph() -> DocumentGraph:
     doc = DocumentRecord(id="doc:D", uri="file:///d.txt", title="D", mime="text/plain", sha256="x", embedding=_vec(1))
     chunks = [
-        ChunkRecord(id=f"c{i}", document_id="doc:D", parent_id="doc:D", text=f"chunk {i}", order=i, embedding=_vec(10 + i))
+        ChunkRecord(
+            id=f"c{i}", document_id="doc:D", parent_id="doc:D", text=f"chunk {i}", order=i, embedding=_vec(10 + i)
+        )
         for i in (1, 2, 3)
     ]
     e1 = EntityRecord(id="e1", name="Shared", type="ORG", embedding=_vec(20))
@@ -50,11 +52,25 @@ def _hand_graph() -> DocumentGraph:
         chunks=chunks,
         questions=[AtomicQuestionRecord(id="q1", chunk_id="c1", text="What is chunk 1?", embedding=_vec(30))],
         entities=[e1, e2],
-        triples=[TripleRecord(id="t1", chunk_id="c2", subject="Only two", predicate="is", object="Only two",
-                              subject_id="e2", object_id="e2", text="Only two is Only two", embedding=_vec(40))],
-        mentions=[MentionRecord(chunk_id="c1", entity_id="e1"), MentionRecord(chunk_id="c3", entity_id="e1"),
-                  MentionRecord(chunk_id="c2", entity_id="e2")],
-    )  # fmt: skip
+        triples=[
+            TripleRecord(
+                id="t1",
+                chunk_id="c2",
+                subject="Only two",
+                predicate="is",
+                object="Only two",
+                subject_id="e2",
+                object_id="e2",
+                text="Only two is Only two",
+                embedding=_vec(40),
+            )
+        ],
+        mentions=[
+            MentionRecord(chunk_id="c1", entity_id="e1"),
+            MentionRecord(chunk_id="c3", entity_id="e1"),
+            MentionRecord(chunk_id="c2", entity_id="e2"),
+        ],
+    )
 
 
 SEEDS = Seeds(
@@ -71,11 +87,22 @@ SEEDS = Seeds(
 
 def test_propagated_scores_are_exactly_the_formula(store: GraphStore, backend_settings: Settings) -> None:
     write_documents(store, [_hand_graph()])
-    s = backend_settings.updated({
-        "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
-        "weight_fulltext": 0.2, "weight_section": 0.1, "weight_document": 0.2, "weight_hop": 0.5,
-        "weight_next": 0.1, "hop_from": 10, "max_entity_degree": 50, "ranker": "weights",
-    })  # fmt: skip
+    s = backend_settings.updated(
+        {
+            "weight_chunk": 1.0,
+            "weight_question": 0.8,
+            "weight_triple": 0.3,
+            "weight_entity": 0.3,
+            "weight_fulltext": 0.2,
+            "weight_section": 0.1,
+            "weight_document": 0.2,
+            "weight_hop": 0.5,
+            "weight_next": 0.1,
+            "hop_from": 10,
+            "max_entity_degree": 50,
+            "ranker": "weights",
+        }
+    )
     s1 = {
         "c1": 1.0 * 0.9 + 0.8 * 0.8 + 0.3 * 0.5 + 0.2 * 0.3,  # chunk, atomic question, entity e1, document
         "c2": 0.3 * 0.7 + 0.3 * 0.6 + 0.2 * 1.0 + 0.2 * 0.3,  # triple, entity e2, full text, document
@@ -105,15 +132,29 @@ def test_propagated_scores_are_exactly_the_formula(store: GraphStore, backend_se
     assert {c.id: c.score for c in capped}["c3"] == pytest.approx(1.0 * 0.4 + 0.2 * 0.3 + 0.1 * s1["c2"], abs=1e-9)
 
 
-def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(store: GraphStore, backend_settings: Settings) -> None:
+def test_chunk_term_is_exact_for_candidates_outside_the_chunk_seeds(
+    store: GraphStore, backend_settings: Settings
+) -> None:
     """c2 is reached only through its triple, entity and full text; with the question's vector in the seeds,
     its Chunk term is its exact cosine, computed in the database (here the question is c2's own vector)."""
     write_documents(store, [_hand_graph()])
-    s = backend_settings.updated({
-        "weight_chunk": 1.0, "weight_question": 0.8, "weight_triple": 0.3, "weight_entity": 0.3,
-        "weight_fulltext": 0.2, "weight_section": 0.1, "weight_document": 0.2, "weight_hop": 0.0,
-        "weight_title_hop": 0.0, "weight_next": 0.0, "max_entity_degree": 50, "rescore_k": 10, "ranker": "weights",
-    })  # fmt: skip
+    s = backend_settings.updated(
+        {
+            "weight_chunk": 1.0,
+            "weight_question": 0.8,
+            "weight_triple": 0.3,
+            "weight_entity": 0.3,
+            "weight_fulltext": 0.2,
+            "weight_section": 0.1,
+            "weight_document": 0.2,
+            "weight_hop": 0.0,
+            "weight_title_hop": 0.0,
+            "weight_next": 0.0,
+            "max_entity_degree": 50,
+            "rescore_k": 10,
+            "ranker": "weights",
+        }
+    )
     seeds = SEEDS.model_copy(update={"query_vector": _vec(12)})
     got = {c.id: c for c in propagate(store, s, seeds, k=10, explain=True)}
     c2_without = 0.3 * 0.7 + 0.3 * 0.6 + 0.2 * 1.0 + 0.2 * 0.3
@@ -132,20 +173,39 @@ def test_title_hop_is_shared_among_the_chunks_it_reaches(store: GraphStore, back
     the title and gets nothing; a chunk of A itself is never a title-hop target."""
     title = EntityRecord(id="eB", name="Bee", type="TITLE", embedding=_vec(50))
     doc_a = DocumentRecord(id="doc:A", uri="file:///a.txt", title="A", mime="text/plain", sha256="a", embedding=_vec(2))
-    doc_b = DocumentRecord(id="doc:B", uri="file:///b.txt", title="Bee", mime="text/plain", sha256="b",
-                           embedding=_vec(3))  # fmt: skip
+    doc_b = DocumentRecord(
+        id="doc:B", uri="file:///b.txt", title="Bee", mime="text/plain", sha256="b", embedding=_vec(3)
+    )
     a1 = ChunkRecord(id="a1", document_id="doc:A", parent_id="doc:A", text="a1 names Bee", order=0, embedding=_vec(60))
-    bs = [ChunkRecord(id=f"b{i}", document_id="doc:B", parent_id="doc:B", text=f"b{i}", order=i, embedding=_vec(60 + i))
-          for i in (1, 2, 3)]  # fmt: skip
-    write_documents(store, [
-        DocumentGraph(document=doc_a, chunks=[a1], entities=[title], mentions=[MentionRecord(chunk_id="a1", entity_id="eB")]),
-        DocumentGraph(document=doc_b, chunks=bs, entities=[title],
-                      mentions=[MentionRecord(chunk_id="b1", entity_id="eB"), MentionRecord(chunk_id="b2", entity_id="eB")]),
-    ])  # fmt: skip
-    s = backend_settings.updated({
-        "weight_chunk": 1.0, "weight_hop": 0.0, "weight_title_hop": 0.6, "weight_next": 0.0, "hop_from": 1,
-        "rescore_k": 0, "ranker": "weights",
-    })  # fmt: skip
+    bs = [
+        ChunkRecord(id=f"b{i}", document_id="doc:B", parent_id="doc:B", text=f"b{i}", order=i, embedding=_vec(60 + i))
+        for i in (1, 2, 3)
+    ]
+    write_documents(
+        store,
+        [
+            DocumentGraph(
+                document=doc_a, chunks=[a1], entities=[title], mentions=[MentionRecord(chunk_id="a1", entity_id="eB")]
+            ),
+            DocumentGraph(
+                document=doc_b,
+                chunks=bs,
+                entities=[title],
+                mentions=[MentionRecord(chunk_id="b1", entity_id="eB"), MentionRecord(chunk_id="b2", entity_id="eB")],
+            ),
+        ],
+    )
+    s = backend_settings.updated(
+        {
+            "weight_chunk": 1.0,
+            "weight_hop": 0.0,
+            "weight_title_hop": 0.6,
+            "weight_next": 0.0,
+            "hop_from": 1,
+            "rescore_k": 0,
+            "ranker": "weights",
+        }
+    )
     seeds = Seeds(layers={"Chunk": {"a1": (0.9, "")}})
     got = {c.id: c for c in propagate(store, s, seeds, k=10, explain=True)}
     assert set(got) == {"a1", "b1", "b2"}
@@ -159,16 +219,27 @@ def test_title_hop_is_shared_among_the_chunks_it_reaches(store: GraphStore, back
 def _five_documents() -> list[DocumentGraph]:
     """Documents A-E: A's a1 and a2 share 'Zeta widget' (specific, within A); a1 and one chunk of each other
     document mention 'Revenue' (generic: every document); a1 and C's chunk also share 'Bridge' (two documents)."""
-    revenue, zeta, bridge = (EntityRecord(id=i, name=n, type="ORG", embedding=_vec(s))
-                             for i, n, s in (("eRev", "Revenue", 70), ("eZeta", "Zeta widget", 71),
-                                             ("eBridge", "Bridge", 72)))  # fmt: skip
+    revenue, zeta, bridge = (
+        EntityRecord(id=i, name=n, type="ORG", embedding=_vec(s))
+        for i, n, s in (("eRev", "Revenue", 70), ("eZeta", "Zeta widget", 71), ("eBridge", "Bridge", 72))
+    )
     graphs = []
     for n, name in enumerate("ABCDE"):
-        doc = DocumentRecord(id=f"doc:{name}", uri=f"file:///{name}.txt", title=name, mime="text/plain", sha256=name,
-                             embedding=_vec(80 + n))  # fmt: skip
+        doc = DocumentRecord(
+            id=f"doc:{name}",
+            uri=f"file:///{name}.txt",
+            title=name,
+            mime="text/plain",
+            sha256=name,
+            embedding=_vec(80 + n),
+        )
         ids = ["a1", "a2"] if name == "A" else [f"x{name}"]
-        chunks = [ChunkRecord(id=c, document_id=doc.id, parent_id=doc.id, text=f"text {c}", order=i,
-                              embedding=_vec(90 + 10 * n + i)) for i, c in enumerate(ids)]  # fmt: skip
+        chunks = [
+            ChunkRecord(
+                id=c, document_id=doc.id, parent_id=doc.id, text=f"text {c}", order=i, embedding=_vec(90 + 10 * n + i)
+            )
+            for i, c in enumerate(ids)
+        ]
         mentions = [MentionRecord(chunk_id=ids[0], entity_id="eRev")]
         if name == "A":
             mentions += [MentionRecord(chunk_id=c, entity_id="eZeta") for c in ids]
@@ -178,17 +249,30 @@ def _five_documents() -> list[DocumentGraph]:
     return graphs
 
 
-def test_a_generic_entity_does_not_carry_score_into_other_documents(store: GraphStore,
-                                                                    backend_settings: Settings) -> None:  # fmt: skip
+def test_a_generic_entity_does_not_carry_score_into_other_documents(
+    store: GraphStore, backend_settings: Settings
+) -> None:
     """Issue 56: 'Revenue' is in every document, so a1's score does not hop through it into B-E, and B's chunk
     (a little similar on its own) stays below a2, which shares a specific entity with a1 inside A; 'Bridge' (2 of 5
     documents) still carries it into C, weighted by its IDF over documents. hop_document_share 1: the old order."""
     write_documents(store, _five_documents())
-    s = backend_settings.updated({
-        "weight_chunk": 1.0, "weight_question": 0.0, "weight_triple": 0.0, "weight_entity": 0.0,
-        "weight_fulltext": 0.0, "weight_section": 0.0, "weight_document": 0.0, "weight_hop": 0.5,
-        "weight_title_hop": 0.0, "weight_next": 0.0, "hop_from": 1, "rescore_k": 0, "ranker": "weights",
-    })  # fmt: skip
+    s = backend_settings.updated(
+        {
+            "weight_chunk": 1.0,
+            "weight_question": 0.0,
+            "weight_triple": 0.0,
+            "weight_entity": 0.0,
+            "weight_fulltext": 0.0,
+            "weight_section": 0.0,
+            "weight_document": 0.0,
+            "weight_hop": 0.5,
+            "weight_title_hop": 0.0,
+            "weight_next": 0.0,
+            "hop_from": 1,
+            "rescore_k": 0,
+            "ranker": "weights",
+        }
+    )
     seeds = Seeds(layers={"Chunk": {"a1": (0.9, ""), "xB": (0.2, "")}})
     got = propagate(store, s, seeds, k=10, explain=True)
     order = [c.id for c in got]
@@ -226,8 +310,15 @@ def test_hostile_questions_get_a_clear_error_or_a_safe_answer(small_kb: Knowledg
         small_kb.ask("why " * 25_000)  # 100 KB
     with pytest.raises(QueryError, match="unknown method"):
         small_kb.ask("Who?", method="drop database")
-    for hostile in ['"quoted" and \'single\'', "`backticks` MATCH (n) DETACH DELETE n", "}) RETURN 1 //",
-                    "') CALL db.labels() //", "a-b:c (((", "AND OR NOT *", "Journal of Mathematical Physics?"]:
+    for hostile in [
+        "\"quoted\" and 'single'",
+        "`backticks` MATCH (n) DETACH DELETE n",
+        "}) RETURN 1 //",
+        "') CALL db.labels() //",
+        "a-b:c (((",
+        "AND OR NOT *",
+        "Journal of Mathematical Physics?",
+    ]:
         answer = small_kb.ask(hostile)
         assert answer.retrieval_only and answer.citations
     after = small_kb.stats()

@@ -29,9 +29,18 @@ from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
 
 DIM = 384
-WEIGHTS = {"weight_chunk": 1.0, "weight_question": 0.7, "weight_triple": 0.3, "weight_entity": 0.25,
-           "weight_fulltext": 0.2, "weight_section": 0.15, "weight_document": 0.1, "weight_hop": 0.4,
-           "weight_title_hop": 0.6, "weight_next": 0.05}  # fmt: skip
+WEIGHTS = {
+    "weight_chunk": 1.0,
+    "weight_question": 0.7,
+    "weight_triple": 0.3,
+    "weight_entity": 0.25,
+    "weight_fulltext": 0.2,
+    "weight_section": 0.15,
+    "weight_document": 0.1,
+    "weight_hop": 0.4,
+    "weight_title_hop": 0.6,
+    "weight_next": 0.05,
+}
 HOP_DOCUMENT_SHARE = 0.1  # the setting's default
 OTHER = {"hop_from": 2, "rescore_k": 2, "max_entity_degree": 5, "ranker_bm25_k": 3, "ranker_pool": 4}
 
@@ -48,49 +57,88 @@ def _graph() -> tuple[list[DocumentGraph], dict[str, np.ndarray]]:
     """Documents A (two sections), B and C; A's a1 names B's title, a1, b2 and c1 share an entity, 'Big' is in
     more chunks than max_entity_degree. Returns the graphs and {chunk id: embedding}."""
     vecs = CHUNK_VECTORS
-    ent = {"shared": EntityRecord(id="eShared", name="Shared", type="ORG", embedding=_vec(1).tolist()),
-           "bravo": EntityRecord(id="eBravo", name="Bravo", type="TITLE", embedding=_vec(2).tolist()),
-           "rare": EntityRecord(id="eRare", name="Rare", type="ORG", embedding=_vec(3).tolist()),
-           "big": EntityRecord(id="eBig", name="Big", type="ORG", embedding=_vec(4).tolist())}  # fmt: skip
+    ent = {
+        "shared": EntityRecord(id="eShared", name="Shared", type="ORG", embedding=_vec(1).tolist()),
+        "bravo": EntityRecord(id="eBravo", name="Bravo", type="TITLE", embedding=_vec(2).tolist()),
+        "rare": EntityRecord(id="eRare", name="Rare", type="ORG", embedding=_vec(3).tolist()),
+        "big": EntityRecord(id="eBig", name="Big", type="ORG", embedding=_vec(4).tolist()),
+    }
 
     def chunk(cid: str, doc: str, parent: str, order: int) -> ChunkRecord:
-        return ChunkRecord(id=cid, document_id=doc, parent_id=parent, text=f"text {cid}", order=order,
-                           embedding=vecs[cid].tolist())  # fmt: skip
+        return ChunkRecord(
+            id=cid, document_id=doc, parent_id=parent, text=f"text {cid}", order=order, embedding=vecs[cid].tolist()
+        )
 
     def mentions(pairs: list[tuple[str, str]]) -> list[MentionRecord]:
         return [MentionRecord(chunk_id=c, entity_id=ent[e].id) for c, e in pairs]
 
     def doc(did: str, title: str, seed: int) -> DocumentRecord:
-        return DocumentRecord(id=did, uri=f"file:///{title}.txt", title=title, mime="text/plain", sha256=did,
-                              embedding=_vec(seed).tolist())  # fmt: skip
+        return DocumentRecord(
+            id=did,
+            uri=f"file:///{title}.txt",
+            title=title,
+            mime="text/plain",
+            sha256=did,
+            embedding=_vec(seed).tolist(),
+        )
 
     a = DocumentGraph(
         document=doc("doc:A", "Alpha", 10),
-        sections=[SectionRecord(id="sA1", document_id="doc:A", parent_id="doc:A", title="One", level=1, path="One",
-                                order=0, embedding=_vec(11).tolist()),
-                  SectionRecord(id="sA2", document_id="doc:A", parent_id="doc:A", title="Two", level=1, path="Two",
-                                order=1, embedding=_vec(12).tolist())],
+        sections=[
+            SectionRecord(
+                id="sA1",
+                document_id="doc:A",
+                parent_id="doc:A",
+                title="One",
+                level=1,
+                path="One",
+                order=0,
+                embedding=_vec(11).tolist(),
+            ),
+            SectionRecord(
+                id="sA2",
+                document_id="doc:A",
+                parent_id="doc:A",
+                title="Two",
+                level=1,
+                path="Two",
+                order=1,
+                embedding=_vec(12).tolist(),
+            ),
+        ],
         chunks=[chunk("a1", "doc:A", "sA1", 0), chunk("a2", "doc:A", "sA1", 1), chunk("a3", "doc:A", "sA2", 2)],
         questions=[AtomicQuestionRecord(id="qa2", chunk_id="a2", text="What is a2?", embedding=_vec(20).tolist())],
         entities=list(ent.values()),
-        mentions=mentions([("a1", "shared"), ("a1", "bravo"), ("a2", "rare"), ("a1", "big"), ("a2", "big"),
-                           ("a3", "big")]),
-    )  # fmt: skip
+        mentions=mentions(
+            [("a1", "shared"), ("a1", "bravo"), ("a2", "rare"), ("a1", "big"), ("a2", "big"), ("a3", "big")]
+        ),
+    )
     b = DocumentGraph(
         document=doc("doc:B", "Bravo", 13),
         chunks=[chunk("b1", "doc:B", "doc:B", 0), chunk("b2", "doc:B", "doc:B", 1), chunk("b3", "doc:B", "doc:B", 2)],
         questions=[AtomicQuestionRecord(id="qb2", chunk_id="b2", text="What is b2?", embedding=_vec(21).tolist())],
         entities=[ent["shared"], ent["bravo"], ent["big"]],
         mentions=mentions([("b1", "bravo"), ("b3", "bravo"), ("b2", "shared"), ("b1", "big"), ("b2", "big")]),
-    )  # fmt: skip
+    )
     c = DocumentGraph(
         document=doc("doc:C", "Charlie", 14),
         chunks=[chunk("c1", "doc:C", "doc:C", 0)],
         entities=[ent["shared"], ent["big"]],
-        triples=[TripleRecord(id="tc1", chunk_id="c1", subject="Shared", predicate="is", object="Big",
-                              subject_id="eShared", object_id="eBig", text="Shared is Big", embedding=_vec(30).tolist())],
+        triples=[
+            TripleRecord(
+                id="tc1",
+                chunk_id="c1",
+                subject="Shared",
+                predicate="is",
+                object="Big",
+                subject_id="eShared",
+                object_id="eBig",
+                text="Shared is Big",
+                embedding=_vec(30).tolist(),
+            )
+        ],
         mentions=mentions([("c1", "shared"), ("c1", "big")]),
-    )  # fmt: skip
+    )
     return [a, b, c], vecs
 
 
@@ -108,11 +156,14 @@ SEEDS = Seeds(
         "Section": {"sA1": (0.5, "One"), "sA2": (0.45, "Two")},
         "Document": {"doc:A": (0.4, "Alpha"), "doc:B": (0.3, "Bravo")},
     },
-    query_vector=QUESTION_VECTOR, question="Who founded Bravo?",
-)  # fmt: skip
+    query_vector=QUESTION_VECTOR,
+    question="Who founded Bravo?",
+)
 
 
-def recompute(graphs: list[DocumentGraph], vecs: dict[str, np.ndarray], seeds: Seeds, k: int) -> dict[str, dict[str, tuple[str, float]]]:
+def recompute(
+    graphs: list[DocumentGraph], vecs: dict[str, np.ndarray], seeds: Seeds, k: int
+) -> dict[str, dict[str, tuple[str, float]]]:
     """The formula of docs/scoring.md on the records: {chunk id: {term: (node id, score)}}."""
     w = WEIGHTS
     chunks = {c.id: c for g in graphs for c in g.chunks}
@@ -126,7 +177,9 @@ def recompute(graphs: list[DocumentGraph], vecs: dict[str, np.ndarray], seeds: S
     of_question = {q.id: q.chunk_id for g in graphs for q in g.questions}
     of_triple = {t.id: t.chunk_id for g in graphs for t in g.triples}
     q = np.asarray(seeds.query_vector, dtype=np.float64)
-    exact = {cid: float(np.dot(v.astype(np.float64), q) / np.linalg.norm(v) / np.linalg.norm(q)) for cid, v in vecs.items()}
+    exact = {
+        cid: float(np.dot(v.astype(np.float64), q) / np.linalg.norm(v) / np.linalg.norm(q)) for cid, v in vecs.items()
+    }
     terms: dict[str, dict[str, tuple[str, float]]] = defaultdict(dict)
 
     def add(cid: str, term: str, node: str, score: float) -> None:
@@ -207,15 +260,26 @@ def test_every_term_equals_a_direct_recomputation(store: GraphStore, backend_set
         assert chunk.document_title == {"a": "Alpha", "b": "Bravo", "c": "Charlie"}[cid[0]]
     # the planted graph has every term the statements compute, each of them somewhere
     assert {t for by_term in expected.values() for t in by_term} == {
-        "Chunk", "FullText", "AtomicQuestion", "Triple", "Entity", "EntityText", "Section", "Document", "Hop",
-        "TitleHop", "Next"}  # fmt: skip
+        "Chunk",
+        "FullText",
+        "AtomicQuestion",
+        "Triple",
+        "Entity",
+        "EntityText",
+        "Section",
+        "Document",
+        "Hop",
+        "TitleHop",
+        "Next",
+    }
     # rescoring reached both a layer's candidate (pass 1) and a hop's (pass 2) but not every candidate
     rescored = {cid for cid, by_term in expected.items() if "Chunk" in by_term} - set(SEEDS.layers["Chunk"])
     assert len(rescored) == 2 * OTHER["rescore_k"] and rescored < set(expected)
 
 
-def test_the_learned_pool_has_the_titles_and_bm25_similarities_of_a_recomputation(store: GraphStore,
-                                                                                  backend_settings: Settings) -> None:
+def test_the_learned_pool_has_the_titles_and_bm25_similarities_of_a_recomputation(
+    store: GraphStore, backend_settings: Settings
+) -> None:
     """With the learned ranker, a BM25 hit outside the weighted sum's pool joins it with its exact similarity as
     its Chunk term, and every pool chunk has its document's title (the title feature), without a statement."""
     graphs, vecs = _graph()

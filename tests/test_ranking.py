@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +25,54 @@ from kbgraph.store.base import GraphStore
 from tests.planted_pools import planted_pools
 from tests.test_propagation import SEEDS, _hand_graph, _vec
 
-LAYERS = ["Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
-          "Hop", "TitleHop", "Next", "TripleHop"]  # fmt: skip
+LAYERS = [
+    "Chunk",
+    "AtomicQuestion",
+    "Triple",
+    "Entity",
+    "EntityText",
+    "FullText",
+    "Section",
+    "Document",
+    "Tag",
+    "Hop",
+    "TitleHop",
+    "Next",
+    "TripleHop",
+]
 
 
 def _model(tmp_path: Path, coef: dict[str, float], intercept: float = 0.25) -> Path:
     """A model file over every feature: means 0.1, scales 2 (so standardisation is not a no-op)."""
     names = list(FEATURES)
     path = tmp_path / "model.json"
-    path.write_text(json.dumps({"features": names, "mean": [0.1] * len(names), "scale": [2.0] * len(names),
-                                "coef": [coef.get(n, 0.0) for n in names], "intercept": intercept}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "features": names,
+                "mean": [0.1] * len(names),
+                "scale": [2.0] * len(names),
+                "coef": [coef.get(n, 0.0) for n in names],
+                "intercept": intercept,
+            }
+        )
+    )
     return path
 
 
-def _recompute(question: str, weighted: list[ScoredChunk], model: dict[str, Any],
-               extra: Sequence[tuple[str, float, str]] = (), bm25: Sequence[tuple[str, float]] = ()) -> dict[str, float]:
+def _recompute(
+    question: str,
+    weighted: list[ScoredChunk],
+    model: dict[str, Any],
+    extra: Sequence[tuple[str, float, str]] = (),
+    bm25: Sequence[tuple[str, float]] = (),
+) -> dict[str, float]:
     """The learned score of each chunk, computed here from the weighted run's explain terms alone (and, for
     ``extra`` BM25 additions the weighted run did not return, (chunk id, its cosine, its title) from the planted
     vectors); ``bm25``: the seeds' (chunk id, BM25 score) list, best first."""
-    entries = [(c.id, {t.term: t.similarity * t.factor for t in c.breakdown}, c.document_title, c.score)
-               for c in weighted]  # fmt: skip
+    entries = [
+        (c.id, {t.term: t.similarity * t.factor for t in c.breakdown}, c.document_title, c.score) for c in weighted
+    ]
     entries += sorted([(cid, {"Chunk": sim}, title, sim) for cid, sim, title in extra], key=lambda e: (-e[3], e[0]))
     chunk = {cid: terms.get("Chunk", 0.0) for cid, terms, _, _ in entries}
     weight = {cid: w for cid, _, _, w in entries}
@@ -75,31 +103,48 @@ def _recompute(question: str, weighted: list[ScoredChunk], model: dict[str, Any]
 def _lone_document() -> DocumentGraph:
     """Document 'Lone' with one chunk z9 that shares nothing with the hand graph."""
     return DocumentGraph(
-        document=DocumentRecord(id="doc:Z", uri="file:///z.txt", title="Lone", mime="text/plain", sha256="z",
-                                embedding=_vec(98)),
+        document=DocumentRecord(
+            id="doc:Z", uri="file:///z.txt", title="Lone", mime="text/plain", sha256="z", embedding=_vec(98)
+        ),
         chunks=[ChunkRecord(id="z9", document_id="doc:Z", parent_id="doc:Z", text="z9", order=0, embedding=_vec(99))],
-    )  # fmt: skip
+    )
 
 
 def _title_graph() -> list[DocumentGraph]:
     """Document A (chunk a1 names 'Bee'), document 'Bee' (b1, b2 mention it), document C (c1)."""
     title = EntityRecord(id="eB", name="Bee", type="TITLE", embedding=_vec(50))
-    doc: Callable[[str, str], DocumentRecord] = lambda i, t: DocumentRecord(id=f"doc:{i}", uri=f"file:///{i}.txt", title=t, mime="text/plain", sha256=i,  # noqa: E731
-                                      embedding=_vec(ord(i)))  # fmt: skip
-    chunk: Callable[[str, str, int], ChunkRecord] = lambda cid, d, n: ChunkRecord(id=cid, document_id=f"doc:{d}", parent_id=f"doc:{d}", text=cid, order=n,  # noqa: E731
-                                          embedding=_vec(60 + n + ord(d)))  # fmt: skip
+
+    def doc(i: str, t: str) -> DocumentRecord:
+        return DocumentRecord(
+            id=f"doc:{i}", uri=f"file:///{i}.txt", title=t, mime="text/plain", sha256=i, embedding=_vec(ord(i))
+        )
+
+    def chunk(cid: str, d: str, n: int) -> ChunkRecord:
+        return ChunkRecord(
+            id=cid, document_id=f"doc:{d}", parent_id=f"doc:{d}", text=cid, order=n, embedding=_vec(60 + n + ord(d))
+        )
+
     return [
-        DocumentGraph(document=doc("A", "A"), chunks=[chunk("a1", "A", 0)], entities=[title],
-                      mentions=[MentionRecord(chunk_id="a1", entity_id="eB")]),
-        DocumentGraph(document=doc("B", "Bee"), chunks=[chunk("b1", "B", 1), chunk("b2", "B", 2)], entities=[title],
-                      mentions=[MentionRecord(chunk_id="b1", entity_id="eB"), MentionRecord(chunk_id="b2", entity_id="eB")]),
+        DocumentGraph(
+            document=doc("A", "A"),
+            chunks=[chunk("a1", "A", 0)],
+            entities=[title],
+            mentions=[MentionRecord(chunk_id="a1", entity_id="eB")],
+        ),
+        DocumentGraph(
+            document=doc("B", "Bee"),
+            chunks=[chunk("b1", "B", 1), chunk("b2", "B", 2)],
+            entities=[title],
+            mentions=[MentionRecord(chunk_id="b1", entity_id="eB"), MentionRecord(chunk_id="b2", entity_id="eB")],
+        ),
         DocumentGraph(document=doc("C", "Sea"), chunks=[chunk("c1", "C", 3)]),
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.parametrize("graph", ["hand", "title", "bm25"])
-def test_learned_order_equals_a_recomputation_from_the_explain_terms(store: GraphStore, backend_settings: Settings,
-                                                                     tmp_path: Path, graph: str) -> None:
+def test_learned_order_equals_a_recomputation_from_the_explain_terms(
+    store: GraphStore, backend_settings: Settings, tmp_path: Path, graph: str
+) -> None:
     extra, bm25 = [], []
     if graph == "hand":
         write_documents(store, [_hand_graph()])
@@ -113,9 +158,23 @@ def test_learned_order_equals_a_recomputation_from_the_explain_terms(store: Grap
     else:
         write_documents(store, _title_graph())
         seeds = Seeds(layers={"Chunk": {"a1": (0.9, ""), "c1": (0.8, "")}}, question="Who is Bee (the insect)?")
-    coef = {"Chunk": -0.7, "Hop": 1.3, "TitleHop": 0.9, "Entity": 0.4, "title_in_q": 2.0, "rank_weighted": 0.5,
-            "rank_chunk": -0.3, "weighted": 0.2, "gap_chunk": 0.6, "gap_weighted": -0.8, "has_chunk": 0.1,
-            "FullText": -1.1, "AtomicQuestion": 0.35, "bm25": 0.9, "rank_bm25": -0.45}  # fmt: skip
+    coef = {
+        "Chunk": -0.7,
+        "Hop": 1.3,
+        "TitleHop": 0.9,
+        "Entity": 0.4,
+        "title_in_q": 2.0,
+        "rank_weighted": 0.5,
+        "rank_chunk": -0.3,
+        "weighted": 0.2,
+        "gap_chunk": 0.6,
+        "gap_weighted": -0.8,
+        "has_chunk": 0.1,
+        "FullText": -1.1,
+        "AtomicQuestion": 0.35,
+        "bm25": 0.9,
+        "rank_bm25": -0.45,
+    }
     path = _model(tmp_path, coef)
     base = backend_settings.updated({"hop_from": 10, "weight_title_hop": 0.6, "rescore_k": 0})
     weighted = propagate(store, base.updated({"ranker": "weights"}), seeds, k=50, explain=True)

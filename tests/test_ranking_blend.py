@@ -34,19 +34,28 @@ def _z(values: list[float]) -> np.ndarray:
 def test_blend_order_equals_a_recomputation(store: GraphStore, backend_settings: Settings, head_k: int) -> None:
     write_documents(store, _graph())
     # the learned order (xx1, br1, rs1, al1) is not the pool's (xx1, rs1, al1, br1): a head of 2 is not its prefix
-    seeds = Seeds(layers={"Chunk": {"br1": (0.4, ""), "rs1": (0.5, ""), "al1": (0.45, ""), "xx1": (0.9, "")}},
-                  question=QUESTION)  # fmt: skip
-    base = backend_settings.updated({"rescore_k": 0, "ranker_bm25_k": 0, "ranker_blend_weight": 0.7,
-                                     "ranker_blend_k": head_k})  # fmt: skip
+    seeds = Seeds(
+        layers={"Chunk": {"br1": (0.4, ""), "rs1": (0.5, ""), "al1": (0.45, ""), "xx1": (0.9, "")}}, question=QUESTION
+    )
+    base = backend_settings.updated(
+        {"rescore_k": 0, "ranker_bm25_k": 0, "ranker_blend_weight": 0.7, "ranker_blend_k": head_k}
+    )
     learned = {c.id: c.score for c in propagate(store, base.updated({"ranker": "learned"}), seeds, k=50)}
     weighted = propagate(store, base.updated({"ranker": "weights"}), seeds, k=50, explain=True)  # the pool's order
     assert set(learned) == {c.id for c in weighted} == {"br1", "rs1", "al1", "xx1"}  # one pool
     top = set(sorted(learned, key=lambda cid: (-learned[cid], cid))[:head_k]) if head_k else set(learned)
     head = [c for c in weighted if c.id in top]  # in pool order
     assert head_k == 0 or [c.id for c in weighted][:head_k] != [c.id for c in head]
-    rows = list_rows(QUESTION, [Candidate(terms={t.term: (t.similarity, t.factor) for t in c.breakdown},
-                                          title=c.document_title, weighted=c.score) for c in head],
-                     [c.text for c in head])  # fmt: skip
+    rows = list_rows(
+        QUESTION,
+        [
+            Candidate(
+                terms={t.term: (t.similarity, t.factor) for t in c.breakdown}, title=c.document_title, weighted=c.score
+            )
+            for c in head
+        ],
+        [c.text for c in head],
+    )
     model = json.loads(default_blend_path().read_text(encoding="utf-8"))
     trees = [_walk(model, dict(zip(GBM_FEATURES, row, strict=True))) for row in rows]
     zl, zg = _z([learned[c.id] for c in head]), _z(trees)

@@ -37,27 +37,48 @@ PASSAGES = {
 def _graph() -> list[DocumentGraph]:
     return [
         DocumentGraph(
-            document=DocumentRecord(id=f"doc:{cid}", uri=f"file:///{cid}.txt", title=title, mime="text/plain",
-                                    sha256=cid, embedding=_vec(200 + n)),
-            chunks=[ChunkRecord(id=cid, document_id=f"doc:{cid}", parent_id=f"doc:{cid}", text=text, order=0,
-                                embedding=_vec(300 + n))],
+            document=DocumentRecord(
+                id=f"doc:{cid}",
+                uri=f"file:///{cid}.txt",
+                title=title,
+                mime="text/plain",
+                sha256=cid,
+                embedding=_vec(200 + n),
+            ),
+            chunks=[
+                ChunkRecord(
+                    id=cid,
+                    document_id=f"doc:{cid}",
+                    parent_id=f"doc:{cid}",
+                    text=text,
+                    order=0,
+                    embedding=_vec(300 + n),
+                )
+            ],
         )
         for n, (cid, (title, text)) in enumerate(PASSAGES.items())
-    ]  # fmt: skip
+    ]
 
 
 def test_gbm_order_equals_a_recomputation(store: GraphStore, backend_settings: Settings, tmp_path: Path) -> None:
     write_documents(store, _graph())
-    seeds = Seeds(layers={"Chunk": {"br1": (0.9, ""), "rs1": (0.5, ""), "al1": (0.45, ""), "xx1": (0.4, "")}},
-                  question=QUESTION)  # fmt: skip
+    seeds = Seeds(
+        layers={"Chunk": {"br1": (0.9, ""), "rs1": (0.5, ""), "al1": (0.45, ""), "xx1": (0.4, "")}}, question=QUESTION
+    )
     path = tmp_path / "gbm.json"
     path.write_text(json.dumps(PLANTED))
     base = backend_settings.updated({"rescore_k": 0, "ranker_bm25_k": 0})
     weighted = propagate(store, base.updated({"ranker": "weights"}), seeds, k=50, explain=True)
-    pool = [Candidate(terms={t.term: (t.similarity, t.factor) for t in c.breakdown}, title=c.document_title,
-                      weighted=c.score) for c in weighted]  # fmt: skip
+    pool = [
+        Candidate(
+            terms={t.term: (t.similarity, t.factor) for t in c.breakdown}, title=c.document_title, weighted=c.score
+        )
+        for c in weighted
+    ]
     rows = list_rows(QUESTION, pool, [c.text for c in weighted])
-    expected = {c.id: _walk(PLANTED, dict(zip(GBM_FEATURES, row, strict=True))) for c, row in zip(weighted, rows, strict=True)}
+    expected = {
+        c.id: _walk(PLANTED, dict(zip(GBM_FEATURES, row, strict=True))) for c, row in zip(weighted, rows, strict=True)
+    }
     want = sorted(expected, key=lambda cid: (-expected[cid], cid))
 
     got = propagate(store, base.updated({"ranker": "gbm", "ranker_model": path}), seeds, k=50, explain=True)
@@ -85,7 +106,11 @@ def test_converted_lightgbm_trees_score_as_lightgbm_and_learn_a_planted_signal()
     model = from_lightgbm(booster.booster_.dump_model(), pool=20)
     assert model.score(x).tolist() == pytest.approx(booster.predict(x).tolist(), abs=1e-12)
 
-    by_set = {"a": _pools(rng, 60, "named_by_q"), "b": _pools(rng, 30, "named_by_q"), "c": _pools(rng, 30, "named_by_q")}
+    by_set = {
+        "a": _pools(rng, 60, "named_by_q"),
+        "b": _pools(rng, 30, "named_by_q"),
+        "c": _pools(rng, 30, "named_by_q"),
+    }
     fitted = fit_gbm(by_set, pool=20, params={"n_estimators": 60})
     counts = fitted.split_counts()
     assert max(counts, key=lambda f: counts[f]) == "named_by_q"

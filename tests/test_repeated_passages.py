@@ -37,16 +37,22 @@ def _graphs() -> list[DocumentGraph]:
     """Document H: the passage at chunks 0, 2 and 4 (one vector, as one text embeds to one vector), others
     between; document G: the passage again, then one other chunk."""
     passage = _vec(1)
-    h = DocumentRecord(id="doc:H", uri="file:///h.txt", title="Handbook", mime="text/plain", sha256="h",
-                       embedding=_vec(2))  # fmt: skip
+    h = DocumentRecord(
+        id="doc:H", uri="file:///h.txt", title="Handbook", mime="text/plain", sha256="h", embedding=_vec(2)
+    )
     g = DocumentRecord(id="doc:G", uri="file:///g.txt", title="Guide", mime="text/plain", sha256="g", embedding=_vec(3))
     texts = [REPEATED, OTHERS[0], REPEATED, OTHERS[1], REPEATED]
     vecs = [passage, _vec(11, passage, 0.05), passage, _vec(13, passage, 0.06), passage]
-    hc = [ChunkRecord(id=f"h{i}", document_id=h.id, parent_id=h.id, text=t, order=i, embedding=v)
-          for i, (t, v) in enumerate(zip(texts, vecs))]  # fmt: skip
-    gc = [ChunkRecord(id="g0", document_id=g.id, parent_id=g.id, text=REPEATED, order=0, embedding=passage),
-          ChunkRecord(id="g1", document_id=g.id, parent_id=g.id, text=OTHERS[2], order=1,
-                      embedding=_vec(21, passage, 0.07))]  # fmt: skip
+    hc = [
+        ChunkRecord(id=f"h{i}", document_id=h.id, parent_id=h.id, text=t, order=i, embedding=v)
+        for i, (t, v) in enumerate(zip(texts, vecs))
+    ]
+    gc = [
+        ChunkRecord(id="g0", document_id=g.id, parent_id=g.id, text=REPEATED, order=0, embedding=passage),
+        ChunkRecord(
+            id="g1", document_id=g.id, parent_id=g.id, text=OTHERS[2], order=1, embedding=_vec(21, passage, 0.07)
+        ),
+    ]
     return [DocumentGraph(document=h, chunks=hc), DocumentGraph(document=g, chunks=gc)]
 
 
@@ -85,14 +91,34 @@ def _paged_graphs() -> list[DocumentGraph]:
     """Document P: chunks p0, p1 on page 1 and p2 on page 2, all near one vector (p0 nearest); document W
     (no pages, like a passage or an HTML file): w0 and w1 beside them."""
     centre = _vec(5)
-    p = DocumentRecord(id="doc:P", uri="file:///p.pdf", title="Paged", mime="application/pdf", sha256="p",
-                       embedding=_vec(6))  # fmt: skip
+    p = DocumentRecord(
+        id="doc:P", uri="file:///p.pdf", title="Paged", mime="application/pdf", sha256="p", embedding=_vec(6)
+    )
     w = DocumentRecord(id="doc:W", uri="file:///w.html", title="Web", mime="text/html", sha256="w", embedding=_vec(7))
     pages = [1, 1, 2]
-    pc = [ChunkRecord(id=f"p{i}", document_id=p.id, parent_id=p.id, text=OTHERS[i], order=i, page=pages[i],
-                      embedding=_vec(30 + i, centre, 0.03 * (i + 1))) for i in range(3)]  # fmt: skip
-    wc = [ChunkRecord(id=f"w{i}", document_id=w.id, parent_id=w.id, text=f"{OTHERS[3]} ({i})", order=i,
-                      embedding=_vec(40 + i, centre, 0.2 + 0.01 * i)) for i in range(2)]  # fmt: skip
+    pc = [
+        ChunkRecord(
+            id=f"p{i}",
+            document_id=p.id,
+            parent_id=p.id,
+            text=OTHERS[i],
+            order=i,
+            page=pages[i],
+            embedding=_vec(30 + i, centre, 0.03 * (i + 1)),
+        )
+        for i in range(3)
+    ]
+    wc = [
+        ChunkRecord(
+            id=f"w{i}",
+            document_id=w.id,
+            parent_id=w.id,
+            text=f"{OTHERS[3]} ({i})",
+            order=i,
+            embedding=_vec(40 + i, centre, 0.2 + 0.01 * i),
+        )
+        for i in range(2)
+    ]
     return [DocumentGraph(document=p, chunks=pc), DocumentGraph(document=w, chunks=wc)]
 
 

@@ -70,21 +70,28 @@ def _restart(settings: Settings) -> None:
         server.ensure_running()
 
 
-def test_the_top_10_is_the_same_after_the_store_restarts(backend_settings: Settings, examples_dir: Path,
-                                                         tmp_path: Path) -> None:  # fmt: skip
+def test_the_top_10_is_the_same_after_the_store_restarts(
+    backend_settings: Settings, examples_dir: Path, tmp_path: Path
+) -> None:
     corpus, questions = _sample(examples_dir, tmp_path)
     embedded = not store_class(backend_settings).database_per_kb
     # FalkorDB: a server of the test's own (stopped at the end), not the session's
-    settings = backend_settings.updated({"data_dir": tmp_path / "falkordb", "name": "restart",
-                                                "falkor_reload_after_compaction": True}) if embedded \
-        else backend_settings  # fmt: skip
+    settings = (
+        backend_settings.updated(
+            {"data_dir": tmp_path / "falkordb", "name": "restart", "falkor_reload_after_compaction": True}
+        )
+        if embedded
+        else backend_settings
+    )
     try:
         with KnowledgeBase(settings=settings) as kb:
             kb.store.clear()  # the session's Neo4j database holds what an earlier test left
             report = kb.ingest([corpus], progress=False)
             assert report.failed == 0 and report.added == PASSAGES
             # FalkorDB: rewrites of the append-only file since the server started (the ingestion compacted it)
-            rewrites = EmbeddedFalkorDB(settings.kb_dir)._client().info("persistence")["aof_rewrites"] if embedded else 0
+            rewrites = (
+                EmbeddedFalkorDB(settings.kb_dir)._client().info("persistence")["aof_rewrites"] if embedded else 0
+            )
             before = _top10(kb, questions)  # in the ingesting process, as `kbgraph eval` scores right after its ingest
         _restart(settings)
         with KnowledgeBase(settings=settings) as kb:

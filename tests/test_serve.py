@@ -45,11 +45,20 @@ Served = tuple[str, Settings, str]
 def served(request: pytest.FixtureRequest, falkor_settings: Settings, examples_dir: Path) -> Iterator[Served]:
     """(base URL, settings, backend) of a server over a KB holding the NICS report."""
     if request.param == "falkordb":
-        settings = offline(falkor_settings, name=f"srv{uuid.uuid4().hex[:8]}", max_request_bytes=65536,
-                           max_upload_bytes=UPLOAD_LIMIT, serve_ingest_roots=[examples_dir])  # fmt: skip
+        settings = offline(
+            falkor_settings,
+            name=f"srv{uuid.uuid4().hex[:8]}",
+            max_request_bytes=65536,
+            max_upload_bytes=UPLOAD_LIMIT,
+            serve_ingest_roots=[examples_dir],
+        )
     else:
-        settings = offline(request.getfixturevalue("neo4j_settings"), max_request_bytes=65536,
-                           max_upload_bytes=UPLOAD_LIMIT, serve_ingest_roots=[examples_dir])  # fmt: skip
+        settings = offline(
+            request.getfixturevalue("neo4j_settings"),
+            max_request_bytes=65536,
+            max_upload_bytes=UPLOAD_LIMIT,
+            serve_ingest_roots=[examples_dir],
+        )
     build_kb(settings, examples_dir)
     with running(create_app(settings)) as url:
         yield url, settings, request.param
@@ -155,8 +164,11 @@ def test_hostile_names_are_400_and_create_nothing(served: Served, falkor_home: P
     before = sorted(p.name for p in falkor_home.iterdir())
     with httpx.Client(base_url=url, timeout=30) as c:
         for name in HOSTILE:
-            for method, path, body in (("GET", "documents", None), ("POST", "ask", {"question": "x"}),
-                                       ("POST", "ingest", {"paths": ["/etc/hostname"]})):  # fmt: skip
+            for method, path, body in (
+                ("GET", "documents", None),
+                ("POST", "ask", {"question": "x"}),
+                ("POST", "ingest", {"paths": ["/etc/hostname"]}),
+            ):
                 r = c.request(method, f"/v1/kb/{name}/{path}", json=body)
                 assert r.status_code == 400, (name, path, r.status_code, r.text)
         assert c.get("/v1/kb//stats").status_code == 400
@@ -207,8 +219,14 @@ def test_uploaded_files(served: Served, examples_dir: Path) -> None:
     senate = (examples_dir / SENATE).read_bytes()
     with httpx.Client(base_url=url, timeout=120) as c:
         before = {d["id"] for d in c.get(f"{kb}/documents").json()["documents"]}
-        r = _upload(c, kb, ("senate.pdf", senate), ("lighthouse.md", NOTE.format(n=41).encode()),
-                    ("broken.pdf", b"%PDF-1.7 garbage"), ("empty.txt", b""))  # fmt: skip
+        r = _upload(
+            c,
+            kb,
+            ("senate.pdf", senate),
+            ("lighthouse.md", NOTE.format(n=41).encode()),
+            ("broken.pdf", b"%PDF-1.7 garbage"),
+            ("empty.txt", b""),
+        )
         assert r.status_code == 202, r.text
         job = _wait_job(c, r.json()["id"])
         assert job["status"] == "done", job
@@ -269,8 +287,12 @@ def test_api_key_with_the_real_command(tmp_path: Path) -> None:
     port = free_port()
     env = {**os.environ, "KBGRAPH_API_KEY": "s3cret-key", "KBGRAPH_HOME": str(tmp_path)}
     exe = os.path.join(os.path.dirname(sys.executable), "kbgraph")
-    proc = subprocess.Popen([exe, "serve", "--host", "0.0.0.0", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [exe, "serve", "--host", "0.0.0.0", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

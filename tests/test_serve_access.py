@@ -125,8 +125,9 @@ def test_paths_outside_the_roots_are_403_and_never_read(kb_settings: Settings, t
         # the root folder itself: its own file is ingested, the links inside it that lead outside are skipped
         job = _wait_job(c, c.post(f"{kb}/ingest", json={"paths": [str(root)]}).json()["id"])
         assert job["status"] == "done" and job["report"]["added"] == 1, job
-        skipped = {os.path.basename(f["path"]): f["reason"] for f in job["report"]["files"]
-                   if f["outcome"] == "skipped"}  # fmt: skip
+        skipped = {
+            os.path.basename(f["path"]): f["reason"] for f in job["report"]["files"] if f["outcome"] == "skipped"
+        }
         assert {"link.md", "inner.md", "outdir"} <= set(skipped), job["report"]["files"]
         assert all("serve_ingest_roots" in reason for reason in skipped.values()), skipped
         assert not OPENED, OPENED

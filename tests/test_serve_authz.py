@@ -47,7 +47,9 @@ def _h(key: str | None, **more: str) -> dict[str, str]:
     return {**({"Authorization": f"Bearer {key}"} if key else {}), **more}
 
 
-def raw(url: str, method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def raw(
+    url: str, method: str, path: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
     """``(status, parsed JSON or text)`` of a request whose path is sent byte for byte (no client
     normalisation of ``%xx``, ``//`` or ``/./``)."""
     u = urlparse(url)
@@ -94,8 +96,16 @@ def home(tmp_path_factory: pytest.TempPathFactory, falkor_home: Path, embed_cach
     docs = tmp_path_factory.mktemp("authzdocs")
     (docs / "kentucky.md").write_text(NOTE)
     (docs / "ferry.md").write_text(OTHER)
-    settings = offline(Settings(home=base, name="default", falkor_idle_timeout=0, embedding_cache_dir=embed_cache_dir,
-                                serve_ingest_roots=[docs], mcp_allow_ingest=True))  # fmt: skip
+    settings = offline(
+        Settings(
+            home=base,
+            name="default",
+            falkor_idle_timeout=0,
+            embedding_cache_dir=embed_cache_dir,
+            serve_ingest_roots=[docs],
+            mcp_allow_ingest=True,
+        )
+    )
     for name, doc in (("default", "kentucky.md"), ("other", "ferry.md")):
         with KnowledgeBase(settings=settings.updated({"name": name})) as kb:
             kb.reset()
@@ -116,10 +126,15 @@ def keyed(home: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: p
     path = tmp_path / "keys.toml"
     monkeypatch.setenv("KBGRAPH_API_KEYS_FILE", str(path))
     made: dict[str, str] = {}
-    for role, kbs, rights in (("reader", ["default"], "read"), ("writer", ["team-*"], "read,write"),
-                              ("admin", ["*"], "read,write")):  # fmt: skip
-        assert main(["serve", "keys", "add", *[a for k in kbs for a in ("--kb", k)], "--rights", rights,
-                     "--name", role]) == 0  # fmt: skip
+    for role, kbs, rights in (
+        ("reader", ["default"], "read"),
+        ("writer", ["team-*"], "read,write"),
+        ("admin", ["*"], "read,write"),
+    ):
+        assert (
+            main(["serve", "keys", "add", *[a for k in kbs for a in ("--kb", k)], "--rights", rights, "--name", role])
+            == 0
+        )
         made[role] = capsys.readouterr().out.strip()
     return settings.updated({"api_keys_file": path}), made
 
@@ -149,15 +164,23 @@ def test_percent_encoded_paths_are_checked_as_routed(keyed: Keyed) -> None:
         assert status == 403, body
         # upload into a new knowledge base through /v1/%6Bb/team-x/ingest: refused, nothing made
         boundary = "b0undary"
-        form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"x.txt\"\r\n"
-                f"Content-Type: text/plain\r\n\r\nplanted\r\n--{boundary}--\r\n").encode()  # fmt: skip
-        status, _ = raw(url, "POST", "/v1/%6Bb/team-x/ingest", body=form,
-                        headers=_h(k["reader"], **{"Content-Type": f"multipart/form-data; boundary={boundary}"}))
+        form = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="x.txt"\r\n'
+            f"Content-Type: text/plain\r\n\r\nplanted\r\n--{boundary}--\r\n"
+        ).encode()
+        status, _ = raw(
+            url,
+            "POST",
+            "/v1/%6Bb/team-x/ingest",
+            body=form,
+            headers=_h(k["reader"], **{"Content-Type": f"multipart/form-data; boundary={boundary}"}),
+        )
         assert status == 403 and not (home / "team-x").exists()
         assert c.get("/v1/kb/other/stats", headers=_h(k["admin"])).json() == stats
         # the same requests with a key that has the right pass the same way
-        status, body = raw(url, "POST", "/v1%2Fkb/other/ask", body=ask,
-                           headers=_h(k["admin"], **{"Content-Type": "application/json"}))
+        status, body = raw(
+            url, "POST", "/v1%2Fkb/other/ask", body=ask, headers=_h(k["admin"], **{"Content-Type": "application/json"})
+        )
         assert status == 200 and body["citations"], body
 
 
@@ -238,8 +261,11 @@ def test_cross_site_writes_and_hosts_are_refused(home: Home, tmp_path: Path) -> 
         assert r.status_code == 403 and "serve_allowed_origins" in r.json()["detail"], r.text
         r = c.post("/v1/kb/default/ask", json={"question": QUESTION}, headers={"Origin": "null"})
         assert r.status_code == 403
-        r = c.post("/v1/kb/default/ingest", files=[("files", ("planted.md", planted))],
-                   headers={"Sec-Fetch-Site": "cross-site"})
+        r = c.post(
+            "/v1/kb/default/ingest",
+            files=[("files", ("planted.md", planted))],
+            headers={"Sec-Fetch-Site": "cross-site"},
+        )
         assert r.status_code == 403
         r = c.delete("/v1/kb/default/documents/doc:x", headers=evil)
         assert r.status_code == 403
@@ -300,8 +326,9 @@ def test_browse_params_and_bounds(home: Home) -> None:
         assert c.post("/v1/kb/default/ask", json={"question": "x", "k": 10**6}).status_code == 422
 
 
-def test_readyz_and_key_errors_tell_a_restricted_caller_nothing(keyed: Keyed, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readyz_and_key_errors_tell_a_restricted_caller_nothing(
+    keyed: Keyed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings, k = keyed
     with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
         admin = c.get("/readyz", headers=_h(k["admin"])).json()

@@ -28,8 +28,10 @@ from kbgraph.settings import Settings  # noqa: E402
 from tests.backends import BACKENDS  # noqa: E402
 from tests.serve_fixture import offline, running  # noqa: E402
 
-NOTE = ("# Kentucky checks\n\nKentucky had 12,155 handgun checks in November 2015, says the NICS report. "
-        "Louisville and Lexington are cities of Kentucky.\n")  # fmt: skip
+NOTE = (
+    "# Kentucky checks\n\nKentucky had 12,155 handgun checks in November 2015, says the NICS report. "
+    "Louisville and Lexington are cities of Kentucky.\n"
+)
 MASTER = "kbg_master-of-the-explore-test"
 
 #: (base URL, settings, {role: key}, the folder of the sources)
@@ -54,8 +56,9 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         "writer": add_key(keys_file, kbs=[settings.name], rights=["read", "write"], name="writer")[0],
         "other": add_key(keys_file, kbs=["other-kb"], rights=["read", "write"], name="other")[0],
         "note": add_key(keys_file, kbs=[settings.name], rights=["read"], name="note", where=["path=kentucky.md"])[0],
-        "nothing": add_key(keys_file, kbs=[settings.name], rights=["read"], name="nothing",
-                           where=["path=nowhere.md"])[0],
+        "nothing": add_key(keys_file, kbs=[settings.name], rights=["read"], name="nothing", where=["path=nowhere.md"])[
+            0
+        ],
         "master": MASTER,
     }
     app = create_app(settings.updated({"api_keys_file": keys_file, "api_key": MASTER}))
@@ -80,7 +83,10 @@ def test_search_expand_views_runs(served: Served) -> None:
         assert [d["caption"] for d in hits["documents"]] == ["Kentucky checks"]  # the title's whole word
         assert hits["documents"][0]["properties"]["uri"] == (docs / "kentucky.md").resolve().as_uri()  # unrestricted
         part = c.get(kb + "/explore/search", params={"q": "entuck"}).json()  # no whole word: a part of the names
-        assert "Kentucky" in [e["caption"] for e in part["entities"]] and part["documents"][0]["caption"] == "Kentucky checks"
+        assert (
+            "Kentucky" in [e["caption"] for e in part["entities"]]
+            and part["documents"][0]["caption"] == "Kentucky checks"
+        )
         assert c.get(kb + "/explore/search", params={"q": "  "}).status_code == 400
         assert c.get(kb + "/explore/search").status_code == 422
 
@@ -126,7 +132,9 @@ def test_search_expand_views_runs(served: Served) -> None:
         runs = c.get(kb + "/runs").json()["runs"]
         assert len(runs) == 1
         run = runs[0]
-        assert (run["status"], run["added"], run["failed"], run["unchanged"]) == ("failed", 1, 1, 0), run  # a file failed
+        assert (run["status"], run["added"], run["failed"], run["unchanged"]) == ("failed", 1, 1, 0), (
+            run
+        )  # a file failed
         assert len(run["errors"]) == 1 and "broken.pdf" in run["errors"][0] and str(docs) in run["errors"][0]
         assert run["started_at"] <= run["finished_at"]
         assert c.get(kb + "/runs", params={"limit": 0}).status_code == 422
@@ -135,14 +143,27 @@ def test_search_expand_views_runs(served: Served) -> None:
 def test_rights_and_scopes(served: Served) -> None:
     url, settings, keys, docs = served
     kb = f"/v1/kb/{settings.name}"
-    routes = [kb + "/explore/search?q=Kentucky", kb + "/explore/nodes/ent:x", kb + "/explore/views/top_entities",
-              kb + "/runs", kb + "/rights"]  # fmt: skip
-    explore = {("GET", "/v1/kb/{name}" + p) for p in ("/rights", "/explore/search", "/explore/nodes/{node_id}",
-                                                     "/explore/views/{view}", "/runs")}  # fmt: skip
+    routes = [
+        kb + "/explore/search?q=Kentucky",
+        kb + "/explore/nodes/ent:x",
+        kb + "/explore/views/top_entities",
+        kb + "/runs",
+        kb + "/rights",
+    ]
+    explore = {
+        ("GET", "/v1/kb/{name}" + p)
+        for p in ("/rights", "/explore/search", "/explore/nodes/{node_id}", "/explore/views/{view}", "/runs")
+    }
     assert explore <= set(ROUTE_RIGHTS) and explore - DOCUMENT_SCOPED == {("GET", "/v1/kb/{name}/rights")}
     with client(url, keys["reader"]) as c:
-        assert c.get(kb + "/rights").json() == {"kb": settings.name, "rights": ["read"], "unrestricted": False,
-                                                "keys": True, "key": "reader", "documents": None}  # fmt: skip
+        assert c.get(kb + "/rights").json() == {
+            "kb": settings.name,
+            "rights": ["read"],
+            "unrestricted": False,
+            "keys": True,
+            "key": "reader",
+            "documents": None,
+        }
         # a restricted key sees no server path: the document's uri and the run's errors by file name
         hit = c.get(kb + "/explore/search", params={"q": "kentucky"}).json()["documents"][0]
         assert hit["properties"]["uri"] == "kentucky.md"
@@ -178,8 +199,11 @@ def test_document_scoped_keys(served: Served) -> None:
     url, settings, keys, docs = served
     kb = f"/v1/kb/{settings.name}"
     with client(url, keys["master"]) as c:
-        kentucky = next(e for e in c.get(kb + "/explore/search", params={"q": "kentucky"}).json()["entities"]
-                        if e["caption"] == "Kentucky")  # fmt: skip
+        kentucky = next(
+            e
+            for e in c.get(kb + "/explore/search", params={"q": "kentucky"}).json()["entities"]
+            if e["caption"] == "Kentucky"
+        )
         everything = c.get(f"{kb}/explore/nodes/{kentucky['id']}", params={"limit": 200}).json()
         document = c.get(kb + "/explore/views/document").json()
     with client(url, keys["note"]) as c:
@@ -188,7 +212,9 @@ def test_document_scoped_keys(served: Served) -> None:
         hits = c.get(kb + "/explore/search", params={"q": "kentucky"}).json()
         assert "Kentucky" in [e["caption"] for e in hits["entities"]]
         assert [d["caption"] for d in hits["documents"]] == ["Kentucky checks"]
-        assert "Kentucky" in [e["caption"] for e in c.get(kb + "/explore/search", params={"q": "entuck"}).json()["entities"]]
+        assert "Kentucky" in [
+            e["caption"] for e in c.get(kb + "/explore/search", params={"q": "entuck"}).json()["entities"]
+        ]
         page = c.get(f"{kb}/explore/nodes/{kentucky['id']}", params={"limit": 200}).json()
         assert page["total"] == everything["total"] and len(page["neighbours"]) == len(everything["neighbours"])
         ids = [(n["label"], n["id"]) for n in c.get(kb + "/explore/views/document").json()["nodes"]]
@@ -196,7 +222,9 @@ def test_document_scoped_keys(served: Served) -> None:
         runs = c.get(kb + "/runs").json()["runs"]
         assert len(runs) == 1 and runs[0]["scoped"] is True, runs
         run = runs[0]
-        assert [d["title"] for d in run["documents"]] == ["Kentucky checks"] and run["documents"][0]["uri"] == "kentucky.md"
+        assert [d["title"] for d in run["documents"]] == ["Kentucky checks"] and run["documents"][0][
+            "uri"
+        ] == "kentucky.md"
         assert (run["status"], run["added"], run["failed"], run["errors"], run["paths"]) == (None, None, None, [], [])
         assert "broken" not in json.dumps(runs)  # the failed file is of no document: not the key's
     with client(url, keys["nothing"]) as c:

@@ -36,7 +36,7 @@ DOCS = {
 }
 QUESTION = "How many weeks of parental leave, canary release or budget ledger?"
 HR = {"op": "eq", "key": "team", "value": "hr"}
-HOSTILE = ["hr' OR 1=1 //", "hr\") RETURN d //", "' MATCH (n) DETACH DELETE n //", "x` OR true OR `"]
+HOSTILE = ["hr' OR 1=1 //", 'hr") RETURN d //', "' MATCH (n) DETACH DELETE n //", "x` OR true OR `"]
 
 
 @dataclass
@@ -81,9 +81,12 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 def _post(s: Served, route: str, body: dict[str, Any], key: str = "reader") -> Any:
-    return httpx.post(f"{s.url}/v1/kb/{s.settings.name}/{route}", content=json.dumps(body),  # \ud800 escaped
-                      headers={"Authorization": f"Bearer {s.keys[key]}", "Content-Type": "application/json"},
-                      timeout=120)  # fmt: skip
+    return httpx.post(
+        f"{s.url}/v1/kb/{s.settings.name}/{route}",
+        content=json.dumps(body),  # \ud800 escaped
+        headers={"Authorization": f"Bearer {s.keys[key]}", "Content-Type": "application/json"},
+        timeout=120,
+    )
 
 
 def _documents(s: Served, data: dict[str, Any]) -> set[str]:
@@ -112,10 +115,13 @@ def test_a_filtered_question_cites_only_the_documents_it_allows(served: Served) 
     assert _cited(served, _post(served, "ask", {"question": QUESTION, "k": 5})) == every  # unfiltered: all three
     assert _cited(served, _post(served, "ask", {"question": QUESTION, "k": 5, "filters": HR})) == {served.docs["hr"]}
     eng_fin = {"op": "in", "key": "team", "values": ["eng", "fin"]}
-    assert _cited(served, _post(served, "search", {"question": QUESTION, "filters": eng_fin})) == every - {served.docs["hr"]}
+    assert _cited(served, _post(served, "search", {"question": QUESTION, "filters": eng_fin})) == every - {
+        served.docs["hr"]
+    }
     prefix = {"op": "not", "filter": {"op": "prefix", "key": "team", "value": "e"}}
-    assert _cited(served, _post(served, "search", {"question": QUESTION, "method": "bm25", "filters": prefix})) == \
-        every - {served.docs["eng"]}  # fmt: skip
+    assert _cited(
+        served, _post(served, "search", {"question": QUESTION, "method": "bm25", "filters": prefix})
+    ) == every - {served.docs["eng"]}
     streamed = _sse(_post(served, "ask", {"question": QUESTION, "stream": True, "filters": HR}))
     assert _documents(served, streamed) == {served.docs["hr"]}
 
@@ -125,7 +131,9 @@ def test_a_hostile_filter_value_is_a_parameter_and_matches_nothing(served: Serve
         for route in ("ask", "search"):
             reply = _post(served, route, {"question": QUESTION, "filters": {"op": "eq", "key": "team", "value": value}})
             assert _cited(served, reply) == set(), (value, reply.text)
-        reply = _post(served, "search", {"question": QUESTION, "filters": {"op": "prefix", "key": "team", "value": value}})
+        reply = _post(
+            served, "search", {"question": QUESTION, "filters": {"op": "prefix", "key": "team", "value": value}}
+        )
         assert _cited(served, reply) == set(), value
     with KnowledgeBase(settings=served.settings) as kb:
         assert len(kb.documents()) == len(DOCS)  # nothing was deleted
@@ -154,15 +162,17 @@ def test_mcp_tools_take_filters(served: Served) -> None:
 
     async def run() -> None:
         client = create_mcp_http_client(headers={"Authorization": f"Bearer {served.keys['reader']}"})
-        async with mcp.Client(streamable_http_client(f"{served.url}/mcp", http_client=client),
-                              read_timeout_seconds=120) as session:  # fmt: skip
+        async with mcp.Client(
+            streamable_http_client(f"{served.url}/mcp", http_client=client), read_timeout_seconds=120
+        ) as session:
             found = await session.call_tool("search", {"question": QUESTION, "filters": HR, "k": 5})
             assert not found.is_error, found.content
             assert {c["document_id"] for c in (found.structured_content or {})["result"]} == {served.docs["hr"]}
             answer = await session.call_tool("ask", {"question": QUESTION, "filters": HR})
             assert _documents(served, json.loads(answer.content[0].text)) == {served.docs["hr"]}
-            bad = await session.call_tool("search", {"question": QUESTION, "filters": {"op": "eq", "key": "tema",
-                                                                                         "value": "hr"}})  # fmt: skip
+            bad = await session.call_tool(
+                "search", {"question": QUESTION, "filters": {"op": "eq", "key": "tema", "value": "hr"}}
+            )
             assert bad.is_error and "unknown filter key 'tema'" in bad.content[0].text, bad.content
             listed = await session.call_tool("list_documents", {})
             assert {"hr", "eng", "fin"} == {d["metadata"]["team"] for d in (listed.structured_content or {})["result"]}

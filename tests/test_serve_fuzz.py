@@ -72,15 +72,22 @@ def served(tmp_path_factory: pytest.TempPathFactory, falkor_home: Path, embed_ca
     docs = tmp_path_factory.mktemp("fuzzdocs")
     (docs / "kentucky.md").write_text(NOTE)
     keys_file = base / "keys.toml"
-    settings = offline(Settings(home=base, name="alpha", falkor_idle_timeout=0, embedding_cache_dir=embed_cache_dir,
-                                api_keys_file=keys_file))  # fmt: skip
+    settings = offline(
+        Settings(
+            home=base, name="alpha", falkor_idle_timeout=0, embedding_cache_dir=embed_cache_dir, api_keys_file=keys_file
+        )
+    )
     for name in ("alpha", "beta"):
         with KnowledgeBase(settings=settings.updated({"name": name})) as kb:
             kb.reset()
             assert kb.ingest([docs / "kentucky.md"], progress=False).added == 1
     keys = {}
-    for role, kb, rights in (("reader", "alpha", "read"), ("reader_all", "*", "read"), ("writer", "beta", "read,write"),  # type: ignore[assignment]
-                             ("admin", "*", "read,write")):  # fmt: skip
+    for role, kb, rights in (
+        ("reader", "alpha", "read"),
+        ("reader_all", "*", "read"),
+        ("writer", "beta", "read,write"),  # type: ignore[assignment]
+        ("admin", "*", "read,write"),
+    ):
         import contextlib
         import io
         import os
@@ -110,10 +117,13 @@ def _request(url: str, key: str | None, method: str, path: str, body: dict[str, 
 def _spellings() -> st.SearchStrategy[Spelling]:
     """(route index, knowledge base, positions to percent-encode, upper-case hex, extra segment, where)."""
     return st.tuples(
-        st.integers(0, len(ROUTES) - 1), st.sampled_from(["alpha", "beta"]),
-        st.sets(st.integers(0, 60), max_size=12), st.booleans(), st.sampled_from(["", "//", "/./"]),
+        st.integers(0, len(ROUTES) - 1),
+        st.sampled_from(["alpha", "beta"]),
+        st.sets(st.integers(0, 60), max_size=12),
+        st.booleans(),
+        st.sampled_from(["", "//", "/./"]),
         st.integers(1, 4),
-    )  # fmt: skip
+    )
 
 
 def _spell(path: str, positions: set[int], upper: bool, extra: str, where: int) -> str:
@@ -209,7 +219,9 @@ def test_schemathesis_by_key_scope(served: Served, role: str) -> None:
                 kb = case.path_parameters["name"] = (kb, "alpha", "beta")[zlib.crc32(kb.encode()) % 3]
                 query = case.path_parameters.get("query")
                 if query:  # and three browses in four a ready query
-                    case.path_parameters["query"] = (query, "entity", "top_entities", "document")[zlib.crc32(query.encode()) % 4]
+                    case.path_parameters["query"] = (query, "entity", "top_entities", "document")[
+                        zlib.crc32(query.encode()) % 4
+                    ]
             response = case.call(base_url=url, headers=headers, timeout=120)
             status = response.status_code
             seen.append((method, template, status))

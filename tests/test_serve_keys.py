@@ -44,8 +44,13 @@ def kb_settings(falkor_settings: Settings, tmp_path_factory: pytest.TempPathFact
     docs = tmp_path_factory.mktemp("keydocs")
     (docs / "kentucky.md").write_text(NOTE)
     (docs / "more.md").write_text("# Ferry\n\nThe ferry leaves at 7.\n")
-    settings = offline(falkor_settings, name=f"team{uuid.uuid4().hex[:6]}", serve_ingest_roots=[docs],
-                       mcp_allow_ingest=True, api_key=SecretStr(MASTER))  # fmt: skip
+    settings = offline(
+        falkor_settings,
+        name=f"team{uuid.uuid4().hex[:6]}",
+        serve_ingest_roots=[docs],
+        mcp_allow_ingest=True,
+        api_key=SecretStr(MASTER),
+    )
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
         assert kb.ingest([docs / "kentucky.md"], progress=False).added == 1
@@ -55,8 +60,9 @@ def kb_settings(falkor_settings: Settings, tmp_path_factory: pytest.TempPathFact
 
 
 @pytest.fixture()
-def keys(kb_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-         capsys: pytest.CaptureFixture[str]) -> Keys:
+def keys(
+    kb_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Keys:
     """(settings with a keys file, {role: key}) made through the CLI."""
     path = tmp_path / "keys.toml"
     monkeypatch.setenv("KBGRAPH_API_KEYS_FILE", str(path))
@@ -136,8 +142,16 @@ def test_mcp_scopes(keys: Keys) -> None:
         with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the HTTP error in task-group errors
             async with client(url, key) as c:
                 await c.list_tools()
-        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
         raw = httpx.post(f"{url}/mcp", json=hello, headers={**_h(key), "Accept": "application/json, text/event-stream"})
         assert raw.status_code == 401, raw.text
 

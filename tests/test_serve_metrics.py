@@ -34,14 +34,17 @@ ASK = "/v1/kb/{name}/ask"
 
 
 @pytest.fixture(scope="module")
-def served(falkor_settings: Settings, examples_dir: Path, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[tuple[str, Settings, dict[str, str]]]:  # fmt: skip
+def served(
+    falkor_settings: Settings, examples_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Settings, dict[str, str]]]:
     """(base URL, settings, keys by role: admin = every right on every knowledge base, reader = read on it)."""
     settings = offline(falkor_settings, name=f"met{uuid.uuid4().hex[:8]}", serve_ingest_roots=[examples_dir])
     build_kb(settings, examples_dir, (NICS, DUCK))
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
-    keys = {"admin": add_key(path, kbs=["*"], rights=["read", "write"], name="admin")[0],
-            "reader": add_key(path, kbs=[settings.name], rights=["read"], name="reader")[0]}  # fmt: skip
+    keys = {
+        "admin": add_key(path, kbs=["*"], rights=["read", "write"], name="admin")[0],
+        "reader": add_key(path, kbs=[settings.name], rights=["read"], name="reader")[0],
+    }
     with running(create_app(settings.updated({"api_keys_file": path}))) as url:
         yield url, settings, keys
     with KnowledgeBase(settings=settings) as kb:
@@ -53,16 +56,20 @@ def _samples(client: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]
     reply = client.get("/metrics")
     assert reply.status_code == 200, reply.text
     assert reply.headers["content-type"].startswith("text/plain")
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(reply.text) for s in family.samples}  # fmt: skip
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(reply.text)
+        for s in family.samples
+    }
 
 
 def _value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
     return sum(v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= ls)
 
 
-def test_metrics_move_after_an_ask_and_an_ingest(served: tuple[str, Settings, dict[str, str]],
-                                                 examples_dir: Path) -> None:  # fmt: skip
+def test_metrics_move_after_an_ask_and_an_ingest(
+    served: tuple[str, Settings, dict[str, str]], examples_dir: Path
+) -> None:
     url, settings, keys = served
     kb = f"/v1/kb/{settings.name}"
     auth = {"Authorization": f"Bearer {keys['admin']}"}

@@ -73,7 +73,9 @@ def test_two_asks_wait_for_their_llm_at_once_with_one_connection(served_settings
             errors.append(exc)
 
     try:
-        threads = [threading.Thread(target=ask, args=(q,)) for q in ("handgun checks in Kentucky?", "What do ducks eat?")]
+        threads = [
+            threading.Thread(target=ask, args=(q,)) for q in ("handgun checks in Kentucky?", "What do ducks eat?")
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -206,7 +208,12 @@ def test_bad_names_are_refused(served_settings: Settings) -> None:
 
     pool = pool_of(served_settings, 1)
     try:
-        for bad in ("", "/".join(("..", "x")), "a/b", "x" * 65):  # (the parent-folder name spelt out: tests/test_repo_only.py)
+        for bad in (
+            "",
+            "/".join(("..", "x")),
+            "a/b",
+            "x" * 65,
+        ):  # (the parent-folder name spelt out: tests/test_repo_only.py)
             with pytest.raises(InvalidName):
                 with pool.use(bad):
                     pass

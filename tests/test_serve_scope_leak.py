@@ -39,20 +39,27 @@ from tests.serve_fixture import offline, running  # noqa: E402
 TEAMS = ("hr", "eng", "fin", "ops")
 #: (file, team, level or None, the word questions use, the secret word only its text and title hold)
 DOCS = [
-    ("hr/leave.md", "hr", 1, "parental", "zorblax"), ("hr/travel.md", "hr", 2, "mileage", "quibbet"),
-    ("eng/deploy.md", "eng", 1, "rollout", "vexmoor"), ("eng/oncall.md", "eng", 3, "pager", "thrindle"),
-    ("fin/budget.md", "fin", 2, "ledger", "plovash"), ("fin/audit.md", "fin", 3, "auditor", "grembly"),
-    ("ops/backup.md", "ops", 1, "snapshot", "wuzzock"), ("ops/network.md", "ops", 2, "firewall", "drabnix"),
-    ("hr/handbook.pdf", "hr", None, "handbook", "yoltrin"), ("fin/report.pdf", "fin", None, "revenue", "skelmar"),
-]  # fmt: skip
+    ("hr/leave.md", "hr", 1, "parental", "zorblax"),
+    ("hr/travel.md", "hr", 2, "mileage", "quibbet"),
+    ("eng/deploy.md", "eng", 1, "rollout", "vexmoor"),
+    ("eng/oncall.md", "eng", 3, "pager", "thrindle"),
+    ("fin/budget.md", "fin", 2, "ledger", "plovash"),
+    ("fin/audit.md", "fin", 3, "auditor", "grembly"),
+    ("ops/backup.md", "ops", 1, "snapshot", "wuzzock"),
+    ("ops/network.md", "ops", 2, "firewall", "drabnix"),
+    ("hr/handbook.pdf", "hr", None, "handbook", "yoltrin"),
+    ("fin/report.pdf", "fin", None, "revenue", "skelmar"),
+]
 SHARED = "Acme Corporation"
 HOSTILE = "hr' OR 1=1 RETURN d //"
 METHODS = ("propagation", "hierarchical", "dense", "bm25")
 
 
 def _text(word: str, secret: str) -> str:
-    return (f"{SHARED} keeps the {word} rule of the {secret} office. The {secret} {word} ledger is kept by "
-            f"{SHARED} for every {word} request.")  # fmt: skip
+    return (
+        f"{SHARED} keeps the {word} rule of the {secret} office. The {secret} {word} ledger is kept by "
+        f"{SHARED} for every {word} request."
+    )
 
 
 def _pdf(path: Path, text: str) -> None:
@@ -90,7 +97,9 @@ def corpus(falkor_settings: Settings, tmp_path_factory: pytest.TempPathFactory) 
             _pdf(path, f"The {secret} handbook\n\n" + _text(word, secret))
             path.with_name(path.name + ".meta.json").write_text(json.dumps({"team": team}))
         else:
-            path.write_text(f"---\nteam: {team}\nlevel: {level}\n---\n# The {secret} {word} guide\n\n{_text(word, secret)}\n")
+            path.write_text(
+                f"---\nteam: {team}\nlevel: {level}\n---\n# The {secret} {word} guide\n\n{_text(word, secret)}\n"
+            )
     keys_file = tmp_path_factory.mktemp("leakkeys") / "keys.toml"
     settings = offline(falkor_settings.updated({"name": "leak", "api_keys_file": keys_file}))
     with KnowledgeBase(settings=settings) as kb:
@@ -123,7 +132,7 @@ def _leaves() -> st.SearchStrategy[Filter]:
         st.builds(lambda n: Range(key="level", lt=n), st.integers(1, 4)),
         st.just(Exists(key="level")),
         st.builds(lambda n: Eq(key="level", value=n), st.integers(1, 3)),
-    )  # fmt: skip
+    )
 
 
 def _filters() -> st.SearchStrategy[Filter]:
@@ -133,7 +142,7 @@ def _filters() -> st.SearchStrategy[Filter]:
         st.builds(lambda f: Not(filter=f), leaf),
         st.builds(lambda a, b: And(filters=[a, b]), leaf, leaf),
         st.builds(lambda a, b: Or(filters=[a, b]), leaf, st.one_of(leaf, st.builds(lambda f: Not(filter=f), leaf))),
-    )  # fmt: skip
+    )
 
 
 def _holds(f: Filter, meta: dict[str, Any]) -> bool | None:
@@ -178,7 +187,9 @@ def _secrets(corpus: Corpus, docs: set[str]) -> set[str]:
     return {t for d in docs for t in (d, corpus.docs[d][3], *corpus.chunks[d])}
 
 
-def _http(corpus: Corpus, key: str, requests: list[tuple[str, str, dict[str, Any] | None]]) -> list[tuple[str, int, str]]:
+def _http(
+    corpus: Corpus, key: str, requests: list[tuple[str, str, dict[str, Any] | None]]
+) -> list[tuple[str, int, str]]:
     out = []
     with httpx.Client(base_url=corpus.url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
         for method, path, body in requests:
@@ -221,7 +232,10 @@ def _explore(corpus: Corpus, kb: str) -> list[Any]:
     every_chunk = [c for ids in corpus.chunks.values() for c in ids]
     nodes = [*corpus.docs, *every_chunk, *corpus.entities, *corpus.questions]
     return [
-        *[("GET", f"{kb}/explore/search?q={q}&limit=200", None) for q in ("Acme", "guide", "office", "ledger", "cme", "e")],
+        *[
+            ("GET", f"{kb}/explore/search?q={q}&limit=200", None)
+            for q in ("Acme", "guide", "office", "ledger", "cme", "e")
+        ],
         *[("GET", f"{kb}/explore/nodes/{n}?limit=200", None) for n in nodes],
         ("GET", f"{kb}/explore/views/entity?entity={SHARED}&limit=100", None),
         ("GET", f"{kb}/explore/views/top_entities?limit=100", None),
@@ -232,7 +246,9 @@ def _explore(corpus: Corpus, kb: str) -> list[Any]:
     ]
 
 
-def _mcp(corpus: Corpus, key: str, question: str, method: str, request_filter: dict[str, Any] | None) -> list[tuple[str, int, str]]:
+def _mcp(
+    corpus: Corpus, key: str, question: str, method: str, request_filter: dict[str, Any] | None
+) -> list[tuple[str, int, str]]:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -252,8 +268,9 @@ def _mcp(corpus: Corpus, key: str, question: str, method: str, request_filter: d
 
     async def run() -> None:
         client = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
-        async with mcp.Client(streamable_http_client(f"{corpus.url}/mcp", http_client=client),
-                              read_timeout_seconds=120) as session:  # fmt: skip
+        async with mcp.Client(
+            streamable_http_client(f"{corpus.url}/mcp", http_client=client), read_timeout_seconds=120
+        ) as session:
             for tool, args in calls:
                 result = await session.call_tool(tool, {**args, "kb": name})
                 text = json.dumps([c.model_dump(mode="json") for c in result.content])
@@ -274,11 +291,15 @@ def _check(corpus: Corpus, seen: set[str], responses: list[tuple[str, int, str]]
 
 # --- the test ------------------------------------------------------------------------------------------------
 @hsettings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(key_filter=_filters(), request_filter=st.one_of(st.none(), _leaves()), about=st.integers(0, len(DOCS) - 1),
-       method=st.sampled_from(METHODS))  # fmt: skip
-def test_a_document_scoped_key_sees_nothing_of_other_documents(corpus: Corpus, key_filter: Filter,
-                                                               request_filter: Filter | None, about: int,
-                                                               method: str) -> None:  # fmt: skip
+@given(
+    key_filter=_filters(),
+    request_filter=st.one_of(st.none(), _leaves()),
+    about=st.integers(0, len(DOCS) - 1),
+    method=st.sampled_from(METHODS),
+)
+def test_a_document_scoped_key_sees_nothing_of_other_documents(
+    corpus: Corpus, key_filter: Filter, request_filter: Filter | None, about: int, method: str
+) -> None:
     """Every read route and MCP tool, by a key scoped to ``key_filter``: nothing of another document; its documents
     are exactly those the filter allows, a request filter narrows them."""
     key, scope = add_key(corpus.keys_file, kbs=[corpus.settings.name], rights=["read"], where=key_filter)

@@ -85,8 +85,16 @@ def home(tmp_path_factory: pytest.TempPathFactory, falkor_home: Path, embed_cach
     docs = tmp_path_factory.mktemp("secdocs")
     (docs / "kentucky.md").write_text(NOTE)
     (docs / "ferry.md").write_text(FERRY)
-    settings = offline(Settings(home=base, name="default", falkor_idle_timeout=0, embedding_cache_dir=embed_cache_dir,
-                                serve_ingest_roots=[docs], mcp_allow_ingest=True))  # fmt: skip
+    settings = offline(
+        Settings(
+            home=base,
+            name="default",
+            falkor_idle_timeout=0,
+            embedding_cache_dir=embed_cache_dir,
+            serve_ingest_roots=[docs],
+            mcp_allow_ingest=True,
+        )
+    )
     for name, doc in (("default", "kentucky.md"), ("other", "ferry.md")):
         with KnowledgeBase(settings=settings.updated({"name": name})) as kb:
             kb.reset()
@@ -104,9 +112,13 @@ def keyed(home: Home, tmp_path: Path) -> Keyed:
     settings, _ = home
     path = tmp_path / "keys.toml"
     made: dict[str, str] = {}
-    for role, kbs, rights in (("reader", ["default", "ghost"], ["read"]), ("writer", ["default"], ["read", "write"]),
-                              ("writer2", ["default"], ["read", "write"]), ("admin", ["*"], ["read", "write"])):
-        made[role], _ = add_key(path, kbs=kbs, rights=rights, name=role)  # fmt: skip
+    for role, kbs, rights in (
+        ("reader", ["default", "ghost"], ["read"]),
+        ("writer", ["default"], ["read", "write"]),
+        ("writer2", ["default"], ["read", "write"]),
+        ("admin", ["*"], ["read", "write"]),
+    ):
+        made[role], _ = add_key(path, kbs=kbs, rights=rights, name=role)
     return settings.updated({"api_keys_file": path}), made
 
 
@@ -185,9 +197,14 @@ def test_home_folders_are_named_in_one_place() -> None:
     """Every module names a folder of the home through kbgraph.home: no ``settings.home / "..."`` literal (a
     folder named there and not in HOME_FOLDERS would be a knowledge-base name again)."""
     literal = re.compile(r"(?<!self)\.home\s*/\s*[\"']|Path\(home\)\.expanduser\(\)\s*/\s*[\"']")
-    found = [f"{path.relative_to(REPO)}:{n}" for folder in ("kbgraph", "query", "ingest")
-             for path in sorted((REPO / folder).rglob("*.py")) if path.name != "home.py"
-             for n, line in enumerate(path.read_text().splitlines(), 1) if literal.search(line)]  # fmt: skip
+    found = [
+        f"{path.relative_to(REPO)}:{n}"
+        for folder in ("kbgraph", "query", "ingest")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if path.name != "home.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if literal.search(line)
+    ]
     assert found == [], found
 
 
@@ -220,8 +237,11 @@ def test_scoped_keys_see_their_own_jobs_and_no_server_paths(keyed: Keyed) -> Non
     settings, k = keyed
     root = settings.serve.serve_ingest_roots[0]
     with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
-        up = c.post("/v1/kb/default/ingest", files=[("files", ("memo58.md", b"# Memo\n\nThe quay opens at 9.\n"))],
-                    headers=_h(k["writer"]))  # fmt: skip
+        up = c.post(
+            "/v1/kb/default/ingest",
+            files=[("files", ("memo58.md", b"# Memo\n\nThe quay opens at 9.\n"))],
+            headers=_h(k["writer"]),
+        )
         assert up.status_code == 202 and up.json()["paths"] == ["memo58.md"], up.text
         done = _wait_job(c, up.json()["id"], k["writer"])
         assert done["status"] == "done" and done["report"]["added"] == 1, done
@@ -259,8 +279,9 @@ def test_scoped_keys_see_their_own_jobs_and_no_server_paths(keyed: Keyed) -> Non
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             client = create_mcp_http_client(headers=_h(k["reader"]))
-            async with mcp.Client(streamable_http_client(f"{url}/mcp", http_client=client),
-                                  read_timeout_seconds=120) as m:  # fmt: skip
+            async with mcp.Client(
+                streamable_http_client(f"{url}/mcp", http_client=client), read_timeout_seconds=120
+            ) as m:
                 listed = await m.call_tool("list_documents", {"kb": "default"})
                 hits = await m.call_tool("search", {"question": QUESTION, "kb": "default"})
                 for result in (listed, hits):
@@ -315,8 +336,7 @@ def test_evicted_knowledge_bases_stop_their_servers(home: Home) -> None:
     finally:
         pool.close()
     # through the service: ingestion jobs into three new knowledge bases (each kept open once its job ends)
-    with running(create_app(settings)) as url, \
-            httpx.Client(base_url=url, timeout=120) as c:  # fmt: skip
+    with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
         for name in ("team58a", "team58b", "team58c"):
             r = c.post(f"/v1/kb/{name}/ingest", files=[("files", ("n.md", f"# {name}\n\nThe {name} note.\n".encode()))])
             assert r.status_code == 202 and _wait_job(c, r.json()["id"], None)["status"] == "done", r.text
@@ -331,8 +351,11 @@ def test_evicted_knowledge_bases_stop_their_servers(home: Home) -> None:
 def test_rejected_uploads_are_not_kept(home: Home) -> None:
     settings, _ = home
     folder = uploads_dir(settings)
-    files = [("evil.exe", b"MZ\x90\x00 not a document"), ("evil.zip", b"PK\x03\x04 an archive"),
-             ("kept58.md", b"# Kept\n\nThe pier is 300 m long.\n")]  # fmt: skip
+    files = [
+        ("evil.exe", b"MZ\x90\x00 not a document"),
+        ("evil.zip", b"PK\x03\x04 an archive"),
+        ("kept58.md", b"# Kept\n\nThe pier is 300 m long.\n"),
+    ]
     with running(create_app(settings)) as url, httpx.Client(base_url=url, timeout=120) as c:
         r = c.post("/v1/kb/default/ingest", files=[("files", f) for f in files])
         assert r.status_code == 202, r.text

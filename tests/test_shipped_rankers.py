@@ -30,17 +30,26 @@ from tests.conftest import REPO, _test_cache
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("KBGRAPH_TEST_SHIPPED_MODELS") != "1",
-                       reason="opt-in (KBGRAPH_TEST_SHIPPED_MODELS=1): a fresh ingestion does not give the same pools"),
-]  # fmt: skip
+    pytest.mark.skipif(
+        os.environ.get("KBGRAPH_TEST_SHIPPED_MODELS") != "1",
+        reason="opt-in (KBGRAPH_TEST_SHIPPED_MODELS=1): a fresh ingestion does not give the same pools",
+    ),
+]
 
 #: What the repo sets' knowledge bases are made by: a change to any starts an empty home (a fresh ingest).
 INGEST_SOURCES = sorted(
     str(p.relative_to(REPO))
-    for pattern in ("ingest/**/*.py", "kbgraph/embed/*.py", "kbgraph/store/*.py", "kbgraph/settings*.py",
-                    "cypher/ingest/*.cypher", "cypher/schema/*.cypher", "cypher/fragments/*.cypher")
+    for pattern in (
+        "ingest/**/*.py",
+        "kbgraph/embed/*.py",
+        "kbgraph/store/*.py",
+        "kbgraph/settings*.py",
+        "cypher/ingest/*.cypher",
+        "cypher/schema/*.cypher",
+        "cypher/fragments/*.cypher",
+    )
     for p in REPO.glob(pattern)
-) + [str(p.relative_to(REPO)) for s in repo_sets() for p in (s.with_name(s.name + ".corpus.jsonl"),)]  # fmt: skip
+) + [str(p.relative_to(REPO)) for s in repo_sets() for p in (s.with_name(s.name + ".corpus.jsonl"),)]
 DISTS = ["falkordb", "onnxruntime", "spacy", "numpy", "torch", "transformers", "sentence-transformers"]
 
 
@@ -49,23 +58,27 @@ def repo_home() -> Path:
     """A home holding the repo sets' knowledge bases (named as ``kbgraph rank train`` names them), its models/ the
     session's ONNX export (conftest ``falkor_home``'s)."""
     home = _test_cache("repo-sets", INGEST_SOURCES, DISTS)
-    models = _test_cache("onnx-models",
-                         ["kbgraph/embed/onnx_export.py", "kbgraph/embed/onnx_model.py", "kbgraph/embed/onnx_quant.py"],
-                         ["torch", "transformers", "sentence-transformers", "onnx", "onnxruntime"])  # fmt: skip
+    models = _test_cache(
+        "onnx-models",
+        ["kbgraph/embed/onnx_export.py", "kbgraph/embed/onnx_model.py", "kbgraph/embed/onnx_quant.py"],
+        ["torch", "transformers", "sentence-transformers", "onnx", "onnxruntime"],
+    )
     if not (home / "models").exists():
         (home / "models").symlink_to(models, target_is_directory=True)
     return home
 
 
 @pytest.mark.parametrize("model", ["linear", "gbm", "blend"])
-def test_rank_train_rebuilds_the_shipped_model(repo_home: Path, tmp_path: Path, model: str,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_rank_train_rebuilds_the_shipped_model(
+    repo_home: Path, tmp_path: Path, model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kbgraph.cli import app
 
     monkeypatch.setenv("KBGRAPH_FALKOR_IDLE_TIMEOUT", "0")
     out = tmp_path / f"{model}.json"
-    result = CliRunner().invoke(app, ["--home", str(repo_home), "rank", "train", "--model", model, "--shipped",
-                                      "--out", str(out), "--json"])  # fmt: skip
+    result = CliRunner().invoke(
+        app, ["--home", str(repo_home), "rank", "train", "--model", model, "--shipped", "--out", str(out), "--json"]
+    )
     assert result.exit_code == 0, result.output
     shipped = TRAINERS[model].shipped()
     assert filecmp.cmp(out, shipped, shallow=False), (

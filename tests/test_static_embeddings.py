@@ -93,7 +93,9 @@ def test_setting_parses_and_only_counts_vector_layers(monkeypatch: pytest.Monkey
     assert Settings().embedding.static_vector_layers == {"Entity", "Triple"}
     monkeypatch.delenv("KBGRAPH_VECTOR_LAYERS")
     assert Settings(vector_layers=["AtomicQuestion", "Entity"]).embedding.static_vector_layers == {"Entity"}
-    assert not Settings(embedding_model="openai:text-embedding-3-small").embedding.static_vector_layers  # nothing to build from
+    assert not Settings(
+        embedding_model="openai:text-embedding-3-small"
+    ).embedding.static_vector_layers  # nothing to build from
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "")
     assert not Settings().embedding.static_vector_layers
     monkeypatch.setenv("KBGRAPH_STATIC_LAYERS", "Entity,Enitty")
@@ -108,9 +110,12 @@ def corpus(examples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
 
 
 @pytest.mark.slow  # `built`: the static model
-def test_static_layers_ingested_and_seeded_with_the_static_model(backend_settings: Settings, corpus: tuple[Path, list[str]],
-                                                                 built: tuple[Settings, Path],
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_static_layers_ingested_and_seeded_with_the_static_model(
+    backend_settings: Settings,
+    corpus: tuple[Path, list[str]],
+    built: tuple[Settings, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     settings = backend_settings.updated({"static_layers": STATIC, "vector_layers": list(VECTOR_LAYER_CHOICES)})
     kb = KnowledgeBase(settings=settings)
     kb.reset()
@@ -143,7 +148,9 @@ def test_static_layers_ingested_and_seeded_with_the_static_model(backend_setting
         # alone (the dense baseline) makes none: the static model is not asked
         alone = seed_layers(kb.store, settings, question, q_model.tolist(), layers=["Entity"]).layers["Entity"]
         assert alone.keys() == seeds.layers["Entity"].keys()
-        assert [sim for sim, _ in alone.values()] == pytest.approx([seeds.layers["Entity"][e][0] for e in alone], abs=tol)
+        assert [sim for sim, _ in alone.values()] == pytest.approx(
+            [seeds.layers["Entity"][e][0] for e in alone], abs=tol
+        )
 
         def no_static(*_: object) -> None:
             raise AssertionError("the static model was asked for a layer without static vectors")
@@ -154,7 +161,9 @@ def test_static_layers_ingested_and_seeded_with_the_static_model(backend_setting
         kb.close()
 
 
-def test_static_model_dir_is_remembered_until_the_weights_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_static_model_dir_is_remembered_until_the_weights_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every question with static layers asks for the static model's folder: the model's spec is read once
     per process, and again when the teacher's weights file changes (size or modification time)."""
     from kbgraph.embed.sentence import packaged_model_path

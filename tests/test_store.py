@@ -38,12 +38,19 @@ def unit(v: np.ndarray) -> np.ndarray:
 def chunk_rows(vectors: np.ndarray, prefix: str = "c", document_id: str = "doc:x") -> list[dict[str, Any]]:
     return [
         {
-            "id": f"{prefix}{i}", "document_id": document_id, "parent_id": document_id, "text": f"chunk {i}",
-            "kind": "text", "summary": None, "page": None, "order": i, "section_path": "",
+            "id": f"{prefix}{i}",
+            "document_id": document_id,
+            "parent_id": document_id,
+            "text": f"chunk {i}",
+            "kind": "text",
+            "summary": None,
+            "page": None,
+            "order": i,
+            "section_path": "",
             "embedding": vectors[i].tolist(),
         }
         for i in range(len(vectors))
-    ]  # fmt: skip
+    ]
 
 
 def test_schema_is_idempotent(store: GraphStore) -> None:
@@ -101,8 +108,16 @@ def test_a_tag_is_found_by_its_words_whatever_its_spelling(store: GraphStore) ->
 
     names = ["“Shared topic”", "«Guillemets»", "‘Single quotes’ —"]
     rng = np.random.default_rng(3)
-    rows = [{"id": tag_id(normalize_tag(n)), "name": n, "norm": normalize_tag(n), "class": "Topic",
-             "embedding": unit(rng.normal(size=DIM).astype(np.float32)).tolist()} for n in names]  # fmt: skip
+    rows = [
+        {
+            "id": tag_id(normalize_tag(n)),
+            "name": n,
+            "norm": normalize_tag(n),
+            "class": "Topic",
+            "embedding": unit(rng.normal(size=DIM).astype(np.float32)).tolist(),
+        }
+        for n in names
+    ]
     store.write_batches("tags/upsert_tags", rows, {"now": "2026-11-28T00:00:00Z"})
     for word, name in (("shared", names[0]), ("guillemets", names[1]), ("single", names[2])):
         hits = store.fulltext_search("Tag", word, k=3)
@@ -145,8 +160,19 @@ def test_fulltext_finds_planted_phrase_and_survives_hostile_text(store: GraphSto
     assert hits and hits[0].id == "c17"
     # "0:_" and "a _ b": a word of underscores alone beside another was a RediSearch syntax error (found by
     # tests/test_serve_fuzz.py as a 503 from /ask)
-    for hostile in ['"unbalanced', "a-b:c", "`}) RETURN 1 //", "(((", "*", "AND OR NOT", "   ", "", "0:_", "a _ b",
-                    "___ x"]:
+    for hostile in [
+        '"unbalanced',
+        "a-b:c",
+        "`}) RETURN 1 //",
+        "(((",
+        "*",
+        "AND OR NOT",
+        "   ",
+        "",
+        "0:_",
+        "a _ b",
+        "___ x",
+    ]:
         store.fulltext_search("Chunk", hostile, k=3)  # must not raise
         store.seed_fulltext(hostile, 3, ("Entity",))
     assert store.stats().nodes["Chunk"] == 30
@@ -160,49 +186,83 @@ def _doc_graph(tag: str, shared_entity: EntityRecord, rng: np.random.Generator) 
     doc_id = stable_id("doc", tag)
     doc = DocumentRecord(id=doc_id, uri=f"file:///{tag}.txt", title=tag, mime="text/plain", sha256=tag, embedding=vec())
     sec = SectionRecord(
-        id=stable_id("sec", tag), document_id=doc_id, parent_id=doc_id, title="Intro", level=1, path="Intro",
-        order=0, embedding=vec(),
-    )  # fmt: skip
+        id=stable_id("sec", tag),
+        document_id=doc_id,
+        parent_id=doc_id,
+        title="Intro",
+        level=1,
+        path="Intro",
+        order=0,
+        embedding=vec(),
+    )
     sub = SectionRecord(
-        id=stable_id("sec", tag, "sub"), document_id=doc_id, parent_id=sec.id, title="Details", level=2,
-        path="Intro > Details", order=1, embedding=vec(),
-    )  # fmt: skip
+        id=stable_id("sec", tag, "sub"),
+        document_id=doc_id,
+        parent_id=sec.id,
+        title="Details",
+        level=2,
+        path="Intro > Details",
+        order=1,
+        embedding=vec(),
+    )
     chunks = [
         ChunkRecord(
-            id=stable_id("chunk", tag, str(i)), document_id=doc_id, parent_id=sub.id if i else sec.id,
-            text=f"{tag} text {i}", order=i, embedding=vec(),
+            id=stable_id("chunk", tag, str(i)),
+            document_id=doc_id,
+            parent_id=sub.id if i else sec.id,
+            text=f"{tag} text {i}",
+            order=i,
+            embedding=vec(),
         )
         for i in range(3)
-    ]  # fmt: skip
+    ]
     own = EntityRecord(id=stable_id("ent", tag), name=f"Only {tag}", type="ORG", embedding=vec())
     questions = [
         AtomicQuestionRecord(id=stable_id("aq", c.id), chunk_id=c.id, text=f"What is {c.text}?", embedding=vec())
         for c in chunks
     ]
     triple = TripleRecord(
-        id=stable_id("tri", tag), chunk_id=chunks[0].id, subject=own.name, predicate="uses",
-        object=shared_entity.name, subject_id=own.id, object_id=shared_entity.id,
-        text=f"{own.name} uses {shared_entity.name}", embedding=vec(),
-    )  # fmt: skip
+        id=stable_id("tri", tag),
+        chunk_id=chunks[0].id,
+        subject=own.name,
+        predicate="uses",
+        object=shared_entity.name,
+        subject_id=own.id,
+        object_id=shared_entity.id,
+        text=f"{own.name} uses {shared_entity.name}",
+        embedding=vec(),
+    )
     mentions = [MentionRecord(chunk_id=c.id, entity_id=shared_entity.id) for c in chunks]
     mentions.append(MentionRecord(chunk_id=chunks[1].id, entity_id=own.id))
     return DocumentGraph(
-        document=doc, sections=[sec, sub], chunks=chunks, questions=questions,
-        entities=[own, shared_entity], triples=[triple], mentions=mentions,
-    )  # fmt: skip
+        document=doc,
+        sections=[sec, sub],
+        chunks=chunks,
+        questions=questions,
+        entities=[own, shared_entity],
+        triples=[triple],
+        mentions=mentions,
+    )
 
 
 def test_delete_document_removes_its_subgraph_and_no_orphans_remain(store: GraphStore) -> None:
     rng = np.random.default_rng(3)
-    shared = EntityRecord(id=stable_id("ent", "shared"), name="Shared Corp", type="ORG", embedding=unit(rng.normal(size=DIM)).tolist())
+    shared = EntityRecord(
+        id=stable_id("ent", "shared"), name="Shared Corp", type="ORG", embedding=unit(rng.normal(size=DIM)).tolist()
+    )
     g1, g2 = _doc_graph("alpha", shared, rng), _doc_graph("beta", shared, rng)
     write_document(store, g1)
     only_beta = store.stats()
     write_document(store, g2)
     both = store.stats()
     assert both.nodes == {
-        "AtomicQuestion": 6, "Chunk": 6, "Document": 2, "Entity": 3, "Section": 4, "Triple": 2,
-    }  # fmt: skip
+        "AtomicQuestion": 6,
+        "Chunk": 6,
+        "Document": 2,
+        "Entity": 3,
+        "Section": 4,
+        "Triple": 2,
+    }
     assert both.relationships["NEXT"] == 4
     assert both.relationships["HAS_SECTION"] == 4
     assert both.relationships["RELATED"] == 2
@@ -262,8 +322,9 @@ def test_vector_dimension_mismatch_is_a_clear_error(backend_settings: Settings, 
         other.close()
 
 
-def test_data_persists_across_store_restart(backend_settings: Settings, store: GraphStore,
-                                            request: pytest.FixtureRequest, tmp_path: Path) -> None:
+def test_data_persists_across_store_restart(
+    backend_settings: Settings, store: GraphStore, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     rng = np.random.default_rng(11)
     vectors = unit(rng.normal(size=(20, DIM)).astype(np.float32))
     if store.backend == "falkordb":
@@ -319,13 +380,37 @@ def test_the_idle_watchdog_leaves_alone_a_server_that_is_not_its_own(tmp_path: P
     sock = server.ensure_running()
     try:
         impostor = os.getpid()  # alive, and not the server: as a stale watchdog's zombie server pid looks
-        watchdog = subprocess.run([sys.executable, "-m", "kbgraph.store.falkor_watchdog", "--socket", str(sock),
-                                   "--pid", str(impostor), "--idle", "1"], timeout=60)  # fmt: skip
+        watchdog = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbgraph.store.falkor_watchdog",
+                "--socket",
+                str(sock),
+                "--pid",
+                str(impostor),
+                "--idle",
+                "1",
+            ],
+            timeout=60,
+        )
         assert watchdog.returncode == 0
         time.sleep(0.5)
         assert server.status().running  # it exited without SHUTDOWN
-        ours = subprocess.run([sys.executable, "-m", "kbgraph.store.falkor_watchdog", "--socket", str(sock),
-                               "--pid", str(server.status().pid), "--idle", "1"], timeout=60)  # fmt: skip
+        ours = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kbgraph.store.falkor_watchdog",
+                "--socket",
+                str(sock),
+                "--pid",
+                str(server.status().pid),
+                "--idle",
+                "1",
+            ],
+            timeout=60,
+        )
         assert ours.returncode == 0
         for _ in range(50):
             if not server.status().running:
@@ -341,8 +426,9 @@ def _no_log(persistence: dict[str, Any]) -> bool:
     return bool(persistence["aof_current_size"] == persistence["aof_base_size"])
 
 
-def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settings, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_delete_compacts_the_embedded_append_only_file(
+    falkor_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After a write run the embedded server rewrites its append-only file in the background (BGREWRITEAOF), so
     the next start loads one snapshot instead of replaying every statement: the logged statements since the
     rewrite are back to none, and a restarted server holds the same graph."""
@@ -351,11 +437,14 @@ def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settin
     from kbgraph.store.falkor_server import EmbeddedFalkorDB
 
     monkeypatch.setattr(falkor_server, "COMPACT_MIN_BYTES", 0)  # this small graph logs ~0.2 MB
-    settings = falkor_settings.updated({"data_dir": tmp_path / "falkordb-compact", "falkor_reload_after_compaction": True})
+    settings = falkor_settings.updated(
+        {"data_dir": tmp_path / "falkordb-compact", "falkor_reload_after_compaction": True}
+    )
     server = EmbeddedFalkorDB(settings.kb_dir)
     rng = np.random.default_rng(5)
-    shared = EntityRecord(id=stable_id("ent", "shared"), name="Shared Corp", type="ORG",
-                          embedding=unit(rng.normal(size=DIM)).tolist())  # fmt: skip
+    shared = EntityRecord(
+        id=stable_id("ent", "shared"), name="Shared Corp", type="ORG", embedding=unit(rng.normal(size=DIM)).tolist()
+    )
     graphs = [_doc_graph(tag, shared, rng) for tag in ("alpha", "beta", "gamma")]
     try:
         with KnowledgeBase(settings=settings) as kb:
@@ -384,8 +473,9 @@ def test_a_delete_compacts_the_embedded_append_only_file(falkor_settings: Settin
         server.stop()
 
 
-def test_a_server_started_on_a_long_log_compacts_it(falkor_settings: Settings, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_started_on_a_long_log_compacts_it(
+    falkor_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A folder whose append-only file was left long (written before compaction existed, or by a run killed
     before it compacted) is rewritten by the server that starts on it, so the start after it loads a snapshot."""
     from kbgraph.store import falkor_server

@@ -173,7 +173,9 @@ def test_save_with_stream(kb: KnowledgeBase) -> None:
 
 
 # --- the command line -----------------------------------------------------------------------------------
-def test_cli_ask_stream(settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_ask_stream(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kbgraph import cli
     from kbgraph.cli import common
 
@@ -213,8 +215,9 @@ def test_sse_ask(settings: Settings) -> None:
         app.state.pool.shared(settings.name).llm = scripted()
         plain = c.post(ask, json={"question": QUESTION, "method": "pike"}).json()
         app.state.pool.shared(settings.name).llm = scripted()
-        with c.stream("POST", ask, json={"question": QUESTION, "method": "pike"},
-                      headers={"Accept": "text/event-stream"}) as r:  # fmt: skip
+        with c.stream(
+            "POST", ask, json={"question": QUESTION, "method": "pike"}, headers={"Accept": "text/event-stream"}
+        ) as r:
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
             messages = parse_sse(r.read().decode())
         kinds = [k for k, _ in messages]
@@ -241,16 +244,24 @@ def test_sse_ask(settings: Settings) -> None:
 
 
 # --- the real local LLM server ----------------------------------------------------------------------------
-def test_stream_with_the_real_llm_server(falkor_settings: Settings, llm_server: LLMServerInfo, examples_dir: Path,
-                                         tmp_path: Path) -> None:
+def test_stream_with_the_real_llm_server(
+    falkor_settings: Settings, llm_server: LLMServerInfo, examples_dir: Path, tmp_path: Path
+) -> None:
     """One streamed naive-RAG ask against llama.cpp's server (SmolLM2-135M): the OpenAI client's streaming,
     usage from the server's last chunk. The model's answer is not under test, only the machinery."""
     base = offline(falkor_settings, name=f"streamllm{uuid.uuid4().hex[:6]}", chunk_tokens=128)
     build_kb(base, examples_dir, files=(FAA,))
-    s = base.updated({
-        "llm_base_url": llm_server.base_url, "llm_model": llm_server.model, "llm_api_key": SecretStr("none"),
-        "llm_cache_dir": tmp_path / "llm-cache", "llm_timeout": 300.0, "llm_max_tokens": 96, "naive_k": 2,
-    })  # fmt: skip
+    s = base.updated(
+        {
+            "llm_base_url": llm_server.base_url,
+            "llm_model": llm_server.model,
+            "llm_api_key": SecretStr("none"),
+            "llm_cache_dir": tmp_path / "llm-cache",
+            "llm_timeout": 300.0,
+            "llm_max_tokens": 96,
+            "naive_k": 2,
+        }
+    )
     with KnowledgeBase(settings=s) as kb:
         events = []
         seen_before_answer = 0

@@ -115,8 +115,9 @@ def _pdf_with_signed_table(path: Path) -> None:
     doc = pymupdf.open()
     page = doc.new_page(width=595, height=842)
     page.insert_text((72, 60), "Statement of operations", fontname="helv", fontsize=14)
-    page.insert_text((72, 90), "Amounts in thousands of dollars, negative figures are losses.", fontname="helv",
-                     fontsize=10)  # fmt: skip
+    page.insert_text(
+        (72, 90), "Amounts in thousands of dollars, negative figures are losses.", fontname="helv", fontsize=10
+    )
     x = [72, 252, 372, 492]
     y0, h = 110, 24
     for i in range(len(PDF_ROWS) + 1):

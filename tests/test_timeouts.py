@@ -71,12 +71,15 @@ def _dead_port() -> int:
 
 
 @pytest.mark.parametrize("scheme", ["bolt", "neo4j"])
-def test_silent_bolt_endpoint_fails_within_connect_timeout(silent_listener: tuple[int, list[socket.socket]], scheme: str,
-                                                           tmp_path: Path) -> None:
+def test_silent_bolt_endpoint_fails_within_connect_timeout(
+    silent_listener: tuple[int, list[socket.socket]], scheme: str, tmp_path: Path
+) -> None:
     port, accepted = silent_listener
     settings = Settings(home=tmp_path, uri=f"{scheme}://127.0.0.1:{port}", connect_timeout=CONNECT_TIMEOUT)
     started = time.monotonic()
-    with pytest.raises(StoreUnavailable, match=rf"accepted the connection but did not answer within {CONNECT_TIMEOUT:g} s"):
+    with pytest.raises(
+        StoreUnavailable, match=rf"accepted the connection but did not answer within {CONNECT_TIMEOUT:g} s"
+    ):
         open_store(settings)
     elapsed = time.monotonic() - started
     assert accepted, "the driver never connected to the listener"
@@ -86,8 +89,13 @@ def test_silent_bolt_endpoint_fails_within_connect_timeout(silent_listener: tupl
 
 def test_neo4j_scheme_dead_port_prints_one_error_line(tmp_path: Path) -> None:
     port = _dead_port()
-    cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "--uri", f"neo4j://127.0.0.1:{port}", "stats"],
-                         env=_env(tmp_path), capture_output=True, text=True, timeout=120)  # fmt: skip
+    cli = subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "--uri", f"neo4j://127.0.0.1:{port}", "stats"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == 1, cli.stderr
     lines = cli.stderr.splitlines()
     assert len(lines) == 1, cli.stderr
@@ -96,10 +104,17 @@ def test_neo4j_scheme_dead_port_prints_one_error_line(tmp_path: Path) -> None:
 
 def test_empty_question_is_a_usage_error(tmp_path: Path) -> None:
     for question in ("", "   "):
-        cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ask", question], env=_env(tmp_path),
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        cli = subprocess.run(
+            [sys.executable, "-m", "kbgraph.cli", "ask", question],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert cli.returncode == 2, cli.stderr
-        assert cli.stderr.splitlines() == ['error: the question is empty: ask something, e.g. kbgraph ask "Who founded X?"']
+        assert cli.stderr.splitlines() == [
+            'error: the question is empty: ask something, e.g. kbgraph ask "Who founded X?"'
+        ]
     assert not (tmp_path / "home").exists()  # refused before any store was opened
 
 
@@ -108,11 +123,22 @@ def test_wait_says_whose_lock_it_waits_for(falkor_settings: Settings, tmp_path: 
 
     (tmp_path / "a.txt").write_text("Locks keep runs apart.", encoding="utf-8")
     name = "waitlock"
-    env = _env(tmp_path, KBGRAPH_HOME=str(falkor_settings.home), KBGRAPH_DATA_DIR=str(falkor_settings.kb_dir),
-               KBGRAPH_NAME=name, KBGRAPH_FALKOR_IDLE_TIMEOUT="0", KBGRAPH_LOCK_TIMEOUT="1")  # fmt: skip
+    env = _env(
+        tmp_path,
+        KBGRAPH_HOME=str(falkor_settings.home),
+        KBGRAPH_DATA_DIR=str(falkor_settings.kb_dir),
+        KBGRAPH_NAME=name,
+        KBGRAPH_FALKOR_IDLE_TIMEOUT="0",
+        KBGRAPH_LOCK_TIMEOUT="1",
+    )
     with RunLock(falkor_settings.kb_dir, name, wait=False, timeout=0):
-        cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "--wait", str(tmp_path / "a.txt")],
-                             env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        cli = subprocess.run(
+            [sys.executable, "-m", "kbgraph.cli", "ingest", "--wait", str(tmp_path / "a.txt")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert cli.returncode == 75, cli.stderr
     holder = f"pid {os.getpid()} on {socket.gethostname()} since "
     assert f"waiting up to 1 s for the lock held by {holder}" in cli.stderr

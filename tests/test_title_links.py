@@ -16,8 +16,10 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 
 #: The titles a document's chunks MENTION (TITLE entities; spaCy may also find the name as a PERSON entity).
-MENTIONED = ("MATCH (c:Chunk)-[:MENTIONS]->(e:Entity {type: 'TITLE'}) WHERE c.document_id = $doc "
-             "RETURN collect(DISTINCT e.name) AS names")  # fmt: skip
+MENTIONED = (
+    "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity {type: 'TITLE'}) WHERE c.document_id = $doc "
+    "RETURN collect(DISTINCT e.name) AS names"
+)
 
 
 def _corpus(path: Path, rows: list[tuple[str, str, str]]) -> Path:
@@ -27,8 +29,9 @@ def _corpus(path: Path, rows: list[tuple[str, str, str]]) -> Path:
 
 @pytest.fixture
 def kb(falkor_settings: Settings) -> Iterator[KnowledgeBase]:
-    kb = KnowledgeBase(settings=falkor_settings.updated({"name": f"titles{uuid.uuid4().hex[:8]}",
-                                                         "ingest_group_size": 1}))  # fmt: skip
+    kb = KnowledgeBase(
+        settings=falkor_settings.updated({"name": f"titles{uuid.uuid4().hex[:8]}", "ingest_group_size": 1})
+    )
     kb.reset()
     yield kb
     kb.reset()
@@ -36,8 +39,10 @@ def kb(falkor_settings: Settings) -> Iterator[KnowledgeBase]:
 
 
 def test_a_passage_links_to_a_title_of_a_corpus_read_after_it(kb: KnowledgeBase, tmp_path: Path) -> None:
-    first = _corpus(tmp_path / "a.jsonl", [("p1", "Elmstead Priory", "Elmstead Priory was founded by Harold Quenby "
-                                                                      "in the twelfth century.")])  # fmt: skip
+    first = _corpus(
+        tmp_path / "a.jsonl",
+        [("p1", "Elmstead Priory", "Elmstead Priory was founded by Harold Quenby in the twelfth century.")],
+    )
     second = _corpus(tmp_path / "b.jsonl", [("p2", "Harold Quenby", "Harold Quenby was a Norman knight.")])
     report = kb.ingest([first, second], progress=False)
     assert report.added == 2 and report.failed == 0

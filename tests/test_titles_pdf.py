@@ -25,13 +25,18 @@ def _pdf(path: Path, *, metadata_title: str, heading: str, body: str = "Body tex
     return path
 
 
-@pytest.mark.parametrize(("metadata", "expect"), [
-    ("0001018724-18-000005", "Annual Report of the Harbour Authority 2017"),   # a code
-    ("HARBOUR_2017_AR.pdf", "Annual Report of the Harbour Authority 2017"),    # a file name
-    ("", "Annual Report of the Harbour Authority 2017"),                        # empty
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("metadata", "expect"),
+    [
+        ("0001018724-18-000005", "Annual Report of the Harbour Authority 2017"),  # a code
+        ("HARBOUR_2017_AR.pdf", "Annual Report of the Harbour Authority 2017"),  # a file name
+        ("", "Annual Report of the Harbour Authority 2017"),  # empty
+    ],
+)
 def test_pdf_titles(tmp_path: Path, metadata: str, expect: str) -> None:
-    path = _pdf(tmp_path / "HARBOUR_2017_AR.pdf", metadata_title=metadata, heading="Annual Report of the Harbour Authority 2017")
+    path = _pdf(
+        tmp_path / "HARBOUR_2017_AR.pdf", metadata_title=metadata, heading="Annual Report of the Harbour Authority 2017"
+    )
     doc = parse_file(path, max_bytes=MAX)
     assert doc.title == expect
     assert "HARBOUR 2017 AR" in doc.title_alternatives

@@ -32,8 +32,13 @@ def _vec(seed: int) -> list[float]:
     return [float(x) for x in v / np.linalg.norm(v)]
 
 
-def _doc(did: str, title: str, text: str, mentions: list[EntityRecord], triples: list[TripleRecord] | None = None,
-         ) -> DocumentGraph:  # fmt: skip
+def _doc(
+    did: str,
+    title: str,
+    text: str,
+    mentions: list[EntityRecord],
+    triples: list[TripleRecord] | None = None,
+) -> DocumentGraph:
     cid = did.removeprefix("doc:")
     return DocumentGraph(
         document=DocumentRecord(id=did, uri=f"file:///{cid}.txt", title=title, mime="text/plain", sha256=did),
@@ -47,8 +52,16 @@ def _doc(did: str, title: str, text: str, mentions: list[EntityRecord], triples:
 def _graph() -> list[DocumentGraph]:
     """f1 names the film and its director, with the triple (Alpha Film, directed by, Bob Director); b1, the bridge,
     names the director only; d1-d3 are the decoys the question's Chunk seeds rank first, sharing no entity."""
-    triple = TripleRecord(id="t1", chunk_id="f1", subject=ALPHA.name, predicate="directed by", object=BOB.name,
-                          subject_id=ALPHA.id, object_id=BOB.id, text="Alpha Film directed by Bob Director")  # fmt: skip
+    triple = TripleRecord(
+        id="t1",
+        chunk_id="f1",
+        subject=ALPHA.name,
+        predicate="directed by",
+        object=BOB.name,
+        subject_id=ALPHA.id,
+        object_id=BOB.id,
+        text="Alpha Film directed by Bob Director",
+    )
     return [
         _doc("doc:f1", "Alpha Film", "Alpha Film is a 1999 film directed by Bob Director.", [ALPHA, BOB], [triple]),
         _doc("doc:b1", "Bob Director", "Bob Director was born in Lyon.", [BOB]),
@@ -58,12 +71,15 @@ def _graph() -> list[DocumentGraph]:
 
 def _seeds(entities: dict[str, float]) -> Seeds:
     chunk = {"d1": (0.9, ""), "d2": (0.85, ""), "d3": (0.8, ""), "f1": (0.3, "")}
-    return Seeds(layers={"Chunk": chunk, "Entity": {e: (sim, e) for e, sim in entities.items()}},
-                 question="Where was the director of Alpha Film born?")  # fmt: skip
+    return Seeds(
+        layers={"Chunk": chunk, "Entity": {e: (sim, e) for e, sim in entities.items()}},
+        question="Where was the director of Alpha Film born?",
+    )
 
 
-def test_the_triple_hop_reaches_a_bridge_that_co_mention_does_not(store: GraphStore,
-                                                                  backend_settings: Settings) -> None:
+def test_the_triple_hop_reaches_a_bridge_that_co_mention_does_not(
+    store: GraphStore, backend_settings: Settings
+) -> None:
     write_documents(store, _graph())
     seeds = _seeds({ALPHA.id: SIM_ALPHA})
     off = score_terms(store, backend_settings.updated({**SETTINGS, "weight_triple_hop": 0.0}), seeds, k=10)
@@ -86,8 +102,9 @@ def test_the_triple_hop_reaches_a_bridge_that_co_mention_does_not(store: GraphSt
     assert [(t.term, t.node_id) for t in got["b1"].breakdown] == [("TripleHop", BOB.id)]
 
 
-def test_the_triple_hop_goes_from_subject_to_object_through_rare_objects(store: GraphStore,
-                                                                          backend_settings: Settings) -> None:
+def test_the_triple_hop_goes_from_subject_to_object_through_rare_objects(
+    store: GraphStore, backend_settings: Settings
+) -> None:
     write_documents(store, _graph())
     settings = backend_settings.updated(SETTINGS)
     # the object as the question's entity: no triple leaves it (RELATED points from the subject)

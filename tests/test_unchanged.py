@@ -19,8 +19,14 @@ import pytest
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 
-WRITES = ("ingest/upsert_", "ingest/link_", "ingest/mark_documents_complete", "admin/delete_", "ingest/record_source",
-          "ingest/forget_source")  # fmt: skip
+WRITES = (
+    "ingest/upsert_",
+    "ingest/link_",
+    "ingest/mark_documents_complete",
+    "admin/delete_",
+    "ingest/record_source",
+    "ingest/forget_source",
+)
 
 
 @pytest.fixture
@@ -38,7 +44,9 @@ def parse_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return calls
 
 
-def test_unchanged_sources_are_not_parsed(backend_settings: Settings, examples_dir: Path, tmp_path: Path, parse_calls: Counter[str]) -> None:
+def test_unchanged_sources_are_not_parsed(
+    backend_settings: Settings, examples_dir: Path, tmp_path: Path, parse_calls: Counter[str]
+) -> None:
     src = tmp_path / "in"
     src.mkdir()
     (src / "a.txt").write_text("Grace Hopper developed the first compiler at Remington Rand.", encoding="utf-8")

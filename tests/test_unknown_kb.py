@@ -24,8 +24,13 @@ def _env(home: Path) -> dict[str, str]:
 @pytest.mark.parametrize("verb", [["ask", "Who wrote it?"], ["stats"], ["delete", "doc:x"], ["tags", "classes"]])
 def test_a_read_of_an_unknown_kb_is_refused_and_makes_nothing(tmp_path: Path, verb: list[str]) -> None:
     home = tmp_path / "home"
-    cli = subprocess.run([sys.executable, "-m", "kbgraph.cli", "--kb", "typo", *verb], env=_env(home),
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    cli = subprocess.run(
+        [sys.executable, "-m", "kbgraph.cli", "--kb", "typo", *verb],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == KnowledgeBaseNotFound.exit_code == 66, cli.stderr
     assert "no knowledge base 'typo'" in cli.stderr and "kbgraph --kb typo ingest FOLDER" in cli.stderr
     assert cli.stdout == ""

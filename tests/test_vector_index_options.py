@@ -19,8 +19,11 @@ def _vector_options(settings: Settings) -> dict[str, dict[str, Any]]:
         rows = store.run("schema/list_indexes")
     finally:
         store.close()
-    return {row["label"]: row["options"]["embedding"] for row in rows
-            if isinstance(row.get("options"), dict) and isinstance(row["options"].get("embedding"), dict)}  # fmt: skip
+    return {
+        row["label"]: row["options"]["embedding"]
+        for row in rows
+        if isinstance(row.get("options"), dict) and isinstance(row["options"].get("embedding"), dict)
+    }
 
 
 def test_vector_indexes_take_the_setting_and_keep_it(falkor_settings: Settings) -> None:

@@ -92,7 +92,9 @@ def test_embed_layers_skips_the_layers_that_are_off() -> None:
     assert embed_layers([g], emb, None) == 3 and g.entities[0].embedding == [1.0, 1.0, 1.0]
 
 
-def test_ingest_with_layers_off_keeps_nodes_edges_and_fulltext(backend_settings: Settings, corpus: tuple[Path, list[str]]) -> None:
+def test_ingest_with_layers_off_keeps_nodes_edges_and_fulltext(
+    backend_settings: Settings, corpus: tuple[Path, list[str]]
+) -> None:
     kb = _fresh(backend_settings, corpus, ON)
     try:
         stats = kb.stats()
@@ -113,7 +115,9 @@ def test_ingest_with_layers_off_keeps_nodes_edges_and_fulltext(backend_settings:
         kb.close()
 
 
-def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(backend_settings: Settings, corpus: tuple[Path, list[str]]) -> None:
+def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(
+    backend_settings: Settings, corpus: tuple[Path, list[str]]
+) -> None:
     """Compared in full on FalkorDB (each build a new graph). A Neo4j Community server has one database: the
     second build follows a reset whose deleted documents still weigh in Lucene's term statistics, so there the
     comparison leaves the full-text seeds out (the setting does not touch them)."""
@@ -142,10 +146,14 @@ def test_a_layer_switched_off_retrieves_as_if_built_without_its_vectors(backend_
         built.close()
 
 
-def test_date_entities_get_no_vector_and_are_found_by_name(backend_settings: Settings, corpus: tuple[Path, list[str]]) -> None:
+def test_date_entities_get_no_vector_and_are_found_by_name(
+    backend_settings: Settings, corpus: tuple[Path, list[str]]
+) -> None:
     """Setting ``entity_types_without_vectors`` (default DATE) through a real ingestion: the Entity vector index
     holds no date, while the dates are Entity nodes found by their names; with CONCEPT added, no concept either."""
-    kb = _fresh(backend_settings.updated({"entity_types_without_vectors": ["CONCEPT", "DATE"]}), corpus, ["Entity"], "t")
+    kb = _fresh(
+        backend_settings.updated({"entity_types_without_vectors": ["CONCEPT", "DATE"]}), corpus, ["Entity"], "t"
+    )
     try:
         assert EmbeddingSettings().entity_types_without_vectors == ["DATE"]  # the default
         qvec = kb.embedder.embed([corpus[1][0]])[0].tolist()
@@ -162,7 +170,9 @@ def test_date_entities_get_no_vector_and_are_found_by_name(backend_settings: Set
         kb.close()
 
 
-def test_static_layer_index_has_the_static_dimension(backend_settings: Settings, corpus: tuple[Path, list[str]]) -> None:
+def test_static_layer_index_has_the_static_dimension(
+    backend_settings: Settings, corpus: tuple[Path, list[str]]
+) -> None:
     """Setting ``static_dimension`` through a real ingestion: the Entity vector index (a static layer) is created at
     the static model's PCA dimension and holds the static model's vectors, the Chunk index keeps the model's; an
     entity's own name finds it first; the question's static vector seeds the Entity layer; opening the knowledge
@@ -176,20 +186,29 @@ def test_static_layer_index_has_the_static_dimension(backend_settings: Settings,
         static = get_static_embedder(kb.settings)
         assert static.dimension == dim and static.model_name.endswith(f"+static{dim}")
         by_name = kb.store.fulltext_search("Entity", " ".join(corpus[1]), 200)
-        entity = next(h for h in by_name if h.properties["type"] not in kb.settings.embedding.entity_types_without_vectors)
+        entity = next(
+            h for h in by_name if h.properties["type"] not in kb.settings.embedding.entity_types_without_vectors
+        )
         name = entity.properties["name"]
         hits = kb.store.vector_search("Entity", static.embed([name])[0], k=5)
-        assert hits and hits[0].properties["name"] == name and hits[0].score > 0.95, (name, hits[:2])  # Neo4j quantizes: 0.986
+        assert hits and hits[0].properties["name"] == name and hits[0].score > 0.95, (
+            name,
+            hits[:2],
+        )  # Neo4j quantizes: 0.986
         seeds = seed_layers(kb.store, kb.settings, corpus[1][0], kb.embedder.embed([corpus[1][0]])[0].tolist())
         assert seeds.layers["Entity"] and seeds.layers["AtomicQuestion"]
     finally:
         kb.close()
     other = KnowledgeBase(settings=settings.updated({"static_dimension": None, "name": kb.settings.name}))
     try:
-        with pytest.raises(SchemaMismatch, match=f"Entity vector index has dimension {dim}.*KBGRAPH_STATIC_DIMENSION={dim}"):
+        with pytest.raises(
+            SchemaMismatch, match=f"Entity vector index has dimension {dim}.*KBGRAPH_STATIC_DIMENSION={dim}"
+        ):
             other.store  # noqa: B018 - opening the store checks the schema
         other.reset()  # what the message names: the index is re-created at the settings' dimension (Neo4j: the
-        assert other.store._list_vector_dimensions()["Entity"] == other.settings.embedding.embedding_dimension  # suite's database, for the next test)
+        assert (
+            other.store._list_vector_dimensions()["Entity"] == other.settings.embedding.embedding_dimension
+        )  # suite's database, for the next test)
         assert other.stats().nodes.get("Entity", 0) == 0
     finally:
         other.close()

@@ -61,8 +61,10 @@ NOTE_NAME = "ferry-timetable.md"
 NOTE = "# Ferry timetable\n\nThe ferry to Kilnsea leaves at 7 every morning and returns at 18.\n"
 MAX_ASSET_BYTES = 1_000_000
 #: Records each CSP violation the page sees (a Playwright init script: not part of the page, not blocked by it).
-CSP_PROBE = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
-             "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));")  # fmt: skip
+CSP_PROBE = (
+    "window.__csp = []; document.addEventListener('securitypolicyviolation', "
+    "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));"
+)
 #: Records the states each file of an upload went through on the Documents page ({file name: [state, ...]}), as the
 #: page showed them (its aria-live list of the job's files).
 FILE_STATES_PROBE = """window.__fileStates = {};
@@ -199,7 +201,7 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
     with urllib.request.urlopen(url + "/") as r:
         page_csp, page_html = r.headers["content-security-policy"], r.read().decode()
     assert page_csp == CSP and "default-src 'self'" in CSP and "unsafe" not in CSP
-    assert "<script type=\"module\" src=\"/ui/js/main.js\">" in page_html and "<script>" not in page_html
+    assert '<script type="module" src="/ui/js/main.js">' in page_html and "<script>" not in page_html
     assert " style=" not in page_html and "http" not in page_html.replace("http-equiv", "")
 
     with opened(browser, url, tmp_path) as (page, requests, errors):
@@ -209,8 +211,11 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
         assert page.locator("#kb-name").input_value() == settings.name  # /readyz names the served KB
         # the method picker lists the registry
         options = page.locator("#method option").evaluate_all("os => os.map(o => o.value)")
-        assert options == ["", *[m.name for m in METHODS.values() if m.kind == "retrieval"],
-                           *[m.name for m in METHODS.values() if m.kind == "answer"]]  # fmt: skip
+        assert options == [
+            "",
+            *[m.name for m in METHODS.values() if m.kind == "retrieval"],
+            *[m.name for m in METHODS.values() if m.kind == "answer"],
+        ]
 
         # --- Ask: typed, sent with Enter, streamed; the Kentucky row cited
         page.locator("#question").fill(QUESTION)
@@ -228,16 +233,19 @@ def test_pages(served: Served, browser: Browser, tmp_path: Path) -> None:
         # the citation opens its passage with its neighbours in reading order
         kentucky.get_by_role("button", name="Open passage").click()
         expect(page.locator("#passage-text mark")).to_contain_text("| Kentucky | 264,140 | 12,155 |")  # the row
-        page.wait_for_function("() => document.querySelector('#passage-before').textContent"
-                               " || document.querySelector('#passage-after').textContent")  # the neighbours came
+        page.wait_for_function(
+            "() => document.querySelector('#passage-before').textContent"
+            " || document.querySelector('#passage-after').textContent"
+        )  # the neighbours came
         context = page.locator("#passage-before").inner_text() + page.locator("#passage-after").inner_text()
         assert "BEFORE" in context.upper() or "AFTER" in context.upper(), context
         expect(page.locator("#passage-where")).to_contain_text("page 1")
         # and its PDF page as an image (GET .../page.png with the key, shown through a blob: URL), the row marked
         page_img = page.locator("#passage-page-img")
         expect(page_img).to_be_visible()
-        page.wait_for_function("() => { const i = document.querySelector('#passage-page-img');"
-                               " return i.complete && i.naturalWidth > 0; }")  # fmt: skip
+        page.wait_for_function(
+            "() => { const i = document.querySelector('#passage-page-img'); return i.complete && i.naturalWidth > 0; }"
+        )
         src, alt = page_img.get_attribute("src") or "", page_img.get_attribute("alt") or ""
         assert src.startswith("blob:") and "Page 1" in alt, (src, alt)
         page.wait_for_timeout(300)
@@ -332,13 +340,17 @@ def explore(page: Page, tmp_path: Path, backend: str) -> None:
     hit = page.locator("#hits .hit", has_text="Kentucky").first
     expect(hit).to_contain_text("Entity")
     hit.click()
-    page.wait_for_function("() => window.kbgraph.explore && window.kbgraph.explore.nodes('[label = \"Chunk\"]').length > 0")
+    page.wait_for_function(
+        "() => window.kbgraph.explore && window.kbgraph.explore.nodes('[label = \"Chunk\"]').length > 0"
+    )
     nodes = "window.kbgraph.explore.nodes().map(n => n.data('label'))"
     assert page.evaluate(nodes).count("Entity") >= 1
     expect(page.locator("#explore-detail h3")).to_have_text("Entity")
     expect(page.locator("#explore-detail .caption")).to_have_text("Kentucky")
     # one palette: the Browser style's colour of each label, as on the Why page
-    colours = page.evaluate("Object.fromEntries(window.kbgraph.explore.nodes().map(n => [n.data('label'), n.data('color')]))")
+    colours = page.evaluate(
+        "Object.fromEntries(window.kbgraph.explore.nodes().map(n => [n.data('label'), n.data('color')]))"
+    )
     style: dict[str, dict[str, str]] = meta()["style"]  # type: ignore[assignment]
     assert colours["Entity"] == style["Entity"]["color"] and colours["Chunk"] == style["Chunk"]["color"], colours
     # the chunk expanded from the panel's list of neighbours (the keyboard's way): its document comes
@@ -374,12 +386,15 @@ def explore(page: Page, tmp_path: Path, backend: str) -> None:
 
 def _readonly_upload(page: Page, kb: str) -> int:
     """The status of an upload forced from the page with its read-only key (no control for it is shown)."""
-    status: int = page.evaluate("""async (kb) => {
+    status: int = page.evaluate(
+        """async (kb) => {
         const form = new FormData();
         form.append('files', new Blob(['# x\\n\\ny\\n'], {type: 'text/markdown'}), 'forced.md');
         const r = await fetch(`/v1/kb/${kb}/ingest`, {method: 'POST', body: form,
             headers: {Authorization: `Bearer ${sessionStorage.getItem('kbgraph.key')}`}});
-        return r.status; }""", kb)  # fmt: skip
+        return r.status; }""",
+        kb,
+    )
     return status
 
 
@@ -476,8 +491,11 @@ def test_webapp_host_and_files(falkor_kb: Settings) -> None:
         for path, asset in assets().items():  # the app's own code writes no HTML from strings (dom.js: text only)
             if path.endswith(".js"):
                 code = asset.body.decode()
-                assert not [w for w in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
-                                        "new Function") if w in code], path  # fmt: skip
+                assert not [
+                    w
+                    for w in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function")
+                    if w in code
+                ], path
         licence = c.get("/ui/vendor/cytoscape/LICENSE").text
         version = c.get("/ui/vendor/cytoscape/VERSION.json").json()
         assert "MIT" in licence and version["package"] == "cytoscape" and version["license"] == "MIT"
@@ -486,9 +504,11 @@ def test_webapp_host_and_files(falkor_kb: Settings) -> None:
 #: Its file name is its title (a .txt file): markup too.
 HOSTILE_NAME = "Ferry <img src=x onerror=\"window.__pwned='title'\"> rules.txt"
 #: Markup in a document's title and text: each would run script if the page took it as HTML.
-HOSTILE = ("Ferry <img src=x onerror=\"window.__pwned='title'\"> <script>window.__pwned='script'</script> rules\n\n"
-           "The ferry <img src=x onerror=\"window.__pwned='text'\"> to Kilnsea <b>leaves</b> at 7. "
-           "<svg onload=\"window.__pwned='svg'\"></svg> <a href=\"javascript:window.__pwned='link'\">timetable</a>\n")
+HOSTILE = (
+    "Ferry <img src=x onerror=\"window.__pwned='title'\"> <script>window.__pwned='script'</script> rules\n\n"
+    "The ferry <img src=x onerror=\"window.__pwned='text'\"> to Kilnsea <b>leaves</b> at 7. "
+    "<svg onload=\"window.__pwned='svg'\"></svg> <a href=\"javascript:window.__pwned='link'\">timetable</a>\n"
+)
 
 
 def test_hostile_text_is_inert(falkor_settings: Settings, browser: Browser, tmp_path: Path) -> None:
@@ -522,7 +542,9 @@ def test_hostile_text_is_inert(falkor_settings: Settings, browser: Browser, tmp_
             page.get_by_role("link", name="Explore").click()
             page.locator("#view").select_option("document")  # the document's layers; its chunk's text in the panel
             page.get_by_role("button", name="Show", exact=True).click()
-            page.wait_for_function("() => window.kbgraph.explore && window.kbgraph.explore.nodes('[label = \"Chunk\"]').length")
+            page.wait_for_function(
+                "() => window.kbgraph.explore && window.kbgraph.explore.nodes('[label = \"Chunk\"]').length"
+            )
             page.evaluate("window.kbgraph.explore.nodes('[label = \"Chunk\"]')[0].emit('tap')")
             expect(page.locator("#explore-detail .caption")).to_contain_text("<img")
             page.get_by_role("link", name="Documents").click()

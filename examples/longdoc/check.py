@@ -90,8 +90,10 @@ def check(path: Path) -> int:
         seen.add(qid)
         if not isinstance(q["question"], str) or not q["question"].strip():
             errors.append(f"{where}: {qid}: empty question")
-        if not isinstance(q["answers"], list) or not q["answers"] or not all(
-            isinstance(a, str) and a.strip() for a in q["answers"]
+        if (
+            not isinstance(q["answers"], list)
+            or not q["answers"]
+            or not all(isinstance(a, str) and a.strip() for a in q["answers"])
         ):
             errors.append(f"{where}: {qid}: answers must be a non-empty list of strings")
         meta = q["meta"]

@@ -101,11 +101,22 @@ def distill(
         matcher = title_matcher(nlp, titles.values())
     if llm is None:
         assert nlp is not None  # loaded above
-        distill_offline(result, chunks, nlp, titles, matcher, triples=triples, batch_size=batch_size,
-                        n_process=n_process)  # fmt: skip
+        distill_offline(
+            result, chunks, nlp, titles, matcher, triples=triples, batch_size=batch_size, n_process=n_process
+        )
     else:
-        distill_llm(result, chunks, llm, nlp, titles, matcher, triples=triples, batch_size=batch_size,
-                    llm_workers=llm_workers, atomizing_temperature=atomizing_temperature)  # fmt: skip
+        distill_llm(
+            result,
+            chunks,
+            llm,
+            nlp,
+            titles,
+            matcher,
+            triples=triples,
+            batch_size=batch_size,
+            llm_workers=llm_workers,
+            atomizing_temperature=atomizing_temperature,
+        )
     return result.distilled()
 
 

@@ -53,16 +53,24 @@ def _validated(obj: object, schema: type[M]) -> M:
 
 
 def llm_chunk(
-    llm: LLM, chunk: ChunkRecord, title: str | None, *, atomizing_temperature: float = ATOMIZING_TEMPERATURE,
-) -> tuple[AtomicQuestions, ExtractedKnowledge]:  # fmt: skip
+    llm: LLM,
+    chunk: ChunkRecord,
+    title: str | None,
+    *,
+    atomizing_temperature: float = ATOMIZING_TEMPERATURE,
+) -> tuple[AtomicQuestions, ExtractedKnowledge]:
     """The model's atomic questions (asked at ``atomizing_temperature``) and extracted knowledge (at the client's
     temperature) of one chunk (a table as its summary and Markdown, a figure without text as its summary).
     Raises ``ValidationError`` or ``LLMError``."""
     content = chunk.text if chunk.kind != "table" else f"{chunk.summary or ''}\n\n{chunk.text}".strip()
     if chunk.kind == "figure" and not chunk.text.strip():
         content = chunk.summary or ""
-    questions = _validated(llm.complete_json(prompts.atomic_question_messages(content, title), AtomicQuestions,
-                                             temperature=atomizing_temperature), AtomicQuestions)  # fmt: skip
+    questions = _validated(
+        llm.complete_json(
+            prompts.atomic_question_messages(content, title), AtomicQuestions, temperature=atomizing_temperature
+        ),
+        AtomicQuestions,
+    )
     knowledge = _validated(
         llm.complete_json(prompts.triple_extraction_messages(content, title), ExtractedKnowledge),
         ExtractedKnowledge,
@@ -71,9 +79,13 @@ def llm_chunk(
 
 
 def map_llm_chunk(
-    result: Accumulator, chunk: ChunkRecord, questions: AtomicQuestions, knowledge: ExtractedKnowledge,
-    own: EntityRecord | None, title_ents: Mapping[str, EntityRecord],
-) -> None:  # fmt: skip
+    result: Accumulator,
+    chunk: ChunkRecord,
+    questions: AtomicQuestions,
+    knowledge: ExtractedKnowledge,
+    own: EntityRecord | None,
+    title_ents: Mapping[str, EntityRecord],
+) -> None:
     """Records of one chunk's LLM answers: its questions, its entities (one named like a corpus title is that
     TITLE entity), and triples whose ends resolve to an entity (an unknown end becomes a CONCEPT)."""
     for q in questions.questions:

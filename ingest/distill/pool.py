@@ -106,8 +106,9 @@ def distill_offline(
     wanted = PIPES_WITH_TRIPLES if triples else PIPES_WITHOUT_TRIPLES
     firsts, copies = unique_chunks(chunks, titles)
     procs = auto_processes(len(firsts)) if n_process is None else max(1, n_process)
-    if procs > 1 and ("fork" not in multiprocessing.get_all_start_methods()
-                      or multiprocessing.current_process().daemon):  # fmt: skip
+    if procs > 1 and (
+        "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon
+    ):
         procs = 1  # workers inherit the loaded pipeline by fork; a daemon process may not have children
     found = Accumulator()
     with pipes(nlp, wanted):
@@ -131,8 +132,9 @@ def distill_offline(
     result.merge(found)
 
 
-def unique_chunks(chunks: Sequence[ChunkRecord], titles: Mapping[str, str] | None
-                  ) -> tuple[list[ChunkRecord], list[tuple[ChunkRecord, ChunkRecord]]]:
+def unique_chunks(
+    chunks: Sequence[ChunkRecord], titles: Mapping[str, str] | None
+) -> tuple[list[ChunkRecord], list[tuple[ChunkRecord, ChunkRecord]]]:
     """``(firsts, copies)``: the chunks spaCy must read (the first of each text) and, for every later chunk
     that would be read the same way, ``(chunk, its first)``. Same way = same kind, same prose (``chunk_text``)
     and, for titled passages, the same document title (each chunk mentions its own title). The same document

@@ -79,9 +79,15 @@ class Accumulator:
         tid = stable_id("tri", chunk_id, s, p, o)
         if tid not in self.triples:
             self.triples[tid] = TripleRecord(
-                id=tid, chunk_id=chunk_id, subject=s, predicate=p, object=o,
-                subject_id=s_id, object_id=o_id, text=f"{s} {p} {o}",
-            )  # fmt: skip
+                id=tid,
+                chunk_id=chunk_id,
+                subject=s,
+                predicate=p,
+                object=o,
+                subject_id=s_id,
+                object_id=o_id,
+                text=f"{s} {p} {o}",
+            )
 
     def merge(self, other: Accumulator) -> None:
         """Add ``other``'s records after these (a forked worker's block)."""

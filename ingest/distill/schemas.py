@@ -48,10 +48,9 @@ class AtomicQuestions(BaseModel):
     # decoder cannot then write a statement); items without the final '?' or over MAX_QUESTION_CHARS are
     # dropped by _clean rather than failing the whole answer. The pattern bounds the length itself: llama.cpp's
     # grammar follows a pattern and ignores maxLength beside it.
-    questions: list[Annotated[str, Field(pattern=QUESTION_PATTERN,
-                                         max_length=MAX_QUESTION_CHARS)]] = Field(
+    questions: list[Annotated[str, Field(pattern=QUESTION_PATTERN, max_length=MAX_QUESTION_CHARS)]] = Field(
         default_factory=list, max_length=MAX_ITEMS
-    )  # fmt: skip
+    )
 
     @field_validator("questions", mode="before")
     @classmethod

@@ -38,10 +38,21 @@ _PERSONAL_PRONOUNS = frozenset({"he", "she", "him", "her"})
 _THING_PRONOUNS = frozenset({"it"})
 _BE_FORMS = frozenset({"be", "is", "are", "was", "were", "been", "being", "am", "'s", "'re", "'m"})
 _BASE_FORM_TAGS = frozenset({"VB", "VBP", "NN", "NNP", "JJ", "MD"})
-_INDEFINITE_PRONOUNS = frozenset({
-    "something", "anything", "nothing", "everything", "someone", "anyone", "everyone", "nobody", "somebody",
-    "anybody", "everybody",
-})
+_INDEFINITE_PRONOUNS = frozenset(
+    {
+        "something",
+        "anything",
+        "nothing",
+        "everything",
+        "someone",
+        "anyone",
+        "everyone",
+        "nobody",
+        "somebody",
+        "anybody",
+        "everybody",
+    }
+)
 _RELATIVE_PRONOUNS = frozenset({"who", "which", "that", "whom", "whose"})
 
 
@@ -105,17 +116,50 @@ def tag_to_pos(nlp: Language) -> dict[int, int]:
             if not isinstance(pats, list) or not isinstance(attrs, dict):
                 continue
             pos = attrs.get("POS")
-            if pos and len(pats) == 1 and isinstance(pats[0], list) and len(pats[0]) == 1 and set(pats[0][0]) == {"TAG"}:
+            if (
+                pos
+                and len(pats) == 1
+                and isinstance(pats[0], list)
+                and len(pats[0]) == 1
+                and set(pats[0][0]) == {"TAG"}
+            ):
                 tag = pats[0][0]["TAG"]
                 if isinstance(tag, str) and pos in IDS:
                     out[strings.add(tag)] = IDS[pos]
     if not out:  # Penn Treebank defaults
         for tag, pos in {
-            "NN": "NOUN", "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN", "PRP": "PRON", "PRP$": "PRON",
-            "WP": "PRON", "WDT": "PRON", "DT": "DET", "IN": "ADP", "JJ": "ADJ", "JJR": "ADJ", "JJS": "ADJ",
-            "RB": "ADV", "CD": "NUM", "CC": "CCONJ", "MD": "AUX", "POS": "PART", "RP": "ADP", "TO": "PART",
-            ".": "PUNCT", ",": "PUNCT", ":": "PUNCT", "-LRB-": "PUNCT", "-RRB-": "PUNCT", "HYPH": "PUNCT",
-            "VB": "VERB", "VBD": "VERB", "VBG": "VERB", "VBN": "VERB", "VBP": "VERB", "VBZ": "VERB",
+            "NN": "NOUN",
+            "NNS": "NOUN",
+            "NNP": "PROPN",
+            "NNPS": "PROPN",
+            "PRP": "PRON",
+            "PRP$": "PRON",
+            "WP": "PRON",
+            "WDT": "PRON",
+            "DT": "DET",
+            "IN": "ADP",
+            "JJ": "ADJ",
+            "JJR": "ADJ",
+            "JJS": "ADJ",
+            "RB": "ADV",
+            "CD": "NUM",
+            "CC": "CCONJ",
+            "MD": "AUX",
+            "POS": "PART",
+            "RP": "ADP",
+            "TO": "PART",
+            ".": "PUNCT",
+            ",": "PUNCT",
+            ":": "PUNCT",
+            "-LRB-": "PUNCT",
+            "-RRB-": "PUNCT",
+            "HYPH": "PUNCT",
+            "VB": "VERB",
+            "VBD": "VERB",
+            "VBG": "VERB",
+            "VBN": "VERB",
+            "VBP": "VERB",
+            "VBZ": "VERB",
         }.items():
             out[strings.add(tag)] = IDS[pos]
     return out
@@ -124,9 +168,16 @@ def tag_to_pos(nlp: Language) -> dict[int, int]:
 class ChunkExtractor:
     """Entities, triples and mentions of one parsed chunk."""
 
-    def __init__(self, result: Accumulator, chunk: ChunkRecord, doc: Doc, titles: list[tuple[Span, list[str]]],
-                 title_entities: Mapping[str, EntityRecord], own_title: EntityRecord | None,
-                 lemmatizer: Lemmatizer | None = None):
+    def __init__(
+        self,
+        result: Accumulator,
+        chunk: ChunkRecord,
+        doc: Doc,
+        titles: list[tuple[Span, list[str]]],
+        title_entities: Mapping[str, EntityRecord],
+        own_title: EntityRecord | None,
+        lemmatizer: Lemmatizer | None = None,
+    ):
         self.r = result
         self.lemmatizer = lemmatizer
         self.chunk = chunk
@@ -235,9 +286,7 @@ class ChunkExtractor:
             elif verb.dep_ in ("conj", "xcomp") and head is not verb and head.pos_ in ("VERB", "AUX"):
                 subjects = [c for c in head.children if c.dep_ in ("nsubj", "nsubjpass")]
                 if verb.dep_ == "conj":
-                    passive = passive or (
-                        any(c.dep_ == "auxpass" for c in head.children) and verb.tag_ == "VBN"
-                    )
+                    passive = passive or (any(c.dep_ == "auxpass" for c in head.children) and verb.tag_ == "VBN")
         out = []
         for s in subjects:
             if s.lower_ in _RELATIVE_PRONOUNS and verb.dep_ == "relcl":
@@ -306,8 +355,12 @@ class ChunkExtractor:
             return None
         nc = self.noun_chunk_of.get(tok.i)
         words = list(nc) if nc is not None and nc.root.i == tok.i else [tok]
-        if (self.own_title is not None and len(words) == 2 and words[0].lower_ in ("the", "this")
-                and tok.lower_ in self.topic_nouns):
+        if (
+            self.own_title is not None
+            and len(words) == 2
+            and words[0].lower_ in ("the", "this")
+            and tok.lower_ in self.topic_nouns
+        ):
             return self.own_title.name, self.own_title  # 'the film' after '<Title> is a ... film
         while words and (
             words[0].dep_ in ("det", "poss", "predet", "case") or words[0].pos_ in ("PRON", "PUNCT", "DET", "PART")
@@ -322,7 +375,6 @@ class ChunkExtractor:
             return None
         record = self.r.entity(self.chunk.id, name, CONCEPT_TYPE)
         return (name, record) if record is not None else None
-
 
 
 __all__ = ["KEPT_LABELS", "MAX_CONCEPT_WORDS", "ChunkExtractor", "OfflineExtraction", "tag_to_pos"]

@@ -56,4 +56,3 @@ def main(argv: list[str] | None = None) -> int:
         err_console.print(f"[red]error:[/] {type(exc).__name__}: {exc} (run with --debug for details)", soft_wrap=True)
         return 1
     return 0
-

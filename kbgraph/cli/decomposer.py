@@ -27,14 +27,16 @@ decomposer_app = typer.Typer(
 
 @decomposer_app.command("collect")
 def collect_cmd(
-    dataset: str = typer.Option(..., "--dataset", "-d",
-                                help="Data set: <prefix> of <prefix>.questions.jsonl/.corpus.jsonl, or its folder."),
+    dataset: str = typer.Option(
+        ..., "--dataset", "-d", help="Data set: <prefix> of <prefix>.questions.jsonl/.corpus.jsonl, or its folder."
+    ),
     out: str = typer.Option(..., "--out", help="Output folder (new or empty; the same run resumes)."),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N (selected) questions."),
     sample: int | None = typer.Option(None, "--sample", help="N questions drawn at random with --seed."),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
-    samples: int | None = typer.Option(None, "--samples", help="Trajectories per question at most "
-                                       "(default KBGRAPH_DECOMPOSER_SAMPLES)."),  # fmt: skip
+    samples: int | None = typer.Option(
+        None, "--samples", help="Trajectories per question at most (default KBGRAPH_DECOMPOSER_SAMPLES)."
+    ),
     rounds: int | None = typer.Option(None, "--rounds", help="N, rounds per trajectory (KBGRAPH_DECOMPOSER_ROUNDS)."),
     judge: bool = typer.Option(True, "--judge/--no-judge", help="Score with the LLM judge too (else F1 only)."),
     no_ingest: bool = typer.Option(False, "--no-ingest", help="Do not ingest the data set's corpus first."),
@@ -49,9 +51,18 @@ def collect_cmd(
     err = common.err_console
     with KnowledgeBase(settings=settings.updated({"name": name})) as kb:
         summary = collect_dataset(
-            kb, dataset, out, limit=limit, sample=sample, seed=seed, judge=judge, ingest=not no_ingest,
-            samples=samples, rounds=rounds, log=None if as_json else lambda m: err.print(m, highlight=False),
-        )  # fmt: skip
+            kb,
+            dataset,
+            out,
+            limit=limit,
+            sample=sample,
+            seed=seed,
+            judge=judge,
+            ingest=not no_ingest,
+            samples=samples,
+            rounds=rounds,
+            log=None if as_json else lambda m: err.print(m, highlight=False),
+        )
     if as_json:
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
         return
@@ -59,8 +70,9 @@ def collect_cmd(
     common.console.print(
         f"{summary.questions_done}/{summary.questions} questions, {summary.trajectories} trajectories, "
         f"{summary.sub_questions} sub-questions; correct: {summary.correct_trajectories} trajectories, "
-        f"{summary.correct_questions} questions ({summary.sft_pairs_correct} SFT pairs)", highlight=False,
-    )  # fmt: skip
+        f"{summary.correct_questions} questions ({summary.sft_pairs_correct} SFT pairs)",
+        highlight=False,
+    )
     mean = "–" if s.mean is None else f"{s.mean:.3f}"
     hist = ", ".join(f"{k}: {v}" for k, v in s.histogram.items())
     common.console.print(f"score: mean {mean}; {hist}", highlight=False)
@@ -72,7 +84,8 @@ def sft_cmd(
     source: str = typer.Option(..., "--in", help="A `decomposer collect` folder (or its trajectories.jsonl)."),
     out: str = typer.Option(..., "--out", help="The chat fine-tuning JSONL file to write."),
     min_score: float | None = typer.Option(
-        None, "--min-score",
+        None,
+        "--min-score",
         help="Keep trajectories scoring at least this (default KBGRAPH_DECOMPOSER_CORRECT_SCORE: correct ones, §6.4).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -87,8 +100,9 @@ def sft_cmd(
     common.console.print(
         f"{report.pairs} pairs from {report.kept}/{report.trajectories} trajectories with score >= "
         f"{report.min_score:g} ({report.questions} questions; {report.duplicates} duplicate pairs skipped) -> "
-        f"{report.out}", highlight=False,
-    )  # fmt: skip
+        f"{report.out}",
+        highlight=False,
+    )
 
 
 def register(app: typer.Typer) -> None:

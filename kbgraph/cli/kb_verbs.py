@@ -23,6 +23,7 @@ from kbgraph.ingest.sources import Exclusions
 if TYPE_CHECKING:
     from kbgraph.ingest.report import IngestReport
 
+
 # --- knowledge base -----------------------------------------------------------------------------
 def config_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Print the effective settings by group (secrets masked), each with its environment variable."""
@@ -71,18 +72,42 @@ def ingest_cmd(
     prune: bool = typer.Option(False, "--prune", help="Delete documents whose source vanished."),
     wait: bool = typer.Option(False, "--wait", help="Wait for another run's lock instead of exiting 75."),
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
-    exclude: list[str] = typer.Option([], "--exclude", metavar="GLOB", help="Leave out files matching GLOB "
-                                      "(gitignore syntax; repeatable), besides .kbgraphignore files and the defaults."),
-    engine: str | None = typer.Option(None, "--engine", metavar=engines_help(), help="Where parse, chunk, distill and "
-                                      "embed run: local (this process) or ray (a Ray cluster; writes stay here). "
-                                      "Setting ingest_engine."),
-    ray_address: str | None = typer.Option(None, "--ray-address", metavar="ADDRESS", help="--engine ray: the "
-                                           "cluster to join; default: a local Ray. Setting ray_address."),
-    workers: int | None = typer.Option(None, "--workers", min=1, metavar="N", help="--engine ray: parse tasks and "
-                                       "distill actors at once; default: the cores. Setting ingest_workers."),
-    meta: list[str] = typer.Option([], "--meta", metavar="KEY=VALUE", help="A metadata key of every document of "
-                                   "this run (repeatable; over a sidecar's and the file's own; 2021 and 1.5 are "
-                                   "numbers, true/false booleans, anything else text)."),
+    exclude: list[str] = typer.Option(
+        [],
+        "--exclude",
+        metavar="GLOB",
+        help="Leave out files matching GLOB "
+        "(gitignore syntax; repeatable), besides .kbgraphignore files and the defaults.",
+    ),
+    engine: str | None = typer.Option(
+        None,
+        "--engine",
+        metavar=engines_help(),
+        help="Where parse, chunk, distill and "
+        "embed run: local (this process) or ray (a Ray cluster; writes stay here). "
+        "Setting ingest_engine.",
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        metavar="ADDRESS",
+        help="--engine ray: the cluster to join; default: a local Ray. Setting ray_address.",
+    ),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        min=1,
+        metavar="N",
+        help="--engine ray: parse tasks and distill actors at once; default: the cores. Setting ingest_workers.",
+    ),
+    meta: list[str] = typer.Option(
+        [],
+        "--meta",
+        metavar="KEY=VALUE",
+        help="A metadata key of every document of "
+        "this run (repeatable; over a sidecar's and the file's own; 2021 and 1.5 are "
+        "numbers, true/false booleans, anything else text).",
+    ),
 ) -> None:
     """Ingest documents into the knowledge base (incremental; safe to run from cron).
 
@@ -124,7 +149,7 @@ def ingest_cmd(
 
 
 def _new_metadata(report: IngestReport) -> str:
-    """" (N with new metadata)" after the unchanged count when a run updated metadata alone, else ""."""
+    """ " (N with new metadata)" after the unchanged count when a run updated metadata alone, else ""."""
     return f" ({report.metadata_updated} with new metadata)" if report.metadata_updated else ""
 
 

@@ -32,8 +32,10 @@ if TYPE_CHECKING:
     from kbgraph.query.models import Answer, AskEvent, ScoredChunk
     from kbgraph.query.rationale import SavedRationale
 
-WHERE_HELP = ("Only documents whose metadata meet this condition (repeatable, all required): key=value, key!=value, "
-              "key=a|b, key^=prefix, key>=v, key>v, key<=v, key<v, key? (has it), !key? (docs/filters.md).")
+WHERE_HELP = (
+    "Only documents whose metadata meet this condition (repeatable, all required): key=value, key!=value, "
+    "key=a|b, key^=prefix, key>=v, key>v, key<=v, key<v, key? (has it), !key? (docs/filters.md)."
+)
 
 
 def _where(conditions: list[str] | None) -> Filter | None:
@@ -51,10 +53,13 @@ def ask_cmd(
         False, "--json", help="Print the whole Answer as JSON (with --stream: one JSON event per line)."
     ),
     save: bool = typer.Option(
-        False, "--save", help="Write the rationale into the graph as a (:Question) node (see `kbgraph browse question`)."
+        False,
+        "--save",
+        help="Write the rationale into the graph as a (:Question) node (see `kbgraph browse question`).",
     ),
     stream: bool = typer.Option(
-        False, "--stream",
+        False,
+        "--stream",
         help="Print the answer as the LLM writes it, then the citations (--trace: rounds as they finish).",
     ),
     where: list[str] | None = typer.Option(None, "--where", "-w", help=WHERE_HELP),
@@ -68,8 +73,7 @@ def ask_cmd(
     filt = _where(where)
     with KnowledgeBase(settings=common.existing_settings()) as kb:
         if stream:
-            with kb.ask(question, method=method, k=k, explain=explain, save=save, stream=True,
-                        filters=filt) as events:  # fmt: skip
+            with kb.ask(question, method=method, k=k, explain=explain, save=save, stream=True, filters=filt) as events:
                 answer = _print_stream(events, trace=trace, as_json=as_json, saved=lambda: kb.last_saved)
         else:
             answer = kb.ask(question, method=method, k=k, explain=explain, save=save, filters=filt)
@@ -84,14 +88,17 @@ def ask_cmd(
         common.err_console.print(
             f"saved as {saved.question_id}: {saved.used} USED, {saved.sub_questions} sub-questions, "
             f"{saved.matched} MATCHED; see it with `kbgraph browse question --param question={saved.question_id}`",
-            highlight=False, markup=False, soft_wrap=True,
-        )  # fmt: skip
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def retrieve_cmd(
     question: str = typer.Argument(..., help="The question."),
-    method: str = typer.Option("propagation", "--method", "-m",
-                               help="A retrieval method: propagation, hierarchical, dense or bm25."),
+    method: str = typer.Option(
+        "propagation", "--method", "-m", help="A retrieval method: propagation, hierarchical, dense or bm25."
+    ),
     k: int = typer.Option(10, "--k", help="How many chunks."),
     explain: bool = typer.Option(False, "--explain", help="With each chunk's score breakdown (in --json)."),
     as_json: bool = typer.Option(False, "--json", help="Print the chunks as JSON (ScoredChunk objects)."),
@@ -117,14 +124,18 @@ def _print_chunks(chunks: list[ScoredChunk]) -> None:
         common.err_console.print("no chunk found (with --where: no document meets the conditions?)")
     for i, c in enumerate(chunks, 1):
         where = ", ".join(x for x in (c.page and f"page {c.page}", c.section_path) if x)
-        common.console.print(f"[{i}] {c.score:.4f}  {c.document_title}" + (f" — {where}" if where else "") +
-                             f"  ({c.id})", highlight=False, markup=False)  # fmt: skip
+        common.console.print(
+            f"[{i}] {c.score:.4f}  {c.document_title}" + (f" — {where}" if where else "") + f"  ({c.id})",
+            highlight=False,
+            markup=False,
+        )
         text = " ".join((c.text or c.summary or "").split())
         common.console.print(f"    {text[:300]}", style="dim", highlight=False, markup=False)
 
 
-def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool,
-                  saved: Callable[[], SavedRationale | None]) -> Answer:  # fmt: skip
+def _print_stream(
+    events: Iterable[AskEvent], *, trace: bool, as_json: bool, saved: Callable[[], SavedRationale | None]
+) -> Answer:
     """Print a streamed ask as it comes: with ``as_json`` one ``AskEvent`` JSON object per line (the ``answer``
     line also has ``saved``), else the answer text piece by piece (stdout, flushed) and, with ``trace``,
     Algorithm 1's rounds as they finish. Returns the final Answer."""
@@ -159,10 +170,13 @@ def _print_stream(events: Iterable[AskEvent], *, trace: bool, as_json: bool,
 
 
 def eval_cmd(
-    dataset: str = typer.Option(..., "--dataset", "-d",
-                                help="Data set: <prefix> of <prefix>.questions.jsonl/.corpus.jsonl, or its folder."),
+    dataset: str = typer.Option(
+        ..., "--dataset", "-d", help="Data set: <prefix> of <prefix>.questions.jsonl/.corpus.jsonl, or its folder."
+    ),
     methods: str | None = typer.Option(
-        None, "--methods", "-m",
+        None,
+        "--methods",
+        "-m",
         help=f"Comma-separated: {','.join(ALL_METHODS)} (answer methods need an LLM). Default: all.",
     ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N (selected) questions."),
@@ -185,11 +199,21 @@ def eval_cmd(
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     err = common.err_console
     summary = evaluate_dataset(
-        dataset, settings=common.settings(), kb_name=common.State.overrides.get("name"),
-        methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None, limit=limit,
-        sample=sample, seed=seed, out=out, fresh=fresh, judge=judge, judge_model=judge_model, depth=depth,
-        ingest=not no_ingest, log=None if as_json else lambda msg: err.print(msg, highlight=False),
-    )  # fmt: skip
+        dataset,
+        settings=common.settings(),
+        kb_name=common.State.overrides.get("name"),
+        methods=[m.strip() for m in methods.split(",") if m.strip()] if methods else None,
+        limit=limit,
+        sample=sample,
+        seed=seed,
+        out=out,
+        fresh=fresh,
+        judge=judge,
+        judge_model=judge_model,
+        depth=depth,
+        ingest=not no_ingest,
+        log=None if as_json else lambda msg: err.print(msg, highlight=False),
+    )
     if as_json:
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
         return
@@ -197,7 +221,9 @@ def eval_cmd(
     table.add_column("method", no_wrap=True)
     paged = any(m.metrics.get(f"page@{summary.ks[0]}") is not None for m in summary.methods.values())
     # a long-document set (kbgraph.eval.pages): page@k and doc@k in place of passage recall
-    rcols = [f"{w}@{k}" for w in ("page", "doc") for k in summary.ks] if paged else [f"R@{k}" for k in summary.ks] + ["SF"]
+    rcols = (
+        [f"{w}@{k}" for w in ("page", "doc") for k in summary.ks] if paged else [f"R@{k}" for k in summary.ks] + ["SF"]
+    )
     base = "page@5" if paged else "R@5"
     for col in ("n", "EM", "F1", "Acc", *rcols, f"{base} ÷ dense"):
         table.add_column(col, justify="right")
@@ -207,9 +233,15 @@ def eval_cmd(
 
     for name, m in summary.methods.items():
         ratio = m.ratios.get("dense", {}).get(base)
-        table.add_row(name, str(m.questions), pct(m.metrics.get("em")), pct(m.metrics.get("f1")),
-                      pct(m.metrics.get("accuracy")), *[pct(m.metrics.get("sf_recall" if c == "SF" else c)) for c in rcols],
-                      "–" if ratio is None else f"{ratio:.2f}x")  # fmt: skip
+        table.add_row(
+            name,
+            str(m.questions),
+            pct(m.metrics.get("em")),
+            pct(m.metrics.get("f1")),
+            pct(m.metrics.get("accuracy")),
+            *[pct(m.metrics.get("sf_recall" if c == "SF" else c)) for c in rcols],
+            "–" if ratio is None else f"{ratio:.2f}x",
+        )
     common.console.print(table)
     for why in dict.fromkeys(summary.skipped.values()):
         names = ", ".join(n for n, w in summary.skipped.items() if w == why)

@@ -33,19 +33,37 @@ rank_app = typer.Typer(no_args_is_help=True, help="The learned ranker of score p
 
 @rank_app.command("train")
 def train_cmd(
-    dataset: list[str] = typer.Option([], "--dataset", "-d", help="Data set (repeatable): <prefix> of "
-                                      "<prefix>.questions.jsonl/.corpus.jsonl, or its folder."),  # fmt: skip
-    out: str | None = typer.Option(None, "--out", help="Where to write the model (JSON; default with --shipped: "
-                                   "the shipped file it rebuilds)."),  # fmt: skip
-    model_kind: str = typer.Option("linear", "--model", help=f"{' | '.join(TRAINERS)}: linear (ranker 'learned'), "
-                                   "gbm (ranker 'gbm') or blend (the blend ranker's gbm, fitted on the shipped "
-                                   "linear model's heads); gbm and blend need LightGBM (the eval extra)."),  # fmt: skip
-    shipped: bool = typer.Option(False, "--shipped", help="Rebuild the shipped model byte for byte: the repo's "
-                                 "three sets (examples/multihop of a checkout) and the shipped parameters."),  # fmt: skip
-    pool: int | None = typer.Option(None, "--pool", help="Candidate chunks per question (default KBGRAPH_RANKER_POOL)."),
-    c: float | None = typer.Option(None, "--c", help=f"Inverse regularisation of the linear model (default {SHIPPED.c})."),
-    head: int | None = typer.Option(None, "--head", help=f"blend: the shipped linear model's best N of each pool "
-                                    f"(default {SHIPPED.head})."),  # fmt: skip
+    dataset: list[str] = typer.Option(
+        [],
+        "--dataset",
+        "-d",
+        help="Data set (repeatable): <prefix> of <prefix>.questions.jsonl/.corpus.jsonl, or its folder.",
+    ),
+    out: str | None = typer.Option(
+        None, "--out", help="Where to write the model (JSON; default with --shipped: the shipped file it rebuilds)."
+    ),
+    model_kind: str = typer.Option(
+        "linear",
+        "--model",
+        help=f"{' | '.join(TRAINERS)}: linear (ranker 'learned'), "
+        "gbm (ranker 'gbm') or blend (the blend ranker's gbm, fitted on the shipped "
+        "linear model's heads); gbm and blend need LightGBM (the eval extra).",
+    ),
+    shipped: bool = typer.Option(
+        False,
+        "--shipped",
+        help="Rebuild the shipped model byte for byte: the repo's "
+        "three sets (examples/multihop of a checkout) and the shipped parameters.",
+    ),
+    pool: int | None = typer.Option(
+        None, "--pool", help="Candidate chunks per question (default KBGRAPH_RANKER_POOL)."
+    ),
+    c: float | None = typer.Option(
+        None, "--c", help=f"Inverse regularisation of the linear model (default {SHIPPED.c})."
+    ),
+    head: int | None = typer.Option(
+        None, "--head", help=f"blend: the shipped linear model's best N of each pool (default {SHIPPED.head})."
+    ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N questions of each data set."),
     no_ingest: bool = typer.Option(False, "--no-ingest", help="Do not ingest the data sets' corpora first."),
     as_json: bool = typer.Option(False, "--json", help="Print the recall table as JSON."),
@@ -90,18 +108,35 @@ def train_cmd(
     common.console.print(f"model written to {written}; use it with {trainer.use.replace('<file>', str(written))}")
 
 
-def _params(shipped: bool, dataset: list[str], pool: int | None, c: float | None, head: int | None,
-            limit: int | None, default_pool: int) -> TrainParams:  # fmt: skip
+def _params(
+    shipped: bool,
+    dataset: list[str],
+    pool: int | None,
+    c: float | None,
+    head: int | None,
+    limit: int | None,
+    default_pool: int,
+) -> TrainParams:
     """The fit's parameters: the shipped ones with ``--shipped`` (which then takes no data set, pool, C, head or
     limit: ConfigError), else the options given over them (the pool: ``ranker_pool``)."""
     if shipped:
-        given = [name for name, v in (("--dataset", dataset or None), ("--pool", pool), ("--c", c), ("--head", head),
-                                      ("--limit", limit)) if v is not None]  # fmt: skip
+        given = [
+            name
+            for name, v in (
+                ("--dataset", dataset or None),
+                ("--pool", pool),
+                ("--c", c),
+                ("--head", head),
+                ("--limit", limit),
+            )
+            if v is not None
+        ]
         if given:
             raise ConfigError(f"--shipped fixes the data sets and parameters; drop {', '.join(given)}")
         return SHIPPED
-    return TrainParams(pool=pool or default_pool, c=SHIPPED.c if c is None else c,
-                       head=head or SHIPPED.head, limit=limit)  # fmt: skip
+    return TrainParams(
+        pool=pool or default_pool, c=SHIPPED.c if c is None else c, head=head or SHIPPED.head, limit=limit
+    )
 
 
 def _print_table(table: dict[str, dict[str, dict[str, float]]]) -> None:

@@ -9,16 +9,26 @@ from rich.table import Table
 from kbgraph.query.models import Answer, TraceRound, TraceStep
 
 
-def render_answer(console: Console, answer: Answer, *, trace: bool = False, explain: bool = False,
-                  body: bool = True, route: bool | None = None) -> None:  # fmt: skip
+def render_answer(
+    console: Console,
+    answer: Answer,
+    *,
+    trace: bool = False,
+    explain: bool = False,
+    body: bool = True,
+    route: bool | None = None,
+) -> None:
     """The answer, its citations, with ``trace`` the rounds, with ``explain`` the score breakdown, and the LLM
     usage. ``body=False``: without the heading and the answer text (a streamed answer printed them already).
     ``route`` (default: ``trace``): method 'auto''s line "class: … → route …" (:func:`route_line`), at the head
     of the rationale, or alone when the rounds are not printed here (a streamed ask printed them already)."""
     show_route = (trace if route is None else route) and answer.route is not None
     if body:
-        tag = (" [dim](retrieval only, no LLM: the best-matching evidence; \\[n] = citation n)[/]"
-               if answer.retrieval_only else "")
+        tag = (
+            " [dim](retrieval only, no LLM: the best-matching evidence; \\[n] = citation n)[/]"
+            if answer.retrieval_only
+            else ""
+        )
         console.print(f"[bold]Answer[/]{tag}")
         console.print(answer.answer, highlight=False, markup=False)
     if answer.citations:
@@ -37,20 +47,27 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
     elif show_route:
         console.print("\n" + route_line(answer), highlight=False, markup=False)
     if explain and answer.chunks:
-        console.print("\n[bold]Score breakdown[/] (the weighted sum: each score term's best contribution, summed; with the "
-                      "learned ranker, the chunk's score is the ranker's)")
+        console.print(
+            "\n[bold]Score breakdown[/] (the weighted sum: each score term's best contribution, summed; with the "
+            "learned ranker, the chunk's score is the ranker's)"
+        )
         for chunk in answer.chunks:
-            table = Table(title=f"{chunk.score:.4f}  {chunk.document_title} {chunk.section_path}".strip(),
-                          title_justify="left")  # fmt: skip
+            table = Table(
+                title=f"{chunk.score:.4f}  {chunk.document_title} {chunk.section_path}".strip(), title_justify="left"
+            )
             for col in ("term", "node", "similarity", "weight", "factor", "score"):
                 table.add_column(col)
             for t in chunk.breakdown:
                 label = (t.text or t.node_id)[:60]
-                table.add_row(t.term, label, f"{t.similarity:.4f}", f"{t.weight:g}", f"{t.factor:.3f}", f"{t.score:.4f}")
+                table.add_row(
+                    t.term, label, f"{t.similarity:.4f}", f"{t.weight:g}", f"{t.factor:.3f}", f"{t.score:.4f}"
+                )
             console.print(table)
             if chunk.ranking:
-                ranked = Table(title="learned ranker (score = intercept + sum of contributions; docs/scoring.md)",
-                               title_justify="left")  # fmt: skip
+                ranked = Table(
+                    title="learned ranker (score = intercept + sum of contributions; docs/scoring.md)",
+                    title_justify="left",
+                )
                 for col in ("feature", "value", "contribution"):
                     ranked.add_column(col)
                 for term in sorted(chunk.ranking, key=lambda t: -abs(t.contribution)):
@@ -59,7 +76,9 @@ def render_answer(console: Console, answer: Answer, *, trace: bool = False, expl
                 console.print(ranked)
     u = answer.usage
     if u.calls:
-        console.print(f"\n[dim]{u.calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f} s[/]")
+        console.print(
+            f"\n[dim]{u.calls} LLM calls, {u.prompt_tokens}+{u.completion_tokens} tokens, {u.seconds:.1f} s[/]"
+        )
 
 
 def route_line(answer: Answer) -> str:

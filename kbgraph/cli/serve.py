@@ -36,11 +36,14 @@ def _need_extra() -> None:
 
     missing = [name for name in ("fastapi", "uvicorn", "mcp", "prometheus_client") if find_spec(name) is None]
     if missing:
-        raise ConfigError(f"{', '.join(missing)} not installed: pip install -e \".[serve]\"")
+        raise ConfigError(f'{", ".join(missing)} not installed: pip install -e ".[serve]"')
 
 
-serve_app = typer.Typer(invoke_without_command=True, help="Serve the HTTP API (OpenAPI at /docs) and the MCP tools "
-                        "at /mcp; knowledge base per request (/v1/kb/NAME). `serve keys`: the scoped API keys.")
+serve_app = typer.Typer(
+    invoke_without_command=True,
+    help="Serve the HTTP API (OpenAPI at /docs) and the MCP tools "
+    "at /mcp; knowledge base per request (/v1/kb/NAME). `serve keys`: the scoped API keys.",
+)
 keys_app = typer.Typer(no_args_is_help=True, help="Scoped API keys of `kbgraph serve` (KBGRAPH_API_KEYS_FILE).")
 serve_app.add_typer(keys_app, name="keys")
 
@@ -48,11 +51,14 @@ serve_app.add_typer(keys_app, name="keys")
 @serve_app.callback()
 def serve_cmd(
     ctx: typer.Context,
-    host: str | None = typer.Option(None, "--host", help="Address to bind (KBGRAPH_SERVE_HOST; default 127.0.0.1; "
-                                    "any other needs KBGRAPH_API_KEY or KBGRAPH_API_KEYS_FILE)."),
+    host: str | None = typer.Option(
+        None,
+        "--host",
+        help="Address to bind (KBGRAPH_SERVE_HOST; default 127.0.0.1; "
+        "any other needs KBGRAPH_API_KEY or KBGRAPH_API_KEYS_FILE).",
+    ),
     port: int | None = typer.Option(None, "--port", help="Port (KBGRAPH_SERVE_PORT; default 8080)."),
-    open_app: bool = typer.Option(False, "--open", help="Open the web app (/) in the browser once the server is "
-                                  "up."),
+    open_app: bool = typer.Option(False, "--open", help="Open the web app (/) in the browser once the server is up."),
 ) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and the MCP tools at /mcp; knowledge base per request (/v1/kb/NAME)."""
     if ctx.invoked_subcommand is not None:
@@ -60,20 +66,26 @@ def serve_cmd(
 
     _need_extra()
     s = _settings(serve_host=host, serve_port=port)
-    check_bind(s.serve.serve_host, s.serve.api_key.get_secret_value() if s.serve.api_key else None, s.serve.api_keys_file)
+    check_bind(
+        s.serve.serve_host, s.serve.api_key.get_secret_value() if s.serve.api_key else None, s.serve.api_keys_file
+    )
     import uvicorn
 
     where = f"[{s.serve.serve_host}]" if ":" in s.serve.serve_host else s.serve.serve_host
-    sys.stderr.write(f"kbgraph serve: http://{where}:{s.serve.serve_port}/docs (MCP at /mcp; default knowledge base "
-                     f"{s.name!r} on {backend_name(s)})\n")  # fmt: skip
-    server = uvicorn.Server(uvicorn.Config(create_app(s), host=s.serve.serve_host, port=s.serve.serve_port,
-                                           log_level="info"))  # fmt: skip
+    sys.stderr.write(
+        f"kbgraph serve: http://{where}:{s.serve.serve_port}/docs (MCP at /mcp; default knowledge base "
+        f"{s.name!r} on {backend_name(s)})\n"
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(s), host=s.serve.serve_host, port=s.serve.serve_port, log_level="info")
+    )
     if open_app:
         import webbrowser
 
         url = app_url(s.serve.serve_host, s.serve.serve_port)
-        threading.Thread(target=open_when_up, args=(server, url, webbrowser.open), name="kbgraph-open",
-                         daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=open_when_up, args=(server, url, webbrowser.open), name="kbgraph-open", daemon=True
+        ).start()
     server.run()
 
 
@@ -102,20 +114,28 @@ def open_when_up(server: Any, url: str, opener: Callable[[str], object], timeout
 def _keys_file() -> Path:
     path = common.settings().serve.api_keys_file
     if path is None:
-        raise ConfigError("no keys file: set KBGRAPH_API_KEYS_FILE (e.g. ~/.kbgraph/api-keys.toml; .json for JSON) "
-                          "for `kbgraph serve` and for `kbgraph serve keys`")  # fmt: skip
+        raise ConfigError(
+            "no keys file: set KBGRAPH_API_KEYS_FILE (e.g. ~/.kbgraph/api-keys.toml; .json for JSON) "
+            "for `kbgraph serve` and for `kbgraph serve keys`"
+        )
     return path
 
 
 @keys_app.command("add")
 def keys_add_cmd(
-    kb: list[str] = typer.Option(..., "--kb", help="Knowledge base the key may use: a name or a glob such as "
-                                 "'team-a-*' ('*' = all); repeatable."),
-    rights: str = typer.Option("read", "--rights", help="read (ask, search, browse, chunks, documents, stats), "
-                               "write (ingest, delete) or read,write."),
+    kb: list[str] = typer.Option(
+        ..., "--kb", help="Knowledge base the key may use: a name or a glob such as 'team-a-*' ('*' = all); repeatable."
+    ),
+    rights: str = typer.Option(
+        "read",
+        "--rights",
+        help="read (ask, search, browse, chunks, documents, stats), write (ingest, delete) or read,write.",
+    ),
     name: str | None = typer.Option(None, "--name", help="A name for the key (list, revoke); default key-<random>."),
     where: list[str] | None = typer.Option(
-        None, "--where", "-w",
+        None,
+        "--where",
+        "-w",
         help="Scope the key to the documents whose metadata meet this condition (repeatable, all required; the "
         "syntax of `kbgraph ask --where`, docs/filters.md): every read it makes sees only those documents. Such a "
         "key may only read.",
@@ -127,8 +147,10 @@ def keys_add_cmd(
     path = _keys_file()
     key, scope = add_key(path, kbs=kb, rights=rights.split(","), name=name, where=where or None)
     scoped = f"; documents {scope.describe_where()}" if scope.where is not None else ""
-    sys.stderr.write(f"key {scope.name!r}: knowledge bases {', '.join(scope.kbs)}; rights "
-                     f"{','.join(sorted(scope.rights))}{scoped}; its hash is in {path}. The key (shown once):\n")  # fmt: skip
+    sys.stderr.write(
+        f"key {scope.name!r}: knowledge bases {', '.join(scope.kbs)}; rights "
+        f"{','.join(sorted(scope.rights))}{scoped}; its hash is in {path}. The key (shown once):\n"
+    )
     sys.stdout.write(key + "\n")
 
 
@@ -143,8 +165,10 @@ def keys_list_cmd() -> None:
     for k in keys:
         state = f"revoked {k.revoked}" if k.revoked else "active"
         documents = f"\twhere={k.describe_where()}" if k.where is not None else ""
-        sys.stdout.write(f"{k.name}\tkb={','.join(k.kbs)}\trights={','.join(sorted(k.rights))}{documents}\t"
-                         f"sha256={k.sha256[:12]}…\tcreated={k.created or '-'}\t{state}\n")  # fmt: skip
+        sys.stdout.write(
+            f"{k.name}\tkb={','.join(k.kbs)}\trights={','.join(sorted(k.rights))}{documents}\t"
+            f"sha256={k.sha256[:12]}…\tcreated={k.created or '-'}\t{state}\n"
+        )
 
 
 @keys_app.command("revoke")

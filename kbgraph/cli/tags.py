@@ -17,9 +17,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.eval.dataset import load_dataset
 from kbgraph.eval.tag_pairs import dataset_samples, learn_tag_pairs, list_tag_pairs, load_qa_samples
 
-tags_app = typer.Typer(
-    no_args_is_help=True, help="Auto-tagging (PIKE-RAG §5.2.2): tag classes, corpus and query tags."
-)
+tags_app = typer.Typer(no_args_is_help=True, help="Auto-tagging (PIKE-RAG §5.2.2): tag classes, corpus and query tags.")
 
 
 @tags_app.command("classes")
@@ -44,10 +42,16 @@ def classes_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON."
 
 @tags_app.command("learn")
 def learn_cmd(
-    qa: str | None = typer.Option(None, "--qa", help="JSONL of {\"question\", \"chunk_ids\"} or "
-                                  "{\"question\", \"gold_passage_ids\"} lines."),  # fmt: skip
-    dataset: str | None = typer.Option(None, "--dataset", "-d", help="Data set <prefix> (as kbgraph eval): its "
-                                       "questions and gold passages; the KB is named after it unless --kb."),
+    qa: str | None = typer.Option(
+        None, "--qa", help='JSONL of {"question", "chunk_ids"} or {"question", "gold_passage_ids"} lines.'
+    ),
+    dataset: str | None = typer.Option(
+        None,
+        "--dataset",
+        "-d",
+        help="Data set <prefix> (as kbgraph eval): its "
+        "questions and gold passages; the KB is named after it unless --kb.",
+    ),
     limit: int | None = typer.Option(None, "--limit", help="Only the first N (selected) questions."),
     sample: int | None = typer.Option(None, "--sample", help="N questions drawn at random with --seed."),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
@@ -61,7 +65,6 @@ def learn_cmd(
         raise ConfigError("give one of --qa FILE.jsonl or --dataset PREFIX")
     settings = common.settings()
     if dataset is not None:
-
         name = common.State.overrides.get("name") or load_dataset(dataset).name
         settings = settings.updated({"name": name})
         samples = dataset_samples(dataset, limit=limit, sample=sample, seed=seed)

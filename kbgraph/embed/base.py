@@ -50,7 +50,6 @@ class Embedder(Protocol):
         ...
 
 
-
 def normalise(vectors: ArrayLike, dimension: int) -> np.ndarray:
     """``vectors`` with unit-length rows. An all-zero row stays zero rather than becoming NaN.
     Args:

@@ -101,8 +101,9 @@ class CachedEmbedder:
             out[i] = np.frombuffer(found[k], dtype=np.float32, count=dim)
         return out
 
-    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
-                    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
         """The wrapped embedder's ``embed_spans`` (same shapes; ``kbgraph.embed.onnx_runtime``) through the
         cache: a text whose vector and every span's vector are cached is not sent (no forward pass); the
         others are sent whole, with all their spans. Counts texts in ``hits``/``misses``."""
@@ -118,8 +119,10 @@ class CachedEmbedder:
             vectors, late = inner.embed_spans([texts[i] for i in todo], [list(spans[i]) for i in todo])
             rows = [(keys[i], np.asarray(v, dtype=np.float32).tobytes()) for i, v in zip(todo, vectors, strict=True)]
             for i, vecs in zip(todo, late, strict=True):
-                rows += [(lk, b"" if v is None else np.asarray(v, dtype=np.float32).tobytes())
-                         for lk, v in zip(late_keys[i], vecs, strict=True)]
+                rows += [
+                    (lk, b"" if v is None else np.asarray(v, dtype=np.float32).tobytes())
+                    for lk, v in zip(late_keys[i], vecs, strict=True)
+                ]
             self._store(rows)
             found.update(rows)
         self.misses += len(todo)
@@ -128,6 +131,8 @@ class CachedEmbedder:
         out = np.zeros((len(texts), dim), dtype=np.float32)
         for i, k in enumerate(keys):
             out[i] = np.frombuffer(found[k], dtype=np.float32, count=dim)
-        pooled = [[np.frombuffer(found[lk], dtype=np.float32, count=dim).copy() if found[lk] else None for lk in ks]
-                  for ks in late_keys]
+        pooled = [
+            [np.frombuffer(found[lk], dtype=np.float32, count=dim).copy() if found[lk] else None for lk in ks]
+            for ks in late_keys
+        ]
         return out, pooled

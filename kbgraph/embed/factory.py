@@ -27,6 +27,7 @@ log = logging.getLogger("kbgraph.embed")
 _CACHE: dict[tuple[object, ...], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
+
 def onnx_model_path(settings: Settings) -> Path | None:
     """Where the ONNX export of ``settings.embedding.embedding_model`` lives (whether or not it exists yet), or None
     if the model is not local or not exportable (see ``kbgraph.embed.onnx_model.read_model_spec``)."""
@@ -50,8 +51,9 @@ def _onnx_plan(settings: Settings, *, strict: bool = False) -> tuple[onnx_model.
         return spec, onnx_model.onnx_path_for(settings.home, name, spec)
     except (onnx_model.UnsupportedModelError, OSError, ValueError) as exc:
         if strict:
-            raise ConfigError(f"embedding model {name!r} cannot run on ONNX ({exc}): set "
-                              "KBGRAPH_EMBEDDING_BACKEND=torch or auto") from exc
+            raise ConfigError(
+                f"embedding model {name!r} cannot run on ONNX ({exc}): set KBGRAPH_EMBEDDING_BACKEND=torch or auto"
+            ) from exc
         log.debug("embedding model %s stays on torch: %s", name, exc)
         return None
 
@@ -81,8 +83,9 @@ def _try_export(settings: Settings, spec: onnx_model.ModelSpec, path: Path) -> C
             failed.write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
         except OSError:
             pass
-        error = ConfigError(f"ONNX export failed, staying on torch (delete {failed} to retry): "
-                            f"{type(exc).__name__}: {exc}")
+        error = ConfigError(
+            f"ONNX export failed, staying on torch (delete {failed} to retry): {type(exc).__name__}: {exc}"
+        )
         error.__cause__ = exc
         return error
     return None
@@ -119,12 +122,17 @@ def make_embedder(settings: Settings) -> Embedder:
     if not name:
         raise ConfigError(f"embedding_model is empty: set KBGRAPH_EMBEDDING_MODEL (default {DEFAULT_MODEL!r})")
     if name.lower().startswith(OPENAI_PREFIX):
-        model = name[len(OPENAI_PREFIX):].strip()
+        model = name[len(OPENAI_PREFIX) :].strip()
         api_key = settings.llm.llm_api_key.get_secret_value() if settings.llm.llm_api_key is not None else None
         dims = settings.embedding.embedding_dimension if model.startswith("text-embedding-3") else None
-        return OpenAIEmbedder(model, base_url=settings.llm.llm_base_url, api_key=api_key,
-                              batch_size=settings.embedding.embedding_batch_size, dimensions=dims,
-                              timeout=settings.llm.llm_timeout)
+        return OpenAIEmbedder(
+            model,
+            base_url=settings.llm.llm_base_url,
+            api_key=api_key,
+            batch_size=settings.embedding.embedding_batch_size,
+            dimensions=dims,
+            timeout=settings.llm.llm_timeout,
+        )
     backend = (settings.embedding.embedding_backend or "auto").strip().lower()
     if backend not in BACKENDS:
         raise ConfigError(f"embedding_backend {backend!r} is not one of {', '.join(BACKENDS)}")
@@ -140,11 +148,17 @@ def make_embedder(settings: Settings) -> Embedder:
         if path.is_file():
             if settings.embedding.embedding_precision == "int8":  # kbgraph.embed.onnx_quant
                 path, name = onnx_quant.quantize_int8(path), name + onnx_quant.INT8_SUFFIX
-            return OnnxEmbedder(path, spec.folder, model_name=name, batch_size=settings.embedding.embedding_batch_size,
-                                batch_tokens=settings.embedding.embedding_batch_tokens,
-                                spec=spec)
-    return SentenceTransformerEmbedder(name, batch_size=settings.embedding.embedding_batch_size,
-                                       on_load=_export_after_load(settings))
+            return OnnxEmbedder(
+                path,
+                spec.folder,
+                model_name=name,
+                batch_size=settings.embedding.embedding_batch_size,
+                batch_tokens=settings.embedding.embedding_batch_tokens,
+                spec=spec,
+            )
+    return SentenceTransformerEmbedder(
+        name, batch_size=settings.embedding.embedding_batch_size, on_load=_export_after_load(settings)
+    )
 
 
 def check_dimension(embedder: Embedder, expected: int) -> None:
@@ -182,4 +196,3 @@ def clear_cache() -> None:
     """Forget the cached embedders (tests, or to free the model's memory)."""
     with _CACHE_LOCK:
         _CACHE.clear()
-

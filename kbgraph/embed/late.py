@@ -33,8 +33,9 @@ class SpanEmbedder(Embedder, Protocol):
     """An embedder that also embeds spans of its texts (late chunking): the ONNX embedder of a mean-pooling model,
     or the embedding cache around one (:func:`can_embed_spans`)."""
 
-    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
-                    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]: ...
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]: ...
 
 
 def can_embed_spans(embedder: Embedder) -> bool:
@@ -63,8 +64,9 @@ def token_range(encoding: Encoding, span: Span, text: str, shift: int = 0) -> tu
     return hits[0], hits[-1] + 1
 
 
-def pool_spans(hidden: np.ndarray, encoding: Encoding, text: str, spans: Sequence[Span], shift: int = 0
-               ) -> list[np.ndarray | None]:
+def pool_spans(
+    hidden: np.ndarray, encoding: Encoding, text: str, spans: Sequence[Span], shift: int = 0
+) -> list[np.ndarray | None]:
     """One L2-normalised float32 vector (h,) per span of ``text``: the mean of ``hidden`` (the text's final
     token states, (seq, h), seq >= its tokens) over the span's tokens (``token_range``), or None for a span with
     no token or cut by truncation."""

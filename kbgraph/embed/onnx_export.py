@@ -74,8 +74,10 @@ def write_once(out_path: Path, write: Callable[[Path], None], doing: str, lock_t
             finally:
                 tmp.unlink(missing_ok=True)
     except Timeout as exc:
-        raise ConfigError(f"another process has been {doing} {out_path} for {lock_timeout:.0f} s; "
-                          f"remove {out_path}.lock if no kbgraph process is running") from exc
+        raise ConfigError(
+            f"another process has been {doing} {out_path} for {lock_timeout:.0f} s; "
+            f"remove {out_path}.lock if no kbgraph process is running"
+        ) from exc
     return out_path
 
 
@@ -85,13 +87,15 @@ def _export(spec: ModelSpec, path: Path) -> None:
         import torch
         from transformers import AutoModel
     except ImportError as exc:
-        raise ConfigError(f"exporting the embedding model to ONNX needs torch and transformers: "
-                          f"pip install 'kbgraph[ingest]' ({exc})") from exc
+        raise ConfigError(
+            f"exporting the embedding model to ONNX needs torch and transformers: pip install 'kbgraph[ingest]' ({exc})"
+        ) from exc
     try:
         import onnx  # noqa: F401 - torch.onnx.export needs it
     except ImportError as exc:
-        raise ConfigError(f"exporting the embedding model to ONNX needs the onnx package: "
-                          f"pip install 'kbgraph[ingest]' ({exc})") from exc
+        raise ConfigError(
+            f"exporting the embedding model to ONNX needs the onnx package: pip install 'kbgraph[ingest]' ({exc})"
+        ) from exc
     import inspect
     import warnings
 
@@ -103,8 +107,7 @@ def _export(spec: ModelSpec, path: Path) -> None:
         pass
     # Eager attention: the traced graph then applies the attention mask as plain tensor ops (SDPA/flash
     # paths may skip the mask when the tracing batch has no padding, which would bake that in).
-    model = AutoModel.from_pretrained(str(spec.transformer_dir), attn_implementation="eager",
-                                      dtype=torch.float32)
+    model = AutoModel.from_pretrained(str(spec.transformer_dir), attn_implementation="eager", dtype=torch.float32)
     model.eval()
     accepted = inspect.signature(model.forward).parameters
     names = ["input_ids", "attention_mask"] + (["token_type_ids"] if "token_type_ids" in accepted else [])
@@ -126,9 +129,17 @@ def _export(spec: ModelSpec, path: Path) -> None:
     encoder = _Encoder(model).eval()  # (the exporter restores the wrapper's mode onto the model: dropout!)
     with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # TracerWarnings about shape-dependent Python branches
-        torch.onnx.export(encoder, args, str(path), dynamo=False, opset_version=OPSET,
-                          input_names=names, output_names=["last_hidden_state"], dynamic_axes=axes,
-                          do_constant_folding=True)
+        torch.onnx.export(
+            encoder,
+            args,
+            str(path),
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            do_constant_folding=True,
+        )
         # check the exported graph against torch on a padded batch of varied lengths
         probe = pad_batch(tok.encode_batch(prepare_texts(spec, _PROBES)), spec.pad_token_id)
         encoder.eval()
@@ -139,8 +150,10 @@ def _export(spec: ModelSpec, path: Path) -> None:
     got = _unit(pool(got_hidden, probe["attention_mask"], spec.pooling))
     cos = float((ref * got).sum(axis=1).min())
     if not cos >= EXPORT_MIN_COSINE:
-        raise ConfigError(f"the ONNX export of {spec.folder} does not match torch (cosine {cos:.6f}); "
-                          "set KBGRAPH_EMBEDDING_BACKEND=torch")
+        raise ConfigError(
+            f"the ONNX export of {spec.folder} does not match torch (cosine {cos:.6f}); "
+            "set KBGRAPH_EMBEDDING_BACKEND=torch"
+        )
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:

@@ -41,9 +41,18 @@ if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
 __all__ = [
-    "ModelSpec", "UnsupportedModelError", "load_tokenizer", "models_dir", "onnx_path_for", "pad_batch", "pool",
-    "prepare_texts", "read_model_spec", "safe_model_name", "weights_hash",
-]  # fmt: skip
+    "ModelSpec",
+    "UnsupportedModelError",
+    "load_tokenizer",
+    "models_dir",
+    "onnx_path_for",
+    "pad_batch",
+    "pool",
+    "prepare_texts",
+    "read_model_spec",
+    "safe_model_name",
+    "weights_hash",
+]
 
 log = logging.getLogger("kbgraph.embed_onnx")  # the name it had before the kbgraph.embed package
 
@@ -140,10 +149,16 @@ def read_model_spec(folder: str | Path) -> ModelSpec:
 
     max_len = sbert.get("max_seq_length")
     if max_len is None:  # sentence-transformers: the tokenizer's limit, capped by the position embeddings
-        tok_cfg = _read_json(transformer_dir / "tokenizer_config.json") if (
-            transformer_dir / "tokenizer_config.json").is_file() else {}
-        limits = [int(v) for v in (tok_cfg.get("model_max_length"), config.get("max_position_embeddings"))
-                  if isinstance(v, int | float) and v < 1_000_000]
+        tok_cfg = (
+            _read_json(transformer_dir / "tokenizer_config.json")
+            if (transformer_dir / "tokenizer_config.json").is_file()
+            else {}
+        )
+        limits = [
+            int(v)
+            for v in (tok_cfg.get("model_max_length"), config.get("max_position_embeddings"))
+            if isinstance(v, int | float) and v < 1_000_000
+        ]
         max_len = min(limits) if limits else None
 
     tok_json = _read_json(transformer_dir / "tokenizer.json")
@@ -163,9 +178,15 @@ def read_model_spec(folder: str | Path) -> ModelSpec:
     if prompt and pooling_config.get("include_prompt") is False:
         raise UnsupportedModelError(f"{folder} excludes its default prompt from pooling")
     return ModelSpec(
-        folder=folder, transformer_dir=transformer_dir, weights=weights,
-        max_seq_length=int(max_len) if max_len else None, do_lower_case=bool(sbert.get("do_lower_case")),
-        pooling=pooling, hidden_size=hidden, pad_token_id=int(pad_id), prompt=prompt,
+        folder=folder,
+        transformer_dir=transformer_dir,
+        weights=weights,
+        max_seq_length=int(max_len) if max_len else None,
+        do_lower_case=bool(sbert.get("do_lower_case")),
+        pooling=pooling,
+        hidden_size=hidden,
+        pad_token_id=int(pad_id),
+        prompt=prompt,
     )
 
 

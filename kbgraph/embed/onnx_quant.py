@@ -35,8 +35,10 @@ def quantize_int8(onnx_path: str | Path, *, lock_timeout: float = 600.0) -> Path
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
-        raise ConfigError(f"embedding_precision 'int8' needs onnxruntime with its quantization tools "
-                          f"(pip install onnxruntime onnx) ({exc}); or set KBGRAPH_EMBEDDING_PRECISION=fp32") from exc
+        raise ConfigError(
+            f"embedding_precision 'int8' needs onnxruntime with its quantization tools "
+            f"(pip install onnxruntime onnx) ({exc}); or set KBGRAPH_EMBEDDING_PRECISION=fp32"
+        ) from exc
 
     def write(tmp: Path) -> None:
         quantize_dynamic(str(onnx_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True)

@@ -37,8 +37,10 @@ def open_session(path: Path, threads: int) -> Any:
     try:
         import onnxruntime as ort
     except ImportError as exc:
-        raise ConfigError(f"the ONNX embedding backend needs onnxruntime: pip install onnxruntime ({exc}), "
-                          "or set KBGRAPH_EMBEDDING_BACKEND=torch") from exc
+        raise ConfigError(
+            f"the ONNX embedding backend needs onnxruntime: pip install onnxruntime ({exc}), "
+            "or set KBGRAPH_EMBEDDING_BACKEND=torch"
+        ) from exc
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = max(1, int(threads))
     opts.inter_op_num_threads = 1
@@ -86,9 +88,17 @@ class OnnxEmbedder:
     ``embedding_precision='int8'`` (``kbgraph.embed.onnx_quant``; its activations are quantised per batch, so
     a text's int8 vector also varies with the batch it is embedded in, cosine ~0.99)."""
 
-    def __init__(self, onnx_path: str | Path, model_dir: str | Path, *, model_name: str | None = None,
-                 batch_size: int = 64, batch_tokens: int = 2048, threads: int | None = None,
-                 spec: ModelSpec | None = None):
+    def __init__(
+        self,
+        onnx_path: str | Path,
+        model_dir: str | Path,
+        *,
+        model_name: str | None = None,
+        batch_size: int = 64,
+        batch_tokens: int = 2048,
+        threads: int | None = None,
+        spec: ModelSpec | None = None,
+    ):
         self.onnx_path = Path(onnx_path)
         self.spec = spec if spec is not None else read_model_spec(model_dir)
         self._name = model_name or self.spec.folder.name
@@ -143,8 +153,9 @@ class OnnxEmbedder:
             out[idx] = pool(hidden, mask, self.spec.pooling)
         return normalise(out, self.dimension)
 
-    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
-                    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
         """Late chunking (Günther et al. 2024, arXiv 2409.04701 §3; ``kbgraph.embed.late``): the texts'
         vectors, float32 (len(texts), dimension), equal to ``embed(texts)``, and from the same forward pass
         one vector per character span ``(start, end)`` of each text (``spans[i]`` for ``texts[i]``): the
@@ -152,8 +163,10 @@ class OnnxEmbedder:
         covers no token or runs past ``max_seq_length`` tokens (truncated). ConfigError unless
         ``can_embed_spans`` (mean pooling); ValueError if ``spans`` and ``texts`` differ in length."""
         if not self.can_embed_spans:
-            raise ConfigError(f"late chunking needs a mean-pooling model; {self._name!r} pools by "
-                              f"{'+'.join(self.spec.pooling)}: set KBGRAPH_LATE_CHUNKING=false")
+            raise ConfigError(
+                f"late chunking needs a mean-pooling model; {self._name!r} pools by "
+                f"{'+'.join(self.spec.pooling)}: set KBGRAPH_LATE_CHUNKING=false"
+            )
         if len(spans) != len(texts):
             raise ValueError(f"embed_spans: {len(texts)} texts but {len(spans)} span lists")
         late: list[list[np.ndarray | None]] = [[None] * len(s) for s in spans]

@@ -26,9 +26,17 @@ class OpenAIEmbedder:
     ``dimensions``: ask the endpoint for vectors of this size (text-embedding-3 models support it).
     ``client``: an ``openai.OpenAI``-like object (for tests or a pre-configured client)."""
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 batch_size: int = 64, dimensions: int | None = None, timeout: float = 60.0,
-                 client: OpenAI | None = None):
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        dimensions: int | None = None,
+        timeout: float = 60.0,
+        client: OpenAI | None = None,
+    ):
         if not model:
             raise ConfigError("embedding_model 'openai:' names no model: use e.g. openai:text-embedding-3-small")
         self._name = model
@@ -63,8 +71,9 @@ class OpenAIEmbedder:
                             f"embedding model {self.model_name!r} needs the openai package: pip install 'kbgraph[llm]'"
                         ) from exc
                     try:
-                        self._client = openai.OpenAI(base_url=self._base_url, api_key=self._api_key,
-                                                     timeout=self._timeout)
+                        self._client = openai.OpenAI(
+                            base_url=self._base_url, api_key=self._api_key, timeout=self._timeout
+                        )
                     except openai.OpenAIError as exc:
                         raise ConfigError(
                             f"cannot create the OpenAI client for {self.model_name!r}: {exc} "
@@ -79,8 +88,12 @@ class OpenAIEmbedder:
         try:
             response = self.client.embeddings.create(**kwargs)
         except Exception as exc:  # noqa: BLE001
-            if type(exc).__name__ in ("AuthenticationError", "PermissionDeniedError", "NotFoundError",
-                                      "BadRequestError"):
+            if type(exc).__name__ in (
+                "AuthenticationError",
+                "PermissionDeniedError",
+                "NotFoundError",
+                "BadRequestError",
+            ):
                 raise ConfigError(
                     f"the embeddings endpoint rejected model {self._name!r} ({type(exc).__name__}: "
                     f"{' '.join(str(exc).split())[:200]}): check KBGRAPH_EMBEDDING_MODEL, KBGRAPH_LLM_BASE_URL "

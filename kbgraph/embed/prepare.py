@@ -53,8 +53,12 @@ def missing_models(settings: Settings) -> list[list[str]]:
     todo: list[list[str]] = []
     backend = (e.embedding_backend or "auto").strip().lower()
     path = onnx_model_path(settings) if backend == "onnx" or (backend == "auto" and e.late_chunking) else None
-    if (path is not None and not path.is_file() and not export_failed(path).exists()
-            and importlib.util.find_spec("onnx")):  # fmt: skip
+    if (
+        path is not None
+        and not path.is_file()
+        and not export_failed(path).exists()
+        and importlib.util.find_spec("onnx")
+    ):
         todo.append(["onnx", str(local_model_dir(name)), str(path)])  # (a path: the model is a local folder)
     if e.static_vector_layers:
         try:
@@ -90,8 +94,9 @@ def prepare_models(settings: Settings, wanted: bool = True) -> Iterator[list[sub
 def _start(args: list[str], stderr: int) -> subprocess.Popen[bytes]:
     """A child interpreter running this module's command with ``args`` (one of ``missing_models``'), its output
     discarded and its error output to ``stderr`` (``subprocess.DEVNULL`` or ``PIPE``)."""
-    return subprocess.Popen([sys.executable, "-m", "kbgraph.embed.prepare", *args], stdout=subprocess.DEVNULL,
-                            stderr=stderr)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kbgraph.embed.prepare", *args], stdout=subprocess.DEVNULL, stderr=stderr
+    )
 
 
 class ModelError(KBGraphError):
@@ -126,9 +131,11 @@ def make_models(settings: Settings) -> list[MadeModel]:
             tail = " | ".join(err.decode(errors="replace").strip().splitlines()[-3:])
             failed.append(f"the {args[0]} model ({args[2]}), exit {child.returncode}: {tail or 'no output'}")
     if failed:
-        raise ModelError("could not make " + "; ".join(failed) + " (`kbgraph ingest FOLDER` makes a missing model in "
-                         "its own process and reports the whole error; KBGRAPH_EMBEDDING_BACKEND=torch does without "
-                         "the ONNX export, KBGRAPH_STATIC_LAYERS= without the static model)")
+        raise ModelError(
+            "could not make " + "; ".join(failed) + " (`kbgraph ingest FOLDER` makes a missing model in "
+            "its own process and reports the whole error; KBGRAPH_EMBEDDING_BACKEND=torch does without "
+            "the ONNX export, KBGRAPH_STATIC_LAYERS= without the static model)"
+        )
     return made
 
 

@@ -50,8 +50,15 @@ class SentenceTransformerEmbedder:
     ``on_load``: called with the ``SentenceTransformer`` once it is loaded (``get_embedder`` exports the ONNX
     file there); its exceptions are logged, not raised."""
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, *, batch_size: int = 64, device: str | None = None,
-                 threads: int | None = None, on_load: Callable[[SentenceTransformer], None] | None = None):
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        *,
+        batch_size: int = 64,
+        device: str | None = None,
+        threads: int | None = None,
+        on_load: Callable[[SentenceTransformer], None] | None = None,
+    ):
         self._name = model_name
         self.batch_size = max(1, int(batch_size))
         self.device = device

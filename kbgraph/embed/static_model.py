@@ -82,18 +82,23 @@ def static_model_dir(settings: Settings) -> tuple[Path, Path]:
     return found
 
 
-def _static_model_dir(name: str, folder: Path | None, mdir: Path, dimension: int | None
-                      ) -> tuple[tuple[Path, Path], Path]:  # fmt: skip
+def _static_model_dir(
+    name: str, folder: Path | None, mdir: Path, dimension: int | None
+) -> tuple[tuple[Path, Path], Path]:
     """((teacher, static model folder), the teacher's weights file); ConfigError as static_model_dir."""
     if folder is None:
-        raise ConfigError(f"static_layers needs the embedding model {name!r} on disk to build a static model "
-                          "from (a sentence-transformers folder or the packaged all-MiniLM-L6-v2): set "
-                          "KBGRAPH_STATIC_LAYERS= (empty) for this model")
+        raise ConfigError(
+            f"static_layers needs the embedding model {name!r} on disk to build a static model "
+            "from (a sentence-transformers folder or the packaged all-MiniLM-L6-v2): set "
+            "KBGRAPH_STATIC_LAYERS= (empty) for this model"
+        )
     try:
         spec = read_model_spec(folder)
     except Exception as exc:  # noqa: BLE001 - any unreadable model folder: one clear message
-        raise ConfigError(f"cannot read the embedding model folder {folder} to build a static model ({exc}); "
-                          "set KBGRAPH_STATIC_LAYERS= (empty)") from exc
+        raise ConfigError(
+            f"cannot read the embedding model folder {folder} to build a static model ({exc}); "
+            "set KBGRAPH_STATIC_LAYERS= (empty)"
+        ) from exc
     kind = "static" if dimension is None else f"static{dimension}"
     return (folder, mdir / f"{safe_model_name(name)}-{kind}-{weights_hash(spec.weights, mdir)[:16]}"), spec.weights
 
@@ -122,8 +127,10 @@ def build_static_model(teacher: Path, out: Path, *, dimension: int | None = None
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
     except Timeout as exc:
-        raise ConfigError(f"another process has been building {out} for {lock_timeout:.0f} s; "
-                          f"remove {out}.lock if no kbgraph process is running") from exc
+        raise ConfigError(
+            f"another process has been building {out} for {lock_timeout:.0f} s; "
+            f"remove {out}.lock if no kbgraph process is running"
+        ) from exc
     return out
 
 
@@ -132,12 +139,18 @@ def _build(teacher: Path, tmp: Path, dimension: int | None) -> None:
     which the ingesting process otherwise never needs (it embeds with ONNX Runtime)."""
     log.info("building a static embedding model from %s by model2vec distillation (once, ~10-20 s)", teacher)
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run([sys.executable, "-m", "kbgraph.embed.static_model", str(teacher), str(tmp),
-                           str(dimension or "")], capture_output=True, text=True, env=env)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbgraph.embed.static_model", str(teacher), str(tmp), str(dimension or "")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if proc.returncode != 0 or not (tmp / "config.json").is_file():
         lines = [x for x in (proc.stderr or proc.stdout).strip().splitlines() if "it/s]" not in x]
-        raise ConfigError(f"building a static model from {teacher} failed ({lines[-1] if lines else 'no output'})"
-                          "; set KBGRAPH_STATIC_LAYERS= (empty) to embed every layer with the model itself")
+        raise ConfigError(
+            f"building a static model from {teacher} failed ({lines[-1] if lines else 'no output'})"
+            "; set KBGRAPH_STATIC_LAYERS= (empty) to embed every layer with the model itself"
+        )
 
 
 def build_into(teacher: Path, out: Path, dimension: int | None = None) -> None:
@@ -146,8 +159,10 @@ def build_into(teacher: Path, out: Path, dimension: int | None = None) -> None:
     try:
         from model2vec.distill import distill
     except ImportError as exc:
-        raise ConfigError(f"static_layers needs model2vec and skeletoken: pip install 'model2vec>=0.10' "
-                          f"'skeletoken>=0.6' ({exc}), or set KBGRAPH_STATIC_LAYERS= (empty)") from exc
+        raise ConfigError(
+            f"static_layers needs model2vec and skeletoken: pip install 'model2vec>=0.10' "
+            f"'skeletoken>=0.6' ({exc}), or set KBGRAPH_STATIC_LAYERS= (empty)"
+        ) from exc
     distill(model_name=str(teacher), pca_dims=dimension).save_pretrained(str(out))
 
 
@@ -170,8 +185,13 @@ def load_folder(path: Path) -> StaticModel:
             return StaticModel.from_pretrained(str(path))
         vectors = tensors.get_tensor("embeddings")
     config = json.loads(files[2].read_text(encoding="utf-8"))
-    return StaticModel(vectors=vectors, tokenizer=Tokenizer.from_file(str(files[1])), config=config,
-                       normalize=bool(config.get("normalize", False)), max_length=config.get("max_length", 512))
+    return StaticModel(
+        vectors=vectors,
+        tokenizer=Tokenizer.from_file(str(files[1])),
+        config=config,
+        normalize=bool(config.get("normalize", False)),
+        max_length=config.get("max_length", 512),
+    )
 
 
 class StaticEmbedder:
@@ -228,9 +248,11 @@ def get_static_embedder(settings: Settings) -> StaticEmbedder:
             _CACHE[key] = embedder
     expected = settings.embedding.static_model_dimension
     if embedder.dimension != expected:
-        raise ConfigError(f"the static model {out} gives {embedder.dimension}-dimensional vectors but the static "
-                          f"layers' indexes have {expected}: set KBGRAPH_STATIC_DIMENSION, or KBGRAPH_STATIC_LAYERS= "
-                          "(empty)")
+        raise ConfigError(
+            f"the static model {out} gives {embedder.dimension}-dimensional vectors but the static "
+            f"layers' indexes have {expected}: set KBGRAPH_STATIC_DIMENSION, or KBGRAPH_STATIC_LAYERS= "
+            "(empty)"
+        )
     return embedder
 
 

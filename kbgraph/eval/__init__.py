@@ -15,7 +15,18 @@ from kbgraph.eval.runner import NO_LLM, evaluate, parse_judgement
 from kbgraph.eval.summary import DEFAULT_KS, EvalSummary, MethodSummary, retrieval_metrics, summarize
 
 __all__ = [
-    "DEFAULT_KS", "NO_LLM", "Dataset", "EvalQuestion", "EvalSummary", "MethodSummary", "QuestionRecord", "Tokens",
-    "evaluate", "load_dataset", "parse_judgement", "retrieval_metrics", "select_questions",
+    "DEFAULT_KS",
+    "NO_LLM",
+    "Dataset",
+    "EvalQuestion",
+    "EvalSummary",
+    "MethodSummary",
+    "QuestionRecord",
+    "Tokens",
+    "evaluate",
+    "load_dataset",
+    "parse_judgement",
+    "retrieval_metrics",
+    "select_questions",
     "summarize",
-]  # fmt: skip
+]

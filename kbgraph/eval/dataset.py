@@ -71,7 +71,11 @@ def load_dataset(path: str | Path) -> Dataset:
     elif p.is_dir():
         found = sorted(p.glob("*.questions.jsonl"))
         if len(found) != 1:
-            what = "no *.questions.jsonl" if not found else f"{len(found)} question files ({', '.join(f.name for f in found)})"
+            what = (
+                "no *.questions.jsonl"
+                if not found
+                else f"{len(found)} question files ({', '.join(f.name for f in found)})"
+            )
             raise ConfigError(f"{p} holds {what}; name one as <folder>/<prefix>")
         qpath = found[0]
     else:
@@ -88,15 +92,20 @@ def load_dataset(path: str | Path) -> Dataset:
             obj["id"] = str(obj.get("id") if obj.get("id") not in (None, "") else lineno)
             questions.append(EvalQuestion.model_validate(obj))
         except ValueError as exc:
-            raise ConfigError(f"{qpath.name} line {lineno}: not a question object ({str(exc).splitlines()[0]})") from exc
+            raise ConfigError(
+                f"{qpath.name} line {lineno}: not a question object ({str(exc).splitlines()[0]})"
+            ) from exc
     if not questions:
         raise ConfigError(f"{qpath} has no questions")
     documents = _documents_folder(qpath, prefix)
     _check_gold_documents(qpath, documents, questions)
     return Dataset(
-        name=_safe_name(f"{qpath.parent.name}_{prefix}"), questions_path=qpath,
-        corpus_path=corpus if corpus.is_file() else None, documents_path=documents, questions=questions,
-    )  # fmt: skip
+        name=_safe_name(f"{qpath.parent.name}_{prefix}"),
+        questions_path=qpath,
+        corpus_path=corpus if corpus.is_file() else None,
+        documents_path=documents,
+        questions=questions,
+    )
 
 
 def _documents_folder(qpath: Path, prefix: str) -> Path | None:
@@ -114,18 +123,22 @@ def _check_gold_documents(qpath: Path, documents: Path | None, questions: Sequen
     if not paged:
         return
     if documents is None:
-        raise ConfigError(f"{qpath.name}: questions have gold_pages but there is no documents folder beside it "
-                          f"({qpath.name[: -len('.questions.jsonl')]}.documents/ or documents/)")  # fmt: skip
+        raise ConfigError(
+            f"{qpath.name}: questions have gold_pages but there is no documents folder beside it "
+            f"({qpath.name[: -len('.questions.jsonl')]}.documents/ or documents/)"
+        )
     names = {p.name for p in documents.rglob("*") if p.is_file()}
     for q in paged:
         for g in q.gold_pages:
             if not (documents / g.document).is_file() and not ("/" not in g.document and g.document in names):
-                raise ConfigError(f"{qpath.name}: question {q.id} names gold document {g.document!r}, "
-                                  f"which is not in {documents}")  # fmt: skip
+                raise ConfigError(
+                    f"{qpath.name}: question {q.id} names gold document {g.document!r}, which is not in {documents}"
+                )
 
 
-def select_questions(questions: Sequence[EvalQuestion], *, sample: int | None, limit: int | None,
-                     seed: int) -> list[EvalQuestion]:  # fmt: skip
+def select_questions(
+    questions: Sequence[EvalQuestion], *, sample: int | None, limit: int | None, seed: int
+) -> list[EvalQuestion]:
     """``sample`` questions drawn with ``random.Random(seed)`` (kept in file order), then the first
     ``limit`` of those; all questions when both are None."""
     chosen = list(questions)

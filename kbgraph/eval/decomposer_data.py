@@ -136,8 +136,9 @@ class Trajectory(BaseModel):
         """The decomposition (q^1, c^1), ..., (q^t, c^t): each selected atomic question with the chunk it brought
         into the context (Algorithm 3's sub-questions and their answers)."""
         chunks = {c.chunk_id: c for c in self.context}
-        return [(s.selected.text, chunks[s.chunk_id]) for s in self.steps
-                if s.selected is not None and s.chunk_id in chunks]  # fmt: skip
+        return [
+            (s.selected.text, chunks[s.chunk_id]) for s in self.steps if s.selected is not None and s.chunk_id in chunks
+        ]
 
 
 # --- lines 2-3, 5, 13, 23-24 ---------------------------------------------------------------------------------
@@ -159,8 +160,9 @@ class ContextPool:
             return None
         values = {c: self.ucb(c, t, alpha) for c in self.scores}
         best = max(values, key=values.__getitem__)
-        return SampledChunk(chunk_id=best, ucb=values[best], score=self.scores[best],
-                            visits=self.visits.get(best, 1), values=values)  # fmt: skip
+        return SampledChunk(
+            chunk_id=best, ucb=values[best], score=self.scores[best], visits=self.visits.get(best, 1), values=values
+        )
 
     def add(self, chunk_id: str, similarity: float) -> None:
         """Line 13: S(c) = S(c) + similarity."""
@@ -173,8 +175,9 @@ class ContextPool:
 
 
 # --- lines 7-15 ----------------------------------------------------------------------------------------------
-def split_candidates(ctx: QueryContext, proposals: Sequence[str], vectors: np.ndarray, hits: Sequence[Candidate], *,
-                     k: int, delta: float) -> tuple[list[Candidate], dict[str, float]]:  # fmt: skip
+def split_candidates(
+    ctx: QueryContext, proposals: Sequence[str], vectors: np.ndarray, hits: Sequence[Candidate], *, k: int, delta: float
+) -> tuple[list[Candidate], dict[str, float]]:
     """Lines 8-15 over AC_t = ``hits`` (``retrieve_atomic`` of the proposals at K', δ'): (RAP_t, the S increment
     per chunk). A distinct (question, chunk) pair is relevant when some proposal has it among its first ``k`` hits
     with similarity >= ``delta``; every other pair adds the max over all proposals of its cosine (with the
@@ -242,8 +245,9 @@ def run_trajectory(ctx: QueryContext, question: str, pool: ContextPool, p: Param
             break
         vectors = embedder.embed(proposal.sub_questions)  # line 7
         step.candidates = retrieve_atomic(store, proposal.sub_questions, vectors, k=p.k_prime, threshold=p.delta_prime)
-        relevant, step.score_updates = split_candidates(ctx, proposal.sub_questions, vectors, step.candidates,
-                                                        k=p.k, delta=p.delta)  # lines 8-15  # fmt: skip
+        relevant, step.score_updates = split_candidates(
+            ctx, proposal.sub_questions, vectors, step.candidates, k=p.k, delta=p.delta
+        )  # lines 8-15
         for chunk_id, inc in step.score_updates.items():
             pool.add(chunk_id, inc)
         known = {c.id for c in context}
@@ -268,38 +272,48 @@ def run_trajectory(ctx: QueryContext, question: str, pool: ContextPool, p: Param
         pool.chose(chosen.chunk_id)
     out = final_answer(llm, question, context)  # line 27
     traj.answer, traj.rationale = out.answer, out.rationale
-    traj.context = [ContextChunk(chunk_id=c.id, title=c.document_title, text=chunk_body(c.kind, c.text, c.summary))
-                    for c in context]  # fmt: skip
+    traj.context = [
+        ContextChunk(chunk_id=c.id, title=c.document_title, text=chunk_body(c.kind, c.text, c.summary)) for c in context
+    ]
     traj.pool_scores, traj.pool_visits = dict(pool.scores), dict(pool.visits)
     traj.usage = meter.report()
     return traj
 
 
-def score_trajectory(ctx: QueryContext, traj: Trajectory, *, judge: bool = False,
-                     judge_model: str | None = None) -> None:  # fmt: skip
+def score_trajectory(
+    ctx: QueryContext, traj: Trajectory, *, judge: bool = False, judge_model: str | None = None
+) -> None:
     """Fill ``traj``'s scores against its gold ``answers`` (§6.4; Fig. 12 d): F1 etc. (PIKE-RAG §6.1) and, with
     ``judge`` and labels, the LLM judge's accuracy (1, 0, or None when the reply is neither yes nor no)."""
     traj.scores = answer_scores(traj.answer, traj.answers)
     if judge and traj.answers:
-        reply = ctx.need_llm().complete(prompts.judge_messages(traj.question, traj.answers, traj.answer), model=judge_model,
-                                 temperature=0.0)  # fmt: skip
+        reply = ctx.need_llm().complete(
+            prompts.judge_messages(traj.question, traj.answers, traj.answer), model=judge_model, temperature=0.0
+        )
         traj.judgement, traj.accuracy = reply.strip()[:200], parse_judgement(reply)
     traj.score = traj.accuracy if traj.accuracy is not None else traj.scores.f1
     traj.correct = traj.score >= ctx.settings.decomposer.decomposer_correct_score
 
 
-def resolve_params(ctx: QueryContext, *, alpha: float | None = None, k_prime: int | None = None,
-                   delta_prime: float | None = None, rounds: int | None = None) -> Params:  # fmt: skip
+def resolve_params(
+    ctx: QueryContext,
+    *,
+    alpha: float | None = None,
+    k_prime: int | None = None,
+    delta_prime: float | None = None,
+    rounds: int | None = None,
+) -> Params:
     """The run's α, K', δ', N as given (None = the setting), K and δ from Algorithm 1's settings. Raises
     ConfigError when K' < K or δ' > δ (Algorithm 2 retrieves wider than Algorithm 1: K' > K, δ' < δ)."""
     s = ctx.settings
     p = Params(
         alpha=s.decomposer.decomposer_alpha if alpha is None else alpha,
-        k=s.decompose.decompose_candidates, delta=s.decompose.decompose_threshold,
+        k=s.decompose.decompose_candidates,
+        delta=s.decompose.decompose_threshold,
         k_prime=s.decomposer.decomposer_k_prime if k_prime is None else k_prime,
         delta_prime=s.decomposer.decomposer_delta_prime if delta_prime is None else delta_prime,
         rounds=s.decomposer.decomposer_rounds if rounds is None else rounds,
-    )  # fmt: skip
+    )
     if p.k_prime < p.k:
         raise ConfigError(f"K' ({p.k_prime}) must be at least K ({p.k}): raise KBGRAPH_DECOMPOSER_K_PRIME")
     if p.delta_prime > p.delta:
@@ -310,10 +324,18 @@ def resolve_params(ctx: QueryContext, *, alpha: float | None = None, k_prime: in
 
 
 def collect_trajectories(
-    ctx: QueryContext, questions: Iterable[EvalQuestion], *, alpha: float | None = None, k_prime: int | None = None,
-    delta_prime: float | None = None, rounds: int | None = None, samples: int | None = None,
-    until_correct: bool | None = None, judge: bool = False, judge_model: str | None = None,
-) -> Iterator[Trajectory]:  # fmt: skip
+    ctx: QueryContext,
+    questions: Iterable[EvalQuestion],
+    *,
+    alpha: float | None = None,
+    k_prime: int | None = None,
+    delta_prime: float | None = None,
+    rounds: int | None = None,
+    samples: int | None = None,
+    until_correct: bool | None = None,
+    judge: bool = False,
+    judge_model: str | None = None,
+) -> Iterator[Trajectory]:
     """Algorithm 2 on each question (``EvalQuestion``: id, question, gold answers) against ``ctx`` (LLM required):
     up to ``samples`` trajectories per question sharing S and V, stopping after the first correct one when
     ``until_correct`` (module docstring). Parameters default to the ``decomposer_*`` settings (K and δ:

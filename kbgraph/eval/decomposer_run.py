@@ -36,8 +36,14 @@ if TYPE_CHECKING:
 
 CONFIG, SUMMARY = "collect.json", "summary.json"
 #: Bins of the score distribution: [low, high) except the last, which is exactly 1.0.
-BINS = ((0.0, 1e-9, "0"), (1e-9, 0.25, "(0, 0.25)"), (0.25, 0.5, "[0.25, 0.5)"), (0.5, 0.75, "[0.5, 0.75)"),
-        (0.75, 1.0, "[0.75, 1)"), (1.0, 2.0, "1"))  # fmt: skip
+BINS = (
+    (0.0, 1e-9, "0"),
+    (1e-9, 0.25, "(0, 0.25)"),
+    (0.25, 0.5, "[0.25, 0.5)"),
+    (0.5, 0.75, "[0.5, 0.75)"),
+    (0.75, 1.0, "[0.75, 1)"),
+    (1.0, 2.0, "1"),
+)
 
 
 class ScoreDistribution(BaseModel):
@@ -56,9 +62,14 @@ def distribution(scores: Sequence[float]) -> ScoreDistribution:
     hist = {label: sum(1 for s in scores if lo <= s < hi) for lo, hi, label in BINS}
     if not scores:
         return ScoreDistribution(histogram=hist)
-    return ScoreDistribution(n=len(scores), mean=round(statistics.fmean(scores), 4),
-                             median=round(statistics.median(scores), 4), min=min(scores), max=max(scores),
-                             histogram=hist)  # fmt: skip
+    return ScoreDistribution(
+        n=len(scores),
+        mean=round(statistics.fmean(scores), 4),
+        median=round(statistics.median(scores), 4),
+        min=min(scores),
+        max=max(scores),
+        histogram=hist,
+    )
 
 
 class CollectSummary(BaseModel):
@@ -142,21 +153,34 @@ def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> Co
     correct = [t for t in trajectories if t.score >= correct_score]
     judged = [t.accuracy for t in trajectories if t.accuracy is not None]
     return CollectCounts(
-        questions_done=len(best), trajectories=len(trajectories),
+        questions_done=len(best),
+        trajectories=len(trajectories),
         sub_questions=sum(len(t.sub_questions()) for t in trajectories),
-        correct_trajectories=len(correct), correct_questions=len({t.question_id for t in correct}),
+        correct_trajectories=len(correct),
+        correct_questions=len({t.question_id for t in correct}),
         sft_pairs_correct=sum(len(sft_pairs(t)) for t in correct),
-        scores=distribution([t.score for t in trajectories]), best_scores=distribution(list(best.values())),
+        scores=distribution([t.score for t in trajectories]),
+        best_scores=distribution(list(best.values())),
         f1_mean=round(statistics.fmean(t.scores.f1 for t in trajectories), 4) if trajectories else None,
         accuracy_mean=round(statistics.fmean(judged), 4) if judged else None,
-    )  # fmt: skip
+    )
 
 
 def collect_dataset(
-    kb: EvalTarget, dataset: str | Path, out: str | Path, *, limit: int | None = None, sample: int | None = None,
-    seed: int = 0, judge: bool | None = None, judge_model: str | None = None, ingest: bool = True,
-    llm: LLM | None = None, log: Callable[[str], None] | None = None, **params: Unpack[CollectParams],
-) -> CollectSummary:  # fmt: skip
+    kb: EvalTarget,
+    dataset: str | Path,
+    out: str | Path,
+    *,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    judge: bool | None = None,
+    judge_model: str | None = None,
+    ingest: bool = True,
+    llm: LLM | None = None,
+    log: Callable[[str], None] | None = None,
+    **params: Unpack[CollectParams],
+) -> CollectSummary:
     """Run Algorithm 2 on the questions of ``dataset`` (``limit`` / ``sample`` with ``seed`` as ``kbgraph eval``)
     against ``kb`` and write the folder ``out`` (module docstring). ``ingest``: ingest the data set's corpus into
     ``kb`` first (incremental); ``judge``: LLM-judged accuracy (default: on); ``llm``: override ``kb.llm``;
@@ -172,18 +196,31 @@ def collect_dataset(
         raise ConfigError(f"limit must be >= 1, got {limit}")
     ctx = QueryContext(kb.store, kb.settings, kb.embedder, llm)
     s = kb.settings
-    p = resolve_params(ctx, alpha=params.get("alpha"), k_prime=params.get("k_prime"),
-                       delta_prime=params.get("delta_prime"), rounds=params.get("rounds"))  # fmt: skip
+    p = resolve_params(
+        ctx,
+        alpha=params.get("alpha"),
+        k_prime=params.get("k_prime"),
+        delta_prime=params.get("delta_prime"),
+        rounds=params.get("rounds"),
+    )
     samples = params.get("samples") or s.decomposer.decomposer_samples
     until = s.decomposer.decomposer_until_correct if params.get("until_correct") is None else params["until_correct"]
     judge = True if judge is None else judge
     judge_model = judge_model or getattr(llm, "default_model", None) or s.llm.llm_model
     identity = {
-        "dataset": str(ds.questions_path), "sample": sample, "seed": seed, "kb": kb.name, "backend": backend_name(s),
-        "llm_model": getattr(llm, "default_model", None) or s.llm.llm_model, "embedding_model": s.embedding.embedding_model,
-        **p.model_dump(), "samples": samples, "until_correct": until, "judge_model": judge_model if judge else None,
+        "dataset": str(ds.questions_path),
+        "sample": sample,
+        "seed": seed,
+        "kb": kb.name,
+        "backend": backend_name(s),
+        "llm_model": getattr(llm, "default_model", None) or s.llm.llm_model,
+        "embedding_model": s.embedding.embedding_model,
+        **p.model_dump(),
+        "samples": samples,
+        "until_correct": until,
+        "judge_model": judge_model if judge else None,
         "correct_score": s.decomposer.decomposer_correct_score,
-    }  # fmt: skip
+    }
     out = Path(out).expanduser()
     _open_folder(out, identity)
     if ingest and ds.corpus_path is not None:
@@ -200,21 +237,38 @@ def collect_dataset(
     new: list[Trajectory] = []
     with path.open("a", encoding="utf-8") as f:
         for i, q in enumerate(todo, start=1):
-            batch = list(collect_trajectories(ctx, [q], alpha=p.alpha, k_prime=p.k_prime, delta_prime=p.delta_prime,
-                                              rounds=p.rounds, samples=samples, until_correct=until, judge=judge,
-                                              judge_model=judge_model))  # fmt: skip
+            batch = list(
+                collect_trajectories(
+                    ctx,
+                    [q],
+                    alpha=p.alpha,
+                    k_prime=p.k_prime,
+                    delta_prime=p.delta_prime,
+                    rounds=p.rounds,
+                    samples=samples,
+                    until_correct=until,
+                    judge=judge,
+                    judge_model=judge_model,
+                )
+            )
             f.write("".join(t.model_dump_json() + "\n" for t in batch))
             f.flush()
             new += batch
-            say(f"[{i}/{len(todo)}] {q.id}: {len(batch)} trajectories, best score "
-                f"{max(t.score for t in batch):.2f}")  # fmt: skip
+            say(f"[{i}/{len(todo)}] {q.id}: {len(batch)} trajectories, best score {max(t.score for t in batch):.2f}")
     selected = {q.id for q in questions}
     mine = [t for t in done + new if t.question_id in selected]
     summary = CollectSummary(
-        out=out.resolve(), dataset=ds.name, kb=kb.name, questions=len(questions),
-        new_questions=len(todo), reused_questions=len(questions) - len(todo), config=identity,
-        usage=meter.report().model_dump(), seconds=round(time.perf_counter() - t0, 2), finished_at=utc_now(),
+        out=out.resolve(),
+        dataset=ds.name,
+        kb=kb.name,
+        questions=len(questions),
+        new_questions=len(todo),
+        reused_questions=len(questions) - len(todo),
+        config=identity,
+        usage=meter.report().model_dump(),
+        seconds=round(time.perf_counter() - t0, 2),
+        finished_at=utc_now(),
         **summarize(mine, correct_score=s.decomposer.decomposer_correct_score),
-    )  # fmt: skip
+    )
     (out / SUMMARY).write_text(summary.model_dump_json(indent=2), encoding="utf-8")
     return summary

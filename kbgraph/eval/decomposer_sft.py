@@ -47,8 +47,13 @@ class SFTPair(BaseModel):
 
     def chat(self) -> dict[str, list[dict[str, str]]]:
         """The pair as one chat fine-tuning record: system, user (x_i), assistant (y_i)."""
-        return {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": self.x},
-                             {"role": "assistant", "content": self.y}]}  # fmt: skip
+        return {
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": self.x},
+                {"role": "assistant", "content": self.y},
+            ]
+        }
 
 
 class SFTReport(BaseModel):
@@ -74,12 +79,24 @@ def sft_pairs(traj: Trajectory) -> list[SFTPair]:
     """Algorithm 3 on one trajectory: t + 1 pairs for its t selected sub-questions (module docstring)."""
     steps = [(q, answer_text(c.title, c.text)) for q, c in traj.sub_questions()]
     pairs = [
-        SFTPair(question_id=traj.question_id, sample=traj.sample, step=i,
-                x=prompt_x(traj.question, steps[: i - 1]), y=prompt_y(True, steps[i - 1][0]))
+        SFTPair(
+            question_id=traj.question_id,
+            sample=traj.sample,
+            step=i,
+            x=prompt_x(traj.question, steps[: i - 1]),
+            y=prompt_y(True, steps[i - 1][0]),
+        )
         for i in range(1, len(steps) + 1)
-    ]  # lines 4-10  # fmt: skip
-    pairs.append(SFTPair(question_id=traj.question_id, sample=traj.sample, step=len(steps) + 1,
-                         x=prompt_x(traj.question, steps), y=prompt_y(False, None)))  # lines 12-14  # fmt: skip
+    ]  # lines 4-10
+    pairs.append(
+        SFTPair(
+            question_id=traj.question_id,
+            sample=traj.sample,
+            step=len(steps) + 1,
+            x=prompt_x(traj.question, steps),
+            y=prompt_y(False, None),
+        )
+    )  # lines 12-14
     return pairs
 
 

@@ -114,7 +114,9 @@ def page_recall_at_k(ranked: Sequence[str], gold: Iterable[str], k: int) -> floa
     if g is None:
         return None
     keys, _docs, names = g
-    found = {key for key in ranked[:k] if key in keys} | {b for key in ranked[:k] if (b := _bare_key(key, names)) in keys}
+    found = {key for key in ranked[:k] if key in keys} | {
+        b for key in ranked[:k] if (b := _bare_key(key, names)) in keys
+    }
     return len(found) / len(keys)
 
 

@@ -50,11 +50,16 @@ class LabelledPool:
     gold: list[str]
 
 
-def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None = None,
-                  log: Callable[[str], None] | None = None,
-                  rows: Callable[[str, LearnedPool], np.ndarray] | None = None,
-                  select: Callable[[str, LearnedPool], tuple[list[int], np.ndarray]] | None = None,
-                  ) -> list[LabelledPool]:  # fmt: skip
+def collect_pools(
+    kb: EvalTarget,
+    ds: Dataset,
+    *,
+    pool: int,
+    limit: int | None = None,
+    log: Callable[[str], None] | None = None,
+    rows: Callable[[str, LearnedPool], np.ndarray] | None = None,
+    select: Callable[[str, LearnedPool], tuple[list[int], np.ndarray]] | None = None,
+) -> list[LabelledPool]:
     """The labelled pools of ``ds``'s questions (the first ``limit``) on ``kb`` (its corpus already ingested).
 
     Args:
@@ -89,8 +94,11 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
         selected = None
         if found and select is not None:
             kept, selected = select(q.question, found)
-            found = type(found)(ids=[found.ids[i] for i in kept], candidates=[found.candidates[i] for i in kept],
-                                read_texts=found.read_texts)  # fmt: skip
+            found = type(found)(
+                ids=[found.ids[i] for i in kept],
+                candidates=[found.candidates[i] for i in kept],
+                read_texts=found.read_texts,
+            )
         ids, cands = (found.ids, found.candidates) if found else ([], [])
         details = view.details(ids) if view is not None else chunk_details(kb.store, ids)  # the same rows
         uris = {cid: row.get("document_uri") or "" for cid, row in details.items()}
@@ -102,16 +110,22 @@ def collect_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None =
             found_rows = rows(q.question, found)
         else:
             found_rows = feature_rows(q.question, cands)
-        out.append(LabelledPool(rows=found_rows,
-                                labels=np.array([1 if p in gold else 0 for p in passages]),
-                                passages=passages, gold=list(q.gold_passage_ids)))  # fmt: skip
+        out.append(
+            LabelledPool(
+                rows=found_rows,
+                labels=np.array([1 if p in gold else 0 for p in passages]),
+                passages=passages,
+                gold=list(q.gold_passage_ids),
+            )
+        )
         if log and (i + 1) % 100 == 0:
             log(f"{ds.name}: {i + 1}/{len(questions)} questions")
     return out
 
 
-def fit(by_set: Mapping[str, Sequence[LabelledPool]], *, pool: int, c: float = DEFAULT_C,
-        features: Sequence[str] = FEATURES) -> RankerModel:  # fmt: skip
+def fit(
+    by_set: Mapping[str, Sequence[LabelledPool]], *, pool: int, c: float = DEFAULT_C, features: Sequence[str] = FEATURES
+) -> RankerModel:
     """A :class:`RankerModel` fitted on the pools of every data set of ``by_set`` ({name: pools}; logistic
     regression, L2 with inverse strength ``c``, on the ``features`` standardised). Each data set weighs the
     same in the fit, whatever its number of questions (a 500-question set does not drown a 100-question one).
@@ -129,21 +143,30 @@ def fit(by_set: Mapping[str, Sequence[LabelledPool]], *, pool: int, c: float = D
             ys.append(p.labels)
             ws.append(np.full(len(p.labels), 1.0 / len(pools)))
     if not xs or len(set(np.concatenate(ys).tolist())) < 2:
-        raise ConfigError("the training pools need both gold and non-gold chunks: are the data sets' corpora "
-                          "ingested, and do their gold_passage_ids name corpus passages?")  # fmt: skip
+        raise ConfigError(
+            "the training pools need both gold and non-gold chunks: are the data sets' corpora "
+            "ingested, and do their gold_passage_ids name corpus passages?"
+        )
     x, y, w = np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
     w = w * len(w) / w.sum()
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
     model = LogisticRegression(C=c, max_iter=5000).fit((x - mean) / scale, y, sample_weight=w)
-    return RankerModel(features=list(features), mean=mean.tolist(), scale=scale.tolist(),
-                       coef=model.coef_[0].tolist(), intercept=float(model.intercept_[0]), pool=pool,
-                       trained_on=list(by_set))  # fmt: skip
+    return RankerModel(
+        features=list(features),
+        mean=mean.tolist(),
+        scale=scale.tolist(),
+        coef=model.coef_[0].tolist(),
+        intercept=float(model.intercept_[0]),
+        pool=pool,
+        trained_on=list(by_set),
+    )
 
 
-def recall(pools: Sequence[LabelledPool], model: RankerModel | GBMModel | None,
-           ks: Sequence[int] = (1, 2, 5, 10)) -> dict[str, float]:  # fmt: skip
+def recall(
+    pools: Sequence[LabelledPool], model: RankerModel | GBMModel | None, ks: Sequence[int] = (1, 2, 5, 10)
+) -> dict[str, float]:
     """{"R@k": mean passage recall in %} of ``pools`` ordered by ``model`` (None: the weighted sum's order,
     i.e. pool order; a GBMModel scores pools of gbm rows), over distinct passages as kbgraph.eval counts them."""
     got: dict[int, list[float]] = {k: [] for k in ks}
@@ -161,17 +184,19 @@ def recall(pools: Sequence[LabelledPool], model: RankerModel | GBMModel | None,
     return {f"R@{k}": 100.0 * float(np.mean(v)) if v else 0.0 for k, v in got.items()}
 
 
-def leave_one_out(by_set: dict[str, list[LabelledPool]], *, pool: int, c: float = DEFAULT_C,
-                  features: Sequence[str] = FEATURES) -> dict[str, dict[str, dict[str, float]]]:  # fmt: skip
+def leave_one_out(
+    by_set: dict[str, list[LabelledPool]], *, pool: int, c: float = DEFAULT_C, features: Sequence[str] = FEATURES
+) -> dict[str, dict[str, dict[str, float]]]:
     """For each data set: recall with the weighted sum ("weights"), with a model fitted on every set ("in_set")
     and with a model fitted on the other sets only ("leave_one_out"; absent with one set); the models use
     ``features`` (a subset of FEATURES)."""
     return loso_table(by_set, lambda sets: fit(sets, pool=pool, c=c, features=features))
 
 
-def loso_table(by_set: dict[str, list[LabelledPool]],
-               fit_sets: Callable[[dict[str, list[LabelledPool]]], RankerModel | GBMModel],
-               ) -> dict[str, dict[str, dict[str, float]]]:  # fmt: skip
+def loso_table(
+    by_set: dict[str, list[LabelledPool]],
+    fit_sets: Callable[[dict[str, list[LabelledPool]]], RankerModel | GBMModel],
+) -> dict[str, dict[str, dict[str, float]]]:
     """``leave_one_out``'s table for any model: ``fit_sets(sets)`` fits one on the pools of ``sets``."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     every = fit_sets(by_set)

@@ -38,8 +38,15 @@ BLEND_PARAMS: dict[str, Any] = {"n_estimators": 150}
 BLEND_HEAD = 15
 
 
-def collect_blend_pools(kb: EvalTarget, ds: Dataset, *, pool: int, size: int = BLEND_HEAD, limit: int | None = None,
-                        log: Callable[[str], None] | None = None) -> list[LabelledPool]:  # fmt: skip
+def collect_blend_pools(
+    kb: EvalTarget,
+    ds: Dataset,
+    *,
+    pool: int,
+    size: int = BLEND_HEAD,
+    limit: int | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[LabelledPool]:
     """The labelled heads of ``ds``'s questions on ``kb``: ``collect_pools`` (``ranker_pool`` = ``pool``) cut to the
     best ``size`` of each pool by the shipped learned model (all of a pool of ``size`` or fewer), in pool order,
     with the rows the blend's gbm scores at query time (kbgraph.query.propagation.ranking_blend ``head_rows``; one statement
@@ -60,8 +67,9 @@ def collect_blend_pools(kb: EvalTarget, ds: Dataset, *, pool: int, size: int = B
     return collect_pools(kb, ds, pool=pool, limit=limit, log=log, select=head)
 
 
-def fit_blend(by_set: Mapping[str, Sequence[LabelledPool]], *, head: int = BLEND_HEAD,
-              params: Mapping[str, Any] | None = None) -> GBMModel:  # fmt: skip
+def fit_blend(
+    by_set: Mapping[str, Sequence[LabelledPool]], *, head: int = BLEND_HEAD, params: Mapping[str, Any] | None = None
+) -> GBMModel:
     """The blend ranker's :class:`~kbgraph.query.propagation.ranking_gbm.GBMModel` fitted on the heads of ``by_set`` ({data set
     name: :func:`collect_blend_pools`' pools}): ``fit_gbm`` with :data:`BLEND_PARAMS` updated by ``params``; its
     ``pool`` is ``head``.

@@ -31,22 +31,35 @@ if TYPE_CHECKING:
 
 #: LightGBM's parameters (LGBMRanker keywords).
 PARAMS: dict[str, Any] = {
-    "objective": "lambdarank", "n_estimators": 300, "learning_rate": 0.05, "num_leaves": 15,
-    "min_child_samples": 50, "subsample": 0.8, "subsample_freq": 1, "colsample_bytree": 0.8, "reg_lambda": 1.0,
-    "lambdarank_truncation_level": 20, "random_state": 0, "n_jobs": 1, "verbose": -1,
-}  # fmt: skip
+    "objective": "lambdarank",
+    "n_estimators": 300,
+    "learning_rate": 0.05,
+    "num_leaves": 15,
+    "min_child_samples": 50,
+    "subsample": 0.8,
+    "subsample_freq": 1,
+    "colsample_bytree": 0.8,
+    "reg_lambda": 1.0,
+    "lambdarank_truncation_level": 20,
+    "random_state": 0,
+    "n_jobs": 1,
+    "verbose": -1,
+}
 
 
-def collect_gbm_pools(kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None = None,
-                      log: Callable[[str], None] | None = None) -> list[LabelledPool]:  # fmt: skip
+def collect_gbm_pools(
+    kb: EvalTarget, ds: Dataset, *, pool: int, limit: int | None = None, log: Callable[[str], None] | None = None
+) -> list[LabelledPool]:
     """``collect_pools`` of ``ds`` on ``kb`` with the gbm ranker's feature rows (one more statement per
     question: the pool's texts)."""
-    return collect_pools(kb, ds, pool=pool, limit=limit, log=log,
-                         rows=lambda question, found: gbm_rows(kb.store, question, found))  # fmt: skip
+    return collect_pools(
+        kb, ds, pool=pool, limit=limit, log=log, rows=lambda question, found: gbm_rows(kb.store, question, found)
+    )
 
 
-def fit_gbm(by_set: Mapping[str, Sequence[LabelledPool]], *, pool: int,
-            params: Mapping[str, Any] | None = None) -> GBMModel:  # fmt: skip
+def fit_gbm(
+    by_set: Mapping[str, Sequence[LabelledPool]], *, pool: int, params: Mapping[str, Any] | None = None
+) -> GBMModel:
     """A :class:`GBMModel` fitted on the pools of every data set of ``by_set`` ({name: pools with gbm rows}),
     LightGBM lambdarank with :data:`PARAMS` updated by ``params``. Each data set weighs the same. Raises
     ConfigError without LightGBM or without both labels."""
@@ -63,8 +76,10 @@ def fit_gbm(by_set: Mapping[str, Sequence[LabelledPool]], *, pool: int,
             ws.append(np.full(len(p.labels), 1.0 / len(kept)))
             groups.append(len(p.labels))
     if not xs or len(set(np.concatenate(ys).tolist())) < 2:
-        raise ConfigError("the training pools need both gold and non-gold chunks: are the data sets' corpora "
-                          "ingested, and do their gold_passage_ids name corpus passages?")  # fmt: skip
+        raise ConfigError(
+            "the training pools need both gold and non-gold chunks: are the data sets' corpora "
+            "ingested, and do their gold_passage_ids name corpus passages?"
+        )
     w = np.concatenate(ws)
     ranker = lightgbm.LGBMRanker(**{**PARAMS, **(params or {})})
     ranker.fit(np.vstack(xs), np.concatenate(ys), sample_weight=w * len(w) / w.sum(), group=groups)
@@ -96,12 +111,18 @@ def _tree(root: Mapping[str, Any]) -> Tree:
         return i
 
     add(root)
-    return Tree(feature=[n[0] for n in nodes], threshold=[n[1] for n in nodes], left=[n[2] for n in nodes],
-                right=[n[3] for n in nodes], value=[n[4] for n in nodes])  # fmt: skip
+    return Tree(
+        feature=[n[0] for n in nodes],
+        threshold=[n[1] for n in nodes],
+        left=[n[2] for n in nodes],
+        right=[n[3] for n in nodes],
+        value=[n[4] for n in nodes],
+    )
 
 
-def leave_one_out_gbm(by_set: dict[str, list[LabelledPool]], *, pool: int,
-                      params: Mapping[str, Any] | None = None) -> dict[str, dict[str, dict[str, float]]]:  # fmt: skip
+def leave_one_out_gbm(
+    by_set: dict[str, list[LabelledPool]], *, pool: int, params: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, dict[str, float]]]:
     """As kbgraph.eval.rank_train ``leave_one_out``, for the gbm ranker: per data set, recall with the weighted
     sum ("weights"), the model fitted on every set ("in_set") and the model fitted on the others
     ("leave_one_out"; absent with one set)."""

@@ -38,8 +38,10 @@ if TYPE_CHECKING:
 #: The repo's labelled multi-hop sets (``<prefix>.questions.jsonl`` / ``.corpus.jsonl`` under examples/multihop),
 #: short name -> prefix: the shipped models' training sets, in their order, and the benchmarks' sets.
 REPO_SETS: Mapping[str, str] = {
-    "2wiki": "2wikimultihopqa/dev500", "musique": "musique/hipporag_train100", "hotpotqa": "hotpotqa/hipporag_train100",
-}  # fmt: skip
+    "2wiki": "2wikimultihopqa/dev500",
+    "musique": "musique/hipporag_train100",
+    "hotpotqa": "hotpotqa/hipporag_train100",
+}
 TRAIN_SETS: tuple[str, ...] = tuple(REPO_SETS.values())
 
 
@@ -90,25 +92,34 @@ class Trainer:
 
 
 _ROWS = (
-    Trainer("linear",
-            lambda kb, ds, p, log: collect_pools(kb, ds, pool=p.pool, limit=p.limit, log=log),
-            lambda sets, p: fit(sets, pool=p.pool, c=p.c),
-            lambda sets, p: leave_one_out(sets, pool=p.pool, c=p.c),
-            lambda p: f"--pool {p.pool} --c {p.c}", default_model_path,
-            "KBGRAPH_RANKER_MODEL=<file> KBGRAPH_RANKER=learned"),
-    Trainer("gbm",
-            lambda kb, ds, p, log: collect_gbm_pools(kb, ds, pool=p.pool, limit=p.limit, log=log),
-            lambda sets, p: fit_gbm(sets, pool=p.pool),
-            lambda sets, p: leave_one_out_gbm(sets, pool=p.pool),
-            lambda p: f"--pool {p.pool}", default_gbm_path,
-            "KBGRAPH_RANKER_MODEL=<file> KBGRAPH_RANKER=gbm"),
-    Trainer("blend",
-            lambda kb, ds, p, log: collect_blend_pools(kb, ds, pool=p.pool, size=p.head, limit=p.limit, log=log),
-            lambda sets, p: fit_blend(sets, head=p.head),
-            lambda sets, p: loso_table(sets, lambda part: fit_blend(part, head=p.head)),
-            lambda p: f"--pool {p.pool} --head {p.head}", default_blend_path,
-            "the blend ranker reads the shipped file only: copy it over kbgraph/resources/ranker/blend.json"),
-)  # fmt: skip
+    Trainer(
+        "linear",
+        lambda kb, ds, p, log: collect_pools(kb, ds, pool=p.pool, limit=p.limit, log=log),
+        lambda sets, p: fit(sets, pool=p.pool, c=p.c),
+        lambda sets, p: leave_one_out(sets, pool=p.pool, c=p.c),
+        lambda p: f"--pool {p.pool} --c {p.c}",
+        default_model_path,
+        "KBGRAPH_RANKER_MODEL=<file> KBGRAPH_RANKER=learned",
+    ),
+    Trainer(
+        "gbm",
+        lambda kb, ds, p, log: collect_gbm_pools(kb, ds, pool=p.pool, limit=p.limit, log=log),
+        lambda sets, p: fit_gbm(sets, pool=p.pool),
+        lambda sets, p: leave_one_out_gbm(sets, pool=p.pool),
+        lambda p: f"--pool {p.pool}",
+        default_gbm_path,
+        "KBGRAPH_RANKER_MODEL=<file> KBGRAPH_RANKER=gbm",
+    ),
+    Trainer(
+        "blend",
+        lambda kb, ds, p, log: collect_blend_pools(kb, ds, pool=p.pool, size=p.head, limit=p.limit, log=log),
+        lambda sets, p: fit_blend(sets, head=p.head),
+        lambda sets, p: loso_table(sets, lambda part: fit_blend(part, head=p.head)),
+        lambda p: f"--pool {p.pool} --head {p.head}",
+        default_blend_path,
+        "the blend ranker reads the shipped file only: copy it over kbgraph/resources/ranker/blend.json",
+    ),
+)
 #: ``--model`` -> its trainer.
 TRAINERS: Mapping[str, Trainer] = {row.model: row for row in _ROWS}
 
@@ -128,8 +139,10 @@ def repo_sets(root: Path | None = None) -> list[Path]:
     paths = [base / prefix for prefix in TRAIN_SETS]
     missing = [p for p in paths if not p.with_name(p.name + ".questions.jsonl").is_file()]
     if missing:
-        raise ConfigError(f"the repo's training sets are not under {base} (missing {', '.join(map(str, missing))}): "
-                          "--shipped needs a checkout of kbgraph; give the sets with --dataset instead")  # fmt: skip
+        raise ConfigError(
+            f"the repo's training sets are not under {base} (missing {', '.join(map(str, missing))}): "
+            "--shipped needs a checkout of kbgraph; give the sets with --dataset instead"
+        )
     return paths
 
 

@@ -94,8 +94,15 @@ def write_plots(run_dir: Path, summary: EvalSummary, records: Sequence[QuestionR
         fig, ax = plt.subplots(figsize=(6, 4.2))
         names = list(ms)
         ax.bar(names, [ms[m].latency_ms.get("p50", 0.0) for m in names], label="p50")
-        ax.scatter(names, [ms[m].latency_ms.get("p95", 0.0) for m in names], color="black", marker="_", s=300,
-                   label="p95", zorder=3)  # fmt: skip
+        ax.scatter(
+            names,
+            [ms[m].latency_ms.get("p95", 0.0) for m in names],
+            color="black",
+            marker="_",
+            s=300,
+            label="p95",
+            zorder=3,
+        )
         ax.set_yscale("log")
         ax.set_ylabel("latency per question (ms, log)")
         ax.legend(fontsize=8, loc="upper left")
@@ -110,18 +117,25 @@ def _class_table(s: EvalSummary) -> list[str]:
     if not s.by_class:
         return []
     keys = ["em", "f1", "accuracy"] + [f"R@{k}" for k in s.ks] + ["sf_recall"]
-    lines = ["## By question class", "",
-             "Questions grouped by the class method `auto` gave them (PIKE-RAG §3.2: factual, linkable_reasoning, "
-             "predictive, creative; unknown = no usable classification) and the route it took (§4.2); every "
-             "method's figures over the questions of that class only.", "",
-             "| class | questions | routes (auto) | method | n | EM | F1 | Accuracy | "
-             + " | ".join(keys[3:]) + " |", "|---|---|---|---|---|" + "---|" * len(keys)]  # fmt: skip
+    lines = [
+        "## By question class",
+        "",
+        "Questions grouped by the class method `auto` gave them (PIKE-RAG §3.2: factual, linkable_reasoning, "
+        "predictive, creative; unknown = no usable classification) and the route it took (§4.2); every "
+        "method's figures over the questions of that class only.",
+        "",
+        "| class | questions | routes (auto) | method | n | EM | F1 | Accuracy | " + " | ".join(keys[3:]) + " |",
+        "|---|---|---|---|---|" + "---|" * len(keys),
+    ]
     for name, c in s.by_class.items():
         routes = ", ".join(f"{r} {n}" for r, n in sorted(c.routes.items())) or "–"
         for m, x in c.methods.items():
             if x.questions:
-                lines.append(f"| {name} | {c.questions} | {routes} | {m} | {x.questions} | "
-                             + " | ".join(_pct(x.metrics.get(k)) for k in keys) + " |")  # fmt: skip
+                lines.append(
+                    f"| {name} | {c.questions} | {routes} | {m} | {x.questions} | "
+                    + " | ".join(_pct(x.metrics.get(k)) for k in keys)
+                    + " |"
+                )
     return lines + [""]
 
 
@@ -132,22 +146,41 @@ def _page_table(s: EvalSummary, ret_ms: list[str]) -> list[str]:
     paged = [m for m in ret_ms if any(s.methods[m].metrics.get(k) is not None for k in keys)]
     if not paged:
         return []
-    lines = ["## Evidence pages (gold_pages)", "", "| method | n | " + " | ".join(keys) + " |",
-             "|---|---|" + "---|" * len(keys)]  # fmt: skip
+    lines = [
+        "## Evidence pages (gold_pages)",
+        "",
+        "| method | n | " + " | ".join(keys) + " |",
+        "|---|---|" + "---|" * len(keys),
+    ]
     for m in paged:
-        lines.append(f"| {m} | {s.methods[m].questions} | " + " | ".join(_pct(s.methods[m].metrics.get(k)) for k in keys) + " |")
+        lines.append(
+            f"| {m} | {s.methods[m].questions} | " + " | ".join(_pct(s.methods[m].metrics.get(k)) for k in keys) + " |"
+        )
     if s.by_domain:
         short = [f"page@{k}" for k in s.ks] + [f"doc@{k}" for k in s.ks]
-        lines += ["", "By domain (each domain's questions alone):", "",
-                  "| domain | method | n | " + " | ".join(short) + " |", "|---|---|---|" + "---|" * len(short)]  # fmt: skip
+        lines += [
+            "",
+            "By domain (each domain's questions alone):",
+            "",
+            "| domain | method | n | " + " | ".join(short) + " |",
+            "|---|---|---|" + "---|" * len(short),
+        ]
         for domain, by_method in s.by_domain.items():
             for m in paged:
                 x = by_method.get(m)
                 if x is not None and x.questions:
-                    lines.append(f"| {domain} | {m} | {x.questions} | " + " | ".join(_pct(x.metrics.get(k)) for k in short) + " |")
-    return lines + ["", "page@k: one of the first k chunks lies on an evidence page of its document; doc@k: one of "
-                    "them comes from a gold document; page_recall@k: the share of evidence pages the first k chunks "
-                    "lie on (k counted in chunks).", ""]  # fmt: skip
+                    lines.append(
+                        f"| {domain} | {m} | {x.questions} | "
+                        + " | ".join(_pct(x.metrics.get(k)) for k in short)
+                        + " |"
+                    )
+    return lines + [
+        "",
+        "page@k: one of the first k chunks lies on an evidence page of its document; doc@k: one of "
+        "them comes from a gold document; page_recall@k: the share of evidence pages the first k chunks "
+        "lie on (k counted in chunks).",
+        "",
+    ]
 
 
 def write_report(run_dir: Path, summary: EvalSummary) -> Path:
@@ -171,42 +204,67 @@ def write_report(run_dir: Path, summary: EvalSummary) -> Path:
         lines += [f"Failed questions (retried on the next run): {', '.join(f'{m} {n}' for m, n in errs.items())}", ""]
     llm_ms = [m for m, x in ms.items() if x.kind == "llm"]
     if llm_ms:
-        lines += ["## Answers", "", "| method | n | EM | F1 | Precision | Recall | Accuracy (judged) |",
-                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "## Answers",
+            "",
+            "| method | n | EM | F1 | Precision | Recall | Accuracy (judged) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for m in llm_ms:
             x = ms[m].metrics
-            lines.append(f"| {m} | {ms[m].questions} | {_pct(x.get('em'))} | {_pct(x.get('f1'))} | "
-                         f"{_pct(x.get('precision'))} | {_pct(x.get('recall'))} | {_pct(x.get('accuracy'))} "
-                         f"({ms[m].judged}) |")  # fmt: skip
+            lines.append(
+                f"| {m} | {ms[m].questions} | {_pct(x.get('em'))} | {_pct(x.get('f1'))} | "
+                f"{_pct(x.get('precision'))} | {_pct(x.get('recall'))} | {_pct(x.get('accuracy'))} "
+                f"({ms[m].judged}) |"
+            )
         lines.append("")
     ret_ms = [m for m in ms if m not in NO_RETRIEVAL]
     rkeys = [f"R@{k}" for k in s.ks] + ["sf_recall"]
     if ret_ms:
-        lines += ["## Retrieval (passage recall over gold_passage_ids)", "",
-                  "| method | n | " + " | ".join(rkeys) + " |", "|---|---|" + "---|" * len(rkeys)]  # fmt: skip
+        lines += [
+            "## Retrieval (passage recall over gold_passage_ids)",
+            "",
+            "| method | n | " + " | ".join(rkeys) + " |",
+            "|---|---|" + "---|" * len(rkeys),
+        ]
         for m in ret_ms:
             lines.append(f"| {m} | {ms[m].questions} | " + " | ".join(_pct(ms[m].metrics.get(k)) for k in rkeys) + " |")
-        lines += ["", "R@k: the first k distinct passages of the chunks a method returned (LLM methods: their "
-                  "context, in the order it was built); sf_recall: supporting-fact recall over all of them.", ""]
+        lines += [
+            "",
+            "R@k: the first k distinct passages of the chunks a method returned (LLM methods: their "
+            "context, in the order it was built); sf_recall: supporting-fact recall over all of them.",
+            "",
+        ]
         with_ratio = [m for m in ret_ms if ms[m].ratios]
         if with_ratio:
             bases = [b for b in BASELINES if b in ms]
-            lines += ["## Ratios to the baselines", "",
-                      "| method | " + " | ".join(f"{k} ÷ {b}" for b in bases for k in rkeys) + " |",
-                      "|---|" + "---|" * (len(bases) * len(rkeys))]  # fmt: skip
+            lines += [
+                "## Ratios to the baselines",
+                "",
+                "| method | " + " | ".join(f"{k} ÷ {b}" for b in bases for k in rkeys) + " |",
+                "|---|" + "---|" * (len(bases) * len(rkeys)),
+            ]
             for m in with_ratio:
-                lines.append(f"| {m} | " + " | ".join(_x(ms[m].ratios.get(b, {}).get(k)) for b in bases for k in rkeys) + " |")
+                lines.append(
+                    f"| {m} | " + " | ".join(_x(ms[m].ratios.get(b, {}).get(k)) for b in bases for k in rkeys) + " |"
+                )
             lines.append("")
     lines += _page_table(s, ret_ms)
     lines += _class_table(s)
     if llm_ms:
-        lines += ["## Tokens per question (means)", "", "| method | LLM calls | prompt | completion | total | "
-                  "cached calls | judge tokens |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "## Tokens per question (means)",
+            "",
+            "| method | LLM calls | prompt | completion | total | cached calls | judge tokens |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for m in llm_ms:
             t = ms[m].tokens_per_question
             if t:
-                lines.append(f"| {m} | {t['calls']:.1f} | {t['prompt']:.0f} | {t['completion']:.0f} | {t['total']:.0f} | "
-                             f"{t['cached_calls']:.1f} | {t['judge_total']:.0f} |")  # fmt: skip
+                lines.append(
+                    f"| {m} | {t['calls']:.1f} | {t['prompt']:.0f} | {t['completion']:.0f} | {t['total']:.0f} | "
+                    f"{t['cached_calls']:.1f} | {t['judge_total']:.0f} |"
+                )
         lines.append("")
     if ms:
         lines += ["## Latency per question (ms)", "", "| method | p50 | p95 | mean |", "|---|---|---|---|"]
@@ -219,8 +277,13 @@ def write_report(run_dir: Path, summary: EvalSummary) -> Path:
         if not llm_ms:
             lines += ["(No LLM method ran, so there is no tokens-per-question plot.)", ""]
     if s.ingest:
-        lines += ["## Knowledge base", "", f"Ingestion of the corpus: {json.dumps(s.ingest)}",
-                  f"Nodes: {json.dumps(s.kb['nodes'])}", ""]  # fmt: skip
+        lines += [
+            "## Knowledge base",
+            "",
+            f"Ingestion of the corpus: {json.dumps(s.ingest)}",
+            f"Nodes: {json.dumps(s.kb['nodes'])}",
+            "",
+        ]
     lines += ["## Versions", "", ", ".join(f"{k} {v}" for k, v in s.versions.items() if v and k != "platform"), ""]
     path = run_dir / REPORT
     path.write_text("\n".join(lines), encoding="utf-8")

@@ -92,18 +92,39 @@ VOLATILE_SETTINGS: dict[str, tuple[str, ...]] = {
     "a secret or credential": ("neo4j_username", "neo4j_password", "llm_api_key", "api_key"),
     # where data, caches and servers are; what they hold is the identity's (kb, backend, neo4j_database,
     # llm_model, embedder and ranker hashes)
-    "a folder, file or address": ("home", "data_dir", "neo4j_local_home", "uri", "embedding_cache_dir",
-                                  "static_models_dir", "ranker_model", "llm_cache_dir", "llm_base_url"),
+    "a folder, file or address": (
+        "home",
+        "data_dir",
+        "neo4j_local_home",
+        "uri",
+        "embedding_cache_dir",
+        "static_models_dir",
+        "ranker_model",
+        "llm_cache_dir",
+        "llm_base_url",
+    ),
     "a timeout or retry count (a failed question is retried on resume)": (
-        "connect_timeout", "falkor_idle_timeout", "falkor_start_timeout", "lock_timeout", "lease_ttl", "llm_timeout",
-        "llm_max_retries"),
+        "connect_timeout",
+        "falkor_idle_timeout",
+        "falkor_start_timeout",
+        "lock_timeout",
+        "lease_ttl",
+        "llm_timeout",
+        "llm_max_retries",
+    ),
     "concurrency, batching of writes or memory: the same graph and answers": (
-        "batch_size", "ingest_overlap_writes", "tag_workers", "llm_max_concurrency", "neo4j_heap", "neo4j_pagecache",
-        "neo4j_jvm_options"),
+        "batch_size",
+        "ingest_overlap_writes",
+        "tag_workers",
+        "llm_max_concurrency",
+        "neo4j_heap",
+        "neo4j_pagecache",
+        "neo4j_jvm_options",
+    ),
     "a port of the local Neo4j server": ("neo4j_bolt_port", "neo4j_http_port"),
     "a cache of exact vectors: the same vectors either way": ("embedding_cache",),
     "read by nothing (tracebacks: `kbgraph --debug`)": ("debug",),
-}  # fmt: skip
+}
 #: Groups of settings of other commands, left out whole: ``kbgraph llm start``'s (eval talks to the endpoint,
 #: llm_base_url and llm_model) and ``kbgraph serve``'s.
 VOLATILE_GROUPS: dict[str, str] = {
@@ -197,29 +218,43 @@ def identity_hash(identity: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def run_identity(kb: EvalTarget, dataset: Dataset, *, seed: int, sample: int | None, depth: int,
-                 judge_model: str | None) -> dict[str, Any]:  # fmt: skip
+def run_identity(
+    kb: EvalTarget, dataset: Dataset, *, seed: int, sample: int | None, depth: int, judge_model: str | None
+) -> dict[str, Any]:
     """What ``run.json`` holds: the configuration that defines a run (data set, seed, sample, depth, KB, every
     setting but the volatile ones (:data:`VOLATILE_SETTINGS`), the embedding model's weights, the ranker's
     model, kbgraph's version) and its hash ``identity``. Results of another identity are never mixed in."""
     s = kb.settings
     identity = {
-        "format": IDENTITY_FORMAT, "kbgraph": kbgraph_version(),
-        "dataset": str(dataset.questions_path), "corpus": str(dataset.corpus_path) if dataset.corpus_path else None,
+        "format": IDENTITY_FORMAT,
+        "kbgraph": kbgraph_version(),
+        "dataset": str(dataset.questions_path),
+        "corpus": str(dataset.corpus_path) if dataset.corpus_path else None,
         **({"documents": str(dataset.documents_path)} if dataset.documents_path else {}),
-        "seed": seed, "sample": sample, "depth": depth, "kb": kb.name, "backend": backend_name(s),
-        "embedding_model": s.embedding.embedding_model, "embedding_dimension": s.embedding.embedding_dimension,
-        "llm_model": s.llm.llm_model, "judge_model": judge_model,
-        "embedder": embedder_identity(s), "ranker": ranker_identity(s), "settings": identity_settings(s),
-    }  # fmt: skip
+        "seed": seed,
+        "sample": sample,
+        "depth": depth,
+        "kb": kb.name,
+        "backend": backend_name(s),
+        "embedding_model": s.embedding.embedding_model,
+        "embedding_dimension": s.embedding.embedding_dimension,
+        "llm_model": s.llm.llm_model,
+        "judge_model": judge_model,
+        "embedder": embedder_identity(s),
+        "ranker": ranker_identity(s),
+        "settings": identity_settings(s),
+    }
     identity["identity"] = identity_hash(identity)
     return identity
 
 
 def identity_diff(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """The keys in which two identities differ (``settings.<name>`` for a setting; the hash left out)."""
-    diff = [k for k in sorted(set(before) | set(after))
-            if k not in ("identity", "settings") and before.get(k) != after.get(k)]  # fmt: skip
+    diff = [
+        k
+        for k in sorted(set(before) | set(after))
+        if k not in ("identity", "settings") and before.get(k) != after.get(k)
+    ]
     b, a = before.get("settings") or {}, after.get("settings") or {}
     if isinstance(b, dict) and isinstance(a, dict):
         diff += [f"settings.{k}" for k in sorted(set(b) | set(a)) if b.get(k) != a.get(k)]
@@ -273,8 +308,10 @@ def open_run_folder(run_dir: Path, identity: dict[str, Any], *, fresh: bool = Fa
         try:
             before = json.loads(run_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ConfigError(f"{run_file} is unreadable ({type(exc).__name__}): pass another --out, or --fresh to "
-                              "discard its results") from None  # fmt: skip
+            raise ConfigError(
+                f"{run_file} is unreadable ({type(exc).__name__}): pass another --out, or --fresh to "
+                "discard its results"
+            ) from None
         if not isinstance(before, dict) or before.get("format") != identity.get("format"):
             raise ConfigError(
                 f"{run_dir} holds results of an older kbgraph, whose run.json did not record every setting (so "

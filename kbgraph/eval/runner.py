@@ -101,8 +101,17 @@ class MethodRunner:
     """Runs one method on one question against ``kb`` (with ``llm``) and returns its record; a failing
     question is recorded with its error (retried on resume), a failing store raises."""
 
-    def __init__(self, kb: EvalTarget, llm: LLM | None, *, depth: int, ks: Sequence[int], judge: bool,
-                 judge_model: str | None, documents: Path | None = None):  # fmt: skip
+    def __init__(
+        self,
+        kb: EvalTarget,
+        llm: LLM | None,
+        *,
+        depth: int,
+        ks: Sequence[int],
+        judge: bool,
+        judge_model: str | None,
+        documents: Path | None = None,
+    ):
         self.kb, self.llm, self.depth, self.ks = kb, llm, depth, list(ks)
         self.documents = documents  # a long-document set's folder: chunks' documents are named relative to it
         self.judge, self.judge_model = judge, judge_model
@@ -131,9 +140,15 @@ class MethodRunner:
 
     def run(self, method: str, q: EvalQuestion) -> QuestionRecord:
         """``method`` on ``q``: the record with retrieved chunks and passages, metrics, tokens and latency."""
-        rec = QuestionRecord(question_id=q.id, method=method, question=q.question, gold_answers=q.answers,
-                             gold_passage_ids=q.gold_passage_ids, gold_pages=q.gold_page_keys,
-                             domain=str(q.meta["domain"]) if q.meta.get("domain") else None)  # fmt: skip
+        rec = QuestionRecord(
+            question_id=q.id,
+            method=method,
+            question=q.question,
+            gold_answers=q.answers,
+            gold_passage_ids=q.gold_passage_ids,
+            gold_pages=q.gold_page_keys,
+            domain=str(q.meta["domain"]) if q.meta.get("domain") else None,
+        )
         try:
             if METHODS[method].kind == "retrieval":
                 t0 = time.perf_counter()
@@ -175,8 +190,9 @@ class MethodRunner:
         if self.judge and q.answers:
             assert self.llm is not None  # evaluate() judges only with an LLM
             jm = UsageMeter(self.llm)
-            reply = self.llm.complete(judge_messages(q.question, q.answers, answer.answer), model=self.judge_model,
-                                      temperature=0.0)  # fmt: skip
+            reply = self.llm.complete(
+                judge_messages(q.question, q.answers, answer.answer), model=self.judge_model, temperature=0.0
+            )
             rec.judge_tokens = _tokens(jm)
             rec.judgement = reply.strip()[:200]
             rec.metrics["accuracy"] = parse_judgement(reply)
@@ -185,12 +201,14 @@ class MethodRunner:
 
 def _tokens(meter: UsageMeter) -> Tokens:
     used = meter.report()
-    return Tokens(calls=used.calls, prompt=used.prompt_tokens, completion=used.completion_tokens,
-                  cached_calls=used.cached_calls)  # fmt: skip
+    return Tokens(
+        calls=used.calls, prompt=used.prompt_tokens, completion=used.completion_tokens, cached_calls=used.cached_calls
+    )
 
 
-def _check_options(methods: Sequence[str] | None, ks: Sequence[int], depth: int, limit: int | None,
-                   sample: int | None) -> tuple[list[str], list[int]]:  # fmt: skip
+def _check_options(
+    methods: Sequence[str] | None, ks: Sequence[int], depth: int, limit: int | None, sample: int | None
+) -> tuple[list[str], list[int]]:
     """(methods without repeats, default all; sorted distinct ks). Raises ConfigError for a bad option."""
     methods = list(dict.fromkeys(methods or ALL_METHODS))
     unknown = [m for m in methods if m not in METHODS]
@@ -207,8 +225,9 @@ def _check_options(methods: Sequence[str] | None, ks: Sequence[int], depth: int,
     return methods, ks
 
 
-def _ingest_corpus(kb: EvalTarget, ds: Dataset, progress: bool | None,
-                   say: Callable[[str], None]) -> dict[str, object] | None:  # fmt: skip
+def _ingest_corpus(
+    kb: EvalTarget, ds: Dataset, progress: bool | None, say: Callable[[str], None]
+) -> dict[str, object] | None:
     """Ingest the data set's corpus or documents folder (incremental); the report's counts, or None without
     either."""
     source = ds.corpus_path or ds.documents_path
@@ -223,8 +242,14 @@ def _ingest_corpus(kb: EvalTarget, ds: Dataset, progress: bool | None,
     return info
 
 
-def _run_pending(runner: MethodRunner, results: Results, questions: Sequence[EvalQuestion], active: Sequence[str],
-                 progress: bool | None, say: Callable[[str], None]) -> tuple[int, int]:  # fmt: skip
+def _run_pending(
+    runner: MethodRunner,
+    results: Results,
+    questions: Sequence[EvalQuestion],
+    active: Sequence[str],
+    progress: bool | None,
+    say: Callable[[str], None],
+) -> tuple[int, int]:
     """Run every (question, method) pair not finished in ``results``, question by question (partial runs
     compare on the same questions). Returns (new records, reused records)."""
     reused = sum(1 for q in questions for m in active if results.done(q.id, m))
@@ -243,12 +268,26 @@ def _run_pending(runner: MethodRunner, results: Results, questions: Sequence[Eva
     return new, reused
 
 
-def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence[str] | None = None,
-             limit: int | None = None, sample: int | None = None, seed: int = 0,
-             ks: Sequence[int] = DEFAULT_KS, depth: int = 10, judge: bool | None = None,
-             judge_model: str | None = None, out: str | Path | None = None, fresh: bool = False,
-             ingest: bool = True, plots: bool = True, progress: bool | None = None,
-             llm: LLM | None | _Unset = _UNSET, log: Callable[[str], None] | None = None) -> EvalSummary:  # fmt: skip
+def evaluate(
+    kb: EvalTarget,
+    dataset: str | Path | Dataset,
+    *,
+    methods: Sequence[str] | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    ks: Sequence[int] = DEFAULT_KS,
+    depth: int = 10,
+    judge: bool | None = None,
+    judge_model: str | None = None,
+    out: str | Path | None = None,
+    fresh: bool = False,
+    ingest: bool = True,
+    plots: bool = True,
+    progress: bool | None = None,
+    llm: LLM | None | _Unset = _UNSET,
+    log: Callable[[str], None] | None = None,
+) -> EvalSummary:
     """Run ``methods`` (default: all, ``ALL_METHODS`` of the registry) on the questions of ``dataset`` against
     ``kb`` and write the run folder (kbgraph.eval.runfolder). Returns the summary (also in ``summary.json``).
 
@@ -269,7 +308,9 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
     judge = (llm is not None) if judge is None else judge
     if judge and llm is None:
         raise ConfigError(f"LLM-judged accuracy needs an LLM; {NO_LLM}")
-    judge_model = judge_model or (getattr(llm, "default_model", None) if llm is not None else None) or kb.settings.llm.llm_model
+    judge_model = (
+        judge_model or (getattr(llm, "default_model", None) if llm is not None else None) or kb.settings.llm.llm_model
+    )
     skipped = {m: NO_LLM for m in methods if METHODS[m].needs_llm and llm is None}
     active = [m for m in methods if m not in skipped]
 
@@ -280,29 +321,45 @@ def evaluate(kb: EvalTarget, dataset: str | Path | Dataset, *, methods: Sequence
 
     questions = select_questions(ds.questions, sample=sample, limit=limit, seed=seed)
     results = Results(run_dir / RESULTS)
-    runner = MethodRunner(kb, llm, depth=depth, ks=ks, judge=judge, judge_model=judge_model,
-                          documents=ds.documents_path)  # fmt: skip
+    runner = MethodRunner(
+        kb, llm, depth=depth, ks=ks, judge=judge, judge_model=judge_model, documents=ds.documents_path
+    )
     new, reused = _run_pending(runner, results, questions, active, progress, say)
 
     records = [results.records[(q.id, m)] for q in questions for m in active if (q.id, m) in results.records]
     store_stats = kb.stats()
     out_summary = EvalSummary(
         run_dir=run_dir.resolve(),
-        dataset={"name": ds.name, "questions_path": str(ds.questions_path),
-                 "corpus_path": str(ds.corpus_path) if ds.corpus_path else None,
-                 "documents_path": str(ds.documents_path) if ds.documents_path else None,
-                 "questions_total": len(ds.questions), "questions_selected": len(questions)},
+        dataset={
+            "name": ds.name,
+            "questions_path": str(ds.questions_path),
+            "corpus_path": str(ds.corpus_path) if ds.corpus_path else None,
+            "documents_path": str(ds.documents_path) if ds.documents_path else None,
+            "questions_total": len(ds.questions),
+            "questions_selected": len(questions),
+        },
         config={**identity, "methods": methods, "limit": limit, "ks": ks, "judge": judge},
         versions=package_versions(),
         models=run_models(kb, llm, judge_model if judge else None),
-        kb={"name": kb.name, "backend": store_stats.backend, "location": store_stats.location,
-            "nodes": store_stats.nodes},
-        ingest=ingest_info, methods=summarize(records, methods=active, ks=ks), skipped=skipped, ks=ks,
-        questions=len(questions), new_records=new, reused_records=reused, started_at=started,
-        finished_at=utc_now(), seconds=round(time.perf_counter() - t_start, 2),
+        kb={
+            "name": kb.name,
+            "backend": store_stats.backend,
+            "location": store_stats.location,
+            "nodes": store_stats.nodes,
+        },
+        ingest=ingest_info,
+        methods=summarize(records, methods=active, ks=ks),
+        skipped=skipped,
+        ks=ks,
+        questions=len(questions),
+        new_records=new,
+        reused_records=reused,
+        started_at=started,
+        finished_at=utc_now(),
+        seconds=round(time.perf_counter() - t_start, 2),
         by_class=summarize_by_class(records, methods=active, ks=ks),
         by_domain=summarize_by_domain(records, methods=active, ks=ks),
-    )  # fmt: skip
+    )
     if plots:
         out_summary.plots = write_plots(run_dir, out_summary, records)
     out_summary.report = write_report(run_dir, out_summary)
@@ -345,8 +402,13 @@ class _progress:
             if now - last >= HEARTBEAT_SECONDS or done == self.total:
                 last = now
                 rate = done / max(now - start, 1e-9)
-                log.info("evaluating: %s of %s (question, method) pairs done, %.1f/s, %d s elapsed", f"{done:,}",
-                         f"{self.total:,}", rate, round(now - start))  # fmt: skip
+                log.info(
+                    "evaluating: %s of %s (question, method) pairs done, %.1f/s, %d s elapsed",
+                    f"{done:,}",
+                    f"{self.total:,}",
+                    rate,
+                    round(now - start),
+                )
 
         return advance
 

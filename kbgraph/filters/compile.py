@@ -81,14 +81,17 @@ def compile_filter(filt: Filter, catalogue: Catalogue, node: str = "d") -> Compi
 def _kinds(key: str, catalogue: Catalogue) -> frozenset[str]:
     """The kinds of value ``key`` holds; QueryError for a key no Document has or one kbgraph keeps for itself."""
     if key in RESERVED_DOCUMENT_PROPERTIES and key not in FILTERABLE_RESERVED:
-        raise QueryError(f"filter key {key!r} is kbgraph's own, not metadata: filter on one of "
-                         f"{', '.join(catalogue.names()) or '(no metadata yet)'}")  # fmt: skip
+        raise QueryError(
+            f"filter key {key!r} is kbgraph's own, not metadata: filter on one of "
+            f"{', '.join(catalogue.names()) or '(no metadata yet)'}"
+        )
     kinds = catalogue.keys.get(key)
     if kinds is None:
         near = difflib.get_close_matches(key, catalogue.names(), n=3)
         hint = f"; did you mean {' or '.join(repr(k) for k in near)}?" if near else ""
-        raise QueryError(f"unknown filter key {key!r}: no document has it{hint} "
-                         f"(keys: {', '.join(catalogue.names()) or 'none'})")  # fmt: skip
+        raise QueryError(
+            f"unknown filter key {key!r}: no document has it{hint} (keys: {', '.join(catalogue.names()) or 'none'})"
+        )
     if "list" in kinds and len(kinds) > 1:
         raise QueryError(f"filter key {key!r} holds a list in some documents and a single value in others")
     return kinds

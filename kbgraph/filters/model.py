@@ -23,8 +23,21 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapte
 
 from kbgraph.errors import QueryError
 
-__all__ = ["And", "Eq", "Exists", "Filter", "In", "Not", "Or", "Prefix", "Range", "all_of", "describe",
-           "leaves", "parse_filter"]  # fmt: skip
+__all__ = [
+    "And",
+    "Eq",
+    "Exists",
+    "Filter",
+    "In",
+    "Not",
+    "Or",
+    "Prefix",
+    "Range",
+    "all_of",
+    "describe",
+    "leaves",
+    "parse_filter",
+]
 
 #: A metadata key as filters name it: a Cypher-style property name.
 Key = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)]

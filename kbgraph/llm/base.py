@@ -195,9 +195,13 @@ class BaseLLM:
     ) -> str:
         model, temperature = self._resolve(model, temperature)
         return self._complete(
-            [dict(m) for m in messages], model=model, temperature=temperature, max_tokens=self._max(max_tokens),
-            response_format=None, purpose="completion",
-        )  # fmt: skip
+            [dict(m) for m in messages],
+            model=model,
+            temperature=temperature,
+            max_tokens=self._max(max_tokens),
+            response_format=None,
+            purpose="completion",
+        )
 
     def complete_json(
         self,
@@ -308,8 +312,11 @@ class BaseLLM:
         """Send a JSON request in the endpoint's mode; in ``auto``, fall back on a rejected mode and remember
         the first one answered. Returns (answer text, the response_format used)."""
         auto = self.response_format_mode == "auto"
-        mode: Mode = (self._formats.get(self._memory_key(params["model"])) or MODES[0]) if auto else (
-            self.response_format_mode if self.response_format_mode in MODES else "none")
+        mode: Mode = (
+            (self._formats.get(self._memory_key(params["model"])) or MODES[0])
+            if auto
+            else (self.response_format_mode if self.response_format_mode in MODES else "none")
+        )
         while True:
             fmt = response_format(mode, schema)
             try:
@@ -328,9 +335,13 @@ class BaseLLM:
             return text, fmt
 
     def _request(
-        self, messages: Messages, params: dict[str, Any], fmt: dict[str, Any] | None, purpose: str,
+        self,
+        messages: Messages,
+        params: dict[str, Any],
+        fmt: dict[str, Any] | None,
+        purpose: str,
         sink: TextSink | None,
-    ) -> str:  # fmt: skip
+    ) -> str:
         """One request's answer text: :meth:`_complete`, or with a ``sink`` :meth:`_stream`, each piece passed to
         ``sink.text`` as it arrives (the stream is closed when the sink raises)."""
         if sink is None:
@@ -384,30 +395,51 @@ class BaseLLM:
 
     # --- for subclasses ---------------------------------------------------------------------------
     def _complete(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
-        response_format: dict[str, Any] | None, purpose: str,
-    ) -> str:  # fmt: skip
+        self,
+        messages: Messages,
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+        purpose: str,
+    ) -> str:
         """One request. ``purpose`` names the prompt in errors (the schema's name for JSON prompts). Returns the
         answer text, a ``CutAnswer`` when the server stopped at the token limit. Raises FormatRejected when the
         server refuses ``response_format``."""
         raise NotImplementedError
 
     def _stream(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
-        response_format: dict[str, Any] | None, purpose: str,
-    ) -> Generator[str, None, None]:  # fmt: skip
+        self,
+        messages: Messages,
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+        purpose: str,
+    ) -> Generator[str, None, None]:
         """One request whose answer text comes in pieces as the server produces it (same errors as
         :meth:`_complete`); an answer cut at the token limit ends with a ``CutAnswer`` piece. This default sends
         one :meth:`_complete` request and yields its answer whole (a ``CutAnswer`` when cut)."""
         yield self._complete(
-            messages, model=model, temperature=temperature, max_tokens=max_tokens, response_format=response_format,
+            messages,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            response_format=response_format,
             purpose=purpose,
-        )  # fmt: skip
+        )
 
     def _forget(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        self,
+        messages: Messages,
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
         response_format: dict[str, Any] | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Drop a cached answer (no-op without a cache)."""
 
     def _max(self, max_tokens: int | None) -> int | None:

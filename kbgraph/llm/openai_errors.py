@@ -25,8 +25,11 @@ def error_detail(exc: BaseException) -> str:
     return str(getattr(exc, "message", None) or exc)
 
 
-_CTX_WORDS = re.compile(r"context (?:size|length|window)|exceeds? the (?:available )?context|too many tokens|"
-                        r"maximum context length|context_length_exceeded|exceed_context", re.IGNORECASE)
+_CTX_WORDS = re.compile(
+    r"context (?:size|length|window)|exceeds? the (?:available )?context|too many tokens|"
+    r"maximum context length|context_length_exceeded|exceed_context",
+    re.IGNORECASE,
+)
 _NUMS = re.compile(r"\d[\d,]*")
 
 
@@ -91,21 +94,35 @@ def failure_message(
         return one_line(f"the LLM account at {where} is out of quota (429); check billing or KBGRAPH_LLM_API_KEY", 400)
     fix = "set KBGRAPH_LLM_RESPONSE_FORMAT=none" if json_mode else "check KBGRAPH_LLM_MODEL"
     by_class = (  # most specific first: every class below is an APIStatusError or an APIConnectionError
-        (openai.AuthenticationError,
-         f"the LLM server at {where} rejected the API key (401); check KBGRAPH_LLM_API_KEY"),
-        (openai.PermissionDeniedError,
-         f"the LLM server at {where} refused model {model!r} (403); check KBGRAPH_LLM_API_KEY and KBGRAPH_LLM_MODEL"),
-        (openai.NotFoundError,
-         f"model {model!r} or the chat endpoint was not found at {where} (404); check KBGRAPH_LLM_MODEL "
-         "and KBGRAPH_LLM_BASE_URL (usually ends in /v1)"),
-        (openai.RateLimitError,
-         f"the LLM server at {where} is still rate-limiting (429) {attempts}; wait, or raise KBGRAPH_LLM_MAX_RETRIES"),
-        (openai.InternalServerError,
-         f"the LLM server at {where} failed ({status}) {attempts}: {detail}; try again later"),
-        (openai.APITimeoutError,
-         f"no answer from the LLM server at {where} within {timeout:g} s {attempts}; raise KBGRAPH_LLM_TIMEOUT"),
-        (openai.APIConnectionError,
-         f"cannot reach the LLM server at {where} {attempts}; check KBGRAPH_LLM_BASE_URL and that the server runs"),
+        (
+            openai.AuthenticationError,
+            f"the LLM server at {where} rejected the API key (401); check KBGRAPH_LLM_API_KEY",
+        ),
+        (
+            openai.PermissionDeniedError,
+            f"the LLM server at {where} refused model {model!r} (403); check KBGRAPH_LLM_API_KEY and KBGRAPH_LLM_MODEL",
+        ),
+        (
+            openai.NotFoundError,
+            f"model {model!r} or the chat endpoint was not found at {where} (404); check KBGRAPH_LLM_MODEL "
+            "and KBGRAPH_LLM_BASE_URL (usually ends in /v1)",
+        ),
+        (
+            openai.RateLimitError,
+            f"the LLM server at {where} is still rate-limiting (429) {attempts}; wait, or raise KBGRAPH_LLM_MAX_RETRIES",
+        ),
+        (
+            openai.InternalServerError,
+            f"the LLM server at {where} failed ({status}) {attempts}: {detail}; try again later",
+        ),
+        (
+            openai.APITimeoutError,
+            f"no answer from the LLM server at {where} within {timeout:g} s {attempts}; raise KBGRAPH_LLM_TIMEOUT",
+        ),
+        (
+            openai.APIConnectionError,
+            f"cannot reach the LLM server at {where} {attempts}; check KBGRAPH_LLM_BASE_URL and that the server runs",
+        ),
         (openai.BadRequestError, f"the LLM server at {where} rejected the request (400: {detail}); {fix}"),
         (openai.APIStatusError, f"the LLM server at {where} answered {status}: {detail}; check KBGRAPH_LLM_BASE_URL"),
     )

@@ -185,24 +185,42 @@ class LocalLLMServer:
         if launch is not None:
             running = self._ready(launch.port)
             return LLMServerStatus(
-                running=running, pid=launch.pid, base_url=self._base_url(launch.port), port=launch.port,
-                model=launch.model, alias=launch.alias, ctx=self._served_ctx(launch) if running else launch.ctx,
-                threads=launch.threads, parallel=launch.parallel, home=self.home, log_file=self.log_file,
+                running=running,
+                pid=launch.pid,
+                base_url=self._base_url(launch.port),
+                port=launch.port,
+                model=launch.model,
+                alias=launch.alias,
+                ctx=self._served_ctx(launch) if running else launch.ctx,
+                threads=launch.threads,
+                parallel=launch.parallel,
+                home=self.home,
+                log_file=self.log_file,
                 binary=launch.binary,
-            )  # fmt: skip
+            )
         model: Path | None = None
         with contextlib.suppress(LLMServerError):
             model = self._model(None)
         with contextlib.suppress(LLMServerError):
             binary = " ".join(find_server()[0])
         return LLMServerStatus(
-            running=False, pid=None, base_url=self._base_url(self.port), port=self.port, model=model,
-            alias=model.stem if model else None, ctx=self.settings.llm_server.llm_server_ctx,
-            threads=self.settings.llm_server.llm_server_threads, parallel=self.settings.llm_server.llm_server_parallel, home=self.home,
-            log_file=self.log_file, binary=binary,
-        )  # fmt: skip
+            running=False,
+            pid=None,
+            base_url=self._base_url(self.port),
+            port=self.port,
+            model=model,
+            alias=model.stem if model else None,
+            ctx=self.settings.llm_server.llm_server_ctx,
+            threads=self.settings.llm_server.llm_server_threads,
+            parallel=self.settings.llm_server.llm_server_parallel,
+            home=self.home,
+            log_file=self.log_file,
+            binary=binary,
+        )
 
-    def start(self, model: Path | str | None = None, wait: bool = True, timeout: float = START_TIMEOUT) -> LLMServerStatus:
+    def start(
+        self, model: Path | str | None = None, wait: bool = True, timeout: float = START_TIMEOUT
+    ) -> LLMServerStatus:
         """Start the server on ``model`` (a GGUF path; default ``llm_server_model``, else SmolLM2-135M-Instruct)
         and return its status.
 
@@ -250,16 +268,30 @@ class LocalLLMServer:
                 log.flush()
                 try:
                     self._proc = subprocess.Popen(
-                        cmd, cwd=self.home, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                        cmd,
+                        cwd=self.home,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
                         start_new_session=True,
-                    )  # fmt: skip
+                    )
                 except OSError as e:
-                    raise LLMServerError(f"cannot run {prefix[0]}: {e.strerror}; reinstall it: {INSTALL_SERVER}") from None
+                    raise LLMServerError(
+                        f"cannot run {prefix[0]}: {e.strerror}; reinstall it: {INSTALL_SERVER}"
+                    ) from None
             pid = self._proc.pid
             launch = _Launch(
-                pid=pid, model=path, alias=alias, ctx=ctx, threads=threads, parallel=parallel, port=port,
-                binary=" ".join(prefix), kind=kind, started_at=time.time(),
-            )  # fmt: skip
+                pid=pid,
+                model=path,
+                alias=alias,
+                ctx=ctx,
+                threads=threads,
+                parallel=parallel,
+                port=port,
+                binary=" ".join(prefix),
+                kind=kind,
+                started_at=time.time(),
+            )
             self.launch_file.write_text(launch.model_dump_json(indent=1) + "\n")
             self.pid_file.write_text(f"{pid}\n")
             if wait:
@@ -281,7 +313,10 @@ class LocalLLMServer:
     def _wait_ready(self, pid: int, port: int, timeout: float) -> None:
         """Return once the server answers (``_ready``); LLMServerError if it dies or is not ready in time."""
         wait_ready(
-            pid, lambda: self._ready(port), timeout, interval=0.25,
+            pid,
+            lambda: self._ready(port),
+            timeout,
+            interval=0.25,
             exited=lambda: LLMServerError(
                 f"the local LLM server died during start-up: {self._log_cause()}; fix what it names (the model "
                 f"file, KBGRAPH_LLM_SERVER_* settings) and retry; full log: {self.log_file}"
@@ -290,7 +325,7 @@ class LocalLLMServer:
                 f"the local LLM server did not answer on {self._base_url(port)} within {timeout:.0f} s and was "
                 f"stopped; retry with a longer timeout or a smaller model, or see {self.log_file}"
             ),
-        )  # fmt: skip
+        )
 
     def _terminate(self, pid: int, timeout: float) -> bool:
         gone = terminate(pid, timeout, child=self._proc)

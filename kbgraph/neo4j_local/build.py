@@ -133,9 +133,15 @@ def _run_maven(lib_dir: Path) -> None:
     pom.write_text(text, encoding="utf-8")
     jars_dir = stage / "lib"
     cmd = [
-        mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-        f"-DoutputDirectory={jars_dir}", "-DincludeScope=runtime",
-    ]  # fmt: skip
+        mvn,
+        "-q",
+        "-B",
+        "-f",
+        str(pom),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={jars_dir}",
+        "-DincludeScope=runtime",
+    ]
     try:
         out = subprocess.run(cmd, cwd=stage, capture_output=True, text=True, timeout=MAVEN_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
@@ -154,7 +160,10 @@ def _run_maven(lib_dir: Path) -> None:
         )
     shutil.rmtree(lib_dir, ignore_errors=True)
     jars_dir.rename(lib_dir)
-    marker = {"pom_sha256": hashlib.sha256(text.encode()).hexdigest(), "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-              "jars": jars}  # fmt: skip
+    marker = {
+        "pom_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "jars": jars,
+    }
     (lib_dir / MARKER).write_text(json.dumps(marker, indent=1))
     shutil.rmtree(stage, ignore_errors=True)

@@ -31,13 +31,15 @@ def meaningful(text: str) -> str | None:
     "Could not create the Java Virtual Machine" lines are skipped. None for output without a line.
     """
     lines = [
-        ln.strip() for ln in text.splitlines()
+        ln.strip()
+        for ln in text.splitlines()
         if ln.strip() and not ln.lstrip().startswith(("at ", "...")) and not _GENERIC.match(ln.strip())
-    ][-400:]  # fmt: skip
+    ][-400:]
     if not lines:
         return None
-    tops = [ln for ln in lines if re.search(r"\bERROR\b|Exception|Error\b|^Invalid", ln)
-            and not ln.startswith("Caused by:")]  # fmt: skip
+    tops = [
+        ln for ln in lines if re.search(r"\bERROR\b|Exception|Error\b|^Invalid", ln) and not ln.startswith("Caused by:")
+    ]
     causes = [ln for ln in lines if ln.startswith("Caused by:")]
     if not tops and not causes:
         return log_line(lines[-1])

@@ -65,9 +65,7 @@ class Neo4jLocal:
         self.home: Path = Path(settings.neo4j_dir).expanduser().resolve()
         if lib_dir is None and os.environ.get(LIB_ENV):
             lib_dir = os.environ[LIB_ENV]
-        self.lib_dir: Path = (
-            Path(lib_dir).expanduser().resolve() if lib_dir is not None else self.home / "lib"
-        )
+        self.lib_dir: Path = Path(lib_dir).expanduser().resolve() if lib_dir is not None else self.home / "lib"
         self.conf_dir = self.home / "conf"
         self.data_dir = self.home / "data"
         self.logs_dir = self.home / "logs"
@@ -130,8 +128,14 @@ class Neo4jLocal:
     # --- configuration ------------------------------------------------------------------------------
     def _write_conf(self) -> None:
         s = self.settings
-        for d in (self.conf_dir, self.data_dir, self.logs_dir, self.run_dir,
-                  self.home / "import", self.home / "plugins"):
+        for d in (
+            self.conf_dir,
+            self.data_dir,
+            self.logs_dir,
+            self.run_dir,
+            self.home / "import",
+            self.home / "plugins",
+        ):
             d.mkdir(parents=True, exist_ok=True)
         conf = {
             "server.default_listen_address": "127.0.0.1",
@@ -171,8 +175,9 @@ class Neo4jLocal:
         try:
             return shlex.split(self.settings.store.neo4j_jvm_options)
         except ValueError as exc:
-            raise Neo4jLocalError(f"KBGRAPH_NEO4J_JVM_OPTIONS cannot be split into words ({exc}); "
-                                  "check its quotes") from None
+            raise Neo4jLocalError(
+                f"KBGRAPH_NEO4J_JVM_OPTIONS cannot be split into words ({exc}); check its quotes"
+            ) from None
 
     def _set_initial_password(self, java: str) -> None:
         password = self._password()
@@ -271,12 +276,13 @@ class Neo4jLocal:
             self.pid_file.unlink(missing_ok=True)
 
             s = self.settings
-            for port, env in ((s.store.neo4j_bolt_port, "KBGRAPH_NEO4J_BOLT_PORT"),
-                              (s.store.neo4j_http_port, "KBGRAPH_NEO4J_HTTP_PORT")):
+            for port, env in (
+                (s.store.neo4j_bolt_port, "KBGRAPH_NEO4J_BOLT_PORT"),
+                (s.store.neo4j_http_port, "KBGRAPH_NEO4J_HTTP_PORT"),
+            ):
                 if not _port_free(port):
                     raise Neo4jLocalError(
-                        f"port {port} is in use by another process; set {env} to a free port "
-                        "or stop that process"
+                        f"port {port} is in use by another process; set {env} to a free port or stop that process"
                     )
             if s.store.neo4j_bolt_port == s.store.neo4j_http_port:
                 raise Neo4jLocalError(
@@ -293,16 +299,28 @@ class Neo4jLocal:
             if self.console_log.exists():
                 self.console_log.replace(self.logs_dir / "console.log.1")
             cmd = [
-                java, f"-Xmx{s.store.neo4j_heap}", "-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8",
+                java,
+                f"-Xmx{s.store.neo4j_heap}",
+                "-XX:+ExitOnOutOfMemoryError",
+                "-Dfile.encoding=UTF-8",
                 *self._jvm_options(),
-                "-cp", f"{self.lib_dir}/*", ENTRY_POINT,
-                f"--home-dir={self.home}", f"--config-dir={self.conf_dir}", "--console-mode",
+                "-cp",
+                f"{self.lib_dir}/*",
+                ENTRY_POINT,
+                f"--home-dir={self.home}",
+                f"--config-dir={self.conf_dir}",
+                "--console-mode",
             ]
             with open(self.console_log, "ab") as log:
                 try:
                     self._proc = subprocess.Popen(
-                        cmd, cwd=self.home, env=self._env(), stdin=subprocess.DEVNULL,
-                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                        cmd,
+                        cwd=self.home,
+                        env=self._env(),
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
                     )
                 except OSError as e:
                     raise Neo4jLocalError(f"cannot run {java}: {e}; check the JDK installation") from None
@@ -348,7 +366,9 @@ class Neo4jLocal:
             return bolt_ok and self._http_ready()
 
         wait_ready(
-            pid, ready, timeout,
+            pid,
+            ready,
+            timeout,
             exited=lambda: Neo4jLocalError(
                 f"the local Neo4j exited during start-up: "
                 f"{last_meaningful_line(self.console_log, self.logs_dir / 'debug.log')}; fix what it names "
@@ -358,7 +378,7 @@ class Neo4jLocal:
                 f"the local Neo4j did not answer on {self.bolt_uri} and {self.http_url} within "
                 f"{timeout:.0f} s and was stopped; retry with a longer timeout, or see {self.console_log}"
             ),
-        )  # fmt: skip
+        )
 
     def _terminate(self, pid: int, timeout: float) -> None:
         terminate(pid, timeout, child=self._proc)

@@ -179,8 +179,11 @@ def _parse_rights(rights: Iterable[str]) -> frozenset[str]:
     out = frozenset(r.strip().lower() for r in rights if r.strip())
     bad = sorted(out - set(RIGHTS))
     if bad or not out:
-        raise ConfigError(f"unknown right {bad[0]!r}: use read, write or read,write" if bad else
-                          "a key needs at least one right: read, write or read,write")  # fmt: skip
+        raise ConfigError(
+            f"unknown right {bad[0]!r}: use read, write or read,write"
+            if bad
+            else "a key needs at least one right: read, write or read,write"
+        )
     return out
 
 
@@ -204,15 +207,23 @@ def load_keys(path: Path) -> list[KeyScope]:
             kbs = entry.get("kbs", [])
             kbs = [kbs] if isinstance(kbs, str) else list(kbs)
             where = entry.get("where")
-            scope = KeyScope(name=str(entry["name"]), kbs=tuple(str(k) for k in kbs), sha256=digest,
-                             rights=_parse_rights(entry.get("rights", [])), created=entry.get("created"),
-                             revoked=entry.get("revoked"), where=None if where is None else str(where))  # fmt: skip
+            scope = KeyScope(
+                name=str(entry["name"]),
+                kbs=tuple(str(k) for k in kbs),
+                sha256=digest,
+                rights=_parse_rights(entry.get("rights", [])),
+                created=entry.get("created"),
+                revoked=entry.get("revoked"),
+                where=None if where is None else str(where),
+            )
             scope.documents  # noqa: B018 - a `where` that is no filter makes the file malformed
             out.append(scope)
         return out
     except (ValueError, KeyError, TypeError, AttributeError, ConfigError) as exc:
-        raise ConfigError(f"malformed API keys file {path} (KBGRAPH_API_KEYS_FILE): {exc}; manage it with "
-                          "`kbgraph serve keys add|list|revoke`") from exc  # fmt: skip
+        raise ConfigError(
+            f"malformed API keys file {path} (KBGRAPH_API_KEYS_FILE): {exc}; manage it with "
+            "`kbgraph serve keys add|list|revoke`"
+        ) from exc
 
 
 def _toml_string(value: str) -> str:
@@ -221,10 +232,17 @@ def _toml_string(value: str) -> str:
 
 def _dump(keys: Sequence[KeyScope], path: Path) -> str:
     rows = [
-        {"name": k.name, "sha256": k.sha256, "kbs": list(k.kbs), "rights": sorted(k.rights), "created": k.created,
-         **({"where": k.where} if k.where is not None else {}), **({"revoked": k.revoked} if k.revoked else {})}
+        {
+            "name": k.name,
+            "sha256": k.sha256,
+            "kbs": list(k.kbs),
+            "rights": sorted(k.rights),
+            "created": k.created,
+            **({"where": k.where} if k.where is not None else {}),
+            **({"revoked": k.revoked} if k.revoked else {}),
+        }
         for k in keys
-    ]  # fmt: skip
+    ]
     if path.suffix.lower() == ".json":
         return json.dumps({"keys": [{k: v for k, v in r.items() if v is not None} for r in rows]}, indent=2) + "\n"
     lines = ["# kbgraph serve API keys (KBGRAPH_API_KEYS_FILE): hashes only; manage with `kbgraph serve keys`", ""]
@@ -233,8 +251,11 @@ def _dump(keys: Sequence[KeyScope], path: Path) -> str:
         for key, value in row.items():
             if value is None:
                 continue
-            shown = "[" + ", ".join(_toml_string(v) for v in value) + "]" if isinstance(value, list) else \
-                _toml_string(value)  # fmt: skip
+            shown = (
+                "[" + ", ".join(_toml_string(v) for v in value) + "]"
+                if isinstance(value, list)
+                else _toml_string(value)
+            )
             lines.append(f"{key} = {shown}")
         lines.append("")
     return "\n".join(lines)
@@ -253,8 +274,14 @@ def save_keys(keys: Sequence[KeyScope], path: Path) -> None:
         temp.unlink(missing_ok=True)
 
 
-def add_key(path: Path, *, kbs: Sequence[str], rights: Iterable[str], name: str | None = None,
-            where: Sequence[str] | Filter | None = None) -> tuple[str, KeyScope]:  # fmt: skip
+def add_key(
+    path: Path,
+    *,
+    kbs: Sequence[str],
+    rights: Iterable[str],
+    name: str | None = None,
+    where: Sequence[str] | Filter | None = None,
+) -> tuple[str, KeyScope]:
     """Make a new key with that scope, store its hash in ``path``; returns ``(key, scope)`` — the only time the
     key is seen. ``where``: the documents the key may read, as ``--where`` conditions (all required;
     kbgraph.filters.parse_where) or a filter; such a key is read-only. Raises ConfigError for an empty scope, an
@@ -265,15 +292,23 @@ def add_key(path: Path, *, kbs: Sequence[str], rights: Iterable[str], name: str 
     granted = _parse_rights(rights)
     filt = _where_filter(where)
     if filt is not None and "write" in granted:
-        raise ConfigError("a key scoped to documents (--where) may only read: give --rights read (ingest and "
-                          "delete need a key without --where)")  # fmt: skip
+        raise ConfigError(
+            "a key scoped to documents (--where) may only read: give --rights read (ingest and "
+            "delete need a key without --where)"
+        )
     keys = load_keys(path)
     name = name or f"key-{secrets.token_hex(3)}"
     if any(k.name == name for k in keys):
         raise ConfigError(f"a key named {name!r} is already in {path}: choose another --name, or revoke it first")
     key = KEY_PREFIX + secrets.token_urlsafe(32)
-    scope = KeyScope(name=name, kbs=tuple(kbs), rights=granted, sha256=key_hash(key), created=utc_now(),
-                     where=None if filt is None else filt.model_dump_json(exclude_none=True))  # fmt: skip
+    scope = KeyScope(
+        name=name,
+        kbs=tuple(kbs),
+        rights=granted,
+        sha256=key_hash(key),
+        created=utc_now(),
+        where=None if filt is None else filt.model_dump_json(exclude_none=True),
+    )
     save_keys([*keys, scope], path)
     return key, scope
 

@@ -39,7 +39,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     jobs = JobManager(pool, metrics=metrics)
     mcp = build_mcp(pool, jobs)
     mcp_app = mcp.streamable_http_app(
-        streamable_http_path="/mcp", host=settings.serve.serve_host, max_request_body_size=settings.serve.max_request_bytes
+        streamable_http_path="/mcp",
+        host=settings.serve.serve_host,
+        max_request_body_size=settings.serve.max_request_bytes,
     )
 
     @asynccontextmanager
@@ -49,9 +51,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pool.close()
 
     app = FastAPI(
-        title="kbgraph", version=__version__, lifespan=lifespan,
+        title="kbgraph",
+        version=__version__,
+        lifespan=lifespan,
         description="A PIKE-RAG knowledge base on a graph database: ask, search, ingest, browse. MCP tools at /mcp.",
-    )  # fmt: skip
+    )
     app.state.pool, app.state.jobs, app.state.mcp, app.state.metrics = pool, jobs, mcp, metrics
     app.state.pages = PageCache()  # the PDF page images of GET .../chunks/{id}/page.png
     app.include_router(service)
@@ -67,15 +71,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _settings_error(_request: Request, exc: ValidationError) -> JSONResponse:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "settings"
-        return JSONResponse({"detail": f"invalid setting {where}: {first['msg']}", "error": "ValidationError"},
-                            status_code=400)  # fmt: skip
+        return JSONResponse(
+            {"detail": f"invalid setting {where}: {first['msg']}", "error": "ValidationError"}, status_code=400
+        )
 
     key = settings.serve.api_key.get_secret_value() if settings.serve.api_key else None
     keys = KeyRing(master=key or None, path=settings.serve.api_keys_file)
     serve = settings.serve
     hosts = serve.serve_allowed_hosts if is_loopback(serve.serve_host) or serve.serve_allowed_hosts else None
-    app.add_middleware(Guard, keys=keys, max_bytes=serve.max_request_bytes, max_upload_bytes=serve.max_upload_bytes,
-                       allowed_hosts=hosts, allowed_origins=serve.serve_allowed_origins)  # fmt: skip
+    app.add_middleware(
+        Guard,
+        keys=keys,
+        max_bytes=serve.max_request_bytes,
+        max_upload_bytes=serve.max_upload_bytes,
+        allowed_hosts=hosts,
+        allowed_origins=serve.serve_allowed_origins,
+    )
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # outside the guard: its refusals are counted too
     app.add_middleware(WebApp, allowed_hosts=hosts)  # the web app at / (outside the guard: its files need no key)
     return app

@@ -142,8 +142,9 @@ async def authorize(request: Request) -> None:
     path = route_path(route) if route is not None else request.url.path
     right = right_of(request.method, path) if route is not None else None
     if right is None:
-        raise Forbidden(f"{request.method} {path} has no entry in the rights table "
-                        "(kbgraph.serve.authz.ROUTE_RIGHTS): refused")  # fmt: skip
+        raise Forbidden(
+            f"{request.method} {path} has no entry in the rights table (kbgraph.serve.authz.ROUTE_RIGHTS): refused"
+        )
     name = request.path_params.get("name")
     if name is not None:
         check_name(name)
@@ -154,5 +155,7 @@ async def authorize(request: Request) -> None:
         raise Forbidden(f"{request.method} {path} needs {right!r} on a knowledge base but names none")
     key.check(name, right)
     if key.where is not None and (request.method, path) not in DOCUMENT_SCOPED:
-        raise Forbidden(f"the API key {key.name!r} is scoped to documents ({key.describe_where()}) and "
-                        f"{request.method} {path} does not apply a document scope: refused")  # fmt: skip
+        raise Forbidden(
+            f"the API key {key.name!r} is scoped to documents ({key.describe_where()}) and "
+            f"{request.method} {path} does not apply a document scope: refused"
+        )

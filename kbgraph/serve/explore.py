@@ -77,7 +77,9 @@ def find_documents(kb: KnowledgeBase, text: str, limit: int) -> list[GraphNode]:
     only (both statements declare ``$documents``)."""
     hits = [(h.id, h.properties) for h in kb.store.fulltext_search("Document", text, limit)]
     if not hits:
-        hits = [(r["id"], r["properties"]) for r in kb.store.run("browse/find_documents", {"text": text, "limit": limit})]
+        hits = [
+            (r["id"], r["properties"]) for r in kb.store.run("browse/find_documents", {"text": text, "limit": limit})
+        ]
     return [graph_node("Document", {**props, "id": node_id}) for node_id, props in hits]
 
 
@@ -93,7 +95,9 @@ def find_entities(kb: KnowledgeBase, text: str, limit: int) -> list[GraphNode]:
         kept = {r["id"] for r in kb.store.run("browse/entities_within", {"ids": [i for i, _ in hits]})}
         hits = [(i, p) for i, p in hits if i in kept][:limit]
     if not hits:
-        hits = [(r["id"], r["properties"]) for r in kb.store.run("browse/find_entities", {"text": text, "limit": limit})]
+        hits = [
+            (r["id"], r["properties"]) for r in kb.store.run("browse/find_entities", {"text": text, "limit": limit})
+        ]
     return [graph_node("Entity", {**props, "id": node_id}) for node_id, props in hits]
 
 
@@ -119,8 +123,16 @@ def node_page(kb: KnowledgeBase, name: str, node_id: str, skip: int, limit: int)
         seen[document.id] = document
         edges.append(GraphEdge(source=node.id, target=document.id, type="IN"))
     total = int(row["total"])
-    return Expansion(kb=name, node=node, neighbours=list(seen.values()), edges=edges, total=total, skip=skip,
-                     limit=limit, more=max(0, total - skip - len(row["neighbours"] or [])))  # fmt: skip
+    return Expansion(
+        kb=name,
+        node=node,
+        neighbours=list(seen.values()),
+        edges=edges,
+        total=total,
+        skip=skip,
+        limit=limit,
+        more=max(0, total - skip - len(row["neighbours"] or [])),
+    )
 
 
 def browse_view(kb: KnowledgeBase, name: str, view: str, params: dict[str, Any]) -> ExploreGraph:
@@ -131,8 +143,9 @@ def browse_view(kb: KnowledgeBase, name: str, view: str, params: dict[str, Any])
     given: dict[str, Any] = dict(values)
     rows = kb.browse(query.name, **given)
     nodes, edges = view_graph(query.name, rows)
-    return ExploreGraph(kb=name, view=query.name, title=query.title, params=values, nodes=nodes, edges=edges,
-                        rows=len(rows))  # fmt: skip
+    return ExploreGraph(
+        kb=name, view=query.name, title=query.title, params=values, nodes=nodes, edges=edges, rows=len(rows)
+    )
 
 
 def runs(kb: KnowledgeBase, skip: int, limit: int) -> list[RunInfo]:
@@ -141,8 +154,16 @@ def runs(kb: KnowledgeBase, skip: int, limit: int) -> list[RunInfo]:
     paths and errors of the whole run (browse/runs_within)."""
     if current_scope() is not None:
         rows = kb.store.run("browse/runs_within", {"skip": skip, "limit": limit})
-        return [RunInfo(id=row["id"], started_at=row["started_at"], finished_at=row["finished_at"], scoped=True,
-                        documents=[RunDocument(**d) for d in row["documents"] or []]) for row in rows]  # fmt: skip
+        return [
+            RunInfo(
+                id=row["id"],
+                started_at=row["started_at"],
+                finished_at=row["finished_at"],
+                scoped=True,
+                documents=[RunDocument(**d) for d in row["documents"] or []],
+            )
+            for row in rows
+        ]
     rows = kb.store.run("browse/runs", {"skip": skip, "limit": limit})
     return [RunInfo(**{k: v for k, v in row.items() if v is not None}) for row in rows]
 
@@ -175,27 +196,40 @@ def rights(name: str, request: Request) -> Rights:
         return Rights(kb=name, rights=["read", "write"], unrestricted=True, keys=False)
     if not key.allows_kb(name):
         key.check(name, "read")  # raises Forbidden with the key's scope in its message
-    return Rights(kb=name, rights=sorted(key.rights), unrestricted=unrestricted(key), keys=True, key=key.name,
-                  documents=key.describe_where() if key.where is not None else None)
+    return Rights(
+        kb=name,
+        rights=sorted(key.rights),
+        unrestricted=unrestricted(key),
+        keys=True,
+        key=key.name,
+        documents=key.describe_where() if key.where is not None else None,
+    )
 
 
 @router.get(KB + "/explore/search", response_model=SearchHits, tags=["explore"])
-def search_nodes(name: str, request: Request, q: str = Query(min_length=1, max_length=200),
-                 limit: int = Query(10, ge=1, le=MAX_PAGE)) -> SearchHits:  # fmt: skip
+def search_nodes(
+    name: str, request: Request, q: str = Query(min_length=1, max_length=200), limit: int = Query(10, ge=1, le=MAX_PAGE)
+) -> SearchHits:
     """Documents by title and entities by name matching ``q`` (at most ``limit`` of each): whole words through
     the full-text indexes, else a part of a title or name."""
     text = q.strip()
     if not text:
         raise HTTPException(status.HTTP_400_BAD_REQUEST, "q is blank: give a (part of a) title or name")
     with _use(request, name) as kb:
-        hits = SearchHits(kb=name, text=text, documents=find_documents(kb, text, limit),
-                          entities=find_entities(kb, text, limit))  # fmt: skip
+        hits = SearchHits(
+            kb=name, text=text, documents=find_documents(kb, text, limit), entities=find_entities(kb, text, limit)
+        )
     return _shown(request, name, hits)
 
 
 @router.get(KB + "/explore/nodes/{node_id:path}", response_model=Expansion, tags=["explore"])
-def node(name: str, node_id: str, request: Request, skip: int = Query(0, ge=0, le=10_000_000),
-         limit: int = Query(25, ge=0, le=MAX_PAGE)) -> Expansion:  # fmt: skip
+def node(
+    name: str,
+    node_id: str,
+    request: Request,
+    skip: int = Query(0, ge=0, le=10_000_000),
+    limit: int = Query(25, ge=0, le=MAX_PAGE),
+) -> Expansion:
     """The node ``node_id`` (any label; its properties without vectors) and its neighbours ``skip`` ..
     ``skip + limit`` with the relationships to them; ``more``: how many follow. 404 when there is no such node."""
     with _use(request, name) as kb:
@@ -218,8 +252,9 @@ def view(name: str, view: str, request: Request) -> ExploreGraph:
 
 
 @router.get(KB + "/runs", response_model=RunList, tags=["explore"])
-def ingestion_runs(name: str, request: Request, skip: int = Query(0, ge=0, le=10_000_000),
-                   limit: int = Query(20, ge=1, le=MAX_PAGE)) -> RunList:  # fmt: skip
+def ingestion_runs(
+    name: str, request: Request, skip: int = Query(0, ge=0, le=10_000_000), limit: int = Query(20, ge=1, le=MAX_PAGE)
+) -> RunList:
     """The ingestion runs, newest first: started, finished, status, counts, and the failed files with their
     reasons; for a document-scoped key the runs that wrote its documents, with those documents only."""
     with _use(request, name) as kb:

@@ -22,10 +22,18 @@ CAPTION_CHARS = 120
 HIDDEN = frozenset({"embedding", "pending_embedding"})
 #: The properties a node's caption is taken from, by label, first present wins (else its id).
 CAPTIONS: dict[str, tuple[str, ...]] = {
-    "Document": ("title", "uri"), "Section": ("title", "path"), "Chunk": ("summary", "text"),
-    "AtomicQuestion": ("text",), "Triple": ("text",), "Entity": ("name",), "Tag": ("norm", "name"),
-    "TagClass": ("name",), "Question": ("text",), "SubQuestion": ("text",), "IngestionRun": ("started_at",),
-}  # fmt: skip
+    "Document": ("title", "uri"),
+    "Section": ("title", "path"),
+    "Chunk": ("summary", "text"),
+    "AtomicQuestion": ("text",),
+    "Triple": ("text",),
+    "Entity": ("name",),
+    "Tag": ("norm", "name"),
+    "TagClass": ("name",),
+    "Question": ("text",),
+    "SubQuestion": ("text",),
+    "IngestionRun": ("started_at",),
+}
 
 Row = Mapping[str, Any]
 
@@ -130,9 +138,12 @@ def _changed(g: GraphBuilder, rows: Sequence[Row]) -> None:
 
 #: The browse queries offered as views: name -> what turns its rows into a graph.
 VIEWS: dict[str, Callable[[GraphBuilder, Sequence[Row]], None]] = {
-    "top_entities": _top_entities, "document": _document, "entity": _entity, "orphans": _orphans,
+    "top_entities": _top_entities,
+    "document": _document,
+    "entity": _entity,
+    "orphans": _orphans,
     "changed": _changed,
-}  # fmt: skip
+}
 
 
 def view_graph(view: str, rows: Sequence[Row]) -> tuple[list[GraphNode], list[GraphEdge]]:

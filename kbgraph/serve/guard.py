@@ -49,8 +49,14 @@ OPEN_PATHS = frozenset({"/healthz"})
 #: Methods that change state: the cross-site check applies to them.
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: The origins allowed by default (a page served from this machine, any port).
-LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
-                    "https://127.0.0.1:*", "https://localhost:*", "https://[::1]:*")  # fmt: skip
+LOOPBACK_ORIGINS = (
+    "http://127.0.0.1:*",
+    "http://localhost:*",
+    "http://[::1]:*",
+    "https://127.0.0.1:*",
+    "https://localhost:*",
+    "https://[::1]:*",
+)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
 #: Segments of the decoded path checked for being plain (``/v1/kb/{name}/{verb}``).
 PLAIN_SEGMENTS = 4
@@ -102,7 +108,7 @@ def origin_allowed(origin: str, allowed: Sequence[str]) -> bool:
         entry = entry.strip().lower().rstrip("/")
         if entry.endswith(":*"):
             base = entry[:-2]
-            if origin == base or (origin.startswith(base + ":") and origin[len(base) + 1:].isdigit()):
+            if origin == base or (origin.startswith(base + ":") and origin[len(base) + 1 :].isdigit()):
                 return True
         elif origin == entry:
             return True
@@ -129,9 +135,17 @@ class Guard:
     ``max_upload_bytes`` None = ``max_bytes``; ``allowed_hosts`` None = no Host check (bound off loopback), else
     the hosts besides loopback names; ``allowed_origins``: the origins of state-changing requests (module doc)."""
 
-    def __init__(self, app: ASGIApp, *, api_key: str | None = None, keys: KeyRing | None = None, max_bytes: int = 1_048_576,
-                 max_upload_bytes: int | None = None, allowed_hosts: Sequence[str] | None = (),
-                 allowed_origins: Sequence[str] = LOOPBACK_ORIGINS):  # fmt: skip
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        api_key: str | None = None,
+        keys: KeyRing | None = None,
+        max_bytes: int = 1_048_576,
+        max_upload_bytes: int | None = None,
+        allowed_hosts: Sequence[str] | None = (),
+        allowed_origins: Sequence[str] = LOOPBACK_ORIGINS,
+    ):
         self.app = app
         self.keys = keys if keys is not None else KeyRing(master=api_key or None)
         self.max_bytes = max_bytes
@@ -144,25 +158,33 @@ class Guard:
             return await self.app(scope, receive, send)
         headers = _headers(scope)
         if self.allowed_hosts is not None and not host_allowed(headers.get("host", ""), self.allowed_hosts):
-            return await _reply(send, 421, "this server answers only requests addressed to a loopback host (DNS "
-                                "rebinding protection); add the host to serve_allowed_hosts "
-                                "(KBGRAPH_SERVE_ALLOWED_HOSTS) to serve it by that name")  # fmt: skip
+            return await _reply(
+                send,
+                421,
+                "this server answers only requests addressed to a loopback host (DNS "
+                "rebinding protection); add the host to serve_allowed_hosts "
+                "(KBGRAPH_SERVE_ALLOWED_HOSTS) to serve it by that name",
+            )
         path = scope.get("path", "")
         if not plain_path(path):
-            return await _reply(send, 400, "the request path has an empty, '.' or '..' segment: send the plain "
-                                "path (/v1/kb/NAME/...)")  # fmt: skip
+            return await _reply(
+                send, 400, "the request path has an empty, '.' or '..' segment: send the plain path (/v1/kb/NAME/...)"
+            )
         key = None
         if self.keys.enabled and path not in OPEN_PATHS:
             try:
                 key = self.keys.authenticate(_bearer(scope))
             except ConfigError as exc:  # a malformed keys file: nobody gets in until it is fixed
                 log.error("refusing every request: %s", exc)
-                return await _reply(send, 500, "the server's API keys are misconfigured; its log says how to fix "
-                                    "them")  # fmt: skip
+                return await _reply(send, 500, "the server's API keys are misconfigured; its log says how to fix them")
             if key is None:
-                return await _reply(send, 401, "missing, unknown or revoked API key: send `Authorization: Bearer "
-                                    "<key>` with a key of KBGRAPH_API_KEY or KBGRAPH_API_KEYS_FILE",
-                                    {b"www-authenticate": b"Bearer"})  # fmt: skip
+                return await _reply(
+                    send,
+                    401,
+                    "missing, unknown or revoked API key: send `Authorization: Bearer "
+                    "<key>` with a key of KBGRAPH_API_KEY or KBGRAPH_API_KEYS_FILE",
+                    {b"www-authenticate": b"Bearer"},
+                )
         scope[SCOPE_KEY] = key
         method = scope.get("method", "GET")
         if method in WRITES:
@@ -173,8 +195,12 @@ class Guard:
         if method in ("POST", "PUT", "PATCH") and path.startswith("/v1/") and not upload:
             ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if ctype != "application/json" and not (ctype.startswith("application/") and ctype.endswith("+json")):
-                return await _reply(send, 415, f"the body must be JSON: send Content-Type: application/json (got "
-                                    f"{ctype[:60]!r}; an upload to .../ingest is multipart/form-data)")  # fmt: skip
+                return await _reply(
+                    send,
+                    415,
+                    f"the body must be JSON: send Content-Type: application/json (got "
+                    f"{ctype[:60]!r}; an upload to .../ingest is multipart/form-data)",
+                )
         declared = _content_length(headers)
         if upload:
             return await self._upload(scope, receive, send, declared)
@@ -194,8 +220,10 @@ class Guard:
             if origin_allowed(origin, self.allowed_origins):
                 return None
             shown = origin.encode("unicode_escape").decode("ascii")[:100]
-            return (f"cross-site request refused: Origin {shown!r} is not in serve_allowed_origins "
-                    "(KBGRAPH_SERVE_ALLOWED_ORIGINS); add it there to let pages of that origin write")  # fmt: skip
+            return (
+                f"cross-site request refused: Origin {shown!r} is not in serve_allowed_origins "
+                "(KBGRAPH_SERVE_ALLOWED_ORIGINS); add it there to let pages of that origin write"
+            )
         if headers.get("sec-fetch-site", "").lower() == "cross-site":
             return "cross-site request refused (Sec-Fetch-Site: cross-site without an allowed Origin)"
         return None
@@ -269,7 +297,7 @@ def _is_upload(method: str, path: str, headers: dict[str, str]) -> bool:
     """A ``multipart/form-data`` POST to ``/v1/kb/{name}/ingest`` (the decoded path, as the router sees it)."""
     if method != "POST" or not path.startswith("/v1/kb/"):
         return False
-    rest = path[len("/v1/kb/"):].split("/")
+    rest = path[len("/v1/kb/") :].split("/")
     if len(rest) != 2 or rest[1] != "ingest":
         return False
     return headers.get("content-type", "").split(";", 1)[0].strip().lower() == "multipart/form-data"

@@ -28,8 +28,11 @@ MAX_INPUT = 200
 
 def _text(value: str | bytes) -> str:
     """``value`` as valid UTF-8 text: undecodable bytes and lone surrogates as backslash escapes, cut."""
-    text = value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else \
-        value.encode("utf-8", "backslashreplace").decode("utf-8")  # fmt: skip
+    text = (
+        value.decode("utf-8", "backslashreplace")
+        if isinstance(value, bytes)
+        else value.encode("utf-8", "backslashreplace").decode("utf-8")
+    )
     return text if len(text) <= MAX_INPUT else text[:MAX_INPUT] + "…"
 
 
@@ -70,8 +73,10 @@ def _unicode(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(f"character {exc.start} is a lone surrogate (U+{ord(text[exc.start]):04X}), not Unicode "
-                         "text: send the text as valid UTF-8") from None  # fmt: skip
+        raise ValueError(
+            f"character {exc.start} is a lone surrogate (U+{ord(text[exc.start]):04X}), not Unicode "
+            "text: send the text as valid UTF-8"
+        ) from None
     return text
 
 

@@ -103,8 +103,16 @@ class JobManager:
         self._guard = threading.Lock()
         self._observed: dict[str, float] = {}  # job id -> when its files' states were last read from the store
 
-    def submit(self, kb: str, paths: Sequence[str | Path], *, prune: bool = False, wait: bool = False,
-               uploaded: bool = False, owner: KeyScope | None = None) -> Job:  # fmt: skip
+    def submit(
+        self,
+        kb: str,
+        paths: Sequence[str | Path],
+        *,
+        prune: bool = False,
+        wait: bool = False,
+        uploaded: bool = False,
+        owner: KeyScope | None = None,
+    ) -> Job:
         """Queue ``kb.ingest(paths, prune=prune, wait=wait)``; returns the queued Job at once. Paths a client
         named (``uploaded`` False) must lie inside the setting ``serve_ingest_roots`` once resolved, and the job
         walks their folders fenced by those roots (kbgraph.serve.access); ``uploaded``: the server's own upload
@@ -118,16 +126,23 @@ class JobManager:
             paths = check_ingest_paths(paths, roots)
             within = resolved_roots(roots)
         self.pool.settings_for(kb)  # a knowledge base the store cannot host fails now, not in the job
-        job = Job(id=uuid.uuid4().hex, kb=kb, paths=[str(p) for p in paths], prune=prune, wait=wait,
-                  files=[FileProgress.of(p) for p in paths] if uploaded else [])  # fmt: skip
+        job = Job(
+            id=uuid.uuid4().hex,
+            kb=kb,
+            paths=[str(p) for p in paths],
+            prune=prune,
+            wait=wait,
+            files=[FileProgress.of(p) for p in paths] if uploaded else [],
+        )
         with self._guard:
             self._jobs[job.id] = job
             self._owners[job.id] = owner.identity if owner is not None else None
             while len(self._jobs) > KEEP:
                 self._owners.pop(self._jobs.popitem(last=False)[0], None)
             lock = self._kb_locks.setdefault(kb, threading.Lock())
-        threading.Thread(target=self._run, args=(job, lock, within, uploaded), name=f"kbgraph-ingest-{job.id[:8]}",
-                         daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=self._run, args=(job, lock, within, uploaded), name=f"kbgraph-ingest-{job.id[:8]}", daemon=True
+        ).start()
         return job
 
     def get(self, job_id: str, key: KeyScope | None = None) -> Job | None:
@@ -149,8 +164,11 @@ class JobManager:
         now leaves the states as they are (the job's end gives every file its outcome)."""
         now = time.monotonic()
         with self._guard:
-            open_files = {stable_id("doc", Path(f.path).resolve().as_uri()): f for f in job.files
-                          if f.state in ("queued", "running", "writing")}  # fmt: skip
+            open_files = {
+                stable_id("doc", Path(f.path).resolve().as_uri()): f
+                for f in job.files
+                if f.state in ("queued", "running", "writing")
+            }
             if job.status != "running" or not open_files or now - self._observed.get(job.id, 0.0) < OBSERVE_SECONDS:
                 return
             self._observed[job.id] = now
@@ -221,6 +239,7 @@ def outcomes(job: Job, report: IngestReport) -> list[FileProgress]:
             out.append(file.model_copy(update={"state": "done"}))
             continue
         state: FileState = "failed" if got.outcome == "failed" else "skipped" if got.outcome == "skipped" else "done"
-        out.append(file.model_copy(update={"state": state, "outcome": got.outcome, "chunks": got.chunks,
-                                           "reason": got.reason}))  # fmt: skip
+        out.append(
+            file.model_copy(update={"state": state, "outcome": got.outcome, "chunks": got.chunks, "reason": got.reason})
+        )
     return out

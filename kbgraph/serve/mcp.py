@@ -46,10 +46,10 @@ INSTRUCTIONS = (
 )
 
 FILTERS = (
-    "`filters`: only the documents whose metadata it allows, a JSON filter: a leaf {\"op\": \"eq\"|\"in\"|"
-    "\"range\"|\"prefix\"|\"exists\", \"key\": K, \"value\": V | \"values\": [..] | \"gte\"/\"gt\"/"
-    "\"lte\"/\"lt\": B} or {\"op\": \"and\"|\"or\", \"filters\": [..]} or {\"op\": \"not\", "
-    "\"filter\": F}, e.g. {\"op\": \"prefix\", \"key\": \"folder\", \"value\": \"hr/\"}; "
+    '`filters`: only the documents whose metadata it allows, a JSON filter: a leaf {"op": "eq"|"in"|'
+    '"range"|"prefix"|"exists", "key": K, "value": V | "values": [..] | "gte"/"gt"/'
+    '"lte"/"lt": B} or {"op": "and"|"or", "filters": [..]} or {"op": "not", '
+    '"filter": F}, e.g. {"op": "prefix", "key": "folder", "value": "hr/"}; '
     "`list_documents` shows each document's metadata keys."
 )
 ASK = (
@@ -147,16 +147,28 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
     server = MCPServer("kbgraph", instructions=INSTRUCTIONS, version=__version__)
 
     @_tool(server, ASK)
-    def ask(question: str, kb: str | None = None, method: str | None = None, k: AskK = 5,
-            filters: dict[str, Any] | None = None, ctx: Context | None = None) -> Answer:  # fmt: skip
+    def ask(
+        question: str,
+        kb: str | None = None,
+        method: str | None = None,
+        k: AskK = 5,
+        filters: dict[str, Any] | None = None,
+        ctx: Context | None = None,
+    ) -> Answer:
         name = _scoped(ctx, pool, kb)
         filt = request_filter(_key(ctx), filters)
         with scoped(pool, name, _key(ctx)) as base:
             return _shown(ctx, pool, name, base.ask(question, method=method, k=k, filters=filt))
 
     @_tool(server, SEARCH)
-    def search(question: str, kb: str | None = None, k: SearchK = 5, method: str | None = None,
-               filters: dict[str, Any] | None = None, ctx: Context | None = None) -> list[ScoredChunk]:  # fmt: skip
+    def search(
+        question: str,
+        kb: str | None = None,
+        k: SearchK = 5,
+        method: str | None = None,
+        filters: dict[str, Any] | None = None,
+        ctx: Context | None = None,
+    ) -> list[ScoredChunk]:
         options: dict[str, Any] = {"method": method} if method else {}
         name = _scoped(ctx, pool, kb)
         filt = request_filter(_key(ctx), filters)
@@ -174,16 +186,18 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
         return _shown(ctx, pool, name, ChunkInfo(**row))
 
     @_tool(server, BROWSE)
-    def browse(query: str, kb: str | None = None, params: dict[str, Any] | None = None,
-               ctx: Context | None = None) -> BrowseRows:  # fmt: skip
+    def browse(
+        query: str, kb: str | None = None, params: dict[str, Any] | None = None, ctx: Context | None = None
+    ) -> BrowseRows:
         name = _scoped(ctx, pool, kb)
         with scoped(pool, name, _key(ctx)) as base:
             rows = base.browse(query, **(params or {}))
         return _shown(ctx, pool, name, BrowseRows(kb=name, query=query, rows=rows))
 
     @_tool(server, LIST_DOCUMENTS)
-    def list_documents(kb: str | None = None, limit: Limit = 100, skip: Skip = 0,
-                       ctx: Context | None = None) -> list[DocumentInfo]:  # fmt: skip
+    def list_documents(
+        kb: str | None = None, limit: Limit = 100, skip: Skip = 0, ctx: Context | None = None
+    ) -> list[DocumentInfo]:
         name = _scoped(ctx, pool, kb)
         with scoped(pool, name, _key(ctx)) as base:
             rows = base.documents(limit=limit, skip=skip)
@@ -193,8 +207,13 @@ def build_mcp(pool: KBPool, jobs: JobManager | None = None) -> MCPServer:
         manager = jobs or JobManager(pool)
 
         @_tool(server, INGEST)
-        def ingest(paths: list[str] | None = None, kb: str | None = None, prune: bool = False,
-                   job_id: str | None = None, ctx: Context | None = None) -> Job:  # fmt: skip
+        def ingest(
+            paths: list[str] | None = None,
+            kb: str | None = None,
+            prune: bool = False,
+            job_id: str | None = None,
+            ctx: Context | None = None,
+        ) -> Job:
             if job_id:
                 found = manager.get(job_id, _key(ctx))
                 if found is None:

@@ -46,10 +46,15 @@ class Metrics:
     def __init__(self, open_kbs: Callable[[], int] = lambda: 0):
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter("kbgraph_http_requests", "HTTP requests by route template, method and status",
-                                ["route", "method", "status"], registry=r)  # fmt: skip
-        self.latency = Histogram("kbgraph_http_request_duration_seconds", "HTTP request latency by route template",
-                                 ["route"], registry=r)  # fmt: skip
+        self.requests = Counter(
+            "kbgraph_http_requests",
+            "HTTP requests by route template, method and status",
+            ["route", "method", "status"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "kbgraph_http_request_duration_seconds", "HTTP request latency by route template", ["route"], registry=r
+        )
         self.asks = Counter("kbgraph_asks", "Answers given, by the method that answered", ["method"], registry=r)
         self.llm_calls = Counter("kbgraph_llm_calls", "LLM requests made for answers", registry=r)
         self.llm_tokens = Counter("kbgraph_llm_tokens", "LLM tokens spent on answers", ["kind"], registry=r)

@@ -13,7 +13,6 @@ from kbgraph.query.rationale import SavedRationale
 from kbgraph.serve.invalid import Text
 
 
-
 def _filters() -> Any:
     """The ``filters`` field of ask and search (a new FieldInfo per model): a document filter, the JSON filter
     model of kbgraph.filters (docs/filters.md)."""
@@ -22,11 +21,18 @@ def _filters() -> Any:
         description="Only the documents whose metadata this filter allows (docs/filters.md): a tree of "
         '{"op": "eq"|"in"|"range"|"prefix"|"exists", "key": ..., ...} leaves joined by {"op": "and"|"or", '
         '"filters": [...]} and {"op": "not", "filter": ...}, e.g. {"op": "prefix", "key": "folder", "value": '
-        "\"hr/\"}. Within a document-scoped key's own documents. 400 naming an unknown key, a bad op or a value "
+        '"hr/"}. Within a document-scoped key\'s own documents. 400 naming an unknown key, a bad op or a value '
         "of another type.",
-        json_schema_extra={"example": {"op": "and", "filters": [{"op": "prefix", "key": "folder", "value": "hr/"},
-                                                                {"op": "range", "key": "year", "gte": 2021}]}},
-    )  # fmt: skip
+        json_schema_extra={
+            "example": {
+                "op": "and",
+                "filters": [
+                    {"op": "prefix", "key": "folder", "value": "hr/"},
+                    {"op": "range", "key": "year", "gte": 2021},
+                ],
+            }
+        },
+    )
 
 
 class AskRequest(BaseModel):
@@ -41,8 +47,10 @@ class AskRequest(BaseModel):
     explain: bool = False
     save: bool = False
     filters: dict[str, Any] | None = _filters()
-    stream: bool = Field(False, description="Answer with Server-Sent Events (delta, round, answer, done), as with "
-                         "`Accept: text/event-stream`.")  # fmt: skip
+    stream: bool = Field(
+        False,
+        description="Answer with Server-Sent Events (delta, round, answer, done), as with `Accept: text/event-stream`.",
+    )
 
 
 class AskResponse(Answer):

@@ -150,28 +150,51 @@ def readyz(request: Request) -> Ready:
     model = str(getattr(embedder, "model_name", type(embedder).__name__))
     if not unrestricted(key_of(request)):
         return Ready(status="ready", embedder=model)
-    return Ready(status="ready", kb=name, exists=exists, backend=store_class(settings).backend, store=location,
-                 embedder=model, open=pool.names())  # fmt: skip
+    return Ready(
+        status="ready",
+        kb=name,
+        exists=exists,
+        backend=store_class(settings).backend,
+        store=location,
+        embedder=model,
+        open=pool.names(),
+    )
 
 
-@service.get("/metrics", tags=["service"], response_class=Response,
-             responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
-                              "description": "The server's counters in Prometheus text format."}})  # fmt: skip
+@service.get(
+    "/metrics",
+    tags=["service"],
+    response_class=Response,
+    responses={
+        200: {
+            "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+            "description": "The server's counters in Prometheus text format.",
+        }
+    },
+)
 def metrics(request: Request) -> Response:
     """The server's counters in Prometheus text format (kbgraph.serve.metrics): requests by route template and
     status, latency, answers by method and their LLM usage, what ingestion jobs wrote, open knowledge bases. The
     whole server's numbers: 403 for a key that is not unrestricted (every right on every knowledge base)."""
     if not unrestricted(key_of(request)):
-        raise Forbidden("/metrics counts the whole server: it needs a key with every right on every knowledge base "
-                        "(KBGRAPH_API_KEY, or kbgraph serve keys add --kb '*' --rights read,write)")  # fmt: skip
+        raise Forbidden(
+            "/metrics counts the whole server: it needs a key with every right on every knowledge base "
+            "(KBGRAPH_API_KEY, or kbgraph serve keys add --kb '*' --rights read,write)"
+        )
     return Response(content=generate_latest(_metrics(request).registry), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.post(
-    KB + "/ask", response_model=AskResponse, tags=["query"],
-    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}},
-                     "description": "The Answer; with `stream` or `Accept: text/event-stream`, Server-Sent Events."}},
-)  # fmt: skip
+    KB + "/ask",
+    response_model=AskResponse,
+    tags=["query"],
+    responses={
+        200: {
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "The Answer; with `stream` or `Accept: text/event-stream`, Server-Sent Events.",
+        }
+    },
+)
 def ask(name: str, body: AskRequest, request: Request) -> Response:
     """Answer a question with citations and rationale (``KnowledgeBase.ask``; PIKE-RAG §5.3, Algorithm 1 with
     an LLM, retrieval only without). 400 for an empty or over-long question or an unknown method. With
@@ -196,10 +219,9 @@ def ask(name: str, body: AskRequest, request: Request) -> Response:
             _sse_body(_sse_events(_pool(request), name, body, _view(request, name), _metrics(request), filt)),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )  # fmt: skip
+        )
     with _use(request, name) as kb:
-        answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save,
-                        filters=filt)  # fmt: skip
+        answer = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save, filters=filt)
         saved = kb.last_saved if body.save else None
     _metrics(request).answered(answer)
     reply = _shown(request, name, AskResponse(**answer.model_dump(), saved=saved))
@@ -210,16 +232,29 @@ def _sse(event: str, data: object) -> str:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def _sse_events(pool: KBPool, name: str, body: AskRequest, view: PathView | None = None,
-                metrics: Metrics | None = None, filt: Filter | None = None) -> Iterator[str]:  # fmt: skip
+def _sse_events(
+    pool: KBPool,
+    name: str,
+    body: AskRequest,
+    view: PathView | None = None,
+    metrics: Metrics | None = None,
+    filt: Filter | None = None,
+) -> Iterator[str]:
     """The SSE messages of a streamed ask (module doc) on knowledge base ``name``, through ``view`` if any; the
     answer counted in ``metrics``; ``filt``: the documents it reads (the request's and key's filters joined,
     kbgraph.serve.scoping ``request_filter``: the stream's worker keeps its scope, no ``within`` spans a yield)."""
     show: Callable[[Any], Any] = view.data if view is not None else (lambda data: data)
     try:
         with pool.use(name) as kb:
-            ask = kb.ask(body.question, method=body.method, k=body.k, explain=body.explain, save=body.save,
-                         stream=True, filters=filt)  # fmt: skip
+            ask = kb.ask(
+                body.question,
+                method=body.method,
+                k=body.k,
+                explain=body.explain,
+                save=body.save,
+                stream=True,
+                filters=filt,
+            )
             with ask as events:
                 for event in events:
                     if event.type == "answer" and event.answer is not None:
@@ -237,8 +272,10 @@ def _sse_events(pool: KBPool, name: str, body: AskRequest, view: PathView | None
     except KBGraphError as exc:
         yield _sse("error", {"detail": one_line(exc, 1000), "error": type(exc).__name__, "status": status_of(exc)})
     except Exception as exc:  # noqa: BLE001 - the response has begun: the client learns of it in the stream
-        yield _sse("error", {"detail": one_line(f"{type(exc).__name__}: {exc}", 1000), "error": type(exc).__name__,
-                             "status": 500})  # fmt: skip
+        yield _sse(
+            "error",
+            {"detail": one_line(f"{type(exc).__name__}: {exc}", 1000), "error": type(exc).__name__, "status": 500},
+        )
     yield _sse("done", {})
 
 
@@ -273,21 +310,28 @@ INGEST_BODY = {
         "required": True,
         "content": {
             "application/json": {"schema": IngestRequest.model_json_schema()},
-            "multipart/form-data": {"schema": {
-                "type": "object", "required": [FILES_FIELD],
-                "properties": {
-                    FILES_FIELD: {"type": "array", "items": {"type": "string", "format": "binary"},
-                                  "description": "Files to ingest, kept as <home>/<kb>/uploads/<file name>."},
-                    "wait": {"type": "boolean", "default": False},
-                },
-            }},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": [FILES_FIELD],
+                    "properties": {
+                        FILES_FIELD: {
+                            "type": "array",
+                            "items": {"type": "string", "format": "binary"},
+                            "description": "Files to ingest, kept as <home>/<kb>/uploads/<file name>.",
+                        },
+                        "wait": {"type": "boolean", "default": False},
+                    },
+                }
+            },
         },
     }
-}  # fmt: skip
+}
 
 
-@router.post(KB + "/ingest", response_model=Job, status_code=status.HTTP_202_ACCEPTED, tags=["ingest"],
-             openapi_extra=INGEST_BODY)  # fmt: skip
+@router.post(
+    KB + "/ingest", response_model=Job, status_code=status.HTTP_202_ACCEPTED, tags=["ingest"], openapi_extra=INGEST_BODY
+)
 async def ingest(name: str, request: Request) -> Job:
     """Queue the ingestion of files, folders or .jsonl corpora on the server (JSON ``{"paths": [...]}``), or of
     uploaded files (``multipart/form-data``, one ``files`` part each; kbgraph.serve.uploads: a re-uploaded name
@@ -350,9 +394,17 @@ def delete_document(name: str, document: str, request: Request) -> Deleted:
     return Deleted(kb=name, document=document, deleted=counts)
 
 
-@router.get(KB + "/chunks/{chunk_id:path}/page.png", tags=["documents"], response_class=Response,
-            responses={200: {"content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
-                             "description": "The chunk's PDF page, its text highlighted."}})  # fmt: skip
+@router.get(
+    KB + "/chunks/{chunk_id:path}/page.png",
+    tags=["documents"],
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"image/png": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "The chunk's PDF page, its text highlighted.",
+        }
+    },
+)
 def chunk_page(name: str, chunk_id: str, request: Request) -> Response:
     """The PDF page of a chunk as a PNG, at most 1200 x 1600 pixels, the chunk's text highlighted where it is
     found on the page (kbgraph.serve.pages; cached in memory). 404 when there is no such chunk or it is not from

@@ -42,8 +42,9 @@ def parse_request_filter(data: Any) -> Filter | None:
     try:
         json.dumps(data, ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError):
-        raise QueryError("invalid filter: it holds text that is not Unicode (a lone surrogate) or a value JSON "
-                         "cannot carry") from None  # fmt: skip
+        raise QueryError(
+            "invalid filter: it holds text that is not Unicode (a lone surrogate) or a value JSON cannot carry"
+        ) from None
     return parse_filter(data)
 
 
@@ -64,8 +65,10 @@ def key_scope(kb: KnowledgeBase, key: KeyScope | None) -> DocumentScope | None:
     try:
         return kb.scope(filt)
     except QueryError as exc:
-        raise Forbidden(f"the API key {key.name!r} is scoped to documents ({key.describe_where()}) and knowledge "
-                        f"base {kb.name!r} cannot apply that filter ({exc}): the key reads nothing here") from None
+        raise Forbidden(
+            f"the API key {key.name!r} is scoped to documents ({key.describe_where()}) and knowledge "
+            f"base {kb.name!r} cannot apply that filter ({exc}): the key reads nothing here"
+        ) from None
 
 
 @contextmanager

@@ -15,16 +15,25 @@ from kbgraph.store.falkordb import FalkorDBStore
 from kbgraph.store.neo4j import Neo4jStore
 
 __all__ = [
-    "SCHEMES", "GraphStore", "Transaction", "backend_name", "knowledge_base_exists", "open_store", "store_class",
-]  # fmt: skip
+    "SCHEMES",
+    "GraphStore",
+    "Transaction",
+    "backend_name",
+    "knowledge_base_exists",
+    "open_store",
+    "store_class",
+]
 
 
 #: URI scheme -> its store class (a store's driver is imported only when it connects).
 #: "" is no URI: the embedded FalkorDB under ``settings.kb_dir``. A new backend adds its schemes here.
 SCHEMES: dict[str, type[GraphStore]] = {
-    "": FalkorDBStore, "falkor": FalkorDBStore, "falkordb": FalkorDBStore, "redis": FalkorDBStore,
+    "": FalkorDBStore,
+    "falkor": FalkorDBStore,
+    "falkordb": FalkorDBStore,
+    "redis": FalkorDBStore,
     **dict.fromkeys(("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"), Neo4jStore),
-}  # fmt: skip
+}
 
 
 def scheme(uri: str | None) -> str:
@@ -39,7 +48,9 @@ def store_class(settings: Settings) -> type[GraphStore]:
     cls = SCHEMES.get(scheme(uri))
     if cls is None or (uri and "://" not in uri):
         known = ", ".join(f"{s}://" for s in SCHEMES if s)
-        raise ConfigError(f"unsupported store URI {uri!r}: use one of {known} (host:port), or none for the embedded store")
+        raise ConfigError(
+            f"unsupported store URI {uri!r}: use one of {known} (host:port), or none for the embedded store"
+        )
     return cls
 
 

@@ -25,9 +25,13 @@ from kbgraph.models import StoreStats
 from kbgraph.store.params import Row, fulltext_terms, map_vectors
 from kbgraph.store.scope import SCOPED, current_scope
 from kbgraph.store.schema import (
-    DOCUMENT_SCOPED_LABELS, INDEX_WAIT_SECONDS, SEED_LAYERS, schema_statements, snake,
+    DOCUMENT_SCOPED_LABELS,
+    INDEX_WAIT_SECONDS,
+    SEED_LAYERS,
+    schema_statements,
+    snake,
     vector_schema_label,
-)  # fmt: skip
+)
 from kbgraph.store.transaction import Transaction, delete_orphan_tags
 from kbgraph.store.search import Searches
 from kbgraph.store.vectors import VectorDimensions, index_dimensions
@@ -37,8 +41,17 @@ if TYPE_CHECKING:
 
 #: Re-exported: the names of the split-out modules (params, schema, transaction) that callers import from here.
 __all__ = [
-    "DOCUMENT_SCOPED_LABELS", "SEED_LAYERS", "GraphStore", "Row", "Transaction", "delete_orphan_tags",
-    "fulltext_terms", "index_dimensions", "map_vectors", "schema_statements", "snake",
+    "DOCUMENT_SCOPED_LABELS",
+    "SEED_LAYERS",
+    "GraphStore",
+    "Row",
+    "Transaction",
+    "delete_orphan_tags",
+    "fulltext_terms",
+    "index_dimensions",
+    "map_vectors",
+    "schema_statements",
+    "snake",
 ]
 
 
@@ -138,8 +151,9 @@ class GraphStore(Searches, VectorDimensions, ABC):
             The address (without query string), or None when Neo4j Browser cannot open this store (default)."""
         return None
 
-    def __init__(self, *, dimension: int, batch_size: int, ef_construction: int,
-                 dimensions: Mapping[str, int] | None = None):  # fmt: skip
+    def __init__(
+        self, *, dimension: int, batch_size: int, ef_construction: int, dimensions: Mapping[str, int] | None = None
+    ):
         self.dimension = dimension
         self.ef_construction = ef_construction
         self.dimensions = {label: dim for label, dim in (dimensions or {}).items() if dim != dimension}
@@ -322,7 +336,9 @@ class GraphStore(Searches, VectorDimensions, ABC):
         params = {"dimension": self.dimension, "m": 16, "ef_construction": self.ef_construction, "ef_runtime": 100}
         for name in schema_statements(lease=self.lease_key() is not None):  # no lease, no lease schema
             indexed = vector_schema_label(name)  # a vector index: the dimension of its label
-            self._create_schema_statement(name, {**params, "dimension": self.dimension_of(indexed)} if indexed else params)
+            self._create_schema_statement(
+                name, {**params, "dimension": self.dimension_of(indexed)} if indexed else params
+            )
         self.await_indexes()
 
     def await_indexes(self, timeout: float = INDEX_WAIT_SECONDS) -> None:
@@ -357,9 +373,11 @@ class GraphStore(Searches, VectorDimensions, ABC):
         nodes = {r["label"]: int(r["count"]) for r in self.run("admin/count_labels")}
         rels = {r["type"]: int(r["count"]) for r in self.run("admin/count_relationships")}
         return StoreStats(
-            backend=self.backend, location=self.location, nodes=dict(sorted(nodes.items())),
+            backend=self.backend,
+            location=self.location,
+            nodes=dict(sorted(nodes.items())),
             relationships=dict(sorted(rels.items())),
-        )  # fmt: skip
+        )
 
     def delete_document(
         self, document_id: str, tx: Transaction | None = None, entity_ids: Sequence[str] = ()
@@ -425,4 +443,3 @@ class GraphStore(Searches, VectorDimensions, ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -287,18 +287,29 @@ class EmbeddedFalkorDB:
         self._cleanup()
         cmd = [
             server,
-            "--port", "0",
-            "--unixsocket", str(self.socket),
-            "--unixsocketperm", "700",
-            "--dir", str(self.data_dir),
-            "--pidfile", str(self.pidfile),
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--save", "",
-            "--daemonize", "no",
-            "--logfile", str(self.logfile),
-            "--loadmodule", module,
-        ]  # fmt: skip
+            "--port",
+            "0",
+            "--unixsocket",
+            str(self.socket),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(self.data_dir),
+            "--pidfile",
+            str(self.pidfile),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--logfile",
+            str(self.logfile),
+            "--loadmodule",
+            module,
+        ]
         try:
             proc = subprocess.Popen(
                 cmd,
@@ -351,15 +362,23 @@ class EmbeddedFalkorDB:
     def _spawn_watchdog(self, pid: int) -> None:
         subprocess.Popen(
             [
-                sys.executable, "-m", "kbgraph.store.falkor_watchdog",
-                "--socket", str(self.socket), "--pid", str(pid), "--idle", str(self.idle_timeout),
-                "--lock", str(self.lockfile),
+                sys.executable,
+                "-m",
+                "kbgraph.store.falkor_watchdog",
+                "--socket",
+                str(self.socket),
+                "--pid",
+                str(pid),
+                "--idle",
+                str(self.idle_timeout),
+                "--lock",
+                str(self.lockfile),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
 
     def _cleanup(self) -> None:
         for path in (self.pidfile, self.socket):
@@ -376,8 +395,13 @@ def _names_socket(pid: int, socket: Path) -> bool:
         args = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0") if a]
     except OSError:
         try:
-            out = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True,
-                                 timeout=5, env={**os.environ, "LC_ALL": "C"})  # fmt: skip
+            out = subprocess.run(
+                ["ps", "-o", "command=", "-p", str(pid)],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                env={**os.environ, "LC_ALL": "C"},
+            )
         except (OSError, subprocess.SubprocessError):
             return False
         args = [out.stdout.strip()]

@@ -88,8 +88,11 @@ class FalkorDBStore(GraphStore):
     @staticmethod
     def _embedded(settings: Settings) -> EmbeddedFalkorDB:
         """The embedded server of ``settings.kb_dir``, with the settings' idle and start timeouts (not started)."""
-        return EmbeddedFalkorDB(settings.kb_dir, idle_timeout=settings.store.falkor_idle_timeout,
-                                start_timeout=settings.store.falkor_start_timeout)  # fmt: skip
+        return EmbeddedFalkorDB(
+            settings.kb_dir,
+            idle_timeout=settings.store.falkor_idle_timeout,
+            start_timeout=settings.store.falkor_start_timeout,
+        )
 
     @classmethod
     def connect(cls, settings: Settings) -> FalkorDBStore:
@@ -101,8 +104,12 @@ class FalkorDBStore(GraphStore):
         return settings.store.uri or str(Path(settings.kb_dir).expanduser().resolve())
 
     def __init__(self, settings: Settings):
-        super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size,
-                         dimensions=index_dimensions(settings), ef_construction=settings.store.vector_ef_construction)
+        super().__init__(
+            dimension=settings.embedding.embedding_dimension,
+            batch_size=settings.store.batch_size,
+            dimensions=index_dimensions(settings),
+            ef_construction=settings.store.vector_ef_construction,
+        )
         import redis
         from falkordb import FalkorDB
 
@@ -122,18 +129,24 @@ class FalkorDBStore(GraphStore):
         # socket_timeout: how long one statement may take before the store counts the server as lost (redis-py's
         # default is 5 s: a write batch into a large graph's vector indexes on a busy machine takes longer, and the
         # 100,000-passage ingest of benchmarks/scale.py failed there); the same bound for the embedded and a remote server
-        pooled = {"max_connections": settings.serve.serve_store_connections, "timeout": None, "decode_responses": True,
-                  "socket_timeout": settings.store.connect_timeout * 30}  # fmt: skip
+        pooled = {
+            "max_connections": settings.serve.serve_store_connections,
+            "timeout": None,
+            "decode_responses": True,
+            "socket_timeout": settings.store.connect_timeout * 30,
+        }
         self._pool: redis.BlockingConnectionPool | None = None
         try:
             if settings.store.uri:
                 url = urlparse(settings.store.uri)
                 self.location = self.kb_location(settings)
                 self._pool = redis.BlockingConnectionPool(
-                    host=url.hostname or "127.0.0.1", port=url.port or 6379,
-                    password=url.password or None, username=url.username or None,
+                    host=url.hostname or "127.0.0.1",
+                    port=url.port or 6379,
+                    password=url.password or None,
+                    username=url.username or None,
                     **pooled,
-                )  # fmt: skip
+                )
                 self._db = FalkorDB(connection_pool=self._pool)
                 self._db.connection.ping()
             else:
@@ -236,8 +249,11 @@ class FalkorDBStore(GraphStore):
             # the look for other clients, the stop and the start in one hold of the folder's lock: no store of this
             # or another process connects, and no server is started, in between
             if not self.server.restart_unless_used(settle=0.5):
-                log.info("the FalkorDB server of %s is used by another client: its indexes are built anew when it "
-                         "starts again", self.location)  # fmt: skip
+                log.info(
+                    "the FalkorDB server of %s is used by another client: its indexes are built anew when it "
+                    "starts again",
+                    self.location,
+                )
                 return False
             self._pool.disconnect()  # connections of the server that stopped
         except KBGraphError as exc:  # the next statement, or the next store of this knowledge base, says it again

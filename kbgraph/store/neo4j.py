@@ -94,8 +94,12 @@ class Neo4jStore(GraphStore):
         return f"http://{shown}:{port}/browser/"
 
     def __init__(self, settings: Settings):
-        super().__init__(dimension=settings.embedding.embedding_dimension, batch_size=settings.store.batch_size,
-                         dimensions=index_dimensions(settings), ef_construction=settings.store.vector_ef_construction)
+        super().__init__(
+            dimension=settings.embedding.embedding_dimension,
+            batch_size=settings.store.batch_size,
+            dimensions=index_dimensions(settings),
+            ef_construction=settings.store.vector_ef_construction,
+        )
         import neo4j
         from neo4j import exceptions as nx
 
@@ -106,7 +110,9 @@ class Neo4jStore(GraphStore):
         auth = (settings.store.neo4j_username, settings.store.neo4j_password.get_secret_value())
         try:
             self._driver = neo4j.GraphDatabase.driver(
-                settings.store.uri, auth=auth, connection_timeout=settings.store.connect_timeout,
+                settings.store.uri,
+                auth=auth,
+                connection_timeout=settings.store.connect_timeout,
                 # bounds the handshake, routing and authentication of verify_connectivity too: an endpoint that
                 # accepts and never answers fails after connect_timeout (3x took 30.8 s with 10 s)
                 connection_acquisition_timeout=settings.store.connect_timeout,
@@ -115,7 +121,7 @@ class Neo4jStore(GraphStore):
                 notifications_min_severity="OFF",
                 # sessions are bounded by self._slots; the room above it serves run_apart and nested calls
                 max_connection_pool_size=settings.serve.serve_store_connections + _ROOM,
-            )  # fmt: skip
+            )
             self._slots = threading.BoundedSemaphore(settings.serve.serve_store_connections)
             self._held = threading.local()  # .depth: sessions this thread holds
             self._driver.verify_connectivity()

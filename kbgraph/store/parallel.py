@@ -31,8 +31,9 @@ def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], /) -> tupl
 @overload
 def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], c: Callable[[], C], /) -> tuple[A, B, C]: ...
 @overload
-def gather(store: GraphStore, a: Callable[[], A], b: Callable[[], B], c: Callable[[], C], d: Callable[[], D], /
-           ) -> tuple[A, B, C, D]: ...  # fmt: skip
+def gather(
+    store: GraphStore, a: Callable[[], A], b: Callable[[], B], c: Callable[[], C], d: Callable[[], D], /
+) -> tuple[A, B, C, D]: ...
 @overload
 def gather(store: GraphStore, *calls: Callable[[], T]) -> tuple[T, ...]: ...
 def gather(store: GraphStore, *calls: Callable[[], Any]) -> tuple[Any, ...]:

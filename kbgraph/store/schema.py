@@ -21,10 +21,15 @@ SEED_LAYERS = ("Document", "Section", "AtomicQuestion", "Triple", "Entity")
 
 #: The statements that write vectors, by the label whose index holds them (``GraphStore.write_batches`` checks each
 #: row's vector against that index's dimension; a statement not named here writes none or the Chunk's dimension).
-VECTOR_WRITES = {"ingest/upsert_document": "Document", "ingest/upsert_sections": "Section",
-                 "ingest/upsert_chunks": "Chunk", "ingest/upsert_questions": "AtomicQuestion",
-                 "ingest/upsert_entities": "Entity", "ingest/upsert_triples": "Triple",
-                 "tags/upsert_tags": "Tag"}  # fmt: skip
+VECTOR_WRITES = {
+    "ingest/upsert_document": "Document",
+    "ingest/upsert_sections": "Section",
+    "ingest/upsert_chunks": "Chunk",
+    "ingest/upsert_questions": "AtomicQuestion",
+    "ingest/upsert_entities": "Entity",
+    "ingest/upsert_triples": "Triple",
+    "tags/upsert_tags": "Tag",
+}
 
 
 def vector_schema_label(name: str) -> str | None:
@@ -51,8 +56,10 @@ def schema_statements(*, lease: bool = True) -> list[str]:
 
 
 #: The full-text seeds of score propagation per label: (the key of ``GraphStore.seed_fulltext``'s result, statement).
-SEED_FULLTEXT = {"Chunk": ("Chunk.text", "retrieve/seed_fulltext_chunk"),
-                 "Entity": ("Entity.name", "retrieve/seed_fulltext_entity")}  # fmt: skip
+SEED_FULLTEXT = {
+    "Chunk": ("Chunk.text", "retrieve/seed_fulltext_chunk"),
+    "Entity": ("Entity.name", "retrieve/seed_fulltext_entity"),
+}
 
 #: How long ``GraphStore.await_indexes`` waits for the indexes to be built by default, in seconds.
 INDEX_WAIT_SECONDS = 600.0

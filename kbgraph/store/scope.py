@@ -80,8 +80,13 @@ def intersect(a: DocumentScope | None, b: DocumentScope | None) -> DocumentScope
     if a is None or b is None:
         return b if a is None else a
     label = " and ".join(x for x in (a.label, b.label) if x)
-    return DocumentScope(a.documents & b.documents, a.chunks & b.chunks, max(a.total_chunks, b.total_chunks), label,
-                         a.generation if a.generation == b.generation else None)
+    return DocumentScope(
+        a.documents & b.documents,
+        a.chunks & b.chunks,
+        max(a.total_chunks, b.total_chunks),
+        label,
+        a.generation if a.generation == b.generation else None,
+    )
 
 
 def current_scope() -> DocumentScope | None:

@@ -28,8 +28,12 @@ class Searches:
 
         def check_vector(self, embedding: Sequence[float] | np.ndarray, label: str = "Chunk") -> np.ndarray: ...
 
-        def seed_params(self, embedding: Sequence[float] | np.ndarray, k: int,
-                        layer_embeddings: Mapping[str, Sequence[float] | np.ndarray] | None = None) -> Row: ...  # fmt: skip
+        def seed_params(
+            self,
+            embedding: Sequence[float] | np.ndarray,
+            k: int,
+            layer_embeddings: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+        ) -> Row: ...
 
         def _vector_params(self, label: str, embedding: np.ndarray, k: int) -> Row: ...
 
@@ -64,17 +68,25 @@ class Searches:
         rows = self.run("retrieve/vector_search", self._vector_params(label, vec, wide))
         hits = [
             VectorHit(
-                id=r["id"], label=label, score=self._vector_similarity(r["score"]),
+                id=r["id"],
+                label=label,
+                score=self._vector_similarity(r["score"]),
                 properties={key: v for key, v in (r["properties"] or {}).items() if v is not None},
             )
             for r in rows
-        ]  # fmt: skip
+        ]
         hits.sort(key=lambda h: h.score, reverse=True)
         return hits[:k]
 
     def seed_vectors(
-        self, embedding: Sequence[float], k: int, layer_embeddings: Mapping[str, Sequence[float]] | None = None,
-        *, scoped_k: int | None = None, chunk_k: int | None = None, exact: bool = False,
+        self,
+        embedding: Sequence[float],
+        k: int,
+        layer_embeddings: Mapping[str, Sequence[float]] | None = None,
+        *,
+        scoped_k: int | None = None,
+        chunk_k: int | None = None,
+        exact: bool = False,
         layers: Sequence[str] = VECTOR_LABELS,
     ) -> dict[str, list[VectorHit | FulltextHit]]:
         """Vector top-``k`` on each vector index in one round trip: the seeds of score propagation (PIKE-RAG §5.2.3).
@@ -99,19 +111,29 @@ class Searches:
             StoreError: a vector holding NaN or infinity, or the statement fails.
             ValueError: ``layer_embeddings`` gives the static layers different vectors."""
         out: dict[str, list[VectorHit | FulltextHit]] = {label: [] for label in VECTOR_LABELS}
-        params = {**self.seed_params(embedding, k, layer_embeddings), "scoped_k": scoped_k or k,
-                  "chunk_k": chunk_k or scoped_k or k, "layers": list(layers)}
+        params = {
+            **self.seed_params(embedding, k, layer_embeddings),
+            "scoped_k": scoped_k or k,
+            "chunk_k": chunk_k or scoped_k or k,
+            "layers": list(layers),
+        }
         statement = "retrieve/seed_vectors_within" if exact and current_scope() is not None else "retrieve/seed_vectors"
         for r in self.run(statement, params):
-            out[r["layer"]].append(VectorHit(
-                id=r["id"], label=r["layer"], score=self._vector_similarity(r["score"]), properties={"text": r["text"]}
-            ))  # fmt: skip
+            out[r["layer"]].append(
+                VectorHit(
+                    id=r["id"],
+                    label=r["layer"],
+                    score=self._vector_similarity(r["score"]),
+                    properties={"text": r["text"]},
+                )
+            )
         for hits in out.values():
             hits.sort(key=lambda h: h.score, reverse=True)
         return out
 
-    def seed_fulltext(self, text: str, k: int, labels: Sequence[str] = ("Chunk", "Entity")
-                      ) -> dict[str, list[VectorHit | FulltextHit]]:  # fmt: skip
+    def seed_fulltext(
+        self, text: str, k: int, labels: Sequence[str] = ("Chunk", "Entity")
+    ) -> dict[str, list[VectorHit | FulltextHit]]:
         """Full-text top-``k`` on Chunk.text and Entity.name (the full-text seeds of PIKE-RAG §5.2.3). Chunks of
         documents not complete are left out. One statement per label (``retrieve/seed_fulltext_chunk``,
         ``retrieve/seed_fulltext_entity``): the seeding asks for each label in a read of its own, at once
@@ -137,9 +159,13 @@ class Searches:
             key, statement = SEED_FULLTEXT[label]
             hits: list[VectorHit | FulltextHit] = [
                 FulltextHit(id=r["id"], label=r["layer"], score=float(r["score"]), properties={"text": r["text"] or ""})
-                for r in self.run(statement, params if scope is None or label in UNSCOPED_LABELS
-                                  else {**params, "k": overfetch(k, scope.fraction)})
-            ]  # fmt: skip
+                for r in self.run(
+                    statement,
+                    params
+                    if scope is None or label in UNSCOPED_LABELS
+                    else {**params, "k": overfetch(k, scope.fraction)},
+                )
+            ]
             hits.sort(key=lambda h: h.score, reverse=True)
             out[key] = hits[:k]
         return out
@@ -182,8 +208,9 @@ class Searches:
             The cosine similarity in [-1, 1]."""
         return self._vector_similarity(score)
 
-    def _similarities(self, statement: str, ids: Sequence[str], embedding: Sequence[float], label: str
-                      ) -> dict[str, float]:  # fmt: skip
+    def _similarities(
+        self, statement: str, ids: Sequence[str], embedding: Sequence[float], label: str
+    ) -> dict[str, float]:
         """{id: cosine in [-1, 1]} of the rows (id, backend vector score) of ``statement`` over ``ids`` (of ``label``)."""
         if not ids:
             return {}
@@ -215,8 +242,10 @@ class Searches:
         rows = self.run("retrieve/fulltext_search", self._fulltext_params(label, prop or props[0], terms, wide))[:k]
         return [
             FulltextHit(
-                id=r["id"], label=label, score=float(r["score"]),
+                id=r["id"],
+                label=label,
+                score=float(r["score"]),
                 properties={key: v for key, v in (r["properties"] or {}).items() if v is not None},
             )
             for r in rows
-        ]  # fmt: skip
+        ]

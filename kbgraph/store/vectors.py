@@ -70,17 +70,26 @@ class VectorDimensions:
             raise StoreError("embedding contains NaN or infinity")
         return vec
 
-    def seed_params(self, embedding: Sequence[float] | np.ndarray, k: int,
-                    layer_embeddings: Mapping[str, Sequence[float] | np.ndarray] | None = None) -> Row:  # fmt: skip
+    def seed_params(
+        self,
+        embedding: Sequence[float] | np.ndarray,
+        k: int,
+        layer_embeddings: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+    ) -> Row:
         """The parameters of ``retrieve/seed_vectors``: ``embedding`` and ``k``, and the layers of ``layer_embeddings``
         (SEED_LAYERS only) searched with its vector instead, sent once as ``static_embedding`` (each layer's copy
         checked against its own index). Raises ValueError when ``layer_embeddings`` gives layers different vectors
         (there is one static model), SchemaMismatch / StoreError as :meth:`check_vector`."""
-        static = {label: self.check_vector(v, label) for label, v in (layer_embeddings or {}).items()
-                  if label in SEED_LAYERS}  # fmt: skip
+        static = {
+            label: self.check_vector(v, label) for label, v in (layer_embeddings or {}).items() if label in SEED_LAYERS
+        }
         vectors = list(static.values())
         if any(not np.array_equal(v, vectors[0]) for v in vectors[1:]):
             raise ValueError(f"layer_embeddings gives {', '.join(static)} different vectors; one static vector is sent")
-        params: dict[str, Any] = {"embedding": self.check_vector(embedding), "k": k, "static_layers": list(static),
-                                  "static_embedding": vectors[0] if vectors else None}  # fmt: skip
+        params: dict[str, Any] = {
+            "embedding": self.check_vector(embedding),
+            "k": k,
+            "static_layers": list(static),
+            "static_embedding": vectors[0] if vectors else None,
+        }
         return params

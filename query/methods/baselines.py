@@ -52,12 +52,25 @@ _FINAL = re.compile(r"So the final answer is:\s*(.*)", re.IGNORECASE | re.DOTALL
 _INTERMEDIATE = re.compile(r"Intermediate answer:", re.IGNORECASE)
 
 
-def _answer(question: str, method: str, out: QAOutput, chunks: list[ScoredChunk], embedder: Embedder,
-            meter: UsageMeter, trace: list[TraceRound] | None = None, focus: list[str] | None = None) -> Answer:  # fmt: skip
+def _answer(
+    question: str,
+    method: str,
+    out: QAOutput,
+    chunks: list[ScoredChunk],
+    embedder: Embedder,
+    meter: UsageMeter,
+    trace: list[TraceRound] | None = None,
+    focus: list[str] | None = None,
+) -> Answer:
     answer = Answer(
-        question=question, answer=out.answer, rationale=out.rationale, method=method, chunks=chunks,
-        trace=trace or [], citations=citations_for(chunks, focus or [question] * len(chunks), embedder),
-    )  # fmt: skip
+        question=question,
+        answer=out.answer,
+        rationale=out.rationale,
+        method=method,
+        chunks=chunks,
+        trace=trace or [],
+        citations=citations_for(chunks, focus or [question] * len(chunks), embedder),
+    )
     answer.usage = meter.report()
     return answer
 
@@ -121,11 +134,13 @@ def answer_naive_hr(question: str, ctx: QueryContext) -> Answer:
         c.breakdown = []
     trace = [
         TraceRound(
-            round=1, proposals=[question], candidates=via_questions,
+            round=1,
+            proposals=[question],
+            candidates=via_questions,
             note=f"path (a): {from_a} chunks; path (b): {len(via_questions)} atomic questions, "
             f"{len(chunks) - from_a} new chunks",
         )
-    ]  # fmt: skip
+    ]
     out = final_answer(llm, question, chunks, ctx.events)
     return _answer(question, "naive_hr", out, chunks, embedder, meter, trace, focus)
 
@@ -154,8 +169,9 @@ _Found = tuple[list[ScoredChunk], list[Candidate], dict[str, str]]
 def _flat_followup(follow: str, qvec: Any, ctx: QueryContext) -> _Found:
     """Self-Ask w/ R: SELF_ASK_CHUNKS chunks of the Chunk vector index at cosine >= ``naive_threshold``."""
     found = chunks_by_vector(ctx.store, qvec, k=SELF_ASK_CHUNKS, threshold=ctx.settings.baselines.naive_threshold)
-    candidates = [Candidate(question_id="", text=c.text[:200], chunk_id=c.id, score=c.score, query=follow)
-                  for c in found]  # fmt: skip
+    candidates = [
+        Candidate(question_id="", text=c.text[:200], chunk_id=c.id, score=c.score, query=follow) for c in found
+    ]
     return found, candidates, {c.id: follow for c in found}
 
 
@@ -169,8 +185,9 @@ def _hierarchical_followup(follow: str, qvec: Any, ctx: QueryContext) -> _Found:
     focus.update({c.id: best[c.id].text or follow for c in found[from_a:]})
     for c in found:
         c.breakdown = []
-    candidates = [Candidate(question_id="", text=c.text[:200], chunk_id=c.id, score=c.score, query=follow)
-                  for c in found[:from_a]]  # fmt: skip
+    candidates = [
+        Candidate(question_id="", text=c.text[:200], chunk_id=c.id, score=c.score, query=follow) for c in found[:from_a]
+    ]
     candidates += atoms  # each with query = the follow-up
     return found, candidates, focus
 
@@ -207,8 +224,9 @@ def answer_self_ask_hr(question: str, ctx: QueryContext) -> Answer:
     return _self_ask(question, ctx, "self_ask_hr", _hierarchical_followup)
 
 
-def _self_ask(question: str, ctx: QueryContext, method: str,
-              retrieve: Callable[[str, Any, QueryContext], _Found]) -> Answer:  # fmt: skip
+def _self_ask(
+    question: str, ctx: QueryContext, method: str, retrieve: Callable[[str, Any, QueryContext], _Found]
+) -> Answer:
     settings, embedder, llm = ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
     followups: list[tuple[str, str]] = []
@@ -228,8 +246,15 @@ def _self_ask(question: str, ctx: QueryContext, method: str,
         for c in found:
             if c.id not in chunks:
                 chunks[c.id], focus[c.id] = c, found_focus.get(c.id, follow)
-        trace.append(TraceRound(round=t, proposals=[follow], thinking=out.rationale,
-                                note=f"intermediate answer: {out.answer}", candidates=candidates))  # fmt: skip
+        trace.append(
+            TraceRound(
+                round=t,
+                proposals=[follow],
+                thinking=out.rationale,
+                note=f"intermediate answer: {out.answer}",
+                candidates=candidates,
+            )
+        )
     if final is None:
         reply = llm.complete(prompts.self_ask_messages(question, followups, final=True))
         final = parse_self_ask(reply)[1] or _INTERMEDIATE.split(reply, maxsplit=1)[0]

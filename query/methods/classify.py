@@ -58,8 +58,13 @@ Subtype = Literal["bridging", "comparative", "quantitative", "summarizing"]
 KINDS: tuple[str, ...] = get_args(Kind)
 SUBTYPES: tuple[str, ...] = get_args(Subtype)
 #: Level of the system that answers each class (§3.3 Table 1, §4.2); L3/L4 are not built: L2 answers.
-LEVELS: dict[str, str] = {"factual": "L1", "linkable_reasoning": "L2", "predictive": "L2", "creative": "L2",
-                          "unknown": "L2"}  # fmt: skip
+LEVELS: dict[str, str] = {
+    "factual": "L1",
+    "linkable_reasoning": "L2",
+    "predictive": "L2",
+    "creative": "L2",
+    "unknown": "L2",
+}
 #: The answer method (kbgraph.query.methods.registry) of each level built.
 LEVEL_METHODS: dict[str, str] = {"L1": "l1", "L2": "pike"}
 #: Those methods' functions, the registry's own (kbgraph.query.methods.registry lists this module's ``answer_auto``, so
@@ -67,8 +72,10 @@ LEVEL_METHODS: dict[str, str] = {"L1": "l1", "L2": "pike"}
 #: that they are the registry's).
 LEVEL_RUN: dict[str, Callable[[str, QueryContext], Answer]] = {"l1": answer_l1, "pike": answer_pike}
 #: What the paper's level for a class would be, where kbgraph answers it lower (§3.3 Table 1).
-_UNBUILT = {"predictive": ("L3", "knowledge structuring and induction and a forecasting submodule"),
-            "creative": ("L4", "multi-agent planning")}  # fmt: skip
+_UNBUILT = {
+    "predictive": ("L3", "knowledge structuring and induction and a forecasting submodule"),
+    "creative": ("L4", "multi-agent planning"),
+}
 
 
 def enum_value(v: Any, allowed: tuple[str, ...]) -> Any:
@@ -143,9 +150,11 @@ def class_statement(qc: QuestionClass, level: str) -> str:
     text = f"Question class: {name} (PIKE-RAG §3.2); answered by the {level} system ({LEVEL_METHODS[level]})."
     if qc.kind in _UNBUILT:
         paper_level, modules = _UNBUILT[qc.kind]
-        text += (f" A {qc.kind} question needs an {paper_level} system ({modules}, §3.3 Table 1, §4.2), which the "
-                 f"paper sketches but does not specify; kbgraph answers it with the L2 system, so this answer "
-                 f"rests on the retrieved facts, not on an {paper_level} module.")  # fmt: skip
+        text += (
+            f" A {qc.kind} question needs an {paper_level} system ({modules}, §3.3 Table 1, §4.2), which the "
+            f"paper sketches but does not specify; kbgraph answers it with the L2 system, so this answer "
+            f"rests on the retrieved facts, not on an {paper_level} module."
+        )
     elif qc.kind == "unknown":
         text += " The classification failed, so the most capable system built (L2) answers."
     if qc.rationale:

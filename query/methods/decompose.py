@@ -97,9 +97,7 @@ class Proposal(BaseModel):
     thinking: Annotated[str, MaxChars(THINKING_CHARS)] = ""
     sub_questions: Annotated[
         list[Annotated[str, MaxChars(SUB_QUESTION_CHARS, at_least=SUB_QUESTION_MIN_CHARS)]], MaxItems(SUB_QUESTIONS)
-    ] = Field(
-        default_factory=list, json_schema_extra={"minItems": 1}
-    )
+    ] = Field(default_factory=list, json_schema_extra={"minItems": 1})
 
     @field_validator("thinking", mode="before")
     @classmethod
@@ -186,7 +184,11 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         StoreError: the store fails a statement."""
     store, settings, embedder, llm = ctx.store, ctx.settings, ctx.embedder, ctx.need_llm()
     meter = UsageMeter(llm)
-    n_rounds, k, delta = settings.decompose.decompose_rounds, settings.decompose.decompose_candidates, settings.decompose.decompose_threshold
+    n_rounds, k, delta = (
+        settings.decompose.decompose_rounds,
+        settings.decompose.decompose_candidates,
+        settings.decompose.decompose_threshold,
+    )
     context: list[ScoredChunk] = []
     focus: list[str] = []
     trace: list[TraceRound] = []
@@ -215,7 +217,9 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
         if not candidates:
             qvec = embedder.embed([question])[0] if qvec is None else qvec
             rnd.fallback = "question_atoms"
-            candidates = retrieve_atomic(store, [question], [qvec], k=settings.baselines.hr_k, threshold=delta, exclude=exclude)
+            candidates = retrieve_atomic(
+                store, [question], [qvec], k=settings.baselines.hr_k, threshold=delta, exclude=exclude
+            )
         if not candidates:
             rnd.fallback = "question_chunks"
             candidates = retrieve_chunks_as_candidates(
@@ -240,9 +244,14 @@ def answer_pike(question: str, ctx: QueryContext, *, backup_selection: bool = Tr
     # line 14
     out = final_answer(llm, question, context, ctx.events)
     answer = Answer(
-        question=question, answer=out.answer, rationale=out.rationale, method="pike", trace=trace,
-        chunks=context, citations=citations_for(context, focus, embedder),
-    )  # fmt: skip
+        question=question,
+        answer=out.answer,
+        rationale=out.rationale,
+        method="pike",
+        trace=trace,
+        chunks=context,
+        citations=citations_for(context, focus, embedder),
+    )
     answer.usage = meter.report()
     return answer
 
@@ -262,7 +271,6 @@ def propose(llm: LLM, question: str, known: str) -> tuple[Proposal | None, str]:
     except LLMError as exc:
         return None, f"stopped: the proposer gave no valid JSON ({exc})"
     return proposal, "" if proposal.sub_questions else "stopped: no sub-questions proposed"
-
 
 
 def _select(

@@ -32,8 +32,14 @@ def learned_steps(context: list[ScoredChunk], trace: list[TraceRound]) -> list[t
     return [(s.text, context_of([c])) for s, c in zip(chosen, context, strict=False)]
 
 
-def learned_round(ctx: QueryContext, question: str, context: list[ScoredChunk], focus: list[str],
-                  trace: list[TraceRound], rnd: TraceRound) -> bool:  # fmt: skip
+def learned_round(
+    ctx: QueryContext,
+    question: str,
+    context: list[ScoredChunk],
+    focus: list[str],
+    trace: list[TraceRound],
+    rnd: TraceRound,
+) -> bool:
     """Lines 3-5 (and 10-11) of Algorithm 1 with the learned proposer ``ctx.settings.decomposer.decomposer_model``: one
     request; on a sub-question, its nearest atomic question's chunk joins ``context`` (and its text ``focus``).
     Fills ``rnd``. Returns False when the loop ends (no further sub-question, an unreadable reply, nothing
@@ -51,8 +57,14 @@ def learned_round(ctx: QueryContext, question: str, context: list[ScoredChunk], 
         return False
     rnd.proposals = [sub]
     known = {c.id for c in context}
-    rnd.candidates = retrieve_atomic(store, [sub], ctx.embedder.embed([sub]), k=settings.decompose.decompose_candidates,
-                                     threshold=settings.decompose.decompose_threshold, exclude=known)  # fmt: skip
+    rnd.candidates = retrieve_atomic(
+        store,
+        [sub],
+        ctx.embedder.embed([sub]),
+        k=settings.decompose.decompose_candidates,
+        threshold=settings.decompose.decompose_threshold,
+        exclude=known,
+    )
     if not rnd.candidates:
         rnd.note = f"stopped: no atomic question reaches similarity {settings.decompose.decompose_threshold:g} (learned proposer)"
         return False

@@ -48,8 +48,13 @@ def hierarchical_chunks(
     chunks = chunks_by_vector(store, qvec, k=settings.baselines.hr_k, threshold=settings.baselines.hr_threshold)
     for c in chunks:
         c.breakdown = [Contribution(term="Chunk", node_id=c.id, similarity=c.score, weight=1.0, score=c.score)]
-    atoms = retrieve_atomic(store, [question], [qvec], k=settings.baselines.hr_question_k,
-                            threshold=settings.baselines.hr_question_threshold)  # fmt: skip
+    atoms = retrieve_atomic(
+        store,
+        [question],
+        [qvec],
+        k=settings.baselines.hr_question_k,
+        threshold=settings.baselines.hr_question_threshold,
+    )
     by_id = {c.id: c for c in chunks}
     new: dict[str, list[Candidate]] = {}
     for a in atoms:
@@ -62,9 +67,16 @@ def hierarchical_chunks(
             chunks.append(by_id[cid])
     for a in atoms:
         if a.chunk_id in by_id:
-            by_id[a.chunk_id].breakdown.append(Contribution(
-                term="AtomicQuestion", node_id=a.question_id, text=a.text, similarity=a.score, weight=1.0,
-                score=a.score))  # fmt: skip
+            by_id[a.chunk_id].breakdown.append(
+                Contribution(
+                    term="AtomicQuestion",
+                    node_id=a.question_id,
+                    text=a.text,
+                    similarity=a.score,
+                    weight=1.0,
+                    score=a.score,
+                )
+            )
     return chunks, atoms, len(chunks) - sum(cid in details for cid in new)
 
 

@@ -151,17 +151,23 @@ def answer_hirag(question: str, ctx: QueryContext) -> Answer:
             verified.append(chunk)
             focus.append(rnd.answer or rnd.sub_question)
     else:
-        trace[-1].note = (trace[-1].note + "; " if trace[-1].note else "") + f"{settings.hirag.hirag_rounds} rounds: stop"
+        trace[-1].note = (
+            trace[-1].note + "; " if trace[-1].note else ""
+        ) + f"{settings.hirag.hirag_rounds} rounds: stop"
 
     ctx.round_finished(trace)
     out = answer_json(llm, hp.summarizer_messages(question, [a for _, a in turns]), ctx.events)
     answer = Answer(
-        question=question, answer=out.answer, rationale=out.rationale, method="hirag", trace=trace,
-        chunks=verified, citations=citations_for(verified, focus, ctx.embedder),
-    )  # fmt: skip
+        question=question,
+        answer=out.answer,
+        rationale=out.rationale,
+        method="hirag",
+        trace=trace,
+        chunks=verified,
+        citations=citations_for(verified, focus, ctx.embedder),
+    )
     answer.usage = meter.report()
     return answer
-
 
 
 # --- Algorithm 1 ``Retrieval`` and ``RewriteAndAnswerQuestion`` ------------------------------------------------
@@ -171,8 +177,12 @@ def _retrieve(ctx: QueryContext, question: str, rnd: HiragRound, answers: list[s
     settings, llm, q = ctx.settings, ctx.need_llm(), rnd.sub_question
     rnd.entity = entity_of(llm.complete(hp.entity_messages(q))) or q
     docs = document_candidates(ctx.store, rnd.entity, min_match=settings.hirag.hirag_min_match)
-    rnd.documents = [HiragRound.HiragDocument(document_id=d.document_id, title=d.title, match=round(d.match, 4),
-                                              via=d.via, name=d.name) for d in docs[:TRACE_DOCUMENTS]]  # fmt: skip
+    rnd.documents = [
+        HiragRound.HiragDocument(
+            document_id=d.document_id, title=d.title, match=round(d.match, 4), via=d.via, name=d.name
+        )
+        for d in docs[:TRACE_DOCUMENTS]
+    ]
     tie = tied(docs, settings.hirag.hirag_th1)
     if tie:
         rnd.tie = [d.title for d in tie]

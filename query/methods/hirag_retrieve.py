@@ -76,8 +76,9 @@ def name_match(entity: str, name: str) -> float:
     return difflib.SequenceMatcher(None, e, _norm(_BRACKETS.sub("", name))).ratio()
 
 
-def document_candidates(store: GraphStore, entity: str, *, min_match: float,
-                        k: int = DOCUMENT_CANDIDATES) -> list[DocumentMatch]:  # fmt: skip
+def document_candidates(
+    store: GraphStore, entity: str, *, min_match: float, k: int = DOCUMENT_CANDIDATES
+) -> list[DocumentMatch]:
     """Document level of the Retriever for ``entity``: the documents whose title, or an entity their chunks
     mention, matches it by at least ``min_match`` (module doc), best first. [] for an entity without words."""
     if not entity.strip():
@@ -92,17 +93,34 @@ def document_candidates(store: GraphStore, entity: str, *, min_match: float,
     for hit in store.fulltext_search("Document", entity, k):
         title = text_of(hit.properties.get("title"))
         score = name_match(entity, title)
-        offer(DocumentMatch(document_id=hit.id, title=title, match=score, via="title", name=title,
-                            engine=float(hit.score), exact_title=score == EXACT))  # fmt: skip
+        offer(
+            DocumentMatch(
+                document_id=hit.id,
+                title=title,
+                match=score,
+                via="title",
+                name=title,
+                engine=float(hit.score),
+                exact_title=score == EXACT,
+            )
+        )
     entities = store.fulltext_search("Entity", entity, k)
     if entities:
         engine = {h.id: float(h.score) for h in entities}
         rows = store.run("retrieve/hirag_entity_documents", {"ids": list(engine), "limit": 5 * k})
         for row in rows:
             name = text_of(row["name"])
-            offer(DocumentMatch(document_id=row["document_id"], title=text_of(row["title"]),
-                                match=name_match(entity, name), via="entity", name=name,
-                                engine=engine.get(row["entity_id"], 0.0), mentions=int(row["mentions"])))  # fmt: skip
+            offer(
+                DocumentMatch(
+                    document_id=row["document_id"],
+                    title=text_of(row["title"]),
+                    match=name_match(entity, name),
+                    via="entity",
+                    name=name,
+                    engine=engine.get(row["entity_id"], 0.0),
+                    mentions=int(row["mentions"]),
+                )
+            )
     return sorted((m for m in best.values() if m.match >= min_match), key=_rank)
 
 

@@ -37,8 +37,12 @@ def answer_l1(question: str, ctx: QueryContext) -> Answer:
     chunks = with_pages(retrieve_propagation(question, ctx, k=ctx.settings.routing.l1_k))  # with each page's chunks
     out = final_answer(llm, question, chunks, ctx.events)
     answer = Answer(
-        question=question, answer=out.answer, rationale=out.rationale, method="l1", chunks=chunks,
+        question=question,
+        answer=out.answer,
+        rationale=out.rationale,
+        method="l1",
+        chunks=chunks,
         citations=citations_for(chunks, [question] * len(chunks), ctx.embedder),
-    )  # fmt: skip
+    )
     answer.usage = meter.report()
     return answer

@@ -237,16 +237,21 @@ def answer_migres(question: str, ctx: QueryContext) -> Answer:
         why = trace[-1].note or f"no answer from the Main Module after {len(trace)} iteration(s)"
         out.rationale = f"({why}; answered from the known information) {out.rationale}".strip()
     answer = Answer(
-        question=question, answer=out.answer, rationale=out.rationale, method="migres", trace=trace,
-        chunks=chunks, citations=citations_for(chunks, [focus[c.id] for c in chunks], embedder),
-    )  # fmt: skip
+        question=question,
+        answer=out.answer,
+        rationale=out.rationale,
+        method="migres",
+        trace=trace,
+        chunks=chunks,
+        citations=citations_for(chunks, [focus[c.id] for c in chunks], embedder),
+    )
     answer.usage = meter.report()
     return answer
 
 
-
-def _new_queries(llm: LLM, question: str, history: list[str], known: list[Extraction], missing: str, limit: int,
-                 rnd: MigresRound) -> list[str]:  # fmt: skip
+def _new_queries(
+    llm: LLM, question: str, history: list[str], known: list[Extraction], missing: str, limit: int, rnd: MigresRound
+) -> list[str]:
     """The Query Generator: at most ``limit`` queries not in ``history`` (case and spacing ignored); [] with
     ``rnd.note`` saying why when there is none."""
     gen, why = usable_json(llm, mp.query_messages(question, history, [e.info for e in known], missing), NewQueries)

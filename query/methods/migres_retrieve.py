@@ -136,8 +136,9 @@ def _passage_scores(ctx: QueryContext, chunks: list[ScoredChunk], qvec: np.ndarr
     return scores
 
 
-def _filter_sentences(ctx: QueryContext, best: list[tuple[float, str, int, ScoredChunk]], qvecs: np.ndarray,
-                      theta: float, shown: set[str]) -> list[Kept]:  # fmt: skip
+def _filter_sentences(
+    ctx: QueryContext, best: list[tuple[float, str, int, ScoredChunk]], qvecs: np.ndarray, theta: float, shown: set[str]
+) -> list[Kept]:
     """Step 3 for each (score, query, query index, chunk) of ``best``, in one embedding call; sentences in
     ``shown`` are left out, and so is a chunk (not kept whole) with no other sentence left."""
     units = [evidence_units(c, MAX_UNITS) for *_, c in best]
@@ -149,12 +150,21 @@ def _filter_sentences(ctx: QueryContext, best: list[tuple[float, str, int, Score
         sims = vecs[i : i + len(group)] @ qvecs[qi]
         i += len(group)
         whole = not group or score > float(np.max(sims))
-        kept = [Sentence(text=u, score=round(float(s), 4)) for u, s in zip(group, sims, strict=True)
-                if s >= theta and _key(chunk.id, u) not in shown]  # fmt: skip
+        kept = [
+            Sentence(text=u, score=round(float(s), 4))
+            for u, s in zip(group, sims, strict=True)
+            if s >= theta and _key(chunk.id, u) not in shown
+        ]
         if not whole and not kept:
             continue
-        passage = Passage(chunk_id=chunk.id, query=query, score=round(score, 4), document_title=chunk.document_title,
-                          whole=whole, sentences=kept)  # fmt: skip
+        passage = Passage(
+            chunk_id=chunk.id,
+            query=query,
+            score=round(score, 4),
+            document_title=chunk.document_title,
+            whole=whole,
+            sentences=kept,
+        )
         text = chunk_body(chunk.kind, chunk.text, chunk.summary) if whole else " ".join(s.text for s in kept)
         text = text if chunk.kind == "table" else " ".join(text.split())  # a table keeps its rows' lines
         out.append(Kept(passage, chunk.model_copy(update={"score": score}), text))

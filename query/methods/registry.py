@@ -118,29 +118,38 @@ def _prepare_bm25(ctx: QueryContext) -> str:
 
 
 _ROWS: list[Method] = [
-    AnswerRow("auto", answer_auto,
-              "classify the question (PIKE-RAG §3.2), then factual -> l1, others -> pike (§4.2)", "routing"),
+    AnswerRow(
+        "auto",
+        answer_auto,
+        "classify the question (PIKE-RAG §3.2), then factual -> l1, others -> pike (§4.2)",
+        "routing",
+    ),
     AnswerRow("pike", answer_pike, "knowledge-aware task decomposition (PIKE-RAG Algorithm 1)", "decompose"),
-    AnswerRow("l1", answer_l1, "PIKE-RAG's L1 system: score-propagation retrieval (§5.2.3) + one QA prompt",
-              "routing"),
+    AnswerRow("l1", answer_l1, "PIKE-RAG's L1 system: score-propagation retrieval (§5.2.3) + one QA prompt", "routing"),
     AnswerRow("naive", answer_naive, "naive RAG over the Chunk vector index", "baselines"),
-    AnswerRow("naive_hr", answer_naive_hr, "naive RAG over hierarchical retrieval (Fig. 11 paths a+b)",
-              "baselines"),
+    AnswerRow("naive_hr", answer_naive_hr, "naive RAG over hierarchical retrieval (Fig. 11 paths a+b)", "baselines"),
     AnswerRow("cot", answer_cot, "zero-shot chain of thought, no retrieval", retrieves=False),
-    AnswerRow("self_ask", answer_self_ask, "Self-Ask with retrieval (each follow-up: Chunk vector index)",
-              "baselines"),
-    AnswerRow("self_ask_hr", answer_self_ask_hr,
-              "Self-Ask with hierarchical retrieval (each follow-up: Fig. 11 paths a+b; PIKE-RAG §6.1)",
-              "baselines"),
-    AnswerRow("migres", answer_migres, "missing-information guided retrieve-extract-solve (MIGRES, paper 002 §3)",
-              "migres"),
+    AnswerRow("self_ask", answer_self_ask, "Self-Ask with retrieval (each follow-up: Chunk vector index)", "baselines"),
+    AnswerRow(
+        "self_ask_hr",
+        answer_self_ask_hr,
+        "Self-Ask with hierarchical retrieval (each follow-up: Fig. 11 paths a+b; PIKE-RAG §6.1)",
+        "baselines",
+    ),
+    AnswerRow(
+        "migres", answer_migres, "missing-information guided retrieve-extract-solve (MIGRES, paper 002 §3)", "migres"
+    ),
     AnswerRow("hirag", answer_hirag, "hierarchical retrieval with rethink (HiRAG, paper 004 §4)", "hirag"),
     RetrievalRow("dense", retrieve_dense, "Chunk vector top-k"),
     RetrievalRow("bm25", retrieve_bm25, "BM25 over the chunks' text", prepare=_prepare_bm25),
-    RetrievalRow("hierarchical", retrieve_hierarchical,
-                 "hierarchical retrieval, Fig. 11's union of paths a and b (PIKE-RAG §6.1 thresholds)", "baselines"),
+    RetrievalRow(
+        "hierarchical",
+        retrieve_hierarchical,
+        "hierarchical retrieval, Fig. 11's union of paths a and b (PIKE-RAG §6.1 thresholds)",
+        "baselines",
+    ),
     RetrievalRow("propagation", retrieve_propagation, "layer seeds + score propagation (§5.2.3)", "retrieval"),
-]  # fmt: skip
+]
 METHODS: dict[str, Method] = {m.name: m for m in _ROWS}
 ANSWER_METHODS = tuple(m.name for m in _ROWS if m.kind == "answer")
 RETRIEVAL_METHODS = tuple(m.name for m in _ROWS if m.kind == "retrieval")

@@ -210,9 +210,11 @@ def proposer_messages(question: str, context: str) -> Messages:
 def selector_messages(question: str, context: str, atom_questions: Sequence[str]) -> Messages:
     listing = "".join(f"Question {i}: {text}\n" for i, text in enumerate(atom_questions, start=1))
     prompt = SELECTOR.format(
-        num_atom_questions=len(atom_questions), chosen_content=context, atom_question_list_str=listing,
+        num_atom_questions=len(atom_questions),
+        chosen_content=context,
+        atom_question_list_str=listing,
         content=question,
-    )  # fmt: skip
+    )
     return [{"role": "system", "content": SYSTEM_QA}, {"role": "user", "content": prompt}]
 
 

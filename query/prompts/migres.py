@@ -86,9 +86,11 @@ def query_messages(question: str, history: Sequence[str], known: Sequence[str], 
     """The Query Generator's request: the original question, the queries asked so far (the Memory Module's
     "Historical Questions"), the known information and the Main Module's missing information."""
     prompt = QUERY.format(
-        question=question, history=" ".join(history), known=" ".join(s.strip() for s in known if s.strip()),
+        question=question,
+        history=" ".join(history),
+        known=" ".join(s.strip() for s in known if s.strip()),
         missing=missing,
-    )  # fmt: skip
+    )
     return _user(prompt)
 
 

@@ -112,12 +112,25 @@ class Adjacency:
             self.complete_document.append(row.get("document_id") if status == "complete" else None)
             self.title.append(row.get("title"))
             sections = row.get("sections") or []
-            self.facts.append((row.get("text"), row.get("summary"), row.get("kind"), row.get("page"),
-                               row.get("section_path"), row.get("uri"), sections[-1] if sections else None))  # fmt: skip
+            self.facts.append(
+                (
+                    row.get("text"),
+                    row.get("summary"),
+                    row.get("kind"),
+                    row.get("page"),
+                    row.get("section_path"),
+                    row.get("uri"),
+                    sections[-1] if sections else None,
+                )
+            )
             self.mentions.append([sys.intern(e) for e in dict.fromkeys(row.get("mentions") or [])])  # one str each
-            for key, table in (("questions", self.question_chunks), ("triples", self.triple_chunks),
-                               ("mentions", self.entity_chunks), ("tags", self.tag_chunks),
-                               ("sections", self.section_chunks)):  # fmt: skip
+            for key, table in (
+                ("questions", self.question_chunks),
+                ("triples", self.triple_chunks),
+                ("mentions", self.entity_chunks),
+                ("tags", self.tag_chunks),
+                ("sections", self.section_chunks),
+            ):
                 for node in dict.fromkeys(row.get(key) or []):
                     table[node].append(i)
             if row.get("document_id") is not None:
@@ -157,8 +170,14 @@ class Adjacency:
             if row.get("title") is not None and row.get("status") == "complete":
                 titled[row["title"]].append(row["id"])
         self.documents_titled = dict(titled)
-        for name in ("question_chunks", "triple_chunks", "entity_chunks", "tag_chunks", "section_chunks",
-                     "document_chunks"):  # fmt: skip
+        for name in (
+            "question_chunks",
+            "triple_chunks",
+            "entity_chunks",
+            "tag_chunks",
+            "section_chunks",
+            "document_chunks",
+        ):
             setattr(self, name, dict(getattr(self, name)))  # read-only from here: no key made by a lookup
 
     def __len__(self) -> int:
@@ -209,9 +228,18 @@ class Adjacency:
             i = self.index.get(cid)
             if i is not None and self.served[i] and (scope is None or scope.allows(self.document[i])):
                 text, summary, kind, page, section_path, uri, section = self.facts[i]
-                out[cid] = {"id": cid, "text": text, "summary": summary, "kind": kind, "page": page,
-                            "section_path": section_path, "document_id": self.document[i],
-                            "document_title": self.title[i], "document_uri": uri, "section_id": section}  # fmt: skip
+                out[cid] = {
+                    "id": cid,
+                    "text": text,
+                    "summary": summary,
+                    "kind": kind,
+                    "page": page,
+                    "section_path": section_path,
+                    "document_id": self.document[i],
+                    "document_title": self.title[i],
+                    "document_uri": uri,
+                    "section_id": section,
+                }
         return out
 
     def top_chunks(self, embedding: Sequence[float], within: frozenset[str], k: int) -> list[VectorHit]:
@@ -221,8 +249,14 @@ class Adjacency:
         with self._scoped_lock:
             rows = self._scoped.get(within)
             if rows is None:
-                rows = np.array(sorted(i for cid in within if (i := self.index.get(cid)) is not None
-                                       and self.served[i] and self.has_vector[i]), dtype=np.int64)  # fmt: skip
+                rows = np.array(
+                    sorted(
+                        i
+                        for cid in within
+                        if (i := self.index.get(cid)) is not None and self.served[i] and self.has_vector[i]
+                    ),
+                    dtype=np.int64,
+                )
                 self._scoped[within] = rows
                 while len(self._scoped) > 8:
                     self._scoped.pop(next(iter(self._scoped)))
@@ -232,8 +266,7 @@ class Adjacency:
         size = float(np.linalg.norm(query))
         cosines = self.unit[rows] @ (query / size if size else query)
         order = sorted(range(len(rows)), key=lambda j: (-float(cosines[j]), self.ids[rows[j]]))[:k]
-        return [VectorHit(id=self.ids[rows[j]], label="Chunk", score=float(cosines[j]), properties={})
-                for j in order]  # fmt: skip
+        return [VectorHit(id=self.ids[rows[j]], label="Chunk", score=float(cosines[j]), properties={}) for j in order]
 
     def texts(self, ids: Sequence[str]) -> list[str]:
         """The text of each chunk of ``ids`` ("" for a chunk not held), in order: what ``retrieve/pool_texts`` gives
@@ -252,15 +285,24 @@ class Adjacency:
 
         def add(layer: str, via: str, i: int) -> None:
             if ok(i):
-                rows.append({"layer": layer, "via": via, "document_id": complete[i], "chunk_id": ids[i],
-                             "title": titles[i] if titles is not None else None})  # fmt: skip
+                rows.append(
+                    {
+                        "layer": layer,
+                        "via": via,
+                        "document_id": complete[i],
+                        "chunk_id": ids[i],
+                        "title": titles[i] if titles is not None else None,
+                    }
+                )
                 at.append(i)
 
         for cid in params.get("chunk_ids") or []:
             if cid in index:
                 add("Chunk", cid, index[cid])
-        for layer, key, table in (("AtomicQuestion", "question_ids", self.question_chunks),
-                                  ("Triple", "triple_ids", self.triple_chunks)):  # fmt: skip
+        for layer, key, table in (
+            ("AtomicQuestion", "question_ids", self.question_chunks),
+            ("Triple", "triple_ids", self.triple_chunks),
+        ):
             for node in params.get(key) or []:
                 for i in table.get(node, ()):
                     add(layer, node, i)
@@ -286,8 +328,9 @@ class Adjacency:
         for node in params.get("section_ids") or []:
             for i in self.section_chunks.get(node, ()):
                 if ok(i):
-                    rows.append({"layer": "Section", "via": node, "chunk_id": ids[i], "document_id": None,
-                                 "title": None})  # fmt: skip
+                    rows.append(
+                        {"layer": "Section", "via": node, "chunk_id": ids[i], "document_id": None, "title": None}
+                    )
         return self._similarities(rows, at, params)
 
     def _entity_hops(self, params: Row, within: Callable[[list[int]], list[int]]) -> dict[int, _Hop]:
@@ -335,9 +378,18 @@ class Adjacency:
         titles = self.title if params.get("with_titles") else None
 
         def row(i: int, kind: str, source: str, via: str, text: str | None, degree: int, specific: float) -> None:
-            rows.append({"kind": kind, "from_id": source, "via": via, "text": text, "degree": degree,
-                         "specificity": specific, "chunk_id": ids[i],
-                         "title": titles[i] if titles is not None else None})  # fmt: skip
+            rows.append(
+                {
+                    "kind": kind,
+                    "from_id": source,
+                    "via": via,
+                    "text": text,
+                    "degree": degree,
+                    "specificity": specific,
+                    "chunk_id": ids[i],
+                    "title": titles[i] if titles is not None else None,
+                }
+            )
             at.append(i)
 
         def within(chunks: list[int]) -> list[int]:  # the degree within the scope, as the statement counts it
@@ -402,8 +454,9 @@ _SHARED: weakref.WeakKeyDictionary[GraphStore, _Entry] = weakref.WeakKeyDictiona
 _LOCK = threading.Lock()
 
 
-def shared_adjacency(store: GraphStore, settings: Settings, generation: list[Any] | None, *,
-                     wait: bool = False) -> Adjacency | None:  # fmt: skip
+def shared_adjacency(
+    store: GraphStore, settings: Settings, generation: list[Any] | None, *, wait: bool = False
+) -> Adjacency | None:
     """This process's :class:`Adjacency` of ``store`` at ``generation`` (kbgraph.query.bm25 ``corpus_generation``,
     read by the caller), or None: with setting ``adjacency_cache`` off, without a generation, at the first question
     of a generation, and while the background build started by the second runs. It is kept per store object (a

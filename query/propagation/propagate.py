@@ -74,11 +74,21 @@ from kbgraph.store.scope import current_scope
 
 #: The parameters of ``retrieve/layer_candidates`` (``LAYER_PARAMS``) and of ``retrieve/hop_neighbours``
 #: (``HOP_PARAMS``) that give it rows: each statement is sent when one of its own is not empty.
-LAYER_PARAMS = ("chunk_ids", "question_ids", "triple_ids", "entity_seeds", "entity_text_seeds", "tag_seeds",
-                "section_ids")
+LAYER_PARAMS = (
+    "chunk_ids",
+    "question_ids",
+    "triple_ids",
+    "entity_seeds",
+    "entity_text_seeds",
+    "tag_seeds",
+    "section_ids",
+)
 HOP_PARAMS = ("entity_hop_sources", "title_hop_ids", "next_ids", "triple_hop_seeds")
 
-def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False) -> list[ScoredChunk]:
+
+def propagate(
+    store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, explain: bool = False
+) -> list[ScoredChunk]:
     """Aggregate layer seeds into chunk scores by the module's formula (:func:`score_terms`), order them by
     the settings' ranker (kbgraph.query.propagation.rankers: the weighted sum's own order, or the ranker's ``order`` of
     :func:`learned_pool`) and return the top ``k`` chunks, best first, with provenance (and the full breakdown when ``explain``);
@@ -97,17 +107,19 @@ def propagate(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, ex
     read = view.details if view is not None else (lambda ids: chunk_details(store, ids))
     per_page = settings.retrieval.max_chunks_per_page
     same_page: dict[str, list[str]] = {}  # a page's result -> the page's further chunks, its evidence
-    top, details = (distinct_top(store, top, k, read, per_page=per_page, same_page=same_page) if collapse
-                    else (top, read(top)))  # fmt: skip
+    top, details = (
+        distinct_top(store, top, k, read, per_page=per_page, same_page=same_page) if collapse else (top, read(top))
+    )
 
     def result(cid: str) -> ScoredChunk:
         breakdown = []
         if explain:
             breakdown = [
-                Contribution(term=term, node_id=node_id, text=text, similarity=sim, weight=weight, factor=factor,
-                             score=score)
+                Contribution(
+                    term=term, node_id=node_id, text=text, similarity=sim, weight=weight, factor=factor, score=score
+                )
                 for term, (score, node_id, text, sim, weight, factor) in terms[cid].items()
-            ]  # fmt: skip
+            ]
             breakdown.sort(key=lambda t: -t.score)
         chunk = scored_chunk(details.get(cid, {"id": cid}), scores[cid], breakdown)
         chunk.ranking = ranking.get(cid, [])
@@ -142,8 +154,9 @@ class Scored(NamedTuple):
     reached: Reached
 
 
-def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
-                view: Adjacency | None = None) -> Scored:  # fmt: skip
+def score_terms(
+    store: GraphStore, settings: Settings, seeds: Seeds, *, k: int, view: Adjacency | None = None
+) -> Scored:
     """The module's formula (:class:`Scored`). ``k`` widens the NEXT hop's sources to the top ``k``. Two
     statements, one round trip each: ``retrieve/layer_candidates`` (every layer's chunks, the tags', the section
     and document priors' facts, and each candidate's exact similarity and document title) and
@@ -208,8 +221,14 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
         "with_similarity": vector is not None and (exact or bool(seeds.bm25)),
     }
     params["embedding"] = vector if params["with_similarity"] else None
-    weights = {"AtomicQuestion": r.weight_question, "Triple": r.weight_triple, "Entity": r.weight_entity,
-               "EntityText": r.weight_fulltext, "Tag": r.weight_tag, "Section": r.weight_section}  # fmt: skip
+    weights = {
+        "AtomicQuestion": r.weight_question,
+        "Triple": r.weight_triple,
+        "Entity": r.weight_entity,
+        "EntityText": r.weight_fulltext,
+        "Tag": r.weight_tag,
+        "Section": r.weight_section,
+    }
     priors = []
     if any(params[key] for key in LAYER_PARAMS):
         rows = view.layer_rows(params) if view is not None else store.run("retrieve/layer_candidates", params)
@@ -280,8 +299,11 @@ def score_terms(store: GraphStore, settings: Settings, seeds: Seeds, *, k: int,
         "with_similarity": exact,
         "embedding": vector if exact else None,
     }
-    rows = [] if not (s1 and any(params[x] for x in HOP_PARAMS)) else (
-        view.hop_rows(params) if view is not None else store.run("retrieve/hop_neighbours", params))
+    rows = (
+        []
+        if not (s1 and any(params[x] for x in HOP_PARAMS))
+        else (view.hop_rows(params) if view is not None else store.run("retrieve/hop_neighbours", params))
+    )
     _note(store, reached, rows, exact)
     _hop_terms(rows, add, s1, relation, r)
     scores = exact_chunk_terms()  # the chunks the hops reached
@@ -306,8 +328,9 @@ def _note(store: GraphStore, reached: Reached, rows: list[Row], with_similarity:
                 similarity[cid] = None if score is None else store.vector_similarity(score)
 
 
-def _hop_terms(rows: list[Row], add: Callable[..., None], s1: dict[str, float], relation: dict[str, float],
-               r: RetrievalSettings) -> None:  # fmt: skip
+def _hop_terms(
+    rows: list[Row], add: Callable[..., None], s1: dict[str, float], relation: dict[str, float], r: RetrievalSettings
+) -> None:
     """The second hop's terms of ``rows`` (``retrieve/hop_neighbours``' or the adjacency's), each through ``add``
     (score_terms' own): from a source's S1 (``s1``), or a question entity's similarity (``relation``)."""
     fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
@@ -342,9 +365,16 @@ class LearnedPool(NamedTuple):
 
 
 def learned_pool(
-    store: GraphStore, settings: Settings, seeds: Seeds, ranked: list[str], terms: dict[str, dict[str, _Term]],
-    scores: dict[str, float], k: int, reached: Reached | None = None, view: Adjacency | None = None,
-) -> LearnedPool:  # fmt: skip
+    store: GraphStore,
+    settings: Settings,
+    seeds: Seeds,
+    ranked: list[str],
+    terms: dict[str, dict[str, _Term]],
+    scores: dict[str, float],
+    k: int,
+    reached: Reached | None = None,
+    view: Adjacency | None = None,
+) -> LearnedPool:
     """The pool the learned ranker re-orders: the best ``ranker_pool`` (at least ``k``) chunks of the weighted
     sum ``ranked``, plus BM25's top chunks (``seeds.bm25``) not among them. A BM25 addition without a Chunk
     term gets its exact similarity as one, added to ``terms`` and ``scores`` (so ``--explain`` shows it).
@@ -377,10 +407,20 @@ def learned_pool(
     bm25_rank = {cid: i for i, (cid, _) in enumerate(seeds.bm25)}
     pool_ids = [c for c in ids if c in titles]
     read_texts = view.texts if view is not None and get_ranker(settings.retrieval.ranker).reads_texts else None
-    return LearnedPool(pool_ids, [
-        RankCandidate(terms={layer: (t[3], t[5]) for layer, t in terms[c].items()}, title=titles[c], weighted=scores[c],
-                      bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0, bm25_rank=bm25_rank.get(c))
-        for c in pool_ids], read_texts)  # fmt: skip
+    return LearnedPool(
+        pool_ids,
+        [
+            RankCandidate(
+                terms={layer: (t[3], t[5]) for layer, t in terms[c].items()},
+                title=titles[c],
+                weighted=scores[c],
+                bm25=bm25[c] / best if c in bm25 and best > 0 else 0.0,
+                bm25_rank=bm25_rank.get(c),
+            )
+            for c in pool_ids
+        ],
+        read_texts,
+    )
 
 
 def _document_count(store: GraphStore, seeds: Seeds, documents: Collection[str] | None) -> int:
@@ -392,8 +432,16 @@ def _document_count(store: GraphStore, seeds: Seeds, documents: Collection[str] 
     return int(generation[0] or 0)
 
 
-def _add(terms: dict[str, dict[str, _Term]], chunk_id: str, layer: str, node_id: str, text: str, sim: float,
-         weight: float, factor: float = 1.0) -> None:  # fmt: skip
+def _add(
+    terms: dict[str, dict[str, _Term]],
+    chunk_id: str,
+    layer: str,
+    node_id: str,
+    text: str,
+    sim: float,
+    weight: float,
+    factor: float = 1.0,
+) -> None:
     """Record a term weight · sim · factor of ``layer`` for ``chunk_id`` when it beats the layer's best so far
     (the maxima of the formula); weight 0 or sim <= 0 records nothing."""
     if weight and sim > 0:

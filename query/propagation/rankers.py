@@ -42,8 +42,17 @@ from kbgraph.store import GraphStore
 if TYPE_CHECKING:
     from kbgraph.query.propagation.propagate import LearnedPool
 
-__all__ = ["DEFAULT_RANKER", "RANKERS", "RankerOrder", "RankerRow", "blend_order", "get_ranker", "gbm_order",
-           "learned_order", "rankers_help"]  # fmt: skip
+__all__ = [
+    "DEFAULT_RANKER",
+    "RANKERS",
+    "RankerOrder",
+    "RankerRow",
+    "blend_order",
+    "get_ranker",
+    "gbm_order",
+    "learned_order",
+    "rankers_help",
+]
 
 #: The ranker of the setting ``ranker``'s default.
 DEFAULT_RANKER = "blend"
@@ -53,8 +62,9 @@ class RankerOrder(Protocol):
     """A ranker's order of the learned pool: (its top ``k`` chunk ids, {chunk id: score}, {chunk id: the terms of
     its score, when ``explain``}), best first."""
 
-    def __call__(self, store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
-                 explain: bool, /) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]: ...  # fmt: skip
+    def __call__(
+        self, store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool, /
+    ) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]: ...
 
 
 def _no_models(settings: Settings) -> tuple[Path, ...]:
@@ -104,36 +114,65 @@ def _describe_linear(settings: Settings) -> list[str]:
     """The linear model in use (for 'learned', and for 'weights' the one 'learned' would use): its features' weights."""
     path = settings.retrieval.ranker_model or default_model_path()
     model = load_model(path)
-    return [f"ranker: {settings.retrieval.ranker}; model {path}; fitted on {', '.join(model.trained_on) or '?'}; "
-            f"pool {model.pool}",
-            *(f"  {name:14} {w:+.3f} (per unit {w / s:+.3f})"
-              for name, w, s in zip(model.features, model.coef, model.scale, strict=True))]  # fmt: skip
+    return [
+        f"ranker: {settings.retrieval.ranker}; model {path}; fitted on {', '.join(model.trained_on) or '?'}; "
+        f"pool {model.pool}",
+        *(
+            f"  {name:14} {w:+.3f} (per unit {w / s:+.3f})"
+            for name, w, s in zip(model.features, model.coef, model.scale, strict=True)
+        ),
+    ]
 
 
 def _describe_gbm(settings: Settings) -> list[str]:
     path = settings.retrieval.ranker_model or default_gbm_path()
     trees = load_gbm_model(path)
-    return [f"ranker: gbm; model {path}; fitted on {', '.join(trees.trained_on) or '?'}; pool {trees.pool}; "
-            f"{len(trees.trees)} trees; splits per feature:",
-            *(f"  {name:22} {n}" for name, n in sorted(trees.split_counts().items(), key=lambda kv: -kv[1]))]  # fmt: skip
+    return [
+        f"ranker: gbm; model {path}; fitted on {', '.join(trees.trained_on) or '?'}; pool {trees.pool}; "
+        f"{len(trees.trees)} trees; splits per feature:",
+        *(f"  {name:22} {n}" for name, n in sorted(trees.split_counts().items(), key=lambda kv: -kv[1])),
+    ]
 
 
 def _describe_blend(settings: Settings) -> list[str]:
     r = settings.retrieval
-    return [f"ranker: blend = z(learned) + {r.ranker_blend_weight} x z(gbm) over the learned ranker's best "
-            f"{r.ranker_blend_k} (0: all), the shipped models {default_model_path()} and {default_blend_path()}"]
+    return [
+        f"ranker: blend = z(learned) + {r.ranker_blend_weight} x z(gbm) over the learned ranker's best "
+        f"{r.ranker_blend_k} (0: all), the shipped models {default_model_path()} and {default_blend_path()}"
+    ]
 
 
 _ROWS: list[RankerRow] = [
-    RankerRow("learned", "the linear model over propagation's score terms (ranker_model; kbgraph.query.propagation.ranking_learned)",
-              learned_order, _describe_linear, _linear_model, train_model="linear"),
+    RankerRow(
+        "learned",
+        "the linear model over propagation's score terms (ranker_model; kbgraph.query.propagation.ranking_learned)",
+        learned_order,
+        _describe_linear,
+        _linear_model,
+        train_model="linear",
+    ),
     RankerRow("weights", "the weighted sum of the weight_* settings", None, _describe_linear),
-    RankerRow("gbm", "gradient-boosted trees over the score terms and list features (kbgraph.query.propagation.ranking_gbm)",
-              gbm_order, _describe_gbm, _gbm_model, reads_texts=True, train_model="gbm"),
-    RankerRow("blend", "the learned order, its head re-ordered by the learned and gbm scores "
-              "(kbgraph.query.propagation.ranking_blend)", blend_order, _describe_blend, _blend_models, _blend_identity,
-              reads_texts=True, train_model="blend"),
-]  # fmt: skip
+    RankerRow(
+        "gbm",
+        "gradient-boosted trees over the score terms and list features (kbgraph.query.propagation.ranking_gbm)",
+        gbm_order,
+        _describe_gbm,
+        _gbm_model,
+        reads_texts=True,
+        train_model="gbm",
+    ),
+    RankerRow(
+        "blend",
+        "the learned order, its head re-ordered by the learned and gbm scores "
+        "(kbgraph.query.propagation.ranking_blend)",
+        blend_order,
+        _describe_blend,
+        _blend_models,
+        _blend_identity,
+        reads_texts=True,
+        train_model="blend",
+    ),
+]
 RANKERS: dict[str, RankerRow] = {row.name: row for row in _ROWS}
 
 

@@ -53,8 +53,9 @@ def head_of(scores: np.ndarray, k: int) -> list[int]:
     return list(range(n)) if k <= 0 or k >= n else sorted(np.argsort(-scores, kind="stable")[:k].tolist())
 
 
-def head_rows(store: GraphStore, question: str, pool: LearnedPool,
-              size: int) -> tuple[np.ndarray, list[int], np.ndarray]:  # fmt: skip
+def head_rows(
+    store: GraphStore, question: str, pool: LearnedPool, size: int
+) -> tuple[np.ndarray, list[int], np.ndarray]:
     """The blend's head of ``pool`` and what its gbm scores: (the shipped learned model's score of every candidate,
     float64 (n,); the head, the positions of its best ``size`` in pool order (:func:`head_of`); the gbm feature rows
     of the head, float64 (len(head), len(GBM_FEATURES)), their linear columns those of the whole pool). Query time
@@ -64,13 +65,15 @@ def head_rows(store: GraphStore, question: str, pool: LearnedPool,
     base = feature_rows(question, pool.candidates)  # the linear features, the first columns of the gbm's rows
     raw_learned = score_rows(load_model(None), base)
     head = head_of(raw_learned, size)
-    part = type(pool)(ids=[pool.ids[i] for i in head], candidates=[pool.candidates[i] for i in head],
-                      read_texts=pool.read_texts)  # fmt: skip
+    part = type(pool)(
+        ids=[pool.ids[i] for i in head], candidates=[pool.candidates[i] for i in head], read_texts=pool.read_texts
+    )
     return raw_learned, head, gbm_rows(store, question, part, base[head])
 
 
-def blend_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
-                explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+def blend_order(
+    store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool
+) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:
     """The blend ranker over ``pool``: (its top ``k`` chunk ids, {chunk id: score}, {chunk id: the terms of its
     score, when ``explain``}). A head candidate's score is its blend score, terms ``learned`` and ``gbm`` (value:
     the standardised score; contribution: its share of the score); a candidate after the head scores its
@@ -83,7 +86,8 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
         raise ConfigError(
             f"ranker_model {settings.retrieval.ranker_model} is read by ranker 'learned' or 'gbm', not by 'blend' (the "
             "default), which orders by its two shipped models: set ranker=learned (KBGRAPH_RANKER=learned) for a "
-            "model of `kbgraph rank train`, or ranker=gbm for one of `--model gbm`")
+            "model of `kbgraph rank train`, or ranker=gbm for one of `--model gbm`"
+        )
     weight, size = settings.retrieval.ranker_blend_weight, settings.retrieval.ranker_blend_k
     ids = pool.ids
     raw_learned, head, rows = head_rows(store, question, pool, size)
@@ -110,10 +114,14 @@ def blend_order(store: GraphStore, settings: Settings, question: str, pool: Lear
         for i in order:
             if i in at:
                 j = at[i]
-                ranking[ids[i]] = [RankerTerm(feature="learned", value=float(learned[j]), contribution=float(learned[j])),
-                                   RankerTerm(feature="gbm", value=float(gbm[j]), contribution=float(weight * gbm[j]))]  # fmt: skip
+                ranking[ids[i]] = [
+                    RankerTerm(feature="learned", value=float(learned[j]), contribution=float(learned[j])),
+                    RankerTerm(feature="gbm", value=float(gbm[j]), contribution=float(weight * gbm[j])),
+                ]
             else:
                 z = float(z_rest[after[i]])
-                ranking[ids[i]] = [RankerTerm(feature="learned", value=z, contribution=z),
-                                   RankerTerm(feature="after_head", value=1.0, contribution=shift)]  # fmt: skip
+                ranking[ids[i]] = [
+                    RankerTerm(feature="learned", value=z, contribution=z),
+                    RankerTerm(feature="after_head", value=1.0, contribution=shift),
+                ]
     return [ids[i] for i in order], {ids[i]: float(scores[i]) for i in order}, ranking

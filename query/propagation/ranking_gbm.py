@@ -86,7 +86,9 @@ class GBMModel(BaseModel):
     def _check(self) -> GBMModel:
         unknown = [f for f in self.features if f not in GBM_FEATURES]
         if unknown or not self.features:
-            raise ValueError(f"unknown feature(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(GBM_FEATURES)}")
+            raise ValueError(
+                f"unknown feature(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(GBM_FEATURES)}"
+            )
         for t in self.trees:
             if max(t.feature) >= len(self.features):
                 raise ValueError("a tree splits on a feature the model does not list")
@@ -176,8 +178,13 @@ def _compile(model: GBMModel) -> _Compiled:
             continue
         bit = {leaf: k for k, leaf in enumerate(order)}
         leaves.append([t.value[leaf] for leaf in order])
-        splits.append([(cols[f], t.threshold[i], sum(1 << bit[leaf] for leaf in _leaves(t, t.left[i])))
-                       for i, f in enumerate(t.feature) if f >= 0])  # fmt: skip
+        splits.append(
+            [
+                (cols[f], t.threshold[i], sum(1 << bit[leaf] for leaf in _leaves(t, t.left[i])))
+                for i, f in enumerate(t.feature)
+                if f >= 0
+            ]
+        )
     width = max((len(v) for v in leaves), default=1)
     bits = np.int16 if width <= 15 else np.int32 if width <= 31 else np.int64  # the narrowest mask: less to move
     depth = max((len(s) for s in splits), default=0)
@@ -188,9 +195,15 @@ def _compile(model: GBMModel) -> _Compiled:
         for d, (col, thr, left) in enumerate(s):
             tests[d, k] = distinct[(col, thr)]
             clears[d, k] = left
-    return _Compiled(np.array([col for col, _ in distinct], dtype=np.intp), np.array([thr for _, thr in distinct]),
-                     tests.ravel(), clears, np.array([v + [0.0] * (width - len(v)) for v in leaves]),
-                     np.arange(len(leaves)), constant)  # fmt: skip
+    return _Compiled(
+        np.array([col for col, _ in distinct], dtype=np.intp),
+        np.array([thr for _, thr in distinct]),
+        tests.ravel(),
+        clears,
+        np.array([v + [0.0] * (width - len(v)) for v in leaves]),
+        np.arange(len(leaves)),
+        constant,
+    )
 
 
 def _leaves(t: Tree, i: int) -> list[int]:
@@ -214,8 +227,13 @@ def default_blend_path() -> Path:
 def load_gbm_model(path: str | Path | None = None) -> GBMModel:
     """The gbm model at ``path`` (default: the shipped one). Raises ConfigError naming the file and the settings
     ``ranker_model`` / ``ranker`` when it is missing or not a gbm model."""
-    return read_model(str(Path(path) if path else default_gbm_path()), GBMModel, kind="gbm ranker model",
-                      train="kbgraph rank train --model gbm", fallback="learned")  # fmt: skip
+    return read_model(
+        str(Path(path) if path else default_gbm_path()),
+        GBMModel,
+        kind="gbm ranker model",
+        train="kbgraph rank train --model gbm",
+        fallback="learned",
+    )
 
 
 def pool_texts(store: GraphStore, ids: Sequence[str]) -> list[str]:
@@ -259,8 +277,9 @@ def gbm_rows(store: GraphStore, question: str, pool: LearnedPool, base: np.ndarr
     return facts_rows(question, pool.candidates, pool_facts(store, pool), base)
 
 
-def gbm_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
-              explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+def gbm_order(
+    store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool
+) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:
     """The gbm ranker over ``pool`` (kbgraph.query.propagation.propagate ``learned_pool``): (its top ``k`` chunk ids, {chunk
     id: gbm score}, {chunk id: the score's split, an ``intercept`` term first, when ``explain``}). At most one
     statement (the texts of candidates not seen before, :func:`pool_facts`); the model is ``ranker_model``, else
@@ -274,6 +293,8 @@ def gbm_order(store: GraphStore, settings: Settings, question: str, pool: Learne
     if explain:
         for i in order:
             bias, parts = model.contributions(rows[i])
-            ranking[ids[i]] = [RankerTerm(feature="intercept", value=1.0, contribution=bias),
-                               *(RankerTerm(feature=f, value=v, contribution=c) for f, v, c in parts)]  # fmt: skip
+            ranking[ids[i]] = [
+                RankerTerm(feature="intercept", value=1.0, contribution=bias),
+                *(RankerTerm(feature=f, value=v, contribution=c) for f, v, c in parts),
+            ]
     return [ids[i] for i in order], {ids[i]: float(scores[i]) for i in order}, ranking

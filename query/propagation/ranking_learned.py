@@ -62,11 +62,34 @@ if TYPE_CHECKING:
     from kbgraph.store import GraphStore
 
 #: Score terms of propagation, in feature order (kbgraph.query.propagation.propagate's layer names).
-LAYERS = ("Chunk", "AtomicQuestion", "Triple", "Entity", "EntityText", "FullText", "Section", "Document", "Tag",
-          "Hop", "TitleHop", "Next", "TripleHop")  # fmt: skip
+LAYERS = (
+    "Chunk",
+    "AtomicQuestion",
+    "Triple",
+    "Entity",
+    "EntityText",
+    "FullText",
+    "Section",
+    "Document",
+    "Tag",
+    "Hop",
+    "TitleHop",
+    "Next",
+    "TripleHop",
+)
 #: Every feature, in the order of a feature row.
-FEATURES = (*LAYERS, "has_chunk", "title_in_q", "rank_weighted", "rank_chunk", "weighted", "gap_chunk", "gap_weighted",
-            "bm25", "rank_bm25")  # fmt: skip
+FEATURES = (
+    *LAYERS,
+    "has_chunk",
+    "title_in_q",
+    "rank_weighted",
+    "rank_chunk",
+    "weighted",
+    "gap_chunk",
+    "gap_weighted",
+    "bm25",
+    "rank_bm25",
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -101,8 +124,10 @@ class RankerModel(BaseModel):
     def _check(self) -> RankerModel:
         n = len(self.features)
         if not (len(self.mean) == len(self.scale) == len(self.coef) == n) or n == 0:
-            raise ValueError(f"features, mean, scale and coef must have the same length (> 0), got "
-                             f"{n}, {len(self.mean)}, {len(self.scale)}, {len(self.coef)}")  # fmt: skip
+            raise ValueError(
+                f"features, mean, scale and coef must have the same length (> 0), got "
+                f"{n}, {len(self.mean)}, {len(self.scale)}, {len(self.coef)}"
+            )
         unknown = [f for f in self.features if f not in FEATURES]
         if unknown:
             raise ValueError(f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}")
@@ -123,8 +148,10 @@ class RankerModel(BaseModel):
     def contributions(self, row: np.ndarray) -> list[tuple[str, float, float]]:
         """[(feature, value, w·(x-μ)/σ)] of one feature row (len(FEATURES) floats), in the model's order; their
         sum plus ``intercept`` is the ranker's score."""
-        return [(name, float(row[FEATURES.index(name)]), w * (float(row[FEATURES.index(name)]) - m) / s)
-                for name, m, s, w in zip(self.features, self.mean, self.scale, self.coef, strict=True)]  # fmt: skip
+        return [
+            (name, float(row[FEATURES.index(name)]), w * (float(row[FEATURES.index(name)]) - m) / s)
+            for name, m, s, w in zip(self.features, self.mean, self.scale, self.coef, strict=True)
+        ]
 
 
 def title_in_question(title: str, question: str) -> bool:
@@ -177,8 +204,9 @@ def score_rows(model: RankerModel, rows: np.ndarray) -> np.ndarray:
     return rows @ w + b if len(rows) else np.zeros(0)
 
 
-def learned_order(store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int,
-                  explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+def learned_order(
+    store: GraphStore, settings: Settings, question: str, pool: LearnedPool, k: int, explain: bool
+) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:
     """The learned ranker over ``pool`` (kbgraph.query.propagation.propagate ``learned_pool``): (its top ``k`` chunk ids,
     {chunk id: learned score}, {chunk id: feature contributions} when ``explain``). No statement (``store`` is not
     read: the signature of every ranker's order, kbgraph.query.propagation.rankers); the model is ``ranker_model``, else the
@@ -191,8 +219,10 @@ def learned_order(store: GraphStore, settings: Settings, question: str, pool: Le
     top = [pool_ids[i] for i in order]
     ranking = {}
     if explain:
-        ranking = {pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c)
-                                 for f, v, c in model.contributions(rows[i])] for i in order}  # fmt: skip
+        ranking = {
+            pool_ids[i]: [RankerTerm(feature=f, value=v, contribution=c) for f, v, c in model.contributions(rows[i])]
+            for i in order
+        }
     return top, {pool_ids[i]: float(learned[i]) for i in order}, ranking
 
 
@@ -223,9 +253,13 @@ def _read(path: str, cls: type[BaseModel], kind: str, train: str, fallback: str)
     try:
         return cls.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
     except FileNotFoundError:
-        raise ConfigError(f"no {kind} at {path}: set KBGRAPH_RANKER_MODEL to a file written by `{train}`, or "
-                          f"KBGRAPH_RANKER={fallback}") from None  # fmt: skip
+        raise ConfigError(
+            f"no {kind} at {path}: set KBGRAPH_RANKER_MODEL to a file written by `{train}`, or "
+            f"KBGRAPH_RANKER={fallback}"
+        ) from None
     except (ValueError, ValidationError) as exc:
         first = str(exc).splitlines()[0]
-        raise ConfigError(f"{path} is not a {kind} ({first}): retrain it with `{train}` (KBGRAPH_RANKER_MODEL), "
-                          f"or set KBGRAPH_RANKER={fallback}") from None  # fmt: skip
+        raise ConfigError(
+            f"{path} is not a {kind} ({first}): retrain it with `{train}` (KBGRAPH_RANKER_MODEL), "
+            f"or set KBGRAPH_RANKER={fallback}"
+        ) from None

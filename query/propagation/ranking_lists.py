@@ -107,8 +107,9 @@ def list_rows(question: str, pool: Sequence[Candidate], texts: Sequence[str]) ->
     return facts_rows(question, pool, [text_facts(c.title, t) for c, t in zip(pool, texts, strict=True)])
 
 
-def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts],
-               base: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+def facts_rows(
+    question: str, pool: Sequence[Candidate], facts: Sequence[Facts], base: np.ndarray | None = None
+) -> np.ndarray:
     """:func:`list_rows` from each candidate's :data:`Facts` (:func:`text_facts`) instead of its text; ``base``:
     the pool's :func:`kbgraph.query.propagation.ranking_learned.feature_rows` when already computed (the blend ranker's)."""
     n = len(pool)
@@ -133,7 +134,7 @@ def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts],
         "chunk": np.argsort(-base[:, _CHUNK], kind="stable")[:TOP].tolist(),
         "weighted": list(range(min(TOP, n))),
         "bm25": [i for i in np.argsort(-base[:, _RANK_BM25], kind="stable")[:TOP].tolist() if base[i, _RANK_BM25] > 0],
-    }  # fmt: skip
+    }
     every = sorted({j for js in anchors.values() for j in js})  # the anchors, each once
     at = {j: k for k, j in enumerate(every)}
     found = [f[1] for f in facts]
@@ -155,8 +156,15 @@ def facts_rows(question: str, pool: Sequence[Candidate], facts: Sequence[Facts],
     return out
 
 
-def _relations(titles: list[str], lowered: list[str], found: list[frozenset[str]], every: list[int],
-               cover: np.ndarray | None, in_q: set[str], own_titles: list[str]) -> np.ndarray:  # fmt: skip
+def _relations(
+    titles: list[str],
+    lowered: list[str],
+    found: list[frozenset[str]],
+    every: list[int],
+    cover: np.ndarray | None,
+    in_q: set[str],
+    own_titles: list[str],
+) -> np.ndarray:
     """float64 (len(every), n, len(RELATIONS)): each anchor's relations to every candidate (the module's table), 0
     for the candidates of the anchor's own title."""
     n, m = len(found), len(every)

@@ -82,18 +82,26 @@ def seed_layers(
     vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(
         store,
         # the static model's question vector is made in this thread while the other reads are under way
-        lambda: store.seed_vectors(qvec, seed_k, layer_embeddings=static_question_vectors(settings, question),
-                                   scoped_k=overfetch(seed_k, scope.fraction) if scope is not None else None,
-                                   chunk_k=seed_k if in_memory is not None else None, exact=exact,
-                                   layers=layers_read),
+        lambda: store.seed_vectors(
+            qvec,
+            seed_k,
+            layer_embeddings=static_question_vectors(settings, question),
+            scoped_k=overfetch(seed_k, scope.fraction) if scope is not None else None,
+            chunk_k=seed_k if in_memory is not None else None,
+            exact=exact,
+            layers=layers_read,
+        ),
         (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
         lambda: store.seed_fulltext(question, fulltext, ("Entity",)),
         lambda: _bm25_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
     )
     seeds.bm25 = bm25[:pool_k]
     if from_bm25:
-        chunk_text = {"Chunk.text": [FulltextHit(id=cid, label="Chunk", score=score, properties={})
-                                     for cid, score in bm25[:fulltext]]}  # fmt: skip
+        chunk_text = {
+            "Chunk.text": [
+                FulltextHit(id=cid, label="Chunk", score=score, properties={}) for cid, score in bm25[:fulltext]
+            ]
+        }
     vectors = {label: hits[:seed_k] for label, hits in vectors.items()}  # over-fetched in a scope
     if in_memory is not None:
         vectors["Chunk"] = in_memory
@@ -120,8 +128,15 @@ def exact_seeds(settings: Settings, fraction: float, chunks: int) -> bool:
     return fraction * OVERFETCH_MAX < OVERFETCH_MARGIN and chunks <= settings.retrieval.filter_exact_chunks
 
 
-def scoped_chunk_seeds(store: GraphStore, settings: Settings, qvec: Sequence[float], scope: DocumentScope,
-                       k: int, *, store_too: bool = True) -> list[VectorHit | FulltextHit] | None:  # fmt: skip
+def scoped_chunk_seeds(
+    store: GraphStore,
+    settings: Settings,
+    qvec: Sequence[float],
+    scope: DocumentScope,
+    k: int,
+    *,
+    store_too: bool = True,
+) -> list[VectorHit | FulltextHit] | None:
     """The exact top-``k`` chunks of a document scope's chunks by cosine with ``qvec``: from the
     adjacency held in memory when this process has it for the current generation (kbgraph.query.propagation.adjacency
     ``top_chunks``: a filtered dense question on 2Wiki 3.0 ms p50 against 2.6 unfiltered, docs/benchmarks.md#filters),
@@ -148,8 +163,9 @@ def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> 
     if k <= 0 and not settings.retrieval.adjacency_cache:
         return None, []
     scope = current_scope()  # a filter's scope keeps the generation it was resolved at: no statement to read it again
-    generation = list(scope.generation) if scope is not None and scope.generation is not None else \
-        corpus_generation(store)  # fmt: skip
+    generation = (
+        list(scope.generation) if scope is not None and scope.generation is not None else corpus_generation(store)
+    )
     index = shared_index(store, settings, generation=generation)
     return generation, index.search(question, k, within=None if scope is None else scope.chunks) if k > 0 else []
 

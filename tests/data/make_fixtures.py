@@ -19,8 +19,10 @@ HERE = Path(__file__).resolve().parent
 def make_msg(path: Path) -> None:
     from aspose.email_foss import msg
 
-    body = ("Hi team,\n\nThe Basel office moves to the Rhine harbour on 3 March 2025. Movers arrive at 8:00.\n\n"
-            "Regards,\nAda")  # fmt: skip
+    body = (
+        "Hi team,\n\nThe Basel office moves to the Rhine harbour on 3 March 2025. Movers arrive at 8:00.\n\n"
+        "Regards,\nAda"
+    )
     m = msg.MapiMessage.create("Basel office move", body)
     m.set_property(msg.PropertyId.SENDER_NAME, "Ada Lovelace")
     m.set_property(msg.PropertyId.SENDER_EMAIL_ADDRESS, "ada@example.com")
@@ -43,7 +45,12 @@ def make_xls(path: Path) -> None:
 
     wb = xlwt.Workbook()
     revenue = wb.add_sheet("Revenue")
-    rows = [("Region", "Quarter", "Revenue (kEUR)"), ("Basel", "Q1", 1250), ("Basel", "Q2", 1410.5), ("Zurich", "Q1", 980)]
+    rows = [
+        ("Region", "Quarter", "Revenue (kEUR)"),
+        ("Basel", "Q1", 1250),
+        ("Basel", "Q2", 1410.5),
+        ("Zurich", "Q1", 980),
+    ]
     for r, row in enumerate(rows):
         for c, value in enumerate(row):
             revenue.write(r, c, value)

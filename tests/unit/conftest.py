@@ -20,9 +20,26 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
 #: Modules the unit tier must not import: the embedding model's runtimes, NLP, the store clients, HTTP servers, LLMs.
-HEAVY_MODULES = ("torch", "sentence_transformers", "transformers", "onnxruntime", "spacy", "thinc", "unstructured",
-                 "pymupdf", "falkordb", "redis", "neo4j", "openai", "fastapi", "uvicorn", "mcp", "sklearn",
-                 "matplotlib", "pandas")  # fmt: skip
+HEAVY_MODULES = (
+    "torch",
+    "sentence_transformers",
+    "transformers",
+    "onnxruntime",
+    "spacy",
+    "thinc",
+    "unstructured",
+    "pymupdf",
+    "falkordb",
+    "redis",
+    "neo4j",
+    "openai",
+    "fastapi",
+    "uvicorn",
+    "mcp",
+    "sklearn",
+    "matplotlib",
+    "pandas",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -32,9 +32,11 @@ def test_globs_match_case_sensitively() -> None:
 
 def test_load_keys_from_toml_and_json(tmp_path: Path) -> None:
     toml = tmp_path / "keys.toml"
-    toml.write_text(f'[[keys]]\nname = "a"\nsha256 = "{DIGEST.upper()}"\nkbs = "kb1"\nrights = ["read", "WRITE"]\n'
-                    f'[[keys]]\nname = "b"\nsha256 = "{DIGEST}"\nkbs = ["*"]\nrights = ["read"]\n'
-                    'revoked = "2026-11-27T09:00:00Z"\n')  # fmt: skip
+    toml.write_text(
+        f'[[keys]]\nname = "a"\nsha256 = "{DIGEST.upper()}"\nkbs = "kb1"\nrights = ["read", "WRITE"]\n'
+        f'[[keys]]\nname = "b"\nsha256 = "{DIGEST}"\nkbs = ["*"]\nrights = ["read"]\n'
+        'revoked = "2026-11-27T09:00:00Z"\n'
+    )
     a, b = load_keys(toml)
     assert a.kbs == ("kb1",) and a.rights == {"read", "write"} and a.sha256 == DIGEST and a.revoked is None
     assert b.revoked == "2026-11-27T09:00:00Z"
@@ -44,12 +46,15 @@ def test_load_keys_from_toml_and_json(tmp_path: Path) -> None:
     assert load_keys(tmp_path / "missing.toml") == []
 
 
-@pytest.mark.parametrize("entry, message", [
-    ('name = "a"\nsha256 = "abc"\nrights = ["read"]', "not 64 hex digits"),
-    (f'name = "a"\nsha256 = "{DIGEST}"\nrights = ["admin"]', "unknown right 'admin'"),
-    (f'name = "a"\nsha256 = "{DIGEST}"\nrights = []', "at least one right"),
-    (f'sha256 = "{DIGEST}"\nrights = ["read"]', "malformed"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ('name = "a"\nsha256 = "abc"\nrights = ["read"]', "not 64 hex digits"),
+        (f'name = "a"\nsha256 = "{DIGEST}"\nrights = ["admin"]', "unknown right 'admin'"),
+        (f'name = "a"\nsha256 = "{DIGEST}"\nrights = []', "at least one right"),
+        (f'sha256 = "{DIGEST}"\nrights = ["read"]', "malformed"),
+    ],
+)
 def test_a_malformed_keys_file_names_the_file_and_the_fix(tmp_path: Path, entry: str, message: str) -> None:
     path = tmp_path / "keys.toml"
     path.write_text(f"[[keys]]\n{entry}\n")

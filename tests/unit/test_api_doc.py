@@ -29,8 +29,9 @@ def test_api_reference_shows_every_part_and_every_method_entry_point() -> None:
     assert "| `QueryError` | `KBGraphError` | 1 |" in text and "| `LockTimeout` | `KBGraphError` | 75 |" in text
 
 
-def test_a_docstring_edit_makes_the_reference_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_docstring_edit_makes_the_reference_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kbgraph.query import ask
 
     doc = tmp_path / "api.md"

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.conftest import REPO
+
 SCANNED = ("kbgraph", "query", "ingest")
 EXEMPT = (REPO / "kbgraph" / "store",)
 #: A backend name or a store URI scheme (with or without ://).
@@ -93,7 +94,7 @@ def test_no_backend_name_outside_the_store() -> None:
         'if settings.store.backend == "neo4j": pass',
         'x = s.backend != "falkordb"',
         'ok = backend in ("neo4j", "other")',
-        'if store.backend == other: pass',
+        "if store.backend == other: pass",
         'uri.startswith(("falkor://", "redis://"))',
         'cypher.statements("neo4j")',
         'cypher.load(name, "falkordb")',
@@ -114,7 +115,7 @@ def test_flags(code: str) -> None:
         '"""Neo4j or FalkorDB: one database per knowledge base on "neo4j"."""',
         '# if backend == "neo4j"',
         's.updated({"neo4j_database": name})',
-        'from kbgraph.neo4j_local import Neo4jLocal',
+        "from kbgraph.neo4j_local import Neo4jLocal",
         'neo4j_database: str = Field("neo4j", description="database")',
         'app.add_typer(neo4j_app, name="neo4j")',
         'for pkg in ("falkordb", "neo4j"): pass',

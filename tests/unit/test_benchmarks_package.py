@@ -24,7 +24,7 @@ CYPHER = re.compile(
     r"\b(?:OPTIONAL\s+)?MATCH\s*\(|\bMERGE\s*\(|\bCREATE\s*\(|\bCREATE\s+(?:VECTOR\s+|FULLTEXT\s+)?INDEX\b"
     r"|\bDROP\s+(?:VECTOR\s+)?INDEX\b|\bCALL\s+db\.|\bDETACH\s+DELETE\b|\bUNWIND\s+\$?\w+\s+AS\s"
     r"|\bSET\s+\w+(?:\.\w+|\[\w+\])\s*="
-)  # fmt: skip
+)
 STATEMENT_NAME = re.compile(r"(?:bench|schema)/[a-z][a-z0-9_]*")
 #: The repo sets' prefixes: a benchmark that writes one of them holds a copy of the table.
 SET_PREFIXES = ("2wikimultihopqa/dev500", "musique/hipporag_train100", "hotpotqa/hipporag_train100")
@@ -87,8 +87,10 @@ def private_imports(source: str) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: p.name)
 def test_a_benchmark_leaves_sys_path_alone_and_holds_no_cypher(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
-    assert not sys_path_edits(source), f"{path.name} edits sys.path at lines {sys_path_edits(source)}: run it as " \
-        "python -m benchmarks.<name> and import benchmarks.<module>"  # fmt: skip
+    assert not sys_path_edits(source), (
+        f"{path.name} edits sys.path at lines {sys_path_edits(source)}: run it as "
+        "python -m benchmarks.<name> and import benchmarks.<module>"
+    )
     found = inline_cypher(source)
     assert not found, f"{path.name} holds Cypher (move it to cypher/bench/<name>.cypher, run it by name): {found}"
     assert not private_imports(source), f"{path.name} imports private names: {private_imports(source)}"
@@ -102,22 +104,29 @@ def test_the_repo_sets_table_is_written_once(path: Path) -> None:
 
 
 def test_every_statement_a_benchmark_names_loads() -> None:
-    names = {text for path in _sources() for _, text in _texts(ast.parse(path.read_text(encoding="utf-8")), False)
-             if STATEMENT_NAME.fullmatch(text)}  # fmt: skip
+    names = {
+        text
+        for path in _sources()
+        for _, text in _texts(ast.parse(path.read_text(encoding="utf-8")), False)
+        if STATEMENT_NAME.fullmatch(text)
+    }
     assert "bench/clear_vectors" in names  # the scan sees the names
     for name in sorted(names):
         cypher.load(name, "falkordb")  # CypherNotFound for a name no file has
 
 
-@pytest.mark.parametrize("source, edits, statements", [
-    ("import sys\nsys.path.insert(0, 'x')\n", [2], 0),
-    ("import sys\nprint(sys.argv)\n", [], 0),
-    ('"""MATCH (n) RETURN n: a docstring is prose."""\nq = "MATCH (n) RETURN n"\n', [], 1),
-    ('label = "Chunk"\nq = f"MATCH (n:{label}) SET n.embedding = NULL"\n', [], 1),
-    ('q = ("CALL db.indexes() YIELD status "\n     "RETURN status")\n', [], 1),
-    ('print(f"{n:,} Chunk nodes, UNWIND batches of {b}")\n', [], 0),
-    ('run("bench/clear_vectors", {"label": "Chunk"})\n', [], 0),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "source, edits, statements",
+    [
+        ("import sys\nsys.path.insert(0, 'x')\n", [2], 0),
+        ("import sys\nprint(sys.argv)\n", [], 0),
+        ('"""MATCH (n) RETURN n: a docstring is prose."""\nq = "MATCH (n) RETURN n"\n', [], 1),
+        ('label = "Chunk"\nq = f"MATCH (n:{label}) SET n.embedding = NULL"\n', [], 1),
+        ('q = ("CALL db.indexes() YIELD status "\n     "RETURN status")\n', [], 1),
+        ('print(f"{n:,} Chunk nodes, UNWIND batches of {b}")\n', [], 0),
+        ('run("bench/clear_vectors", {"label": "Chunk"})\n', [], 0),
+    ],
+)
 def test_the_scan_finds_what_it_must(source: str, edits: list[int], statements: int) -> None:
     assert sys_path_edits(source) == edits
     assert len(inline_cypher(source)) == statements

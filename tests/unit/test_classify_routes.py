@@ -26,12 +26,20 @@ def test_the_routed_functions_are_the_registrys() -> None:
     assert METHODS["auto"].run is answer_auto
 
 
-@pytest.mark.parametrize("value, parsed", [
-    ("Linkable-Reasoning", "linkable_reasoning"), (" linkable & reasoning ", "linkable_reasoning"),
-    ("FACTUAL", "factual"), ("non-factual", "non-factual"), ("predictive (not factual)", "predictive (not factual)"),
-    (3, 3),
-])  # fmt: skip
-def test_a_class_is_its_enum_value_up_to_case_and_separators_never_a_substring(value: str | int, parsed: str | int) -> None:
+@pytest.mark.parametrize(
+    "value, parsed",
+    [
+        ("Linkable-Reasoning", "linkable_reasoning"),
+        (" linkable & reasoning ", "linkable_reasoning"),
+        ("FACTUAL", "factual"),
+        ("non-factual", "non-factual"),
+        ("predictive (not factual)", "predictive (not factual)"),
+        (3, 3),
+    ],
+)
+def test_a_class_is_its_enum_value_up_to_case_and_separators_never_a_substring(
+    value: str | int, parsed: str | int
+) -> None:
     assert enum_value(value, classify.KINDS) == parsed
 
 
@@ -44,14 +52,25 @@ def test_the_classification_answer_is_validated() -> None:
         ClassifyOutput.model_validate({"kind": "non-factual"})
 
 
-@pytest.mark.parametrize("kind, level", [("factual", "L1"), ("linkable_reasoning", "L2"), ("predictive", "L2"),
-                                         ("creative", "L2"), ("unknown", "L2"), ("anything", "L2")])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind, level",
+    [
+        ("factual", "L1"),
+        ("linkable_reasoning", "L2"),
+        ("predictive", "L2"),
+        ("creative", "L2"),
+        ("unknown", "L2"),
+        ("anything", "L2"),
+    ],
+)
 def test_each_class_has_its_level(kind: str, level: str) -> None:
     assert route(kind) == level
 
 
 @pytest.mark.parametrize("kind, route_taken", [("factual", "L1:l1"), ("creative", "L2:pike")])
-def test_auto_answers_with_the_method_of_the_level(monkeypatch: pytest.MonkeyPatch, kind: str, route_taken: str) -> None:
+def test_auto_answers_with_the_method_of_the_level(
+    monkeypatch: pytest.MonkeyPatch, kind: str, route_taken: str
+) -> None:
     ran: list[str] = []
 
     def stub(name: str) -> AnswerMethod:

@@ -26,8 +26,11 @@ MAX_SMALL_DIFF = 4
 
 
 def _code_lines(path: Path) -> list[str]:
-    return [ln.rstrip() for ln in path.read_text(encoding="utf-8").splitlines()
-            if ln.strip() and not ln.lstrip().startswith("//")]  # fmt: skip
+    return [
+        ln.rstrip()
+        for ln in path.read_text(encoding="utf-8").splitlines()
+        if ln.strip() and not ln.lstrip().startswith("//")
+    ]
 
 
 def changed_lines(a: list[str], b: list[str]) -> int:
@@ -85,8 +88,10 @@ def test_every_fragment_used_is_defined_for_every_store() -> None:
                 if fragment not in defined:
                     missing.append(f"{dialect}: {name} names {{{{{fragment}}}}}, not defined")
                 elif len(args) != len(defined[fragment].params):
-                    missing.append(f"{dialect}: {name} gives {{{{{fragment}}}}} {len(args)} argument(s), "
-                                   f"it takes {defined[fragment].params}")  # fmt: skip
+                    missing.append(
+                        f"{dialect}: {name} gives {{{{{fragment}}}}} {len(args)} argument(s), "
+                        f"it takes {defined[fragment].params}"
+                    )
             assert "{{" not in cypher.load(name, dialect), name  # what the store is sent holds no fragment
     assert not missing, "\n".join(missing)
 
@@ -147,7 +152,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         "g/unknown": "RETURN {{nope}}",
         "g/arity": "RETURN {{vector: $a, $b}}",
         "g/stray": "RETURN '{{ x y }}'",
-    }.items():  # fmt: skip
+    }.items():
         (tmp_path / f"{name}.cypher").write_text(text)
     monkeypatch.setattr(cypher, "cypher_root", lambda: tmp_path)
     monkeypatch.setitem(cypher.DIALECTS, "child", ("child", "neo4j"))
@@ -190,12 +195,14 @@ def test_a_fragment_no_store_defines_or_a_wrong_call_is_an_error(root: Path) -> 
 @pytest.mark.parametrize(
     ("text", "args"),
     [
-        (None, ()), ("$embedding", ("$embedding",)), (" a ,b ", ("a", "b")),
+        (None, ()),
+        ("$embedding", ("$embedding",)),
+        (" a ,b ", ("a", "b")),
         ("f(a, b), [1, 2], 'x, y'", ("f(a, b)", "[1, 2]", "'x, y'")),
         ("'it\\'s, here', `odd, name`", ("'it\\'s, here'", "`odd, name`")),
         ("CASE WHEN 'Chunk' IN $l THEN $s ELSE $e END", ("CASE WHEN 'Chunk' IN $l THEN $s ELSE $e END",)),
     ],
-)  # fmt: skip
+)
 def test_arguments_split_at_the_commas_outside_brackets_and_quotes(text: str | None, args: tuple[str, ...]) -> None:
     assert cypher.split_args(text) == args
 
@@ -215,7 +222,7 @@ def test_malformed_arguments_are_an_error(text: str) -> None:
         ("{{a: x}} = f({{y}})\n", "names \\['y'\\]"),
         ("{{a}} = {{b: 1}}\n", "names a fragment"),
     ],
-)  # fmt: skip
+)
 def test_malformed_fragment_files_are_an_error(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         cypher.parse_fragments(text, tmp_path / "x.cypher")

@@ -51,9 +51,11 @@ def test_a_missing_section_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
     assert problems(Entry("tests._gen", _gen, "function", _gen)) == []
     assert raised_names(_fn) == ["QueryError"]
     full = _fn.__doc__ or ""
-    for cut, says in [("    Raises:\n        QueryError: over the limit.", "raises QueryError"),
-                      ("    Returns:\n        The limit.\n", "no Returns section"),
-                      ("        strict: refuse more.\n", "'strict' not in Args")]:  # fmt: skip
+    for cut, says in [
+        ("    Raises:\n        QueryError: over the limit.", "raises QueryError"),
+        ("    Returns:\n        The limit.\n", "no Returns section"),
+        ("        strict: refuse more.\n", "'strict' not in Args"),
+    ]:
         monkeypatch.setattr(_fn, "__doc__", full.replace(cut, ""))
         assert any(says in p for p in problems(entry)), (cut, problems(entry))
     monkeypatch.setattr(_fn, "__doc__", full.replace("strict: refuse", "loose: refuse"))

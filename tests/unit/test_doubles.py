@@ -61,8 +61,12 @@ class ClassInfo:
 
 def _imports(tree: ast.Module) -> dict[str, str]:
     """{name: the kbgraph module it is imported from} of a module's ``from kbgraph... import name``."""
-    return {a.asname or a.name: node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-            and (node.module or "").startswith("kbgraph") for a in node.names}  # fmt: skip
+    return {
+        a.asname or a.name: node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kbgraph")
+        for a in node.names
+    }
 
 
 def class_info(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], imports: dict[str, str]) -> ClassInfo:
@@ -77,9 +81,12 @@ def class_info(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], imports: dic
             real = getattr(importlib.import_module(imports[name]), name)
             for member in dir(real):
                 value = inspect.getattr_static(real, member)
-                info.members[member] = (None if not inspect.isfunction(value) or any(
-                    p.kind is p.VAR_KEYWORD for p in inspect.signature(value).parameters.values())
-                    else set(list(inspect.signature(value).parameters)[1:]))  # fmt: skip
+                info.members[member] = (
+                    None
+                    if not inspect.isfunction(value)
+                    or any(p.kind is p.VAR_KEYWORD for p in inspect.signature(value).parameters.values())
+                    else set(list(inspect.signature(value).parameters)[1:])
+                )
             info.members["usage"] = "attribute"  # set by BaseLLM.__init__
     for node in cls.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -94,8 +101,7 @@ def class_info(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], imports: dic
                     if isinstance(leaf, ast.Name):
                         info.members[leaf.id] = "attribute"
     for sub in ast.walk(cls):
-        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
-            sub, ast.AnnAssign) else []  # fmt: skip
+        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(sub, ast.AnnAssign) else []
         for target in targets:
             for attr in ast.walk(target):
                 if isinstance(attr, ast.Attribute) and ast.unparse(attr.value) == "self":
@@ -125,8 +131,9 @@ def doubles() -> list[tuple[str, ast.ClassDef, dict[str, ast.ClassDef], dict[str
         classes = {c.name: c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)}
         for cls in classes.values():
             if NAMED.search(cls.name) and not any("BaseModel" in ast.unparse(b) for b in cls.bases):
-                found.append((f"{path.relative_to(TESTS.parent)}:{cls.lineno} {cls.name}", cls, classes,
-                              _imports(tree)))  # fmt: skip
+                found.append(
+                    (f"{path.relative_to(TESTS.parent)}:{cls.lineno} {cls.name}", cls, classes, _imports(tree))
+                )
     return found
 
 
@@ -136,8 +143,9 @@ def test_the_doubles_are_found() -> None:
 
 
 @pytest.mark.parametrize("where, cls, classes, imports", doubles(), ids=lambda v: v if isinstance(v, str) else "")
-def test_each_double_satisfies_its_protocol(where: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef],
-                                            imports: dict[str, str]) -> None:
+def test_each_double_satisfies_its_protocol(
+    where: str, cls: ast.ClassDef, classes: dict[str, ast.ClassDef], imports: dict[str, str]
+) -> None:
     named = NAMED.search(cls.name)
     assert named is not None  # doubles() found it by this name
     protocol = PROTOCOLS[named.group(1)]
@@ -150,7 +158,10 @@ def test_a_double_without_complete_and_sink_is_refused() -> None:
     cls = tree.body[0]
     assert isinstance(cls, ast.ClassDef)
     assert sorted(problems(class_info(cls, {}, {}), LLM)) == [
-        "complete_json() does not accept max_tokens, model, sink", "no complete", "no usage"]
+        "complete_json() does not accept max_tokens, model, sink",
+        "no complete",
+        "no usage",
+    ]
 
 
 def test_the_runtime_protocol_agrees_on_the_scripted_llm() -> None:

@@ -33,8 +33,9 @@ class SpanEmbedder:
         self.texts += list(texts)
         return np.stack([_vector(t) for t in texts]) if texts else np.zeros((0, 3), np.float32)
 
-    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
-                    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
         vectors = self.embed(texts)
         return vectors, [[_vector(t[a:b]) for a, b in ss] for t, ss in zip(texts, spans, strict=True)]
 
@@ -60,13 +61,15 @@ def test_each_distinct_text_and_spans_is_sent_once() -> None:
 
 def _graph(doc: str, title: str) -> DocumentGraph:
     d = DocumentRecord(id=f"doc:{doc}", uri=f"file:///{doc}", title=title, mime="text/plain", sha256=doc)
-    sec = SectionRecord(id=f"sec:{doc}", document_id=d.id, parent_id=d.id, title="Intro", path="Intro", level=1,
-                        order=0)  # fmt: skip
+    sec = SectionRecord(
+        id=f"sec:{doc}", document_id=d.id, parent_id=d.id, title="Intro", path="Intro", level=1, order=0
+    )
     text = "Grace Hopper wrote a compiler. It ran in 1952 on the UNIVAC I."
-    chunk = ChunkRecord(id=f"chunk:{doc}", document_id=d.id, parent_id=sec.id, text=text, order=0,
-                        section_path="Intro")  # fmt: skip
-    qs = [AtomicQuestionRecord(id=f"aq:{doc}:{i}", chunk_id=chunk.id, text=s, kind="sentence")
-          for i, s in enumerate(["Grace Hopper wrote a compiler.", "It ran in 1952 on the UNIVAC I."])]  # fmt: skip
+    chunk = ChunkRecord(id=f"chunk:{doc}", document_id=d.id, parent_id=sec.id, text=text, order=0, section_path="Intro")
+    qs = [
+        AtomicQuestionRecord(id=f"aq:{doc}:{i}", chunk_id=chunk.id, text=s, kind="sentence")
+        for i, s in enumerate(["Grace Hopper wrote a compiler.", "It ran in 1952 on the UNIVAC I."])
+    ]
     return DocumentGraph(document=d, sections=[sec], chunks=[chunk], questions=qs)
 
 

@@ -28,10 +28,14 @@ class Recorder:
 
 def _graph() -> DocumentGraph:
     doc = DocumentRecord(id="d", uri="file:///x#1", title="T", mime="text/plain", sha256="s")
-    chunk = ChunkRecord(id="c", document_id="d", parent_id="d", text="Grace Hopper wrote a compiler in 1952.",
-                        order=0, section_path="T")  # fmt: skip
-    ents = [EntityRecord(id="p", name="Grace Hopper", type="PERSON"), EntityRecord(id="k", name="compiler", type="CONCEPT"),
-            EntityRecord(id="y", name="1952", type="DATE")]  # fmt: skip
+    chunk = ChunkRecord(
+        id="c", document_id="d", parent_id="d", text="Grace Hopper wrote a compiler in 1952.", order=0, section_path="T"
+    )
+    ents = [
+        EntityRecord(id="p", name="Grace Hopper", type="PERSON"),
+        EntityRecord(id="k", name="compiler", type="CONCEPT"),
+        EntityRecord(id="y", name="1952", type="DATE"),
+    ]
     return DocumentGraph(document=doc, chunks=[chunk], entities=ents)
 
 
@@ -59,5 +63,7 @@ def test_an_empty_list_embeds_every_entity() -> None:
 
 def test_the_setting_reads_a_comma_separated_list_in_any_case() -> None:
     assert Settings(entity_types_without_vectors="concept, Date,,DATE").embedding.entity_types_without_vectors == [
-        "CONCEPT", "DATE"]
+        "CONCEPT",
+        "DATE",
+    ]
     assert Settings(entity_types_without_vectors="").embedding.entity_types_without_vectors == []

@@ -14,7 +14,9 @@ def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "kbgraph.eval"]
 
 
-def test_without_a_bar_a_line_every_heartbeat(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_bar_a_line_every_heartbeat(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(runner, "HEARTBEAT_SECONDS", 0.0)
     caplog.set_level(logging.INFO, logger="kbgraph.eval")
     with runner._progress(False, 3) as advance:

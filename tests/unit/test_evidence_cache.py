@@ -18,12 +18,18 @@ from kbgraph.query.models import ScoredChunk
 
 pytestmark = pytest.mark.unit
 
-TABLE = ("| State | Permit | Handgun |\n|---|---|---|\n| Alabama | 12,155 | 14,847 |\n| Kentucky | 264,140 | 9,001 |\n"
-         "| Ohio | 1,200 | 3,400 |")  # fmt: skip
-TEXT = ("The standing trustee must report suspected fraud to the United States Trustee. A chapter 13 plan pays "
-        "creditors from the debtor's future income. Ducks eat seeds, insects and small fish.")  # fmt: skip
-CHUNKS = [ScoredChunk(id="t", score=1.0, text=TABLE, kind="table", document_title="NICS"),
-          ScoredChunk(id="p", score=0.9, text=TEXT, document_title="Handbook")]  # fmt: skip
+TABLE = (
+    "| State | Permit | Handgun |\n|---|---|---|\n| Alabama | 12,155 | 14,847 |\n| Kentucky | 264,140 | 9,001 |\n"
+    "| Ohio | 1,200 | 3,400 |"
+)
+TEXT = (
+    "The standing trustee must report suspected fraud to the United States Trustee. A chapter 13 plan pays "
+    "creditors from the debtor's future income. Ducks eat seeds, insects and small fish."
+)
+CHUNKS = [
+    ScoredChunk(id="t", score=1.0, text=TABLE, kind="table", document_title="NICS"),
+    ScoredChunk(id="p", score=0.9, text=TEXT, document_title="Handbook"),
+]
 
 
 class WordEmbedder:
@@ -46,11 +52,14 @@ def _clear() -> None:
         cached.cache_clear()
 
 
-@pytest.mark.parametrize("first, second", [
-    ("How many handgun checks were there in Kentucky?", "How many permit checks were there in Alabama?"),
-    ("What must the standing trustee report?", "What do ducks eat?"),
-    ("What do ducks eat?", "How many handgun checks were there in Ohio?"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("How many handgun checks were there in Kentucky?", "How many permit checks were there in Alabama?"),
+        ("What must the standing trustee report?", "What do ducks eat?"),
+        ("What do ducks eat?", "How many handgun checks were there in Ohio?"),
+    ],
+)
 def test_an_answer_is_the_same_after_another_question(first: str, second: str) -> None:
     embedder = WordEmbedder()
     _clear()

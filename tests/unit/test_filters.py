@@ -10,9 +10,17 @@ from kbgraph.errors import QueryError
 from kbgraph.filters import Catalogue, compile_filter, describe, parse_filter, parse_where
 from kbgraph.filters.model import MAX_DEPTH, MAX_LEAVES
 
-CATALOGUE = Catalogue({"folder": frozenset({"text"}), "year": frozenset({"number"}), "tags": frozenset({"list"}),
-                       "draft": frozenset({"bool"}), "title": frozenset({"text"}),
-                       "mixed": frozenset({"list", "text"})}, 3)  # fmt: skip
+CATALOGUE = Catalogue(
+    {
+        "folder": frozenset({"text"}),
+        "year": frozenset({"number"}),
+        "tags": frozenset({"list"}),
+        "draft": frozenset({"bool"}),
+        "title": frozenset({"text"}),
+        "mixed": frozenset({"list", "text"}),
+    },
+    3,
+)
 
 
 def compiled(where: list[str]) -> tuple[str, dict[str, object]]:
@@ -21,22 +29,25 @@ def compiled(where: list[str]) -> tuple[str, dict[str, object]]:
     return compile_filter(filt, CATALOGUE)
 
 
-@pytest.mark.parametrize(("where", "predicate", "values"), [
-    (["folder=hr/"], "d[$f0k] = $f0v", ["hr/"]),
-    (["tags=policy"], "$f0v IN d[$f0k]", ["policy"]),
-    (["folder=hr/|eng/"], "d[$f0k] IN $f0v", [["hr/", "eng/"]]),
-    (["tags=a|b"], "any(x IN d[$f0k] WHERE x IN $f0v)", [["a", "b"]]),
-    (["folder^=hr/"], "d[$f0k] STARTS WITH $f0v", ["hr/"]),
-    (["year>=2021"], "(d[$f0k] >= $f0v)", [2021]),
-    (["year>2021"], "(d[$f0k] > $f0v)", [2021]),
-    (["year<=2021"], "(d[$f0k] <= $f0v)", [2021]),
-    (["year<2021.5"], "(d[$f0k] < $f0v)", [2021.5]),
-    (["draft=false"], "d[$f0k] = $f0v", [False]),
-    (["folder?"], "d[$f0k] IS NOT NULL", [None]),
-    (["!folder?"], "(NOT d[$f0k] IS NOT NULL)", [None]),
-    (["folder!=hr/"], "(NOT d[$f0k] = $f0v)", ["hr/"]),
-    (["folder^=hr/", "year>=2021"], "(d[$f0k] STARTS WITH $f0v AND (d[$f1k] >= $f1v))", ["hr/", 2021]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("where", "predicate", "values"),
+    [
+        (["folder=hr/"], "d[$f0k] = $f0v", ["hr/"]),
+        (["tags=policy"], "$f0v IN d[$f0k]", ["policy"]),
+        (["folder=hr/|eng/"], "d[$f0k] IN $f0v", [["hr/", "eng/"]]),
+        (["tags=a|b"], "any(x IN d[$f0k] WHERE x IN $f0v)", [["a", "b"]]),
+        (["folder^=hr/"], "d[$f0k] STARTS WITH $f0v", ["hr/"]),
+        (["year>=2021"], "(d[$f0k] >= $f0v)", [2021]),
+        (["year>2021"], "(d[$f0k] > $f0v)", [2021]),
+        (["year<=2021"], "(d[$f0k] <= $f0v)", [2021]),
+        (["year<2021.5"], "(d[$f0k] < $f0v)", [2021.5]),
+        (["draft=false"], "d[$f0k] = $f0v", [False]),
+        (["folder?"], "d[$f0k] IS NOT NULL", [None]),
+        (["!folder?"], "(NOT d[$f0k] IS NOT NULL)", [None]),
+        (["folder!=hr/"], "(NOT d[$f0k] = $f0v)", ["hr/"]),
+        (["folder^=hr/", "year>=2021"], "(d[$f0k] STARTS WITH $f0v AND (d[$f1k] >= $f1v))", ["hr/", 2021]),
+    ],
+)
 def test_each_operator_compiles_to_parameters(where: list[str], predicate: str, values: list[object]) -> None:
     text, params = compiled(where)
     assert text == predicate
@@ -45,18 +56,36 @@ def test_each_operator_compiles_to_parameters(where: list[str], predicate: str, 
 
 
 def test_json_and_or_not_compile() -> None:
-    filt = parse_filter({"op": "or", "filters": [
-        {"op": "and", "filters": [{"op": "eq", "key": "folder", "value": "hr/"},
-                                  {"op": "range", "key": "year", "gte": 2020, "lt": 2022}]},
-        {"op": "not", "filter": {"op": "exists", "key": "draft"}}]})  # fmt: skip
+    filt = parse_filter(
+        {
+            "op": "or",
+            "filters": [
+                {
+                    "op": "and",
+                    "filters": [
+                        {"op": "eq", "key": "folder", "value": "hr/"},
+                        {"op": "range", "key": "year", "gte": 2020, "lt": 2022},
+                    ],
+                },
+                {"op": "not", "filter": {"op": "exists", "key": "draft"}},
+            ],
+        }
+    )
     text, params = compile_filter(filt, CATALOGUE)
     assert text == "((d[$f0k] = $f0v AND (d[$f1k] >= $f1v AND d[$f2k] < $f2v)) OR (NOT d[$f3k] IS NOT NULL))"
     assert params["f1k"] == params["f2k"] == "year" and (params["f1v"], params["f2v"]) == (2020, 2022)
 
 
-@pytest.mark.parametrize("hostile", [
-    "hr/' OR 1=1 //", "x') RETURN d //", "}) MATCH (n) DETACH DELETE n //", '" OR true OR "', "\\' \\\" $f0v {{x}}",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "hr/' OR 1=1 //",
+        "x') RETURN d //",
+        "}) MATCH (n) DETACH DELETE n //",
+        '" OR true OR "',
+        "\\' \\\" $f0v {{x}}",
+    ],
+)
 def test_a_hostile_value_is_a_parameter(hostile: str) -> None:
     text, params = compile_filter(parse_filter({"op": "eq", "key": "folder", "value": hostile}), CATALOGUE)
     assert text == "d[$f0k] = $f0v" and params["f0v"] == hostile
@@ -90,12 +119,21 @@ def test_text_values_are_typed_by_the_key() -> None:
     assert compile_filter(parse_filter({"op": "eq", "key": "title", "value": 7}), CATALOGUE).params["f0v"] == "7"
 
 
-@pytest.mark.parametrize("bad", [
-    {"op": "eq", "key": "x y", "value": 1}, {"op": "eq", "key": "x"}, {"op": "range", "key": "year"},
-    {"op": "range", "key": "year", "gte": 1, "gt": 2}, {"op": "like", "key": "x", "value": 1},
-    {"op": "in", "key": "x", "values": []}, {"op": "eq", "key": "x", "value": {"nested": 1}},
-    {"op": "and", "filters": []}, "not json", {"op": "eq", "key": "x", "value": 1, "extra": 2},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"op": "eq", "key": "x y", "value": 1},
+        {"op": "eq", "key": "x"},
+        {"op": "range", "key": "year"},
+        {"op": "range", "key": "year", "gte": 1, "gt": 2},
+        {"op": "like", "key": "x", "value": 1},
+        {"op": "in", "key": "x", "values": []},
+        {"op": "eq", "key": "x", "value": {"nested": 1}},
+        {"op": "and", "filters": []},
+        "not json",
+        {"op": "eq", "key": "x", "value": 1, "extra": 2},
+    ],
+)
 def test_invalid_filters_are_query_errors(bad: object) -> None:
     with pytest.raises(QueryError, match="invalid filter"):
         parse_filter(bad)

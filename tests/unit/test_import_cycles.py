@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from tests.unit.conftest import REPO
+
 #: Folders installed under kbgraph by pyproject.toml's package-dir.
 PACKAGE_DIRS = {"ingest": "ingest", "query": "query", "cypher": "cypher"}
 
@@ -38,8 +39,9 @@ def imports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
     for name, folder in PACKAGE_DIRS.items():
         (tree / "kbgraph" / name).symlink_to(REPO / folder, target_is_directory=True)
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, "-c", GRAPH_SCRIPT], cwd=tree, env=env, capture_output=True, text=True,
-                         timeout=120, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", GRAPH_SCRIPT], cwd=tree, env=env, capture_output=True, text=True, timeout=120, check=True
+    )
     return {m: {d for d in ds if d.split(".")[0] == "kbgraph"} for m, ds in json.loads(out.stdout).items()}
 
 
@@ -103,8 +105,11 @@ def test_the_root_package_imports_nothing_when_imported() -> None:
         for sub in ast.walk(node):
             if isinstance(sub, ast.FunctionDef):
                 break
-            if isinstance(sub, ast.ImportFrom) and (sub.module or "").split(".")[0] == "kbgraph" or (
-                    isinstance(sub, ast.Import) and any(a.name.split(".")[0] == "kbgraph" for a in sub.names)):
+            if (
+                isinstance(sub, ast.ImportFrom)
+                and (sub.module or "").split(".")[0] == "kbgraph"
+                or (isinstance(sub, ast.Import) and any(a.name.split(".")[0] == "kbgraph" for a in sub.names))
+            ):
                 eager.append(ast.unparse(sub))
     assert not eager, f"kbgraph/__init__.py imports at import time: {eager}"
 

@@ -20,8 +20,13 @@ def _store(settings: Settings, existing: dict[str, int] | None = None) -> tuple[
     """A FalkorDB store instance that is not connected, built with ``settings``'s dimensions, whose index listing
     answers ``existing``; and the {schema statement: params} its ``ensure_schema`` sends."""
     store = object.__new__(store_class(settings))
-    GraphStore.__init__(store, dimension=settings.embedding.embedding_dimension, batch_size=10, ef_construction=50,
-                        dimensions=index_dimensions(settings))  # fmt: skip
+    GraphStore.__init__(
+        store,
+        dimension=settings.embedding.embedding_dimension,
+        batch_size=10,
+        ef_construction=50,
+        dimensions=index_dimensions(settings),
+    )
     sent: dict[str, Row] = {}
     store._list_vector_dimensions = lambda: dict(existing or {})  # type: ignore[method-assign]
     store._create_schema_statement = lambda name, params: sent.__setitem__(name, params)  # type: ignore[method-assign]
@@ -38,7 +43,12 @@ def test_settings_give_the_static_layers_their_dimension() -> None:
     both = Settings(static_dimension=64, static_layers="Entity,Triple")
     assert {label for label, d in index_dimensions(both).items() if d == 64} == {"Entity", "Triple"}
     # an openai: model has no static model: every index at embedding_dimension
-    assert Settings(static_dimension=64, embedding_model="openai:text-embedding-3-small").embedding.vector_dimension("Entity") == 384
+    assert (
+        Settings(static_dimension=64, embedding_model="openai:text-embedding-3-small").embedding.vector_dimension(
+            "Entity"
+        )
+        == 384
+    )
     with pytest.raises(ValueError):
         Settings(static_dimension=0)
 
@@ -54,8 +64,11 @@ def test_schema_creates_each_vector_index_at_its_dimension() -> None:
 
 def test_an_index_of_another_dimension_is_refused_naming_the_setting() -> None:
     store, _ = _store(Settings(static_dimension=128), existing={"Entity": 384, "Chunk": 384})
-    with pytest.raises(SchemaMismatch, match=r"Entity vector index has dimension 384 but the settings give 128.*"
-                                             r"KBGRAPH_STATIC_DIMENSION=384"):  # fmt: skip
+    with pytest.raises(
+        SchemaMismatch,
+        match=r"Entity vector index has dimension 384 but the settings give 128.*"
+        r"KBGRAPH_STATIC_DIMENSION=384",
+    ):
         store.ensure_schema()
     built, _ = _store(Settings(), existing={"Entity": 128, "Chunk": 384})  # built at 128, opened without the setting
     with pytest.raises(SchemaMismatch, match="KBGRAPH_STATIC_DIMENSION=128"):

@@ -63,8 +63,12 @@ def _decides_by_name(compare: ast.Compare) -> bool:
     ``"ray"`` (``"local"`` alone is also another setting's word: ``ray_address = "local"``)."""
     operands = [compare.left, *compare.comparators]
     names = set().union(*(_names(o) for o in operands))
-    return (any(_word(o) == "ingest_engine" for o in operands) or "ray" in names
-            or bool(names) and any(_word(o) == "engine" for o in operands))  # fmt: skip
+    return (
+        any(_word(o) == "ingest_engine" for o in operands)
+        or "ray" in names
+        or bool(names)
+        and any(_word(o) == "engine" for o in operands)
+    )
 
 
 def findings(source: str) -> list[tuple[int, str]]:
@@ -92,32 +96,42 @@ def _sources() -> list[Path]:
 
 
 def test_no_engine_name_decided_outside_the_registry() -> None:
-    found = [f"{p.relative_to(REPO)}:{line}: {what}" for p in _sources()
-             for line, what in findings(p.read_text(encoding="utf-8"))]  # fmt: skip
-    assert not found, "an engine decided by its name outside ingest/engines.py (ask get_engine(name)):\n" + \
-        "\n".join(found)  # fmt: skip
+    found = [
+        f"{p.relative_to(REPO)}:{line}: {what}"
+        for p in _sources()
+        for line, what in findings(p.read_text(encoding="utf-8"))
+    ]
+    assert not found, "an engine decided by its name outside ingest/engines.py (ask get_engine(name)):\n" + "\n".join(
+        found
+    )
     assert {"ingest/pipeline.py", "kbgraph/cli/kb_verbs.py"} <= {p.relative_to(REPO).as_posix() for p in _sources()}
 
 
-@pytest.mark.parametrize("code", [
-    'if self.settings.ingest.ingest_engine == "ray": pass',
-    'if settings.ingest.ingest_engine != "local": pass',
-    'if engine not in (None, "local", "ray"): pass',
-    'x = "ray" == name',
-    'e = get_engine("ray")',
-    'e = engines.ENGINES["local"]',
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "code",
+    [
+        'if self.settings.ingest.ingest_engine == "ray": pass',
+        'if settings.ingest.ingest_engine != "local": pass',
+        'if engine not in (None, "local", "ray"): pass',
+        'x = "ray" == name',
+        'e = get_engine("ray")',
+        'e = engines.ENGINES["local"]',
+    ],
+)
 def test_flags(code: str) -> None:
     assert findings(code), code
 
 
-@pytest.mark.parametrize("code", [
-    '"""ingest_engine == "ray" in a docstring"""',
-    's = settings.updated({"ingest_engine": "ray"})',
-    'if not address or address in ("auto", "local"): pass',
-    '__import__(engine if engine != "odf" else "odf.opendocument")',
-    'e = get_engine(settings.ingest.ingest_engine)',
-    'if engine not in ENGINES: pass',
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "code",
+    [
+        '"""ingest_engine == "ray" in a docstring"""',
+        's = settings.updated({"ingest_engine": "ray"})',
+        'if not address or address in ("auto", "local"): pass',
+        '__import__(engine if engine != "odf" else "odf.opendocument")',
+        "e = get_engine(settings.ingest.ingest_engine)",
+        "if engine not in ENGINES: pass",
+    ],
+)
 def test_allows(code: str) -> None:
     assert not findings(code), code

@@ -19,6 +19,7 @@ import ast
 from pathlib import Path
 
 from tests.unit.conftest import REPO
+
 #: The folders of the package (kbgraph/, and ingest/ and query/ installed as kbgraph.ingest and kbgraph.query).
 FOLDERS = ("kbgraph", "ingest", "query")
 
@@ -40,7 +41,7 @@ def local_imports(source: str) -> list[tuple[int, str, str | None]]:
             continue
         for node in ast.walk(fn):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and _own(node):
-                text = "\n".join(lines[node.lineno - 1:node.end_lineno])
+                text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
                 reason = text.split("# lazy:", 1)[1].strip() if "# lazy:" in text else None
                 found[node.lineno] = (node.lineno, ast.unparse(node), reason)
     return sorted(found.values())
@@ -57,13 +58,22 @@ def test_no_function_imports_a_kbgraph_module_outside_a_package_init() -> None:
         for line, statement, reason in local_imports(path.read_text(encoding="utf-8")):
             where = f"{path.relative_to(REPO)}:{line}: {statement}"
             (exports if path.name == "__init__.py" and reason else offenders).append(where)
-    assert not offenders, (f"{len(offenders)} import(s) of kbgraph modules inside functions: move them to the top of "
-                           f"the module (a heavy library goes behind a package's lazy export)\n" + "\n".join(offenders))
-    assert len(exports) <= 6, exports  # the lazy exports of kbgraph/__init__.py, kbgraph/launch, kbgraph/serve, kbgraph/embed
+    assert not offenders, (
+        f"{len(offenders)} import(s) of kbgraph modules inside functions: move them to the top of "
+        f"the module (a heavy library goes behind a package's lazy export)\n" + "\n".join(offenders)
+    )
+    assert len(exports) <= 6, (
+        exports
+    )  # the lazy exports of kbgraph/__init__.py, kbgraph/launch, kbgraph/serve, kbgraph/embed
 
 
 def test_the_check_finds_a_local_import_and_its_reason() -> None:
-    source = ("import os\nfrom kbgraph.errors import ConfigError\n\n\ndef f():\n    from kbgraph.kb import KnowledgeBase\n"
-              "    from . import sibling  # lazy: a cycle\n    import json\n\n    def g():\n        import kbgraph.store\n")
-    assert local_imports(source) == [(6, "from kbgraph.kb import KnowledgeBase", None),
-                                     (7, "from . import sibling", "a cycle"), (11, "import kbgraph.store", None)]
+    source = (
+        "import os\nfrom kbgraph.errors import ConfigError\n\n\ndef f():\n    from kbgraph.kb import KnowledgeBase\n"
+        "    from . import sibling  # lazy: a cycle\n    import json\n\n    def g():\n        import kbgraph.store\n"
+    )
+    assert local_imports(source) == [
+        (6, "from kbgraph.kb import KnowledgeBase", None),
+        (7, "from . import sibling", "a cycle"),
+        (11, "import kbgraph.store", None),
+    ]

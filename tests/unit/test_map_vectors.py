@@ -20,8 +20,14 @@ def test_each_array_is_converted_once_and_every_place_gets_its_form() -> None:
         return [float(x) for x in vector]
 
     shared, other = np.array([1.0, 2.0], dtype=np.float32), np.array([3.0], dtype=np.float32)
-    params = {"embedding": shared, "chunk_embedding": shared, "entity_embedding": other, "k": 5,
-              "rows": [{"id": "a", "embedding": shared}, {"id": "b", "embedding": other}], "ids": ["x", "y"]}  # fmt: skip
+    params = {
+        "embedding": shared,
+        "chunk_embedding": shared,
+        "entity_embedding": other,
+        "k": 5,
+        "rows": [{"id": "a", "embedding": shared}, {"id": "b", "embedding": other}],
+        "ids": ["x", "y"],
+    }
     out = map_vectors(params, convert)
     assert sorted(calls) == sorted([id(shared), id(other)])  # two arrays, two conversions
     assert out["embedding"] == out["chunk_embedding"] == out["rows"][0]["embedding"] == [1.0, 2.0]

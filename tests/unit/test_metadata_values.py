@@ -14,13 +14,31 @@ import pytest
 
 from kbgraph.errors import IngestError
 from kbgraph.ingest.metadata import (
-    Origin, base_layer, check_key, check_meta, is_sidecar, merge, parse_meta_options, path_metadata, read_sidecar,
-    same_values, split_front_matter, to_value, typed, update_row, user_metadata,
-)  # fmt: skip
+    Origin,
+    base_layer,
+    check_key,
+    check_meta,
+    is_sidecar,
+    merge,
+    parse_meta_options,
+    path_metadata,
+    read_sidecar,
+    same_values,
+    split_front_matter,
+    to_value,
+    typed,
+    update_row,
+    user_metadata,
+)
 from kbgraph.ingest.properties import (
-    detect_language, file_system_metadata, iso_utc, office_properties, ooxml_core_properties, pdf_date,
+    detect_language,
+    file_system_metadata,
+    iso_utc,
+    office_properties,
+    ooxml_core_properties,
+    pdf_date,
     pdf_properties,
-)  # fmt: skip
+)
 from kbgraph.ingest.refresh import file_update, stored_metadata
 from kbgraph.models import RESERVED_DOCUMENT_PROPERTIES
 
@@ -61,8 +79,15 @@ def test_values() -> None:
     assert to_value(None, "k", "s") is None and to_value("  ", "k", "s") is None and to_value([], "k", "s") is None
 
 
-@pytest.mark.parametrize(("value", "why"), [({"a": 1}, "a nested object"), ([1, "a"], "a list must hold only texts"),
-                                            ([["a"]], "a list must hold only texts"), (float("nan"), "not a number")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ({"a": 1}, "a nested object"),
+        ([1, "a"], "a list must hold only texts"),
+        ([["a"]], "a list must hold only texts"),
+        (float("nan"), "not a number"),
+    ],
+)
 def test_bad_values_are_refused_naming_key_and_source(value: object, why: str) -> None:
     with pytest.raises(IngestError, match=rf"^a\.md: front matter: metadata key 'owner': .*{why}"):
         user_metadata({"owner": value}, "a.md: front matter")
@@ -75,10 +100,18 @@ def test_user_metadata_leaves_out_empty_values() -> None:
 
 
 def test_meta_options_are_typed() -> None:
-    got = parse_meta_options(["team=hr", "year=2021", "ratio=1.5", "public=TRUE", "draft=false", "code=007x",
-                              "note=a=b", "empty="])  # fmt: skip
-    assert got == {"team": "hr", "year": 2021, "ratio": 1.5, "public": True, "draft": False, "code": "007x",
-                   "note": "a=b"}  # fmt: skip
+    got = parse_meta_options(
+        ["team=hr", "year=2021", "ratio=1.5", "public=TRUE", "draft=false", "code=007x", "note=a=b", "empty="]
+    )
+    assert got == {
+        "team": "hr",
+        "year": 2021,
+        "ratio": 1.5,
+        "public": True,
+        "draft": False,
+        "code": "007x",
+        "note": "a=b",
+    }
     assert type(got["year"]) is int and type(got["public"]) is bool
     assert typed("-3") == -3 and typed("1e3") == 1000.0 and typed("nan") == "nan"
     for bad in (["team"], ["2x=1"], ["id=1"]):
@@ -117,23 +150,31 @@ def test_office_core_properties() -> None:
         modified = None
 
     assert office_properties(Core()) == {"author": "Ann", "created": "2020-01-02T03:04:05Z"}
-    core = ('<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" '
-            'xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" '
-            'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><dc:creator>Xl Author</dc:creator>'
-            '<dcterms:created xsi:type="dcterms:W3CDTF">2019-05-06T07:08:09Z</dcterms:created>'
-            '<dcterms:modified xsi:type="dcterms:W3CDTF">2020-05-06T09:08:09+02:00</dcterms:modified>'
-            "</cp:coreProperties>")  # fmt: skip
+    core = (
+        '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" '
+        'xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" '
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><dc:creator>Xl Author</dc:creator>'
+        '<dcterms:created xsi:type="dcterms:W3CDTF">2019-05-06T07:08:09Z</dcterms:created>'
+        '<dcterms:modified xsi:type="dcterms:W3CDTF">2020-05-06T09:08:09+02:00</dcterms:modified>'
+        "</cp:coreProperties>"
+    )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("docProps/core.xml", core)
-    assert ooxml_core_properties(buf.getvalue()) == {"author": "Xl Author", "created": "2019-05-06T07:08:09Z",
-                                                     "modified": "2020-05-06T07:08:09Z"}  # fmt: skip
+    assert ooxml_core_properties(buf.getvalue()) == {
+        "author": "Xl Author",
+        "created": "2019-05-06T07:08:09Z",
+        "modified": "2020-05-06T07:08:09Z",
+    }
     assert ooxml_core_properties(b"not a zip") == {}
 
 
 def test_path_keys() -> None:
-    assert path_metadata("hr/policies/Leave.PDF") == {"folder": "hr/policies/", "path": "hr/policies/Leave.PDF",
-                                                      "file_type": "pdf"}  # fmt: skip
+    assert path_metadata("hr/policies/Leave.PDF") == {
+        "folder": "hr/policies/",
+        "path": "hr/policies/Leave.PDF",
+        "file_type": "pdf",
+    }
     assert path_metadata("notes.txt") == {"folder": "", "path": "notes.txt", "file_type": "txt"}
     assert path_metadata("README") == {"folder": "", "path": "README"}
     assert is_sidecar(Path("a.pdf.meta.json")) and not is_sidecar(Path(".meta.json")) and not is_sidecar(Path("a.json"))
@@ -157,19 +198,33 @@ def test_precedence_meta_over_sidecar_over_front_matter_over_file_over_file_syst
     (tmp_path / "a.md.meta.json").write_text(json.dumps({"team": "sidecar", "owner": "sidecar", "year": 2020}))
     low = base_layer(f, Origin(path="docs/a.md"))
     assert low["folder"] == "docs/" and "modified" in low
-    got = merge(low, {"modified": "2001-01-01T00:00:00Z", "author": "file"},
-                {"author": "front", "team": "front", "kind": "front"}, read_sidecar(f), {"team": "meta"})  # fmt: skip
+    got = merge(
+        low,
+        {"modified": "2001-01-01T00:00:00Z", "author": "file"},
+        {"author": "front", "team": "front", "kind": "front"},
+        read_sidecar(f),
+        {"team": "meta"},
+    )
     assert got["modified"] == "2001-01-01T00:00:00Z"  # the file's own over the file system
-    assert (got["author"], got["kind"], got["owner"], got["team"], got["year"]) == ("front", "front", "sidecar",
-                                                                                    "meta", 2020)  # fmt: skip
+    assert (got["author"], got["kind"], got["owner"], got["team"], got["year"]) == (
+        "front",
+        "front",
+        "sidecar",
+        "meta",
+        2020,
+    )
 
 
 def test_bad_sidecars(tmp_path: Path) -> None:
     f = tmp_path / "a.txt"
     side = tmp_path / "a.txt.meta.json"
     assert read_sidecar(f) == {}
-    for text, why in (("{", "not valid JSON"), ("[1]", "must be an object"), ('{"uri": "x"}', "'uri' is reserved"),
-                      ('{"x": {"y": 1}}', "a nested object")):  # fmt: skip
+    for text, why in (
+        ("{", "not valid JSON"),
+        ("[1]", "must be an object"),
+        ('{"uri": "x"}', "'uri' is reserved"),
+        ('{"x": {"y": 1}}', "a nested object"),
+    ):
         side.write_text(text)
         with pytest.raises(IngestError, match=rf"^a\.txt\.meta\.json: .*{why}"):
             read_sidecar(f)
@@ -181,8 +236,12 @@ def test_bad_sidecars(tmp_path: Path) -> None:
 
 def test_update_rows_remove_keys_gone() -> None:
     row = update_row("doc:1", {"team": "hr", "old": 1}, {"team": "sales"}, "{}")
-    assert row == {"id": "doc:1", "metadata": {"old": None, "team": "sales"}, "metadata_keys": ["team"],
-                   "file_metadata": "{}"}  # fmt: skip
+    assert row == {
+        "id": "doc:1",
+        "metadata": {"old": None, "team": "sales"},
+        "metadata_keys": ["team"],
+        "file_metadata": "{}",
+    }
     assert not same_values({"a": True}, {"a": 1}) and same_values({"a": 1, "b": [1]}, {"b": [1], "a": 1})
     assert stored_metadata({"metadata": [["a", 1], ["b", None]]}) == {"a": 1}
 

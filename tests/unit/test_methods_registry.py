@@ -68,7 +68,7 @@ def test_every_method_group_is_named_by_a_method() -> None:
 def _table(text: str, heading: str | None) -> list[list[str]]:
     """The cells of the first Markdown table after ``heading`` (or in the text), header and rule dropped."""
     if heading is not None:
-        text = text[text.index(heading):]
+        text = text[text.index(heading) :]
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("|"))
     rows = []

@@ -22,8 +22,12 @@ from kbgraph.eval.pages import (
 
 GOLD = [page_key("manuals/r-admin.pdf", 12), page_key("manuals/r-admin.pdf", 13)]
 # rank 1: the right document, another page; rank 2: another document on the gold page number; rank 3: gold
-RANKED = [page_key("manuals/r-admin.pdf", 40), page_key("manuals/r-intro.pdf", 12),
-          page_key("manuals/r-admin.pdf", 13), page_key("manuals/r-admin.pdf", 13)]  # fmt: skip
+RANKED = [
+    page_key("manuals/r-admin.pdf", 40),
+    page_key("manuals/r-intro.pdf", 12),
+    page_key("manuals/r-admin.pdf", 13),
+    page_key("manuals/r-admin.pdf", 13),
+]
 
 
 def test_page_key_round_trips() -> None:
@@ -33,8 +37,9 @@ def test_page_key_round_trips() -> None:
         split_key("no-key")
 
 
-@pytest.mark.parametrize(("k", "page", "doc", "recall"), [(1, 0.0, 1.0, 0.0), (2, 0.0, 1.0, 0.0),
-                                                        (3, 1.0, 1.0, 0.5), (10, 1.0, 1.0, 0.5)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("k", "page", "doc", "recall"), [(1, 0.0, 1.0, 0.0), (2, 0.0, 1.0, 0.0), (3, 1.0, 1.0, 0.5), (10, 1.0, 1.0, 0.5)]
+)
 def test_metrics_by_hand(k: int, page: float, doc: float, recall: float) -> None:
     assert page_hit_at_k(RANKED, GOLD, k) == page
     assert doc_hit_at_k(RANKED, GOLD, k) == doc
@@ -109,11 +114,22 @@ def test_a_page_below_one_is_refused(tmp_path: Path) -> None:
 
 def test_summary_recomputes_page_metrics() -> None:
     recs = [
-        QuestionRecord(question_id="1", method="dense", question="a", gold_pages=GOLD, retrieved_pages=RANKED,
-                       metrics={"page@1": 1.0}),  # a stale stored figure: recomputed, not read
-        QuestionRecord(question_id="2", method="dense", question="b", gold_pages=GOLD,
-                       retrieved_pages=[page_key("manuals/r-admin.pdf", 12)]),
-    ]  # fmt: skip
+        QuestionRecord(
+            question_id="1",
+            method="dense",
+            question="a",
+            gold_pages=GOLD,
+            retrieved_pages=RANKED,
+            metrics={"page@1": 1.0},
+        ),  # a stale stored figure: recomputed, not read
+        QuestionRecord(
+            question_id="2",
+            method="dense",
+            question="b",
+            gold_pages=GOLD,
+            retrieved_pages=[page_key("manuals/r-admin.pdf", 12)],
+        ),
+    ]
     ms = summarize(recs, methods=["dense"], ks=[1, 5])["dense"]
     assert ms.metrics["page@1"] == 0.5
     assert ms.metrics["page@5"] == 1.0
@@ -125,8 +141,9 @@ def test_figures_by_domain() -> None:
     from kbgraph.eval.summary import summarize_by_domain
 
     def rec(qid: str, domain: str | None, pages: list[str]) -> QuestionRecord:
-        return QuestionRecord(question_id=qid, method="dense", question=qid, gold_pages=GOLD, retrieved_pages=pages,
-                              domain=domain)  # fmt: skip
+        return QuestionRecord(
+            question_id=qid, method="dense", question=qid, gold_pages=GOLD, retrieved_pages=pages, domain=domain
+        )
 
     hit, miss = [GOLD[0]], [page_key("manuals/r-intro.pdf", 1)]
     recs = [rec("1", "manuals", hit), rec("2", "manuals", miss), rec("3", "papers", hit)]

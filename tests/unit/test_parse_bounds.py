@@ -69,8 +69,11 @@ def test_a_forged_size_is_caught_as_it_inflates() -> None:
 def test_actual_sizes_are_bounded_in_total_and_per_member() -> None:
     data = bf.zip_bytes({"a.bin": b"\0" * 3_000_000, "b.bin": b"\0" * 3_000_000})
     assert _check(data, ParseBounds(max_compression_ratio=0)).expanded == 6_000_000
-    with pytest.raises(IngestError, match=r"too large when unpacked: f.docx member a.bin declares 3,000,000 bytes.*"
-                       "max_member_bytes"):  # fmt: skip
+    with pytest.raises(
+        IngestError,
+        match=r"too large when unpacked: f.docx member a.bin declares 3,000,000 bytes.*"
+        "max_member_bytes",
+    ):
         _check(data, ParseBounds(max_compression_ratio=0, max_member_bytes=2_999_999))
     with pytest.raises(IngestError, match=r"declares 6,000,000 bytes in 2 members.*max_expanded_bytes"):
         _check(data, ParseBounds(max_compression_ratio=0, max_expanded_bytes=5_000_000))
@@ -116,8 +119,11 @@ def test_xml_in_utf16_or_after_a_bom_is_counted(encoding: str) -> None:
 
 def test_the_time_bound_interrupts_python_code_and_leaves_nothing_pending() -> None:
     t0 = time.perf_counter()
-    with pytest.raises(IngestError, match=r"parse too long: slow.docx was still being parsed after 0\.[0-9] s.*"
-                       "max_parse_seconds"):  # fmt: skip
+    with pytest.raises(
+        IngestError,
+        match=r"parse too long: slow.docx was still being parsed after 0\.[0-9] s.*"
+        "max_parse_seconds",
+    ):
         with bounds.using(ParseBounds(max_parse_seconds=0.2), "slow.docx"):
             while True:
                 sum(range(1000))

@@ -70,13 +70,16 @@ def test_parse_file_of_a_text_file(tmp_path: Path) -> None:
     assert doc.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("empty.txt", b"", "empty file"),
-    ("blank.txt", b"  \n\t ", "only whitespace"),
-    ("big.txt", b"x" * 2000, "too large"),
-    ("data.bin", b"\x00\x01", "cannot ingest data.bin"),
-    ("corpus.jsonl", b"{}", "parse_passages_jsonl"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("empty.txt", b"", "empty file"),
+        ("blank.txt", b"  \n\t ", "only whitespace"),
+        ("big.txt", b"x" * 2000, "too large"),
+        ("data.bin", b"\x00\x01", "cannot ingest data.bin"),
+        ("corpus.jsonl", b"{}", "parse_passages_jsonl"),
+    ],
+)
 def test_parse_file_refuses_with_the_fix(tmp_path: Path, name: str, content: bytes, message: str) -> None:
     path = tmp_path / name
     path.write_bytes(content)
@@ -100,12 +103,15 @@ def test_passage_corpus(tmp_path: Path) -> None:
     assert docs[2].elements == [] and docs[0].mime == "application/x-ndjson"
 
 
-@pytest.mark.parametrize("lines, message", [
-    (['{"id": "a", "text": "x"}', '{"id": "a", "text": "y"}'], "duplicate passage id 'a'"),
-    (['{"title": "t", "body": "x"}'], "found the keys body, title"),
-    (["[1, 2]"], "found a JSON array"),
-    (["not json"], "not valid UTF-8 JSON"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (['{"id": "a", "text": "x"}', '{"id": "a", "text": "y"}'], "duplicate passage id 'a'"),
+        (['{"title": "t", "body": "x"}'], "found the keys body, title"),
+        (["[1, 2]"], "found a JSON array"),
+        (["not json"], "not valid UTF-8 JSON"),
+    ],
+)
 def test_a_passage_corpus_line_that_is_no_passage(tmp_path: Path, lines: list[str], message: str) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -136,18 +142,27 @@ def doc(*elements: Element) -> ParsedDocument:
 
 
 def test_sections_follow_heading_levels_and_chunks_stay_in_their_section() -> None:
-    d = doc(Element(kind="text", text="Preface."), Element(kind="heading", text="A", level=1),
-            Element(kind="text", text="In A."), Element(kind="heading", text="B", level=2),
-            Element(kind="text", text="In B.", page=2), Element(kind="text", text="Also in B."),
-            Element(kind="heading", text="C", level=1),
-            Element(kind="table", text="| x | y |\n|---|---|\n| 1 | 2 |"))  # fmt: skip
+    d = doc(
+        Element(kind="text", text="Preface."),
+        Element(kind="heading", text="A", level=1),
+        Element(kind="text", text="In A."),
+        Element(kind="heading", text="B", level=2),
+        Element(kind="text", text="In B.", page=2),
+        Element(kind="text", text="Also in B."),
+        Element(kind="heading", text="C", level=1),
+        Element(kind="table", text="| x | y |\n|---|---|\n| 1 | 2 |"),
+    )
     document, sections, chunks = build_structure(d, chunk_tokens=50)
     assert document.id == stable_id("doc", "file:///d.txt")
     assert [(s.path, s.level) for s in sections] == [("A", 1), ("A > B", 2), ("C", 1)]
     by_path = {s.path: s for s in sections}
     assert by_path["A > B"].parent_id == by_path["A"].id and by_path["C"].parent_id == document.id
     assert [(c.section_path, c.kind, c.order) for c in chunks] == [
-        ("", "text", 0), ("A", "text", 1), ("A > B", "text", 2), ("C", "table", 3)]  # fmt: skip
+        ("", "text", 0),
+        ("A", "text", 1),
+        ("A > B", "text", 2),
+        ("C", "table", 3),
+    ]
     assert chunks[2].text == "In B.\n\nAlso in B." and chunks[2].page == 2
     assert chunks[0].parent_id == document.id and chunks[3].summary
     # ids are content-derived: the same document gives the same ids
@@ -155,12 +170,16 @@ def test_sections_follow_heading_levels_and_chunks_stay_in_their_section() -> No
 
 
 def test_a_long_block_is_packed_by_sentences_with_overlap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nlp, "split_sentences", lambda texts: [[s.strip() + "." for s in t.split(".") if s.strip()]
-                                                               for t in texts])  # fmt: skip
+    monkeypatch.setattr(
+        nlp, "split_sentences", lambda texts: [[s.strip() + "." for s in t.split(".") if s.strip()] for t in texts]
+    )
     text = "one two three. four five six. seven eight nine. ten eleven twelve."
     _, _, chunks = build_structure(doc(Element(kind="text", text=text)), chunk_tokens=7, overlap_sentences=1)
-    assert [c.text for c in chunks] == ["one two three. four five six.", "four five six. seven eight nine.",
-                                        "seven eight nine. ten eleven twelve."]  # fmt: skip
+    assert [c.text for c in chunks] == [
+        "one two three. four five six.",
+        "four five six. seven eight nine.",
+        "seven eight nine. ten eleven twelve.",
+    ]
     _, _, chunks = build_structure(doc(Element(kind="text", text=text)), chunk_tokens=7, overlap_sentences=0)
     assert [c.text for c in chunks] == ["one two three. four five six.", "seven eight nine. ten eleven twelve."]
 

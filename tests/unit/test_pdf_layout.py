@@ -15,8 +15,10 @@ RIGHT, UP, LEFT, DOWN = (1.0, 0.0), (0.0, -1.0), (-1.0, 0.0), (0.0, 1.0)
 def _blocks(*lines: tuple[tuple[float, float], str]) -> list[TextBlock]:
     """One text block of ``lines`` (direction, text), and an image block, which counts for nothing."""
     # the members upright_rotation reads, not a whole TextBlock
-    return cast(list[TextBlock], [{"type": 0, "lines": [{"dir": d, "spans": [{"text": text}]} for d, text in lines]},
-                                  {"type": 1}])
+    return cast(
+        list[TextBlock],
+        [{"type": 0, "lines": [{"dir": d, "spans": [{"text": text}]} for d, text in lines]}, {"type": 1}],
+    )
 
 
 @pytest.mark.parametrize(("direction", "rotation"), [(RIGHT, 0), (UP, 90), (LEFT, 180), (DOWN, 270)])

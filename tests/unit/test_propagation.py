@@ -33,9 +33,16 @@ class PlantedStore:
         rows = list(self.rows[name])
         if name == "retrieve/layer_candidates":
             rows = [{"layer": "Chunk", "via": cid, "chunk_id": cid} for cid in params["chunk_ids"]] + rows
-        return [{**row, "title": "Doc", "score": self.similarities.get(row["chunk_id"])
-                 if params["with_similarity"] and row.get("layer") != "Section" else None}
-                for row in rows]  # fmt: skip
+        return [
+            {
+                **row,
+                "title": "Doc",
+                "score": self.similarities.get(row["chunk_id"])
+                if params["with_similarity"] and row.get("layer") != "Section"
+                else None,
+            }
+            for row in rows
+        ]
 
     def check_vector(self, vector: list[float]) -> list[float]:
         return vector
@@ -49,10 +56,15 @@ class PlantedStore:
 
 
 SEEDS = Seeds(
-    layers={"Chunk": {"c1": (0.9, ""), "c2": (0.5, "")}, "AtomicQuestion": {"q1": (0.8, "who?")},
-            "Section": {"s1": (0.6, "Intro")}},
-    query_vector=[1.0, 0.0], question="who?", generation=[4, 1, "run", "now", "complete"],
-)  # fmt: skip
+    layers={
+        "Chunk": {"c1": (0.9, ""), "c2": (0.5, "")},
+        "AtomicQuestion": {"q1": (0.8, "who?")},
+        "Section": {"s1": (0.6, "Intro")},
+    },
+    query_vector=[1.0, 0.0],
+    question="who?",
+    generation=[4, 1, "run", "now", "complete"],
+)
 ROWS: dict[str, list[Row]] = {
     "retrieve/layer_candidates": [
         {"layer": "AtomicQuestion", "via": "q1", "chunk_id": "c3"},
@@ -61,8 +73,15 @@ ROWS: dict[str, list[Row]] = {
         {"layer": "Section", "via": "s1", "chunk_id": "c9"},  # a prior only: c9 has no other term
     ],
     "retrieve/hop_neighbours": [
-        {"kind": "Hop", "from_id": "c1", "via": "e1", "chunk_id": "c4", "text": "Entity", "degree": 3,
-         "specificity": 0.5},  # into another document, through an entity of half its IDF for full weight
+        {
+            "kind": "Hop",
+            "from_id": "c1",
+            "via": "e1",
+            "chunk_id": "c4",
+            "text": "Entity",
+            "degree": 3,
+            "specificity": 0.5,
+        },  # into another document, through an entity of half its IDF for full weight
         {"kind": "TitleHop", "from_id": "c1", "via": "e2", "chunk_id": "c5", "text": "Title"},
         {"kind": "TitleHop", "from_id": "c1", "via": "e2", "chunk_id": "c6", "text": "Title"},
         {"kind": "Next", "from_id": "c2", "via": "", "chunk_id": "c1", "text": ""},
@@ -81,12 +100,13 @@ def test_the_formula_by_hand() -> None:
     s1 = {"c1": 0.9 + 0.05 * 0.6, "c2": 0.5 + 0.1 * 0.8, "c3": 0.1 * 0.8 + 0.7}
     expected = {
         "c1": s1["c1"] + 0.05 * s1["c2"],  # NEXT from c2
-        "c2": s1["c2"], "c3": s1["c3"],
+        "c2": s1["c2"],
+        "c3": s1["c3"],
         "c4": 0.3 * s1["c1"] * 0.5 / math.log2(1 + 3) + 0.3,  # entity hop damped by the degree and the
         # entity's specificity, then rescored
         "c5": 0.5 * s1["c1"] / 2 + 0.2,  # title hop shared by the 2 chunks it reaches
         "c6": 0.5 * s1["c1"] / 2 + 0.1,
-    }  # fmt: skip
+    }
     assert scores == pytest.approx(expected)
     assert ranked == ["c1", "c3", "c2", "c5", "c4", "c6"]
     assert set(terms["c1"]) == {"Chunk", "Section", "Next"} and set(terms["c4"]) == {"Hop", "Chunk"}

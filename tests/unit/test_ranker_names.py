@@ -91,14 +91,22 @@ def test_no_ranker_name_outside_the_registry() -> None:
         for path in sources()
         for line, what in findings(path.read_text(encoding="utf-8"))
     ]
-    assert not found, "ranker decided by name outside kbgraph/query/propagation/rankers.py (ask get_ranker(name)'s row):\n" + \
-        "\n".join(found)  # fmt: skip
+    assert not found, (
+        "ranker decided by name outside kbgraph/query/propagation/rankers.py (ask get_ranker(name)'s row):\n"
+        + "\n".join(found)
+    )
 
 
 def test_the_scan_reads_the_registry_users() -> None:
     scanned = {p.relative_to(REPO).as_posix() for p in sources()}
-    assert {"query/propagation/propagate.py", "query/propagation/seeding.py", "kbgraph/kb.py", "kbgraph/cli/rank.py",
-            "kbgraph/eval/runfolder.py", "benchmarks/gbm_scoring.py"} <= scanned  # fmt: skip
+    assert {
+        "query/propagation/propagate.py",
+        "query/propagation/seeding.py",
+        "kbgraph/kb.py",
+        "kbgraph/cli/rank.py",
+        "kbgraph/eval/runfolder.py",
+        "benchmarks/gbm_scoring.py",
+    } <= scanned
     assert "query/propagation/rankers.py" not in scanned
 
 
@@ -109,7 +117,7 @@ def test_the_scan_reads_the_registry_users() -> None:
         'x = ranker != "gbm"',
         'ok = r.ranker in ("gbm", "blend")',
         'ok = name not in ("learned", "gbm", "blend")',
-        'if settings.retrieval.ranker == other: pass',
+        "if settings.retrieval.ranker == other: pass",
         'by = {"gbm": gbm_order, "blend": blend_order}.get(name)',
         'row = get_ranker("gbm")',
         'row = rankers.RANKERS["blend"]',
@@ -133,8 +141,8 @@ def test_flags(code: str) -> None:
         'rnd.selection, rnd.thinking = "learned", reply',
         'kind: Literal["gbm"] = "gbm"',
         'raise ConfigError(f"set KBGRAPH_RANKER={fallback}")',
-        'row = get_ranker(settings.retrieval.ranker)',
-        'if row.needs_pool: pass',
+        "row = get_ranker(settings.retrieval.ranker)",
+        "if row.needs_pool: pass",
     ],
 )
 def test_allows(code: str) -> None:

@@ -21,7 +21,9 @@ from kbgraph.settings_groups import RetrievalSettings
 
 def test_the_setting_names_the_registry_s_rankers() -> None:
     literal = get_args(RetrievalSettings.model_fields["ranker"].annotation)
-    assert set(literal) == set(RANKERS), "the setting ranker's Literal and kbgraph.query.propagation.rankers.RANKERS differ"
+    assert set(literal) == set(RANKERS), (
+        "the setting ranker's Literal and kbgraph.query.propagation.rankers.RANKERS differ"
+    )
     assert RetrievalSettings.model_fields["ranker"].default == DEFAULT_RANKER
     assert rankers.rankers_help() == " | ".join(RANKERS)
 
@@ -39,12 +41,14 @@ def test_rows_hold_their_capabilities() -> None:
         assert all(isinstance(p, Path) for p in row.models(Settings(ranker=row.name)))
     assert not get_ranker("weights").models(Settings())  # the weighted sum reads no model
     assert get_ranker("learned").models(Settings()) == (default_model_path(),)
-    assert len({row.train_model for row in RANKERS.values() if row.train_model}) == \
-        sum(1 for row in RANKERS.values() if row.train_model)  # one ranker per `kbgraph rank train --model`  # fmt: skip
+    assert len({row.train_model for row in RANKERS.values() if row.train_model}) == sum(
+        1 for row in RANKERS.values() if row.train_model
+    )  # one ranker per `kbgraph rank train --model`
 
 
-def _toy_order(store: Any, settings: Settings, question: str, pool: Any, k: int,
-               explain: bool) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:  # fmt: skip
+def _toy_order(
+    store: Any, settings: Settings, question: str, pool: Any, k: int, explain: bool
+) -> tuple[list[str], dict[str, float], dict[str, list[RankerTerm]]]:
     ids = sorted(pool.ids, reverse=True)[:k]  # the reverse of the ids
     return ids, {cid: float(-i) for i, cid in enumerate(ids)}, {}
 
@@ -54,8 +58,9 @@ def test_a_new_ranker_is_its_order_and_one_row(monkeypatch: pytest.MonkeyPatch, 
     holds (propagation calls ``get_ranker(settings.retrieval.ranker).order``)."""
     model = tmp_path / "toy.json"
     model.write_text("{}")
-    row = RankerRow("toy", "a toy ranker", _toy_order, lambda s: ["ranker: toy"], lambda s: (model,),
-                    lambda s: {"toy_k": 3})  # fmt: skip
+    row = RankerRow(
+        "toy", "a toy ranker", _toy_order, lambda s: ["ranker: toy"], lambda s: (model,), lambda s: {"toy_k": 3}
+    )
     monkeypatch.setitem(RANKERS, "toy", row)
     settings = Settings()
     object.__setattr__(settings.retrieval, "ranker", "toy")  # past the Literal, as a new name would be added to it
@@ -70,8 +75,17 @@ def test_a_new_ranker_is_its_order_and_one_row(monkeypatch: pytest.MonkeyPatch, 
 
 def test_the_learned_order_is_public_and_ranks_by_the_model() -> None:
     pool_ids = ["a", "b"]
-    pool = type("Pool", (), {"ids": pool_ids, "candidates": [
-        Candidate(terms={"Chunk": (0.2, 1.0)}, weighted=0.2), Candidate(terms={"Chunk": (0.9, 1.0)}, weighted=0.9)]})()
+    pool = type(
+        "Pool",
+        (),
+        {
+            "ids": pool_ids,
+            "candidates": [
+                Candidate(terms={"Chunk": (0.2, 1.0)}, weighted=0.2),
+                Candidate(terms={"Chunk": (0.9, 1.0)}, weighted=0.9),
+            ],
+        },
+    )()
     top, scores, ranking = learned_order(None, Settings(), "q", pool, 2, True)  # type: ignore[arg-type]
     assert set(top) == {"a", "b"} and scores[top[0]] >= scores[top[1]] and set(ranking) == {"a", "b"}
     assert get_ranker("learned").order is learned_order

@@ -58,15 +58,18 @@ def test_an_empty_pool_has_no_rows() -> None:
     assert score_rows(model, np.zeros((0, len(FEATURES)))).shape == (0,)
 
 
-@pytest.mark.parametrize("title, question, found", [
-    ("Blade Runner (film)", "Who directed Blade Runner?", True),
-    ("blade runner", "WHO DIRECTED BLADE RUNNER?", True),
-    ("Blade", "Who directed Bladerunner?", False),  # word boundaries
-    ("X", "X marks the spot", False),  # a one-character title never counts
-    ("", "anything", False),
-    ("C++", "Who designed C++?", True),  # regex characters are literal
-    ("La La", "Ola La La?", True),  # an occurrence overlapping one without a boundary still counts
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "title, question, found",
+    [
+        ("Blade Runner (film)", "Who directed Blade Runner?", True),
+        ("blade runner", "WHO DIRECTED BLADE RUNNER?", True),
+        ("Blade", "Who directed Bladerunner?", False),  # word boundaries
+        ("X", "X marks the spot", False),  # a one-character title never counts
+        ("", "anything", False),
+        ("C++", "Who designed C++?", True),  # regex characters are literal
+        ("La La", "Ola La La?", True),  # an occurrence overlapping one without a boundary still counts
+    ],
+)
 def test_title_in_question(title: str, question: str, found: bool) -> None:
     assert title_in_question(title, question) is found
 
@@ -85,8 +88,13 @@ def test_title_in_question_reads_word_boundaries_as_the_regex_does(title: str, b
 
 
 def test_the_linear_score_is_the_sum_of_its_contributions() -> None:
-    model = RankerModel(features=["Chunk", "title_in_q", "bm25"], mean=[0.5, 0.1, 0.2], scale=[0.2, 0.3, 0.4],
-                        coef=[1.0, 2.0, 0.5], intercept=-1.0)  # fmt: skip
+    model = RankerModel(
+        features=["Chunk", "title_in_q", "bm25"],
+        mean=[0.5, 0.1, 0.2],
+        scale=[0.2, 0.3, 0.4],
+        coef=[1.0, 2.0, 0.5],
+        intercept=-1.0,
+    )
     rows = feature_rows(QUESTION, pool())
     scores = score_rows(model, rows)
     for i, row in enumerate(rows):

@@ -48,21 +48,60 @@ def pool() -> tuple[list[Candidate], list[str]]:
 #: chunks (1/log2(4) = 0.5), Alien in 2 (1/log2(3)). Stems of q: direct, film, blade, runner, 1982; covered by 0
 #: all five, 1 direct (director, directed), 2 four (not direct), 3 film.
 HAND = {
-    1: {"ent_q": 0.5, "bridge_q": 0.5, "named_by_q": 1.0, "names_q": 0.0, "pair_cover_q": 1.0,
-        "ent_chunk": 0.5, "named_by_chunk": 1.0, "pair_cover_chunk": 1.0,
-        "ent_bm25": 1 / math.log2(3), "bridge_bm25": 1 / math.log2(3), "named_by_bm25": 1.0, "names_bm25": 1.0,
-        "pair_cover_bm25": 1.0, "q_names": 0.0, "q_cover": 0.2, "doc_rank": 0.0, "rank_Hop": 1.0},
-    0: {"ent_q": 0.0, "named_by_q": 0.0, "pair_cover_q": 0.0, "ent_chunk": 0.5, "named_by_chunk": 0.0,
-        "names_chunk": 1.0, "q_names": 0.5, "q_cover": 1.0, "doc_rank": 0.0, "rank_Hop": 0.0},
+    1: {
+        "ent_q": 0.5,
+        "bridge_q": 0.5,
+        "named_by_q": 1.0,
+        "names_q": 0.0,
+        "pair_cover_q": 1.0,
+        "ent_chunk": 0.5,
+        "named_by_chunk": 1.0,
+        "pair_cover_chunk": 1.0,
+        "ent_bm25": 1 / math.log2(3),
+        "bridge_bm25": 1 / math.log2(3),
+        "named_by_bm25": 1.0,
+        "names_bm25": 1.0,
+        "pair_cover_bm25": 1.0,
+        "q_names": 0.0,
+        "q_cover": 0.2,
+        "doc_rank": 0.0,
+        "rank_Hop": 1.0,
+    },
+    0: {
+        "ent_q": 0.0,
+        "named_by_q": 0.0,
+        "pair_cover_q": 0.0,
+        "ent_chunk": 0.5,
+        "named_by_chunk": 0.0,
+        "names_chunk": 1.0,
+        "q_names": 0.5,
+        "q_cover": 1.0,
+        "doc_rank": 0.0,
+        "rank_Hop": 0.0,
+    },
     2: {"named_by_q": 0.0, "pair_cover_chunk": 1.0, "q_cover": 0.8, "doc_rank": 1.0, "q_names": 0.0},
-    3: {"ent_bm25": 0.5, "bridge_bm25": 0.5, "names_bm25": 0.0, "named_by_bm25": 0.0, "pair_cover_bm25": 1.0,
-        "named_by_q": 0.0, "q_cover": 0.2, "rank_FullText": 1.0, "doc_rank": 0.0},
-}  # fmt: skip
+    3: {
+        "ent_bm25": 0.5,
+        "bridge_bm25": 0.5,
+        "names_bm25": 0.0,
+        "named_by_bm25": 0.0,
+        "pair_cover_bm25": 1.0,
+        "named_by_q": 0.0,
+        "q_cover": 0.2,
+        "rank_FullText": 1.0,
+        "doc_rank": 0.0,
+    },
+}
 
 
 def test_names_and_stems() -> None:
-    assert names("Ridley Scott is an English director. He directed Alien's Fox-Studio sequel.") == \
-        {"Ridley", "Scott", "English", "Alien", "Fox-Studio"}  # fmt: skip
+    assert names("Ridley Scott is an English director. He directed Alien's Fox-Studio sequel.") == {
+        "Ridley",
+        "Scott",
+        "English",
+        "Alien",
+        "Fox-Studio",
+    }
     assert names("The film was released in 1982.") == set()  # a capitalised stop word is no name
     assert question_stems(QUESTION) == ["direct", "film", "blade", "runner", "1982"]
 
@@ -78,8 +117,9 @@ def test_list_features_of_a_planted_pool() -> None:
     assert list_rows(QUESTION, [], []).shape == (0, len(GBM_FEATURES))
 
 
-def _tree(feature: list[int], threshold: list[float], left: list[int], right: list[int],
-          value: list[float]) -> dict[str, list[Any]]:  # fmt: skip
+def _tree(
+    feature: list[int], threshold: list[float], left: list[int], right: list[int], value: list[float]
+) -> dict[str, list[Any]]:
     return {"feature": feature, "threshold": threshold, "left": left, "right": right, "value": value}
 
 
@@ -88,11 +128,13 @@ PLANTED: dict[str, Any] = {
     "features": ["named_by_q", "q_cover", "Chunk"],
     "intercept": 0.1,
     "trees": [
-        _tree([0, -1, 1, -1, -1], [0.5, 0, 0.5, 0, 0], [1, -1, 3, -1, -1], [2, -1, 4, -1, -1], [0.0, -0.2, 0.2, 0.3, 0.1]),
+        _tree(
+            [0, -1, 1, -1, -1], [0.5, 0, 0.5, 0, 0], [1, -1, 3, -1, -1], [2, -1, 4, -1, -1], [0.0, -0.2, 0.2, 0.3, 0.1]
+        ),
         _tree([2, -1, -1], [0.6, 0, 0], [1, -1, -1], [2, -1, -1], [0.2, 0.0, 0.4]),
         _tree([-1], [0.0], [-1], [-1], [0.05]),
     ],
-}  # fmt: skip
+}
 
 
 def _walk(model: dict[str, Any], x: dict[str, float]) -> float:
@@ -110,8 +152,10 @@ def test_planted_trees_score_as_an_independent_walk_over_hand_worked_features() 
     cands, texts = pool()
     model = GBMModel.model_validate(PLANTED)
     scores = model.score(list_rows(QUESTION, cands, texts))
-    hand = [{"named_by_q": HAND[i]["named_by_q"], "q_cover": HAND[i]["q_cover"], "Chunk": c.terms.get("Chunk", (0, 1))[0]}
-            for i, c in enumerate(cands)]  # fmt: skip
+    hand = [
+        {"named_by_q": HAND[i]["named_by_q"], "q_cover": HAND[i]["q_cover"], "Chunk": c.terms.get("Chunk", (0, 1))[0]}
+        for i, c in enumerate(cands)
+    ]
     assert scores.tolist() == pytest.approx([_walk(PLANTED, x) for x in hand])
     # the bridge passage (named by the passage the question names) comes first: 0.3 + 0 + 0.05 + 0.1
     assert scores.tolist() == pytest.approx([0.35, 0.45, -0.05, -0.05])
@@ -132,6 +176,7 @@ def _random_tree(rng: random.Random, n_features: int, leaves: int) -> dict[str, 
     """A random tree of ``leaves`` leaves (grown by splitting random leaves), preorder node arrays."""
     shape: Any = "leaf"
     for _ in range(leaves - 1):
+
         def grow(node: Any) -> tuple[Any, bool]:
             if node == "leaf":
                 return (rng.randrange(n_features), rng.random(), "leaf", "leaf"), True

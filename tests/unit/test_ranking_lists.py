@@ -14,13 +14,59 @@ import numpy as np
 import pytest
 
 from kbgraph.query.propagation.ranking_learned import FEATURES, LAYERS, Candidate, feature_rows
-from kbgraph.query.propagation.ranking_lists import (ANCHORS, GBM_FEATURES, RELATIONS, TOP, _title, facts_rows, question_stems,
-                                         text_facts)  # fmt: skip
+from kbgraph.query.propagation.ranking_lists import (
+    ANCHORS,
+    GBM_FEATURES,
+    RELATIONS,
+    TOP,
+    _title,
+    facts_rows,
+    question_stems,
+    text_facts,
+)
 
-WORDS = ["film", "films", "filming", "director", "directed", "born", "river", "the", "of", "and", "in", "1982",
-         "alien", "aliens", "runner", "blade", "scott", "fox", "studio", "was", "is", "a", "who", "team"]  # fmt: skip
-TITLES = ["Blade Runner (film)", "Blade Runner", "Ridley Scott", "Alien (film)", "Alien 3", "Fox", "Fox Studio",
-          "Scott", "Of", "X", "Runner-up", "Zoë Baker", "River Team (band)", ""]  # fmt: skip
+WORDS = [
+    "film",
+    "films",
+    "filming",
+    "director",
+    "directed",
+    "born",
+    "river",
+    "the",
+    "of",
+    "and",
+    "in",
+    "1982",
+    "alien",
+    "aliens",
+    "runner",
+    "blade",
+    "scott",
+    "fox",
+    "studio",
+    "was",
+    "is",
+    "a",
+    "who",
+    "team",
+]
+TITLES = [
+    "Blade Runner (film)",
+    "Blade Runner",
+    "Ridley Scott",
+    "Alien (film)",
+    "Alien 3",
+    "Fox",
+    "Fox Studio",
+    "Scott",
+    "Of",
+    "X",
+    "Runner-up",
+    "Zoë Baker",
+    "River Team (band)",
+    "",
+]
 
 
 def _contains(text: str, phrase: str, prefix: bool = False) -> bool:
@@ -57,8 +103,12 @@ def reference(question: str, pool: list[Candidate], texts: list[str]) -> np.ndar
     def by(key: str) -> list[int]:
         return sorted(range(n), key=lambda i: (-base[i, fi[key]], i))[:TOP]
 
-    anchors = {"q": [i for i in range(n) if base[i, fi["title_in_q"]] > 0], "chunk": by("Chunk"),
-               "weighted": list(range(min(TOP, n))), "bm25": [i for i in by("rank_bm25") if base[i, fi["rank_bm25"]] > 0]}  # fmt: skip
+    anchors = {
+        "q": [i for i in range(n) if base[i, fi["title_in_q"]] > 0],
+        "chunk": by("Chunk"),
+        "weighted": list(range(min(TOP, n))),
+        "bm25": [i for i in by("rank_bm25") if base[i, fi["rank_bm25"]] > 0],
+    }
     in_q = {w.capitalize() for w in re.findall(r"\w+", question.lower())} | set(re.findall(r"\w+", question))
     for a in ANCHORS:
         for i in range(n):
@@ -94,13 +144,24 @@ def random_pool(rng: random.Random) -> tuple[str, list[Candidate], list[str]]:
         parts = []
         for _ in range(rng.randrange(25)):
             r = rng.random()
-            parts.append(rng.choice(TITLES) if r < 0.25 else rng.choice(WORDS).capitalize() if r < 0.5 else rng.choice(WORDS))
+            parts.append(
+                rng.choice(TITLES) if r < 0.25 else rng.choice(WORDS).capitalize() if r < 0.5 else rng.choice(WORDS)
+            )
         sep = [" ", " ", ", ", "-", "'s ", ". ", "("]
         text = "".join(p + rng.choice(sep) for p in parts)
-        terms = {layer: (rng.choice([0.0, 0.3, 0.5, rng.random()]), 1.0) for layer in rng.sample(LAYERS, k=rng.randrange(4))}
+        terms = {
+            layer: (rng.choice([0.0, 0.3, 0.5, rng.random()]), 1.0) for layer in rng.sample(LAYERS, k=rng.randrange(4))
+        }
         rank = bm25.index(i) if i in bm25 else None
-        pool.append(Candidate(terms=terms, title=title, weighted=rng.choice([0.5, rng.random()]),
-                              bm25=0.0 if rank is None else 1.0 / (1 + rank), bm25_rank=rank))  # fmt: skip
+        pool.append(
+            Candidate(
+                terms=terms,
+                title=title,
+                weighted=rng.choice([0.5, rng.random()]),
+                bm25=0.0 if rank is None else 1.0 / (1 + rank),
+                bm25_rank=rank,
+            )
+        )
         texts.append(text)
     pool.sort(key=lambda c: -c.weighted)
     question = " ".join(rng.choice([*WORDS, *TITLES]) for _ in range(rng.randrange(1, 8))) + "?"

@@ -29,8 +29,10 @@ def target(tmp_path: Path, **settings: Any) -> SimpleNamespace:
 
 
 #: A stand-in Dataset: run_identity reads its three paths only.
-DATASET = cast("Dataset", SimpleNamespace(questions_path=Path("examples/multihop/2wiki/2wiki.jsonl"), corpus_path=None,
-                                             documents_path=None))
+DATASET = cast(
+    "Dataset",
+    SimpleNamespace(questions_path=Path("examples/multihop/2wiki/2wiki.jsonl"), corpus_path=None, documents_path=None),
+)
 
 
 def identity(tmp_path: Path, **settings: Any) -> dict[str, Any]:
@@ -52,11 +54,24 @@ def test_resuming_after_a_change_of_ranker_or_vector_layers_is_refused(tmp_path:
     assert json.loads((run_dir / rf.RUN).read_text())["identity"] == changed["identity"]
 
 
-@pytest.mark.parametrize("change", [
-    {"ranker_bm25_k": 10}, {"rescore_k": 5}, {"l1_k": 3}, {"hirag_th2": 2}, {"decomposer_model": "proposer"},
-    {"late_chunking": False}, {"ranker_pool": 20}, {"llm_response_format": "none"}, {"static_layers": []},
-    {"embedding_backend": "torch"}, {"ocr_dpi": 200}, {"name": "other"}, {"neo4j_database": "kb2"},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"ranker_bm25_k": 10},
+        {"rescore_k": 5},
+        {"l1_k": 3},
+        {"hirag_th2": 2},
+        {"decomposer_model": "proposer"},
+        {"late_chunking": False},
+        {"ranker_pool": 20},
+        {"llm_response_format": "none"},
+        {"static_layers": []},
+        {"embedding_backend": "torch"},
+        {"ocr_dpi": 200},
+        {"name": "other"},
+        {"neo4j_database": "kb2"},
+    ],
+)
 def test_every_setting_that_shapes_results_is_in_the_identity(tmp_path: Path, change: dict[str, Any]) -> None:
     before, after = identity(tmp_path), identity(tmp_path, **change)
     assert before["identity"] != after["identity"]
@@ -64,11 +79,23 @@ def test_every_setting_that_shapes_results_is_in_the_identity(tmp_path: Path, ch
     assert f"settings.{name}" in rf.identity_diff(before, after)
 
 
-@pytest.mark.parametrize("change", [
-    {"llm_timeout": 5.0}, {"llm_api_key": "sk-other"}, {"llm_max_concurrency": 2}, {"neo4j_bolt_port": 7688},
-    {"serve_port": 9000}, {"api_key": "secret"}, {"batch_size": 10}, {"tag_workers": 1}, {"debug": True},
-    {"llm_base_url": "http://127.0.0.1:9999/v1"}, {"llm_server_ctx": 8192}, {"embedding_cache": False},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"llm_timeout": 5.0},
+        {"llm_api_key": "sk-other"},
+        {"llm_max_concurrency": 2},
+        {"neo4j_bolt_port": 7688},
+        {"serve_port": 9000},
+        {"api_key": "secret"},
+        {"batch_size": 10},
+        {"tag_workers": 1},
+        {"debug": True},
+        {"llm_base_url": "http://127.0.0.1:9999/v1"},
+        {"llm_server_ctx": 8192},
+        {"embedding_cache": False},
+    ],
+)
 def test_volatile_settings_may_change_between_runs(tmp_path: Path, change: dict[str, Any]) -> None:
     run_dir = tmp_path / "run"
     rf.open_run_folder(run_dir, identity(tmp_path))
@@ -116,9 +143,20 @@ def test_run_json_is_readable_and_holds_the_settings_and_their_hash(tmp_path: Pa
 def test_an_old_run_json_gives_a_clear_error_not_a_crash(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    old = {"dataset": str(DATASET.questions_path), "corpus": None, "seed": 0, "sample": None, "depth": 10,
-           "kb": "default", "backend": "falkordb", "embedding_model": "unit-test-model", "embedding_dimension": 384,
-           "llm_model": None, "judge_model": None, "settings": {"seed_k": 20, "weight_chunk": 1.0}}  # fmt: skip
+    old = {
+        "dataset": str(DATASET.questions_path),
+        "corpus": None,
+        "seed": 0,
+        "sample": None,
+        "depth": 10,
+        "kb": "default",
+        "backend": "falkordb",
+        "embedding_model": "unit-test-model",
+        "embedding_dimension": 384,
+        "llm_model": None,
+        "judge_model": None,
+        "settings": {"seed_k": 20, "weight_chunk": 1.0},
+    }
     (run_dir / rf.RUN).write_text(json.dumps(old))
     with pytest.raises(ConfigError, match="older kbgraph.*--fresh"):
         rf.open_run_folder(run_dir, identity(tmp_path))
@@ -140,7 +178,9 @@ def test_the_ranker_model_is_identified_by_its_content_not_its_path(tmp_path: Pa
     assert rf.ranker_identity(Settings(ranker="weights")) == {"ranker": "weights", "model_sha256": None}
 
 
-def test_kbgraph_version_and_the_embedding_model_are_in_the_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kbgraph_version_and_the_embedding_model_are_in_the_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = identity(tmp_path)
     with monkeypatch.context() as patch:
         patch.setattr(rf, "kbgraph_version", lambda: "0.0.0-other")

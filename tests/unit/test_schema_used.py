@@ -40,12 +40,16 @@ def _created(uri: str | None) -> tuple[str, list[str]]:
 def test_every_index_is_on_a_label_the_dialect_reads(uri: str | None) -> None:
     dialect, names = _created(uri)
     assert names and set(names) <= set(schema_statements())
-    others = "\n".join(cypher.load(name, dialect) for name in cypher.statements(dialect) if not name.startswith("schema/"))
+    others = "\n".join(
+        cypher.load(name, dialect) for name in cypher.statements(dialect) if not name.startswith("schema/")
+    )
     for name in names:
         found = _INDEXED.search(cypher.load(name, dialect))
         assert found, f"{name}: no indexed label found in its statement"
         label = found.group(1) or found.group(2)
-        assert re.search(rf":{label}\b", others), f"{name} ({dialect}) indexes {label}, which no {dialect} statement names"
+        assert re.search(rf":{label}\b", others), (
+            f"{name} ({dialect}) indexes {label}, which no {dialect} statement names"
+        )
 
 
 def test_falkordb_creates_no_lease_schema_neo4j_does() -> None:

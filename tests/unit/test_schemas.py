@@ -30,11 +30,18 @@ def test_a_chunk_record_checks_its_kind() -> None:
 
 def test_an_answer_round_trips_with_its_trace_told_apart_by_type() -> None:
     answer = Answer(
-        question="q", answer="a", method="pike",
-        chunks=[ScoredChunk(id="c", score=0.5, breakdown=[Contribution(term="Chunk", node_id="c", similarity=0.5,
-                                                                       weight=1.0, score=0.5)])],
+        question="q",
+        answer="a",
+        method="pike",
+        chunks=[
+            ScoredChunk(
+                id="c",
+                score=0.5,
+                breakdown=[Contribution(term="Chunk", node_id="c", similarity=0.5, weight=1.0, score=0.5)],
+            )
+        ],
         trace=[TraceRound(round=1), MigresRound(round=1), HiragRound(round=1)],
-    )  # fmt: skip
+    )
     back = Answer.model_validate_json(answer.model_dump_json())
     assert back == answer
     assert [type(t).__name__ for t in back.trace] == ["TraceRound", "MigresRound", "HiragRound"]

@@ -8,18 +8,21 @@ from kbgraph.serve.guard import LOOPBACK_ORIGINS, host_allowed, origin_allowed, 
 from kbgraph.settings import Settings
 
 
-@pytest.mark.parametrize(("path", "plain"), [
-    ("/v1/kb/default/ask", True),
-    ("/v1/kb/default/documents/file:///srv/docs/a.md", True),  # a source URI after the first segments
-    ("/healthz", True),
-    ("/docs/", True),
-    ("/v1/kb/../x/documents", False),
-    ("/v1/kb//x/documents", False),
-    ("/v1//kb/default/ask", False),
-    ("/v1/./kb/default/ask", False),
-    ("/v1/kb/./ask", False),
-    ("/v1/kb/default/..", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("path", "plain"),
+    [
+        ("/v1/kb/default/ask", True),
+        ("/v1/kb/default/documents/file:///srv/docs/a.md", True),  # a source URI after the first segments
+        ("/healthz", True),
+        ("/docs/", True),
+        ("/v1/kb/../x/documents", False),
+        ("/v1/kb//x/documents", False),
+        ("/v1//kb/default/ask", False),
+        ("/v1/./kb/default/ask", False),
+        ("/v1/kb/./ask", False),
+        ("/v1/kb/default/..", False),
+    ],
+)
 def test_plain_path(path: str, plain: bool) -> None:
     assert plain_path(path) is plain
 

@@ -13,12 +13,16 @@ from kbgraph.settings import GROUPS, SETTING_GROUPS, Settings, env_names, route
 
 def test_flat_names_are_routed_into_their_groups() -> None:
     assert route({"seed_k": 5, "llm_model": "m", "name": "kb"}) == {
-        "retrieval": {"seed_k": 5}, "llm": {"llm_model": "m"}, "name": "kb"}  # fmt: skip
+        "retrieval": {"seed_k": 5},
+        "llm": {"llm_model": "m"},
+        "name": "kb",
+    }
     # an environment alias and a lower-cased one route to the setting
     assert route({"NEO4J_URI": "bolt://x"}) == {"store": {"uri": "bolt://x"}}
     # a group given whole keeps its keys, a flat setting goes on top
     assert route({"retrieval": {"seed_k": 1, "hop_from": 2}, "seed_k": 3}) == {
-        "retrieval": {"seed_k": 3, "hop_from": 2}}  # fmt: skip
+        "retrieval": {"seed_k": 3, "hop_from": 2}
+    }
 
 
 def test_a_flat_keyword_and_a_group_give_the_same_settings() -> None:
@@ -29,7 +33,7 @@ def test_a_flat_keyword_and_a_group_give_the_same_settings() -> None:
 
 def test_precedence_keyword_over_environment_over_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "kbgraph.toml"
-    config.write_text('seed_k = 3\nhop_from = 4\n[retrieval]\nfulltext_k = 6\n')
+    config.write_text("seed_k = 3\nhop_from = 4\n[retrieval]\nfulltext_k = 6\n")
     monkeypatch.setenv("KBGRAPH_CONFIG", str(config))
     monkeypatch.setenv("KBGRAPH_HOP_FROM", "7")
     s = Settings()
@@ -73,15 +77,20 @@ def test_updated_is_a_validated_copy_and_leaves_the_original() -> None:
         s.updated(seed_k=-1)
 
 
-@pytest.mark.parametrize("changes", [
-    {"weight_hop": 0.0, "ranker": "weights"},  # two settings of one group
-    {"seed_k": 3, "llm_model": "m", "serve_port": 9000},  # three groups
-    {"retrieval": {"hop_from": 2}, "seed_k": 4},  # a group given whole, a flat setting on top
-    {"NEO4J_URI": "bolt://db:7687"},  # an environment alias
-    {"vector_layers": "AtomicQuestion,Document"},  # a value a group's own validator reads
-    {"name": "other", "seed_k": 9},  # a top-level field: the constructor's path
-])  # fmt: skip
-def test_updated_equals_the_constructors_validation(changes: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"weight_hop": 0.0, "ranker": "weights"},  # two settings of one group
+        {"seed_k": 3, "llm_model": "m", "serve_port": 9000},  # three groups
+        {"retrieval": {"hop_from": 2}, "seed_k": 4},  # a group given whole, a flat setting on top
+        {"NEO4J_URI": "bolt://db:7687"},  # an environment alias
+        {"vector_layers": "AtomicQuestion,Document"},  # a value a group's own validator reads
+        {"name": "other", "seed_k": 9},  # a top-level field: the constructor's path
+    ],
+)
+def test_updated_equals_the_constructors_validation(
+    changes: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The fast path (only the changed groups validated, no settings source built again) gives what validating
     every field again gives, reads no environment, and shares no group with the original."""
     s = Settings(name="kb", seed_k=5, hop_from=1)

@@ -22,7 +22,7 @@ EXPECTED = {
     "linear": (SHIPPED.pool, list(FEATURES), None),
     "gbm": (SHIPPED.pool, list(GBM_FEATURES), PARAMS["n_estimators"]),
     "blend": (SHIPPED.head, list(GBM_FEATURES), {**PARAMS, **BLEND_PARAMS}["n_estimators"]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("model", sorted(TRAINERS))
@@ -42,8 +42,10 @@ def test_a_shipped_model_records_the_command_that_rebuilds_it(model: str) -> Non
 def test_the_notes_name_every_parameter() -> None:
     assert TRAINERS["linear"].note(SHIPPED) == "kbgraph rank train --model linear --pool 50 --c 1.0"
     assert TRAINERS["gbm"].note(SHIPPED) == "kbgraph rank train --model gbm --pool 50"
-    assert TRAINERS["blend"].note(TrainParams(pool=40, head=10, limit=5)) == \
-        "kbgraph rank train --model blend --pool 40 --head 10 --limit 5"  # fmt: skip
+    assert (
+        TRAINERS["blend"].note(TrainParams(pool=40, head=10, limit=5))
+        == "kbgraph rank train --model blend --pool 40 --head 10 --limit 5"
+    )
 
 
 def test_an_unknown_model_names_the_choices() -> None:

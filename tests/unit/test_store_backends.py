@@ -19,16 +19,24 @@ from kbgraph.store import SCHEMES, GraphStore, backend_name, store_class
 @pytest.mark.parametrize(
     ("uri", "backend", "per_kb"),
     [
-        (None, "falkordb", False), ("falkor://h:1", "falkordb", False), ("redis://h:1", "falkordb", False),
-        ("bolt://h:7687", "neo4j", True), ("neo4j://h:7687", "neo4j", True), ("neo4j+s://x.io", "neo4j", True),
+        (None, "falkordb", False),
+        ("falkor://h:1", "falkordb", False),
+        ("redis://h:1", "falkordb", False),
+        ("bolt://h:7687", "neo4j", True),
+        ("neo4j://h:7687", "neo4j", True),
+        ("neo4j+s://x.io", "neo4j", True),
         ("bolt+ssc://h:1", "neo4j", True),
     ],
-)  # fmt: skip
+)
 def test_scheme_picks_the_store_class(uri: str | None, backend: str, per_kb: bool) -> None:
     before = set(sys.modules)  # (in the whole suite other tests have imported the drivers already)
     s = Settings(uri=uri)
     cls = store_class(s)
-    assert issubclass(cls, GraphStore) and (cls.backend, backend_name(s), cls.database_per_kb) == (backend, backend, per_kb)
+    assert issubclass(cls, GraphStore) and (cls.backend, backend_name(s), cls.database_per_kb) == (
+        backend,
+        backend,
+        per_kb,
+    )
     assert cls.dialect in cypher.DIALECTS and cls.display_name
     loaded = set(sys.modules) - before
     assert not {"redis", "falkordb", "neo4j"} & loaded  # nothing connected
@@ -64,10 +72,12 @@ def statements_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
     """A cypher root of three statements and a dialect 'child' that extends 'neo4j'."""
     (tmp_path / "g").mkdir()
     for name, text in {
-        "g/plain.cypher": "RETURN 'plain'", "g/plain.neo4j.cypher": "RETURN 'neo4j'",
-        "g/common.cypher": "RETURN 'common'", "g/own.child.cypher": "RETURN 'child'",
+        "g/plain.cypher": "RETURN 'plain'",
+        "g/plain.neo4j.cypher": "RETURN 'neo4j'",
+        "g/common.cypher": "RETURN 'common'",
+        "g/own.child.cypher": "RETURN 'child'",
         "g/only.falkordb.cypher": "RETURN 'falkordb'",
-    }.items():  # fmt: skip
+    }.items():
         (tmp_path / name).write_text(f"// comment\n{text};\n")
     monkeypatch.setattr(cypher, "cypher_root", lambda: tmp_path)
     monkeypatch.setitem(cypher.DIALECTS, "child", ("child", "neo4j"))

@@ -16,10 +16,16 @@ def test_one_line() -> None:
     assert one_line(ValueError("bad   value")) == "bad value"
 
 
-@pytest.mark.parametrize("title, stripped", [
-    ("Anthony Robinson (Unitarian)", "Anthony Robinson"), ("Alien (1979 film)", "Alien"), ("No paren", "No paren"),
-    ("(Only)", ""), ("A (b) c", "A (b) c"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "title, stripped",
+    [
+        ("Anthony Robinson (Unitarian)", "Anthony Robinson"),
+        ("Alien (1979 film)", "Alien"),
+        ("No paren", "No paren"),
+        ("(Only)", ""),
+        ("A (b) c", "A (b) c"),
+    ],
+)
 def test_strip_disambiguator(title: str, stripped: str) -> None:
     assert strip_disambiguator(title) == stripped
 
@@ -35,7 +41,8 @@ def test_a_markdown_table_round_trip_with_caption_and_escaped_pipes() -> None:
 
 def test_minus_signs_become_hyphens_only_where_they_are_signs() -> None:
     assert normalize_signs("\u221212 and \u20135 but 2020\u20132021, \u2014 alone, (\ufffd1,234)") == (
-        "-12 and -5 but 2020\u20132021, \u2014 alone, (-1,234)")  # fmt: skip
+        "-12 and -5 but 2020\u20132021, \u2014 alone, (-1,234)"
+    )
     assert clean_cell("  a \n b | c ") == r"a b \| c"
     assert clean_cell(None) == ""
 
@@ -56,8 +63,9 @@ def test_a_full_width_first_row_is_the_caption() -> None:
 
 def test_summarize_table_names_caption_columns_rows() -> None:
     md = rows_to_markdown(["State", "", "Permits"], [["Alabama", "", "18,870"], ["Alaska", "x", "209"]], "Checks")
-    assert summarize_table(md) == ('Table "Checks" with columns State, Permits; 2 rows; first rows: Alabama, 18,870 | '
-                                   "Alaska, x, 209.")  # fmt: skip
+    assert summarize_table(md) == (
+        'Table "Checks" with columns State, Permits; 2 rows; first rows: Alabama, 18,870 | Alaska, x, 209.'
+    )
     assert summarize_table("no table here") == "Empty table."
 
 

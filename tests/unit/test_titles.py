@@ -14,8 +14,16 @@ def test_codes_are_not_titles(code: str) -> None:
     assert is_code(code) and not usable(code)
 
 
-@pytest.mark.parametrize("title", ["ADBE 10-K FY22", "AMCOR PLC", "Debian Policy Manual", "zoo: An S3 Class",
-                                   "NIST SP 800-61 Revision 2, Computer Security Incident Handling Guide"])  # fmt: skip
+@pytest.mark.parametrize(
+    "title",
+    [
+        "ADBE 10-K FY22",
+        "AMCOR PLC",
+        "Debian Policy Manual",
+        "zoo: An S3 Class",
+        "NIST SP 800-61 Revision 2, Computer Security Incident Handling Guide",
+    ],
+)
 def test_words_are_titles(title: str) -> None:
     assert not is_code(title) and usable(title)
 

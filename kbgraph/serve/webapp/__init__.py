@@ -43,8 +43,10 @@ __all__ = ["CSP", "PREFIX", "WebApp", "assets", "meta"]
 #: Where the app's files are served (the page itself is ``/``).
 PREFIX = "/ui/"
 #: The Content-Security-Policy of every response of the app: its own origin only, no inline script or style.
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; "
-       "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")  # fmt: skip
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob:; connect-src 'self'; "
+    "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 SECURITY_HEADERS = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
@@ -55,10 +57,16 @@ SECURITY_HEADERS = (
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
 )
 TYPES = {
-    ".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8", ".json": "application/json", ".svg": "image/svg+xml",
-    ".png": "image/png", ".txt": "text/plain; charset=utf-8", "": "text/plain; charset=utf-8",
-}  # fmt: skip
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".json": "application/json",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".txt": "text/plain; charset=utf-8",
+    "": "text/plain; charset=utf-8",
+}
 #: Node labels of the Browser style the app colours (kbgraph/resources/neo4j-browser/kbgraph.grass).
 STYLE_KEYS = {"color": "color", "border-color": "border", "text-color-internal": "text"}
 
@@ -95,13 +103,23 @@ def meta() -> dict[str, object]:
             colours[selector[5:]] = {out: props[key] for key, out in STYLE_KEYS.items() if key in props}
     base = style.get("node", {})
     colours["*"] = {out: base[key] for key, out in STYLE_KEYS.items() if key in base}
-    methods = [{"name": m.name, "kind": m.kind, "needs_llm": m.needs_llm, "summary": m.summary}
-               for m in METHODS.values()]  # fmt: skip
-    views = [{"name": name, "title": CATALOGUE[name].title,
-              "params": [p.model_dump(include={"name", "default", "help"}) for p in CATALOGUE[name].params]}
-             for name in VIEWS]  # fmt: skip
-    return {"methods": methods, "default_methods": {"llm": DEFAULT_ANSWER_METHOD, "no_llm": DEFAULT_RETRIEVAL_METHOD},
-            "style": colours, "views": views}  # fmt: skip
+    methods = [
+        {"name": m.name, "kind": m.kind, "needs_llm": m.needs_llm, "summary": m.summary} for m in METHODS.values()
+    ]
+    views = [
+        {
+            "name": name,
+            "title": CATALOGUE[name].title,
+            "params": [p.model_dump(include={"name", "default", "help"}) for p in CATALOGUE[name].params],
+        }
+        for name in VIEWS
+    ]
+    return {
+        "methods": methods,
+        "default_methods": {"llm": DEFAULT_ANSWER_METHOD, "no_llm": DEFAULT_RETRIEVAL_METHOD},
+        "style": colours,
+        "views": views,
+    }
 
 
 def assets() -> dict[str, Asset]:
@@ -110,7 +128,9 @@ def assets() -> dict[str, Asset]:
     root = files(__package__).joinpath("static")
     table: dict[str, Asset] = {}
     for rel, entry in _walk(root, ""):
-        table[PREFIX + rel] = _asset(entry.read_bytes(), TYPES.get(PurePosixPath(rel).suffix, "application/octet-stream"))
+        table[PREFIX + rel] = _asset(
+            entry.read_bytes(), TYPES.get(PurePosixPath(rel).suffix, "application/octet-stream")
+        )
     table["/"] = table[PREFIX + "index.html"]
     table[PREFIX + "meta.json"] = _asset(json.dumps(meta(), separators=(",", ":")).encode(), TYPES[".json"])
     return table
@@ -134,13 +154,20 @@ class WebApp:
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
         host = headers.get("host", b"").decode("latin-1")
         if self.allowed_hosts is not None and not host_allowed(host, self.allowed_hosts):
-            return await _send(send, 421, b"this server answers only requests addressed to a loopback host (DNS "
-                               b"rebinding protection); see serve_allowed_hosts", "text/plain; charset=utf-8")  # fmt: skip
+            return await _send(
+                send,
+                421,
+                b"this server answers only requests addressed to a loopback host (DNS "
+                b"rebinding protection); see serve_allowed_hosts",
+                "text/plain; charset=utf-8",
+            )
         asset = self.assets.get(path)
         if method not in ("GET", "HEAD"):
             if path == "/":
                 return await self.app(scope, receive, send)
-            return await _send(send, 405, b"method not allowed", "text/plain; charset=utf-8", [(b"allow", b"GET, HEAD")])
+            return await _send(
+                send, 405, b"method not allowed", "text/plain; charset=utf-8", [(b"allow", b"GET, HEAD")]
+            )
         if asset is None:
             return await _send(send, 404, b"not found", "text/plain; charset=utf-8")
         extra = [(b"etag", asset.etag), (b"cache-control", b"no-cache")]
@@ -149,10 +176,18 @@ class WebApp:
         return await _send(send, 200, asset.body, asset.content_type, extra, head=method == "HEAD")
 
 
-async def _send(send: Send, status: int, body: bytes, content_type: str | None,
-                headers: list[tuple[bytes, bytes]] | None = None, head: bool = False) -> None:  # fmt: skip
+async def _send(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: str | None,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    head: bool = False,
+) -> None:
     """A whole response with the security headers; ``content_type`` None: a 304 (no body, no length)."""
-    raw = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())] if content_type else []
+    raw = (
+        [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())] if content_type else []
+    )
     raw += [*SECURITY_HEADERS, *(headers or [])]
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": b"" if head else body})
