@@ -36,7 +36,7 @@ import kbgraph.query.propagation.propagate as propagation
 import kbgraph.query.propagation.rankers as rankers
 import kbgraph.query.propagation.seeding as seeding
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.propagation.adjacency import shared_adjacency
+from kbgraph.query.propagation.adjacency_cache import shared_adjacency
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.query.methods.registry import get_method
 from kbgraph.settings import Settings

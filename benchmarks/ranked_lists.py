@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from kbgraph.kb import KnowledgeBase
-from kbgraph.query.propagation.adjacency import shared_adjacency
+from kbgraph.query.propagation.adjacency_cache import shared_adjacency
 from kbgraph.query.ask import retrieve
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.settings import Settings

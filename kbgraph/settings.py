@@ -9,7 +9,7 @@ A setting has one name everywhere: ``seed_k`` is ``settings.retrieval.seed_k`` i
 ``KBGRAPH_SEED_K`` in the environment, ``seed_k = 5`` in kbgraph.toml (flat, or under a ``[retrieval]`` table)
 and ``Settings(seed_k=5)`` as a keyword (a group may also be given whole: ``Settings(retrieval={"seed_k": 5})``).
 ``Settings.updated({"seed_k": 5})`` is a validated copy with changes by those names. docs/settings.md lists every
-setting; its table is generated from the field descriptions in kbgraph.settings_groups and kbgraph.settings_services
+setting; its table is generated from the field descriptions in kbgraph.settings_groups, kbgraph.settings_retrieval and kbgraph.settings_services
 (kbgraph.settings_doc).
 """
 
@@ -36,10 +36,8 @@ from kbgraph.home import LLM_SERVER, NEO4J_LOCAL
 from kbgraph.settings_groups import (
     EmbeddingSettings,
     IngestSettings,
-    RetrievalSettings,
     SettingsGroup,
     StoreSettings,
-    TaggingSettings,
     UserPath,
 )
 from kbgraph.settings_methods import (
@@ -51,6 +49,7 @@ from kbgraph.settings_methods import (
     RoutingSettings,
 )
 from kbgraph.settings_groups import VECTOR_LAYER_CHOICES as VECTOR_LAYER_CHOICES  # re-exported
+from kbgraph.settings_retrieval import RetrievalSettings, TaggingSettings
 from kbgraph.settings_services import LLMServerSettings, LLMSettings, ServeSettings
 
 #: The groups, in the order of ``Settings`` and docs/settings.md: attribute name -> model.

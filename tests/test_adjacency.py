@@ -15,8 +15,9 @@ import pytest
 
 from kbgraph.ingest.write import write_documents
 from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord, MentionRecord, TripleRecord
-from kbgraph.query.propagation import adjacency, ranking_gbm
-from kbgraph.query.propagation.adjacency import Adjacency, shared_adjacency
+from kbgraph.query.propagation import adjacency, adjacency_cache, ranking_gbm
+from kbgraph.query.propagation.adjacency import Adjacency
+from kbgraph.query.propagation.adjacency_cache import shared_adjacency
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.query.graph import chunk_details
 from kbgraph.query.propagation.propagate import propagate
@@ -270,7 +271,7 @@ def test_a_new_generation_reads_the_graph_again(store: GraphStore, backend_setti
     assert third != second and shared_adjacency(store, settings, third) is None
     assert "c1" not in (shared_adjacency(store, settings, third, wait=True) or rebuilt).index
     assert shared_adjacency(store, settings.updated({"adjacency_cache": False}), third) is None
-    assert store in adjacency._SHARED  # kept per store object
+    assert store in adjacency_cache._SHARED  # kept per store object
 
 
 def test_a_run_started_in_the_same_second_is_a_new_generation(store: GraphStore) -> None:
@@ -378,7 +379,7 @@ def test_closing_the_store_stops_a_build_in_the_background(
     assert read, "the build is under way"
     started = time.monotonic()
     store.close()  # must not raise, and returns once the build has stopped
-    entry = adjacency._SHARED[store]
+    entry = adjacency_cache._SHARED[store]
     assert not entry.building and entry.view is None and entry.failed
     assert len(read) < 7 and time.monotonic() - started < 5  # stopped at its next row, not after all 7 chunks
     assert shared_adjacency(store, settings, generation) is None  # a closed store is not read again
@@ -391,7 +392,7 @@ def test_one_question_looks_the_adjacency_up_once(store: GraphStore, backend_set
     settings = backend_settings.updated({**WEIGHTS, **OTHER, "ranker": "weights", "adjacency_cache": True})
     seeds = SEEDS.model_copy(update={"generation": corpus_generation(store)})
     propagate(store, settings, seeds, k=5)
-    entry = adjacency._SHARED[store]
+    entry = adjacency_cache._SHARED[store]
     assert entry.asked == 1 and not entry.building and entry.view is None
     propagate(store, settings, seeds, k=5)
     assert entry.asked == 2 and (entry.building or entry.view is not None)

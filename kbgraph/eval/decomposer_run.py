@@ -166,6 +166,29 @@ def summarize(trajectories: Sequence[Trajectory], *, correct_score: float) -> Co
     )
 
 
+def _identity(
+    kb: EvalTarget, questions: Path, llm: LLM, params: dict[str, Any], run: dict[str, Any], judge_model: str | None
+) -> dict[str, Any]:
+    """What makes a collection run the one a folder holds (``config.json``): the data set, the knowledge base, its
+    backend and models, Algorithm 2's parameters ``params`` and the run's ``run`` (sample, seed, samples,
+    until_correct), the judge's model (None without a judge)."""
+    s = kb.settings
+    return {
+        "dataset": str(questions),
+        "sample": run["sample"],
+        "seed": run["seed"],
+        "kb": kb.name,
+        "backend": backend_name(s),
+        "llm_model": getattr(llm, "default_model", None) or s.llm.llm_model,
+        "embedding_model": s.embedding.embedding_model,
+        **params,
+        "samples": run["samples"],
+        "until_correct": run["until_correct"],
+        "judge_model": judge_model,
+        "correct_score": s.decomposer.decomposer_correct_score,
+    }
+
+
 def collect_dataset(
     kb: EvalTarget,
     dataset: str | Path,
@@ -207,20 +230,8 @@ def collect_dataset(
     until = s.decomposer.decomposer_until_correct if params.get("until_correct") is None else params["until_correct"]
     judge = True if judge is None else judge
     judge_model = judge_model or getattr(llm, "default_model", None) or s.llm.llm_model
-    identity = {
-        "dataset": str(ds.questions_path),
-        "sample": sample,
-        "seed": seed,
-        "kb": kb.name,
-        "backend": backend_name(s),
-        "llm_model": getattr(llm, "default_model", None) or s.llm.llm_model,
-        "embedding_model": s.embedding.embedding_model,
-        **p.model_dump(),
-        "samples": samples,
-        "until_correct": until,
-        "judge_model": judge_model if judge else None,
-        "correct_score": s.decomposer.decomposer_correct_score,
-    }
+    run = {"sample": sample, "seed": seed, "samples": samples, "until_correct": until}
+    identity = _identity(kb, ds.questions_path, llm, p.model_dump(), run, judge_model if judge else None)
     out = Path(out).expanduser()
     _open_folder(out, identity)
     if ingest and ds.corpus_path is not None:

@@ -26,7 +26,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.eval.dataset import Dataset
 from kbgraph.eval.metrics import passage_id, recall_at_k
 from kbgraph.query.graph import chunk_details
-from kbgraph.query.propagation.adjacency import shared_adjacency
+from kbgraph.query.propagation.adjacency_cache import shared_adjacency
 from kbgraph.query.propagation.propagate import LearnedPool, learned_pool, score_terms
 from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.query.propagation.ranking_learned import FEATURES, RankerModel, feature_rows, score_rows

@@ -183,6 +183,44 @@ def _page_table(s: EvalSummary, ret_ms: list[str]) -> list[str]:
     ]
 
 
+def _retrieval_tables(s: EvalSummary, ret_ms: list[str]) -> list[str]:
+    """The report's retrieval table (R@k and sf_recall of ``ret_ms``, the methods that retrieve) and the ratios of
+    each to the baselines; no line without a retrieving method."""
+    ms = s.methods
+    lines: list[str] = []
+    rkeys = [f"R@{k}" for k in s.ks] + ["sf_recall"]
+    if ret_ms:
+        lines += [
+            "## Retrieval (passage recall over gold_passage_ids)",
+            "",
+            "| method | n | " + " | ".join(rkeys) + " |",
+            "|---|---|" + "---|" * len(rkeys),
+        ]
+        for m in ret_ms:
+            lines.append(f"| {m} | {ms[m].questions} | " + " | ".join(_pct(ms[m].metrics.get(k)) for k in rkeys) + " |")
+        lines += [
+            "",
+            "R@k: the first k distinct passages of the chunks a method returned (LLM methods: their "
+            "context, in the order it was built); sf_recall: supporting-fact recall over all of them.",
+            "",
+        ]
+        with_ratio = [m for m in ret_ms if ms[m].ratios]
+        if with_ratio:
+            bases = [b for b in BASELINES if b in ms]
+            lines += [
+                "## Ratios to the baselines",
+                "",
+                "| method | " + " | ".join(f"{k} ÷ {b}" for b in bases for k in rkeys) + " |",
+                "|---|" + "---|" * (len(bases) * len(rkeys)),
+            ]
+            for m in with_ratio:
+                lines.append(
+                    f"| {m} | " + " | ".join(_x(ms[m].ratios.get(b, {}).get(k)) for b in bases for k in rkeys) + " |"
+                )
+            lines.append("")
+    return lines
+
+
 def write_report(run_dir: Path, summary: EvalSummary) -> Path:
     """``report.md``: configuration, tables (answer metrics, retrieval, ratios, tokens, latency), plots."""
     s = summary
@@ -219,36 +257,7 @@ def write_report(run_dir: Path, summary: EvalSummary) -> Path:
             )
         lines.append("")
     ret_ms = [m for m in ms if m not in NO_RETRIEVAL]
-    rkeys = [f"R@{k}" for k in s.ks] + ["sf_recall"]
-    if ret_ms:
-        lines += [
-            "## Retrieval (passage recall over gold_passage_ids)",
-            "",
-            "| method | n | " + " | ".join(rkeys) + " |",
-            "|---|---|" + "---|" * len(rkeys),
-        ]
-        for m in ret_ms:
-            lines.append(f"| {m} | {ms[m].questions} | " + " | ".join(_pct(ms[m].metrics.get(k)) for k in rkeys) + " |")
-        lines += [
-            "",
-            "R@k: the first k distinct passages of the chunks a method returned (LLM methods: their "
-            "context, in the order it was built); sf_recall: supporting-fact recall over all of them.",
-            "",
-        ]
-        with_ratio = [m for m in ret_ms if ms[m].ratios]
-        if with_ratio:
-            bases = [b for b in BASELINES if b in ms]
-            lines += [
-                "## Ratios to the baselines",
-                "",
-                "| method | " + " | ".join(f"{k} ÷ {b}" for b in bases for k in rkeys) + " |",
-                "|---|" + "---|" * (len(bases) * len(rkeys)),
-            ]
-            for m in with_ratio:
-                lines.append(
-                    f"| {m} | " + " | ".join(_x(ms[m].ratios.get(b, {}).get(k)) for b in bases for k in rkeys) + " |"
-                )
-            lines.append("")
+    lines += _retrieval_tables(s, ret_ms)
     lines += _page_table(s, ret_ms)
     lines += _class_table(s)
     if llm_ms:

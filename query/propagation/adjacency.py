@@ -12,7 +12,7 @@ the two statements return for the same parameters (the exact similarity as ``sim
 the store's ``score``), so kbgraph.query.propagation.propagate computes the same terms (tests/test_adjacency.py compares
 them on both stores).
 
-:func:`shared_adjacency` keeps one per store object (a knowledge base open in this process), keyed by
+kbgraph.query.propagation.adjacency_cache ``shared_adjacency`` keeps one per store object (a knowledge base open in this process), keyed by
 kbgraph.query.bm25's ``corpus_generation`` (the document count and the latest ingestion run), so an ingestion run or
 a deletion makes the next question read the store again. It is built in a background thread at the second question
 of a generation (a one-question process such as ``kbgraph ask`` never builds one); until it is ready, and with
@@ -28,7 +28,6 @@ import logging
 import math
 import sys
 import threading
-import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -36,11 +35,10 @@ from typing import Any
 import numpy as np
 
 from kbgraph.models import VectorHit
-from kbgraph.settings import Settings
 from kbgraph.errors import StoreUnavailable
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
-from kbgraph.store.parallel import background, closing
+from kbgraph.store.parallel import closing
 from kbgraph.store.scope import current_scope
 
 log = logging.getLogger(__name__)
@@ -435,69 +433,3 @@ class Adjacency:
                         triple[b] = (score, seed["id"], target, name.get(target), degree, 1.0)
         spread("TripleHop", triple)
         return self._similarities(rows, at, params)
-
-
-class _Entry:
-    """One knowledge base's adjacency in this process: the generation it is for, how many questions asked for
-    it, and the built view (None while building or before)."""
-
-    def __init__(self, generation: list[Any]) -> None:
-        self.generation = generation
-        self.asked = 0
-        self.view: Adjacency | None = None
-        self.building = False
-        self.failed = False  # a build of this generation failed: not tried again until the next generation
-
-
-#: One entry per connected store object (a knowledge base's store in this process), dropped with the store.
-_SHARED: weakref.WeakKeyDictionary[GraphStore, _Entry] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
-def shared_adjacency(
-    store: GraphStore, settings: Settings, generation: list[Any] | None, *, wait: bool = False
-) -> Adjacency | None:
-    """This process's :class:`Adjacency` of ``store`` at ``generation`` (kbgraph.query.bm25 ``corpus_generation``,
-    read by the caller), or None: with setting ``adjacency_cache`` off, without a generation, at the first question
-    of a generation, and while the background build started by the second runs. It is kept per store object (a
-    knowledge base opened anew reads its graph anew) and dropped with it. ``wait``: build it now in this thread
-    (tests, benchmarks). A failed build is logged and not tried again before the next generation (or a new store
-    object); the statements answer meanwhile."""
-    if not settings.retrieval.adjacency_cache or generation is None:
-        return None
-    with _LOCK:
-        entry = _SHARED.get(store)
-        if entry is None or entry.generation != generation:
-            entry = _SHARED[store] = _Entry(generation)
-        entry.asked += 1
-        if entry.view is not None or entry.building or entry.failed:
-            return entry.view
-        if not wait and entry.asked < 2:
-            return None
-        entry.building = True
-    if wait:
-        _build(store, entry)
-        return entry.view
-    threading.Thread(target=_build, args=(store, entry), name="kbgraph-adjacency", daemon=True).start()
-    return None
-
-
-def _build(store: GraphStore, entry: _Entry) -> None:
-    view: Adjacency | None = None
-    try:
-        with background(store):  # the store's close waits for this build (or stops it at its next row)
-            try:
-                view = Adjacency(store)
-            finally:  # settled before the close waiting for this build returns
-                _settle(entry, view)
-    except Exception as exc:  # a closed or unreachable store: the statements keep answering
-        log.warning("adjacency of %s not built (%s); score propagation reads the store", store.location, exc)
-        _settle(entry, None)
-    if view is not None:
-        log.info("adjacency of %s: %d chunks in memory", store.location, len(view))
-
-
-def _settle(entry: _Entry, view: Adjacency | None) -> None:
-    """The build of ``entry`` is over: ``view`` is its result, or None for a build that failed or was stopped."""
-    with _LOCK:
-        entry.view, entry.building, entry.failed = view, False, view is None

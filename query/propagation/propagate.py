@@ -56,18 +56,27 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
-from kbgraph.query.propagation.adjacency import Adjacency, shared_adjacency
+from kbgraph.query.propagation.adjacency import Adjacency
+from kbgraph.query.propagation.adjacency_cache import shared_adjacency
 from kbgraph.query.bm25 import corpus_generation
 from kbgraph.query.graph import chunk_details, distinct_top, scored_chunk
 from kbgraph.query.models import Contribution, RankerTerm, ScoredChunk, Seeds
 from kbgraph.query.propagation.ranking_learned import Candidate as RankCandidate
 from kbgraph.query.propagation.rankers import get_ranker
+from kbgraph.query.propagation.terms import (
+    Reached,
+    Term,
+    TermTable,
+    add_term,
+    hop_terms,
+    layer_sum,
+    layer_terms,
+    note_rows,
+)
 from kbgraph.settings import Settings
-from kbgraph.settings_groups import RetrievalSettings
 from kbgraph.store import GraphStore
 from kbgraph.store.base import Row
 from kbgraph.store.scope import current_scope
@@ -133,22 +142,12 @@ def propagate(
     return out
 
 
-class Reached(NamedTuple):
-    """What the statements of one question said of the chunks they reached (:func:`score_terms`): ``titles``
-    {chunk id: the title of its document ('' without one)} of every chunk a row named, which is every candidate
-    that is served (its document 'complete'); ``similarity`` {chunk id: exact cosine with the question, None
-    without an embedding} of every chunk whose similarity was read (empty when none was)."""
-
-    titles: dict[str, str]
-    similarity: dict[str, float | None]
-
-
 class Scored(NamedTuple):
     """The formula's result (:func:`score_terms`): {chunk id: {layer: its best term}}, {chunk id: weighted sum
     S(c)}, chunk ids by S(c) best first (ties by id), and what the statements said of the chunks they reached
     (:class:`Reached`: the titles and exact similarities :func:`learned_pool` needs, BM25's hits included)."""
 
-    terms: dict[str, dict[str, _Term]]
+    terms: dict[str, dict[str, Term]]
     scores: dict[str, float]
     ranked: list[str]
     reached: Reached
@@ -162,30 +161,65 @@ def score_terms(
     and document priors' facts, and each candidate's exact similarity and document title) and
     ``retrieve/hop_neighbours`` (the hops, with the same facts of the chunks they reach); the rescoring of the
     best ``rescore_k`` candidates of each pass reads the similarities these rows carry. ``view``: the graph this
-    process holds in memory (kbgraph.query.propagation.adjacency ``shared_adjacency``, looked up once per question by the
-    caller), which gives the same rows instead."""
+    process holds in memory (kbgraph.query.propagation.adjacency ``shared_adjacency``, looked up once per question
+    by the caller), which gives the same rows instead."""
     r = settings.retrieval
     scope = current_scope()  # a filter's documents (kbgraph.store.scope): only their chunks are candidates
-    documents_in_scope = None if scope is None else scope.document_ids
-    # chunk id -> layer -> its best term (score, node_id, text, similarity, weight, factor): only the best
-    # term of a layer counts (the maxima of the formula), so the others are never kept.
-    terms: dict[str, dict[str, _Term]] = defaultdict(dict)
-    changed: set[str] = set()  # the chunks whose terms changed since their sum was taken (exact_chunk_terms)
-
-    def add(chunk_id: str, layer: str, node_id: str, text: str, sim: float, weight: float, factor: float = 1.0) -> None:
-        if weight and sim > 0:  # as _add, and the chunk's sum to take again
-            score = weight * sim * factor
-            by_layer = terms[chunk_id]
-            best = by_layer.get(layer)
-            if best is None or score > best[0]:
-                by_layer[layer] = (score, node_id, text, sim, weight, factor)
-                changed.add(chunk_id)
-
+    documents = None if scope is None else scope.document_ids
+    table = TermTable()
     layers = seeds.layers
     for cid, (sim, _) in layers.get("Chunk", {}).items():
-        add(cid, "Chunk", cid, "", sim, r.weight_chunk)
+        table.add(cid, "Chunk", cid, "", sim, r.weight_chunk)
     for cid, (sim, _) in layers.get("FullText", {}).items():
-        add(cid, "FullText", cid, "", sim, r.weight_fulltext)
+        table.add(cid, "FullText", cid, "", sim, r.weight_fulltext)
+    exact = bool(r.rescore_k and r.weight_chunk and seeds.query_vector is not None)
+    vector = store.check_vector(seeds.query_vector) if seeds.query_vector is not None and r.weight_chunk else None
+    reached = Reached({}, {})
+    want_titles = get_ranker(r.ranker).needs_pool
+
+    # every layer's seeds -> their chunks, and what is known of each candidate, in one statement
+    params = _layer_params(settings, seeds, table.terms, exact, vector, want_titles, documents)
+    rows: list[Row] = []
+    if any(params[key] for key in LAYER_PARAMS):
+        rows = view.layer_rows(params) if view is not None else store.run("retrieve/layer_candidates", params)
+        note_rows(store, reached, rows, params["with_similarity"])
+    layer_terms(rows, seeds, r, table)
+    table.rescored.update(layers.get("Chunk", {}))
+    s1 = table.rescore(r.rescore_k if exact else 0, reached.similarity, r.weight_chunk)
+    sources = heapq.nsmallest(max(r.hop_from, k), s1, key=lambda c: (-s1[c], c))  # the best, as sorted(...)[:n]
+
+    # the second hop (shared entities, title links, NEXT, the question entities' triples): one statement
+    relation: dict[str, float] = {}  # the triple hop's sources: the question's entities at their best similarity
+    for layer in ("Entity", "EntityText") if r.weight_triple_hop else ():
+        for entity, (sim, _) in layers.get(layer, {}).items():
+            relation[entity] = max(sim, relation.get(entity, 0.0))
+    params = _hop_params(store, settings, seeds, s1, sources, relation, documents, want_titles)
+    params.update(with_similarity=exact, embedding=vector if exact else None)
+    rows = (
+        []
+        if not (s1 and any(params[x] for x in HOP_PARAMS))
+        else (view.hop_rows(params) if view is not None else store.run("retrieve/hop_neighbours", params))
+    )
+    note_rows(store, reached, rows, exact)
+    hop_terms(rows, table.add, s1, relation, r)
+    scores = table.rescore(r.rescore_k if exact else 0, reached.similarity, r.weight_chunk)  # what the hops reached
+    ranked = sorted(sorted(scores), key=scores.__getitem__, reverse=True)  # by S(c), ties by id (a stable sort)
+    return Scored(table.terms, scores, ranked, reached)
+
+
+def _layer_params(
+    settings: Settings,
+    seeds: Seeds,
+    terms: dict[str, dict[str, Term]],
+    exact: bool,
+    vector: object,
+    want_titles: bool,
+    documents: Collection[str] | None,
+) -> Row:
+    """The parameters of ``retrieve/layer_candidates`` (or the adjacency's ``layer_rows``): every weighted layer's
+    seeds; the seeded chunks' own rows only when something needs them (the learned ranker's titles, BM25's hits, a
+    Document prior, the exact similarity of a full-text seed): the dense baseline sends no statement."""
+    r, layers = settings.retrieval, seeds.layers
 
     def ids(layer: str, weight: float) -> list[str]:
         return list(layers.get(layer, {})) if weight else []
@@ -193,19 +227,11 @@ def score_terms(
     def sims(layer: str, weight: float) -> list[Row]:
         return [{"id": node, "sim": sim} for node, (sim, _) in layers.get(layer, {}).items()] if weight else []
 
-    exact = bool(r.rescore_k and r.weight_chunk and seeds.query_vector is not None)
-    vector = store.check_vector(seeds.query_vector) if seeds.query_vector is not None and r.weight_chunk else None
-    reached = Reached({}, {})
-    documents: dict[str, str] = {}  # chunk id -> its document's id, when that document is 'complete'
-
-    # every layer's seeds -> their chunks, and what is known of each candidate, in one statement; the seeded
-    # chunks' own rows only when something needs them (the learned ranker's titles, BM25's hits, a Document prior,
-    # the exact similarity of a full-text seed): the dense baseline sends no statement here
-    want_titles = get_ranker(r.ranker).needs_pool
     document_seeds = layers.get("Document", {}) if r.weight_document else {}
     seeded = set(layers.get("Chunk", {}))
     own_rows = want_titles or bool(seeds.bm25 or document_seeds) or (exact and any(c not in seeded for c in terms))
-    params: Row = {
+    with_similarity = vector is not None and (exact or bool(seeds.bm25))
+    return {
         "chunk_ids": list(dict.fromkeys([*terms, *(cid for cid, _ in seeds.bm25)])) if own_rows else [],
         "question_ids": ids("AtomicQuestion", r.weight_question),
         "triple_ids": ids("Triple", r.weight_triple),
@@ -216,141 +242,40 @@ def score_terms(
         "max_degree": r.max_entity_degree,
         "tag_max_degree": settings.tagging.tag_max_chunks,
         "with_titles": want_titles,
-        "documents": documents_in_scope,  # a document scope's ids (the statements get it from the store too)
+        "documents": documents,  # a document scope's ids (the statements get it from the store too)
         # exact similarities for the rescoring, and for BM25's hits (the learned pool) even without rescoring
-        "with_similarity": vector is not None and (exact or bool(seeds.bm25)),
+        "with_similarity": with_similarity,
+        "embedding": vector if with_similarity else None,
     }
-    params["embedding"] = vector if params["with_similarity"] else None
-    weights = {
-        "AtomicQuestion": r.weight_question,
-        "Triple": r.weight_triple,
-        "Entity": r.weight_entity,
-        "EntityText": r.weight_fulltext,
-        "Tag": r.weight_tag,
-        "Section": r.weight_section,
-    }
-    priors = []
-    if any(params[key] for key in LAYER_PARAMS):
-        rows = view.layer_rows(params) if view is not None else store.run("retrieve/layer_candidates", params)
-        _note(store, reached, rows, params["with_similarity"])
-        for row in rows:
-            layer = row["layer"]
-            if layer == "Section":
-                priors.append(row)
-                continue
-            if row.get("document_id") is not None:
-                documents[row["chunk_id"]] = row["document_id"]
-            if layer != "Chunk":
-                sim, text = layers[layer][row["via"]]
-                add(row["chunk_id"], layer, row["via"], text, sim, weights[layer])
-    # Section and Document priors, for chunks that already have a score from the layers above (the Document
-    # layer: a chunk of a seeded document, when that document is 'complete')
-    for row in priors:
-        if row["chunk_id"] in terms:
-            sim, text = layers["Section"][row["via"]]
-            add(row["chunk_id"], "Section", row["via"], text, sim, r.weight_section)
-    for cid in list(terms) if document_seeds else []:
-        if documents.get(cid) in document_seeds:
-            sim, text = document_seeds[documents[cid]]
-            add(cid, "Document", documents[cid], text, sim, r.weight_document)
 
-    sums: dict[str, float] = {}  # chunk id -> the sum of its terms, taken again when they change
 
-    def exact_chunk_terms() -> dict[str, float]:
-        """The Chunk term of the best ``rescore_k`` candidates that have none yet: exact g(q, c), as the rows
-        of this question's statements gave it. Returns {chunk id: the sum of its terms} of every candidate."""
-        for cid in changed:
-            sums[cid] = _layer_sum(terms[cid])
-        changed.clear()
-        if exact:
-            todo = [c for c in terms if "Chunk" not in terms[c] and c not in rescored]
-            todo = heapq.nsmallest(r.rescore_k, todo, key=lambda c: (-sums[c], c))  # = sorted(...)[:rescore_k]
-            rescored.update(todo)
-            for cid in todo:
-                sim = reached.similarity.get(cid)
-                if sim is not None:
-                    add(cid, "Chunk", cid, "", max(0.0, sim), r.weight_chunk)
-            for cid in changed:
-                sums[cid] = _layer_sum(terms[cid])
-            changed.clear()
-        return {cid: sums[cid] for cid in terms}
-
-    rescored: set[str] = set(layers.get("Chunk", {}))
-    s1 = exact_chunk_terms()
-    sources = heapq.nsmallest(max(r.hop_from, k), s1, key=lambda c: (-s1[c], c))  # the best, as sorted(...)[:n]
-
-    # the second hop (shared entities, title links, NEXT, the question entities' triples): one statement
+def _hop_params(
+    store: GraphStore,
+    settings: Settings,
+    seeds: Seeds,
+    s1: dict[str, float],
+    sources: list[str],
+    relation: dict[str, float],
+    documents: Collection[str] | None,
+    want_titles: bool,
+) -> Row:
+    """The parameters of ``retrieve/hop_neighbours`` (or the adjacency's ``hop_rows``) but the similarity's: the
+    hops from the best ``hop_from`` chunks by S1 (``sources``, best first), NEXT from the best max(hop_from, k), the
+    triple hop from the question's entities (``relation``)."""
+    r = settings.retrieval
     hop_sources = sources[: r.hop_from]
-    relation: dict[str, float] = {}  # the triple hop's sources: the question's entities at their best similarity
-    for layer in ("Entity", "EntityText") if r.weight_triple_hop else ():
-        for entity, (sim, _) in layers.get(layer, {}).items():
-            relation[entity] = max(sim, relation.get(entity, 0.0))
-    params = {
+    return {
         "entity_hop_sources": [{"id": c, "score": s1[c]} for c in hop_sources] if r.weight_hop else [],
         "title_hop_ids": hop_sources if r.weight_title_hop else [],
-        "next_ids": sources[: max(r.hop_from, k)] if r.weight_next else [],
+        "next_ids": sources if r.weight_next else [],
         "triple_hop_seeds": [{"id": e, "sim": sim} for e, sim in relation.items() if sim > 0],
         "max_degree": r.max_entity_degree,
         # an entity hop from one document to another: weighted by the entity's IDF over the documents
-        "document_count": _document_count(store, seeds, documents_in_scope),
+        "document_count": _document_count(store, seeds, documents),
         "specific_idf": -math.log(r.hop_document_share) if 0 < r.hop_document_share < 1 else 0.0,
         "with_titles": want_titles,
-        "documents": documents_in_scope,
-        "with_similarity": exact,
-        "embedding": vector if exact else None,
+        "documents": documents,
     }
-    rows = (
-        []
-        if not (s1 and any(params[x] for x in HOP_PARAMS))
-        else (view.hop_rows(params) if view is not None else store.run("retrieve/hop_neighbours", params))
-    )
-    _note(store, reached, rows, exact)
-    _hop_terms(rows, add, s1, relation, r)
-    scores = exact_chunk_terms()  # the chunks the hops reached
-    ranked = sorted(sorted(scores), key=scores.__getitem__, reverse=True)  # by S(c), ties by id (a stable sort)
-    return Scored(terms, scores, ranked, reached)
-
-
-def _note(store: GraphStore, reached: Reached, rows: list[Row], with_similarity: bool) -> None:
-    """Keep what each row of ``rows`` (but a Section prior's) says of its chunk in ``reached``: its document's
-    title, and with ``with_similarity`` its exact similarity (the adjacency's cosine, or the store's score)."""
-    titles, similarity = reached.titles, reached.similarity
-    for row in rows:
-        if row.get("layer") == "Section":
-            continue
-        cid = row["chunk_id"]
-        titles[cid] = str(row.get("title") or "")
-        if with_similarity:
-            if "similarity" in row:  # the adjacency's row: the cosine itself
-                similarity[cid] = row["similarity"]
-            else:
-                score = row.get("score")
-                similarity[cid] = None if score is None else store.vector_similarity(score)
-
-
-def _hop_terms(
-    rows: list[Row], add: Callable[..., None], s1: dict[str, float], relation: dict[str, float], r: RetrievalSettings
-) -> None:
-    """The second hop's terms of ``rows`` (``retrieve/hop_neighbours``' or the adjacency's), each through ``add``
-    (score_terms' own): from a source's S1 (``s1``), or a question entity's similarity (``relation``)."""
-    fanout = Counter((row["from_id"], row["via"]) for row in rows if row["kind"] == "TitleHop")
-    damping: dict[int, float] = {}  # degree -> 1 / log2(1 + degree)
-    for row in rows:
-        kind, source = row["kind"], row["from_id"]
-        if kind == "Hop":  # damped by the entity's degree and, into another document, by its specificity
-            degree = int(row["degree"])
-            if degree not in damping:
-                damping[degree] = math.log2(1 + max(1, degree))
-            factor = float(row.get("specificity", 1.0)) / damping[degree]
-            add(row["chunk_id"], "Hop", source, row["text"], s1[source], r.weight_hop, factor)
-        elif kind == "TitleHop":  # a source's title link is shared by the n chunks it reaches
-            factor = 1.0 / fanout[(source, row["via"])]
-            add(row["chunk_id"], "TitleHop", source, row["text"], s1[source], r.weight_title_hop, factor)
-        elif kind == "TripleHop":  # from a question entity along a triple to the chunks mentioning its object
-            factor = 1.0 / math.log2(1 + max(1, int(row["degree"])))
-            add(row["chunk_id"], "TripleHop", row["via"], row["text"], relation[source], r.weight_triple_hop, factor)
-        else:
-            add(row["chunk_id"], "Next", source, "", s1[source], r.weight_next)
 
 
 class LearnedPool(NamedTuple):
@@ -369,7 +294,7 @@ def learned_pool(
     settings: Settings,
     seeds: Seeds,
     ranked: list[str],
-    terms: dict[str, dict[str, _Term]],
+    terms: dict[str, dict[str, Term]],
     scores: dict[str, float],
     k: int,
     reached: Reached | None = None,
@@ -392,10 +317,10 @@ def learned_pool(
         known.update(store.chunk_similarities(ask, seeds.query_vector))
     for cid in missing:
         if cid in known and settings.retrieval.weight_chunk:
-            _add(terms, cid, "Chunk", cid, "", max(0.0, known[cid]), settings.retrieval.weight_chunk)
+            add_term(terms, cid, "Chunk", cid, "", max(0.0, known[cid]), settings.retrieval.weight_chunk)
     for cid in extra:
         if cid in terms:
-            scores[cid] = _layer_sum(terms[cid])
+            scores[cid] = layer_sum(terms[cid])
     extra = sorted((cid for cid in extra if cid in terms), key=lambda c: (-scores[c], c))
     ids = head + extra
     if reached is not None:  # every candidate of score_terms and every BM25 hit that is served has its title
@@ -430,31 +355,3 @@ def _document_count(store: GraphStore, seeds: Seeds, documents: Collection[str] 
         return len(documents)
     generation = seeds.generation if seeds.generation is not None else corpus_generation(store)
     return int(generation[0] or 0)
-
-
-def _add(
-    terms: dict[str, dict[str, _Term]],
-    chunk_id: str,
-    layer: str,
-    node_id: str,
-    text: str,
-    sim: float,
-    weight: float,
-    factor: float = 1.0,
-) -> None:
-    """Record a term weight · sim · factor of ``layer`` for ``chunk_id`` when it beats the layer's best so far
-    (the maxima of the formula); weight 0 or sim <= 0 records nothing."""
-    if weight and sim > 0:
-        score = weight * sim * factor
-        best = terms[chunk_id].get(layer)
-        if best is None or score > best[0]:
-            terms[chunk_id][layer] = (score, node_id, text, sim, weight, factor)
-
-
-#: One term of a chunk's score: (score, node_id, text, similarity, weight, factor).
-_Term = tuple[float, str, str, float, float, float]
-
-
-def _layer_sum(by_layer: dict[str, _Term]) -> float:
-    """Sum over layers of the best term in each layer."""
-    return sum([term[0] for term in by_layer.values()])

@@ -9,7 +9,7 @@ from typing import Any
 
 from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.models import VECTOR_LABELS, FulltextHit, VectorHit
-from kbgraph.query.propagation.adjacency import shared_adjacency
+from kbgraph.query.propagation.adjacency_cache import shared_adjacency
 from kbgraph.query.bm25 import corpus_generation, shared_index
 from kbgraph.query.models import Seeds
 from kbgraph.query.propagation.rankers import get_ranker

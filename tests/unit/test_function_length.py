@@ -11,14 +11,13 @@ import ast
 from functools import cache
 from tests.unit.conftest import REPO
 
-#: The limit (the house rule: functions < ~80 lines).
-MAX_LINES = 80
+#: The limit, in lines as ruff format lays them out (issue 59: no library function over 100 lines; the house rule of
+#: ~80 hand-aligned lines came to ~86 under ruff format, which made the library 7.8 % longer).
+MAX_LINES = 100
 #: The packages' folders (pyproject.toml package-dir: kbgraph.ingest is ingest/, ...).
 PACKAGES = ("kbgraph", "ingest", "query", "cypher")
 #: Today's offenders: "path::qualified name" -> its length. Shrink it; never add to it.
-ALLOWED: dict[str, int] = {
-    "query/propagation/propagate.py::score_terms": 145,
-}
+ALLOWED: dict[str, int] = {}
 
 
 def function_lengths(source: str) -> dict[str, int]:

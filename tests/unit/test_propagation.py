@@ -10,7 +10,8 @@ from typing import Any, cast
 import pytest
 
 from kbgraph.query.models import Seeds
-from kbgraph.query.propagation.propagate import Scored, _add, _layer_sum, propagate, score_terms
+from kbgraph.query.propagation.propagate import Scored, propagate, score_terms
+from kbgraph.query.propagation.terms import add_term as _add, layer_sum as _layer_sum
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore, Row
 

@@ -16,7 +16,7 @@ from kbgraph.query.models import RankerTerm
 from kbgraph.query.propagation.ranking_learned import Candidate, default_model_path
 from kbgraph.query.propagation.rankers import DEFAULT_RANKER, RANKERS, RankerRow, get_ranker, learned_order
 from kbgraph.settings import Settings
-from kbgraph.settings_groups import RetrievalSettings
+from kbgraph.settings_retrieval import RetrievalSettings
 
 
 def test_the_setting_names_the_registry_s_rankers() -> None:
