@@ -223,7 +223,7 @@ class KnowledgeBase:
             QueryError: an empty or over-long question (before connecting to the store), an unknown method, an
                 invalid filter, an unknown filter key or a value of another type.
             LLMError: the LLM server fails (an unusable answer is an empty answer whose rationale says why)."""
-        clean_question(question)  # a usage error is raised before the store is connected
+        question = clean_question(question)  # a usage error is raised before the store is connected
         filt = None if filters is None else parse_filter(filters)
         if stream:
             with within(self.scope(filt)):  # the stream's worker thread keeps this context's scope
@@ -297,11 +297,11 @@ class KnowledgeBase:
         Raises:
             QueryError: an empty or over-long question, an unknown retrieval method or an invalid filter."""
         question = clean_question(question)  # before the store is connected
-        get_method(method, "retrieval")
+        row = get_method(method, "retrieval")
         filt = None if filters is None else parse_filter(filters)
         self._open_beside(question)
         with within(self.scope(filt)):
-            return retrieve(question, self.query_context(llm=False), k=k, method=method, explain=explain)
+            return retrieve(question, self.query_context(llm=False), k=k, method=row, explain=explain)
 
     def _open_beside(self, question: str) -> None:
         """On the first question: the store opened in a thread of its own while this one loads what the question

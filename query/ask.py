@@ -24,7 +24,13 @@ from kbgraph.query.bm25 import load_library as load_bm25
 from kbgraph.query.context import QueryContext
 from kbgraph.query.evidence import evidence_answer
 from kbgraph.query.graph import with_pages
-from kbgraph.query.methods.registry import DEFAULT_ANSWER_METHOD, DEFAULT_RETRIEVAL_METHOD, AnswerRow, get_method
+from kbgraph.query.methods.registry import (
+    DEFAULT_ANSWER_METHOD,
+    DEFAULT_RETRIEVAL_METHOD,
+    AnswerRow,
+    RetrievalRow,
+    get_method,
+)
 from kbgraph.query.models import Answer, ScoredChunk
 from kbgraph.query.propagation.seeding import static_question_vectors
 from kbgraph.settings import Settings
@@ -32,15 +38,26 @@ from kbgraph.settings import Settings
 MAX_QUESTION_CHARS = 4000
 
 
-def clean_question(question: str) -> str:
+class Question(str):
+    """A question that :func:`clean_question` returned: the text every method takes (a ``str``). A front end cleans
+    the question once, where its usage error belongs (the CLI before the knowledge base is looked for, the HTTP
+    route before the pool is entered, ``KnowledgeBase`` before the store is connected), and passes it on: cleaning
+    a ``Question`` again returns it as it is."""
+
+    __slots__ = ()
+
+
+def clean_question(question: str) -> Question:
     """The question as the methods take it.
     Args:
-        question: the question as asked.
+        question: the question as asked (a :class:`Question` is returned as it is: cleaned already).
     Returns:
         The question without control characters (tab and newline kept) and surrounding white space.
     Raises:
         QueryError: it is no text, empty, only white space or control characters, or longer than
             MAX_QUESTION_CHARS (4,000)."""
+    if isinstance(question, Question):
+        return question
     if not isinstance(question, str):
         raise QueryError("the question must be text")
     text = "".join(ch for ch in question if ch.isprintable() or ch in "\n\t").strip()
@@ -48,7 +65,7 @@ def clean_question(question: str) -> str:
         raise QueryError('the question is empty: ask something, e.g. kbgraph ask "Who founded X?"')
     if len(text) > MAX_QUESTION_CHARS:
         raise QueryError(f"the question has {len(text):,} characters; the limit is {MAX_QUESTION_CHARS:,}")
-    return text
+    return Question(text)
 
 
 def preload(question: str, settings: Settings, embedder: Embedder) -> None:
@@ -74,31 +91,43 @@ def preload(question: str, settings: Settings, embedder: Embedder) -> None:
 
 
 def retrieve(
-    question: str, ctx: QueryContext, *, k: int, method: str = DEFAULT_RETRIEVAL_METHOD, explain: bool = False
+    question: str,
+    ctx: QueryContext,
+    *,
+    k: int,
+    method: str | RetrievalRow = DEFAULT_RETRIEVAL_METHOD,
+    explain: bool = False,
 ) -> list[ScoredChunk]:
     """Top-``k`` chunks for the (clean) ``question`` by a retrieval method (kbgraph.query.methods.registry).
     Args:
         question: the clean question (:func:`clean_question`).
         ctx: the knowledge base (store, settings, embedder; the LLM only for auto-tagging's question tags).
         k: the number of chunks.
-        method: a retrieval method's name (default 'propagation').
+        method: a retrieval method's name (default 'propagation'), or its row when the caller looked it up.
         explain: with every score term (propagation-based methods).
     Returns:
         At most ``k`` ``ScoredChunk``, best first.
     Raises:
         QueryError: an unknown or non-retrieval method.
         StoreError: the store fails a statement."""
-    return get_method(method, "retrieval").run(question, ctx, k=k, explain=explain)
+    row = method if isinstance(method, RetrievalRow) else get_method(method, "retrieval")
+    return row.run(question, ctx, k=k, explain=explain)
 
 
 def answer_question(
-    question: str, ctx: QueryContext, *, method: str | None = None, k: int = 5, explain: bool = False
+    question: str,
+    ctx: QueryContext,
+    *,
+    method: str | AnswerRow | RetrievalRow | None = None,
+    k: int = 5,
+    explain: bool = False,
 ) -> Answer:
     """Answer ``question`` with ``method`` (see module doc); with no LLM, from retrieval alone.
     Args:
-        question: the question (cleaned here: :func:`clean_question`).
+        question: the question (cleaned here unless it is a :class:`Question` already: :func:`clean_question`).
         ctx: the knowledge base (store, settings, embedder, LLM or None).
-        method: a method's name; None: 'auto' when ``ctx.llm`` is set, else 'propagation'. An answer method
+        method: a method's name, or its row when the caller looked it up; None: 'auto' when ``ctx.llm`` is set,
+            else 'propagation'. An answer method
             without an LLM falls back to 'propagation'.
         k: chunks of a retrieval-only answer.
         explain: the chunks' score breakdown (an answer method whose answer has no chunks gets the propagation
@@ -111,19 +140,22 @@ def answer_question(
         LLMError: as the answer method raises it (a failing server).
         StoreError: the store fails a statement."""
     question = clean_question(question)
-    chosen = get_method(method or (DEFAULT_ANSWER_METHOD if ctx.llm is not None else DEFAULT_RETRIEVAL_METHOD))
+    if isinstance(method, (AnswerRow, RetrievalRow)):
+        chosen: AnswerRow | RetrievalRow = method
+    else:
+        chosen = get_method(method or (DEFAULT_ANSWER_METHOD if ctx.llm is not None else DEFAULT_RETRIEVAL_METHOD))
     if isinstance(chosen, AnswerRow) and ctx.llm is not None:
         answer = chosen.run(question, ctx)
         if explain and not answer.chunks:
             answer.chunks = retrieve(question, ctx, k=k, explain=True)
         return answer
-    retrieval = chosen.name if chosen.kind == "retrieval" else DEFAULT_RETRIEVAL_METHOD
+    row = chosen if isinstance(chosen, RetrievalRow) else get_method(DEFAULT_RETRIEVAL_METHOD, "retrieval")
     started, meter = time.perf_counter(), UsageMeter(ctx.llm)  # the LLM's share: question tags (auto-tagging)
-    chunks = with_pages(retrieve(question, ctx, k=k, method=retrieval, explain=explain))  # a page's chunks too
+    chunks = with_pages(retrieve(question, ctx, k=k, method=row, explain=explain))  # a page's chunks too
     best, citations = evidence_answer(question, chunks, ctx.embedder)
     answer = Answer(
         question=question,
-        method=retrieval,
+        method=row.name,
         retrieval_only=True,
         chunks=chunks,
         citations=citations,

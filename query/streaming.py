@@ -144,13 +144,12 @@ def stream_answer(
     ``then(answer)`` runs in the worker after the ask, before the ``answer`` event (e.g. saving the rationale).
     Raises QueryError at once for an invalid question or an unknown method; errors of the store, the embedder
     and the LLM come from ``next``."""
-    question = clean_question(question)
-    if method is not None:
-        get_method(method)
+    question = clean_question(question)  # a Question already when KnowledgeBase.ask cleaned it
+    row = None if method is None else get_method(method)
 
     def run(events: Callable[[AskEvent], None]) -> Answer:
         context = ctx if isinstance(ctx, QueryContext) else ctx()
-        answer = answer_question(question, context.with_events(events), method=method, k=k, explain=explain)
+        answer = answer_question(question, context.with_events(events), method=row, k=k, explain=explain)
         if then is not None:
             then(answer)
         return answer

@@ -69,7 +69,7 @@ def ask_cmd(
     Exit 2 on a usage error (an empty question, a --where that is not a condition or names a key no document
     has), 66 when the knowledge base does not exist (nothing is made: ingest into it first)."""
 
-    clean_question(question)  # a usage error before the knowledge base is looked for
+    question = clean_question(question)  # a usage error before the knowledge base is looked for
     filt = _where(where)
     with KnowledgeBase(settings=common.existing_settings()) as kb:
         if stream:
@@ -108,7 +108,7 @@ def retrieve_cmd(
 
     Exit 2 on a usage error (an empty question, an unknown method, a --where that is not a condition or names a
     key no document has), 66 when the knowledge base does not exist."""
-    clean_question(question)
+    question = clean_question(question)  # a usage error before the knowledge base is looked for
     filt = _where(where)
     with KnowledgeBase(settings=common.existing_settings()) as kb:
         chunks = kb.retrieve(question, k=k, method=method, explain=explain, filters=filt)
