@@ -50,13 +50,7 @@ def test_retrieve_and_answer_run_the_row_they_are_given_without_a_lookup(monkeyp
     q = clean_question("Who?")
     assert ask.retrieve(q, cast(QueryContext, None), k=3, method=row) == []
     assert ran == [("Who?", 3)]
-    ctx = QueryContext(cast(GraphStore, None), Settings(), cast(Embedder, _NoEmbedder()), None)
+    # no chunk: neither the store nor the embedder is read (evidence_answer returns ('', []) without chunks)
+    ctx = QueryContext(cast(GraphStore, None), Settings(), cast(Embedder, None), None)
     answer = ask.answer_question(q, ctx, method=row, k=2)
     assert ran[-1] == ("Who?", 2) and answer.method == "toy" and answer.retrieval_only
-
-
-class _NoEmbedder:
-    dimension = 384
-
-    def embed(self, texts: list[str]) -> object:
-        raise AssertionError("no chunk, nothing to embed")
