@@ -456,8 +456,10 @@ def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(
     opened = []
     real_open = bm25.BM25Index.open.__func__  # type: ignore[attr-defined]
     monkeypatch.setattr(
-        bm25.BM25Index, "open", classmethod(lambda cls, *a, **k: opened.append(1) or real_open(cls, *a, **k))
-    )  # type: ignore[func-returns-value]
+        bm25.BM25Index,
+        "open",
+        classmethod(lambda cls, *a, **k: opened.append(1) or real_open(cls, *a, **k)),  # type: ignore[func-returns-value]
+    )
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
         assert kb.ingest([docs], progress=False).added == 2

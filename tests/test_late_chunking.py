@@ -164,8 +164,8 @@ def test_embedders_without_the_method_embed_tags_as_before(onnx: OnnxEmbedder, t
     g = _graph(["Alice met Bob in Paris."], [(0, "Alice met Bob in Paris.", "sentence")])
     assert embed_layers([g], plain, None, late_chunking=True) == 3
     np.testing.assert_allclose(
-        np.dot(g.questions[0].embedding, onnx.embed(["Alice met Bob in Paris."])[0]),
-        1.0,  # type: ignore[arg-type]
+        np.dot(g.questions[0].embedding, onnx.embed(["Alice met Bob in Paris."])[0]),  # type: ignore[arg-type]
+        1.0,
         atol=1e-5,
     )
 

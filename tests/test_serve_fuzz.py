@@ -82,10 +82,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, falkor_home: Path, embed_ca
             kb.reset()
             assert kb.ingest([docs / "kentucky.md"], progress=False).added == 1
     keys = {}
-    for role, kb, rights in (
+    for role, kb, rights in (  # type: ignore[assignment]
         ("reader", "alpha", "read"),
         ("reader_all", "*", "read"),
-        ("writer", "beta", "read,write"),  # type: ignore[assignment]
+        ("writer", "beta", "read,write"),
         ("admin", "*", "read,write"),
     ):
         import contextlib
