@@ -137,6 +137,19 @@ def corpus_generation(store: GraphStore) -> list[Any]:
     return [row.get("documents") or 0, row.get("runs") or 0, row.get("run"), row.get("finished_at"), row.get("status")]
 
 
+def build_retriever(texts: list[str], *, k1: float = K1, b: float = B) -> Any:
+    """A bm25s retriever over ``texts`` (one document each), tokenised as the chunk index is (bm25s's tokenizer,
+    English stop words, the Snowball stemmer when PyStemmer is installed), or None for no texts: what
+    :meth:`BM25Index.open` builds, and the document cards' index (kbgraph.query.propagation.cards)."""
+    if not texts:
+        return None
+    bm25s = load_library()
+    tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer()[0], return_ids=False, show_progress=False)
+    retriever = bm25s.BM25(k1=k1, b=b, method=METHOD)
+    retriever.index(tokens, show_progress=False)
+    return retriever
+
+
 class BM25Index:
     """A bm25s index over the chunks of one knowledge base. Open it with :meth:`open`; ``ids[i]`` is the
     chunk id of document i of the index."""
@@ -176,7 +189,7 @@ class BM25Index:
         an install hint when bm25s is missing. ``k1``, ``b``: BM25's parameters (MIGRES, paper 002 §4.1: 0.9 and
         0.4); other values than K1, B are kept under ``<root>-k1_<k1>-b_<b>``."""
         bm25s = load_library()
-        stem, stem_name = _stemmer()
+        stem_name = _stemmer()[1]
         salt = f"bm25s {bm25s.__version__} {METHOD} k1={k1} b={b} stemmer={stem_name} stopwords=en\n"
         root = Path(root) if root is not None else index_root(settings)
         if (k1, b) != (K1, B):
@@ -212,11 +225,7 @@ class BM25Index:
         for row in store.run_pages("retrieve/chunk_texts", PAGE):
             ids.append(row["id"])
             texts.append(row_text(row))
-        retriever = None
-        if texts:
-            tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stem, return_ids=False, show_progress=False)
-            retriever = bm25s.BM25(k1=k1, b=b, method=METHOD)
-            retriever.index(tokens, show_progress=False)
+        retriever = build_retriever(texts, k1=k1, b=b)
         log.info("BM25 index of %d chunks built in %.1f s", len(ids), time.perf_counter() - t0)
         index = cls(retriever, ids, fingerprint=fingerprint, folder=folder, stemmer=stem_name, built=True)
         index._save(

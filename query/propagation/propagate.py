@@ -18,7 +18,9 @@ with every weight a setting (``weight_*``):
           + w_G · max_{t : c -TAGGED-> t} m(q, t)           mapped corpus tags (auto-tagging, §5.2.2; tags on
                                                             <= tag_max_chunks chunks)
           + w_S · g(q, s(c))   + w_D · g(q, d(c))           parent section and document, for chunks that
-                                                            already have a score from the layers above
+          + w_DT · b(q, d(c))                               already have a score from the layers above (b: the
+                                                            document card's BM25 over the best card's,
+                                                            kbgraph.query.propagation.cards)
 
     S(c)  = S1(c) + w_H · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c} S1(c') · sp(e) / log2(1 + deg(e))
                   + w_TH · max_{c', e : c' -MENTIONS-> e <-MENTIONS- c, e TITLE = title of d(c)} S1(c') / n(c', e)
@@ -227,7 +229,9 @@ def _layer_params(
     def sims(layer: str, weight: float) -> list[Row]:
         return [{"id": node, "sim": sim} for node, (sim, _) in layers.get(layer, {}).items()] if weight else []
 
-    document_seeds = layers.get("Document", {}) if r.weight_document else {}
+    document_seeds = (layers.get("Document", {}) if r.weight_document else {}) or (
+        layers.get("DocumentText", {}) if r.weight_document_text else {}
+    )
     seeded = set(layers.get("Chunk", {}))
     own_rows = want_titles or bool(seeds.bm25 or document_seeds) or (exact and any(c not in seeded for c in terms))
     with_similarity = vector is not None and (exact or bool(seeds.bm25))

@@ -10,6 +10,7 @@ from typing import Any
 from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.models import VECTOR_LABELS, FulltextHit, VectorHit
 from kbgraph.query.propagation.adjacency_cache import shared_adjacency
+from kbgraph.query.propagation.cards import card_seeds
 from kbgraph.query.bm25 import corpus_generation, shared_index
 from kbgraph.query.models import Seeds
 from kbgraph.query.propagation.rankers import get_ranker
@@ -34,7 +35,9 @@ def seed_layers(
     store: GraphStore, settings: Settings, question: str, qvec: Sequence[float], layers: Sequence[str] | None = None
 ) -> Seeds:
     """Vector top-``seed_k`` on each layer's index (or on ``layers`` only), plus full-text top-``fulltext_k``
-    on Chunk.text and Entity.name when every layer is seeded. The Chunk full-text seeds (the ``FullText`` term)
+    on Chunk.text and Entity.name when every layer is seeded, and with ``weight_document_text`` > 0 the question's best
+    document cards (the ``DocumentText`` layer, kbgraph.query.propagation.cards: BM25 over each document's title,
+    other titles, file name and first page, normalised by the best card's score). The Chunk full-text seeds (the ``FullText`` term)
     are BM25's top ``fulltext_k`` (kbgraph.query.bm25's index of this knowledge base, kept in memory) rather than the
     store's full-text index while ``ranker_bm25_k`` > 0 (:func:`fulltext_from_bm25`): one read fewer, the longest of
     the seeding (benchmarks/HISTORY.md, "Chunk full-text seeds from BM25"). With the learned ranker, also BM25's top
@@ -79,7 +82,7 @@ def seed_layers(
     if scope is not None and settings.retrieval.filter_seeding != "overfetch" and "Chunk" not in off:
         in_memory = scoped_chunk_seeds(store, settings, qvec, scope, seed_k, store_too=False)
     layers_read = [label for label in VECTOR_LABELS if in_memory is None or label != "Chunk"]
-    vectors, chunk_text, entity_name, (seeds.generation, bm25) = gather(
+    vectors, chunk_text, entity_name, (seeds.generation, bm25, cards) = gather(
         store,
         # the static model's question vector is made in this thread while the other reads are under way
         lambda: store.seed_vectors(
@@ -93,7 +96,7 @@ def seed_layers(
         ),
         (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
         lambda: store.seed_fulltext(question, fulltext, ("Entity",)),
-        lambda: _bm25_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
+        lambda: _lexical_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
     )
     seeds.bm25 = bm25[:pool_k]
     if from_bm25:
@@ -109,6 +112,8 @@ def seed_layers(
     for label in LAYER_WEIGHTS:
         if label not in off:
             seeds.layers[label] = {h.id: (max(0.0, h.score), _text(h.properties)) for h in found.get(label, [])}
+    if cards:
+        seeds.layers["DocumentText"] = cards
     for key, layer in (("Chunk.text", "FullText"), ("Entity.name", "EntityText")):
         if key in found:
             text_hits = found[key]
@@ -156,18 +161,26 @@ def fulltext_from_bm25(settings: Settings) -> bool:
     return settings.retrieval.ranker_bm25_k > 0
 
 
-def _bm25_hits(store: GraphStore, settings: Settings, question: str, k: int) -> tuple[list[Any] | None, Hits]:
-    """(the corpus generation, BM25's top ``k`` (chunk id, score) for ``question``, best first): the generation
-    (kbgraph.query.bm25 ``corpus_generation``, one light statement) keys BM25's shared index and the adjacency
-    (kbgraph.query.propagation.adjacency); None when neither is wanted (``k`` 0 and setting ``adjacency_cache`` off)."""
-    if k <= 0 and not settings.retrieval.adjacency_cache:
-        return None, []
+def _lexical_hits(
+    store: GraphStore, settings: Settings, question: str, k: int
+) -> tuple[list[Any] | None, Hits, dict[str, tuple[float, str]]]:
+    """(the corpus generation, BM25's top ``k`` (chunk id, score) for ``question``, best first, the DocumentText
+    seeds): the generation (kbgraph.query.bm25 ``corpus_generation``, one light statement) keys BM25's shared
+    index, the document cards (kbgraph.query.propagation.cards ``card_seeds``, with ``weight_document_text`` > 0)
+    and the adjacency (kbgraph.query.propagation.adjacency); None when none is wanted (``k`` 0, no cards and
+    setting ``adjacency_cache`` off). In a document scope: the scope's chunks and cards only."""
+    with_cards = settings.retrieval.weight_document_text > 0
+    if k <= 0 and not with_cards and not settings.retrieval.adjacency_cache:
+        return None, [], {}
     scope = current_scope()  # a filter's scope keeps the generation it was resolved at: no statement to read it again
     generation = (
         list(scope.generation) if scope is not None and scope.generation is not None else corpus_generation(store)
     )
-    index = shared_index(store, settings, generation=generation)
-    return generation, index.search(question, k, within=None if scope is None else scope.chunks) if k > 0 else []
+    hits: Hits = []
+    if k > 0:
+        index = shared_index(store, settings, generation=generation)
+        hits = index.search(question, k, within=None if scope is None else scope.chunks)
+    return generation, hits, card_seeds(store, settings, question, generation) if with_cards else {}
 
 
 #: BM25 hits: (chunk id, BM25 score), best first.

@@ -74,9 +74,10 @@ class TermTable:
 
 
 def layer_terms(rows: list[Row], seeds: Seeds, r: RetrievalSettings, table: TermTable) -> None:
-    """The layers' terms of ``rows`` (``retrieve/layer_candidates``' or the adjacency's), then the Section and
-    Document priors, for chunks that already have a score from the layers above (the Document layer: a chunk of a
-    seeded document, when that document is 'complete')."""
+    """The layers' terms of ``rows`` (``retrieve/layer_candidates``' or the adjacency's), then the Section,
+    Document and DocumentText priors, for chunks that already have a score from the layers above (the Document
+    layers: a chunk of a seeded document, or of a document among the question's best cards
+    (kbgraph.query.propagation.cards), when that document is 'complete')."""
     layers = seeds.layers
     weights = {
         "AtomicQuestion": r.weight_question,
@@ -102,11 +103,12 @@ def layer_terms(rows: list[Row], seeds: Seeds, r: RetrievalSettings, table: Term
         if row["chunk_id"] in table.terms:
             sim, text = layers["Section"][row["via"]]
             table.add(row["chunk_id"], "Section", row["via"], text, sim, r.weight_section)
-    document_seeds = layers.get("Document", {}) if r.weight_document else {}
-    for cid in list(table.terms) if document_seeds else []:
-        if documents.get(cid) in document_seeds:
-            sim, text = document_seeds[documents[cid]]
-            table.add(cid, "Document", documents[cid], text, sim, r.weight_document)
+    for layer, weight in (("Document", r.weight_document), ("DocumentText", r.weight_document_text)):
+        document_seeds = layers.get(layer, {}) if weight else {}
+        for cid in list(table.terms) if document_seeds else []:
+            if documents.get(cid) in document_seeds:
+                sim, text = document_seeds[documents[cid]]
+                table.add(cid, layer, documents[cid], text, sim, weight)
 
 
 def note_rows(store: GraphStore, reached: Reached, rows: list[Row], with_similarity: bool) -> None:
