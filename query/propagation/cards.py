@@ -1,7 +1,7 @@
 """The document cards: a BM25 index over one short text per Document, so that a question naming a document's
 issuer, year, revision or version finds that document among look-alikes (issue 56, "documents that can be told
-apart"; benchmarks/HISTORY.md, "key facts": a BM25 index over such per-document text helped the look-alike series
-where a Document vector over key-fact labels did not).
+apart"; benchmarks/HISTORY.md, "Document key facts in the Document layer": a BM25 index over such per-document
+text helped the look-alike series where a Document vector over key-fact labels did not).
 
 A document's **card** (:func:`card_text`) is its title, its other usable titles (``title_alternatives``,
 kbgraph.ingest.titles), its file name's words (:func:`file_name_words`: ``AMAZON_2017_10K.pdf`` -> ``AMAZON 2017 10K``) and the beginning of its first page (the first chunks of page 1, at most
