@@ -8,9 +8,11 @@ sentence-transformers, spaCy, a database driver, ...) or started a process.
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,21 @@ import pytest
 HERE = Path(__file__).resolve().parent
 #: The repository's root (tests/unit -> tests -> the root): what the unit tests read lies under it.
 REPO = HERE.parent.parent
+
+
+@cache
+def source_of(path: Path) -> str:
+    """The text of a file of the repository, read once per session (the house tests scan the same files)."""
+    return path.read_text(encoding="utf-8")
+
+
+@cache
+def parsed(source: str) -> ast.Module:
+    """``ast.parse(source)``, once per session for each text: six house tests (ranker, backend and engine names,
+    local imports, function lengths, test doubles) scan the same ~400 modules, and parsing is most of their time.
+    The tree is shared: read it, never change it."""
+    return ast.parse(source)
+
 
 #: Modules the unit tier must not import: the embedding model's runtimes, NLP, the store clients, HTTP servers, LLMs.
 HEAVY_MODULES = (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest import REPO
+from tests.unit.conftest import REPO, parsed, source_of
 
 SCANNED = ("kbgraph", "query", "ingest")
 EXEMPT = (REPO / "kbgraph" / "store",)
@@ -48,7 +48,7 @@ def _func_name(call: ast.Call) -> str:
 def findings(source: str) -> list[tuple[int, str]]:
     """(line, what) of every backend decided by name in ``source``."""
     out: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsed(source)):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
@@ -81,9 +81,7 @@ def sources() -> list[Path]:
 
 def test_no_backend_name_outside_the_store() -> None:
     found = [
-        f"{path.relative_to(REPO)}:{line}: {what}"
-        for path in sources()
-        for line, what in findings(path.read_text(encoding="utf-8"))
+        f"{path.relative_to(REPO)}:{line}: {what}" for path in sources() for line, what in findings(source_of(path))
     ]
     assert not found, "backend decided by name outside kbgraph/store (ask store_class(settings)):\n" + "\n".join(found)
 

@@ -24,6 +24,7 @@ import pytest
 from kbgraph.embed.base import Embedder
 from kbgraph.llm.base import LLM
 from kbgraph.llm.fake import ScriptedLLM
+from tests.unit.conftest import parsed, source_of
 
 TESTS = Path(__file__).resolve().parents[1]
 #: A double's name -> the protocol it stands for.
@@ -127,7 +128,7 @@ def doubles() -> list[tuple[str, ast.ClassDef, dict[str, ast.ClassDef], dict[str
     embedder (pydantic models left out)."""
     found = []
     for path in sorted(TESTS.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(source_of(path))
         classes = {c.name: c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)}
         for cls in classes.values():
             if NAMED.search(cls.name) and not any("BaseModel" in ast.unparse(b) for b in cls.bases):
@@ -154,7 +155,7 @@ def test_each_double_satisfies_its_protocol(
 
 
 def test_a_double_without_complete_and_sink_is_refused() -> None:
-    tree = ast.parse("class HalfLLM:\n    def complete_json(self, messages, schema, *, temperature=None): ...\n")
+    tree = parsed("class HalfLLM:\n    def complete_json(self, messages, schema, *, temperature=None): ...\n")
     cls = tree.body[0]
     assert isinstance(cls, ast.ClassDef)
     assert sorted(problems(class_info(cls, {}, {}), LLM)) == [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from functools import cache
-from tests.unit.conftest import REPO
+from tests.unit.conftest import REPO, parsed, source_of
 
 #: The limit, in lines as ruff format lays them out (issue 59: no library function over 100 lines; the house rule of
 #: ~80 hand-aligned lines came to ~86 under ruff format, which made the library 7.8 % longer).
@@ -34,7 +34,7 @@ def function_lengths(source: str) -> dict[str, int]:
             else:
                 visit(child, prefix)
 
-    visit(ast.parse(source), "")
+    visit(parsed(source), "")
     return out
 
 
@@ -45,7 +45,7 @@ def _lengths() -> dict[str, int]:
         for folder in PACKAGES
         for path in sorted((REPO / folder).rglob("*.py"))
         if "__pycache__" not in path.parts
-        for name, n in function_lengths(path.read_text(encoding="utf-8")).items()
+        for name, n in function_lengths(source_of(path)).items()
     }
 
 

@@ -16,7 +16,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.ingest import engines
 from kbgraph.ingest.engines import DEFAULT_ENGINE, ENGINES, get_engine, IngestEngine
 from kbgraph.settings_groups import IngestSettings
-from tests.unit.conftest import REPO
+from tests.unit.conftest import REPO, parsed, source_of
 
 SCANNED = ("kbgraph", "query", "ingest", "benchmarks")
 #: The registry itself.
@@ -74,7 +74,7 @@ def _decides_by_name(compare: ast.Compare) -> bool:
 def findings(source: str) -> list[tuple[int, str]]:
     """(line, what) of every engine decided by its name in ``source``."""
     out: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsed(source)):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Compare):
             if _decides_by_name(node):
@@ -96,11 +96,7 @@ def _sources() -> list[Path]:
 
 
 def test_no_engine_name_decided_outside_the_registry() -> None:
-    found = [
-        f"{p.relative_to(REPO)}:{line}: {what}"
-        for p in _sources()
-        for line, what in findings(p.read_text(encoding="utf-8"))
-    ]
+    found = [f"{p.relative_to(REPO)}:{line}: {what}" for p in _sources() for line, what in findings(source_of(p))]
     assert not found, "an engine decided by its name outside ingest/engines.py (ask get_engine(name)):\n" + "\n".join(
         found
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.unit.conftest import REPO
+from tests.unit.conftest import REPO, parsed, source_of
 
 #: The folders of the package (kbgraph/, and ingest/ and query/ installed as kbgraph.ingest and kbgraph.query).
 FOLDERS = ("kbgraph", "ingest", "query")
@@ -36,7 +36,7 @@ def local_imports(source: str) -> list[tuple[int, str, str | None]]:
     a function of ``source``."""
     lines = source.splitlines()
     found: dict[int, tuple[int, str, str | None]] = {}
-    for fn in ast.walk(ast.parse(source)):
+    for fn in ast.walk(parsed(source)):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for node in ast.walk(fn):
@@ -55,7 +55,7 @@ def test_no_function_imports_a_kbgraph_module_outside_a_package_init() -> None:
     offenders: list[str] = []
     exports: list[str] = []
     for path in _modules():
-        for line, statement, reason in local_imports(path.read_text(encoding="utf-8")):
+        for line, statement, reason in local_imports(source_of(path)):
             where = f"{path.relative_to(REPO)}:{line}: {statement}"
             (exports if path.name == "__init__.py" and reason else offenders).append(where)
     assert not offenders, (

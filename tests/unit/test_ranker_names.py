@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest import REPO
+from tests.unit.conftest import REPO, parsed, source_of
 
 SCANNED = ("kbgraph", "query", "ingest", "benchmarks")
 #: The registry itself.
@@ -54,7 +54,7 @@ def _target_name(node: ast.AST) -> str:
 def findings(source: str) -> list[tuple[int, str]]:
     """(line, what) of every ranker decided by name in ``source``."""
     out: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parsed(source)):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
@@ -87,9 +87,7 @@ def sources() -> list[Path]:
 
 def test_no_ranker_name_outside_the_registry() -> None:
     found = [
-        f"{path.relative_to(REPO)}:{line}: {what}"
-        for path in sources()
-        for line, what in findings(path.read_text(encoding="utf-8"))
+        f"{path.relative_to(REPO)}:{line}: {what}" for path in sources() for line, what in findings(source_of(path))
     ]
     assert not found, (
         "ranker decided by name outside kbgraph/query/propagation/rankers.py (ask get_ranker(name)'s row):\n"
