@@ -106,6 +106,15 @@ def test_the_year_of_a_question_finds_its_report_by_file_name_and_first_page(
     assert not [t for c in plain for t in c.breakdown if t.term == "DocumentText"]
 
 
+def test_a_document_of_one_chunk_has_no_card(store: GraphStore, backend_settings: Settings) -> None:
+    """A passage's card would be the passage itself, which the full-text term already scores."""
+    reports = _reports()
+    reports[1].chunks = reports[1].chunks[:1]
+    write_documents(store, reports)
+    found = cards.card_seeds(store, _settings(backend_settings, 0.2), "ACME report 2018", corpus_generation(store))
+    assert found and "doc:2018" not in found
+
+
 def test_a_new_document_is_in_the_cards_of_the_next_generation(store: GraphStore, backend_settings: Settings) -> None:
     reports = _reports()
     write_documents(store, reports[:2])
