@@ -38,11 +38,11 @@ class RetrievalSettings(SettingsGroup):
     weight_section: float = Field(0.05, description="w_S: similarity of the chunk's section.")
     weight_document: float = Field(0.05, description="w_D: similarity of the chunk's document.")
     weight_document_text: float = Field(
-        0.0,
+        0.05,
         ge=0,
         description="w_DT: BM25 score of the chunk's document card (its title, other titles, file name's words and "
-        "first page's beginning) over the question's best card, for chunks that already score; the best 5 cards "
-        "(kbgraph.query.propagation.cards; 0 = off, as PIKE-RAG: docs/scoring.md).",
+        "first page's beginning) over the question's best card, for chunks that already score; the best 5 cards, "
+        "documents of 2 or more chunks (kbgraph.query.propagation.cards; 0 = off, as PIKE-RAG: docs/scoring.md).",
     )
     weight_fulltext: float = Field(
         0.05, description="w_F: full-text score of the chunk and of its entities' names (0 = no full-text seeds)."

@@ -22,7 +22,15 @@ from kbgraph.errors import ConfigError
 from kbgraph.query.propagation.rankers import get_ranker
 from kbgraph.eval.dataset import load_dataset
 from kbgraph.eval.rank_train import write_model
-from kbgraph.eval.rank_train_shipped import SHIPPED, TRAINERS, TrainParams, check_order, get_trainer, repo_sets
+from kbgraph.eval.rank_train_shipped import (
+    SHIPPED,
+    SHIPPED_SETTINGS,
+    TRAINERS,
+    TrainParams,
+    check_order,
+    get_trainer,
+    repo_sets,
+)
 from kbgraph.kb import KnowledgeBase
 
 if TYPE_CHECKING:
@@ -76,6 +84,8 @@ def train_cmd(
 
     trainer = get_trainer(model_kind)
     settings = common.settings()
+    if shipped:
+        settings = settings.updated(dict(SHIPPED_SETTINGS))  # the settings the shipped pools were collected under
     params = _params(shipped, dataset, pool, c, head, limit, settings.retrieval.ranker_pool)
     paths = [str(p) for p in repo_sets()] if shipped else dataset
     if not paths:
