@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -307,12 +306,11 @@ def test_ids_are_stable_across_runs(docs: Path, examples_dir: Path, tmp_path: Pa
     assert run1 == run2
 
 
-def test_passage_chunking_throughput(examples_dir: Path) -> None:
-    """3,301 2WikiMultihopQA passages: parsed and chunked well under 30 s (short ones skip spaCy)."""
+def test_every_passage_of_a_corpus_is_a_document_of_its_own_chunks(examples_dir: Path) -> None:
+    """3,301 2WikiMultihopQA passages: each one document, each of at least one chunk of its own. How fast they parse
+    and chunk is benchmarks/ingest.py's to measure (docs/benchmarks.md), not a test's."""
     corpus = examples_dir / "multihop" / "2wikimultihopqa" / "dev500.corpus.jsonl"
-    start = time.perf_counter()
     parsed = list(parse_passages_jsonl(corpus))
-    chunks = [c for d in parsed for c in build_structure(d)[2]]
-    elapsed = time.perf_counter() - start
-    assert len(parsed) == 3301 and len(chunks) >= 3301
-    assert elapsed < 30, f"{elapsed:.1f} s"
+    built = [build_structure(d) for d in parsed]
+    assert len(parsed) == 3301 == len({document.id for document, _, _ in built})
+    assert all(chunks and {c.document_id for c in chunks} == {document.id} for document, _, chunks in built)
