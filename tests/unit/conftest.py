@@ -65,13 +65,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.unit)
 
 
+@pytest.fixture(scope="session")
+def _no_config_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A path in the session's temporary folder where no file is (one folder for the tier: a ``tmp_path`` per test
+    would make ~700 folders)."""
+    return tmp_path_factory.mktemp("no-config") / "no-kbgraph.toml"
+
+
 @pytest.fixture(autouse=True)
-def clean_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def clean_config(monkeypatch: pytest.MonkeyPatch, _no_config_file: Path) -> None:
     """No setting from the environment or a kbgraph.toml: the defaults, and what a test sets."""
     for name in list(os.environ):
         if name.startswith(("KBGRAPH_", "NEO4J_", "OPENAI_")):
             monkeypatch.delenv(name)
-    monkeypatch.setenv("KBGRAPH_CONFIG", str(tmp_path / "no-kbgraph.toml"))
+    monkeypatch.setenv("KBGRAPH_CONFIG", str(_no_config_file))
 
 
 def heavy_modules() -> list[str]:
