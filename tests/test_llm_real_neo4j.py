@@ -13,7 +13,7 @@ from kbgraph.settings import Settings
 from tests.llm_server_fixture import LLMServerInfo
 from tests.test_llm_real import (  # noqa: F401 (the module's autouse fixture and tests, collected here on Neo4j)
     LLMKnowledgeBase,
-    _answer_budget_of_200_tokens,
+    _answer_budget_of_llm_max_tokens,
     llm_kb_on,
     test_ingestion_with_a_real_llm_builds_the_llm_layers,
     test_multi_hop_questions_with_a_real_llm,
