@@ -8,6 +8,8 @@ formula, BM25, the learned ranker's pool and features). Both methods run through
 
     .venv/bin/python -m benchmarks.propagation_profile [--corpus 2wiki] [--questions 200] [--home DIR]
         [--store falkordb|neo4j] [--cprofile FILE]
+    .venv/bin/python -m benchmarks.propagation_profile --home /tmp/ld/home --kb longdoc \
+        --questions-file examples/longdoc/dev.questions.jsonl   # the long-document set's knowledge base
 
 Statement times are wall times in the calling thread (the database's work, the round trip and the client's
 decoding); the three seeding reads run at once, so their times overlap and "round trips" counts them as one.
@@ -140,13 +142,17 @@ def main() -> None:
         help="a setting for this run (e.g. adjacency_cache=false)",
     )
     ap.add_argument("--cprofile", default="", help="also write the cProfile stats of the propagation questions")
+    ap.add_argument(
+        "--kb", default="", help="the knowledge base's name (default: <corpus>_<store>, benchmarks/query.py's)"
+    )
+    ap.add_argument("--questions-file", default="", help="a questions .jsonl (default: the corpus's)")
     args = ap.parse_args()
-    base = set_path(args.corpus)
-    questions = [json.loads(x)["question"] for x in Path(f"{base}.questions.jsonl").read_text().splitlines()]
+    qfile = Path(args.questions_file) if args.questions_file else Path(f"{set_path(args.corpus)}.questions.jsonl")
+    questions = [json.loads(x)["question"] for x in qfile.read_text(encoding="utf-8").splitlines() if x.strip()]
     questions = questions[: args.questions]
     settings = Settings(
         home=Path(args.home),
-        name=f"{args.corpus}_{args.store}",
+        name=args.kb or f"{args.corpus}_{args.store}",
         falkor_idle_timeout=600,
         **dict(kv.split("=", 1) for kv in args.set),
     )
@@ -194,7 +200,7 @@ def main() -> None:
         profiler.dump_stats(args.cprofile)
     n = len(questions)
     print(
-        f"{args.corpus}, {args.store}, {n} questions, top-10, latency with the question embedding, "
+        f"{args.kb or args.corpus}, {args.store}, {n} questions, top-10, latency with the question embedding, "
         f"load average {load:.1f}"
     )
     for method, r in report.items():
