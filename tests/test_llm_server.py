@@ -24,15 +24,9 @@ from kbgraph.llm.server import LocalLLMServer, default_model
 from kbgraph.llm.llama import http_get
 from kbgraph.process import pid_alive, port_free
 from kbgraph.settings import Settings
-from tests.llm_server_fixture import free_port, require_llm_server
+from tests.llm_server_fixture import free_port
 
 ALIAS = "SmolLM2-135M-Instruct.Q4_1"
-
-
-@pytest.fixture
-def installed() -> None:
-    """Skip (fail under CI=true) unless llama.cpp's server and the SmolLM2 GGUF are installed."""
-    require_llm_server()
 
 
 @pytest.fixture
@@ -69,7 +63,7 @@ def assert_not_started(server: LocalLLMServer) -> None:
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
-def test_start_chat_idempotent_stop(installed: None, server_settings: Settings, tmp_path: Path) -> None:
+def test_start_chat_idempotent_stop(llm_installed: None, server_settings: Settings, tmp_path: Path) -> None:
     from openai import OpenAI
 
     home, port = server_settings.home, server_settings.llm_server.llm_server_port
@@ -158,7 +152,7 @@ def test_not_gguf_cli_exit_code(server_settings: Settings, tmp_path: Path) -> No
     assert len(lines) == 1 and lines[0].startswith("error:") and "not a GGUF model" in lines[0]
 
 
-def test_port_taken(installed: None, server_settings: Settings) -> None:
+def test_port_taken(llm_installed: None, server_settings: Settings) -> None:
     port = server_settings.llm_server.llm_server_port
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
@@ -172,7 +166,7 @@ def test_port_taken(installed: None, server_settings: Settings) -> None:
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
-def test_server_dies_during_startup(installed: None, server_settings: Settings, tmp_path: Path) -> None:
+def test_server_dies_during_startup(llm_installed: None, server_settings: Settings, tmp_path: Path) -> None:
     bad = truncated_gguf(tmp_path / "broken.gguf")
     server = LocalLLMServer(server_settings)
     with pytest.raises(LLMServerError) as exc:
@@ -190,7 +184,7 @@ def test_server_dies_during_startup(installed: None, server_settings: Settings, 
 
 
 @pytest.mark.slow  # starts llama.cpp's llama-server
-def test_startup_timeout_stops_the_server(installed: None, server_settings: Settings) -> None:
+def test_startup_timeout_stops_the_server(llm_installed: None, server_settings: Settings) -> None:
     server = LocalLLMServer(server_settings)
     with pytest.raises(LLMServerError) as exc:
         server.start(timeout=0)  # cannot have loaded the model yet
