@@ -68,10 +68,10 @@ class LLMServerInfo(BaseModel):
     log_file: Path
 
 
-def wait_for_the_build(status_file: str = LLM_WAIT, timeout: float = LLM_WAIT_TIMEOUT) -> None:
+def wait_for_the_build(status_file: str = LLM_WAIT, timeout: float = LLM_WAIT_TIMEOUT, poll: float = 2.0) -> None:
     """Wait until the background build of llama.cpp's server has ended (``status_file`` exists; "" returns at once),
     then let imports see what it installed. Fails the calling test if the build failed (its exit code is not 0) or
-    has not ended within ``timeout`` seconds."""
+    has not ended within ``timeout`` seconds; looks every ``poll`` seconds."""
     if not status_file:
         return
     path = Path(status_file)
@@ -79,7 +79,7 @@ def wait_for_the_build(status_file: str = LLM_WAIT, timeout: float = LLM_WAIT_TI
     while not path.exists():
         if time.monotonic() > deadline:
             pytest.fail(f"the build of llama.cpp's server has not ended within {timeout:.0f} s ({path} is absent)")
-        time.sleep(2)
+        time.sleep(poll)
     code = path.read_text(encoding="utf-8").strip()  # written whole: the build renames it into place
     if code != "0":
         pytest.fail(f"installing llama.cpp's server or SmolLM2 failed (exit {code}); .ci/run prints its log")

@@ -36,10 +36,10 @@ def test_a_build_that_does_not_end_fails_the_test(tmp_path: Path) -> None:
 
 def test_the_wait_ends_when_the_build_does(tmp_path: Path) -> None:
     status = tmp_path / "exit-code"
-    timer = threading.Timer(0.5, status.write_text, args=("0\n",))
+    timer = threading.Timer(0.1, status.write_text, args=("0\n",))
     timer.start()
     try:
-        wait_for_the_build(str(status), timeout=30)
+        wait_for_the_build(str(status), timeout=30, poll=0.02)
     finally:
         timer.cancel()
     assert status.read_text() == "0\n"
