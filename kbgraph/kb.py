@@ -23,7 +23,7 @@ from kbgraph.llm import get_llm
 from kbgraph.llm.base import LLM
 from kbgraph.models import MetadataValue, StoreStats
 from kbgraph.query.ask import answer_question, clean_question, preload, retrieve
-from kbgraph.query.bm25 import shared_index
+from kbgraph.query.bm25 import ENTITY_NAMES, shared_index
 from kbgraph.query.context import QueryContext
 from kbgraph.query.methods.registry import get_method
 from kbgraph.query.propagation.rankers import get_ranker
@@ -143,14 +143,21 @@ class KnowledgeBase:
         return report
 
     def _warm_bm25(self) -> None:
-        """Build (or load) the learned ranker's BM25 index of the new corpus now, so that the first question
-        after an ingestion does not pay for it (kbgraph.query.bm25.shared_index; about 1 s per 3,500 chunks).
-        A failure is logged, never raised: the first question builds it then."""
-        if not get_ranker(self.settings.retrieval.ranker).needs_pool or not self.settings.retrieval.ranker_bm25_k:
+        """Build (or load) the learned ranker's BM25 index of the new corpus now, and the entity names' index of
+        the Entity.name seeds (setting ``entity_fulltext`` 'bm25'), so that the first question after an ingestion
+        does not pay for them (kbgraph.query.bm25.shared_index; about 1 s per 3,500 chunks). A failure is logged,
+        never raised: the first question builds them then."""
+        r = self.settings.retrieval
+        chunks = get_ranker(r.ranker).needs_pool and r.ranker_bm25_k > 0
+        names = r.entity_fulltext == "bm25" and r.fulltext_k > 0 and r.weight_fulltext > 0
+        if not (chunks or names):
             return
 
         try:
-            shared_index(self.store, self.settings)
+            if chunks:
+                shared_index(self.store, self.settings)
+            if names:
+                shared_index(self.store, self.settings, corpus=ENTITY_NAMES)
         except Exception as exc:  # noqa: BLE001 - an index for later questions must not fail the ingestion
             logging.getLogger("kbgraph.ingest").warning(
                 "BM25 index not built after ingestion (%s); the first question builds it", exc

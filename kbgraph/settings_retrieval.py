@@ -22,6 +22,12 @@ class RetrievalSettings(SettingsGroup):
         description="Full-text top-k on Chunk.text and Entity.name (0 = off); the "
         "Chunk seeds are BM25's top k while ranker_bm25_k > 0 (docs/scoring.md).",
     )
+    entity_fulltext: Literal["bm25", "store"] = Field(
+        "bm25",
+        description="Where the Entity.name full-text seeds come from: 'bm25', an index of the entities' names "
+        "kept in memory (kbgraph.query.bm25, as the Chunk seeds; the same on both stores), or 'store', the store's "
+        "full-text index (one statement more per question; docs/scoring.md).",
+    )
     rescore_k: int = Field(
         20,
         ge=0,

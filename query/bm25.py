@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 from kbgraph.home import BM25
 from kbgraph.query.context import QueryContext
@@ -95,29 +95,56 @@ def load_library() -> Any:
         return bm25s
 
 
-def index_root(settings: Settings) -> Path:
-    """The folder of this knowledge base's BM25 indexes (one subfolder per corpus fingerprint)."""
-    store = store_class(settings)
-    tag = hashlib.sha256(store.kb_location(settings).encode()).hexdigest()[:8]
-    return settings.home / BM25 / f"{store.backend}-{_SAFE.sub('_', settings.name)}-{tag}"
-
-
-def corpus_fingerprint(store: GraphStore, salt: str = "") -> tuple[str, int]:
-    """(hex SHA-256 of every chunk id and its document's sha256, number of chunks)."""
-    h = hashlib.sha256(salt.encode())
-    n = 0
-    for row in store.run_pages("retrieve/chunk_keys", PAGE):
-        h.update(f"{row['id']}\t{row.get('sha256') or ''}\n".encode())
-        n += 1
-    return h.hexdigest(), n
-
-
 def row_text(row: dict[str, Any]) -> str:
     """The text of a ``chunk_texts`` row as indexed: ``kbgraph.text.index_text``, the dense baseline's
     embedding text (kbgraph.ingest.pipeline)."""
     return index_text(
         row.get("document_title"), row.get("section_path"), row.get("kind"), row.get("text"), row.get("summary")
     )
+
+
+def _name(row: dict[str, Any]) -> str:
+    return str(row.get("name") or "")
+
+
+class Corpus(NamedTuple):
+    """What a BM25 index is over: ``keys`` and ``texts`` name paged statements (``$after``, ``$limit``, rows in
+    ``id`` order); ``key(row)`` is what the fingerprint reads of a ``keys`` row beside its id, ``text(row)`` what is
+    indexed of a ``texts`` row; ``suffix`` ends the index's folder name (:func:`index_root`); ``keep_texts``: the
+    index keeps each text (:attr:`BM25Index.texts`) for the hits to show."""
+
+    suffix: str
+    keys: str
+    texts: str
+    key: Callable[[dict[str, Any]], str]
+    text: Callable[[dict[str, Any]], str]
+    keep_texts: bool = False
+
+
+#: The chunks (method 'bm25', the learned rankers' BM25 features, the Chunk full-text seeds): each chunk as the
+#: dense baseline embeds it, its fingerprint over (chunk id, its document's sha256).
+CHUNKS = Corpus("", "retrieve/chunk_keys", "retrieve/chunk_texts", lambda row: str(row.get("sha256") or ""), row_text)
+#: The entities' names (score propagation's Entity.name full-text seeds, setting ``entity_fulltext`` 'bm25'):
+#: ``retrieve/entity_names`` for both, its fingerprint over (entity id, name).
+ENTITY_NAMES = Corpus("-entity_name", "retrieve/entity_names", "retrieve/entity_names", _name, _name, keep_texts=True)
+
+
+def index_root(settings: Settings, corpus: Corpus = CHUNKS) -> Path:
+    """The folder of this knowledge base's BM25 indexes of ``corpus`` (one subfolder per corpus fingerprint)."""
+    store = store_class(settings)
+    tag = hashlib.sha256(store.kb_location(settings).encode()).hexdigest()[:8]
+    return settings.home / BM25 / f"{store.backend}-{_SAFE.sub('_', settings.name)}-{tag}{corpus.suffix}"
+
+
+def corpus_fingerprint(store: GraphStore, salt: str = "", corpus: Corpus = CHUNKS) -> tuple[str, int]:
+    """(hex SHA-256 of every row id of ``corpus.keys`` and its key (a chunk's document's sha256, an entity's name),
+    number of rows)."""
+    h = hashlib.sha256(salt.encode())
+    n = 0
+    for row in store.run_pages(corpus.keys, PAGE):
+        h.update(f"{row['id']}\t{corpus.key(row)}\n".encode())
+        n += 1
+    return h.hexdigest(), n
 
 
 def _fingerprint_of(folder: Path) -> str | None:
@@ -151,14 +178,24 @@ def build_retriever(texts: list[str], *, k1: float = K1, b: float = B) -> Any:
 
 
 class BM25Index:
-    """A bm25s index over the chunks of one knowledge base. Open it with :meth:`open`; ``ids[i]`` is the
-    chunk id of document i of the index."""
+    """A bm25s index over the chunks of one knowledge base (or another :class:`Corpus`). Open it with :meth:`open`;
+    ``ids[i]`` is the chunk id of document i of the index, ``texts[i]`` its text when the corpus keeps them."""
 
     def __init__(
-        self, retriever: Any, ids: list[str], *, fingerprint: str, folder: Path | None, stemmer: str, built: bool
+        self,
+        retriever: Any,
+        ids: list[str],
+        *,
+        fingerprint: str,
+        folder: Path | None,
+        stemmer: str,
+        built: bool,
+        texts: list[str] | None = None,
     ) -> None:
         self.retriever = retriever
         self.ids = ids
+        self.texts = texts
+        self._text_of = dict(zip(ids, texts, strict=True)) if texts is not None else {}
         self.fingerprint = fingerprint
         self.folder = folder
         self.stemmer = stemmer
@@ -181,9 +218,11 @@ class BM25Index:
         generation: list[Any] | None = None,
         k1: float = K1,
         b: float = B,
+        corpus: Corpus = CHUNKS,
     ) -> BM25Index:
-        """The index of the KB's current chunks: loaded from disk when the corpus fingerprint matches, else
-        built from the store and saved. ``root`` overrides :func:`index_root`. ``generation``
+        """The index of the KB's current chunks (or of ``corpus``, e.g. :data:`ENTITY_NAMES`): loaded from disk
+        when the corpus fingerprint matches, else built from the store and saved. ``root`` overrides
+        :func:`index_root`. ``generation``
         (:func:`corpus_generation`): an index saved under the same generation is loaded without computing the
         fingerprint (one pass over every chunk key), and a saved index records it. Raises ImportError with
         an install hint when bm25s is missing. ``k1``, ``b``: BM25's parameters (MIGRES, paper 002 §4.1: 0.9 and
@@ -191,14 +230,22 @@ class BM25Index:
         bm25s = load_library()
         stem_name = _stemmer()[1]
         salt = f"bm25s {bm25s.__version__} {METHOD} k1={k1} b={b} stemmer={stem_name} stopwords=en\n"
-        root = Path(root) if root is not None else index_root(settings)
+        root = Path(root) if root is not None else index_root(settings, corpus)
         if (k1, b) != (K1, B):
             root = root.with_name(f"{root.name}-k1_{k1:g}-b_{b:g}")
         if generation is not None and not rebuild:
             known = _load_generation(root, generation, salt)
             if known is not None:
-                return cls(known[0], known[1], fingerprint=known[2], folder=known[3], stemmer=stem_name, built=False)
-        fingerprint, n = corpus_fingerprint(store, salt)
+                return cls(
+                    known[0],
+                    known[1],
+                    fingerprint=known[2],
+                    folder=known[3],
+                    stemmer=stem_name,
+                    built=False,
+                    texts=known[4],
+                )
+        fingerprint, n = corpus_fingerprint(store, salt, corpus)
         folder = root / fingerprint[:16]
         if rebuild:
             shutil.rmtree(folder, ignore_errors=True)
@@ -217,17 +264,19 @@ class BM25Index:
                         folder=folder,
                         stemmer=stem_name,
                         built=False,
+                        texts=meta.get("texts"),
                     )
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("BM25 index at %s unreadable (%s); rebuilding", folder, exc)
         t0 = time.perf_counter()
         ids, texts = [], []
-        for row in store.run_pages("retrieve/chunk_texts", PAGE):
+        for row in store.run_pages(corpus.texts, PAGE):
             ids.append(row["id"])
-            texts.append(row_text(row))
+            texts.append(corpus.text(row))
         retriever = build_retriever(texts, k1=k1, b=b)
-        log.info("BM25 index of %d chunks built in %.1f s", len(ids), time.perf_counter() - t0)
-        index = cls(retriever, ids, fingerprint=fingerprint, folder=folder, stemmer=stem_name, built=True)
+        log.info("BM25 index of %d %s built in %.1f s", len(ids), corpus.texts, time.perf_counter() - t0)
+        kept = texts if corpus.keep_texts else None
+        index = cls(retriever, ids, fingerprint=fingerprint, folder=folder, stemmer=stem_name, built=True, texts=kept)
         index._save(
             root,
             folder,
@@ -246,6 +295,7 @@ class BM25Index:
                 "fingerprint": self.fingerprint,
                 "chunks": n,
                 "ids": self.ids,
+                **({"texts": self.texts} if self.texts is not None else {}),
                 "stemmer": self.stemmer,
                 "method": METHOD,
                 "built_at": time.time(),
@@ -278,6 +328,30 @@ class BM25Index:
         mask = None if within is None else self._mask(within)
         docs, scores = self.retriever.retrieve(query, k=min(k, len(self.ids)), show_progress=False, weight_mask=mask)
         return [(self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+
+    def top(self, question: str, k: int) -> list[tuple[str, float]]:
+        """Top-``k`` (id, BM25 score) pairs as :meth:`search` gives them, except that a cut inside a tie keeps the
+        smallest ids (every document is scored, bm25s ``get_scores``, and the tie at the ``k``-th score is ordered
+        by id), so the cut does not depend on how bm25s selects among equal scores: the Entity.name seeds, whose
+        names often score alike (kbgraph.query.propagation.seeding ``entity_name_seeds``)."""
+        import numpy as np
+
+        bm25s = load_library()
+        if self.retriever is None or k < 1:
+            return []
+        query = bm25s.tokenize([question], stopwords="en", stemmer=self._stem, return_ids=False, show_progress=False)
+        if not query[0]:
+            return []
+        scores = self.retriever.get_scores(query[0])
+        k = min(k, len(scores))
+        kth = np.partition(scores, -k)[-k]
+        tied = np.flatnonzero((scores >= kth) & (scores > 0))
+        best = sorted(tied.tolist(), key=lambda i: (-scores[i], self.ids[i]))[:k]
+        return [(self.ids[i], float(scores[i])) for i in best]
+
+    def text(self, doc_id: str) -> str:
+        """The indexed text of ``doc_id`` when the corpus keeps its texts (:attr:`Corpus.keep_texts`), else ''."""
+        return self._text_of.get(doc_id, "")
 
     def _mask(self, within: frozenset[str]) -> Any:
         """float32 (len(ids),): 1 for a chunk of ``within``, else 0; the last few kept (one per scope)."""
@@ -317,8 +391,10 @@ def _load_retriever(folder: Path, meta: dict[str, Any]) -> Any:
     return bm25s.BM25.load(str(folder), show_progress=False) if meta["ids"] else None
 
 
-def _load_generation(root: Path, generation: list[Any], salt: str) -> tuple[Any, list[str], str, Path] | None:
-    """(retriever, ids, fingerprint, folder) of the index under ``root`` saved at ``generation`` with the
+def _load_generation(
+    root: Path, generation: list[Any], salt: str
+) -> tuple[Any, list[str], str, Path, list[str] | None] | None:
+    """(retriever, ids, fingerprint, folder, texts or None) of the index under ``root`` saved at ``generation`` with the
     same ``salt`` (bm25s version, parameters, stemmer), or None."""
     if not root.is_dir():
         return None
@@ -329,7 +405,7 @@ def _load_generation(root: Path, generation: list[Any], salt: str) -> tuple[Any,
             meta = json.loads((folder / "kbgraph.json").read_text())
             if meta.get("generation") != generation or meta.get("salt") != salt:
                 continue
-            return _load_retriever(folder, meta), meta["ids"], meta["fingerprint"], folder
+            return _load_retriever(folder, meta), meta["ids"], meta["fingerprint"], folder, meta.get("texts")
         except (OSError, ValueError, KeyError) as exc:
             log.warning("BM25 index at %s unreadable (%s)", folder, exc)
     return None
@@ -340,20 +416,27 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared_index(
-    store: GraphStore, settings: Settings, *, k1: float = K1, b: float = B, generation: list[Any] | None = None
+    store: GraphStore,
+    settings: Settings,
+    *,
+    k1: float = K1,
+    b: float = B,
+    generation: list[Any] | None = None,
+    corpus: Corpus = CHUNKS,
 ) -> BM25Index:
     """This process's BM25 index (parameters ``k1``, ``b``) of the knowledge base ``settings`` name, for the
-    learned ranker's BM25 features (kbgraph.query.propagation.propagate), method 'bm25' and MIGRES: kept in memory and
+    learned ranker's BM25 features (kbgraph.query.propagation.propagate), method 'bm25' and MIGRES (or of ``corpus``:
+    :data:`ENTITY_NAMES` for score propagation's Entity.name full-text seeds): kept in memory and
     re-checked only when :func:`corpus_generation` changes (one light statement per call, ~1 ms); then loaded
     from disk or rebuilt (:meth:`BM25Index.open`). Thread-safe; a first call on a new corpus builds the index (a
     few seconds per 100k chunks). ``generation``: :func:`corpus_generation` when the caller has just read it."""
-    key = f"{index_root(settings)} k1={k1} b={b}"
+    key = f"{index_root(settings, corpus)} k1={k1} b={b}"
     generation = corpus_generation(store) if generation is None else generation
     with _SHARED_LOCK:
         hit = _SHARED.get(key)
         if hit is not None and hit[0] == generation:
             return hit[1]
-        index = BM25Index.open(store, settings, generation=generation, k1=k1, b=b)
+        index = BM25Index.open(store, settings, generation=generation, k1=k1, b=b, corpus=corpus)
         _SHARED[key] = (generation, index)
         return index
 

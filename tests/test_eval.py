@@ -443,8 +443,9 @@ def test_shared_bm25_index_is_reused_until_the_corpus_changes(
 def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(
     backend_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After an ingestion that adds, updates or deletes documents the learned ranker's BM25 index is already
-    built (the first question does not pay for it); a run that changes nothing builds nothing."""
+    """After an ingestion that adds, updates or deletes documents the learned ranker's BM25 index and the entity
+    names' index (the Entity.name seeds) are already built (the first question does not pay for them); a run that
+    changes nothing builds nothing."""
     from kbgraph.kb import KnowledgeBase
     from kbgraph.query import bm25
 
@@ -453,18 +454,23 @@ def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(
     docs.mkdir()
     (docs / "cork.txt").write_text("Cork is a city in Ireland on the River Lee.\n", encoding="utf-8")
     (docs / "zanzibar.txt").write_text("Zanzibar exports cloves and other spices.\n", encoding="utf-8")
-    opened = []
+    opened: list[str] = []  # the corpus of each open
     real_open = bm25.BM25Index.open.__func__  # type: ignore[attr-defined]
     monkeypatch.setattr(
         bm25.BM25Index,
         "open",
-        classmethod(lambda cls, *a, **k: opened.append(1) or real_open(cls, *a, **k)),  # type: ignore[func-returns-value]
+        classmethod(
+            lambda cls, *a, **k: opened.append(k.get("corpus", bm25.CHUNKS).texts) or real_open(cls, *a, **k)  # type: ignore[func-returns-value]
+        ),
     )
+    built = ["retrieve/chunk_texts", "retrieve/entity_names"]
     with KnowledgeBase(settings=settings) as kb:
         kb.reset()
         assert kb.ingest([docs], progress=False).added == 2
-        assert len(opened) == 1
+        assert opened == built
         index = bm25.shared_index(kb.store, kb.settings)
-        assert len(opened) == 1 and [cid for cid, _ in index.search("cloves", 5)] != []  # no build at the question
-        assert kb.ingest([docs], progress=False).unchanged == 2 and len(opened) == 1
+        names = bm25.shared_index(kb.store, kb.settings, corpus=bm25.ENTITY_NAMES)
+        assert opened == built and [cid for cid, _ in index.search("cloves", 5)] != []  # no build at the question
+        assert [names.text(eid) for eid, _ in names.top("Where is Cork?", 3)] == ["Cork"]
+        assert kb.ingest([docs], progress=False).unchanged == 2 and opened == built
         kb.reset()

@@ -1,16 +1,20 @@
 """The Chunk full-text seeds (the ``FullText`` term, docs/scoring.md): while BM25 is on (``ranker_bm25_k`` > 0, any
 ranker) they are BM25's top ``fulltext_k`` (kbgraph.query.bm25's in-memory index, the one the learned ranker's pool
 searches) and the store's Chunk.text full-text statement is not sent; with ``ranker_bm25_k=0`` they are the store's
-full-text hits. Both stores, a planted corpus."""
+full-text hits. The Entity.name full-text seeds (the ``EntityText`` term) come from kbgraph.query.bm25's index of
+the entities' names (setting ``entity_fulltext`` 'bm25', the default) or from the store's full-text index ('store').
+Both stores, a planted corpus."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kbgraph.ingest.write import write_documents
-from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord
-from kbgraph.query.bm25 import shared_index
+from kbgraph.models import ChunkRecord, DocumentGraph, DocumentRecord, EntityRecord
+from kbgraph.query.bm25 import ENTITY_NAMES, shared_index
 from kbgraph.query.propagation.seeding import seed_layers
 from kbgraph.settings import Settings
 from kbgraph.store.base import GraphStore
@@ -49,7 +53,7 @@ def test_chunk_fulltext_seeds_come_from_bm25_while_it_is_on(store: GraphStore, b
     learned = backend_settings.updated({"ranker": "learned", "ranker_bm25_k": 3, "fulltext_k": 5})
     store.sent.clear()
     seeds = seed_layers(store, learned, QUESTION, qvec)
-    assert store.sent["retrieve/seed_fulltext_chunk"] == 0 and store.sent["retrieve/seed_fulltext_entity"] == 1
+    assert store.sent["retrieve/seed_fulltext_chunk"] == 0 and store.sent["retrieve/seed_fulltext_entity"] == 0
     top = shared_index(store, learned).search(QUESTION, 5)
     assert len(top) == 5 and len(seeds.bm25) == 3 and seeds.bm25 == top[:3]  # the pool's BM25 keeps its own k
     best = top[0][1]
@@ -71,3 +75,54 @@ def test_chunk_fulltext_seeds_come_from_bm25_while_it_is_on(store: GraphStore, b
         {h.id: h.score / best for h in hits}
     )
     assert "r6" not in plain.layers["FullText"] and "r6" not in seeds.layers["FullText"]  # no shared word
+
+
+NAMES_QUESTION = "Where is the Brackenford mill?"
+
+
+def _named(doc_id: str, entities: list[tuple[str, str]]) -> DocumentGraph:
+    doc = DocumentRecord(
+        id=doc_id, uri=f"file:///{doc_id}.txt", title=doc_id, mime="text/plain", sha256=doc_id, embedding=_vec(2)
+    )
+    chunk = ChunkRecord(
+        id=f"{doc_id}-c", document_id=doc.id, parent_id=doc.id, text="Mills.", order=0, embedding=_vec(3)
+    )
+    return DocumentGraph(
+        document=doc,
+        chunks=[chunk],
+        entities=[EntityRecord(id=eid, name=name, type="ORG", embedding=_vec(4)) for eid, name in entities],
+    )
+
+
+def test_entity_name_seeds_come_from_memory_ties_by_id(
+    store: GraphStore, backend_settings: Settings, tmp_path: Path
+) -> None:
+    """Twelve entities named alike for the question, written largest id first, and three that share one word or
+    none: the EntityText seeds are the ``fulltext_k`` smallest ids of the tie (score 1 after normalising by the
+    best), with their names, and no Entity.name statement is sent; a new document's entity with a smaller id is in
+    the next question's seeds (the index follows the corpus generation); with ``entity_fulltext='store'`` the seeds
+    are the store's full-text hits, one statement."""
+    tie = [(f"ent:tie{i:02d}", "Brackenford Mill") for i in reversed(range(12))]
+    others = [("ent:b", "Brackenford"), ("ent:m", "Mill Lane"), ("ent:z", "Ashby Town Hall")]
+    write_documents(store, [_named("doc:N", tie + others)])
+    qvec = _vec(98)
+    # a home of its own: the session's Neo4j settings are shared, and an index saved under the same corpus generation
+    # (a cleared graph, one document, no ingestion run) would be loaded from disk
+    settings = backend_settings.updated({"fulltext_k": 5, "home": tmp_path})
+    assert settings.retrieval.entity_fulltext == "bm25"
+    store.sent.clear()
+    seeds = seed_layers(store, settings, NAMES_QUESTION, qvec)
+    assert store.sent["retrieve/seed_fulltext_entity"] == 0
+    assert seeds.layers["EntityText"] == {f"ent:tie{i:02d}": (1.0, "Brackenford Mill") for i in range(5)}
+
+    write_documents(store, [_named("doc:O", [("ent:a", "Brackenford Mill")])])
+    again = seed_layers(store, settings, NAMES_QUESTION, qvec)
+    assert list(again.layers["EntityText"]) == ["ent:a", *(f"ent:tie{i:02d}" for i in range(4))]
+    index = shared_index(store, settings, corpus=ENTITY_NAMES)
+    assert len(index) == 16 and index.search("Ashby", 3)[0][0] == "ent:z"
+
+    store.sent.clear()
+    from_store = seed_layers(store, settings.updated({"entity_fulltext": "store"}), NAMES_QUESTION, qvec)
+    assert store.sent["retrieve/seed_fulltext_entity"] == 1
+    hits = store.seed_fulltext(NAMES_QUESTION, 5, ("Entity",))["Entity.name"]
+    assert list(from_store.layers["EntityText"]) == [h.id for h in hits]

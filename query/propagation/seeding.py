@@ -11,7 +11,7 @@ from kbgraph.embed.static_model import get_static_embedder
 from kbgraph.models import VECTOR_LABELS, FulltextHit, VectorHit
 from kbgraph.query.propagation.adjacency_cache import shared_adjacency
 from kbgraph.query.propagation.cards import card_seeds
-from kbgraph.query.bm25 import corpus_generation, shared_index
+from kbgraph.query.bm25 import ENTITY_NAMES, corpus_generation, shared_index
 from kbgraph.query.models import Seeds
 from kbgraph.query.propagation.rankers import get_ranker
 from kbgraph.settings import Settings
@@ -75,6 +75,7 @@ def seed_layers(
     # reads at once: the vector seeds, the Entity.name full-text seeds, BM25 in memory, and the Chunk.text full-text
     # seeds only without BM25 (that read was the seeding's longest: benchmarks/HISTORY.md)
     from_bm25 = fulltext > 0 and fulltext_from_bm25(settings)  # the Chunk full-text seeds are BM25's
+    names_k = fulltext if settings.retrieval.entity_fulltext == "bm25" else 0  # the Entity.name seeds too
     pool_k = settings.retrieval.ranker_bm25_k if get_ranker(settings.retrieval.ranker).needs_pool else 0
     # in a scope, the exact top chunks from the graph in memory when this process holds it: the Chunk index is then
     # read as without a scope (not over-fetched; its rows replaced), and the exact statement skips the Chunk layer
@@ -82,7 +83,7 @@ def seed_layers(
     if scope is not None and settings.retrieval.filter_seeding != "overfetch" and "Chunk" not in off:
         in_memory = scoped_chunk_seeds(store, settings, qvec, scope, seed_k, store_too=False)
     layers_read = [label for label in VECTOR_LABELS if in_memory is None or label != "Chunk"]
-    vectors, chunk_text, entity_name, (seeds.generation, bm25, cards) = gather(
+    vectors, chunk_text, entity_name, (seeds.generation, bm25, cards, names) = gather(
         store,
         # the static model's question vector is made in this thread while the other reads are under way
         lambda: store.seed_vectors(
@@ -95,9 +96,11 @@ def seed_layers(
             layers=layers_read,
         ),
         (lambda: {}) if from_bm25 else (lambda: store.seed_fulltext(question, fulltext, ("Chunk",))),
-        lambda: store.seed_fulltext(question, fulltext, ("Entity",)),
-        lambda: _lexical_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0)),
+        (lambda: {}) if names_k else (lambda: store.seed_fulltext(question, fulltext, ("Entity",))),
+        lambda: _lexical_hits(store, settings, question, max(pool_k, fulltext if from_bm25 else 0), names_k),
     )
+    if names_k:
+        entity_name = {"Entity.name": names}
     seeds.bm25 = bm25[:pool_k]
     if from_bm25:
         chunk_text = {
@@ -162,16 +165,18 @@ def fulltext_from_bm25(settings: Settings) -> bool:
 
 
 def _lexical_hits(
-    store: GraphStore, settings: Settings, question: str, k: int
-) -> tuple[list[Any] | None, Hits, dict[str, tuple[float, str]]]:
+    store: GraphStore, settings: Settings, question: str, k: int, names_k: int = 0
+) -> tuple[list[Any] | None, Hits, dict[str, tuple[float, str]], list[VectorHit | FulltextHit]]:
     """(the corpus generation, BM25's top ``k`` (chunk id, score) for ``question``, best first, the DocumentText
-    seeds): the generation (kbgraph.query.bm25 ``corpus_generation``, one light statement) keys BM25's shared
-    index, the document cards (kbgraph.query.propagation.cards ``card_seeds``, with ``weight_document_text`` > 0)
-    and the adjacency (kbgraph.query.propagation.adjacency); None when none is wanted (``k`` 0, no cards and
-    setting ``adjacency_cache`` off). In a document scope: the scope's chunks and cards only."""
+    seeds, the Entity.name full-text seeds): the generation (kbgraph.query.bm25 ``corpus_generation``, one light
+    statement) keys BM25's shared indexes, the document cards (kbgraph.query.propagation.cards ``card_seeds``, with
+    ``weight_document_text`` > 0) and the adjacency (kbgraph.query.propagation.adjacency); None when none is wanted
+    (``k`` and ``names_k`` 0, no cards and setting ``adjacency_cache`` off). In a document scope: the scope's chunks
+    and cards only. The Entity.name seeds (:func:`entity_name_seeds`, ``names_k`` > 0) are not scoped, as the
+    store's full-text seeds on Entity are not (kbgraph.store.scope ``UNSCOPED_LABELS``)."""
     with_cards = settings.retrieval.weight_document_text > 0
-    if k <= 0 and not with_cards and not settings.retrieval.adjacency_cache:
-        return None, [], {}
+    if k <= 0 and names_k <= 0 and not with_cards and not settings.retrieval.adjacency_cache:
+        return None, [], {}, []
     scope = current_scope()  # a filter's scope keeps the generation it was resolved at: no statement to read it again
     generation = (
         list(scope.generation) if scope is not None and scope.generation is not None else corpus_generation(store)
@@ -180,7 +185,27 @@ def _lexical_hits(
     if k > 0:
         index = shared_index(store, settings, generation=generation)
         hits = index.search(question, k, within=None if scope is None else scope.chunks)
-    return generation, hits, card_seeds(store, settings, question, generation) if with_cards else {}
+    names = entity_name_seeds(store, settings, question, names_k, generation) if names_k > 0 else []
+    return generation, hits, card_seeds(store, settings, question, generation) if with_cards else {}, names
+
+
+def entity_name_seeds(
+    store: GraphStore, settings: Settings, question: str, k: int, generation: list[Any] | None = None
+) -> list[VectorHit | FulltextHit]:
+    """The Entity.name full-text seeds from memory (setting ``entity_fulltext`` 'bm25'): the top ``k`` entities by
+    BM25 of their names against ``question`` (kbgraph.query.bm25 :data:`~kbgraph.query.bm25.ENTITY_NAMES`, kept per
+    corpus generation as the chunks' index is, on disk and in memory), best first (a cut inside a tie keeps the smallest ids), as FulltextHit
+    (label 'Entity', the raw BM25 score, properties {'text': the name}); [] when no name shares a word with the
+    question. The store's full-text index (``retrieve/seed_fulltext_entity``) scored the same role with its own
+    engine (RediSearch on FalkorDB, Lucene on Neo4j): this one is the same on both stores and sends no statement
+    per question (~4.6 ms on the long-document set, docs/benchmarks.md#long-documents)."""
+    index = shared_index(store, settings, generation=generation, corpus=ENTITY_NAMES)
+    # ties by id: names often score alike ("Mathew" PERSON and ORG), so a cut inside a tie keeps the smallest ids,
+    # as the store's statement does (cypher/fragments/falkordb.cypher; tests/test_fulltext_seeds.py)
+    hits = index.top(question, k)
+    return [
+        FulltextHit(id=eid, label="Entity", score=score, properties={"text": index.text(eid)}) for eid, score in hits
+    ]
 
 
 #: BM25 hits: (chunk id, BM25 score), best first.
