@@ -444,12 +444,12 @@ def test_an_ingestion_that_changes_the_corpus_builds_the_bm25_index(
     backend_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After an ingestion that adds, updates or deletes documents the learned ranker's BM25 index and the entity
-    names' index (the Entity.name seeds) are already built (the first question does not pay for them); a run that
+    names' index (the Entity.name seeds, with ``entity_fulltext='bm25'``) are already built (the first question does not pay for them); a run that
     changes nothing builds nothing."""
     from kbgraph.kb import KnowledgeBase
     from kbgraph.query import bm25
 
-    settings = backend_settings.updated({"home": tmp_path / "home"})
+    settings = backend_settings.updated({"home": tmp_path / "home", "entity_fulltext": "bm25"})
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "cork.txt").write_text("Cork is a city in Ireland on the River Lee.\n", encoding="utf-8")

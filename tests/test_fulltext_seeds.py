@@ -1,8 +1,9 @@
 """The Chunk full-text seeds (the ``FullText`` term, docs/scoring.md): while BM25 is on (``ranker_bm25_k`` > 0, any
 ranker) they are BM25's top ``fulltext_k`` (kbgraph.query.bm25's in-memory index, the one the learned ranker's pool
 searches) and the store's Chunk.text full-text statement is not sent; with ``ranker_bm25_k=0`` they are the store's
-full-text hits. The Entity.name full-text seeds (the ``EntityText`` term) come from kbgraph.query.bm25's index of
-the entities' names (setting ``entity_fulltext`` 'bm25', the default) or from the store's full-text index ('store').
+full-text hits. The Entity.name full-text seeds (the ``EntityText`` term) come from the store's full-text index
+(setting ``entity_fulltext`` 'store', the default) or from kbgraph.query.bm25's index of the entities' names
+('bm25').
 Both stores, a planted corpus."""
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def test_chunk_fulltext_seeds_come_from_bm25_while_it_is_on(store: GraphStore, b
     learned = backend_settings.updated({"ranker": "learned", "ranker_bm25_k": 3, "fulltext_k": 5})
     store.sent.clear()
     seeds = seed_layers(store, learned, QUESTION, qvec)
-    assert store.sent["retrieve/seed_fulltext_chunk"] == 0 and store.sent["retrieve/seed_fulltext_entity"] == 0
+    assert store.sent["retrieve/seed_fulltext_chunk"] == 0 and store.sent["retrieve/seed_fulltext_entity"] == 1
     top = shared_index(store, learned).search(QUESTION, 5)
     assert len(top) == 5 and len(seeds.bm25) == 3 and seeds.bm25 == top[:3]  # the pool's BM25 keeps its own k
     best = top[0][1]
@@ -108,8 +109,7 @@ def test_entity_name_seeds_come_from_memory_ties_by_id(
     qvec = _vec(98)
     # a home of its own: the session's Neo4j settings are shared, and an index saved under the same corpus generation
     # (a cleared graph, one document, no ingestion run) would be loaded from disk
-    settings = backend_settings.updated({"fulltext_k": 5, "home": tmp_path})
-    assert settings.retrieval.entity_fulltext == "bm25"
+    settings = backend_settings.updated({"fulltext_k": 5, "home": tmp_path, "entity_fulltext": "bm25"})
     store.sent.clear()
     seeds = seed_layers(store, settings, NAMES_QUESTION, qvec)
     assert store.sent["retrieve/seed_fulltext_entity"] == 0

@@ -198,7 +198,7 @@ def entity_name_seeds(
     (label 'Entity', the raw BM25 score, properties {'text': the name}); [] when no name shares a word with the
     question. The store's full-text index (``retrieve/seed_fulltext_entity``) scored the same role with its own
     engine (RediSearch on FalkorDB, Lucene on Neo4j): this one is the same on both stores and sends no statement
-    per question (~4.6 ms on the long-document set, docs/benchmarks.md#long-documents)."""
+    per question (docs/scoring.md: faster on the long-document set, not on the passage sets)."""
     index = shared_index(store, settings, generation=generation, corpus=ENTITY_NAMES)
     # ties by id: names often score alike ("Mathew" PERSON and ORG), so a cut inside a tie keeps the smallest ids,
     # as the store's statement does (cypher/fragments/falkordb.cypher; tests/test_fulltext_seeds.py)
